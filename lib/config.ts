@@ -1,0 +1,143 @@
+/**
+ * The one place that reads the environment. Every process calls {@link loadConfig} once and
+ * passes the result (or parts of it) down as a dependency object; nothing else reads `process.env`.
+ * @module
+ */
+
+/** Which chain a deployment (or one pipeline) serves; the three URL segments of the search API. */
+export interface ChainId {
+  /** e.g. `ethereum`. Env `CHAINSIFT_TECHNOLOGY`, default `ethereum`. */
+  technology: string;
+  /** e.g. `ethereum`. Env `CHAINSIFT_BLOCKCHAIN`, default `ethereum`. */
+  blockchain: string;
+  /** e.g. `mainnet`. Env `CHAINSIFT_NETWORK`, default `mainnet`. */
+  network: string;
+}
+
+/** Full configuration of a chainsift process. */
+export interface Config {
+  /** The chain served. */
+  chain: ChainId;
+  kafka: {
+    /** Bootstrap brokers. Env `KAFKA_BROKERS` (comma-separated), default `127.0.0.1:9092`. */
+    brokers: string[];
+    /** Kafka client id prefix. Env `KAFKA_CLIENT_ID`, default `chainsift`. */
+    clientId: string;
+    /** Prepended to every topic name (tests isolate themselves with it). Env `CHAINSIFT_TOPIC_PREFIX`, default empty. */
+    topicPrefix: string;
+    /** Prepended to every consumer group id. Env `CHAINSIFT_GROUP_PREFIX`, default `chainsift`. */
+    groupPrefix: string;
+  };
+  /** Confluent-compatible schema registry base URL. Env `SCHEMA_REGISTRY_URL`, default `http://127.0.0.1:8081/apis/ccompat/v7` (Apicurio's Confluent API). */
+  schemaRegistryUrl: string;
+  elasticsearch: {
+    /** Env `ELASTICSEARCH_URL`, default `http://127.0.0.1:9200`. */
+    url: string;
+    /** Prepended to every index name. Env `CHAINSIFT_INDEX_PREFIX`, default empty. */
+    indexPrefix: string;
+    /** Per-request timeout. Env `ELASTICSEARCH_REQUEST_TIMEOUT_MS`, default 30000. */
+    requestTimeoutMs: number;
+  };
+  /** Env `REDIS_URL`, default `redis://127.0.0.1:6379`. */
+  redisUrl: string;
+  api: {
+    /** Env `CHAINSIFT_API_HOST`, default `127.0.0.1`. */
+    host: string;
+    /** Env `CHAINSIFT_API_PORT`, default 8080; 0 picks a free port. */
+    port: number;
+    /** Accepted bearer tokens. Env `CHAINSIFT_API_TOKENS` (comma-separated), default none (every request is 401). */
+    tokens: string[];
+    /** Largest positive `size` of a search. Env `CHAINSIFT_MAX_SIZE`, default 10000 (ES `index.max_result_window`). */
+    maxSize: number;
+  };
+  ingest: {
+    /** EVM JSON-RPC endpoint. Env `CHAINSIFT_RPC_URL`, default `http://127.0.0.1:8545`. */
+    rpcUrl: string;
+    /** Head polling interval in follow mode. Env `CHAINSIFT_POLL_INTERVAL_MS`, default 1000. */
+    pollIntervalMs: number;
+    /** Blocks fetched concurrently during a backfill. Env `CHAINSIFT_INGEST_CONCURRENCY`, default 4. */
+    concurrency: number;
+  };
+  index: {
+    /** Largest bulk request, in documents. Env `CHAINSIFT_BULK_MAX_DOCS`, default 2000. */
+    bulkMaxDocs: number;
+  };
+  /** pino level. Env `LOG_LEVEL`, default `info`. */
+  logLevel: string;
+}
+
+/** Thrown when an environment variable holds a value that cannot be used. */
+export class ConfigError extends Error {
+  constructor(
+    /** The offending variable. */
+    readonly variable: string,
+    message: string,
+  ) {
+    super(`${variable}: ${message}`);
+    this.name = "ConfigError";
+  }
+}
+
+function int(env: NodeJS.ProcessEnv, name: string, fallback: number, min = 0): number {
+  const raw = env[name];
+  if (raw === undefined || raw === "") return fallback;
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < min) throw new ConfigError(name, `expected an integer >= ${min}, got ${JSON.stringify(raw)}`);
+  return n;
+}
+
+function list(env: NodeJS.ProcessEnv, name: string, fallback: string[]): string[] {
+  const raw = env[name];
+  if (raw === undefined || raw.trim() === "") return fallback;
+  return raw
+    .split(",")
+    .map((s) => s.trim())
+    .filter((s) => s !== "");
+}
+
+function str(env: NodeJS.ProcessEnv, name: string, fallback: string): string {
+  const raw = env[name];
+  return raw === undefined || raw === "" ? fallback : raw;
+}
+
+/**
+ * Reads the configuration from an environment (default `process.env`).
+ * @throws {ConfigError} when a numeric variable is not a valid integer.
+ */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  return {
+    chain: {
+      technology: str(env, "CHAINSIFT_TECHNOLOGY", "ethereum"),
+      blockchain: str(env, "CHAINSIFT_BLOCKCHAIN", "ethereum"),
+      network: str(env, "CHAINSIFT_NETWORK", "mainnet"),
+    },
+    kafka: {
+      brokers: list(env, "KAFKA_BROKERS", ["127.0.0.1:9092"]),
+      clientId: str(env, "KAFKA_CLIENT_ID", "chainsift"),
+      topicPrefix: str(env, "CHAINSIFT_TOPIC_PREFIX", ""),
+      groupPrefix: str(env, "CHAINSIFT_GROUP_PREFIX", "chainsift"),
+    },
+    schemaRegistryUrl: str(env, "SCHEMA_REGISTRY_URL", "http://127.0.0.1:8081/apis/ccompat/v7"),
+    elasticsearch: {
+      url: str(env, "ELASTICSEARCH_URL", "http://127.0.0.1:9200"),
+      indexPrefix: str(env, "CHAINSIFT_INDEX_PREFIX", ""),
+      requestTimeoutMs: int(env, "ELASTICSEARCH_REQUEST_TIMEOUT_MS", 30_000, 1),
+    },
+    redisUrl: str(env, "REDIS_URL", "redis://127.0.0.1:6379"),
+    api: {
+      host: str(env, "CHAINSIFT_API_HOST", "127.0.0.1"),
+      port: int(env, "CHAINSIFT_API_PORT", 8080),
+      tokens: list(env, "CHAINSIFT_API_TOKENS", []),
+      maxSize: int(env, "CHAINSIFT_MAX_SIZE", 10_000, 1),
+    },
+    ingest: {
+      rpcUrl: str(env, "CHAINSIFT_RPC_URL", "http://127.0.0.1:8545"),
+      pollIntervalMs: int(env, "CHAINSIFT_POLL_INTERVAL_MS", 1000, 1),
+      concurrency: int(env, "CHAINSIFT_INGEST_CONCURRENCY", 4, 1),
+    },
+    index: {
+      bulkMaxDocs: int(env, "CHAINSIFT_BULK_MAX_DOCS", 2000, 1),
+    },
+    logLevel: str(env, "LOG_LEVEL", "info"),
+  };
+}

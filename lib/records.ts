@@ -1,0 +1,212 @@
+/**
+ * Record shapes that flow through chainsift: what ingest writes to Kafka, what decode produces,
+ * what index stores as Elasticsearch `_source`, and what the search API returns.
+ *
+ * The field names follow the service contract (`../shared/contract/`) and the Ethereum JSON-RPC
+ * specification (https://ethereum.github.io/execution-apis/api-documentation/).
+ *
+ * Conventions:
+ * - Hashes are lower-case `0x`-prefixed hex, as the node returns them.
+ * - Addresses are EIP-55 checksummed (https://eips.ethereum.org/EIPS/eip-55): that is the
+ *   "original letter case" kept by the `.raw` sub-field; the main field is case-insensitive.
+ * - `timestamp` is ISO 8601 UTC without a zone suffix, e.g. `2023-04-13T08:39:11`.
+ * @module
+ */
+
+/**
+ * A non-negative integer quantity as the contract renders it: `num` for numeric sorting and
+ * ranges, `raw` the node's hex string.
+ *
+ * For small quantities (block numbers, indexes, gas) `num` is exact. For uint256 quantities
+ * (`value`, fees, difficulty) `num` is the nearest IEEE-754 double: exact up to 2^53, approximate
+ * beyond; `raw` is always exact.
+ */
+export interface Quantity {
+  /** Numeric value; exact up to 2^53 (Number.MAX_SAFE_INTEGER), the nearest double beyond. */
+  num: number;
+  /** The value as the node returned it: `0x`-prefixed hex without leading zeros. */
+  raw: string;
+}
+
+/** A block header plus counts. Kafka key and Elasticsearch `_id`: the block hash. */
+export interface BlockRecord {
+  hash: string;
+  parentHash: string;
+  number: Quantity;
+  /** ISO 8601 UTC without zone, from the header's `timestamp` (seconds since epoch). */
+  timestamp: string;
+  /** Fee recipient (coinbase), EIP-55. */
+  miner: string;
+  gasUsed: Quantity;
+  gasLimit: Quantity;
+  /** EIP-1559 base fee in wei; null before the London fork (block 12,965,000). */
+  baseFeePerGas: Quantity | null;
+  difficulty: Quantity;
+  /** Block size in bytes; null when the node omits it. */
+  size: Quantity | null;
+  extraData: string;
+  nonce: string | null;
+  stateRoot: string;
+  transactionsRoot: string;
+  receiptsRoot: string;
+  transactionCount: number;
+  /** Uncle (ommer) block hashes. */
+  uncles: string[];
+  /** EIP-4895 withdrawals count; null before the Shanghai fork. */
+  withdrawalsCount: number | null;
+}
+
+/**
+ * A transaction merged with its receipt. Kafka key and `_id`: the transaction hash;
+ * `_routing`/`_parent`: the block hash.
+ */
+export interface TransactionRecord {
+  hash: string;
+  blockHash: string;
+  blockNumber: Quantity;
+  transactionIndex: Quantity;
+  timestamp: string;
+  /** Sender, EIP-55. */
+  from: string;
+  /** Receiver, EIP-55; null for a contract creation. */
+  to: string | null;
+  /** Transferred wei. */
+  value: Quantity;
+  gas: Quantity;
+  gasPrice: Quantity | null;
+  maxFeePerGas: Quantity | null;
+  maxPriorityFeePerGas: Quantity | null;
+  nonce: Quantity;
+  /** EIP-2718 transaction type (0 legacy, 1 access list, 2 EIP-1559, 3 blob, 4 set-code). */
+  type: Quantity;
+  input: string;
+  /** First four bytes of `input` (the function selector), or null when input is shorter. */
+  methodId: string | null;
+  /** Receipt status: 1 success, 0 failure, null before Byzantium (EIP-658). */
+  status: number | null;
+  gasUsed: Quantity | null;
+  cumulativeGasUsed: Quantity | null;
+  effectiveGasPrice: Quantity | null;
+  /** Address of the created contract, EIP-55, or null. */
+  contractAddress: string | null;
+  /** Number of logs in the receipt. */
+  logCount: number;
+}
+
+/**
+ * A receipt log. Kafka key and `_id`: `<transactionHash>_l_<logIndex>`; `_routing`/`_parent`:
+ * the transaction hash.
+ */
+export interface LogRecord {
+  /** Emitting contract, EIP-55. */
+  address: string;
+  topics: string[];
+  data: string;
+  blockHash: string;
+  blockNumber: Quantity;
+  transactionHash: string;
+  transactionIndex: Quantity;
+  /** Position of the log in the block. */
+  logIndex: Quantity;
+  removed: boolean;
+  timestamp: string;
+}
+
+/** One decoded event argument, as the contract's `args[]` element. */
+export interface EventArg {
+  name: string;
+  /** Zero-based position in the event signature. */
+  pos: number;
+  value: {
+    /**
+     * Hex rendering: addresses lower-case 20-byte hex, integers minimal `0x` hex (two's
+     * complement for negative ints is not used; negatives are `-0x…`), bytes as-is, bools `0x0`/`0x1`.
+     */
+    hex: string;
+    /** Numeric value for integer and bool arguments (see {@link Quantity.num} for precision); else null. */
+    num: number | null;
+    /** `num` divided by 10^decimals of the emitting token, when the decimals are known; else null. */
+    scaled: number | null;
+    /** Solidity type name, e.g. `address`, `uint256`. */
+    type: string;
+  };
+}
+
+/**
+ * A log decoded into a named event. Kafka key and `_id`: `<transactionHash>_e_<logIndex>`;
+ * `_routing`/`_parent`: the transaction hash.
+ */
+export interface EventRecord {
+  /** Event name, e.g. `Transfer`. */
+  event: string;
+  /** Canonical signature, e.g. `Transfer(address,address,uint256)`. */
+  signature: string;
+  /** Token standard or protocol the decoder recognised, e.g. `erc20`, `erc721`, `weth`, `uniswap-v2`. */
+  standard: string;
+  args: EventArg[];
+  logIndex: Quantity;
+  transactionIndex: Quantity;
+  transactionHash: string;
+  /** Emitting contract, EIP-55. */
+  address: string;
+  blockHash: string;
+  blockNumber: Quantity;
+  /** Why decoding failed (the topic matched but the data did not), else null. */
+  error: string | null;
+  /** Textual rendering, e.g. `Transfer(from=0x…, to=0x…, value=1.5 USDT)`. */
+  str: string;
+  timestamp: string;
+}
+
+/** The record kinds stored and searchable. `tx` is a transaction. */
+export type RecordKind = "block" | "tx" | "log" | "event";
+
+/** Every record kind, in pipeline order. */
+export const RECORD_KINDS: readonly RecordKind[] = ["block", "tx", "log", "event"];
+
+/** Maps each kind to its record type. */
+export interface RecordByKind {
+  block: BlockRecord;
+  tx: TransactionRecord;
+  log: LogRecord;
+  event: EventRecord;
+}
+
+/** `_id` (and Kafka key) of a log: `<transactionHash>_l_<logIndex>`. */
+export function logId(log: Pick<LogRecord, "transactionHash" | "logIndex">): string {
+  return `${log.transactionHash}_l_${log.logIndex.num}`;
+}
+
+/** `_id` (and Kafka key) of an event, the contract's `<transaction_hash>_e_<integer>` (the log index). */
+export function eventId(ev: Pick<EventRecord, "transactionHash" | "logIndex">): string {
+  return `${ev.transactionHash}_e_${ev.logIndex.num}`;
+}
+
+/** The deterministic `_id` of any record; replays overwrite instead of duplicating. */
+export function recordId<K extends RecordKind>(kind: K, record: RecordByKind[K]): string {
+  switch (kind) {
+    case "block":
+      return (record as BlockRecord).hash;
+    case "tx":
+      return (record as TransactionRecord).hash;
+    case "log":
+      return logId(record as LogRecord);
+    default:
+      return eventId(record as EventRecord);
+  }
+}
+
+/**
+ * The hash of the containing entity, used as `_routing` and `_parent` of a hit: the block hash for
+ * a transaction, the transaction hash for a log or event, none for a block.
+ */
+export function parentOf<K extends RecordKind>(kind: K, record: RecordByKind[K]): string | undefined {
+  switch (kind) {
+    case "block":
+      return undefined;
+    case "tx":
+      return (record as TransactionRecord).blockHash;
+    default:
+      return (record as LogRecord | EventRecord).transactionHash;
+  }
+}

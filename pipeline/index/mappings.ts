@@ -1,0 +1,195 @@
+/**
+ * Elasticsearch index names, settings and explicit mappings (`dynamic: strict`) of every record
+ * kind. The search API derives its field allowlist from these mappings, so a field is searchable
+ * exactly when it is mapped here.
+ *
+ * Design (ES docs: https://www.elastic.co/guide/en/elasticsearch/reference/8.19/mapping-types.html):
+ * - Addresses: `keyword` with the `lowercase` normalizer, so a `term` matches in any letter case;
+ *   sub-field `.raw` is a plain keyword keeping the EIP-55 letter case (exact match).
+ * - `event`: `text` (standard analyzer) plus `.raw` keyword (exact, case-sensitive).
+ * - `args`: `nested`, so name and value conditions apply to the same argument.
+ * - Quantities `{num, raw}`: `num` is `long` for small integers (block number, indexes, gas) and
+ *   `double` for uint256 amounts (wei values, fees, event argument values), where values beyond
+ *   2^53 are the nearest double and `raw`/`value.hex` stay exact. `unsigned_long` is not used: it
+ *   still stops at 2^64 and is not in every distribution.
+ * @module
+ */
+import type { ChainId } from "../../lib/config.js";
+import type { RecordKind } from "../../lib/records.js";
+
+type Mapping = Record<string, unknown>;
+
+const keyword = { type: "keyword" } as const;
+const hash = { type: "keyword" } as const;
+const address = {
+  type: "keyword",
+  normalizer: "lowercase_address",
+  fields: { raw: { type: "keyword" } },
+} as const;
+const smallQuantity = { properties: { num: { type: "long" }, raw: keyword } } as const;
+const bigQuantity = { properties: { num: { type: "double" }, raw: keyword } } as const;
+/** ISO 8601 without zone; ES reads it as UTC. */
+const timestamp = { type: "date", format: "strict_date_optional_time" } as const;
+/** Long hex blobs: kept in `_source`, not searchable. */
+const blob = { type: "keyword", index: false, doc_values: false } as const;
+
+/** Explicit mapping per record kind. */
+export const MAPPINGS: Record<RecordKind, Mapping> = {
+  block: {
+    dynamic: "strict",
+    properties: {
+      hash,
+      parentHash: hash,
+      number: smallQuantity,
+      timestamp,
+      miner: address,
+      gasUsed: smallQuantity,
+      gasLimit: smallQuantity,
+      baseFeePerGas: bigQuantity,
+      difficulty: bigQuantity,
+      size: smallQuantity,
+      extraData: blob,
+      nonce: keyword,
+      stateRoot: hash,
+      transactionsRoot: hash,
+      receiptsRoot: hash,
+      transactionCount: { type: "integer" },
+      uncles: hash,
+      withdrawalsCount: { type: "integer" },
+    },
+  },
+  tx: {
+    dynamic: "strict",
+    properties: {
+      hash,
+      blockHash: hash,
+      blockNumber: smallQuantity,
+      transactionIndex: smallQuantity,
+      timestamp,
+      from: address,
+      to: address,
+      value: bigQuantity,
+      gas: smallQuantity,
+      gasPrice: bigQuantity,
+      maxFeePerGas: bigQuantity,
+      maxPriorityFeePerGas: bigQuantity,
+      nonce: smallQuantity,
+      type: smallQuantity,
+      input: blob,
+      methodId: keyword,
+      status: { type: "integer" },
+      gasUsed: smallQuantity,
+      cumulativeGasUsed: smallQuantity,
+      effectiveGasPrice: bigQuantity,
+      contractAddress: address,
+      logCount: { type: "integer" },
+    },
+  },
+  log: {
+    dynamic: "strict",
+    properties: {
+      address,
+      topics: hash,
+      data: blob,
+      blockHash: hash,
+      blockNumber: smallQuantity,
+      transactionHash: hash,
+      transactionIndex: smallQuantity,
+      logIndex: smallQuantity,
+      removed: { type: "boolean" },
+      timestamp,
+    },
+  },
+  event: {
+    dynamic: "strict",
+    properties: {
+      event: { type: "text", fields: { raw: { type: "keyword" } } },
+      signature: keyword,
+      standard: keyword,
+      args: {
+        type: "nested",
+        properties: {
+          name: keyword,
+          pos: { type: "integer" },
+          value: {
+            properties: {
+              hex: { type: "keyword", normalizer: "lowercase_address" },
+              num: { type: "double" },
+              scaled: { type: "double" },
+              type: keyword,
+            },
+          },
+        },
+      },
+      logIndex: smallQuantity,
+      transactionIndex: smallQuantity,
+      transactionHash: hash,
+      address,
+      blockHash: hash,
+      blockNumber: smallQuantity,
+      error: { type: "keyword", ignore_above: 1024 },
+      str: { type: "text" },
+      timestamp,
+    },
+  },
+};
+
+/**
+ * Index settings shared by every kind: one shard, no replicas (a single node goes green), and
+ * the `lowercase_address` normalizer (custom normalizer with the `lowercase` filter).
+ */
+export const INDEX_SETTINGS = {
+  number_of_shards: 1,
+  number_of_replicas: 0,
+  analysis: { normalizer: { lowercase_address: { type: "custom", filter: ["lowercase"] } } },
+} as const;
+
+/** Index name of a kind: `<prefix><technology>-<blockchain>-<network>-<kind>` (lower-case, as ES requires). */
+export function indexName(chain: ChainId, kind: RecordKind, prefix = ""): string {
+  return `${prefix}${chain.technology}-${chain.blockchain}-${chain.network}-${kind}`.toLowerCase();
+}
+
+/** Kind of an index name produced by {@link indexName}, or undefined. */
+export function kindOfIndex(index: string): RecordKind | undefined {
+  const m = /-(block|tx|log|event)$/.exec(index);
+  return m?.[1] as RecordKind | undefined;
+}
+
+/** One leaf field of a mapping with its ES type. */
+export interface MappedField {
+  /** Dotted path, e.g. `args.value.hex` or `address.raw`. */
+  path: string;
+  /** ES field type, e.g. `keyword`, `long`, `text`, `nested`. */
+  type: string;
+  /** Path of the enclosing nested object, e.g. `args`, if any. */
+  nestedPath?: string;
+  /** Whether the field is searchable (`index: false` fields are not). */
+  searchable: boolean;
+}
+
+/** Flattens a kind's mapping into its leaf fields (including multi-fields such as `address.raw`). */
+export function mappedFields(kind: RecordKind): MappedField[] {
+  const out: MappedField[] = [];
+  const walk = (props: Record<string, Mapping>, prefix: string, nestedPath?: string): void => {
+    for (const [name, def] of Object.entries(props)) {
+      const path = prefix + name;
+      const type = (def.type as string | undefined) ?? "object";
+      if (type === "nested") {
+        out.push({ path, type, nestedPath, searchable: true });
+        walk(def.properties as Record<string, Mapping>, `${path}.`, path);
+        continue;
+      }
+      if (def.properties) {
+        walk(def.properties as Record<string, Mapping>, `${path}.`, nestedPath);
+        continue;
+      }
+      out.push({ path, type, nestedPath, searchable: def.index !== false });
+      const fields = def.fields as Record<string, Mapping> | undefined;
+      for (const [sub, subDef] of Object.entries(fields ?? {})) {
+        out.push({ path: `${path}.${sub}`, type: subDef.type as string, nestedPath, searchable: true });
+      }
+    }
+  };
+  walk((MAPPINGS[kind] as { properties: Record<string, Mapping> }).properties, "");
+  return out;
+}

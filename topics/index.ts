@@ -1,0 +1,76 @@
+/**
+ * The single source of every Kafka topic: name, key, partitions, config and Avro schema.
+ * Names carry technology/blockchain/network: `ethereum.ethereum.mainnet.blocks`.
+ * @module
+ */
+import type { ChainId } from "../lib/config.js";
+import type { RecordKind } from "../lib/records.js";
+import { type AvroSchema, blockSchema, deadLetterSchema, eventSchema, logSchema, transactionSchema } from "./schemas.js";
+
+/** Logical topic of a chain. */
+export type TopicKind = "blocks" | "transactions" | "logs" | "events" | "dead-letter";
+
+/** Definition of one topic. */
+export interface TopicSpec {
+  kind: TopicKind;
+  /** Record kind carried, or null for the dead-letter topic. */
+  recordKind: RecordKind | null;
+  /** What the message key holds (keys make replays idempotent). */
+  key: string;
+  /** Partition count at creation. */
+  partitions: number;
+  /** Topic-level Kafka configs (https://kafka.apache.org/documentation/#topicconfigs). */
+  config: Record<string, string>;
+  /** Avro value schema. */
+  schema: AvroSchema;
+}
+
+const retention = { "cleanup.policy": "delete", "retention.ms": String(7 * 24 * 3600 * 1000), "compression.type": "lz4" };
+
+/** Every topic of one chain. */
+export const TOPICS: Record<TopicKind, TopicSpec> = {
+  blocks: { kind: "blocks", recordKind: "block", key: "block hash", partitions: 1, config: retention, schema: blockSchema },
+  transactions: {
+    kind: "transactions",
+    recordKind: "tx",
+    key: "transaction hash",
+    partitions: 3,
+    config: retention,
+    schema: transactionSchema,
+  },
+  logs: { kind: "logs", recordKind: "log", key: "<transactionHash>_l_<logIndex>", partitions: 3, config: retention, schema: logSchema },
+  events: {
+    kind: "events",
+    recordKind: "event",
+    key: "<transactionHash>_e_<logIndex>",
+    partitions: 3,
+    config: retention,
+    schema: eventSchema,
+  },
+  "dead-letter": {
+    kind: "dead-letter",
+    recordKind: null,
+    key: "the original message key",
+    partitions: 1,
+    config: { "cleanup.policy": "delete", "retention.ms": String(30 * 24 * 3600 * 1000) },
+    schema: deadLetterSchema,
+  },
+};
+
+/** Topic carrying each record kind. */
+export const TOPIC_OF_KIND: Record<RecordKind, TopicKind> = {
+  block: "blocks",
+  tx: "transactions",
+  log: "logs",
+  event: "events",
+};
+
+/** Full topic name, e.g. `ethereum.ethereum.mainnet.blocks`, with an optional prefix (tests use one). */
+export function topicName(chain: ChainId, kind: TopicKind, prefix = ""): string {
+  return `${prefix}${chain.technology}.${chain.blockchain}.${chain.network}.${kind}`;
+}
+
+/** Schema registry subject of a topic's values (Confluent TopicNameStrategy). */
+export function subjectOf(topic: string): string {
+  return `${topic}-value`;
+}

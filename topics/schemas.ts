@@ -1,0 +1,171 @@
+/**
+ * Avro schemas of every Kafka record, registered with the Confluent-compatible schema registry
+ * under the subject `<topic>-value` (TopicNameStrategy). They mirror `lib/records.ts` exactly.
+ * Spec: https://avro.apache.org/docs/1.11.1/specification/
+ * @module
+ */
+
+/** Avro schema object (JSON form). */
+export type AvroSchema = Record<string, unknown>;
+
+const NS = "io.chainsift.records";
+
+/** `{num, raw}`: see `Quantity` in lib/records.ts. */
+const quantity = {
+  type: "record",
+  name: "Quantity",
+  namespace: NS,
+  fields: [
+    { name: "num", type: "double" },
+    { name: "raw", type: "string" },
+  ],
+};
+const Q = `${NS}.Quantity`;
+const optQ = { type: ["null", Q], default: null };
+const optString = { type: ["null", "string"], default: null };
+
+/** Schema of topic `<chain>.blocks`. */
+export const blockSchema: AvroSchema = {
+  type: "record",
+  name: "Block",
+  namespace: NS,
+  fields: [
+    { name: "hash", type: "string" },
+    { name: "parentHash", type: "string" },
+    { name: "number", type: quantity },
+    { name: "timestamp", type: "string" },
+    { name: "miner", type: "string" },
+    { name: "gasUsed", type: Q },
+    { name: "gasLimit", type: Q },
+    { name: "baseFeePerGas", ...optQ },
+    { name: "difficulty", type: Q },
+    { name: "size", ...optQ },
+    { name: "extraData", type: "string" },
+    { name: "nonce", ...optString },
+    { name: "stateRoot", type: "string" },
+    { name: "transactionsRoot", type: "string" },
+    { name: "receiptsRoot", type: "string" },
+    { name: "transactionCount", type: "int" },
+    { name: "uncles", type: { type: "array", items: "string" } },
+    { name: "withdrawalsCount", type: ["null", "int"], default: null },
+  ],
+};
+
+/** Schema of topic `<chain>.transactions`. */
+export const transactionSchema: AvroSchema = {
+  type: "record",
+  name: "Transaction",
+  namespace: NS,
+  fields: [
+    { name: "hash", type: "string" },
+    { name: "blockHash", type: "string" },
+    { name: "blockNumber", type: quantity },
+    { name: "transactionIndex", type: Q },
+    { name: "timestamp", type: "string" },
+    { name: "from", type: "string" },
+    { name: "to", ...optString },
+    { name: "value", type: Q },
+    { name: "gas", type: Q },
+    { name: "gasPrice", ...optQ },
+    { name: "maxFeePerGas", ...optQ },
+    { name: "maxPriorityFeePerGas", ...optQ },
+    { name: "nonce", type: Q },
+    { name: "type", type: Q },
+    { name: "input", type: "string" },
+    { name: "methodId", ...optString },
+    { name: "status", type: ["null", "int"], default: null },
+    { name: "gasUsed", ...optQ },
+    { name: "cumulativeGasUsed", ...optQ },
+    { name: "effectiveGasPrice", ...optQ },
+    { name: "contractAddress", ...optString },
+    { name: "logCount", type: "int" },
+  ],
+};
+
+/** Schema of topic `<chain>.logs`. */
+export const logSchema: AvroSchema = {
+  type: "record",
+  name: "Log",
+  namespace: NS,
+  fields: [
+    { name: "address", type: "string" },
+    { name: "topics", type: { type: "array", items: "string" } },
+    { name: "data", type: "string" },
+    { name: "blockHash", type: "string" },
+    { name: "blockNumber", type: quantity },
+    { name: "transactionHash", type: "string" },
+    { name: "transactionIndex", type: Q },
+    { name: "logIndex", type: Q },
+    { name: "removed", type: "boolean" },
+    { name: "timestamp", type: "string" },
+  ],
+};
+
+/** Schema of topic `<chain>.events`. */
+export const eventSchema: AvroSchema = {
+  type: "record",
+  name: "Event",
+  namespace: NS,
+  fields: [
+    { name: "event", type: "string" },
+    { name: "signature", type: "string" },
+    { name: "standard", type: "string" },
+    {
+      name: "args",
+      type: {
+        type: "array",
+        items: {
+          type: "record",
+          name: "EventArg",
+          fields: [
+            { name: "name", type: "string" },
+            { name: "pos", type: "int" },
+            {
+              name: "value",
+              type: {
+                type: "record",
+                name: "EventArgValue",
+                fields: [
+                  { name: "hex", type: "string" },
+                  { name: "num", type: ["null", "double"], default: null },
+                  { name: "scaled", type: ["null", "double"], default: null },
+                  { name: "type", type: "string" },
+                ],
+              },
+            },
+          ],
+        },
+      },
+    },
+    { name: "logIndex", type: quantity },
+    { name: "transactionIndex", type: Q },
+    { name: "transactionHash", type: "string" },
+    { name: "address", type: "string" },
+    { name: "blockHash", type: "string" },
+    { name: "blockNumber", type: Q },
+    { name: "error", ...optString },
+    { name: "str", type: "string" },
+    { name: "timestamp", type: "string" },
+  ],
+};
+
+/**
+ * Schema of the dead-letter topic: the original message bytes plus why it was refused.
+ * A dead letter is never lost: `chainsift` operators inspect and replay them.
+ */
+export const deadLetterSchema: AvroSchema = {
+  type: "record",
+  name: "DeadLetter",
+  namespace: NS,
+  fields: [
+    { name: "sourceTopic", type: "string" },
+    { name: "partition", type: "int" },
+    { name: "offset", type: "string" },
+    { name: "key", type: ["null", "bytes"], default: null },
+    { name: "value", type: ["null", "bytes"], default: null },
+    { name: "stage", type: "string" },
+    { name: "errorCode", type: "string" },
+    { name: "errorMessage", type: "string" },
+    { name: "failedAt", type: "string" },
+  ],
+};
