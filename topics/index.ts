@@ -25,7 +25,7 @@ export interface TopicSpec {
   schema: AvroSchema;
 }
 
-const retention = { "cleanup.policy": "delete", "retention.ms": String(7 * 24 * 3600 * 1000), "compression.type": "lz4" };
+const retention = { "cleanup.policy": "delete", "retention.ms": String(7 * 24 * 3600 * 1000), "compression.type": "producer" };
 
 /** Every topic of one chain. */
 export const TOPICS: Record<TopicKind, TopicSpec> = {

@@ -1,0 +1,59 @@
+/**
+ * The decode stage's Kafka shell: consumes logs, decodes each with the pure {@link Decoder}, and
+ * produces events keyed `<transactionHash>_e_<logIndex>`. Logs of unknown events produce nothing.
+ * @module
+ */
+import type { Logger } from "../../lib/logger.js";
+import { eventId, type LogRecord } from "../../lib/records.js";
+import { NonRetryableError } from "../errors.js";
+import { type Bus, createRecordProducer, type OutgoingRecord } from "../kafka/bus.js";
+import { type HandlerFailure, type InputRecord, type RunningConsumer, runConsumer } from "../kafka/consumer.js";
+import type { Decoder } from "./decoder.js";
+
+/** Turns a batch of consumed logs into event messages and per-record failures (pure). */
+export function decodeBatch(decoder: Decoder, inputs: InputRecord[]): { out: OutgoingRecord[]; failures: HandlerFailure[] } {
+  const out: OutgoingRecord[] = [];
+  const failures: HandlerFailure[] = [];
+  for (const input of inputs) {
+    try {
+      const ev = decoder.decode(input.record as LogRecord);
+      if (ev) out.push({ kind: "events", key: eventId(ev), record: ev });
+    } catch (err) {
+      failures.push({
+        input,
+        error: new NonRetryableError("CS_DECODE_FAILED", `cannot decode log: ${(err as Error).message}`, { cause: err }),
+      });
+    }
+  }
+  return { out, failures };
+}
+
+/** Dependencies of {@link startDecodeStage}. */
+export interface DecodeStageDeps {
+  bus: Bus;
+  decoder: Decoder;
+  logger: Logger;
+}
+
+/** Starts the decode stage: logs topic → events topic. */
+export async function startDecodeStage(deps: DecodeStageDeps): Promise<RunningConsumer> {
+  const producer = await createRecordProducer(deps.bus);
+  const running = await runConsumer({
+    bus: deps.bus,
+    logger: deps.logger,
+    stage: "decode",
+    topics: ["logs"],
+    handler: async (inputs) => {
+      const { out, failures } = decodeBatch(deps.decoder, inputs);
+      await producer.send(out);
+      return failures;
+    },
+  });
+  return {
+    ...running,
+    async stop() {
+      await running.stop();
+      await producer.disconnect();
+    },
+  };
+}

@@ -1,0 +1,215 @@
+/**
+ * The ingest stage: reads blocks and receipts from a {@link ChainSource} and writes block,
+ * transaction and log records to Kafka, one idempotent batch per block (keys: block hash,
+ * transaction hash, `<txhash>_l_<logIndex>`), so a replayed range overwrites instead of duplicating.
+ * @module
+ */
+import type { Logger } from "../../lib/logger.js";
+import { logId } from "../../lib/records.js";
+import { isRetryable } from "../errors.js";
+import type { OutgoingRecord, RecordProducer } from "../kafka/bus.js";
+import type { ChainSource } from "./rpc.js";
+import { type BlockBundle, MalformedRpcDataError, type RawRpcObject, toBlockBundle } from "./transform.js";
+
+/** The records of one block as Kafka messages (pure). */
+export function bundleToMessages(bundle: BlockBundle): OutgoingRecord[] {
+  return [
+    { kind: "blocks", key: bundle.block.hash, record: bundle.block },
+    ...bundle.transactions.map((t): OutgoingRecord => ({ kind: "transactions", key: t.hash, record: t })),
+    ...bundle.logs.map((l): OutgoingRecord => ({ kind: "logs", key: logId(l), record: l })),
+  ];
+}
+
+/** Counts of what was ingested. */
+export interface IngestStats {
+  blocks: number;
+  transactions: number;
+  logs: number;
+  /** Blocks the node did not have (null answer). */
+  missing: number;
+  /** Blocks whose data was malformed and went to the dead-letter topic. */
+  deadLettered: number;
+}
+
+/** Dependencies of {@link createIngester}. */
+export interface IngesterDeps {
+  source: ChainSource;
+  producer: RecordProducer;
+  logger: Logger;
+  /** Blocks fetched concurrently in a backfill. Default 4. */
+  concurrency?: number;
+  /** First retry delay after a transient failure; doubles up to 30 s. Default 500 ms. */
+  retryInitialMs?: number;
+  /** Give up a block after this many transient failures (the error is thrown). Default: never give up (Infinity). */
+  maxAttempts?: number;
+}
+
+/** Options of a follow-the-head run. */
+export interface FollowOptions {
+  /** First block to ingest; default the current head. */
+  from?: number;
+  /** Head polling interval. Default 1000 ms. */
+  pollIntervalMs?: number;
+  /** Stops the loop. */
+  signal?: AbortSignal;
+  /** Called after every block (tests and the CLI use it for progress). */
+  onBlock?: (bundle: BlockBundle) => void;
+}
+
+/** The ingest stage. */
+export interface Ingester {
+  /** Fetches and produces one block; returns null when the node does not have it. */
+  ingestBlock(number: number): Promise<BlockBundle | null>;
+  /** Ingests the given block numbers (a backfill), `concurrency` fetches at a time, produced in order. */
+  ingestBlocks(numbers: number[], signal?: AbortSignal): Promise<IngestStats>;
+  /** Ingests `from..to` inclusive. */
+  backfill(from: number, to: number, signal?: AbortSignal): Promise<IngestStats>;
+  /** Follows the head until the signal aborts. */
+  follow(opts?: FollowOptions): Promise<IngestStats>;
+}
+
+const sleep = (ms: number, signal?: AbortSignal) =>
+  new Promise<void>((resolve) => {
+    if (signal?.aborted) return resolve();
+    const t = setTimeout(resolve, ms);
+    signal?.addEventListener(
+      "abort",
+      () => {
+        clearTimeout(t);
+        resolve();
+      },
+      { once: true },
+    );
+  });
+
+/** Creates the ingest stage. */
+export function createIngester(deps: IngesterDeps): Ingester {
+  const { source, producer } = deps;
+  const log = deps.logger.child({ stage: "ingest" });
+  const concurrency = deps.concurrency ?? 4;
+  const maxAttempts = deps.maxAttempts ?? Number.POSITIVE_INFINITY;
+
+  async function withRetry<T>(what: string, fn: () => Promise<T>, signal?: AbortSignal): Promise<T> {
+    let delay = deps.retryInitialMs ?? 500;
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await fn();
+      } catch (err) {
+        if (!isRetryable(err) || err instanceof MalformedRpcDataError || attempt >= maxAttempts || signal?.aborted) throw err;
+        log.warn({ err, attempt, retryInMs: delay }, `${what} failed; retrying`);
+        await sleep(delay, signal);
+        delay = Math.min(delay * 2, 30_000);
+      }
+    }
+  }
+
+  type Fetched = { number: number; bundle: BlockBundle | null; raw?: RawRpcObject; error?: MalformedRpcDataError };
+
+  async function fetchOne(number: number, signal?: AbortSignal): Promise<Fetched> {
+    const fetched = await withRetry(`fetch block ${number}`, () => source.fetchBlock(number), signal);
+    if (!fetched) return { number, bundle: null };
+    try {
+      return { number, bundle: toBlockBundle(fetched.block, fetched.receipts) };
+    } catch (err) {
+      if (err instanceof MalformedRpcDataError)
+        return { number, bundle: null, raw: { block: fetched.block, receipts: fetched.receipts }, error: err };
+      throw err;
+    }
+  }
+
+  async function produce(f: Fetched, stats: IngestStats, signal?: AbortSignal): Promise<void> {
+    if (f.error) {
+      // Malformed node data: keep it whole in the dead-letter topic, never drop it silently.
+      log.error({ block: f.number, path: f.error.path }, `malformed block data dead-lettered: ${f.error.message}`);
+      await withRetry(
+        "dead-letter",
+        () =>
+          producer.send([
+            {
+              kind: "dead-letter",
+              key: `block:${f.number}`,
+              record: {
+                sourceTopic: "rpc:eth_getBlockByNumber",
+                partition: -1,
+                offset: String(f.number),
+                key: null,
+                value: Buffer.from(JSON.stringify(f.raw)),
+                stage: "ingest",
+                errorCode: "CS_MALFORMED_RPC_DATA",
+                errorMessage: f.error?.message ?? "",
+                failedAt: new Date().toISOString(),
+              },
+            },
+          ]),
+        signal,
+      );
+      stats.deadLettered++;
+      return;
+    }
+    if (!f.bundle) {
+      stats.missing++;
+      return;
+    }
+    const bundle = f.bundle;
+    await withRetry(`produce block ${f.number}`, () => producer.send(bundleToMessages(bundle)), signal);
+    stats.blocks++;
+    stats.transactions += bundle.transactions.length;
+    stats.logs += bundle.logs.length;
+  }
+
+  const emptyStats = (): IngestStats => ({ blocks: 0, transactions: 0, logs: 0, missing: 0, deadLettered: 0 });
+
+  const ingester: Ingester = {
+    async ingestBlock(number) {
+      const stats = emptyStats();
+      const f = await fetchOne(number);
+      await produce(f, stats);
+      return f.bundle;
+    },
+    async ingestBlocks(numbers, signal) {
+      const stats = emptyStats();
+      for (let i = 0; i < numbers.length && !signal?.aborted; i += concurrency) {
+        const chunk = numbers.slice(i, i + concurrency);
+        const fetched = await Promise.all(chunk.map((n) => fetchOne(n, signal)));
+        for (const f of fetched) await produce(f, stats, signal);
+      }
+      log.info(stats, "backfill done");
+      return stats;
+    },
+    async backfill(from, to, signal) {
+      if (!Number.isInteger(from) || !Number.isInteger(to) || from < 0 || to < from) {
+        throw new RangeError(`invalid backfill range ${from}..${to}`);
+      }
+      const numbers = Array.from({ length: to - from + 1 }, (_, i) => from + i);
+      return ingester.ingestBlocks(numbers, signal);
+    },
+    async follow(opts = {}) {
+      const stats = emptyStats();
+      const signal = opts.signal;
+      let next = opts.from ?? (await withRetry("eth_blockNumber", () => source.headNumber(), signal));
+      let lastHash: string | undefined;
+      log.info({ from: next }, "following the head");
+      while (!signal?.aborted) {
+        const head = await withRetry("eth_blockNumber", () => source.headNumber(), signal).catch((err) => {
+          if (signal?.aborted) return -1;
+          throw err;
+        });
+        while (next <= head && !signal?.aborted) {
+          const f = await fetchOne(next, signal);
+          if (f.bundle && lastHash && f.bundle.block.parentHash !== lastHash) {
+            log.warn({ block: next, parentHash: f.bundle.block.parentHash, expected: lastHash }, "parent hash mismatch: chain reorganised");
+          }
+          await produce(f, stats, signal);
+          if (f.bundle) {
+            lastHash = f.bundle.block.hash;
+            opts.onBlock?.(f.bundle);
+          }
+          next++;
+        }
+        await sleep(opts.pollIntervalMs ?? 1000, signal);
+      }
+      return stats;
+    },
+  };
+  return ingester;
+}

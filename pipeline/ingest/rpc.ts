@@ -1,0 +1,111 @@
+/**
+ * Reads blocks and receipts from any EVM JSON-RPC node through ethers 6.
+ * Methods: `eth_blockNumber`, `eth_getBlockByNumber(n, true)`, `eth_getBlockReceipts(n)`
+ * (https://ethereum.github.io/execution-apis/api-documentation/), falling back to one
+ * `eth_getTransactionReceipt` per transaction on nodes without `eth_getBlockReceipts`.
+ * @module
+ */
+import { FetchRequest, JsonRpcProvider } from "ethers";
+import { RetryableError } from "../errors.js";
+import type { RawRpcObject } from "./transform.js";
+
+/** A block as fetched: the raw block and its receipts in transaction order. */
+export interface FetchedBlock {
+  block: RawRpcObject;
+  /** Receipts in transaction order. */
+  receipts: RawRpcObject[];
+}
+
+/** Source of chain data. */
+export interface ChainSource {
+  /** The node's chain id (EIP-155). */
+  chainId(): Promise<number>;
+  /** Current head block number. */
+  headNumber(): Promise<number>;
+  /**
+   * The block with full transactions and its receipts, or null when the node does not have the
+   * block (yet).
+   * @throws {RetryableError} when the node fails or answers inconsistently (e.g. a reorg between calls).
+   */
+  fetchBlock(number: number): Promise<FetchedBlock | null>;
+  /** Releases the connection. */
+  destroy(): void;
+}
+
+/** Options of {@link createRpcSource}. */
+export interface RpcSourceOptions {
+  /** JSON-RPC URL (http/https). */
+  rpcUrl: string;
+  /** Per-request timeout. Default 30000 ms. */
+  timeoutMs?: number;
+  /** Largest JSON-RPC batch. Default 50. */
+  batchMaxCount?: number;
+}
+
+const METHOD_NOT_FOUND = -32601;
+
+function rpcErrorCode(err: unknown): number | undefined {
+  const e = err as { error?: { code?: number }; info?: { error?: { code?: number } } };
+  return e?.error?.code ?? e?.info?.error?.code;
+}
+
+/** Creates a {@link ChainSource} reading from a JSON-RPC URL. */
+export function createRpcSource(opts: RpcSourceOptions): ChainSource {
+  const req = new FetchRequest(opts.rpcUrl);
+  req.timeout = opts.timeoutMs ?? 30_000;
+  const provider = new JsonRpcProvider(req, undefined, { staticNetwork: true, batchMaxCount: opts.batchMaxCount ?? 50 });
+  let blockReceiptsSupported: boolean | undefined;
+
+  const send = async <T>(method: string, params: unknown[]): Promise<T> => {
+    try {
+      return (await provider.send(method, params)) as T;
+    } catch (err) {
+      if (rpcErrorCode(err) === METHOD_NOT_FOUND) throw err;
+      throw new RetryableError(`${method} failed: ${(err as Error).message}`, { cause: err });
+    }
+  };
+
+  const receiptsOf = async (block: RawRpcObject, hexNumber: string): Promise<RawRpcObject[]> => {
+    const txs = block.transactions as RawRpcObject[];
+    if (txs.length === 0) return [];
+    if (blockReceiptsSupported !== false) {
+      try {
+        const rs = await send<RawRpcObject[] | null>("eth_getBlockReceipts", [hexNumber]);
+        blockReceiptsSupported = true;
+        if (rs) return rs;
+      } catch (err) {
+        if (rpcErrorCode(err) !== METHOD_NOT_FOUND) throw err;
+        blockReceiptsSupported = false;
+      }
+    }
+    const rs = await Promise.all(txs.map((t) => send<RawRpcObject | null>("eth_getTransactionReceipt", [t.hash])));
+    const missing = rs.indexOf(null);
+    if (missing >= 0) throw new RetryableError(`receipt of ${String(txs[missing]?.hash)} not available yet`);
+    return rs as RawRpcObject[];
+  };
+
+  return {
+    async chainId() {
+      return Number(await send<string>("eth_chainId", []));
+    },
+    async headNumber() {
+      return Number(await send<string>("eth_blockNumber", []));
+    },
+    async fetchBlock(number) {
+      const hexNumber = `0x${number.toString(16)}`;
+      const block = await send<RawRpcObject | null>("eth_getBlockByNumber", [hexNumber, true]);
+      if (!block) return null;
+      const receipts = await receiptsOf(block, hexNumber);
+      const foreign = receipts.find((r) => String(r.blockHash).toLowerCase() !== String(block.hash).toLowerCase());
+      if (foreign) {
+        throw new RetryableError(
+          `block ${number} changed while fetching receipts (reorg): ${String(foreign.blockHash)} != ${String(block.hash)}`,
+        );
+      }
+      return { block, receipts };
+    },
+    destroy() {
+      provider.destroy();
+    },
+  };
+}

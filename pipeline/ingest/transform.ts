@@ -1,0 +1,211 @@
+/**
+ * Pure conversion of raw JSON-RPC objects (eth_getBlockByNumber with full transactions,
+ * eth_getBlockReceipts / eth_getTransactionReceipt) into chainsift records.
+ * Field semantics: https://ethereum.github.io/execution-apis/api-documentation/
+ * @module
+ */
+import { getAddress } from "ethers";
+import type { BlockRecord, LogRecord, Quantity, TransactionRecord } from "../../lib/records.js";
+
+/** A raw JSON-RPC object with hex-encoded quantities. */
+export type RawRpcObject = Record<string, unknown>;
+
+/** Raised when a node returns an object that lacks a required field or holds a malformed value. */
+export class MalformedRpcDataError extends Error {
+  constructor(
+    /** Dotted path of the offending field, e.g. `block.transactions[3].hash`. */
+    readonly path: string,
+    message: string,
+  ) {
+    super(`${path}: ${message}`);
+    this.name = "MalformedRpcDataError";
+  }
+}
+
+const HEX_QUANTITY = /^0x[0-9a-fA-F]+$/;
+
+/** Parses a hex quantity (`0x…`) into a {@link Quantity}; `raw` is re-rendered without leading zeros. */
+export function quantity(value: unknown, path: string): Quantity {
+  if (typeof value !== "string" || !HEX_QUANTITY.test(value)) {
+    throw new MalformedRpcDataError(path, `expected a hex quantity, got ${JSON.stringify(value)}`);
+  }
+  const n = BigInt(value);
+  return { num: Number(n), raw: `0x${n.toString(16)}` };
+}
+
+/** Like {@link quantity} but null when the field is absent or null. */
+export function optionalQuantity(value: unknown, path: string): Quantity | null {
+  return value === undefined || value === null ? null : quantity(value, path);
+}
+
+/** Renders unix seconds as ISO 8601 UTC without zone (the contract's `<timestamp>`), e.g. `2023-04-13T08:39:11`. */
+export function isoTimestamp(seconds: number): string {
+  return new Date(seconds * 1000).toISOString().slice(0, 19);
+}
+
+const addressCache = new Map<string, string>();
+
+/**
+ * EIP-55 checksummed form of an address (https://eips.ethereum.org/EIPS/eip-55), memoised.
+ * @throws {MalformedRpcDataError} when the value is not a 20-byte hex address.
+ */
+export function checksum(value: unknown, path: string): string {
+  if (typeof value !== "string") throw new MalformedRpcDataError(path, `expected an address, got ${JSON.stringify(value)}`);
+  const key = value.toLowerCase();
+  let out = addressCache.get(key);
+  if (out === undefined) {
+    try {
+      out = getAddress(key);
+    } catch {
+      throw new MalformedRpcDataError(path, `expected a 20-byte hex address, got ${JSON.stringify(value)}`);
+    }
+    if (addressCache.size > 100_000) addressCache.clear();
+    addressCache.set(key, out);
+  }
+  return out;
+}
+
+function optionalAddress(value: unknown, path: string): string | null {
+  return value === undefined || value === null ? null : checksum(value, path);
+}
+
+function hexString(value: unknown, path: string): string {
+  if (typeof value !== "string" || !value.startsWith("0x")) {
+    throw new MalformedRpcDataError(path, `expected a 0x-prefixed hex string, got ${JSON.stringify(value)}`);
+  }
+  return value.toLowerCase();
+}
+
+/**
+ * Converts an `eth_getBlockByNumber(n, true)` result into a {@link BlockRecord}.
+ * @throws {MalformedRpcDataError} on a missing or malformed field.
+ */
+export function toBlockRecord(block: RawRpcObject): BlockRecord {
+  const txs = block.transactions;
+  if (!Array.isArray(txs)) throw new MalformedRpcDataError("block.transactions", "expected an array");
+  const number = quantity(block.number, "block.number");
+  return {
+    hash: hexString(block.hash, "block.hash"),
+    parentHash: hexString(block.parentHash, "block.parentHash"),
+    number,
+    timestamp: isoTimestamp(quantity(block.timestamp, "block.timestamp").num),
+    miner: checksum(block.miner, "block.miner"),
+    gasUsed: quantity(block.gasUsed, "block.gasUsed"),
+    gasLimit: quantity(block.gasLimit, "block.gasLimit"),
+    baseFeePerGas: optionalQuantity(block.baseFeePerGas, "block.baseFeePerGas"),
+    difficulty: quantity(block.difficulty ?? "0x0", "block.difficulty"),
+    size: optionalQuantity(block.size, "block.size"),
+    extraData: hexString(block.extraData ?? "0x", "block.extraData"),
+    nonce: typeof block.nonce === "string" ? block.nonce : null,
+    stateRoot: hexString(block.stateRoot, "block.stateRoot"),
+    transactionsRoot: hexString(block.transactionsRoot, "block.transactionsRoot"),
+    receiptsRoot: hexString(block.receiptsRoot, "block.receiptsRoot"),
+    transactionCount: txs.length,
+    uncles: Array.isArray(block.uncles) ? block.uncles.map((u, i) => hexString(u, `block.uncles[${i}]`)) : [],
+    withdrawalsCount: Array.isArray(block.withdrawals) ? block.withdrawals.length : null,
+  };
+}
+
+/**
+ * Converts one transaction of a full block plus its receipt into a {@link TransactionRecord}.
+ * @param receipt the transaction's receipt, or undefined when the node has none (receipt fields become null).
+ * @throws {MalformedRpcDataError} on a missing or malformed field, or a receipt of another transaction.
+ */
+export function toTransactionRecord(
+  tx: RawRpcObject,
+  receipt: RawRpcObject | undefined,
+  block: BlockRecord,
+  path: string,
+): TransactionRecord {
+  const hash = hexString(tx.hash, `${path}.hash`);
+  if (receipt && String(receipt.transactionHash).toLowerCase() !== hash) {
+    throw new MalformedRpcDataError(`${path}.receipt`, `receipt is for ${String(receipt.transactionHash)}, not ${hash}`);
+  }
+  const input = hexString(tx.input ?? tx.data ?? "0x", `${path}.input`);
+  const status = receipt ? optionalQuantity(receipt.status, `${path}.receipt.status`) : null;
+  return {
+    hash,
+    blockHash: block.hash,
+    blockNumber: block.number,
+    transactionIndex: quantity(tx.transactionIndex, `${path}.transactionIndex`),
+    timestamp: block.timestamp,
+    from: checksum(tx.from, `${path}.from`),
+    to: optionalAddress(tx.to, `${path}.to`),
+    value: quantity(tx.value, `${path}.value`),
+    gas: quantity(tx.gas, `${path}.gas`),
+    gasPrice: optionalQuantity(tx.gasPrice, `${path}.gasPrice`),
+    maxFeePerGas: optionalQuantity(tx.maxFeePerGas, `${path}.maxFeePerGas`),
+    maxPriorityFeePerGas: optionalQuantity(tx.maxPriorityFeePerGas, `${path}.maxPriorityFeePerGas`),
+    nonce: quantity(tx.nonce, `${path}.nonce`),
+    type: quantity(tx.type ?? "0x0", `${path}.type`),
+    input,
+    methodId: input.length >= 10 ? input.slice(0, 10) : null,
+    status: status ? status.num : null,
+    gasUsed: receipt ? optionalQuantity(receipt.gasUsed, `${path}.receipt.gasUsed`) : null,
+    cumulativeGasUsed: receipt ? optionalQuantity(receipt.cumulativeGasUsed, `${path}.receipt.cumulativeGasUsed`) : null,
+    effectiveGasPrice: receipt ? optionalQuantity(receipt.effectiveGasPrice, `${path}.receipt.effectiveGasPrice`) : null,
+    contractAddress: receipt ? optionalAddress(receipt.contractAddress, `${path}.receipt.contractAddress`) : null,
+    logCount: receipt && Array.isArray(receipt.logs) ? receipt.logs.length : 0,
+  };
+}
+
+/**
+ * Converts one receipt log into a {@link LogRecord}; block fields come from the block record,
+ * so nodes that omit them on logs (or add `blockTimestamp`) give the same result.
+ * @throws {MalformedRpcDataError} on a missing or malformed field.
+ */
+export function toLogRecord(log: RawRpcObject, block: BlockRecord, path: string): LogRecord {
+  const topics = log.topics;
+  if (!Array.isArray(topics)) throw new MalformedRpcDataError(`${path}.topics`, "expected an array");
+  return {
+    address: checksum(log.address, `${path}.address`),
+    topics: topics.map((t, i) => hexString(t, `${path}.topics[${i}]`)),
+    data: hexString(log.data ?? "0x", `${path}.data`),
+    blockHash: block.hash,
+    blockNumber: block.number,
+    transactionHash: hexString(log.transactionHash, `${path}.transactionHash`),
+    transactionIndex: quantity(log.transactionIndex, `${path}.transactionIndex`),
+    logIndex: quantity(log.logIndex, `${path}.logIndex`),
+    removed: log.removed === true,
+    timestamp: block.timestamp,
+  };
+}
+
+/** Every record of one block, ready to produce. */
+export interface BlockBundle {
+  block: BlockRecord;
+  transactions: TransactionRecord[];
+  logs: LogRecord[];
+}
+
+/**
+ * Converts a full block and its receipts (in transaction order, or null when unavailable) into
+ * the block, transaction and log records.
+ * @throws {MalformedRpcDataError} when the data is malformed or receipts do not match the transactions.
+ */
+export function toBlockBundle(rawBlock: RawRpcObject, receipts: RawRpcObject[] | null): BlockBundle {
+  const block = toBlockRecord(rawBlock);
+  const txs = rawBlock.transactions as unknown[];
+  if (receipts && receipts.length !== txs.length) {
+    throw new MalformedRpcDataError("receipts", `expected ${txs.length} receipts for block ${block.number.num}, got ${receipts.length}`);
+  }
+  const transactions: TransactionRecord[] = [];
+  const logs: LogRecord[] = [];
+  txs.forEach((tx, i) => {
+    if (tx === null || typeof tx !== "object") {
+      throw new MalformedRpcDataError(
+        `block.transactions[${i}]`,
+        "expected a full transaction object (call eth_getBlockByNumber with true)",
+      );
+    }
+    const receipt = receipts?.[i];
+    transactions.push(toTransactionRecord(tx as RawRpcObject, receipt, block, `block.transactions[${i}]`));
+    const rawLogs = receipt?.logs;
+    if (Array.isArray(rawLogs)) {
+      rawLogs.forEach((l, j) => {
+        logs.push(toLogRecord(l as RawRpcObject, block, `receipts[${i}].logs[${j}]`));
+      });
+    }
+  });
+  return { block, transactions, logs };
+}

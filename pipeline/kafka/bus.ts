@@ -1,0 +1,201 @@
+/**
+ * The Kafka side of every stage: one kafkajs client, the Confluent-compatible schema registry,
+ * topic creation from `topics/` and Avro encoding/decoding (Confluent wire format: magic byte,
+ * 4-byte schema id, Avro body — https://docs.confluent.io/platform/current/schema-registry/fundamentals/serdes-develop/index.html#wire-format).
+ * @module
+ */
+import { SchemaRegistry, SchemaType } from "@kafkajs/confluent-schema-registry";
+import { type Admin, Kafka, logLevel as KafkaLogLevel, Partitioners, type Producer } from "kafkajs";
+import type { ChainId, Config } from "../../lib/config.js";
+import type { Logger } from "../../lib/logger.js";
+import { subjectOf, TOPICS, type TopicKind, topicName } from "../../topics/index.js";
+import { NonRetryableError } from "../errors.js";
+
+/** Shared Kafka plumbing of one process. */
+export interface Bus {
+  kafka: Kafka;
+  registry: SchemaRegistry;
+  chain: ChainId;
+  /** Full topic name of a topic kind (with the configured prefix). */
+  topic(kind: TopicKind): string;
+  /**
+   * Avro-encodes a record for a topic with its registered schema.
+   * @throws {NonRetryableError} `CS_AVRO_ENCODE` when the record does not fit the schema.
+   */
+  encode(kind: TopicKind, record: unknown): Promise<Buffer>;
+  /**
+   * Decodes a Confluent-framed Avro message.
+   * @throws {NonRetryableError} `CS_AVRO_DECODE` when the bytes are not a valid framed Avro record.
+   */
+  decode(value: Buffer | null): Promise<unknown>;
+  /** Consumer group id for a stage: `<groupPrefix>.<topic prefix><chain>.<stage>`. */
+  groupId(stage: string): string;
+}
+
+/** Options of {@link createBus}. */
+export interface BusOptions {
+  config: Pick<Config, "kafka" | "schemaRegistryUrl" | "chain">;
+  logger: Logger;
+  /** Create missing topics and register schemas (default true). */
+  setup?: boolean;
+}
+
+function kafkaLogCreator(logger: Logger) {
+  return () =>
+    ({ level, log }: { level: number; log: { message: string } & Record<string, unknown> }) => {
+      const { message, ...rest } = log;
+      if (level <= KafkaLogLevel.ERROR) logger.error(rest, `kafka: ${message}`);
+      else if (level === KafkaLogLevel.WARN) logger.warn(rest, `kafka: ${message}`);
+    };
+}
+
+/**
+ * Creates every topic of the chain that does not exist yet, with the partitions and configs
+ * from `topics/`.
+ */
+export async function ensureTopics(admin: Admin, chain: ChainId, prefix: string): Promise<void> {
+  const existing = new Set(await admin.listTopics());
+  const missing = Object.values(TOPICS)
+    .map((t) => ({ spec: t, name: topicName(chain, t.kind, prefix) }))
+    .filter((t) => !existing.has(t.name));
+  if (missing.length === 0) return;
+  await admin.createTopics({
+    waitForLeaders: true,
+    topics: missing.map(({ spec, name }) => ({
+      topic: name,
+      numPartitions: spec.partitions,
+      replicationFactor: 1,
+      configEntries: Object.entries(spec.config).map(([name, value]) => ({ name, value })),
+    })),
+  });
+}
+
+/**
+ * Connects to Kafka and the schema registry; unless `setup` is false, creates the chain's topics
+ * and registers every value schema (idempotent: registering an identical schema returns its id).
+ */
+export async function createBus(opts: BusOptions): Promise<Bus> {
+  const { config, logger } = opts;
+  const kafka = new Kafka({
+    clientId: config.kafka.clientId,
+    brokers: config.kafka.brokers,
+    logLevel: KafkaLogLevel.WARN,
+    logCreator: kafkaLogCreator(logger),
+    retry: { retries: 8, initialRetryTime: 200 },
+  });
+  const registry = new SchemaRegistry({ host: config.schemaRegistryUrl, retry: { retries: 5 } });
+  const prefix = config.kafka.topicPrefix;
+  const topic = (kind: TopicKind) => topicName(config.chain, kind, prefix);
+  const ids = new Map<TopicKind, number>();
+
+  const register = async (kind: TopicKind): Promise<number> => {
+    let id = ids.get(kind);
+    if (id === undefined) {
+      const res = await registry.register(
+        { type: SchemaType.AVRO, schema: JSON.stringify(TOPICS[kind].schema) },
+        { subject: subjectOf(topic(kind)) },
+      );
+      id = res.id;
+      ids.set(kind, id);
+    }
+    return id;
+  };
+
+  if (opts.setup !== false) {
+    const admin = kafka.admin();
+    await admin.connect();
+    try {
+      await ensureTopics(admin, config.chain, prefix);
+    } finally {
+      await admin.disconnect();
+    }
+    for (const kind of Object.keys(TOPICS) as TopicKind[]) await register(kind);
+  }
+
+  return {
+    kafka,
+    registry,
+    chain: config.chain,
+    topic,
+    async encode(kind, record) {
+      const id = await register(kind);
+      try {
+        return await registry.encode(id, record);
+      } catch (err) {
+        throw new NonRetryableError("CS_AVRO_ENCODE", `record does not fit the ${kind} schema: ${(err as Error).message}`, { cause: err });
+      }
+    },
+    async decode(value) {
+      if (value === null || value.length < 5 || value[0] !== 0) {
+        throw new NonRetryableError("CS_AVRO_DECODE", "message is not Confluent-framed Avro (missing magic byte or schema id)");
+      }
+      try {
+        return await registry.decode(value);
+      } catch (err) {
+        const msg = (err as Error).message ?? String(err);
+        // An unreachable registry is transient; anything else is the message's fault.
+        if (/ECONNREFUSED|ETIMEDOUT|socket hang up|fetch failed/i.test(msg)) throw err;
+        throw new NonRetryableError("CS_AVRO_DECODE", `cannot decode Avro: ${msg}`, { cause: err });
+      }
+    },
+    groupId(stage) {
+      return `${config.kafka.groupPrefix}.${prefix}${config.chain.technology}.${config.chain.blockchain}.${config.chain.network}.${stage}`;
+    },
+  };
+}
+
+/** One message to produce. */
+export interface OutgoingRecord {
+  kind: TopicKind;
+  key: string;
+  record: unknown;
+}
+
+/** An idempotent producer that Avro-encodes records per topic kind. */
+export interface RecordProducer {
+  /** Encodes and sends the records in one request per broker (acks=all). */
+  send(records: OutgoingRecord[]): Promise<void>;
+  disconnect(): Promise<void>;
+  /** The underlying kafkajs producer. */
+  producer: Producer;
+}
+
+/**
+ * Creates a connected idempotent producer (`idempotent: true`, one request in flight, acks=all:
+ * https://kafka.js.org/docs/producing#options) so a retried send never duplicates.
+ */
+export async function createRecordProducer(bus: Bus): Promise<RecordProducer> {
+  const producer = bus.kafka.producer({
+    idempotent: true,
+    maxInFlightRequests: 1,
+    allowAutoTopicCreation: false,
+    createPartitioner: Partitioners.DefaultPartitioner,
+    // kafkajs requires unlimited retries for idempotence; each retry backs off up to 30 s.
+    retry: { retries: Number.MAX_SAFE_INTEGER, maxRetryTime: 30_000 },
+  });
+  await producer.connect();
+  return {
+    producer,
+    async send(records) {
+      if (records.length === 0) return;
+      const byTopic = new Map<string, { key: string; value: Buffer }[]>();
+      const encoded = await Promise.all(records.map((r) => bus.encode(r.kind, r.record)));
+      records.forEach((r, i) => {
+        const t = bus.topic(r.kind);
+        let list = byTopic.get(t);
+        if (!list) {
+          list = [];
+          byTopic.set(t, list);
+        }
+        list.push({ key: r.key, value: encoded[i] as Buffer });
+      });
+      await producer.sendBatch({
+        acks: -1,
+        topicMessages: [...byTopic.entries()].map(([topic, messages]) => ({ topic, messages })),
+      });
+    },
+    async disconnect() {
+      await producer.disconnect();
+    },
+  };
+}

@@ -1,0 +1,177 @@
+/**
+ * The thin Kafka shell shared by every consuming stage: consume batches, decode Avro, hand the
+ * records to the stage's pure handler, dead-letter what is bad, retry what is transient, then
+ * commit. Nothing is silently dropped and a bad message never crashes the stage.
+ * @module
+ */
+import type { Consumer, KafkaMessage } from "kafkajs";
+import type { Logger } from "../../lib/logger.js";
+import type { TopicKind } from "../../topics/index.js";
+import { isRetryable, type NonRetryableError } from "../errors.js";
+import { type Bus, createRecordProducer, type RecordProducer } from "./bus.js";
+
+/** One decoded input message. */
+export interface InputRecord<T = unknown> {
+  topicKind: TopicKind;
+  topic: string;
+  partition: number;
+  offset: string;
+  key: string | null;
+  record: T;
+  /** The raw message (kept for dead-lettering). */
+  message: KafkaMessage;
+}
+
+/** A record the handler could not process because of the record itself. */
+export interface HandlerFailure {
+  input: InputRecord;
+  error: NonRetryableError;
+}
+
+/**
+ * A stage's batch handler. Throw (anything but NonRetryableError) to have the whole batch retried;
+ * return failures to have those records dead-lettered while the rest commit.
+ */
+export type BatchHandler = (records: InputRecord[]) => Promise<HandlerFailure[] | undefined>;
+
+/** Options of {@link runConsumer}. */
+export interface ConsumerOptions {
+  bus: Bus;
+  logger: Logger;
+  /** Stage name, used for the consumer group id and dead letters (e.g. `decode`). */
+  stage: string;
+  topics: TopicKind[];
+  handler: BatchHandler;
+  /** Start from the earliest offset when the group has no committed offset. Default true. */
+  fromBeginning?: boolean;
+  /** First retry delay of a failed batch; doubles up to 30 s. Default 500 ms. */
+  retryInitialMs?: number;
+  /** Bytes fetched per partition per request. Default 4 MiB. */
+  maxBytesPerPartition?: number;
+}
+
+/** A running consumer. */
+export interface RunningConsumer {
+  consumer: Consumer;
+  /** Messages dead-lettered so far. */
+  deadLettered(): number;
+  stop(): Promise<void>;
+}
+
+/**
+ * Sends a message to the dead-letter topic with the reason; the original bytes are kept whole.
+ */
+export async function deadLetter(
+  producer: RecordProducer,
+  stage: string,
+  input: Pick<InputRecord, "topic" | "partition" | "offset" | "message">,
+  error: { code: string; message: string },
+): Promise<void> {
+  await producer.send([
+    {
+      kind: "dead-letter",
+      key: input.message.key?.toString() ?? `${input.topic}:${input.partition}:${input.offset}`,
+      record: {
+        sourceTopic: input.topic,
+        partition: input.partition,
+        offset: input.offset,
+        key: input.message.key ?? null,
+        value: input.message.value ?? null,
+        stage,
+        errorCode: error.code,
+        errorMessage: error.message.slice(0, 4000),
+        failedAt: new Date().toISOString(),
+      },
+    },
+  ]);
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/**
+ * Subscribes a consumer group to the topics and runs the handler on every batch until stopped.
+ * Offsets are committed only after the handler succeeded and failures were dead-lettered
+ * (at-least-once; handlers are idempotent by deterministic keys/ids).
+ */
+export async function runConsumer(opts: ConsumerOptions): Promise<RunningConsumer> {
+  const { bus, logger, stage, handler } = opts;
+  const log = logger.child({ stage });
+  const consumer = bus.kafka.consumer({
+    groupId: bus.groupId(stage),
+    maxBytesPerPartition: opts.maxBytesPerPartition ?? 4 * 1024 * 1024,
+    allowAutoTopicCreation: false,
+  });
+  const dlq = await createRecordProducer(bus);
+  const kindOfTopic = new Map(opts.topics.map((k) => [bus.topic(k), k] as const));
+  let deadLettered = 0;
+  let stopping = false;
+
+  await consumer.connect();
+  await consumer.subscribe({ topics: [...kindOfTopic.keys()], fromBeginning: opts.fromBeginning ?? true });
+  await consumer.run({
+    eachBatchAutoResolve: false,
+    autoCommit: true,
+    eachBatch: async ({ batch, resolveOffset, heartbeat, commitOffsetsIfNecessary, isRunning, isStale }) => {
+      const topicKind = kindOfTopic.get(batch.topic) as TopicKind;
+      const inputs: InputRecord[] = [];
+      const failures: HandlerFailure[] = [];
+      for (const message of batch.messages) {
+        const base = {
+          topicKind,
+          topic: batch.topic,
+          partition: batch.partition,
+          offset: message.offset,
+          key: message.key?.toString() ?? null,
+          message,
+        };
+        try {
+          inputs.push({ ...base, record: await bus.decode(message.value) });
+        } catch (err) {
+          if (isRetryable(err)) throw err;
+          failures.push({ input: { ...base, record: null }, error: err as NonRetryableError });
+        }
+      }
+      let delay = opts.retryInitialMs ?? 500;
+      for (;;) {
+        if (!isRunning() || isStale() || stopping) return;
+        try {
+          const handlerFailures = inputs.length > 0 ? await handler(inputs) : undefined;
+          if (handlerFailures) failures.push(...handlerFailures);
+          break;
+        } catch (err) {
+          if (!isRetryable(err)) {
+            // A handler that throws a NonRetryableError for the whole batch: dead-letter all of it.
+            for (const input of inputs) failures.push({ input, error: err as NonRetryableError });
+            break;
+          }
+          log.warn({ err, topic: batch.topic, partition: batch.partition, retryInMs: delay }, "batch failed; retrying");
+          await sleep(delay);
+          delay = Math.min(delay * 2, 30_000);
+          await heartbeat();
+        }
+      }
+      for (const f of failures) {
+        await deadLetter(dlq, stage, f.input, { code: f.error.code, message: f.error.message });
+        deadLettered++;
+        log.warn(
+          { topic: f.input.topic, partition: f.input.partition, offset: f.input.offset, code: f.error.code },
+          `dead-lettered: ${f.error.message}`,
+        );
+      }
+      const last = batch.messages.at(-1);
+      if (last) resolveOffset(last.offset);
+      await commitOffsetsIfNecessary();
+      await heartbeat();
+    },
+  });
+
+  return {
+    consumer,
+    deadLettered: () => deadLettered,
+    async stop() {
+      stopping = true;
+      await consumer.disconnect();
+      await dlq.disconnect();
+    },
+  };
+}

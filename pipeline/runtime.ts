@@ -1,0 +1,87 @@
+/**
+ * Wires the pipeline stages of one chain into a running whole: one Kafka bus, one ES client,
+ * the decode and index stages, and (optionally) an ingester. `npm start`, the e2e tests and the
+ * benchmarks all start the pipeline through here.
+ * @module
+ */
+import { Client } from "@elastic/elasticsearch";
+import type { Config } from "../lib/config.js";
+import type { Logger } from "../lib/logger.js";
+import { createDecoder, type Decoder } from "./decode/decoder.js";
+import { startDecodeStage } from "./decode/stage.js";
+import { ensureIndices, startIndexStage } from "./index/indexer.js";
+import { createIngester, type Ingester } from "./ingest/ingest.js";
+import { type ChainSource, createRpcSource } from "./ingest/rpc.js";
+import { type Bus, createBus, createRecordProducer, type RecordProducer } from "./kafka/bus.js";
+import type { RunningConsumer } from "./kafka/consumer.js";
+
+/** Dependencies of {@link startPipeline}. */
+export interface PipelineDeps {
+  config: Config;
+  logger: Logger;
+  /** Elasticsearch client; created from config when absent (and closed on stop). */
+  es?: Client;
+  /** Decoder; `createDecoder()` when absent. */
+  decoder?: Decoder;
+  /** Which consuming stages to run. Default both. */
+  stages?: Array<"decode" | "index">;
+  /** Refresh indices after each bulk (tests). Default false. */
+  refresh?: boolean;
+}
+
+/** A running pipeline. */
+export interface Pipeline {
+  bus: Bus;
+  es: Client;
+  consumers: RunningConsumer[];
+  /** Creates an ingester reading from a JSON-RPC URL (the caller drives it). */
+  createIngester(
+    rpcUrl: string,
+    opts?: { concurrency?: number },
+  ): Promise<{ ingester: Ingester; source: ChainSource; close(): Promise<void> }>;
+  stop(): Promise<void>;
+}
+
+/** Sets up topics, schemas and indices, then starts the consuming stages. */
+export async function startPipeline(deps: PipelineDeps): Promise<Pipeline> {
+  const { config, logger } = deps;
+  const ownEs = !deps.es;
+  const es = deps.es ?? new Client({ node: config.elasticsearch.url, requestTimeout: config.elasticsearch.requestTimeoutMs });
+  const bus = await createBus({ config, logger });
+  await ensureIndices(es, config.chain, config.elasticsearch.indexPrefix);
+  const stages = deps.stages ?? ["decode", "index"];
+  const consumers: RunningConsumer[] = [];
+  if (stages.includes("decode")) {
+    consumers.push(await startDecodeStage({ bus, decoder: deps.decoder ?? createDecoder(), logger }));
+  }
+  if (stages.includes("index")) {
+    consumers.push(
+      await startIndexStage({ bus, es, chain: config.chain, indexPrefix: config.elasticsearch.indexPrefix, logger, refresh: deps.refresh }),
+    );
+  }
+  const producers: RecordProducer[] = [];
+  return {
+    bus,
+    es,
+    consumers,
+    async createIngester(rpcUrl, opts) {
+      const source = createRpcSource({ rpcUrl });
+      const producer = await createRecordProducer(bus);
+      producers.push(producer);
+      const ingester = createIngester({ source, producer, logger, concurrency: opts?.concurrency ?? config.ingest.concurrency });
+      return {
+        ingester,
+        source,
+        async close() {
+          source.destroy();
+          await producer.disconnect();
+        },
+      };
+    },
+    async stop() {
+      await Promise.allSettled(consumers.map((c) => c.stop()));
+      await Promise.allSettled(producers.map((p) => p.disconnect()));
+      if (ownEs) await es.close();
+    },
+  };
+}

@@ -1,0 +1,91 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { eventId, type LogRecord } from "../../../lib/records.js";
+import { indexName } from "../../../pipeline/index/mappings.js";
+import { createBus, createRecordProducer } from "../../../pipeline/kafka/bus.js";
+import { type Pipeline, startPipeline } from "../../../pipeline/runtime.js";
+import { createHarness, type Harness, servicesUp, skipMessage, waitFor } from "../../support/harness.js";
+
+const up = await servicesUp();
+if (!up.ok) console.warn(skipMessage(up.missing));
+
+/** A real USDT Transfer log (mainnet block 17000000 shape), used to drive decode + index. */
+const usdtLog: LogRecord = {
+  address: "0xdAC17F958D2ee523a2206206994597C13D831ec7",
+  topics: [
+    "0xddf252ad1be2c89b69c2b068fc378daa952ba7f163c4a11628f55a4df523b3ef",
+    "0x000000000000000000000000a1b2c3d4e5f60718293a4b5c6d7e8f9012345678",
+    "0x0000000000000000000000001111111111111111111111111111111111111111",
+  ],
+  data: "0x00000000000000000000000000000000000000000000000000000000004c4b40",
+  blockHash: "0x1111111111111111111111111111111111111111111111111111111111111111",
+  blockNumber: { num: 17000000, raw: "0x1036640" },
+  transactionHash: "0x2222222222222222222222222222222222222222222222222222222222222222",
+  transactionIndex: { num: 3, raw: "0x3" },
+  logIndex: { num: 7, raw: "0x7" },
+  removed: false,
+  timestamp: "2023-04-13T13:33:47",
+};
+
+describe.skipIf(!up.ok)("Kafka + schema registry + Elasticsearch (real stack)", () => {
+  let h: Harness;
+  let pipeline: Pipeline;
+
+  beforeAll(async () => {
+    h = createHarness();
+    pipeline = await startPipeline({ config: h.config, logger: h.logger, es: h.es, refresh: true });
+  });
+
+  afterAll(async () => {
+    await pipeline?.stop();
+    await h?.cleanup();
+  });
+
+  it("round-trips a record through Avro with the registered schema", async () => {
+    const encoded = await pipeline.bus.encode("logs", usdtLog);
+    expect(encoded[0]).toBe(0); // Confluent magic byte
+    expect(await pipeline.bus.decode(encoded)).toEqual(usdtLog);
+    const subjects = (await (await fetch(`${h.config.schemaRegistryUrl}/subjects`)).json()) as string[];
+    expect(subjects).toContain(`${pipeline.bus.topic("logs")}-value`);
+  });
+
+  it("refuses a record that does not fit the schema", async () => {
+    await expect(pipeline.bus.encode("logs", { ...usdtLog, logIndex: "seven" })).rejects.toMatchObject({ code: "CS_AVRO_ENCODE" });
+  });
+
+  it("decodes and indexes a produced log, and dead-letters a malformed message without stopping", async () => {
+    const producer = await createRecordProducer(pipeline.bus);
+    // Garbage first: must be dead-lettered, and must not block the valid record behind it.
+    await producer.producer.send({ topic: pipeline.bus.topic("logs"), messages: [{ key: "garbage", value: Buffer.from("not avro") }] });
+    await producer.send([{ kind: "logs", key: "k", record: usdtLog }]);
+    await producer.disconnect();
+
+    const id = eventId(usdtLog);
+    const index = indexName(h.config.chain, "event", h.config.elasticsearch.indexPrefix);
+    const doc = await waitFor(async () => {
+      const r = await h.es.get({ index, id }, { ignore: [404] });
+      return r.found ? (r._source as Record<string, unknown>) : undefined;
+    });
+    expect(doc.event).toBe("Transfer");
+    const args = doc.args as Array<{ name: string; value: { num: number; scaled: number | null } }>;
+    expect(args.find((a) => a.name === "value")?.value).toMatchObject({ num: 5_000_000, scaled: 5 });
+
+    // The log itself is indexed too.
+    const logIndex = indexName(h.config.chain, "log", h.config.elasticsearch.indexPrefix);
+    const log = await h.es.get({ index: logIndex, id: `${usdtLog.transactionHash}_l_7` });
+    expect(log.found).toBe(true);
+
+    // The garbage message is in the dead-letter topic with its bytes and the reason.
+    const bus = await createBus({ config: h.config, logger: h.logger, setup: false });
+    const consumer = bus.kafka.consumer({ groupId: `${h.config.kafka.groupPrefix}.dlq-reader` });
+    await consumer.connect();
+    await consumer.subscribe({ topic: bus.topic("dead-letter"), fromBeginning: true });
+    const letters: Array<Record<string, unknown>> = [];
+    await consumer.run({
+      eachMessage: async ({ message }) => void letters.push((await bus.decode(message.value)) as Record<string, unknown>),
+    });
+    await waitFor(async () => letters.length >= 1);
+    await consumer.disconnect();
+    expect(letters[0]).toMatchObject({ sourceTopic: bus.topic("logs"), stage: "decode", errorCode: "CS_AVRO_DECODE" });
+    expect(Buffer.from(letters[0]?.value as Buffer).toString()).toBe("not avro");
+  });
+});
