@@ -3,7 +3,9 @@ import { eventId, type LogRecord } from "../../../lib/records.js";
 import { indexName } from "../../../pipeline/index/mappings.js";
 import { createBus, createRecordProducer } from "../../../pipeline/kafka/bus.js";
 import { type Pipeline, startPipeline } from "../../../pipeline/runtime.js";
+import { hasMainnetFixtures, loadCompleteBlocks } from "../../support/fixtures.js";
 import { createHarness, type Harness, servicesUp, skipMessage, waitFor } from "../../support/harness.js";
+import { startRpcReplay } from "../../support/rpc-replay.js";
 
 const up = await servicesUp();
 if (!up.ok) console.warn(skipMessage(up.missing));
@@ -87,5 +89,21 @@ describe.skipIf(!up.ok)("Kafka + schema registry + Elasticsearch (real stack)", 
     await consumer.disconnect();
     expect(letters[0]).toMatchObject({ sourceTopic: bus.topic("logs"), stage: "decode", errorCode: "CS_AVRO_DECODE" });
     expect(Buffer.from(letters[0]?.value as Buffer).toString()).toBe("not avro");
+  });
+
+  it.skipIf(!hasMainnetFixtures())("falls back to eth_getTransactionReceipt on a node without eth_getBlockReceipts", async () => {
+    const blocks = loadCompleteBlocks().filter((b) => b.number === 483920 || b.number === 1755635);
+    const replay = await startRpcReplay({ blocks, blockReceipts: false });
+    const { ingester, close } = await pipeline.createIngester(replay.url);
+    try {
+      const stats = await ingester.ingestBlocks([483920, 1755635, 99_999_999]);
+      expect(stats).toMatchObject({ blocks: 2, transactions: 6, logs: 4, missing: 1, deadLettered: 0 });
+      // Tried by the first (concurrent) fetches only, then remembered as unsupported.
+      expect(replay.calls.get("eth_getBlockReceipts")).toBeLessThanOrEqual(2);
+      expect(replay.calls.get("eth_getTransactionReceipt")).toBe(6);
+    } finally {
+      await close();
+      await replay.close();
+    }
   });
 });

@@ -1,0 +1,157 @@
+/**
+ * `npm start`: the main job. Brings the stack up (unless `--no-stack`), starts every pipeline
+ * stage and the search API, and prints the API URL and a token.
+ *
+ * With no `--rpc-url` it runs on an embedded chain: anvil plus a traffic generator that deploys
+ * an ERC-20 (and an ERC-721) and keeps making transfers, so a newcomer sees records arrive.
+ *
+ * Usage:
+ *   npm start                                  # embedded anvil chain, follow the head
+ *   npm start -- --rpc-url <url>               # any EVM JSON-RPC node, follow its head
+ *   npm start -- --rpc-url <url> --from N --to M   # backfill a range, then keep serving the API
+ *   npm start -- --rpc-url <url> --from N      # backfill from N and keep following the head
+ *   npm start -- --rpc-url <url> --blocks 1,5,9   # ingest exactly these blocks
+ * Flags: --no-stack (services already running), --no-api, --help.
+ * @module
+ */
+import { spawnSync } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import { resolve } from "node:path";
+import { parseArgs } from "node:util";
+import { startApi } from "../api/server.js";
+import { loadConfig } from "../lib/config.js";
+import { createLogger } from "../lib/logger.js";
+import { createDecoder } from "../pipeline/decode/decoder.js";
+import { lookupToken } from "../pipeline/decode/tokens.js";
+import { startPipeline } from "../pipeline/runtime.js";
+import { startAnvil } from "./devchain/anvil.js";
+import { startTraffic, TOKEN_DECIMALS, TOKEN_SYMBOL } from "./devchain/traffic.js";
+
+const HELP = `chainsift — npm start [-- options]
+  --rpc-url <url>   EVM JSON-RPC node (default: an embedded anvil chain with generated traffic)
+  --from <n>        first block (default: the current head; 0 on the embedded chain)
+  --to <n>          last block of a backfill (default: keep following the head)
+  --blocks <list>   comma-separated block numbers to ingest (then keep serving the API)
+  --no-stack        do not run \`npm run stack -- up\` (services already running)
+  --no-api          do not start the search API
+  --help            this text
+Environment: see docs/configuration.md (CHAINSIFT_API_TOKENS, KAFKA_BROKERS, ELASTICSEARCH_URL, ...).`;
+
+function intArg(name: string, v: string | undefined): number | undefined {
+  if (v === undefined) return undefined;
+  const n = Number(v);
+  if (!Number.isInteger(n) || n < 0) {
+    console.error(`--${name}: expected a non-negative integer, got ${JSON.stringify(v)}`);
+    process.exit(2);
+  }
+  return n;
+}
+
+async function main(): Promise<void> {
+  const { values } = parseArgs({
+    options: {
+      "rpc-url": { type: "string" },
+      from: { type: "string" },
+      to: { type: "string" },
+      blocks: { type: "string" },
+      "no-stack": { type: "boolean", default: false },
+      "no-api": { type: "boolean", default: false },
+      help: { type: "boolean", default: false },
+    },
+    strict: true,
+  });
+  if (values.help) {
+    console.log(HELP);
+    return;
+  }
+  const from = intArg("from", values.from);
+  const to = intArg("to", values.to);
+  const blocks = values.blocks?.split(",").map((b) => intArg("blocks", b.trim()) as number);
+  if (to !== undefined && from === undefined) {
+    console.error("--to needs --from");
+    process.exit(2);
+  }
+
+  const embedded = !values["rpc-url"];
+  const env = { ...process.env };
+  if (embedded && !env.CHAINSIFT_NETWORK) env.CHAINSIFT_NETWORK = "anvil";
+  const config = loadConfig(env);
+  const logger = createLogger(config.logLevel);
+
+  if (!values["no-stack"]) {
+    const r = spawnSync("bash", [resolve(import.meta.dirname, "../scripts/stack.sh"), "up"], { stdio: "inherit" });
+    if (r.status !== 0) {
+      console.error("the stack did not come up; see `npm run stack -- logs`");
+      process.exit(1);
+    }
+  }
+
+  const stops: Array<() => Promise<unknown>> = [];
+  const controller = new AbortController();
+  let rpcUrl = values["rpc-url"] as string;
+  let tokens = lookupToken;
+  let chainId = 1;
+  if (embedded) {
+    const anvil = await startAnvil({ blockTimeSec: 1, logger });
+    stops.push(() => anvil.stop());
+    rpcUrl = anvil.rpcUrl;
+    chainId = anvil.chainId;
+    const traffic = await startTraffic({ rpcUrl, intervalMs: 1000, logger });
+    stops.unshift(() => traffic.stop());
+    const token = traffic.token.toLowerCase();
+    // The embedded token is not on any token list: teach the decoder its decimals.
+    tokens = (address, cid) => (address === token ? { symbol: TOKEN_SYMBOL, decimals: TOKEN_DECIMALS } : lookupToken(address, cid));
+    logger.info({ rpcUrl, token: traffic.token, nft: traffic.nft }, "embedded chain: anvil with generated traffic");
+  }
+
+  const pipeline = await startPipeline({ config, logger, decoder: createDecoder({ chainId, tokens }) });
+  stops.push(() => pipeline.stop());
+  const { ingester, source, close } = await pipeline.createIngester(rpcUrl);
+  stops.push(close);
+  if (!embedded) chainId = await source.chainId();
+
+  let token = config.api.tokens[0];
+  if (!values["no-api"]) {
+    if (!token) {
+      token = randomBytes(24).toString("base64url");
+      config.api.tokens = [token];
+    }
+    const api = await startApi({ config, logger });
+    stops.unshift(() => api.app.close());
+    const base = `${api.url}/${config.chain.technology}/${config.chain.blockchain}/${config.chain.network}/es`;
+    console.log(`
+chainsift is running.
+  API:    ${api.url}
+  Token:  ${token}${config.api.tokens.length === 1 && !process.env.CHAINSIFT_API_TOKENS ? "   (generated for this run; set CHAINSIFT_API_TOKENS to fix it)" : ""}
+  Try:    curl -s -X POST ${base}/event/search/ -H "Authorization: Bearer ${token}" -H 'Content-Type: application/json' -d '{"size":3,"sort":{"blockNumber.num":"desc"}}'
+`);
+  }
+
+  const shutdown = async (signal: string) => {
+    logger.info({ signal }, "shutting down");
+    controller.abort();
+    for (const stop of stops.reverse()) await stop().catch((err) => logger.warn({ err }, "stop failed"));
+    process.exit(0);
+  };
+  process.once("SIGINT", () => void shutdown("SIGINT"));
+  process.once("SIGTERM", () => void shutdown("SIGTERM"));
+
+  if (blocks) {
+    const stats = await ingester.ingestBlocks(blocks, controller.signal);
+    logger.info(stats, "blocks ingested; the API keeps serving (Ctrl-C to stop)");
+  } else if (from !== undefined && to !== undefined) {
+    const stats = await ingester.backfill(from, to, controller.signal);
+    logger.info(stats, "backfill done; the API keeps serving (Ctrl-C to stop)");
+  } else {
+    await ingester.follow({
+      from: from ?? (embedded ? 0 : undefined),
+      pollIntervalMs: config.ingest.pollIntervalMs,
+      signal: controller.signal,
+    });
+  }
+}
+
+main().catch((err) => {
+  console.error(err);
+  process.exit(1);
+});

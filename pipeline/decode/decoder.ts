@@ -1,0 +1,381 @@
+/**
+ * Pure decoding of receipt logs ({@link LogRecord}) into named events ({@link EventRecord}); the
+ * decode stage's Kafka shell calls {@link createDecoder} once and {@link Decoder.decode} per log.
+ *
+ * - Recognised layouts: {@link EVENT_SPECS} (ERC-20, ERC-721, ERC-1155, WETH9, Uniswap V2/V3).
+ *   A map topic0 → candidate layouts is built once per process; the candidate whose topic count
+ *   fits is decoded with ethers' `AbiCoder` (Solidity ABI spec:
+ *   https://docs.soliditylang.org/en/latest/abi-spec.html#events).
+ * - Argument rendering follows {@link EventArg}: addresses lower-case, integers minimal hex
+ *   (`-0x…` for negatives) plus `num` (nearest double beyond 2^53), bools `0x1`/`0x0`, bytes as-is,
+ *   arrays as a JSON array of the element renderings. See docs/decoding.md.
+ * - `scaled` is set only on amounts of the emitting contract's own token (ERC-20 Transfer/Approval
+ *   `value`, WETH Deposit/Withdrawal `wad`) when that token's decimals are known for the chain.
+ * @module
+ */
+import { AbiCoder, type EventFragment, formatUnits, hexlify, Interface, ParamType, toUtf8Bytes } from "ethers";
+import type { EventArg, EventRecord, LogRecord } from "../../lib/records.js";
+import { EVENT_SPECS, type EventSpec } from "./events.js";
+import { lookupToken, type TokenInfo, type TokenLookup } from "./tokens.js";
+
+/** Dependencies of {@link createDecoder}; every field is optional. */
+export interface DecoderDeps {
+  /**
+   * EIP-155 chain id of the logs (https://eips.ethereum.org/EIPS/eip-155), e.g. 1 for Ethereum
+   * mainnet, 137 for Polygon. Selects which token-list entries give decimals, so a contract on
+   * another chain never gets a mainnet token's decimals. Default 1.
+   */
+  chainId?: number;
+  /**
+   * Token metadata lookup replacing the bundled Uniswap default token list ({@link lookupToken}).
+   * Called with the emitting contract's lower-case address and {@link DecoderDeps.chainId}, only
+   * for events that carry a token amount; return undefined when the token is unknown (then
+   * `scaled` is null). Must be synchronous and cheap: it runs per log.
+   */
+  tokens?: TokenLookup;
+}
+
+/** A log decoder. Stateless apart from its immutable tables; safe to share. */
+export interface Decoder {
+  /**
+   * Decodes one log.
+   * @returns the decoded event; or, when topic0 is a known signature but the topics or data do
+   *   not fit any of its layouts, an event with `error` set (a one-line reason), `args: []` and
+   *   `str` describing the failure; or null when the log has no topics or topic0 is unknown.
+   *   Never throws.
+   */
+  decode(log: LogRecord): EventRecord | null;
+}
+
+/** Description of one supported event layout, for documentation and tests. */
+export interface SupportedEvent {
+  /** Record `standard`, e.g. `erc20`. */
+  standard: string;
+  /** Canonical signature, e.g. `Transfer(address,address,uint256)`. */
+  signature: string;
+  /** keccak-256 of the signature, lower-case `0x` hex: the log's topics[0]. */
+  topic0: string;
+  /** Number of topics a fitting log has (1 + indexed arguments). */
+  topicCount: number;
+  /** Byte length of `data` when every non-indexed argument is static, else null (variable). */
+  dataLength: number | null;
+  /** Human-readable ABI fragment with argument names. */
+  abi: string;
+}
+
+/** One argument slot of a layout. */
+interface Slot {
+  name: string;
+  param: ParamType;
+  /** Index into the topic values (indexed) or data values (not indexed). */
+  index: number;
+  indexed: boolean;
+  scaled: boolean;
+  /** An `address` decoded as `uint256` (see {@link ADDRESS_AS_UINT}); range-checked when rendered. */
+  addressAsUint: boolean;
+}
+
+/** A precompiled event layout. */
+interface Layout {
+  spec: EventSpec;
+  event: string;
+  signature: string;
+  topic0: string;
+  topicCount: number;
+  topicTypes: ParamType[];
+  dataTypes: ParamType[];
+  dataLength: number | null;
+  slots: Slot[];
+  hasScaled: boolean;
+}
+
+const coder = AbiCoder.defaultAbiCoder();
+
+/**
+ * Top-level `address` arguments are decoded as `uint256` and range-checked (< 2^160): the ABI
+ * encodes an address exactly as a left-padded uint160, and ethers' AddressCoder spends most of a
+ * decode computing an EIP-55 checksum that the lower-case rendering then discards (about half of
+ * the per-log time in the fixture benchmark).
+ */
+const ADDRESS_AS_UINT = ParamType.from("uint256");
+const ADDRESS_LIMIT = 1n << 160n;
+const WORD = /^0x[0-9a-fA-F]{64}$/;
+const HEX_BYTES = /^0x(?:[0-9a-fA-F]{2})*$/;
+const MAX_ERROR_LENGTH = 300;
+
+/** ABI-encoded size of a static type in bytes, or null for a dynamic type. */
+function staticSize(p: ParamType): number | null {
+  if (p.isArray()) {
+    if (p.arrayLength < 0) return null;
+    const child = staticSize(p.arrayChildren);
+    return child === null ? null : child * p.arrayLength;
+  }
+  if (p.isTuple()) {
+    let sum = 0;
+    for (const c of p.components) {
+      const s = staticSize(c);
+      if (s === null) return null;
+      sum += s;
+    }
+    return sum;
+  }
+  return p.baseType === "string" || p.baseType === "bytes" ? null : 32;
+}
+
+function compile(spec: EventSpec, fragment: EventFragment): Layout {
+  const topicTypes: ParamType[] = [];
+  const dataTypes: ParamType[] = [];
+  const slots: Slot[] = fragment.inputs.map((param) => {
+    if (param.indexed && staticSize(param) === null) {
+      // Only the hash of an indexed dynamic value is logged; no supported event has one.
+      throw new Error(`${spec.abi}: indexed dynamic arguments are not supported`);
+    }
+    const list = param.indexed ? topicTypes : dataTypes;
+    const addressAsUint = param.baseType === "address";
+    list.push(addressAsUint ? ADDRESS_AS_UINT : param);
+    return {
+      name: param.name,
+      param,
+      index: list.length - 1,
+      indexed: param.indexed === true,
+      scaled: spec.scaled?.includes(param.name) ?? false,
+      addressAsUint,
+    };
+  });
+  let dataLength: number | null = 0;
+  for (const t of dataTypes) {
+    const s = staticSize(t);
+    dataLength = s === null || dataLength === null ? null : dataLength + s;
+  }
+  return {
+    spec,
+    event: fragment.name,
+    signature: fragment.format("sighash"),
+    topic0: fragment.topicHash.toLowerCase(),
+    topicCount: 1 + topicTypes.length,
+    topicTypes,
+    dataTypes,
+    dataLength,
+    slots,
+    hasScaled: slots.some((s) => s.scaled),
+  };
+}
+
+let layoutsByTopic: Map<string, Layout[]> | undefined;
+
+/** topic0 → candidate layouts in {@link EVENT_SPECS} order; built once per process. */
+function layouts(): Map<string, Layout[]> {
+  if (layoutsByTopic) return layoutsByTopic;
+  const out = new Map<string, Layout[]>();
+  for (const spec of EVENT_SPECS) {
+    const fragment = new Interface([spec.abi]).fragments[0] as EventFragment;
+    const layout = compile(spec, fragment);
+    const list = out.get(layout.topic0);
+    if (list) list.push(layout);
+    else out.set(layout.topic0, [layout]);
+  }
+  layoutsByTopic = out;
+  return out;
+}
+
+/**
+ * Every supported event layout (see {@link EVENT_SPECS}), with its topic0 and expected shape.
+ * Several layouts share a topic0 and are told apart by {@link SupportedEvent.topicCount}.
+ */
+export function supportedEvents(): SupportedEvent[] {
+  return [...layouts().values()].flat().map((l) => ({
+    standard: l.spec.standard,
+    signature: l.signature,
+    topic0: l.topic0,
+    topicCount: l.topicCount,
+    dataLength: l.dataLength,
+    abi: l.spec.abi,
+  }));
+}
+
+/** Renders an integer: minimal hex, `-0x…` for negatives. */
+function intHex(v: bigint): string {
+  return v < 0n ? `-0x${(-v).toString(16)}` : `0x${v.toString(16)}`;
+}
+
+interface Rendered {
+  hex: string;
+  num: number | null;
+  text: string;
+}
+
+/** Renders one decoded ABI value (ethers' decoded JS value for `p`). */
+function render(p: ParamType, v: unknown): Rendered {
+  switch (p.baseType) {
+    case "address": {
+      const a = String(v).toLowerCase();
+      return { hex: a, num: null, text: a };
+    }
+    case "bool":
+      return v ? { hex: "0x1", num: 1, text: "true" } : { hex: "0x0", num: 0, text: "false" };
+    case "string": {
+      const s = String(v);
+      return { hex: hexlify(toUtf8Bytes(s)), num: null, text: JSON.stringify(s) };
+    }
+    case "array":
+    case "tuple": {
+      const children = p.isTuple() ? p.components : null;
+      const items = Array.from(v as ArrayLike<unknown>, (x, i) => render((children ? children[i] : p.arrayChildren) as ParamType, x));
+      const text = items.map((i) => i.text).join(", ");
+      return { hex: JSON.stringify(items.map((i) => i.hex)), num: null, text: children ? `(${text})` : `[${text}]` };
+    }
+    default: {
+      if (typeof v === "bigint") return { hex: intHex(v), num: Number(v), text: v.toString() };
+      const h = String(v).toLowerCase(); // bytes, bytesN
+      return { hex: h, num: null, text: h };
+    }
+  }
+}
+
+/** `formatUnits` without a bare `.0` suffix: `1.5`, `2`, `0.000001`. */
+function decimalText(v: bigint, decimals: number): string {
+  const s = formatUnits(v, decimals);
+  return s.endsWith(".0") ? s.slice(0, -2) : s;
+}
+
+function usableToken(t: TokenInfo | undefined): TokenInfo | undefined {
+  return t && Number.isInteger(t.decimals) && t.decimals >= 0 && t.decimals <= 255 ? t : undefined;
+}
+
+function message(err: unknown): string {
+  const e = err as { shortMessage?: unknown; message?: unknown };
+  const m = typeof e?.shortMessage === "string" ? e.shortMessage : typeof e?.message === "string" ? e.message : String(err);
+  return m.length > MAX_ERROR_LENGTH ? `${m.slice(0, MAX_ERROR_LENGTH)}…` : m;
+}
+
+function plural(n: number, word: string): string {
+  return `${n} ${word}${n === 1 ? "" : "s"}`;
+}
+
+function base(log: LogRecord, event: string, signature: string, standard: string): EventRecord {
+  return {
+    event,
+    signature,
+    standard,
+    args: [],
+    logIndex: log.logIndex,
+    transactionIndex: log.transactionIndex,
+    transactionHash: log.transactionHash,
+    address: log.address,
+    blockHash: log.blockHash,
+    blockNumber: log.blockNumber,
+    error: null,
+    str: "",
+    timestamp: log.timestamp,
+  };
+}
+
+function failed(log: LogRecord, candidates: Layout[], layout: Layout | undefined, error: string): EventRecord {
+  const first = (layout ?? candidates[0]) as Layout;
+  const standard = layout ? layout.spec.standard : [...new Set(candidates.map((c) => c.spec.standard))].join("|");
+  const rec = base(log, first.event, first.signature, standard);
+  rec.error = error;
+  rec.str = `${first.event}(undecodable: ${error})`;
+  return rec;
+}
+
+/** Checks shape and decodes with one layout; returns the error message instead of throwing. */
+function decodeWith(layout: Layout, log: LogRecord, token: TokenInfo | undefined): EventRecord | string {
+  const where = `${layout.signature} [${layout.spec.standard}]`;
+  const topics = log.topics;
+  for (let i = 1; i < topics.length; i++) {
+    if (!WORD.test(topics[i] as string)) return `${where}: topic ${i} is not a 32-byte hex word`;
+  }
+  const data = typeof log.data === "string" ? log.data : "";
+  if (!HEX_BYTES.test(data)) return `${where}: data is not 0x-prefixed hex bytes`;
+  const dataBytes = (data.length - 2) / 2;
+  if (layout.dataLength !== null && dataBytes !== layout.dataLength) {
+    return `${where}: data is ${plural(dataBytes, "byte")}, expected ${layout.dataLength}`;
+  }
+  let topicValues: ArrayLike<unknown> = [];
+  let dataValues: ArrayLike<unknown> = [];
+  try {
+    if (layout.topicTypes.length > 0) {
+      let words = "0x";
+      for (let i = 1; i < topics.length; i++) words += (topics[i] as string).slice(2);
+      topicValues = coder.decode(layout.topicTypes, words);
+    }
+    if (layout.dataTypes.length > 0) dataValues = coder.decode(layout.dataTypes, data);
+  } catch (err) {
+    return `${where}: cannot decode: ${message(err)}`;
+  }
+  const args: EventArg[] = [];
+  const parts: string[] = [];
+  for (let pos = 0; pos < layout.slots.length; pos++) {
+    const slot = layout.slots[pos] as Slot;
+    const v = (slot.indexed ? topicValues : dataValues)[slot.index];
+    let r: Rendered;
+    if (slot.addressAsUint) {
+      if (typeof v !== "bigint" || v >= ADDRESS_LIMIT) return `${where}: argument ${slot.name} is not an address (non-zero upper 12 bytes)`;
+      const a = `0x${v.toString(16).padStart(40, "0")}`;
+      r = { hex: a, num: null, text: a };
+    } else {
+      r = render(slot.param, v);
+    }
+    let scaled: number | null = null;
+    let text = r.text;
+    if (slot.scaled && token && typeof v === "bigint") {
+      const dec = decimalText(v, token.decimals);
+      scaled = Number(dec);
+      text = `${r.text} [${dec} ${token.symbol}]`;
+    }
+    args.push({ name: slot.name, pos, value: { hex: r.hex, num: r.num, scaled, type: slot.param.type } });
+    parts.push(`${slot.name}=${text}`);
+  }
+  const rec = base(log, layout.event, layout.signature, layout.spec.standard);
+  rec.args = args;
+  rec.str = `${layout.event}(${parts.join(", ")})`;
+  return rec;
+}
+
+/**
+ * Creates a {@link Decoder}.
+ *
+ * Decoding rules (details in docs/decoding.md):
+ * - A log is matched by topics[0] (case-insensitive) against {@link supportedEvents}; unknown or
+ *   missing topic0 gives null.
+ * - Among layouts sharing the topic0, the first whose topic count equals the log's is used
+ *   (ERC-20 Transfer 3 topics, ERC-721 Transfer 4 topics or 1 topic, …). For static layouts the
+ *   data must be exactly the ABI-encoded length; dirty padding of an address topic is an error.
+ * - `str` is `Name(arg=value, …)` with addresses in full lower-case hex, integers in decimal,
+ *   bools as true/false, arrays as `[a, b]`; a scaled amount is followed by
+ *   `[<decimal amount> <symbol>]`, e.g. `Transfer(from=0x…, to=0x…, value=1500000 [1.5 USDT])`.
+ *   A failed decode renders as `Name(undecodable: <error>)`.
+ * - Record fields logIndex, transactionIndex, transactionHash, address, blockHash, blockNumber
+ *   and timestamp are the log's (same objects, not copies).
+ * @param deps optional chain id (default 1) and token lookup (default: bundled token list).
+ */
+export function createDecoder(deps: DecoderDeps = {}): Decoder {
+  const chainId = deps.chainId ?? 1;
+  const tokens = deps.tokens ?? lookupToken;
+  const table = layouts();
+  return {
+    decode(log: LogRecord): EventRecord | null {
+      const topics = Array.isArray(log.topics) ? log.topics : [];
+      const t0 = topics[0];
+      if (typeof t0 !== "string") return null;
+      const candidates = table.get(t0.toLowerCase());
+      if (!candidates) return null;
+      let layout: Layout | undefined;
+      try {
+        layout = candidates.find((c) => c.topicCount === topics.length);
+        if (!layout) {
+          const fits = candidates.map((c) => `${plural(c.topicCount, "topic")} [${c.spec.standard}]`).join(" or ");
+          const error = `${candidates[0]?.signature} with ${plural(topics.length, "topic")} fits no known layout (expected ${fits})`;
+          return failed(log, candidates, undefined, error);
+        }
+        let token: TokenInfo | undefined;
+        if (layout.hasScaled && typeof log.address === "string") token = usableToken(tokens(log.address.toLowerCase(), chainId));
+        const out = decodeWith(layout, log, token);
+        return typeof out === "string" ? failed(log, candidates, layout, out) : out;
+      } catch (err) {
+        return failed(log, candidates, layout, `internal decoder error: ${message(err)}`);
+      }
+    },
+  };
+}
