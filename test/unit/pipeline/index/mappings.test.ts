@@ -1,0 +1,58 @@
+import { describe, expect, it } from "vitest";
+import { loadConfig } from "../../../../lib/config.js";
+import { toIndexDocs } from "../../../../pipeline/index/indexer.js";
+import { indexName, kindOfIndex, mappedFields } from "../../../../pipeline/index/mappings.js";
+import type { InputRecord } from "../../../../pipeline/kafka/consumer.js";
+
+const chain = loadConfig({}).chain;
+
+describe("index names", () => {
+  it("follow <technology>-<blockchain>-<network>-<kind> and round-trip the kind", () => {
+    expect(indexName(chain, "event", "p-")).toBe("p-ethereum-ethereum-mainnet-event");
+    expect(kindOfIndex(indexName(chain, "tx"))).toBe("tx");
+    expect(kindOfIndex("something-else")).toBeUndefined();
+  });
+});
+
+describe("mappedFields", () => {
+  it("lists the contract's query fields for each kind", () => {
+    const paths = (k: Parameters<typeof mappedFields>[0]) => mappedFields(k).map((f) => f.path);
+    expect(paths("block")).toEqual(expect.arrayContaining(["number.num", "hash"]));
+    expect(paths("tx")).toEqual(expect.arrayContaining(["blockHash", "blockNumber.num", "from", "to", "from.raw"]));
+    expect(paths("log")).toEqual(expect.arrayContaining(["transactionHash", "address", "address.raw"]));
+    expect(paths("event")).toEqual(
+      expect.arrayContaining(["event", "event.raw", "address.raw", "args", "args.name", "args.value.hex", "args.value.scaled"]),
+    );
+  });
+  it("marks nested paths and unsearchable blobs", () => {
+    const ev = mappedFields("event");
+    expect(ev.find((f) => f.path === "args.value.hex")?.nestedPath).toBe("args");
+    expect(ev.find((f) => f.path === "address")?.nestedPath).toBeUndefined();
+    expect(mappedFields("tx").find((f) => f.path === "input")?.searchable).toBe(false);
+  });
+});
+
+describe("toIndexDocs", () => {
+  const input = (topicKind: InputRecord["topicKind"], record: Record<string, unknown>): InputRecord =>
+    ({ topicKind, topic: "t", partition: 0, offset: "0", key: null, record, message: {} }) as unknown as InputRecord;
+
+  it("gives each record its deterministic _id and its kind's index", () => {
+    const docs = toIndexDocs(
+      [
+        input("blocks", { hash: "0xb" }),
+        input("transactions", { hash: "0xt", blockHash: "0xb" }),
+        input("logs", { transactionHash: "0xt", logIndex: { num: 4, raw: "0x4" } }),
+        input("events", { transactionHash: "0xt", logIndex: { num: 4, raw: "0x4" } }),
+        input("dead-letter", { stage: "x" }),
+      ],
+      chain,
+      "",
+    );
+    expect(docs.map((d) => [d.index, d.id])).toEqual([
+      ["ethereum-ethereum-mainnet-block", "0xb"],
+      ["ethereum-ethereum-mainnet-tx", "0xt"],
+      ["ethereum-ethereum-mainnet-log", "0xt_l_4"],
+      ["ethereum-ethereum-mainnet-event", "0xt_e_4"],
+    ]);
+  });
+});
