@@ -72,8 +72,8 @@ async function main(): Promise<void> {
     process.exit(2);
   }
 
-  const embedded = !values["rpc-url"];
   const env = { ...process.env };
+  const embedded = !values["rpc-url"] && !env.CHAINSIFT_RPC_URL;
   if (embedded && !env.CHAINSIFT_NETWORK) env.CHAINSIFT_NETWORK = "anvil";
   const config = loadConfig(env);
   const logger = createLogger(config.logLevel);
@@ -86,9 +86,10 @@ async function main(): Promise<void> {
     }
   }
 
+  /** Stopped in reverse start order: API, ingester, pipeline, traffic, anvil. */
   const stops: Array<() => Promise<unknown>> = [];
   const controller = new AbortController();
-  let rpcUrl = values["rpc-url"] as string;
+  let rpcUrl = values["rpc-url"] ?? config.ingest.rpcUrl;
   let tokens = lookupToken;
   let chainId = 1;
   if (embedded) {
@@ -97,7 +98,7 @@ async function main(): Promise<void> {
     rpcUrl = anvil.rpcUrl;
     chainId = anvil.chainId;
     const traffic = await startTraffic({ rpcUrl, intervalMs: 1000, logger });
-    stops.unshift(() => traffic.stop());
+    stops.push(() => traffic.stop());
     const token = traffic.token.toLowerCase();
     // The embedded token is not on any token list: teach the decoder its decimals.
     tokens = (address, cid) => (address === token ? { symbol: TOKEN_SYMBOL, decimals: TOKEN_DECIMALS } : lookupToken(address, cid));
@@ -117,7 +118,7 @@ async function main(): Promise<void> {
       config.api.tokens = [token];
     }
     const api = await startApi({ config, logger });
-    stops.unshift(() => api.app.close());
+    stops.push(() => api.app.close());
     const base = `${api.url}/${config.chain.technology}/${config.chain.blockchain}/${config.chain.network}/es`;
     console.log(`
 chainsift is running.
