@@ -40,6 +40,8 @@ export interface Config {
   };
   /** Env `REDIS_URL`, default `redis://127.0.0.1:6379`. */
   redisUrl: string;
+  /** Prepended to every Redis key (tests isolate themselves with it). Env `CHAINSIFT_REDIS_PREFIX`, default `cs:`. */
+  redisKeyPrefix: string;
   api: {
     /** Env `CHAINSIFT_API_HOST`, default `127.0.0.1`. */
     host: string;
@@ -49,6 +51,12 @@ export interface Config {
     tokens: string[];
     /** Largest positive `size` of a search. Env `CHAINSIFT_MAX_SIZE`, default 10000 (ES `index.max_result_window`). */
     maxSize: number;
+    /** Credential of the admin endpoints (`Authorization: Bearer <adminToken>`). Env `CHAINSIFT_ADMIN_TOKEN`, default none (admin endpoints answer 401). */
+    adminToken: string | undefined;
+    /** Requests allowed per token per window. Env `CHAINSIFT_RATE_LIMIT_MAX`, default 600. */
+    rateLimitMax: number;
+    /** Rate-limit window. Env `CHAINSIFT_RATE_LIMIT_WINDOW_MS`, default 60000. */
+    rateLimitWindowMs: number;
   };
   ingest: {
     /** EVM JSON-RPC endpoint. Env `CHAINSIFT_RPC_URL`, default `http://127.0.0.1:8545`. */
@@ -124,11 +132,15 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       requestTimeoutMs: int(env, "ELASTICSEARCH_REQUEST_TIMEOUT_MS", 30_000, 1),
     },
     redisUrl: str(env, "REDIS_URL", "redis://127.0.0.1:6379"),
+    redisKeyPrefix: str(env, "CHAINSIFT_REDIS_PREFIX", "cs:"),
     api: {
       host: str(env, "CHAINSIFT_API_HOST", "127.0.0.1"),
       port: int(env, "CHAINSIFT_API_PORT", 8080),
       tokens: list(env, "CHAINSIFT_API_TOKENS", []),
       maxSize: int(env, "CHAINSIFT_MAX_SIZE", 10_000, 1),
+      adminToken: env.CHAINSIFT_ADMIN_TOKEN || undefined,
+      rateLimitMax: int(env, "CHAINSIFT_RATE_LIMIT_MAX", 600, 1),
+      rateLimitWindowMs: int(env, "CHAINSIFT_RATE_LIMIT_WINDOW_MS", 60_000, 1),
     },
     ingest: {
       rpcUrl: str(env, "CHAINSIFT_RPC_URL", "http://127.0.0.1:8545"),

@@ -33,7 +33,8 @@ export function createHarness(overrides: Partial<Config> = {}): Harness {
     ...overrides,
     kafka: { ...base.kafka, topicPrefix: `${id}.`, groupPrefix: `chainsift-test-${id}` },
     elasticsearch: { ...base.elasticsearch, indexPrefix: `${id}-` },
-    api: { ...base.api, port: 0, tokens: [`test-token-${id}`] },
+    api: { ...base.api, port: 0, tokens: [`test-token-${id}`], adminToken: `test-admin-${id}` },
+    redisKeyPrefix: `${id}:`,
     logLevel: process.env.LOG_LEVEL ?? "warn",
   };
   const logger = createLogger(config.logLevel, `test-${id}`);
@@ -43,7 +44,7 @@ export function createHarness(overrides: Partial<Config> = {}): Harness {
     id,
     logger,
     es,
-    redisPrefix: `${id}:`,
+    redisPrefix: config.redisKeyPrefix,
     async cleanup() {
       await es.indices.delete({ index: `${id}-*`, ignore_unavailable: true, allow_no_indices: true }).catch(() => {});
       await es.close();
