@@ -1,0 +1,143 @@
+/**
+ * Alerting rules as the service contract defines them (`../shared/contract/`, "Alerting rule"
+ * and "Rule config"), plus the fields the service adds when it stores one.
+ * Validation lives in `lib/rules/validate.ts`; this module holds shapes and enumerations only.
+ * @module
+ */
+
+/** Entity kinds a rule can target. */
+export const TARGET_TYPES = ["Event", "Log", "Transaction", "Call", "Contract", "Token", "Trace", "Method"] as const;
+/** One of {@link TARGET_TYPES}. */
+export type TargetType = (typeof TARGET_TYPES)[number];
+
+/** Comparison operators (contract "Operators"). */
+export const OPERATORS = [
+  "Greater",
+  "Greater or Equal",
+  "Less",
+  "Less or Equal",
+  "Equals",
+  "Equals (ignore case)",
+  "Equals any",
+  "Equals any (ignore case)",
+  "Inspect",
+] as const;
+/** One of {@link OPERATORS}. */
+export type Operator = (typeof OPERATORS)[number];
+/** Operators whose value is an array of strings; every other operator takes a string. */
+export const ARRAY_OPERATORS: readonly Operator[] = ["Equals any", "Equals any (ignore case)"];
+
+/** Third-level definition: no Inspect, all fields required. */
+export interface ThirdLevelDefinition {
+  name: string;
+  operator: Exclude<Operator, "Inspect">;
+  value: string | string[];
+}
+
+/** Second-level definition (item of a top-level Inspect's operatorParameters). */
+export interface SecondLevelDefinition {
+  name: string;
+  operator: Operator;
+  value?: string | string[] | null;
+  /** Compare `value.scaled` (token units) instead of the raw amount; never matches when decimals are unknown. */
+  useScaledValue?: boolean;
+  /** Required when operator is Inspect; null otherwise. */
+  operatorParameters?: ThirdLevelDefinition[] | null;
+}
+
+/** Top-level target definition (targetMap item). */
+export interface TargetDefinition {
+  /** Attribute of the entity to inspect (see docs/alerting.md for each target type's attributes). */
+  name: string;
+  operator: Operator;
+  value?: string | string[] | null;
+  /** Required when operator is Inspect; null otherwise. */
+  operatorParameters?: SecondLevelDefinition[] | null;
+}
+
+/** Alert action kinds. */
+export const ALERT_TYPES = ["Webhook (GET)", "Webhook (POST)", "Email", "Slack"] as const;
+/** One of {@link ALERT_TYPES}. */
+export type AlertType = (typeof ALERT_TYPES)[number];
+
+/** Payload item one level below a sub-payload: only Field. */
+export interface LeafPayloadItem {
+  fieldType: "Field";
+  fieldName: string;
+}
+/** Payload item of a sub-payload. */
+export interface SubPayloadItem {
+  fieldType: "Field" | "Sub Field";
+  fieldName: string;
+  subPayloads?: LeafPayloadItem[] | null;
+}
+/** Payload item: names a property of the matched entity sent with the alert. */
+export interface PayloadItem {
+  fieldType: "Field" | "Sub Field";
+  fieldName: string;
+  subPayloads?: SubPayloadItem[] | null;
+}
+
+/** Parameters by alert type. */
+export interface EmailParameters {
+  recipients: string[];
+}
+export interface SlackParameters {
+  url: string;
+  text: string;
+  channel: string;
+  username: string;
+}
+export interface WebhookParameters {
+  /** `{field}` tokens are replaced by the matched entity's values (URL-encoded). */
+  url: string;
+}
+
+/** Alert definition (alerts item). */
+export type AlertDefinition =
+  | { type: "Email"; parameters: EmailParameters; payload?: PayloadItem[] | null }
+  | { type: "Slack"; parameters: SlackParameters; payload?: PayloadItem[] | null }
+  | { type: "Webhook (GET)" | "Webhook (POST)"; parameters: WebhookParameters; payload?: PayloadItem[] | null };
+
+/** Rule config: what to match and what to do. */
+export interface RuleConfig {
+  targetType: TargetType;
+  targetMap: TargetDefinition[];
+  alerts: AlertDefinition[];
+}
+
+/** Rule states: `enabled` rules are evaluated; `disabled` rules are kept but never match. */
+export const RULE_STATES = ["enabled", "disabled"] as const;
+/** One of {@link RULE_STATES}. */
+export type RuleState = (typeof RULE_STATES)[number];
+
+/** A rule as sent by a client (POST body). Additional top-level properties are allowed and kept. */
+export interface RuleInput {
+  name: string;
+  maxConfirmationCount: number;
+  technology: string;
+  blockchain: string;
+  network: string;
+  config: RuleConfig;
+  description?: string | null;
+  version?: number;
+  state?: RuleState;
+  sendPendingAlerts?: boolean;
+  [extra: string]: unknown;
+}
+
+/** A stored rule: the input plus identity and bookkeeping. */
+export interface Rule extends RuleInput {
+  /** UUID v4. */
+  id: string;
+  /** Owning account id. */
+  accountId: string;
+  /** Starts at 1, incremented on every change. */
+  version: number;
+  state: RuleState;
+  sendPendingAlerts: boolean;
+  description: string | null;
+  /** ISO 8601 UTC. */
+  createdAt: string;
+  updatedAt: string;
+}
