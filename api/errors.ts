@@ -1,0 +1,149 @@
+/**
+ * Every error code the search API answers with, its HTTP status and meaning, plus the
+ * {@link ApiError} class the routes throw and the JSON error body shape.
+ *
+ * Error body (always `application/json`):
+ * ```json
+ * { "error": { "code": "CS_QUERY_UNKNOWN_FIELD", "message": "…", "path": "query.term.foo" },
+ *   "errors": [ { "code": "…", "message": "…", "path": "…" } ] }
+ * ```
+ * `error` is the first problem, `errors` all of them (at least one). `path` is the JSON path of
+ * the offending part of the request body (`query.bool.filter[1].term`, `size`, `sort[0]`), of a
+ * path parameter (`params.hash`), or null when the problem is not tied to a part of the request.
+ * The codes are stable: clients may switch on them; messages may change.
+ * @module
+ */
+
+/** One documented error code: HTTP status and a one-line description (rendered in docs/api.md). */
+export interface ErrorCodeInfo {
+  /** HTTP status code answered with this code. */
+  status: number;
+  /** Human-readable meaning. */
+  description: string;
+}
+
+/** Error codes of the search API, code → {status, description}. Stable: never renamed. */
+export const ERROR_CODES = {
+  CS_AUTH_REQUIRED: {
+    status: 401,
+    description: "Missing, malformed or unknown bearer token (the same answer for all three cases).",
+  },
+  CS_ROUTE_NOT_FOUND: { status: 404, description: "No route matches the method and path." },
+  CS_UNKNOWN_CHAIN: {
+    status: 404,
+    description: "The <technology>/<blockchain>/<network> path segments are not the chain this deployment serves.",
+  },
+  CS_UNKNOWN_KIND: {
+    status: 404,
+    description: "A record kind in the path is not one of block, tx, log, event, or a kind is repeated.",
+  },
+  CS_NOT_FOUND: { status: 404, description: "The requested record does not exist (GET block by hash)." },
+  CS_HASH_INVALID: { status: 400, description: "A hash path parameter is not 0x followed by 64 hex digits." },
+  CS_BODY_INVALID: {
+    status: 400,
+    description: "The body is not valid JSON, not a JSON object, or has a top-level key other than query, sort, size, _source.",
+  },
+  CS_BAD_REQUEST: {
+    status: 400,
+    description: "The request is malformed in a way not covered by another code (bad URL encoding, bad header).",
+  },
+  CS_BODY_TOO_LARGE: { status: 413, description: "The body exceeds the server's body limit (1 MiB)." },
+  CS_UNSUPPORTED_MEDIA_TYPE: { status: 415, description: "The body's Content-Type is not application/json." },
+  CS_QUERY_INVALID: {
+    status: 400,
+    description: "A query clause has a bad shape (wrong type, unknown option, missing value, wrong field type for the clause).",
+  },
+  CS_QUERY_UNSUPPORTED_CLAUSE: {
+    status: 400,
+    description:
+      "A query clause outside the allowlist (e.g. script, script_score, function_score, wildcard, regexp, prefix, fuzzy, query_string, terms lookup).",
+  },
+  CS_QUERY_UNKNOWN_FIELD: {
+    status: 400,
+    description: "A field is not mapped for the requested record kind(s), or is stored but not searchable.",
+  },
+  CS_QUERY_NESTED_FIELD: {
+    status: 400,
+    description:
+      "A field of a nested object (e.g. args.name) used outside a nested query on its path, or a field outside the path inside a nested query.",
+  },
+  CS_QUERY_TOO_DEEP: { status: 400, description: "The query tree is nested deeper than 8 clauses." },
+  CS_QUERY_TOO_MANY_CLAUSES: { status: 400, description: "The query has more than 256 clauses." },
+  CS_QUERY_TOO_MANY_VALUES: { status: 400, description: "A terms or ids clause has more than 1024 values." },
+  CS_SORT_INVALID: {
+    status: 400,
+    description:
+      "sort is not a map (or array of maps) from a sortable field to asc/desc or {order}, or names a field that cannot be sorted on.",
+  },
+  CS_SIZE_INVALID: { status: 400, description: "size is not an integer, or is outside -1 and 0..maxSize." },
+  CS_SOURCE_INVALID: { status: 400, description: "_source is not an array of mapped field paths (or prefixes of them)." },
+  CS_QUERY_REJECTED: {
+    status: 400,
+    description: "Elasticsearch rejected the (validated) query, e.g. a value of the wrong type for a field.",
+  },
+  CS_BACKEND_UNAVAILABLE: { status: 503, description: "Elasticsearch is unreachable, overloaded or timed out." },
+  CS_INTERNAL: { status: 500, description: "Unexpected server error (details are logged, never returned)." },
+} as const satisfies Record<string, ErrorCodeInfo>;
+
+/** One of the stable error codes of {@link ERROR_CODES}. */
+export type ErrorCode = keyof typeof ERROR_CODES;
+
+/** One problem found in a request. */
+export interface ApiErrorDetail {
+  /** Stable code, see {@link ERROR_CODES}. */
+  code: ErrorCode;
+  /** Human-readable explanation; not stable. */
+  message: string;
+  /** JSON path of the offending part of the request (e.g. `query.bool.filter[1].term`), or null. */
+  path: string | null;
+}
+
+/** The JSON body of every error answer. */
+export interface ErrorBody {
+  /** The first (most relevant) problem. */
+  error: ApiErrorDetail;
+  /** All problems found, `errors[0]` equals `error`. */
+  errors: ApiErrorDetail[];
+}
+
+/**
+ * An error with a stable code, thrown by routes and plugins and rendered by the error handler
+ * (api/plugins/errors.ts). The HTTP status is taken from {@link ERROR_CODES} unless given.
+ */
+export class ApiError extends Error {
+  /** HTTP status answered. */
+  readonly statusCode: number;
+  /** Code of the first problem. */
+  readonly code: ErrorCode;
+  /** JSON path of the first problem, or null. */
+  readonly path: string | null;
+  /** All problems (at least one). */
+  readonly details: ApiErrorDetail[];
+
+  /**
+   * @param details - one or more problems; the first one gives `code`, `path` and the status.
+   * @throws {RangeError} when `details` is empty.
+   */
+  constructor(details: ApiErrorDetail | ApiErrorDetail[]) {
+    const list = Array.isArray(details) ? details : [details];
+    const first = list[0];
+    if (!first) throw new RangeError("ApiError needs at least one detail");
+    super(first.message);
+    this.name = "ApiError";
+    this.code = first.code;
+    this.path = first.path;
+    this.details = list;
+    this.statusCode = ERROR_CODES[first.code].status;
+  }
+}
+
+/** Shorthand for `new ApiError({code, message, path})`. */
+export function apiError(code: ErrorCode, message: string, path: string | null = null): ApiError {
+  return new ApiError({ code, message, path });
+}
+
+/** Builds the {@link ErrorBody} of one or more problems (the first must exist). */
+export function errorBody(details: ApiErrorDetail[]): ErrorBody {
+  const first = details[0] ?? { code: "CS_INTERNAL", message: "internal error", path: null };
+  return { error: first, errors: details.length > 0 ? details : [first] };
+}

@@ -1,0 +1,181 @@
+/**
+ * The one error handler of the API: maps every error to a status and the JSON error body
+ * `{error: {code, message, path}, errors: [...]}` (api/errors.ts), and answers unknown routes with
+ * 404 `CS_ROUTE_NOT_FOUND`. Never returns stack traces or internal messages: 5xx answers carry a
+ * fixed message and the details go to the log.
+ *
+ * Mapping:
+ * - {@link ApiError} (our routes and plugins): its code(s) and status.
+ * - Fastify schema validation errors: by the top-level key of the failing body part — `size` →
+ *   CS_SIZE_INVALID, `sort` → CS_SORT_INVALID, `_source` → CS_SOURCE_INVALID, `query` →
+ *   CS_QUERY_INVALID, an unknown key or a non-object body → CS_BODY_INVALID.
+ * - Fastify body parsing: invalid/empty-but-required JSON → CS_BODY_INVALID, too large →
+ *   CS_BODY_TOO_LARGE (413), wrong Content-Type → CS_UNSUPPORTED_MEDIA_TYPE (415), other 4xx → CS_BAD_REQUEST.
+ * - Elasticsearch client errors: HTTP 400 → CS_QUERY_REJECTED (with ES's root-cause reason);
+ *   connection errors, timeouts, 408/429/502/503/504 → 503 CS_BACKEND_UNAVAILABLE; anything else → 500 CS_INTERNAL.
+ * @module
+ */
+import { errors as esErrors } from "@elastic/elasticsearch";
+import type { FastifyPluginAsync } from "fastify";
+import { BODY_KEYS, jsonPath } from "../dsl/validate.js";
+import { ApiError, type ApiErrorDetail, ERROR_CODES, type ErrorCode, errorBody } from "../errors.js";
+import { globalPlugin } from "./plugin.js";
+
+/** Result of {@link mapError}: the HTTP status and the problems to report. */
+export interface MappedError {
+  /** HTTP status. */
+  status: number;
+  /** At least one problem; the first is the body's `error`. */
+  details: ApiErrorDetail[];
+  /** Whether the error is unexpected (5xx) and must be logged with its details. */
+  unexpected: boolean;
+}
+
+interface ValidationItem {
+  instancePath?: string;
+  keyword?: string;
+  params?: Record<string, unknown>;
+  message?: string;
+}
+
+const ES_UNAVAILABLE_STATUS = new Set([408, 429, 502, 503, 504]);
+const CODE_BY_BODY_KEY: Record<string, ErrorCode> = {
+  query: "CS_QUERY_INVALID",
+  sort: "CS_SORT_INVALID",
+  size: "CS_SIZE_INVALID",
+  _source: "CS_SOURCE_INVALID",
+};
+
+function detail(code: ErrorCode, message: string, path: string | null = null): ApiErrorDetail {
+  return { code, message, path };
+}
+
+function single(code: ErrorCode, message: string, path: string | null = null): MappedError {
+  const status = ERROR_CODES[code].status;
+  return { status, details: [detail(code, message, path)], unexpected: status >= 500 };
+}
+
+/** Decodes a JSON Pointer (`/sort/0/x`) into path segments. */
+function pointerSegments(pointer: string): string[] {
+  if (pointer === "") return [];
+  return pointer
+    .slice(1)
+    .split("/")
+    .map((s) => s.replace(/~1/g, "/").replace(/~0/g, "~"));
+}
+
+function segmentsToPath(prefix: string, segments: string[]): string {
+  return segments.reduce<string>((p, s) => jsonPath(p, /^\d+$/.test(s) ? Number(s) : s), prefix);
+}
+
+/**
+ * Maps Fastify schema-validation errors (TypeBox/Ajv shaped) of a request part to our details.
+ * @param context - `body`, `params`, `querystring` or `headers`.
+ */
+export function mapValidation(items: readonly ValidationItem[], context: string | undefined): ApiErrorDetail[] {
+  const out: ApiErrorDetail[] = [];
+  const seen = new Set<string>();
+  const push = (d: ApiErrorDetail): void => {
+    const key = `${d.code} ${d.path}`;
+    if (!seen.has(key)) {
+      seen.add(key);
+      out.push(d);
+    }
+  };
+  for (const item of items) {
+    const segments = pointerSegments(item.instancePath ?? "");
+    if (context !== "body") {
+      push(detail("CS_BAD_REQUEST", `${context ?? "request"} ${item.message ?? "is invalid"}`, segmentsToPath(context ?? "", segments)));
+      continue;
+    }
+    const extra = item.keyword === "additionalProperties" ? item.params?.additionalProperties : undefined;
+    const extraKeys = Array.isArray(extra) ? extra.map(String) : typeof extra === "string" ? [extra] : [];
+    if (segments.length === 0 && extraKeys.length > 0) {
+      for (const k of extraKeys)
+        push(detail("CS_BODY_INVALID", `unknown key ${JSON.stringify(k)}; allowed: ${BODY_KEYS.join(", ")}`, jsonPath("", k)));
+      continue;
+    }
+    const top = segments[0];
+    if (top === undefined) {
+      push(detail("CS_BODY_INVALID", "the body must be a JSON object", null));
+      continue;
+    }
+    const code = CODE_BY_BODY_KEY[top];
+    if (!code) {
+      push(detail("CS_BODY_INVALID", `unknown key ${JSON.stringify(top)}; allowed: ${BODY_KEYS.join(", ")}`, jsonPath("", top)));
+      continue;
+    }
+    push(detail(code, `${top} ${item.message ?? "is invalid"}`, segmentsToPath("", segments)));
+  }
+  return out.length > 0 ? out : [detail("CS_BODY_INVALID", "the body is invalid", null)];
+}
+
+/** ES's own explanation of a rejected request (root cause reason), trimmed to 300 characters. */
+function esReason(err: InstanceType<typeof esErrors.ResponseError>): string {
+  const body = err.body as { error?: { reason?: string; root_cause?: Array<{ reason?: string }> } } | string | undefined;
+  const reason = typeof body === "object" ? (body.error?.root_cause?.[0]?.reason ?? body.error?.reason) : undefined;
+  return (reason ?? "Elasticsearch rejected the query").slice(0, 300);
+}
+
+/**
+ * Maps any thrown value to a status and problems (pure; used by the error handler).
+ */
+export function mapError(err: unknown): MappedError {
+  if (err instanceof ApiError) return { status: err.statusCode, details: err.details, unexpected: err.statusCode >= 500 };
+  if (err instanceof esErrors.ResponseError) {
+    const status = err.statusCode ?? err.meta?.statusCode ?? 500;
+    if (status === 400) return single("CS_QUERY_REJECTED", esReason(err));
+    if (ES_UNAVAILABLE_STATUS.has(status)) return single("CS_BACKEND_UNAVAILABLE", `Elasticsearch answered ${status}`);
+    return single("CS_INTERNAL", "internal error");
+  }
+  if (
+    err instanceof esErrors.ConnectionError ||
+    err instanceof esErrors.TimeoutError ||
+    err instanceof esErrors.NoLivingConnectionsError ||
+    err instanceof esErrors.ProductNotSupportedError
+  ) {
+    return single("CS_BACKEND_UNAVAILABLE", "Elasticsearch is unavailable or timed out");
+  }
+  const e = err as { validation?: ValidationItem[]; validationContext?: string; code?: string; statusCode?: number } | undefined;
+  if (e && Array.isArray(e.validation)) {
+    const details = mapValidation(e.validation, e.validationContext);
+    const first = details[0] as ApiErrorDetail;
+    return { status: ERROR_CODES[first.code].status, details, unexpected: false };
+  }
+  switch (e?.code) {
+    case "FST_ERR_CTP_BODY_TOO_LARGE":
+      return single("CS_BODY_TOO_LARGE", "the body is too large");
+    case "FST_ERR_CTP_INVALID_MEDIA_TYPE":
+      return single("CS_UNSUPPORTED_MEDIA_TYPE", "send the body as Content-Type: application/json");
+    case "FST_ERR_CTP_INVALID_JSON_BODY":
+    case "FST_ERR_CTP_EMPTY_JSON_BODY":
+      return single("CS_BODY_INVALID", "the body is not valid JSON");
+    default:
+      break;
+  }
+  if (err instanceof SyntaxError && e?.statusCode === 400) return single("CS_BODY_INVALID", "the body is not valid JSON");
+  const status = typeof e?.statusCode === "number" ? e.statusCode : 500;
+  if (status === 404) return single("CS_ROUTE_NOT_FOUND", "no such route");
+  if (status === 413) return single("CS_BODY_TOO_LARGE", "the body is too large");
+  if (status === 415) return single("CS_UNSUPPORTED_MEDIA_TYPE", "send the body as Content-Type: application/json");
+  if (status >= 400 && status < 500) return single("CS_BAD_REQUEST", "the request is malformed");
+  return single("CS_INTERNAL", "internal error");
+}
+
+/** Installs the error handler and the not-found handler on the whole app. */
+export const errorsPlugin: FastifyPluginAsync = globalPlugin(async (app) => {
+  app.setErrorHandler(async (err, request, reply) => {
+    const mapped = mapError(err);
+    if (mapped.unexpected) {
+      if (mapped.status === 503) request.log.warn({ err }, "backend unavailable");
+      else request.log.error({ err }, "request failed");
+    }
+    return reply.code(mapped.status).type("application/json; charset=utf-8").send(errorBody(mapped.details));
+  });
+  app.setNotFoundHandler(async (request, reply) => {
+    return reply
+      .code(404)
+      .type("application/json; charset=utf-8")
+      .send(errorBody([detail("CS_ROUTE_NOT_FOUND", `no route ${request.method} ${request.url.split("?")[0]}`)]));
+  });
+}, "chainsift-errors");

@@ -1,0 +1,114 @@
+import { errors as esErrors } from "@elastic/elasticsearch";
+import { describe, expect, it } from "vitest";
+import { ApiError, ERROR_CODES, errorBody } from "../../../../api/errors.js";
+import { bearerToken, tokenChecker } from "../../../../api/plugins/auth.js";
+import { mapError, mapValidation } from "../../../../api/plugins/errors.js";
+
+function esResponse(statusCode: number, body: unknown) {
+  // The transport's DiagnosticResult shape, as the client builds it.
+  return new esErrors.ResponseError({ body, statusCode, headers: {}, warnings: null, meta: {} as never });
+}
+
+describe("mapError", () => {
+  it("keeps ApiError codes and statuses", () => {
+    const err = new ApiError([
+      { code: "CS_SORT_INVALID", message: "a", path: "sort" },
+      { code: "CS_SIZE_INVALID", message: "b", path: "size" },
+    ]);
+    expect(mapError(err)).toEqual({ status: 400, details: err.details, unexpected: false });
+  });
+
+  it("maps ES 400 to CS_QUERY_REJECTED with the root cause", () => {
+    const m = mapError(
+      esResponse(400, { error: { root_cause: [{ reason: "failed to parse date field [x]" }], reason: "all shards failed" } }),
+    );
+    expect(m.status).toBe(400);
+    expect(m.details[0]).toEqual({ code: "CS_QUERY_REJECTED", message: "failed to parse date field [x]", path: null });
+  });
+
+  it("maps unavailability to 503 and everything else to 500 without details", () => {
+    expect(mapError(esResponse(429, {})).details[0]?.code).toBe("CS_BACKEND_UNAVAILABLE");
+    expect(mapError(new esErrors.ConnectionError("connect ECONNREFUSED")).status).toBe(503);
+    expect(mapError(new esErrors.TimeoutError("Request timed out")).status).toBe(503);
+    expect(mapError(esResponse(500, { error: { reason: "secret internals" } }))).toEqual({
+      status: 500,
+      details: [{ code: "CS_INTERNAL", message: "internal error", path: null }],
+      unexpected: true,
+    });
+    expect(mapError(new TypeError("x is undefined")).details[0]).toEqual({ code: "CS_INTERNAL", message: "internal error", path: null });
+  });
+
+  it("maps Fastify body parsing errors", () => {
+    expect(mapError(Object.assign(new Error("x"), { code: "FST_ERR_CTP_BODY_TOO_LARGE", statusCode: 413 })).status).toBe(413);
+    expect(mapError(Object.assign(new Error("x"), { code: "FST_ERR_CTP_INVALID_MEDIA_TYPE", statusCode: 415 })).details[0]?.code).toBe(
+      "CS_UNSUPPORTED_MEDIA_TYPE",
+    );
+    expect(mapError(Object.assign(new Error("x"), { code: "FST_ERR_CTP_INVALID_JSON_BODY", statusCode: 400 })).details[0]?.code).toBe(
+      "CS_BODY_INVALID",
+    );
+  });
+
+  it("maps schema validation errors by top-level key", () => {
+    expect(
+      mapValidation(
+        [
+          { instancePath: "/foo", keyword: "boolean", message: "schema is false" },
+          { instancePath: "", keyword: "additionalProperties", params: { additionalProperties: ["foo"] } },
+          { instancePath: "/size", keyword: "type", message: "must be integer" },
+          { instancePath: "/_source/1", keyword: "type", message: "must be string" },
+          { instancePath: "/sort", keyword: "anyOf", message: "must match a schema in anyOf" },
+        ],
+        "body",
+      ).map((d) => [d.code, d.path]),
+    ).toEqual([
+      ["CS_BODY_INVALID", "foo"],
+      ["CS_SIZE_INVALID", "size"],
+      ["CS_SOURCE_INVALID", "_source[1]"],
+      ["CS_SORT_INVALID", "sort"],
+    ]);
+    expect(mapValidation([{ instancePath: "", keyword: "type", message: "must be object" }], "body")[0]?.code).toBe("CS_BODY_INVALID");
+  });
+});
+
+describe("errorBody and ERROR_CODES", () => {
+  it("puts the first problem in error and all in errors", () => {
+    const d = [{ code: "CS_AUTH_REQUIRED" as const, message: "m", path: null }];
+    expect(errorBody(d)).toEqual({ error: d[0], errors: d });
+  });
+
+  it("every code has a status and a description", () => {
+    for (const [code, info] of Object.entries(ERROR_CODES)) {
+      expect(code).toMatch(/^CS_[A-Z_]+$/);
+      expect(info.status).toBeGreaterThanOrEqual(400);
+      expect(info.description.length).toBeGreaterThan(10);
+    }
+  });
+});
+
+describe("auth helpers", () => {
+  it("parses bearer headers", () => {
+    expect(bearerToken("Bearer abc")).toBe("abc");
+    expect(bearerToken("bearer  abc ")).toBe("abc");
+    expect(bearerToken("Basic abc")).toBeUndefined();
+    expect(bearerToken("Bearer")).toBeUndefined();
+    expect(bearerToken(undefined)).toBeUndefined();
+  });
+
+  it("checks tokens of any length; an empty list accepts nothing", () => {
+    const check = tokenChecker(["s3cret", "another-much-longer-token"]);
+    expect(check("s3cret")).toBe(true);
+    expect(check("another-much-longer-token")).toBe(true);
+    expect(check("s3cre")).toBe(false);
+    expect(check("")).toBe(false);
+    expect(tokenChecker([])("s3cret")).toBe(false);
+    expect(tokenChecker([""])("")).toBe(false);
+  });
+});
+
+describe("docs/api.md", () => {
+  it("lists every error code", async () => {
+    const { readFile } = await import("node:fs/promises");
+    const doc = await readFile(new URL("../../../../docs/api.md", import.meta.url), "utf8");
+    for (const [code, info] of Object.entries(ERROR_CODES)) expect(doc).toMatch(new RegExp(`\\| \`${code}\`\\s+\\| ${info.status}\\s+\\|`));
+  });
+});
