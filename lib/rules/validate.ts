@@ -1,0 +1,845 @@
+/**
+ * Validation of alerting rules sent to the API (POST and PUT bodies).
+ *
+ * Two layers that say the same thing:
+ * - the TypeBox schemas ({@link RuleCreateSchema}, {@link RuleUpdateSchema} and their parts), plain
+ *   JSON Schema the API can publish in its OpenAPI document. Conditional rules are written as unions
+ *   of mutually exclusive variants (`anyOf`), so the document needs no `if`/`then`;
+ * - {@link validateRuleInput}, a hand-written walker that gives every refusal a stable code and the
+ *   JSON path of the deepest offending value (`config.targetMap[0].operatorParameters[1].value`).
+ *   After the walker, the compiled schema runs as a backstop: a body the walker accepts but the schema
+ *   refuses is still refused (`CS_RULE_INVALID`). The unit tests check that both agree.
+ *
+ * What the schema cannot know, the chains this deployment serves, is checked by the walker only.
+ * See `docs/rules.md` for the rules in prose and every error code.
+ * @module
+ */
+import { type Static, Type } from "typebox";
+import { Compile } from "typebox/compile";
+import type { ChainId } from "../config.js";
+import {
+  ALERT_TYPES,
+  type AlertType,
+  ARRAY_OPERATORS,
+  OPERATORS,
+  type Operator,
+  RULE_STATES,
+  type RuleInput,
+  TARGET_TYPES,
+} from "./model.js";
+
+// ---------------------------------------------------------------------------------------------
+// Limits and patterns
+// ---------------------------------------------------------------------------------------------
+
+/** Size limits of a rule (contract "Limits", plus the bounds chainsift adds for nested arrays). */
+export const RULE_LIMITS = {
+  /** targetMap items: 1 to 10 (contract). */
+  targetMapMin: 1,
+  targetMapMax: 10,
+  /** alerts: 1 to 10 (contract). */
+  alertsMin: 1,
+  alertsMax: 10,
+  /** payload items per alert: at most 10 (contract). */
+  payloadMax: 10,
+  /** Items of an Inspect's operatorParameters: 1 to 10 (chainsift; the contract gives no bound). */
+  operatorParametersMin: 1,
+  operatorParametersMax: 10,
+  /** Items of a Sub Field's subPayloads: 1 to 10 (chainsift; the contract gives no bound). */
+  subPayloadsMin: 1,
+  subPayloadsMax: 10,
+  /** Longest e-mail address (RFC 5321 path limit). */
+  emailMaxLength: 254,
+} as const;
+
+/**
+ * E-mail addresses accepted as Email recipients: `local@domain.tld` — no whitespace, exactly one
+ * `@`, a domain of at least two non-empty dot-separated labels; at most 254 characters. The same
+ * rule as account e-mails (`lib/accounts/model.ts`). Deliberately loose: deliverability is decided
+ * by the mail server, not by a regex.
+ */
+export const EMAIL_PATTERN = "^[^\\s@]+@[^\\s@.]+(\\.[^\\s@.]+)+$";
+/**
+ * URLs accepted for webhooks and Slack: absolute `http://` or `https://` (any case), a non-empty
+ * authority, no whitespace. `{field}` tokens are allowed anywhere after the scheme. Whether the
+ * host may be called (SSRF: private addresses, metadata endpoints) is decided at delivery time.
+ */
+export const HTTP_URL_PATTERN = "^[Hh][Tt][Tt][Pp][Ss]?://[^\\s/?#]+([/?#]\\S*)?$";
+
+const EMAIL_RE = new RegExp(EMAIL_PATTERN, "u");
+const HTTP_URL_RE = new RegExp(HTTP_URL_PATTERN, "u");
+
+/** Operators whose value is a string (every operator but Inspect and the two Equals any). */
+const SCALAR_OPERATORS = OPERATORS.filter((o) => o !== "Inspect" && !ARRAY_OPERATORS.includes(o)) as Exclude<
+  Operator,
+  "Inspect" | "Equals any" | "Equals any (ignore case)"
+>[];
+const ARRAY_OPERATOR_LIST = ["Equals any", "Equals any (ignore case)"] as const;
+
+// ---------------------------------------------------------------------------------------------
+// TypeBox schemas
+// ---------------------------------------------------------------------------------------------
+
+const closed = { additionalProperties: false } as const;
+
+/** Third-level definition (item of a second-level Inspect's operatorParameters): name, operator (no Inspect), value, all required; nothing deeper. */
+export const ThirdLevelDefinitionSchema = Type.Union(
+  [
+    Type.Object(
+      { name: Type.String(), operator: Type.Enum(SCALAR_OPERATORS), value: Type.String() },
+      { ...closed, description: "third-level definition, string-valued operator" },
+    ),
+    Type.Object(
+      { name: Type.String(), operator: Type.Enum(ARRAY_OPERATOR_LIST), value: Type.Array(Type.String()) },
+      { ...closed, description: "third-level definition, Equals any operator" },
+    ),
+  ],
+  { description: "Third-level definition: no Inspect, value required." },
+);
+
+/** Second-level definition (item of a top-level Inspect's operatorParameters); the only level with `useScaledValue`. */
+export const SecondLevelDefinitionSchema = Type.Union(
+  [
+    Type.Object(
+      {
+        name: Type.String(),
+        operator: Type.Enum(SCALAR_OPERATORS),
+        value: Type.String(),
+        useScaledValue: Type.Optional(Type.Boolean()),
+        operatorParameters: Type.Optional(Type.Null()),
+      },
+      { ...closed, description: "second-level definition, string-valued operator" },
+    ),
+    Type.Object(
+      {
+        name: Type.String(),
+        operator: Type.Enum(ARRAY_OPERATOR_LIST),
+        value: Type.Array(Type.String()),
+        useScaledValue: Type.Optional(Type.Boolean()),
+        operatorParameters: Type.Optional(Type.Null()),
+      },
+      { ...closed, description: "second-level definition, Equals any operator" },
+    ),
+    Type.Object(
+      {
+        name: Type.String(),
+        operator: Type.Literal("Inspect"),
+        value: Type.Optional(Type.Union([Type.String(), Type.Null()])),
+        useScaledValue: Type.Optional(Type.Boolean()),
+        operatorParameters: Type.Array(ThirdLevelDefinitionSchema, {
+          minItems: RULE_LIMITS.operatorParametersMin,
+          maxItems: RULE_LIMITS.operatorParametersMax,
+        }),
+      },
+      { ...closed, description: "second-level definition, Inspect" },
+    ),
+  ],
+  { description: "Second-level definition: same as the top level plus useScaledValue." },
+);
+
+/** Top-level target definition (targetMap item). */
+export const TargetDefinitionSchema = Type.Union(
+  [
+    Type.Object(
+      {
+        name: Type.String(),
+        operator: Type.Enum(SCALAR_OPERATORS),
+        value: Type.String(),
+        operatorParameters: Type.Optional(Type.Null()),
+      },
+      { ...closed, description: "target definition, string-valued operator" },
+    ),
+    Type.Object(
+      {
+        name: Type.String(),
+        operator: Type.Enum(ARRAY_OPERATOR_LIST),
+        value: Type.Array(Type.String()),
+        operatorParameters: Type.Optional(Type.Null()),
+      },
+      { ...closed, description: "target definition, Equals any operator" },
+    ),
+    Type.Object(
+      {
+        name: Type.String(),
+        operator: Type.Literal("Inspect"),
+        value: Type.Optional(Type.Union([Type.String(), Type.Null()])),
+        operatorParameters: Type.Array(SecondLevelDefinitionSchema, {
+          minItems: RULE_LIMITS.operatorParametersMin,
+          maxItems: RULE_LIMITS.operatorParametersMax,
+        }),
+      },
+      { ...closed, description: "target definition, Inspect" },
+    ),
+  ],
+  { description: "Target definition: an attribute of the entity, an operator and a value (or nested conditions for Inspect)." },
+);
+
+/** Payload item one level below a sub-payload: only `{fieldType: "Field", fieldName}`. */
+export const LeafPayloadItemSchema = Type.Object({ fieldType: Type.Literal("Field"), fieldName: Type.String() }, closed);
+
+/** Payload item of a sub-payload (same rules as the top level, children are leaves). */
+export const SubPayloadItemSchema = Type.Union([
+  Type.Object(
+    { fieldType: Type.Literal("Field"), fieldName: Type.String(), subPayloads: Type.Optional(Type.Null()) },
+    { ...closed, description: "Field: subPayloads null or absent" },
+  ),
+  Type.Object(
+    {
+      fieldType: Type.Literal("Sub Field"),
+      fieldName: Type.String(),
+      subPayloads: Type.Array(LeafPayloadItemSchema, {
+        minItems: RULE_LIMITS.subPayloadsMin,
+        maxItems: RULE_LIMITS.subPayloadsMax,
+        uniqueItems: true,
+      }),
+    },
+    { ...closed, description: "Sub Field: subPayloads required" },
+  ),
+]);
+
+/** Payload item: names a property of the matched entity sent with the alert; Sub Field steps into a nested property. */
+export const PayloadItemSchema = Type.Union([
+  Type.Object(
+    { fieldType: Type.Literal("Field"), fieldName: Type.String(), subPayloads: Type.Optional(Type.Null()) },
+    { ...closed, description: "Field: subPayloads null or absent" },
+  ),
+  Type.Object(
+    {
+      fieldType: Type.Literal("Sub Field"),
+      fieldName: Type.String(),
+      subPayloads: Type.Array(SubPayloadItemSchema, {
+        minItems: RULE_LIMITS.subPayloadsMin,
+        maxItems: RULE_LIMITS.subPayloadsMax,
+        uniqueItems: true,
+      }),
+    },
+    { ...closed, description: "Sub Field: subPayloads required" },
+  ),
+]);
+
+const PayloadSchema = Type.Optional(
+  Type.Union([Type.Array(PayloadItemSchema, { maxItems: RULE_LIMITS.payloadMax, uniqueItems: true }), Type.Null()]),
+);
+const HttpUrlSchema = Type.String({ pattern: HTTP_URL_PATTERN, description: "absolute http(s) URL" });
+
+/** Parameters of an Email alert. Additional properties are allowed (and ignored). */
+export const EmailParametersSchema = Type.Object({
+  recipients: Type.Array(Type.String({ pattern: EMAIL_PATTERN, maxLength: RULE_LIMITS.emailMaxLength }), { minItems: 1 }),
+});
+/** Parameters of a Slack alert. Additional properties are allowed (and ignored). */
+export const SlackParametersSchema = Type.Object({
+  url: HttpUrlSchema,
+  text: Type.String(),
+  channel: Type.String(),
+  username: Type.String(),
+});
+/** Parameters of a webhook alert (GET or POST). `{field}` tokens in the URL are replaced at delivery. */
+export const WebhookParametersSchema = Type.Object({ url: HttpUrlSchema });
+
+/** Alert definition (alerts item): the action and what it sends. Additional properties are allowed. */
+export const AlertDefinitionSchema = Type.Union([
+  Type.Object({ type: Type.Literal("Email"), parameters: EmailParametersSchema, payload: PayloadSchema }),
+  Type.Object({ type: Type.Literal("Slack"), parameters: SlackParametersSchema, payload: PayloadSchema }),
+  Type.Object({
+    type: Type.Enum(["Webhook (GET)", "Webhook (POST)"] as const),
+    parameters: WebhookParametersSchema,
+    payload: PayloadSchema,
+  }),
+]);
+
+/** Rule config: no additional properties; targetType, targetMap and alerts all required. */
+export const RuleConfigSchema = Type.Object(
+  {
+    targetType: Type.Enum(TARGET_TYPES),
+    targetMap: Type.Array(TargetDefinitionSchema, {
+      minItems: RULE_LIMITS.targetMapMin,
+      maxItems: RULE_LIMITS.targetMapMax,
+      uniqueItems: true,
+    }),
+    alerts: Type.Array(AlertDefinitionSchema, { minItems: RULE_LIMITS.alertsMin, maxItems: RULE_LIMITS.alertsMax, uniqueItems: true }),
+  },
+  closed,
+);
+
+const ruleProperties = {
+  name: Type.String(),
+  maxConfirmationCount: Type.Integer({ minimum: 0 }),
+  technology: Type.String({ description: "must name a chain this deployment serves" }),
+  blockchain: Type.String({ description: "must name a chain this deployment serves" }),
+  network: Type.String({ description: "must name a chain this deployment serves" }),
+  config: RuleConfigSchema,
+  description: Type.Optional(Type.Union([Type.String(), Type.Null()])),
+  version: Type.Optional(Type.Integer({ description: "ignored on create; on update, the version the client last saw (stale: 409)" })),
+  state: Type.Optional(Type.Enum(RULE_STATES, { description: "`enabled` (evaluated, the default) or `disabled` (kept, never matches)" })),
+  sendPendingAlerts: Type.Optional(Type.Boolean()),
+};
+
+/**
+ * Body of `POST /alerting/rules/`. Additional top-level properties are allowed and stored verbatim
+ * (except the service-managed `id`, `accountId`, `createdAt`, `updatedAt`, which are ignored).
+ * Defaults applied by {@link validateRuleInput}: `state` `enabled`, `sendPendingAlerts` false, `description` null.
+ */
+export const RuleCreateSchema = Type.Object(ruleProperties, { description: "An alerting rule (additional properties allowed)." });
+
+/**
+ * Body of `PUT /alerting/rules/<rule_id>/`: any subset of the rule's fields, merged into the stored
+ * rule at the top level (`config` is replaced as a whole). `version`, when sent, must equal the
+ * stored version (else 409). `technology`, `blockchain`, `network` may be sent but must equal the
+ * stored values (the store refuses a change with `CS_RULE_IMMUTABLE_FIELD`).
+ */
+export const RuleUpdateSchema = Type.Partial(RuleCreateSchema, { description: "Fields of an alerting rule to change." });
+
+/** Static type of a body valid against {@link RuleCreateSchema}. */
+export type RuleCreateBody = Static<typeof RuleCreateSchema>;
+/** Static type of a body valid against {@link RuleUpdateSchema}. */
+export type RuleUpdateBody = Static<typeof RuleUpdateSchema>;
+
+const createValidator = Compile(RuleCreateSchema);
+const updateValidator = Compile(RuleUpdateSchema);
+
+// ---------------------------------------------------------------------------------------------
+// Errors and results
+// ---------------------------------------------------------------------------------------------
+
+/**
+ * Stable codes of {@link RuleValidationError} (all answered with HTTP 400):
+ * - `CS_RULE_INVALID`: generic — wrong type, missing required field, unknown property where none are allowed, value not in an enumeration;
+ * - `CS_RULE_UNKNOWN_CHAIN`: technology/blockchain/network do not name a chain this deployment serves;
+ * - `CS_RULE_ITEM_COUNT`: an array has too few or too many items (targetMap, alerts, payload, operatorParameters, subPayloads);
+ * - `CS_RULE_DUPLICATE_ITEM`: an item deep-equals an earlier item of the same array (targetMap, alerts, payload, subPayloads);
+ * - `CS_RULE_VALUE_TYPE`: `value` missing or of the wrong type for the operator (array of strings for the Equals any operators, string otherwise);
+ * - `CS_RULE_OPERATOR_PARAMETERS`: operatorParameters missing for Inspect, not null for another operator, or not an array;
+ * - `CS_RULE_TOO_DEEP`: nesting beyond what the schema allows (Inspect or operatorParameters at the third level; Sub Field or subPayloads one level below a sub-payload);
+ * - `CS_RULE_PAYLOAD`: a payload item breaks the payload rules (fieldType, fieldName, subPayloads by fieldType, unknown property);
+ * - `CS_RULE_ALERT_PARAMETERS`: an alert's parameters do not fit its type (missing field, bad e-mail address, URL not absolute http(s)).
+ */
+export type RuleValidationCode =
+  | "CS_RULE_INVALID"
+  | "CS_RULE_UNKNOWN_CHAIN"
+  | "CS_RULE_ITEM_COUNT"
+  | "CS_RULE_DUPLICATE_ITEM"
+  | "CS_RULE_VALUE_TYPE"
+  | "CS_RULE_OPERATOR_PARAMETERS"
+  | "CS_RULE_TOO_DEEP"
+  | "CS_RULE_PAYLOAD"
+  | "CS_RULE_ALERT_PARAMETERS";
+
+/** Every {@link RuleValidationCode}, for documentation and exhaustive tests. */
+export const RULE_VALIDATION_CODES: readonly RuleValidationCode[] = [
+  "CS_RULE_INVALID",
+  "CS_RULE_UNKNOWN_CHAIN",
+  "CS_RULE_ITEM_COUNT",
+  "CS_RULE_DUPLICATE_ITEM",
+  "CS_RULE_VALUE_TYPE",
+  "CS_RULE_OPERATOR_PARAMETERS",
+  "CS_RULE_TOO_DEEP",
+  "CS_RULE_PAYLOAD",
+  "CS_RULE_ALERT_PARAMETERS",
+];
+
+/** The HTTP status the API answers for a refused rule body (any {@link RuleValidationCode}). */
+export const RULE_VALIDATION_HTTP_STATUS = 400;
+
+/** One reason a rule body was refused. */
+export interface RuleValidationError {
+  /** Stable machine-readable code, see {@link RuleValidationCode}. */
+  code: RuleValidationCode;
+  /** Human-readable explanation, starting with the path (wording may change; match on `code`). */
+  message: string;
+  /**
+   * JSON path of the deepest offending value, relative to the body: dot-separated property names
+   * and `[n]` indices, e.g. `config.targetMap[0].operatorParameters[1].value`. A missing property's
+   * path is the path it should have. `""` is the body itself. Property names that are not
+   * identifiers are written `["some name"]`.
+   */
+  path: string;
+}
+
+/** Fields of a rule PUT: any subset of a {@link RuleInput} (additional top-level properties included). */
+export type RulePatch = Partial<RuleInput>;
+
+/** Result of {@link validateRuleInput}: the normalised body, or every reason it was refused (in document order). */
+export type RuleValidationResult<T> = { ok: true; value: T } | { ok: false; errors: RuleValidationError[] };
+
+/**
+ * Top-level fields the service manages. Sent values are ignored (dropped from the validated value),
+ * so a client may PUT back a rule it fetched.
+ */
+export const RESERVED_RULE_FIELDS: readonly string[] = ["id", "accountId", "createdAt", "updatedAt"];
+
+// ---------------------------------------------------------------------------------------------
+// The walker
+// ---------------------------------------------------------------------------------------------
+
+type Json = Record<string, unknown>;
+
+const IDENTIFIER = /^[A-Za-z_$][A-Za-z0-9_$]*$/;
+
+/** `path` + property or index, in the notation of {@link RuleValidationError.path}. */
+function at(path: string, key: string | number): string {
+  if (typeof key === "number") return `${path}[${key}]`;
+  if (!IDENTIFIER.test(key)) return `${path}[${JSON.stringify(key)}]`;
+  return path === "" ? key : `${path}.${key}`;
+}
+
+function isObject(v: unknown): v is Json {
+  return typeof v === "object" && v !== null && !Array.isArray(v);
+}
+
+function has(o: Json, key: string): boolean {
+  return Object.hasOwn(o, key);
+}
+
+function kind(v: unknown): string {
+  return v === null ? "null" : Array.isArray(v) ? "an array" : typeof v === "object" ? "an object" : `a ${typeof v}`;
+}
+
+/** Canonical JSON (object keys sorted) so deep-equal values, whatever their key order, compare equal. */
+function canonical(v: unknown): string {
+  if (Array.isArray(v)) return `[${v.map(canonical).join(",")}]`;
+  if (isObject(v)) {
+    return `{${Object.keys(v)
+      .sort()
+      .map((k) => `${JSON.stringify(k)}:${canonical(v[k])}`)
+      .join(",")}}`;
+  }
+  return JSON.stringify(v) ?? "null";
+}
+
+function list(values: readonly string[]): string {
+  return values.map((v) => JSON.stringify(v)).join(", ");
+}
+
+/** Whether `url` is an absolute http(s) URL that parses once `{field}` tokens are filled in. */
+function isHttpUrl(url: string): boolean {
+  if (!HTTP_URL_RE.test(url)) return false;
+  try {
+    const parsed = new URL(url.replace(/\{[^{}]*\}/g, "x"));
+    return (parsed.protocol === "http:" || parsed.protocol === "https:") && parsed.hostname !== "";
+  } catch {
+    return false;
+  }
+}
+
+const DEFINITION_KEYS: Record<1 | 2 | 3, ReadonlySet<string>> = {
+  1: new Set(["name", "operator", "value", "operatorParameters"]),
+  2: new Set(["name", "operator", "value", "useScaledValue", "operatorParameters"]),
+  3: new Set(["name", "operator", "value"]),
+};
+const PAYLOAD_KEYS = new Set(["fieldType", "fieldName", "subPayloads"]);
+const LEAF_PAYLOAD_KEYS = new Set(["fieldType", "fieldName"]);
+const CONFIG_KEYS = new Set(["targetType", "targetMap", "alerts"]);
+
+class Walker {
+  readonly errors: RuleValidationError[] = [];
+
+  add(code: RuleValidationCode, path: string, message: string): void {
+    this.errors.push({ code, path, message: path === "" ? message : `${path}: ${message}` });
+  }
+
+  /** A required (or optional) string property; reports and returns false when absent/wrong. */
+  string(o: Json, key: string, path: string, required: boolean, code: RuleValidationCode = "CS_RULE_INVALID"): boolean {
+    const p = at(path, key);
+    if (!has(o, key)) {
+      if (required) this.add(code, p, "is required (a string)");
+      return false;
+    }
+    if (typeof o[key] !== "string") {
+      this.add(code, p, `must be a string, got ${kind(o[key])}`);
+      return false;
+    }
+    return true;
+  }
+
+  /** Checks that `v` is an array with a length in [min, max]; returns whether it is an array. */
+  array(v: unknown, path: string, min: number, max: number, typeCode: RuleValidationCode, countCode: RuleValidationCode): v is unknown[] {
+    if (!Array.isArray(v)) {
+      this.add(typeCode, path, `must be an array, got ${kind(v)}`);
+      return false;
+    }
+    if (v.length < min || v.length > max) {
+      const range = min === 0 ? `at most ${max}` : `${min} to ${max}`;
+      this.add(countCode, path, `must have ${range} items, got ${v.length}`);
+    }
+    return true;
+  }
+
+  /** Reports every item that deep-equals an earlier one (at the later item's path). */
+  unique(items: unknown[], path: string): void {
+    const seen = new Map<string, number>();
+    items.forEach((item, i) => {
+      const key = canonical(item);
+      const first = seen.get(key);
+      if (first === undefined) seen.set(key, i);
+      else this.add("CS_RULE_DUPLICATE_ITEM", at(path, i), `duplicates ${at(path, first)} (items must be unique)`);
+    });
+  }
+
+  rule(body: unknown, mode: "create" | "update", chains: readonly ChainId[]): void {
+    if (!isObject(body)) {
+      this.add("CS_RULE_INVALID", "", `the rule must be a JSON object, got ${kind(body)}`);
+      return;
+    }
+    const required = mode === "create";
+    this.string(body, "name", "", required);
+    if (has(body, "maxConfirmationCount") || required) {
+      const v = body.maxConfirmationCount;
+      if (!has(body, "maxConfirmationCount")) this.add("CS_RULE_INVALID", "maxConfirmationCount", "is required (an integer >= 0)");
+      else if (typeof v !== "number" || !Number.isInteger(v) || v < 0) {
+        this.add("CS_RULE_INVALID", "maxConfirmationCount", `must be an integer >= 0, got ${JSON.stringify(v)}`);
+      }
+    }
+    const chainOk = ["technology", "blockchain", "network"].map((k) => this.string(body, k, "", required));
+    if (chainOk.every(Boolean) || (!required && chainOk.some(Boolean))) this.chain(body, chains);
+    if (has(body, "config")) this.config(body.config, "config");
+    else if (required) this.add("CS_RULE_INVALID", "config", "is required (an object with targetType, targetMap and alerts)");
+    if (has(body, "description") && body.description !== null && typeof body.description !== "string") {
+      this.add("CS_RULE_INVALID", "description", `must be a string or null, got ${kind(body.description)}`);
+    }
+    if (has(body, "version") && !(typeof body.version === "number" && Number.isInteger(body.version))) {
+      this.add("CS_RULE_INVALID", "version", `must be an integer, got ${JSON.stringify(body.version)}`);
+    }
+    if (has(body, "state") && !(RULE_STATES as readonly unknown[]).includes(body.state)) {
+      this.add("CS_RULE_INVALID", "state", `must be one of ${list(RULE_STATES)}, got ${JSON.stringify(body.state)}`);
+    }
+    if (has(body, "sendPendingAlerts") && typeof body.sendPendingAlerts !== "boolean") {
+      this.add("CS_RULE_INVALID", "sendPendingAlerts", `must be a boolean, got ${kind(body.sendPendingAlerts)}`);
+    }
+  }
+
+  /** The chain fields present (all three on create) must match one served chain; reports the first field that cannot. */
+  chain(body: Json, chains: readonly ChainId[]): void {
+    const fields = (["technology", "blockchain", "network"] as const).filter((k) => typeof body[k] === "string");
+    let candidates = chains;
+    for (const f of fields) {
+      candidates = candidates.filter((c) => c[f] === body[f]);
+      if (candidates.length === 0) {
+        const served = chains.map((c) => `${c.technology}/${c.blockchain}/${c.network}`).join(", ") || "none";
+        this.add(
+          "CS_RULE_UNKNOWN_CHAIN",
+          f,
+          `${JSON.stringify(body[f])} does not name a chain this deployment serves (technology/blockchain/network served: ${served})`,
+        );
+        return;
+      }
+    }
+  }
+
+  config(cfg: unknown, path: string): void {
+    if (!isObject(cfg)) {
+      this.add("CS_RULE_INVALID", path, `must be an object, got ${kind(cfg)}`);
+      return;
+    }
+    for (const key of Object.keys(cfg)) {
+      if (!CONFIG_KEYS.has(key))
+        this.add("CS_RULE_INVALID", at(path, key), "unknown property (config allows only targetType, targetMap, alerts)");
+    }
+    const tt = at(path, "targetType");
+    if (!has(cfg, "targetType")) this.add("CS_RULE_INVALID", tt, `is required (one of ${list(TARGET_TYPES)})`);
+    else if (!(TARGET_TYPES as readonly unknown[]).includes(cfg.targetType)) {
+      this.add("CS_RULE_INVALID", tt, `must be one of ${list(TARGET_TYPES)}, got ${JSON.stringify(cfg.targetType)}`);
+    }
+    const tm = at(path, "targetMap");
+    if (!has(cfg, "targetMap")) this.add("CS_RULE_INVALID", tm, "is required (an array of 1 to 10 target definitions)");
+    else if (this.array(cfg.targetMap, tm, RULE_LIMITS.targetMapMin, RULE_LIMITS.targetMapMax, "CS_RULE_INVALID", "CS_RULE_ITEM_COUNT")) {
+      this.unique(cfg.targetMap, tm);
+      cfg.targetMap.forEach((d, i) => {
+        this.definition(d, at(tm, i), 1);
+      });
+    }
+    const al = at(path, "alerts");
+    if (!has(cfg, "alerts")) this.add("CS_RULE_INVALID", al, "is required (an array of 1 to 10 alert definitions)");
+    else if (this.array(cfg.alerts, al, RULE_LIMITS.alertsMin, RULE_LIMITS.alertsMax, "CS_RULE_INVALID", "CS_RULE_ITEM_COUNT")) {
+      this.unique(cfg.alerts, al);
+      cfg.alerts.forEach((a, i) => {
+        this.alert(a, at(al, i));
+      });
+    }
+  }
+
+  definition(def: unknown, path: string, level: 1 | 2 | 3): void {
+    if (!isObject(def)) {
+      this.add("CS_RULE_INVALID", path, `must be an object, got ${kind(def)}`);
+      return;
+    }
+    for (const key of Object.keys(def)) {
+      if (DEFINITION_KEYS[level].has(key)) continue;
+      if (key === "useScaledValue") {
+        this.add(
+          "CS_RULE_INVALID",
+          at(path, key),
+          "useScaledValue is allowed only in second-level definitions (items of a top-level Inspect)",
+        );
+      } else if (level === 3 && key === "operatorParameters") {
+        this.add(
+          "CS_RULE_TOO_DEEP",
+          at(path, key),
+          "third-level definitions have no operatorParameters: Inspect goes at most two levels deep",
+        );
+      } else {
+        this.add("CS_RULE_INVALID", at(path, key), `unknown property (allowed: ${list([...DEFINITION_KEYS[level]])})`);
+      }
+    }
+    this.string(def, "name", path, true);
+
+    const opPath = at(path, "operator");
+    let op: Operator | undefined;
+    if (!has(def, "operator")) this.add("CS_RULE_INVALID", opPath, `is required (one of ${list(OPERATORS)})`);
+    else if (!(OPERATORS as readonly unknown[]).includes(def.operator)) {
+      this.add("CS_RULE_INVALID", opPath, `must be one of ${list(OPERATORS)}, got ${JSON.stringify(def.operator)}`);
+    } else if (level === 3 && def.operator === "Inspect") {
+      this.add("CS_RULE_TOO_DEEP", opPath, "Inspect is not allowed in third-level definitions: Inspect goes at most two levels deep");
+    } else op = def.operator as Operator;
+
+    this.value(def, path, op);
+
+    if (level === 2 && has(def, "useScaledValue") && typeof def.useScaledValue !== "boolean") {
+      this.add("CS_RULE_INVALID", at(path, "useScaledValue"), `must be a boolean, got ${kind(def.useScaledValue)}`);
+    }
+    if (level === 3) return;
+
+    const ppPath = at(path, "operatorParameters");
+    const pp = def.operatorParameters;
+    const present = has(def, "operatorParameters") && pp !== null;
+    const next = (level + 1) as 2 | 3;
+    if (op === "Inspect") {
+      if (!present) {
+        this.add("CS_RULE_OPERATOR_PARAMETERS", ppPath, "is required when operator is Inspect (an array of 1 to 10 definitions)");
+      } else if (
+        this.array(
+          pp,
+          ppPath,
+          RULE_LIMITS.operatorParametersMin,
+          RULE_LIMITS.operatorParametersMax,
+          "CS_RULE_OPERATOR_PARAMETERS",
+          "CS_RULE_ITEM_COUNT",
+        )
+      ) {
+        pp.forEach((d, i) => {
+          this.definition(d, at(ppPath, i), next);
+        });
+      }
+    } else if (op !== undefined) {
+      if (present)
+        this.add("CS_RULE_OPERATOR_PARAMETERS", ppPath, `must be null or absent unless operator is Inspect (operator is "${op}")`);
+    } else if (present) {
+      // Unknown operator: still report what is wrong below, without guessing which rule applies.
+      if (Array.isArray(pp)) {
+        pp.forEach((d, i) => {
+          this.definition(d, at(ppPath, i), next);
+        });
+      } else this.add("CS_RULE_OPERATOR_PARAMETERS", ppPath, `must be an array or null, got ${kind(pp)}`);
+    }
+  }
+
+  /** Value rule at every level: an array of strings for the Equals any operators, a string otherwise (optional, string or null, for Inspect). */
+  value(def: Json, path: string, op: Operator | undefined): void {
+    const p = at(path, "value");
+    const present = has(def, "value");
+    const v = def.value;
+    if (op === undefined) {
+      if (present && v !== null && typeof v !== "string" && !Array.isArray(v)) {
+        this.add("CS_RULE_VALUE_TYPE", p, `must be a string or an array of strings, got ${kind(v)}`);
+      }
+      return;
+    }
+    if (ARRAY_OPERATORS.includes(op)) {
+      if (!present) this.add("CS_RULE_VALUE_TYPE", p, `is required for operator "${op}" (an array of strings)`);
+      else if (!Array.isArray(v)) this.add("CS_RULE_VALUE_TYPE", p, `must be an array of strings for operator "${op}", got ${kind(v)}`);
+      else {
+        v.forEach((item, i) => {
+          if (typeof item !== "string") this.add("CS_RULE_VALUE_TYPE", at(p, i), `must be a string, got ${kind(item)}`);
+        });
+      }
+    } else if (op === "Inspect") {
+      if (present && v !== null && typeof v !== "string") {
+        this.add("CS_RULE_VALUE_TYPE", p, `must be a string, null or absent for operator "Inspect" (it is not used), got ${kind(v)}`);
+      }
+    } else if (!present) {
+      this.add("CS_RULE_VALUE_TYPE", p, `is required for operator "${op}" (a string)`);
+    } else if (typeof v !== "string") {
+      const hint = Array.isArray(v) ? ` (only ${list(ARRAY_OPERATORS)} take an array)` : "";
+      this.add("CS_RULE_VALUE_TYPE", p, `must be a string for operator "${op}", got ${kind(v)}${hint}`);
+    }
+  }
+
+  alert(a: unknown, path: string): void {
+    if (!isObject(a)) {
+      this.add("CS_RULE_INVALID", path, `must be an object, got ${kind(a)}`);
+      return;
+    }
+    const tp = at(path, "type");
+    let type: AlertType | undefined;
+    if (!has(a, "type")) this.add("CS_RULE_INVALID", tp, `is required (one of ${list(ALERT_TYPES)})`);
+    else if (!(ALERT_TYPES as readonly unknown[]).includes(a.type)) {
+      this.add("CS_RULE_INVALID", tp, `must be one of ${list(ALERT_TYPES)}, got ${JSON.stringify(a.type)}`);
+    } else type = a.type as AlertType;
+
+    const pp = at(path, "parameters");
+    if (!has(a, "parameters")) this.add("CS_RULE_ALERT_PARAMETERS", pp, "is required (an object; its content depends on type)");
+    else if (!isObject(a.parameters)) this.add("CS_RULE_ALERT_PARAMETERS", pp, `must be an object, got ${kind(a.parameters)}`);
+    else if (type !== undefined) this.parameters(type, a.parameters, pp);
+
+    if (has(a, "payload") && a.payload !== null) {
+      const p = at(path, "payload");
+      if (this.array(a.payload, p, 0, RULE_LIMITS.payloadMax, "CS_RULE_PAYLOAD", "CS_RULE_ITEM_COUNT")) {
+        this.unique(a.payload, p);
+        a.payload.forEach((item, i) => {
+          this.payloadItem(item, at(p, i), 1);
+        });
+      }
+    }
+  }
+
+  parameters(type: AlertType, params: Json, path: string): void {
+    const code = "CS_RULE_ALERT_PARAMETERS";
+    const url = () => {
+      if (this.string(params, "url", path, true, code) && !isHttpUrl(params.url as string)) {
+        this.add(code, at(path, "url"), `must be an absolute http:// or https:// URL, got ${JSON.stringify(params.url)}`);
+      }
+    };
+    switch (type) {
+      case "Email": {
+        const rp = at(path, "recipients");
+        if (!has(params, "recipients")) this.add(code, rp, "is required (an array of e-mail addresses)");
+        else if (this.array(params.recipients, rp, 1, Number.MAX_SAFE_INTEGER, code, code)) {
+          params.recipients.forEach((r, i) => {
+            if (typeof r !== "string") this.add(code, at(rp, i), `must be an e-mail address (a string), got ${kind(r)}`);
+            else if (r.length > RULE_LIMITS.emailMaxLength || !EMAIL_RE.test(r)) {
+              this.add(code, at(rp, i), `must be an e-mail address like local@example.com, got ${JSON.stringify(r)}`);
+            }
+          });
+        }
+        return;
+      }
+      case "Slack":
+        url();
+        for (const k of ["text", "channel", "username"]) this.string(params, k, path, true, code);
+        return;
+      default:
+        url();
+    }
+  }
+
+  payloadItem(item: unknown, path: string, level: 1 | 2 | 3): void {
+    const code = "CS_RULE_PAYLOAD";
+    if (!isObject(item)) {
+      this.add(code, path, `must be an object, got ${kind(item)}`);
+      return;
+    }
+    const allowed = level === 3 ? LEAF_PAYLOAD_KEYS : PAYLOAD_KEYS;
+    for (const key of Object.keys(item)) {
+      if (allowed.has(key)) continue;
+      if (level === 3 && key === "subPayloads") {
+        this.add("CS_RULE_TOO_DEEP", at(path, key), "payload items below a sub-payload have only fieldType (Field) and fieldName");
+      } else this.add(code, at(path, key), `unknown property (allowed: ${list([...allowed])})`);
+    }
+    const ftPath = at(path, "fieldType");
+    let fieldType: "Field" | "Sub Field" | undefined;
+    if (!has(item, "fieldType")) this.add(code, ftPath, 'is required ("Field" or "Sub Field")');
+    else if (item.fieldType !== "Field" && item.fieldType !== "Sub Field") {
+      this.add(code, ftPath, `must be "Field" or "Sub Field", got ${JSON.stringify(item.fieldType)}`);
+    } else if (level === 3 && item.fieldType === "Sub Field") {
+      this.add("CS_RULE_TOO_DEEP", ftPath, 'payload items below a sub-payload must be "Field": sub-payloads nest at most two levels deep');
+    } else fieldType = item.fieldType;
+    this.string(item, "fieldName", path, true, code);
+    if (level === 3) return;
+
+    const sp = at(path, "subPayloads");
+    const present = has(item, "subPayloads") && item.subPayloads !== null;
+    const next = (level + 1) as 2 | 3;
+    const descend = (items: unknown[]) => {
+      this.unique(items, sp);
+      items.forEach((child, i) => {
+        this.payloadItem(child, at(sp, i), next);
+      });
+    };
+    if (fieldType === "Sub Field") {
+      if (!present) this.add(code, sp, "is required when fieldType is Sub Field (an array of 1 to 10 payload items)");
+      else if (this.array(item.subPayloads, sp, RULE_LIMITS.subPayloadsMin, RULE_LIMITS.subPayloadsMax, code, "CS_RULE_ITEM_COUNT")) {
+        descend(item.subPayloads);
+      }
+    } else if (fieldType === "Field") {
+      if (present) this.add(code, sp, "must be null or absent when fieldType is Field");
+    } else if (present) {
+      if (Array.isArray(item.subPayloads)) descend(item.subPayloads);
+      else this.add(code, sp, `must be an array or null, got ${kind(item.subPayloads)}`);
+    }
+  }
+}
+
+/** `/config/targetMap/0/value` (JSON Pointer) → `config.targetMap[0].value`. */
+function pointerToPath(pointer: string): string {
+  if (pointer === "") return "";
+  return pointer
+    .slice(1)
+    .split("/")
+    .map((s) => s.replace(/~1/g, "/").replace(/~0/g, "~"))
+    .reduce((path, seg) => at(path, /^(0|[1-9][0-9]*)$/.test(seg) ? Number(seg) : seg), "");
+}
+
+/**
+ * The hand-written checks of {@link validateRuleInput} alone, without the schema backstop (exported
+ * so tests can prove the checks and the published schema agree). Same parameters as
+ * {@link validateRuleInput}.
+ * @returns every problem found, in document order; empty when the checks pass.
+ */
+export function findRuleErrors(body: unknown, mode: "create" | "update", chains: readonly ChainId[]): RuleValidationError[] {
+  const walker = new Walker();
+  walker.rule(body, mode, chains);
+  return walker.errors;
+}
+
+/**
+ * Validates a rule body (POST in `create` mode, PUT in `update` mode) against the rule schema and the
+ * chains this deployment serves.
+ *
+ * - create: name, maxConfirmationCount, technology, blockchain, network and config are required;
+ *   the returned value has the defaults applied: `state` `"enabled"`, `sendPendingAlerts` `false`,
+ *   `description` `null`.
+ * - update: every field is optional and no default is applied (absent = unchanged). `version`,
+ *   when present, is the version the client expects to replace.
+ * - both: technology/blockchain/network, when present, must match a chain in `chains`
+ *   (`CS_RULE_UNKNOWN_CHAIN`); additional top-level properties are kept; the reserved
+ *   `id`, `accountId`, `createdAt`, `updatedAt` are dropped.
+ *
+ * Never throws: every problem found is returned, each with a stable code and the JSON path of the
+ * deepest offending value (see {@link RuleValidationError}).
+ * @param body the parsed JSON body (anything).
+ * @param mode `"create"` (POST) or `"update"` (PUT).
+ * @param chains the chains this deployment serves (usually `[config.chain]`).
+ */
+export function validateRuleInput(body: unknown, mode: "create", chains: readonly ChainId[]): RuleValidationResult<RuleInput>;
+export function validateRuleInput(body: unknown, mode: "update", chains: readonly ChainId[]): RuleValidationResult<RulePatch>;
+export function validateRuleInput(
+  body: unknown,
+  mode: "create" | "update",
+  chains: readonly ChainId[],
+): RuleValidationResult<RuleInput> | RuleValidationResult<RulePatch>;
+export function validateRuleInput(
+  body: unknown,
+  mode: "create" | "update",
+  chains: readonly ChainId[],
+): RuleValidationResult<RuleInput | RulePatch> {
+  const found = findRuleErrors(body, mode, chains);
+  if (found.length > 0) return { ok: false, errors: found };
+
+  // Backstop: the published schema must accept what we accept.
+  const validator = mode === "create" ? createValidator : updateValidator;
+  if (!validator.Check(body)) {
+    const errors = validator.Errors(body);
+    const deepest = errors.reduce((a, b) => (b.instancePath.length > a.instancePath.length ? b : a), errors[0]!);
+    const path = pointerToPath(deepest?.instancePath ?? "");
+    const message = deepest?.message ?? "does not match the rule schema";
+    return { ok: false, errors: [{ code: "CS_RULE_INVALID", path, message: path === "" ? message : `${path}: ${message}` }] };
+  }
+
+  const value: Json = { ...(body as Json) };
+  for (const key of RESERVED_RULE_FIELDS) delete value[key];
+  if (mode === "create") {
+    value.state ??= "enabled";
+    value.sendPendingAlerts ??= false;
+    value.description ??= null;
+  }
+  return { ok: true, value: value as RuleInput | RulePatch };
+}

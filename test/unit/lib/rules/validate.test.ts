@@ -1,0 +1,798 @@
+import { Compile } from "typebox/compile";
+import { describe, expect, it } from "vitest";
+import type { ChainId } from "../../../../lib/config.js";
+import {
+  findRuleErrors,
+  RULE_VALIDATION_CODES,
+  RuleCreateSchema,
+  RuleUpdateSchema,
+  type RuleValidationCode,
+  type RuleValidationError,
+  validateRuleInput,
+} from "../../../../lib/rules/validate.js";
+
+const chains: ChainId[] = [{ technology: "ethereum", blockchain: "ethereum", network: "mainnet" }];
+const createSchema = Compile(RuleCreateSchema);
+const updateSchema = Compile(RuleUpdateSchema);
+
+// biome-ignore lint/suspicious/noExplicitAny: test bodies are mutated freely, like a client would send them
+type Body = any;
+
+/** A valid rule using every feature: all four alert types, a payload with Sub Fields two levels deep, a 2-level Inspect with useScaledValue. */
+function validRule(): Body {
+  return {
+    name: "Large USDC transfers",
+    maxConfirmationCount: 12,
+    technology: "ethereum",
+    blockchain: "ethereum",
+    network: "mainnet",
+    sendPendingAlerts: true,
+    state: "enabled",
+    description: "USDC transfers of at least 1M",
+    config: {
+      targetType: "Event",
+      targetMap: [
+        {
+          name: "address",
+          operator: "Equals (ignore case)",
+          value: "0xA0b86991c6218b36c1d19D4a2e9Eb0cE3606eB48",
+          operatorParameters: null,
+        },
+        { name: "name", operator: "Equals any", value: ["Transfer", "Approval"] },
+        {
+          name: "args",
+          operator: "Inspect",
+          value: null,
+          operatorParameters: [
+            { name: "value", operator: "Greater or Equal", value: "1000000", useScaledValue: true, operatorParameters: null },
+            {
+              name: "from",
+              operator: "Inspect",
+              operatorParameters: [
+                { name: "kind", operator: "Equals", value: "eoa" },
+                { name: "labels", operator: "Equals any (ignore case)", value: ["exchange", "bridge"] },
+              ],
+            },
+          ],
+        },
+      ],
+      alerts: [
+        { type: "Email", parameters: { recipients: ["ops@example.com", "alerts+usdc@mail.example.org"] }, payload: null },
+        {
+          type: "Slack",
+          parameters: {
+            url: "https://hooks.slack.com/services/T000/B000/XXXX",
+            text: ":rotating_light: Large transfer",
+            channel: "#alerts",
+            username: "chainsift",
+          },
+          payload: [{ fieldType: "Field", fieldName: "transactionHash" }],
+        },
+        { type: "Webhook (GET)", parameters: { url: "https://hooks.example.com/tx/{transactionHash}?block={blockNumber}" } },
+        {
+          type: "Webhook (POST)",
+          parameters: { url: "http://hooks.example.com:8080/post" },
+          payload: [
+            { fieldType: "Field", fieldName: "transactionHash", subPayloads: null },
+            {
+              fieldType: "Sub Field",
+              fieldName: "args",
+              subPayloads: [
+                { fieldType: "Field", fieldName: "value" },
+                { fieldType: "Sub Field", fieldName: "from", subPayloads: [{ fieldType: "Field", fieldName: "address" }] },
+              ],
+            },
+          ],
+        },
+      ],
+    },
+  };
+}
+
+/** Validates a mutated valid rule; asserts refusal (by the walker AND the published schema, unless `schemaToo` is false). */
+function refuse(mutate: (r: Body) => void, mode: "create" | "update" = "create", schemaToo = true): RuleValidationError[] {
+  const body = validRule();
+  mutate(body);
+  const res = validateRuleInput(body, mode, chains);
+  if (res.ok) throw new Error(`accepted: ${JSON.stringify(body)}`);
+  if (schemaToo) expect((mode === "create" ? createSchema : updateSchema).Check(body), "the TypeBox schema must refuse it too").toBe(false);
+  return res.errors;
+}
+
+/** Exactly one error, with that code and path. */
+function only(errors: RuleValidationError[], code: RuleValidationCode, path: string): void {
+  expect(errors.map(({ code, path }) => ({ code, path }))).toEqual([{ code, path }]);
+  expect(errors[0]!.message.startsWith(path)).toBe(true);
+}
+
+const tm2 = "config.targetMap[2]";
+
+describe("validateRuleInput: accepted rules", () => {
+  it("accepts a full rule (all alert types, Sub Field payloads, 2-level Inspect with useScaledValue)", () => {
+    const body = validRule();
+    const res = validateRuleInput(body, "create", chains);
+    expect(res).toEqual({ ok: true, value: body });
+    expect(createSchema.Check(body)).toBe(true);
+  });
+
+  it("applies the defaults on create: state enabled, sendPendingAlerts false, description null", () => {
+    const body = validRule();
+    delete body.state;
+    delete body.sendPendingAlerts;
+    delete body.description;
+    const res = validateRuleInput(body, "create", chains);
+    if (!res.ok) throw new Error(JSON.stringify(res.errors));
+    expect(res.value).toMatchObject({ state: "enabled", sendPendingAlerts: false, description: null });
+    expect(body.state).toBeUndefined(); // the input is not mutated
+  });
+
+  it("keeps additional top-level properties verbatim and drops the reserved ones", () => {
+    const body = { ...validRule(), labels: { team: "risk" }, priority: 3, id: "x", accountId: "y", createdAt: "z", updatedAt: "w" };
+    const res = validateRuleInput(body, "create", chains);
+    if (!res.ok) throw new Error(JSON.stringify(res.errors));
+    expect(res.value.labels).toEqual({ team: "risk" });
+    expect(res.value.priority).toBe(3);
+    for (const k of ["id", "accountId", "createdAt", "updatedAt"]) expect(res.value).not.toHaveProperty(k);
+  });
+
+  it("accepts disabled rules, a null description, extra properties in alert parameters and Inspect values of string/absent", () => {
+    const res = validateRuleInput(
+      {
+        ...validRule(),
+        state: "disabled",
+        description: null,
+        config: {
+          targetType: "Transaction",
+          targetMap: [
+            {
+              name: "input",
+              operator: "Inspect",
+              value: "",
+              operatorParameters: [{ name: "method", operator: "Equals", value: "transfer" }],
+            },
+          ],
+          alerts: [{ type: "Webhook (POST)", parameters: { url: "HTTPS://example.com", headers: { a: "b" } } }],
+        },
+      },
+      "create",
+      chains,
+    );
+    expect(res.ok).toBe(true);
+  });
+
+  it("update: any subset, no defaults applied, version kept", () => {
+    for (const body of [
+      {},
+      { name: "renamed" },
+      { maxConfirmationCount: 0, version: 3 },
+      { state: "disabled", extra: [1] },
+      { network: "mainnet" },
+    ]) {
+      const res = validateRuleInput(body, "update", chains);
+      expect(res).toEqual({ ok: true, value: body });
+      expect(updateSchema.Check(body)).toBe(true);
+    }
+    const full = validateRuleInput({ config: validRule().config, description: null }, "update", chains);
+    expect(full.ok).toBe(true);
+  });
+});
+
+describe("validateRuleInput: top-level fields", () => {
+  it("refuses a body that is not an object", () => {
+    for (const body of [null, [], "rule", 3]) {
+      const res = validateRuleInput(body, "create", chains);
+      expect(res.ok).toBe(false);
+      if (!res.ok) only(res.errors, "CS_RULE_INVALID", "");
+    }
+  });
+
+  it("refuses a missing name", () => {
+    only(
+      refuse((r) => delete r.name),
+      "CS_RULE_INVALID",
+      "name",
+    );
+  });
+
+  it("refuses a negative or non-integer maxConfirmationCount, and a missing one", () => {
+    only(
+      refuse((r) => (r.maxConfirmationCount = -1)),
+      "CS_RULE_INVALID",
+      "maxConfirmationCount",
+    );
+    only(
+      refuse((r) => (r.maxConfirmationCount = 1.5)),
+      "CS_RULE_INVALID",
+      "maxConfirmationCount",
+    );
+    only(
+      refuse((r) => (r.maxConfirmationCount = "12")),
+      "CS_RULE_INVALID",
+      "maxConfirmationCount",
+    );
+    only(
+      refuse((r) => delete r.maxConfirmationCount),
+      "CS_RULE_INVALID",
+      "maxConfirmationCount",
+    );
+  });
+
+  it("refuses missing technology/blockchain/network and config on create", () => {
+    only(
+      refuse((r) => delete r.blockchain),
+      "CS_RULE_INVALID",
+      "blockchain",
+    );
+    only(
+      refuse((r) => delete r.config),
+      "CS_RULE_INVALID",
+      "config",
+    );
+  });
+
+  it("refuses a chain this deployment does not serve, naming the first field that does not match", () => {
+    only(
+      refuse((r) => (r.network = "sepolia"), "create", false),
+      "CS_RULE_UNKNOWN_CHAIN",
+      "network",
+    );
+    only(
+      refuse((r) => (r.technology = "bitcoin"), "create", false),
+      "CS_RULE_UNKNOWN_CHAIN",
+      "technology",
+    );
+    only(
+      refuse(
+        (r) => {
+          for (const k of Object.keys(r)) delete r[k];
+          r.network = "sepolia";
+        },
+        "update",
+        false,
+      ),
+      "CS_RULE_UNKNOWN_CHAIN",
+      "network",
+    );
+    const two = validateRuleInput(validRule(), "create", [...chains, { technology: "ethereum", blockchain: "polygon", network: "amoy" }]);
+    expect(two.ok).toBe(true);
+  });
+
+  it("refuses a bad state, description, version or sendPendingAlerts", () => {
+    only(
+      refuse((r) => (r.state = "ENABLED")),
+      "CS_RULE_INVALID",
+      "state",
+    );
+    only(
+      refuse((r) => (r.description = 1)),
+      "CS_RULE_INVALID",
+      "description",
+    );
+    only(
+      refuse((r) => (r.version = "2")),
+      "CS_RULE_INVALID",
+      "version",
+    );
+    only(
+      refuse((r) => (r.sendPendingAlerts = "yes")),
+      "CS_RULE_INVALID",
+      "sendPendingAlerts",
+    );
+  });
+
+  it("update mode checks the fields that are present", () => {
+    only(
+      refuse((r) => {
+        for (const k of Object.keys(r)) if (k !== "config") delete r[k];
+        r.config.targetMap[0].value = ["a"];
+      }, "update"),
+      "CS_RULE_VALUE_TYPE",
+      "config.targetMap[0].value",
+    );
+    only(
+      refuse((r) => (r.name = null), "update"),
+      "CS_RULE_INVALID",
+      "name",
+    );
+  });
+});
+
+describe("validateRuleInput: config", () => {
+  it("refuses an unknown config property (quoting names that are not identifiers)", () => {
+    only(
+      refuse((r) => (r.config.extra = 1)),
+      "CS_RULE_INVALID",
+      "config.extra",
+    );
+    only(
+      refuse((r) => (r.config["foo bar"] = 1)),
+      "CS_RULE_INVALID",
+      'config["foo bar"]',
+    );
+  });
+
+  it("refuses an unknown or missing targetType", () => {
+    only(
+      refuse((r) => (r.config.targetType = "Block")),
+      "CS_RULE_INVALID",
+      "config.targetType",
+    );
+    only(
+      refuse((r) => delete r.config.targetType),
+      "CS_RULE_INVALID",
+      "config.targetType",
+    );
+  });
+
+  it("refuses missing targetMap or alerts", () => {
+    only(
+      refuse((r) => delete r.config.targetMap),
+      "CS_RULE_INVALID",
+      "config.targetMap",
+    );
+    only(
+      refuse((r) => (r.config.alerts = {})),
+      "CS_RULE_INVALID",
+      "config.alerts",
+    );
+  });
+});
+
+describe("validateRuleInput: targetMap", () => {
+  const item = (i: number) => ({ name: `field${i}`, operator: "Equals", value: String(i) });
+
+  it("refuses 0 and 11 items", () => {
+    only(
+      refuse((r) => (r.config.targetMap = [])),
+      "CS_RULE_ITEM_COUNT",
+      "config.targetMap",
+    );
+    only(
+      refuse((r) => (r.config.targetMap = Array.from({ length: 11 }, (_, i) => item(i)))),
+      "CS_RULE_ITEM_COUNT",
+      "config.targetMap",
+    );
+    const ten = validRule();
+    ten.config.targetMap = Array.from({ length: 10 }, (_, i) => item(i));
+    expect(validateRuleInput(ten, "create", chains).ok).toBe(true);
+  });
+
+  it("refuses deep-equal duplicates (whatever the key order), at the later item", () => {
+    only(
+      refuse((r) => r.config.targetMap.push({ value: ["Transfer", "Approval"], operator: "Equals any", name: "name" })),
+      "CS_RULE_DUPLICATE_ITEM",
+      "config.targetMap[3]",
+    );
+  });
+
+  it("refuses an unknown property and an unknown operator", () => {
+    only(
+      refuse((r) => (r.config.targetMap[0].comment = "x")),
+      "CS_RULE_INVALID",
+      "config.targetMap[0].comment",
+    );
+    only(
+      refuse((r) => (r.config.targetMap[0].operator = "Contains")),
+      "CS_RULE_INVALID",
+      "config.targetMap[0].operator",
+    );
+    only(
+      refuse((r) => delete r.config.targetMap[0].name),
+      "CS_RULE_INVALID",
+      "config.targetMap[0].name",
+    );
+  });
+
+  it("refuses Equals with an array value", () => {
+    only(
+      refuse((r) => (r.config.targetMap[0] = { name: "address", operator: "Equals", value: ["0x1"] })),
+      "CS_RULE_VALUE_TYPE",
+      "config.targetMap[0].value",
+    );
+  });
+
+  it("refuses Equals any with a string value, and non-string elements", () => {
+    only(
+      refuse((r) => (r.config.targetMap[1].value = "Transfer")),
+      "CS_RULE_VALUE_TYPE",
+      "config.targetMap[1].value",
+    );
+    only(
+      refuse((r) => (r.config.targetMap[1].value = ["Transfer", 7])),
+      "CS_RULE_VALUE_TYPE",
+      "config.targetMap[1].value[1]",
+    );
+  });
+
+  it("refuses a missing value for a comparison operator", () => {
+    only(
+      refuse((r) => delete r.config.targetMap[0].value),
+      "CS_RULE_VALUE_TYPE",
+      "config.targetMap[0].value",
+    );
+    only(
+      refuse((r) => (r.config.targetMap[0].value = null)),
+      "CS_RULE_VALUE_TYPE",
+      "config.targetMap[0].value",
+    );
+  });
+
+  it("refuses Inspect without operatorParameters (absent or null) or with an empty list", () => {
+    only(
+      refuse((r) => delete r.config.targetMap[2].operatorParameters),
+      "CS_RULE_OPERATOR_PARAMETERS",
+      `${tm2}.operatorParameters`,
+    );
+    only(
+      refuse((r) => (r.config.targetMap[2].operatorParameters = null)),
+      "CS_RULE_OPERATOR_PARAMETERS",
+      `${tm2}.operatorParameters`,
+    );
+    only(
+      refuse((r) => (r.config.targetMap[2].operatorParameters = [])),
+      "CS_RULE_ITEM_COUNT",
+      `${tm2}.operatorParameters`,
+    );
+    only(
+      refuse((r) => (r.config.targetMap[2].operatorParameters = {})),
+      "CS_RULE_OPERATOR_PARAMETERS",
+      `${tm2}.operatorParameters`,
+    );
+  });
+
+  it("refuses a non-Inspect operator with non-null operatorParameters", () => {
+    only(
+      refuse((r) => (r.config.targetMap[0].operatorParameters = [{ name: "a", operator: "Equals", value: "b" }])),
+      "CS_RULE_OPERATOR_PARAMETERS",
+      "config.targetMap[0].operatorParameters",
+    );
+    only(
+      refuse((r) => (r.config.targetMap[0].operatorParameters = [])),
+      "CS_RULE_OPERATOR_PARAMETERS",
+      "config.targetMap[0].operatorParameters",
+    );
+  });
+
+  it("refuses useScaledValue at the top level (and at the third)", () => {
+    only(
+      refuse((r) => (r.config.targetMap[0].useScaledValue = true)),
+      "CS_RULE_INVALID",
+      "config.targetMap[0].useScaledValue",
+    );
+    only(
+      refuse((r) => (r.config.targetMap[2].operatorParameters[1].operatorParameters[0].useScaledValue = false)),
+      "CS_RULE_INVALID",
+      `${tm2}.operatorParameters[1].operatorParameters[0].useScaledValue`,
+    );
+    only(
+      refuse((r) => (r.config.targetMap[2].operatorParameters[0].useScaledValue = "yes")),
+      "CS_RULE_INVALID",
+      `${tm2}.operatorParameters[0].useScaledValue`,
+    );
+  });
+
+  it("applies the value and operatorParameters rules at the second level", () => {
+    only(
+      refuse((r) => (r.config.targetMap[2].operatorParameters[0].value = ["1"])),
+      "CS_RULE_VALUE_TYPE",
+      `${tm2}.operatorParameters[0].value`,
+    );
+    only(
+      refuse((r) => (r.config.targetMap[2].operatorParameters[0].operatorParameters = [{ name: "a", operator: "Less", value: "1" }])),
+      "CS_RULE_OPERATOR_PARAMETERS",
+      `${tm2}.operatorParameters[0].operatorParameters`,
+    );
+    only(
+      refuse((r) => delete r.config.targetMap[2].operatorParameters[1].operatorParameters),
+      "CS_RULE_OPERATOR_PARAMETERS",
+      `${tm2}.operatorParameters[1].operatorParameters`,
+    );
+    only(
+      refuse((r) => (r.config.targetMap[2].operatorParameters[1].extra = 1)),
+      "CS_RULE_INVALID",
+      `${tm2}.operatorParameters[1].extra`,
+    );
+  });
+
+  it("requires name, operator and value at the third level", () => {
+    only(
+      refuse((r) => delete r.config.targetMap[2].operatorParameters[1].operatorParameters[1].value),
+      "CS_RULE_VALUE_TYPE",
+      `${tm2}.operatorParameters[1].operatorParameters[1].value`,
+    );
+    only(
+      refuse((r) => (r.config.targetMap[2].operatorParameters[1].operatorParameters[1].value = "exchange")),
+      "CS_RULE_VALUE_TYPE",
+      `${tm2}.operatorParameters[1].operatorParameters[1].value`,
+    );
+    only(
+      refuse((r) => delete r.config.targetMap[2].operatorParameters[1].operatorParameters[0].operator),
+      "CS_RULE_INVALID",
+      `${tm2}.operatorParameters[1].operatorParameters[0].operator`,
+    );
+  });
+
+  it("refuses Inspect at the third level", () => {
+    only(
+      refuse(
+        (r) => (r.config.targetMap[2].operatorParameters[1].operatorParameters[0] = { name: "kind", operator: "Inspect", value: "x" }),
+      ),
+      "CS_RULE_TOO_DEEP",
+      `${tm2}.operatorParameters[1].operatorParameters[0].operator`,
+    );
+  });
+
+  it("refuses a fourth level", () => {
+    const third = `${tm2}.operatorParameters[1].operatorParameters[0]`;
+    const errors = refuse(
+      (r) =>
+        (r.config.targetMap[2].operatorParameters[1].operatorParameters[0] = {
+          name: "kind",
+          operator: "Inspect",
+          operatorParameters: [{ name: "deeper", operator: "Equals", value: "x" }],
+        }),
+    );
+    expect(errors.map(({ code, path }) => ({ code, path }))).toEqual([
+      { code: "CS_RULE_TOO_DEEP", path: `${third}.operatorParameters` },
+      { code: "CS_RULE_TOO_DEEP", path: `${third}.operator` },
+    ]);
+    only(
+      refuse((r) => (r.config.targetMap[2].operatorParameters[1].operatorParameters[0].operatorParameters = null)),
+      "CS_RULE_TOO_DEEP",
+      `${third}.operatorParameters`,
+    );
+  });
+});
+
+describe("validateRuleInput: alerts", () => {
+  const email = { type: "Email", parameters: { recipients: ["a@example.com"] } };
+
+  it("refuses 0 and 11 alerts", () => {
+    only(
+      refuse((r) => (r.config.alerts = [])),
+      "CS_RULE_ITEM_COUNT",
+      "config.alerts",
+    );
+    only(
+      refuse(
+        (r) =>
+          (r.config.alerts = Array.from({ length: 11 }, (_, i) => ({ type: "Email", parameters: { recipients: [`a${i}@example.com`] } }))),
+      ),
+      "CS_RULE_ITEM_COUNT",
+      "config.alerts",
+    );
+  });
+
+  it("refuses duplicate alerts", () => {
+    only(
+      refuse((r) => (r.config.alerts = [email, { parameters: { recipients: ["a@example.com"] }, type: "Email" }])),
+      "CS_RULE_DUPLICATE_ITEM",
+      "config.alerts[1]",
+    );
+  });
+
+  it("refuses an unknown alert type and missing parameters", () => {
+    only(
+      refuse((r) => (r.config.alerts[0].type = "SMS")),
+      "CS_RULE_INVALID",
+      "config.alerts[0].type",
+    );
+    only(
+      refuse((r) => delete r.config.alerts[0].parameters),
+      "CS_RULE_ALERT_PARAMETERS",
+      "config.alerts[0].parameters",
+    );
+  });
+
+  it("refuses an Email recipient that is not an e-mail address", () => {
+    for (const bad of ["not-an-address", "a@b", "a b@example.com", "a@@example.com", "a@example..com", `${"x".repeat(250)}@example.com`]) {
+      only(
+        refuse((r) => (r.config.alerts[0].parameters.recipients = ["ok@example.com", bad])),
+        "CS_RULE_ALERT_PARAMETERS",
+        "config.alerts[0].parameters.recipients[1]",
+      );
+    }
+    only(
+      refuse((r) => (r.config.alerts[0].parameters.recipients = [])),
+      "CS_RULE_ALERT_PARAMETERS",
+      "config.alerts[0].parameters.recipients",
+    );
+    only(
+      refuse((r) => (r.config.alerts[0].parameters = { to: ["a@example.com"] })),
+      "CS_RULE_ALERT_PARAMETERS",
+      "config.alerts[0].parameters.recipients",
+    );
+  });
+
+  it("refuses Slack parameters without a channel (and each other required field)", () => {
+    for (const field of ["channel", "url", "text", "username"]) {
+      only(
+        refuse((r) => delete r.config.alerts[1].parameters[field]),
+        "CS_RULE_ALERT_PARAMETERS",
+        `config.alerts[1].parameters.${field}`,
+      );
+    }
+  });
+
+  it("refuses webhook URLs that are not absolute http(s)", () => {
+    for (const url of [
+      "/hooks/relative",
+      "hooks.example.com/x",
+      "ftp://example.com/x",
+      "https://",
+      "https:///path",
+      "http://exa mple.com/",
+    ]) {
+      only(
+        refuse((r) => (r.config.alerts[2].parameters.url = url)),
+        "CS_RULE_ALERT_PARAMETERS",
+        "config.alerts[2].parameters.url",
+      );
+    }
+    only(
+      refuse((r) => (r.config.alerts[1].parameters.url = "hooks.slack.com/services/x")),
+      "CS_RULE_ALERT_PARAMETERS",
+      "config.alerts[1].parameters.url",
+    );
+  });
+});
+
+describe("validateRuleInput: payload", () => {
+  const payload = "config.alerts[3].payload";
+
+  it("refuses a Field with non-null subPayloads", () => {
+    only(
+      refuse((r) => (r.config.alerts[3].payload[0].subPayloads = [{ fieldType: "Field", fieldName: "x" }])),
+      "CS_RULE_PAYLOAD",
+      `${payload}[0].subPayloads`,
+    );
+  });
+
+  it("refuses a Sub Field without subPayloads or fieldName", () => {
+    only(
+      refuse((r) => delete r.config.alerts[3].payload[1].subPayloads),
+      "CS_RULE_PAYLOAD",
+      `${payload}[1].subPayloads`,
+    );
+    only(
+      refuse((r) => (r.config.alerts[3].payload[1].subPayloads = null)),
+      "CS_RULE_PAYLOAD",
+      `${payload}[1].subPayloads`,
+    );
+    only(
+      refuse((r) => delete r.config.alerts[3].payload[1].fieldName),
+      "CS_RULE_PAYLOAD",
+      `${payload}[1].fieldName`,
+    );
+  });
+
+  it("refuses a Sub Field at the third payload level, and subPayloads there", () => {
+    only(
+      refuse((r) => (r.config.alerts[3].payload[1].subPayloads[1].subPayloads[0] = { fieldType: "Sub Field", fieldName: "address" })),
+      "CS_RULE_TOO_DEEP",
+      `${payload}[1].subPayloads[1].subPayloads[0].fieldType`,
+    );
+    only(
+      refuse((r) => (r.config.alerts[3].payload[1].subPayloads[1].subPayloads[0].subPayloads = null)),
+      "CS_RULE_TOO_DEEP",
+      `${payload}[1].subPayloads[1].subPayloads[0].subPayloads`,
+    );
+  });
+
+  it("refuses 11 payload items, duplicates, unknown properties and unknown fieldTypes", () => {
+    only(
+      refuse((r) => (r.config.alerts[3].payload = Array.from({ length: 11 }, (_, i) => ({ fieldType: "Field", fieldName: `f${i}` })))),
+      "CS_RULE_ITEM_COUNT",
+      payload,
+    );
+    only(
+      refuse((r) => r.config.alerts[3].payload.push({ subPayloads: null, fieldName: "transactionHash", fieldType: "Field" })),
+      "CS_RULE_DUPLICATE_ITEM",
+      `${payload}[2]`,
+    );
+    only(
+      refuse(
+        (r) =>
+          (r.config.alerts[3].payload[1].subPayloads[1].subPayloads = [
+            { fieldType: "Field", fieldName: "a" },
+            { fieldType: "Field", fieldName: "a" },
+          ]),
+      ),
+      "CS_RULE_DUPLICATE_ITEM",
+      `${payload}[1].subPayloads[1].subPayloads[1]`,
+    );
+    only(
+      refuse((r) => (r.config.alerts[3].payload[0].alias = "tx")),
+      "CS_RULE_PAYLOAD",
+      `${payload}[0].alias`,
+    );
+    only(
+      refuse((r) => (r.config.alerts[3].payload[0].fieldType = "field")),
+      "CS_RULE_PAYLOAD",
+      `${payload}[0].fieldType`,
+    );
+    only(
+      refuse((r) => (r.config.alerts[3].payload = "transactionHash")),
+      "CS_RULE_PAYLOAD",
+      payload,
+    );
+  });
+});
+
+describe("validateRuleInput: reporting", () => {
+  it("reports every problem, in document order", () => {
+    const errors = refuse((r) => {
+      delete r.name;
+      r.config.targetType = "Block";
+      r.config.alerts[2].parameters.url = "/x";
+    });
+    expect(errors.map((e) => [e.code, e.path])).toEqual([
+      ["CS_RULE_INVALID", "name"],
+      ["CS_RULE_INVALID", "config.targetType"],
+      ["CS_RULE_ALERT_PARAMETERS", "config.alerts[2].parameters.url"],
+    ]);
+    for (const e of errors) expect(RULE_VALIDATION_CODES).toContain(e.code);
+  });
+
+  it("publishes plain JSON Schema (no if/then, serialisable) for the OpenAPI document", () => {
+    const json = JSON.stringify(RuleCreateSchema);
+    expect(json).not.toMatch(/"(if|then|else)":/);
+    expect(JSON.parse(json).required).toEqual(["name", "maxConfirmationCount", "technology", "blockchain", "network", "config"]);
+    expect(JSON.parse(JSON.stringify(RuleUpdateSchema)).required ?? []).toEqual([]);
+  });
+});
+
+describe("the hand-written checks and the published schema agree", () => {
+  /** Every JSON path of `v` as a list of keys. */
+  function paths(v: unknown, prefix: (string | number)[] = []): (string | number)[][] {
+    const out: (string | number)[][] = [prefix];
+    if (Array.isArray(v)) {
+      for (const [i, x] of v.entries()) out.push(...paths(x, [...prefix, i]));
+    } else if (typeof v === "object" && v !== null) {
+      for (const [k, x] of Object.entries(v)) out.push(...paths(x, [...prefix, k]));
+    }
+    return out;
+  }
+  const replacements: unknown[] = [
+    undefined,
+    null,
+    1,
+    -1,
+    1.5,
+    "",
+    "Inspect",
+    "Equals any",
+    "Sub Field",
+    "Field",
+    true,
+    [],
+    ["x"],
+    {},
+    [{}],
+  ];
+
+  it("on every single-value mutation of the full rule", () => {
+    let compared = 0;
+    for (const path of paths(validRule())) {
+      if (path.length === 0) continue;
+      for (const replacement of replacements) {
+        const body = validRule();
+        let parent = body;
+        for (const k of path.slice(0, -1)) parent = parent[k];
+        const last = path[path.length - 1]!;
+        if (replacement === undefined) {
+          if (Array.isArray(parent)) parent.splice(last as number, 1);
+          else delete parent[last];
+        } else parent[last] = replacement;
+        if (["technology", "blockchain", "network"].includes(String(path[0]))) continue; // chains are not in the schema
+        for (const mode of ["create", "update"] as const) {
+          const walkerOk = findRuleErrors(body, mode, chains).length === 0;
+          const schemaOk = (mode === "create" ? createSchema : updateSchema).Check(body);
+          expect(walkerOk, `${mode} ${JSON.stringify(path)} = ${JSON.stringify(replacement)}`).toBe(schemaOk);
+          compared++;
+        }
+      }
+    }
+    expect(compared).toBeGreaterThan(1000);
+  });
+});
