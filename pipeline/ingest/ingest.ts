@@ -29,6 +29,8 @@ export interface IngestStats {
   missing: number;
   /** Blocks whose data was malformed and went to the dead-letter topic. */
   deadLettered: number;
+  /** Chain reorganisations detected while following the head (each re-ingests the new branch). */
+  reorgs: number;
 }
 
 /** Dependencies of {@link createIngester}. */
@@ -54,6 +56,8 @@ export interface FollowOptions {
   signal?: AbortSignal;
   /** Called after every block (tests and the CLI use it for progress). */
   onBlock?: (bundle: BlockBundle) => void;
+  /** How many recent blocks are remembered to detect and unwind reorgs. Default 128. */
+  reorgWindow?: number;
 }
 
 /** The ingest stage. */
@@ -64,7 +68,7 @@ export interface Ingester {
   ingestBlocks(numbers: number[], signal?: AbortSignal): Promise<IngestStats>;
   /** Ingests `from..to` inclusive. */
   backfill(from: number, to: number, signal?: AbortSignal): Promise<IngestStats>;
-  /** Follows the head until the signal aborts. */
+  /** Follows the head until the signal aborts; on a reorg it walks back to the common ancestor and re-ingests the new branch. */
   follow(opts?: FollowOptions): Promise<IngestStats>;
 }
 
@@ -157,7 +161,7 @@ export function createIngester(deps: IngesterDeps): Ingester {
     stats.logs += bundle.logs.length;
   }
 
-  const emptyStats = (): IngestStats => ({ blocks: 0, transactions: 0, logs: 0, missing: 0, deadLettered: 0 });
+  const emptyStats = (): IngestStats => ({ blocks: 0, transactions: 0, logs: 0, missing: 0, deadLettered: 0, reorgs: 0 });
 
   const ingester: Ingester = {
     async ingestBlock(number) {
@@ -186,22 +190,47 @@ export function createIngester(deps: IngesterDeps): Ingester {
     async follow(opts = {}) {
       const stats = emptyStats();
       const signal = opts.signal;
+      const window = opts.reorgWindow ?? 128;
       let next = opts.from ?? (await withRetry("eth_blockNumber", () => source.headNumber(), signal));
-      let lastHash: string | undefined;
+      /** Hashes of the blocks produced recently, by number: the branch downstream stages know. */
+      const produced = new Map<number, string>();
+      const nodeHash = (n: number) => withRetry(`hash of block ${n}`, () => source.blockHash(n), signal);
+
+      /**
+       * Walks back from `n` while the node's block differs from the produced one and returns the
+       * first height to re-ingest (the block after the common ancestor).
+       */
+      const forkPoint = async (n: number): Promise<number> => {
+        let k = n;
+        while (produced.has(k) && (await nodeHash(k)) !== produced.get(k)) k--;
+        if (!produced.has(k) && k < n)
+          log.error({ from: k + 1, to: n }, `reorg deeper than the ${window}-block window; re-ingesting what is known`);
+        for (const height of [...produced.keys()]) if (height > k) produced.delete(height);
+        stats.reorgs++;
+        log.warn({ reingestFrom: k + 1, tip: n }, "chain reorganised: re-ingesting the new branch");
+        return k + 1;
+      };
+
       log.info({ from: next }, "following the head");
       while (!signal?.aborted) {
         const head = await withRetry("eth_blockNumber", () => source.headNumber(), signal).catch((err) => {
           if (signal?.aborted) return -1;
           throw err;
         });
+        // A reorg that replaced the tip without growing the chain shows up only here.
+        const tip = produced.get(next - 1);
+        if (tip !== undefined && head >= next - 1 && (await nodeHash(next - 1)) !== tip) next = await forkPoint(next - 1);
         while (next <= head && !signal?.aborted) {
           const f = await fetchOne(next, signal);
-          if (f.bundle && lastHash && f.bundle.block.parentHash !== lastHash) {
-            log.warn({ block: next, parentHash: f.bundle.block.parentHash, expected: lastHash }, "parent hash mismatch: chain reorganised");
+          const parent = produced.get(next - 1);
+          if (f.bundle && parent !== undefined && f.bundle.block.parentHash !== parent) {
+            next = await forkPoint(next - 1);
+            continue;
           }
           await produce(f, stats, signal);
           if (f.bundle) {
-            lastHash = f.bundle.block.hash;
+            produced.set(next, f.bundle.block.hash);
+            produced.delete(next - window);
             opts.onBlock?.(f.bundle);
           }
           next++;

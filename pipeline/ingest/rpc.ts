@@ -22,6 +22,8 @@ export interface ChainSource {
   chainId(): Promise<number>;
   /** Current head block number. */
   headNumber(): Promise<number>;
+  /** Hash of the node's canonical block at a height, or null when it has none (reorg checks). */
+  blockHash(number: number): Promise<string | null>;
   /**
    * The block with full transactions and its receipts, or null when the node does not have the
    * block (yet).
@@ -90,6 +92,10 @@ export function createRpcSource(opts: RpcSourceOptions): ChainSource {
     },
     async headNumber() {
       return Number(await send<string>("eth_blockNumber", []));
+    },
+    async blockHash(number) {
+      const block = await send<RawRpcObject | null>("eth_getBlockByNumber", [`0x${number.toString(16)}`, false]);
+      return block ? String(block.hash).toLowerCase() : null;
     },
     async fetchBlock(number) {
       const hexNumber = `0x${number.toString(16)}`;
