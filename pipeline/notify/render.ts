@@ -1,0 +1,348 @@
+/**
+ * Pure rendering of an {@link Alert} for each delivery channel: the templated webhook URL, the
+ * JSON body of webhooks, the chat (Slack) message and the e-mail. No I/O; every function here is
+ * deterministic in its inputs. The layouts are documented in `docs/alerting-delivery.md`.
+ * @module
+ */
+
+import type { Alert, AlertStatus } from "../../lib/alerting/alert.js";
+import type { ChainId } from "../../lib/config.js";
+import type { SlackParameters, TargetType } from "../../lib/rules/model.js";
+import { NonRetryableError } from "../errors.js";
+
+/**
+ * The input of the notify stage: an {@link Alert}, optionally with the rule's name (the Alert
+ * record does not carry it; the shell may add it from the rule store). Only the subject and text
+ * of e-mails and chat messages use `ruleName`; webhooks never send it.
+ */
+export type NotifyAlert = Alert & {
+  /** Human-readable rule name, used in e-mail subjects and chat messages; default: the rule id. */
+  ruleName?: string | null;
+};
+
+/** A `{field}` token names a field that the matched entity does not have. Non-retryable. */
+export const CS_TEMPLATE_UNKNOWN_FIELD = "CS_TEMPLATE_UNKNOWN_FIELD";
+/** A `{field}` token names an object or an array, which has no single URL rendering. Non-retryable. */
+export const CS_TEMPLATE_NOT_SCALAR = "CS_TEMPLATE_NOT_SCALAR";
+
+/** `{path}` tokens: anything between braces that contains no brace. */
+const TOKEN = /\{([^{}]*)\}/g;
+/** A valid token path: identifier segments separated by dots; segments after the first may be array indexes. */
+const TOKEN_PATH = /^[A-Za-z_$][\w$]*(\.[\w$]+)*$/;
+
+/**
+ * Resolves a dotted path (`a`, `a.b`, `args.0.name`) against an object, following **own**
+ * properties only (so `{constructor}` or `{__proto__}` never reach the prototype chain).
+ * @returns `{found: false}` when a segment is missing or the walk meets a non-object.
+ */
+export function resolvePath(root: unknown, path: string): { found: true; value: unknown } | { found: false } {
+  let cur: unknown = root;
+  for (const segment of path.split(".")) {
+    if (cur === null || typeof cur !== "object") return { found: false };
+    if (Array.isArray(cur)) {
+      if (!/^\d+$/.test(segment)) return { found: false };
+      const i = Number(segment);
+      if (i >= cur.length) return { found: false };
+      cur = cur[i];
+    } else {
+      if (!Object.hasOwn(cur, segment)) return { found: false };
+      cur = (cur as Record<string, unknown>)[segment];
+    }
+  }
+  return cur === undefined ? { found: false } : { found: true, value: cur };
+}
+
+/**
+ * Replaces every `{field}` / `{a.b}` / `{args.0.value.hex}` token of a webhook URL template by the
+ * matched entity's value, encoded with `encodeURIComponent(String(value))` (so a value can never add
+ * path segments, a query or a fragment). `null` renders as the empty string. Text outside tokens is
+ * left exactly as written.
+ *
+ * @param template The action's `parameters.url` (contract: "a token in braces such as
+ *   {transactionHash} is replaced by the matching value of the matched entity").
+ * @param entity The whole matched entity ({@link Alert.entity}).
+ * @returns The URL to call (not yet validated as a URL; see `ssrf.ts`).
+ * @throws {NonRetryableError} code {@link CS_TEMPLATE_UNKNOWN_FIELD} when a token is not a valid
+ *   path or names a field the entity lacks; code {@link CS_TEMPLATE_NOT_SCALAR} when it names an
+ *   object or array. Delivery of the action then fails for good (retrying would render the same URL).
+ */
+export function renderUrl(template: string, entity: Record<string, unknown>): string {
+  return template.replace(TOKEN, (_match, rawPath: string) => {
+    const path = rawPath.trim();
+    if (!TOKEN_PATH.test(path)) {
+      throw new NonRetryableError(CS_TEMPLATE_UNKNOWN_FIELD, `URL token {${rawPath}} is not a field path`);
+    }
+    const r = resolvePath(entity, path);
+    if (!r.found) throw new NonRetryableError(CS_TEMPLATE_UNKNOWN_FIELD, `URL token {${path}}: the matched entity has no such field`);
+    const v = r.value;
+    if (v === null) return "";
+    if (typeof v === "object" || typeof v === "function" || typeof v === "symbol") {
+      throw new NonRetryableError(CS_TEMPLATE_NOT_SCALAR, `URL token {${path}} names an object or array, not a single value`);
+    }
+    return encodeURIComponent(String(v));
+  });
+}
+
+/**
+ * JSON body of `Webhook (POST)` (and the reference layout of every alert), version 1. Field order
+ * is fixed. `payload` holds the fields selected by the rule's payload items.
+ */
+export interface WebhookBody {
+  /** Idempotency key: hex SHA-256 of `ruleId|entityId|blockHash|status`; also the `Idempotency-Key` header. */
+  id: string;
+  ruleId: string;
+  ruleVersion: number;
+  /** Per-rule sequence number, strictly increasing in emission order; use it to order alerts of a rule. */
+  sequence: number;
+  status: AlertStatus;
+  /** head − block + 1 when emitted (0 for `removed`). */
+  confirmations: number;
+  maxConfirmationCount: number;
+  chain: ChainId;
+  targetType: TargetType;
+  entityId: string;
+  blockHash: string;
+  blockNumber: number;
+  payload: Record<string, unknown>;
+  /** ISO 8601 UTC time the match stage emitted the alert. */
+  emittedAt: string;
+}
+
+/** Builds the {@link WebhookBody} of an alert (drops `accountId`, `entity`, `actions`, `ruleName`). */
+export function webhookBody(alert: Alert): WebhookBody {
+  return {
+    id: alert.id,
+    ruleId: alert.ruleId,
+    ruleVersion: alert.ruleVersion,
+    sequence: alert.sequence,
+    status: alert.status,
+    confirmations: alert.confirmations,
+    maxConfirmationCount: alert.maxConfirmationCount,
+    chain: { technology: alert.chain.technology, blockchain: alert.chain.blockchain, network: alert.chain.network },
+    targetType: alert.targetType,
+    entityId: alert.entityId,
+    blockHash: alert.blockHash,
+    blockNumber: alert.blockNumber,
+    payload: alert.payload,
+    emittedAt: alert.emittedAt,
+  };
+}
+
+/**
+ * The exact bytes sent (and signed) as the body of `Webhook (POST)`: `JSON.stringify` of
+ * {@link webhookBody}, with any `bigint` written as a decimal string.
+ */
+export function webhookJson(alert: Alert): string {
+  return JSON.stringify(webhookBody(alert), (_k, v) => (typeof v === "bigint" ? v.toString() : v));
+}
+
+/** Longest rendering of one payload value in chat and e-mail (characters); longer values end in `…`. */
+const MAX_VALUE_CHARS = 500;
+/** Most payload lines shown in chat and e-mail; the rest is summarised as `… n more`. */
+const MAX_LINES = 50;
+
+/** One displayed payload field: a flattened path (`args[0].value.hex`) and its text. */
+export interface PayloadLine {
+  key: string;
+  value: string;
+}
+
+function scalarText(v: unknown): string {
+  if (v === null || v === undefined) return "null";
+  if (typeof v === "string") return v;
+  if (typeof v === "number" || typeof v === "bigint" || typeof v === "boolean") return String(v);
+  return JSON.stringify(v) ?? String(v);
+}
+
+function clip(s: string, max = MAX_VALUE_CHARS): string {
+  return s.length > max ? `${s.slice(0, max - 1)}…` : s;
+}
+
+/**
+ * Flattens a payload for display: nested objects become dotted keys, arrays `[i]` indexes; empty
+ * objects and arrays show as `{}` / `[]`. At most {@link MAX_LINES} lines (then one `…` line); values
+ * are clipped to 500 characters. Order: the payload's own key order.
+ */
+export function payloadLines(payload: Record<string, unknown>): PayloadLine[] {
+  const out: PayloadLine[] = [];
+  let total = 0;
+  const walk = (v: unknown, key: string, depth: number): void => {
+    if (v !== null && typeof v === "object" && depth < 6) {
+      const entries = Array.isArray(v)
+        ? v.map((x, i) => [`${key}[${i}]`, x] as const)
+        : Object.entries(v).map(([k, x]) => [key ? `${key}.${k}` : k, x] as const);
+      if (entries.length === 0) {
+        total++;
+        if (out.length < MAX_LINES) out.push({ key, value: Array.isArray(v) ? "[]" : "{}" });
+        return;
+      }
+      for (const [k, x] of entries) walk(x, k, depth + 1);
+      return;
+    }
+    total++;
+    if (out.length < MAX_LINES) out.push({ key, value: clip(scalarText(v)) });
+  };
+  walk(payload, "", 0);
+  if (total > out.length) out.push({ key: "…", value: `${total - out.length} more field(s)` });
+  return out;
+}
+
+/**
+ * What matched, in a few words: the event name for events (`entity.event`, e.g. `Transfer`),
+ * otherwise the target type (`Transaction`, `Log`, …).
+ */
+export function entityLabel(alert: Alert): string {
+  const ev = alert.entity?.event;
+  return typeof ev === "string" && ev.trim() !== "" ? oneLine(ev) : alert.targetType;
+}
+
+/** Collapses control characters (CR, LF, tabs, …) to spaces so a value cannot add header lines. */
+function oneLine(s: string): string {
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: stripping control characters is the point
+  return s.replace(/[\u0000-\u001f\u007f]+/g, " ").trim();
+}
+
+function chainText(c: ChainId): string {
+  return c.technology === c.blockchain ? `${c.blockchain}/${c.network}` : `${c.technology}/${c.blockchain}/${c.network}`;
+}
+
+/**
+ * One-line summary, e.g. `confirmed: Transfer in block 123 on ethereum/mainnet (12/12 confirmations)`.
+ * `removed` alerts say `removed from the chain` instead of confirmations.
+ */
+export function summaryLine(alert: Alert): string {
+  const where = `${entityLabel(alert)} in block ${alert.blockNumber} on ${chainText(alert.chain)}`;
+  const conf =
+    alert.status === "removed"
+      ? "block left the canonical chain"
+      : `${alert.confirmations}/${alert.maxConfirmationCount} confirmation${alert.maxConfirmationCount === 1 ? "" : "s"}`;
+  return `${alert.status}: ${where} (${conf})`;
+}
+
+function ruleText(alert: NotifyAlert): string {
+  const name = alert.ruleName ? oneLine(alert.ruleName) : "";
+  return name ? `${clip(name, 200)} (${alert.ruleId}, v${alert.ruleVersion})` : `${alert.ruleId} (v${alert.ruleVersion})`;
+}
+
+/** The header lines of chat and e-mail bodies: `[label, value]` pairs. */
+function detailPairs(alert: NotifyAlert): [string, string][] {
+  return [
+    ["Rule", ruleText(alert)],
+    ["Status", alert.status],
+    ["Confirmations", `${alert.confirmations}/${alert.maxConfirmationCount}`],
+    ["Chain", chainText(alert.chain)],
+    ["Target", `${alert.targetType} ${alert.entityId}`],
+    ["Block", `${alert.blockNumber} (${alert.blockHash})`],
+    ["Alert id", alert.id],
+    ["Sequence", String(alert.sequence)],
+    ["Emitted at", alert.emittedAt],
+  ];
+}
+
+/** Escapes the three characters Slack mrkdwn reserves (`&`, `<`, `>`). */
+export function slackEscape(s: string): string {
+  return s.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
+}
+
+/** Body of a chat (Slack incoming-webhook) message. */
+export interface SlackBody {
+  /** `parameters.text` (verbatim, emoticons and Slack link syntax kept), a newline, then the readable summary. */
+  text: string;
+  channel: string;
+  username: string;
+  /** Block Kit layout (only with `{blocks: true}`); `text` is then the notification fallback. */
+  blocks?: unknown[];
+}
+
+/** Options of {@link slackBody}. */
+export interface SlackBodyOptions {
+  /** Also send a Block Kit `blocks` layout (Slack only; Slack-compatible receivers may reject it). Default false. */
+  blocks?: boolean;
+}
+
+/**
+ * Builds the chat webhook body `{text, channel, username, blocks?}`. `text` is the action's own
+ * text followed by a summary, the rule, and up to 50 payload fields (`• key: value`); our values
+ * are mrkdwn-escaped, the operator's `parameters.text` is not. Without blocks (default) the body
+ * also suits Slack-compatible receivers (Mattermost, Rocket.Chat).
+ */
+export function slackBody(alert: NotifyAlert, params: SlackParameters, options: SlackBodyOptions = {}): SlackBody {
+  const lines = payloadLines(alert.payload);
+  const head = `*${slackEscape(summaryLine(alert))}*\nRule ${slackEscape(ruleText(alert))} · alert ${alert.id.slice(0, 12)} · #${alert.sequence}`;
+  const fields = lines.map((l) => `• ${slackEscape(l.key)}: ${slackEscape(l.value)}`).join("\n");
+  const intro = params.text ?? "";
+  const text = [intro, head, fields].filter((s) => s !== "").join("\n");
+  const body: SlackBody = { text, channel: params.channel, username: params.username };
+  if (options.blocks) {
+    body.blocks = [
+      { type: "section", text: { type: "mrkdwn", text: clip([intro, head].filter((s) => s !== "").join("\n"), 3000) } },
+      ...(lines.length > 0
+        ? [
+            {
+              type: "section",
+              fields: lines
+                .slice(0, 10)
+                .map((l) => ({ type: "mrkdwn", text: clip(`*${slackEscape(l.key)}*\n${slackEscape(l.value)}`, 2000) })),
+            },
+          ]
+        : []),
+    ];
+  }
+  return body;
+}
+
+/** A rendered e-mail (addresses and headers are added by the deliverer). */
+export interface EmailMessage {
+  /** e.g. `[chainsift] confirmed: Big transfers — Transfer in block 123`; single line, at most 250 characters. */
+  subject: string;
+  /** Plain-text body. */
+  text: string;
+  /** HTML body (every value escaped). */
+  html: string;
+}
+
+/** Escapes text for HTML element content and attribute values. */
+export function htmlEscape(s: string): string {
+  return s.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;").replace(/"/g, "&quot;").replace(/'/g, "&#39;");
+}
+
+/**
+ * Renders the e-mail of an alert. Subject: `[chainsift] <status>: [<rule name> — ]<label> in block
+ * <n>` (label per {@link entityLabel}; control characters removed). Bodies: the summary, the alert's
+ * details (rule, status, confirmations, chain, target, block, id, sequence, time) and the payload
+ * fields (per {@link payloadLines}). `params` is accepted for symmetry with the other channels;
+ * recipients are used by the deliverer.
+ */
+export function emailMessage(alert: NotifyAlert, _params?: { recipients: string[] }): EmailMessage {
+  const name = alert.ruleName ? `${clip(oneLine(alert.ruleName), 120)} — ` : "";
+  const subject = clip(oneLine(`[chainsift] ${alert.status}: ${name}${entityLabel(alert)} in block ${alert.blockNumber}`), 250);
+  const details = detailPairs(alert);
+  const lines = payloadLines(alert.payload);
+  const width = Math.max(...details.map(([k]) => k.length)) + 2;
+  const text = [
+    summaryLine(alert),
+    "",
+    ...details.map(([k, v]) => `${`${k}:`.padEnd(width)}${v}`),
+    "",
+    "Payload",
+    ...(lines.length === 0 ? ["  (empty)"] : lines.map((l) => `  ${l.key}: ${l.value}`)),
+    "",
+    "-- ",
+    "Sent by chainsift. Receivers deduplicate by the alert id; see docs/alerting-delivery.md.",
+    "",
+  ].join("\n");
+  const row = (k: string, v: string) =>
+    `<tr><th align="left" style="padding:2px 12px 2px 0">${htmlEscape(k)}</th><td><code>${htmlEscape(v)}</code></td></tr>`;
+  const html = [
+    "<!doctype html>",
+    '<html><body style="font-family:sans-serif">',
+    `<p><strong>${htmlEscape(summaryLine(alert))}</strong></p>`,
+    `<table>${details.map(([k, v]) => row(k, v)).join("")}</table>`,
+    "<h3>Payload</h3>",
+    lines.length === 0 ? "<p>(empty)</p>" : `<table>${lines.map((l) => row(l.key, l.value)).join("")}</table>`,
+    '<p style="color:#777;font-size:small">Sent by chainsift. Receivers deduplicate by the alert id.</p>',
+    "</body></html>",
+    "",
+  ].join("\n");
+  return { subject, text, html };
+}
