@@ -121,45 +121,55 @@ export function createIngester(deps: IngesterDeps): Ingester {
     }
   }
 
-  async function produce(f: Fetched, stats: IngestStats, signal?: AbortSignal): Promise<void> {
-    if (f.error) {
-      // Malformed node data: keep it whole in the dead-letter topic, never drop it silently.
-      log.error({ block: f.number, path: f.error.path }, `malformed block data dead-lettered: ${f.error.message}`);
-      await withRetry(
-        "dead-letter",
-        () =>
-          producer.send([
-            {
-              kind: "dead-letter",
-              key: `block:${f.number}`,
-              record: {
-                sourceTopic: "rpc:eth_getBlockByNumber",
-                partition: -1,
-                offset: String(f.number),
-                key: null,
-                value: Buffer.from(JSON.stringify(f.raw)),
-                stage: "ingest",
-                errorCode: "CS_MALFORMED_RPC_DATA",
-                errorMessage: f.error?.message ?? "",
-                failedAt: new Date().toISOString(),
-              },
+  async function deadLetterBlock(f: Fetched, stats: IngestStats, signal?: AbortSignal): Promise<void> {
+    // Malformed node data: keep it whole in the dead-letter topic, never drop it silently.
+    log.error({ block: f.number, path: f.error?.path }, `malformed block data dead-lettered: ${f.error?.message}`);
+    await withRetry(
+      "dead-letter",
+      () =>
+        producer.send([
+          {
+            kind: "dead-letter",
+            key: `block:${f.number}`,
+            record: {
+              sourceTopic: "rpc:eth_getBlockByNumber",
+              partition: -1,
+              offset: String(f.number),
+              key: null,
+              value: Buffer.from(JSON.stringify(f.raw)),
+              stage: "ingest",
+              errorCode: "CS_MALFORMED_RPC_DATA",
+              errorMessage: f.error?.message ?? "",
+              failedAt: new Date().toISOString(),
             },
-          ]),
-        signal,
-      );
-      stats.deadLettered++;
-      return;
-    }
-    if (!f.bundle) {
-      stats.missing++;
-      return;
-    }
-    const bundle = f.bundle;
-    await withRetry(`produce block ${f.number}`, () => producer.send(bundleToMessages(bundle)), signal);
-    stats.blocks++;
-    stats.transactions += bundle.transactions.length;
-    stats.logs += bundle.logs.length;
+          },
+        ]),
+      signal,
+    );
+    stats.deadLettered++;
   }
+
+  /** Produces the records of several fetched blocks, in block order, in as few requests as fit. */
+  async function produceChunk(fetched: Fetched[], stats: IngestStats, signal?: AbortSignal): Promise<void> {
+    const messages: OutgoingRecord[] = [];
+    const produced: BlockBundle[] = [];
+    for (const f of fetched) {
+      if (f.error) await deadLetterBlock(f, stats, signal);
+      else if (!f.bundle) stats.missing++;
+      else {
+        messages.push(...bundleToMessages(f.bundle));
+        produced.push(f.bundle);
+      }
+    }
+    if (messages.length > 0) await withRetry(`produce ${produced.length} blocks`, () => producer.send(messages), signal);
+    for (const bundle of produced) {
+      stats.blocks++;
+      stats.transactions += bundle.transactions.length;
+      stats.logs += bundle.logs.length;
+    }
+  }
+
+  const produce = (f: Fetched, stats: IngestStats, signal?: AbortSignal) => produceChunk([f], stats, signal);
 
   const emptyStats = (): IngestStats => ({ blocks: 0, transactions: 0, logs: 0, missing: 0, deadLettered: 0, reorgs: 0 });
 
@@ -172,10 +182,14 @@ export function createIngester(deps: IngesterDeps): Ingester {
     },
     async ingestBlocks(numbers, signal) {
       const stats = emptyStats();
-      for (let i = 0; i < numbers.length && !signal?.aborted; i += concurrency) {
-        const chunk = numbers.slice(i, i + concurrency);
-        const fetched = await Promise.all(chunk.map((n) => fetchOne(n, signal)));
-        for (const f of fetched) await produce(f, stats, signal);
+      const fetchChunk = (i: number) => Promise.all(numbers.slice(i, i + concurrency).map((n) => fetchOne(n, signal)));
+      // The next chunk is fetched while the current one is produced (one request per chunk).
+      let next: Promise<Fetched[]> | undefined = numbers.length > 0 ? fetchChunk(0) : undefined;
+      for (let i = 0; next && !signal?.aborted; i += concurrency) {
+        const fetched = await next;
+        next = i + concurrency < numbers.length ? fetchChunk(i + concurrency) : undefined;
+        next?.catch(() => {}); // surfaced when awaited
+        await produceChunk(fetched, stats, signal);
       }
       log.info(stats, "backfill done");
       return stats;

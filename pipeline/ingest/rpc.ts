@@ -42,6 +42,8 @@ export interface RpcSourceOptions {
   timeoutMs?: number;
   /** Largest JSON-RPC batch. Default 50. */
   batchMaxCount?: number;
+  /** How long ethers gathers calls into one batch. Default 2 ms (ethers' own default is 10 ms). */
+  batchStallTimeMs?: number;
 }
 
 const METHOD_NOT_FOUND = -32601;
@@ -55,7 +57,11 @@ function rpcErrorCode(err: unknown): number | undefined {
 export function createRpcSource(opts: RpcSourceOptions): ChainSource {
   const req = new FetchRequest(opts.rpcUrl);
   req.timeout = opts.timeoutMs ?? 30_000;
-  const provider = new JsonRpcProvider(req, undefined, { staticNetwork: true, batchMaxCount: opts.batchMaxCount ?? 50 });
+  const provider = new JsonRpcProvider(req, undefined, {
+    staticNetwork: true,
+    batchMaxCount: opts.batchMaxCount ?? 50,
+    batchStallTime: opts.batchStallTimeMs ?? 2,
+  });
   let blockReceiptsSupported: boolean | undefined;
 
   const send = async <T>(method: string, params: unknown[]): Promise<T> => {
@@ -67,19 +73,9 @@ export function createRpcSource(opts: RpcSourceOptions): ChainSource {
     }
   };
 
-  const receiptsOf = async (block: RawRpcObject, hexNumber: string): Promise<RawRpcObject[]> => {
-    const txs = block.transactions as RawRpcObject[];
+  /** Per-transaction receipts, for nodes without eth_getBlockReceipts. */
+  const receiptsOf = async (txs: RawRpcObject[]): Promise<RawRpcObject[]> => {
     if (txs.length === 0) return [];
-    if (blockReceiptsSupported !== false) {
-      try {
-        const rs = await send<RawRpcObject[] | null>("eth_getBlockReceipts", [hexNumber]);
-        blockReceiptsSupported = true;
-        if (rs) return rs;
-      } catch (err) {
-        if (rpcErrorCode(err) !== METHOD_NOT_FOUND) throw err;
-        blockReceiptsSupported = false;
-      }
-    }
     const rs = await Promise.all(txs.map((t) => send<RawRpcObject | null>("eth_getTransactionReceipt", [t.hash])));
     const missing = rs.indexOf(null);
     if (missing >= 0) throw new RetryableError(`receipt of ${String(txs[missing]?.hash)} not available yet`);
@@ -99,9 +95,31 @@ export function createRpcSource(opts: RpcSourceOptions): ChainSource {
     },
     async fetchBlock(number) {
       const hexNumber = `0x${number.toString(16)}`;
-      const block = await send<RawRpcObject | null>("eth_getBlockByNumber", [hexNumber, true]);
-      if (!block) return null;
-      const receipts = await receiptsOf(block, hexNumber);
+      // Block and receipts go out together (one JSON-RPC batch); receipts are checked against the block hash.
+      const blockP = send<RawRpcObject | null>("eth_getBlockByNumber", [hexNumber, true]);
+      const receiptsP =
+        blockReceiptsSupported === false
+          ? undefined
+          : send<RawRpcObject[] | null>("eth_getBlockReceipts", [hexNumber]).then(
+              (rs) => {
+                blockReceiptsSupported = true;
+                return rs;
+              },
+              (err) => {
+                if (rpcErrorCode(err) !== METHOD_NOT_FOUND) throw err;
+                blockReceiptsSupported = false;
+                return undefined;
+              },
+            );
+      receiptsP?.catch(() => {}); // awaited below; avoid an unhandled rejection if the block call fails first
+      const block = await blockP;
+      if (!block) {
+        await receiptsP?.catch(() => undefined);
+        return null;
+      }
+      const txs = block.transactions as RawRpcObject[];
+      let receipts = (await receiptsP) ?? null;
+      if (receipts === null || (receipts.length === 0 && txs.length > 0)) receipts = await receiptsOf(txs);
       const foreign = receipts.find((r) => String(r.blockHash).toLowerCase() !== String(block.hash).toLowerCase());
       if (foreign) {
         throw new RetryableError(

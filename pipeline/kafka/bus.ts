@@ -161,10 +161,15 @@ export interface RecordProducer {
 }
 
 /**
- * Creates a connected idempotent producer (`idempotent: true`, one request in flight, acks=all:
+ * Creates a connected idempotent producer. `send` splits large batches into requests of at most
+ * `maxRequestBytes` (default 768 KiB of keys and values) so no record batch exceeds the broker's
+ * `message.max.bytes`.
+ *
+ * Idempotence: (`idempotent: true`, one request in flight, acks=all:
  * https://kafka.js.org/docs/producing#options) so a retried send never duplicates.
  */
-export async function createRecordProducer(bus: Bus): Promise<RecordProducer> {
+export async function createRecordProducer(bus: Bus, opts: { maxRequestBytes?: number } = {}): Promise<RecordProducer> {
+  const maxRequestBytes = opts.maxRequestBytes ?? 768 * 1024;
   const producer = bus.kafka.producer({
     idempotent: true,
     maxInFlightRequests: 1,
@@ -178,21 +183,32 @@ export async function createRecordProducer(bus: Bus): Promise<RecordProducer> {
     producer,
     async send(records) {
       if (records.length === 0) return;
-      const byTopic = new Map<string, { key: string; value: Buffer }[]>();
       const encoded = await Promise.all(records.map((r) => bus.encode(r.kind, r.record)));
-      records.forEach((r, i) => {
+      // One request per ~maxRequestBytes, records kept in order; the broker refuses a record batch
+      // larger than message.max.bytes (1 MiB by default).
+      let byTopic = new Map<string, { key: string; value: Buffer }[]>();
+      let bytes = 0;
+      const flush = async () => {
+        if (byTopic.size === 0) return;
+        const topicMessages = [...byTopic.entries()].map(([topic, messages]) => ({ topic, messages }));
+        byTopic = new Map();
+        bytes = 0;
+        await producer.sendBatch({ acks: -1, topicMessages });
+      };
+      for (let i = 0; i < records.length; i++) {
+        const r = records[i] as OutgoingRecord;
+        const value = encoded[i] as Buffer;
+        if (bytes > 0 && bytes + value.length + r.key.length > maxRequestBytes) await flush();
         const t = bus.topic(r.kind);
         let list = byTopic.get(t);
         if (!list) {
           list = [];
           byTopic.set(t, list);
         }
-        list.push({ key: r.key, value: encoded[i] as Buffer });
-      });
-      await producer.sendBatch({
-        acks: -1,
-        topicMessages: [...byTopic.entries()].map(([topic, messages]) => ({ topic, messages })),
-      });
+        list.push({ key: r.key, value });
+        bytes += value.length + r.key.length;
+      }
+      await flush();
     },
     async disconnect() {
       await producer.disconnect();

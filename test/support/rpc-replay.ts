@@ -45,11 +45,26 @@ export async function startRpcReplay(opts: RpcReplayOptions): Promise<RpcReplay>
     return typeof p === "string" ? byNumber.get(Number(p)) : undefined;
   };
 
-  const answer = (req: { id?: unknown; method?: unknown; params?: unknown[] }) => {
+  // Results are serialised once and spliced into responses: the replay server must not be the
+  // bottleneck of the ingest benchmark.
+  const json = new Map<unknown, string>();
+  const serialised = (value: unknown): string => {
+    if (value === null || value === undefined) return "null";
+    let out = json.get(value);
+    if (out === undefined) {
+      out = JSON.stringify(value);
+      json.set(value, out);
+    }
+    return out;
+  };
+
+  const answer = (req: { id?: unknown; method?: unknown; params?: unknown[] }): string => {
     const method = String(req.method);
     calls.set(method, (calls.get(method) ?? 0) + 1);
     const params = Array.isArray(req.params) ? req.params : [];
-    const ok = (result: unknown) => ({ jsonrpc: "2.0", id: req.id ?? null, result });
+    const id = JSON.stringify(req.id ?? null);
+    const ok = (result: unknown) =>
+      `{"jsonrpc":"2.0","id":${id},"result":${typeof result === "string" ? JSON.stringify(result) : serialised(result)}}`;
     switch (method) {
       case "eth_chainId":
         return ok(`0x${(opts.chainId ?? 1).toString(16)}`);
@@ -66,7 +81,11 @@ export async function startRpcReplay(opts: RpcReplayOptions): Promise<RpcReplay>
       case "eth_getTransactionReceipt":
         return ok(receiptByTx.get(String(params[0]).toLowerCase()) ?? null);
     }
-    return { jsonrpc: "2.0", id: req.id ?? null, error: { code: -32601, message: `the method ${method} does not exist/is not available` } };
+    return JSON.stringify({
+      jsonrpc: "2.0",
+      id: req.id ?? null,
+      error: { code: -32601, message: `the method ${method} does not exist/is not available` },
+    });
   };
 
   const server: Server = createServer((httpReq, res) => {
@@ -81,9 +100,9 @@ export async function startRpcReplay(opts: RpcReplayOptions): Promise<RpcReplay>
         res.end(JSON.stringify({ jsonrpc: "2.0", id: null, error: { code: -32700, message: "parse error" } }));
         return;
       }
-      const out = Array.isArray(body) ? body.map(answer) : answer(body as never);
+      const out = Array.isArray(body) ? `[${body.map(answer).join(",")}]` : answer(body as never);
       res.writeHead(200, { "content-type": "application/json" });
-      res.end(JSON.stringify(out));
+      res.end(out);
     });
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
