@@ -48,6 +48,8 @@ export interface ConsumerOptions {
   retryInitialMs?: number;
   /** Bytes fetched per partition per request. Default 4 MiB. */
   maxBytesPerPartition?: number;
+  /** Partitions processed at once (each partition stays in order). Default 3. */
+  partitionsConsumedConcurrently?: number;
 }
 
 /** A running consumer. */
@@ -110,6 +112,7 @@ export async function runConsumer(opts: ConsumerOptions): Promise<RunningConsume
   await consumer.subscribe({ topics: [...kindOfTopic.keys()], fromBeginning: opts.fromBeginning ?? true });
   await consumer.run({
     eachBatchAutoResolve: false,
+    partitionsConsumedConcurrently: opts.partitionsConsumedConcurrently ?? 3,
     autoCommit: true,
     eachBatch: async ({ batch, resolveOffset, heartbeat, commitOffsetsIfNecessary, isRunning, isStale }) => {
       const topicKind = kindOfTopic.get(batch.topic) as TopicKind;
