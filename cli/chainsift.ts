@@ -18,6 +18,9 @@ import { type ParseArgsOptionsConfig, parseArgs } from "node:util";
 import { type AccountErrorCode, isAccountError, type TokenInfo } from "../lib/accounts/model.js";
 import { type AccountStore, type ConnectedAccountStore, connectAccountStore } from "../lib/accounts/store.js";
 import { type Config, ConfigError, loadConfig } from "../lib/config.js";
+import { createLogger } from "../lib/logger.js";
+import { createBus } from "../pipeline/kafka/bus.js";
+import { replayAlertDeadLetters } from "../pipeline/notify/replay.js";
 
 /** Exit status of a successful command. */
 export const EXIT_OK = 0;
@@ -299,6 +302,22 @@ export const commands: CliCommand[] = [
     options: {},
     positionals: ["token-id"],
     run: withAccounts(tokensRevoke),
+  },
+  {
+    path: ["alerts", "replay"],
+    summary: "re-send dead-lettered alerts (only their undelivered actions)",
+    usage: "[--rule <rule-id>] [--idle-ms <ms>]",
+    details: "Reads the dead-letter topic with its own consumer group, so each dead letter is replayed once.",
+    options: { rule: { type: "string" }, "idle-ms": { type: "string" } },
+    run: async (ctx, args) => {
+      const idle = args.values["idle-ms"] === undefined ? undefined : Number(args.values["idle-ms"]);
+      if (idle !== undefined && (!Number.isInteger(idle) || idle < 0)) throw new UsageError("--idle-ms: expected a non-negative integer");
+      const bus = await createBus({ config: ctx.config, logger: createLogger("warn", "chainsift-cli") });
+      const result = await replayAlertDeadLetters({ bus, ruleId: args.values.rule as string | undefined, idleMs: idle });
+      if (args.values.json) printJson(ctx.output, result);
+      else ctx.output.out(`read ${result.read} dead letters, replayed ${result.replayed} alerts`);
+      return EXIT_OK;
+    },
   },
 ];
 

@@ -70,6 +70,22 @@ export interface Config {
     /** Largest bulk request, in documents. Env `CHAINSIFT_BULK_MAX_DOCS`, default 2000. */
     bulkMaxDocs: number;
   };
+  notify: {
+    /** SMTP server for e-mail alerts, e.g. `smtp://user:pass@mail.example:587`. Env `CHAINSIFT_SMTP_URL`, default none (e-mail actions fail with CS_MAILER_UNCONFIGURED and are dead-lettered). */
+    smtpUrl: string | undefined;
+    /** From address of alert e-mails. Env `CHAINSIFT_MAIL_FROM`, default `chainsift <alerts@chainsift.invalid>`. */
+    mailFrom: string;
+    /** Hosts, IPs or CIDRs webhooks may reach even though they are loopback/private/link-local. Env `CHAINSIFT_NOTIFY_ALLOWLIST` (comma-separated), default none. */
+    allowlist: string[];
+    /** Timeout of one delivery attempt. Env `CHAINSIFT_NOTIFY_TIMEOUT_MS`, default 10000. */
+    timeoutMs: number;
+    /** Attempts per action, including the first. Env `CHAINSIFT_NOTIFY_MAX_ATTEMPTS`, default 8. */
+    maxAttempts: number;
+    /** First retry delay (doubles, full jitter). Env `CHAINSIFT_NOTIFY_BASE_DELAY_MS`, default 500. */
+    baseDelayMs: number;
+    /** Longest retry delay, also the cap of a Retry-After. Env `CHAINSIFT_NOTIFY_MAX_DELAY_MS`, default 60000. */
+    maxDelayMs: number;
+  };
   /** pino level. Env `LOG_LEVEL`, default `info`. */
   logLevel: string;
 }
@@ -149,6 +165,15 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     },
     index: {
       bulkMaxDocs: int(env, "CHAINSIFT_BULK_MAX_DOCS", 2000, 1),
+    },
+    notify: {
+      smtpUrl: env.CHAINSIFT_SMTP_URL || undefined,
+      mailFrom: str(env, "CHAINSIFT_MAIL_FROM", "chainsift <alerts@chainsift.invalid>"),
+      allowlist: list(env, "CHAINSIFT_NOTIFY_ALLOWLIST", []),
+      timeoutMs: int(env, "CHAINSIFT_NOTIFY_TIMEOUT_MS", 10_000, 1),
+      maxAttempts: int(env, "CHAINSIFT_NOTIFY_MAX_ATTEMPTS", 8, 1),
+      baseDelayMs: int(env, "CHAINSIFT_NOTIFY_BASE_DELAY_MS", 500, 1),
+      maxDelayMs: int(env, "CHAINSIFT_NOTIFY_MAX_DELAY_MS", 60_000, 1),
     },
     logLevel: str(env, "LOG_LEVEL", "info"),
   };

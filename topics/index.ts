@@ -5,15 +5,15 @@
  */
 import type { ChainId } from "../lib/config.js";
 import type { RecordKind } from "../lib/records.js";
-import { type AvroSchema, blockSchema, deadLetterSchema, eventSchema, logSchema, transactionSchema } from "./schemas.js";
+import { type AvroSchema, alertSchema, blockSchema, deadLetterSchema, eventSchema, logSchema, transactionSchema } from "./schemas.js";
 
 /** Logical topic of a chain. */
-export type TopicKind = "blocks" | "transactions" | "logs" | "events" | "dead-letter";
+export type TopicKind = "blocks" | "transactions" | "logs" | "events" | "alerts" | "dead-letter";
 
 /** Definition of one topic. */
 export interface TopicSpec {
   kind: TopicKind;
-  /** Record kind carried, or null for the dead-letter topic. */
+  /** Record kind carried (indexed into Elasticsearch), or null for the alerts and dead-letter topics. */
   recordKind: RecordKind | null;
   /** What the message key holds (keys make replays idempotent). */
   key: string;
@@ -46,6 +46,14 @@ export const TOPICS: Record<TopicKind, TopicSpec> = {
     partitions: 3,
     config: retention,
     schema: eventSchema,
+  },
+  alerts: {
+    kind: "alerts",
+    recordKind: null,
+    key: "rule id (alerts of one rule stay in order)",
+    partitions: 3,
+    config: retention,
+    schema: alertSchema,
   },
   "dead-letter": {
     kind: "dead-letter",

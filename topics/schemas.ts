@@ -169,3 +169,44 @@ export const deadLetterSchema: AvroSchema = {
     { name: "failedAt", type: "string" },
   ],
 };
+
+/**
+ * Schema of topic `<chain>.alerts` (match → notify). Structured parts of the alert (`payload`,
+ * `entity`, `actions`) are JSON strings: their shape depends on the rule and the target type.
+ */
+export const alertSchema: AvroSchema = {
+  type: "record",
+  name: "Alert",
+  namespace: NS,
+  fields: [
+    { name: "id", type: "string" },
+    { name: "ruleId", type: "string" },
+    { name: "ruleVersion", type: "int" },
+    { name: "ruleName", type: ["null", "string"], default: null },
+    { name: "accountId", type: "string" },
+    { name: "sequence", type: "long" },
+    { name: "status", type: { type: "enum", name: "AlertStatus", symbols: ["pending", "confirmed", "removed"] } },
+    { name: "confirmations", type: "int" },
+    { name: "maxConfirmationCount", type: "int" },
+    {
+      name: "chain",
+      type: {
+        type: "record",
+        name: "Chain",
+        fields: [
+          { name: "technology", type: "string" },
+          { name: "blockchain", type: "string" },
+          { name: "network", type: "string" },
+        ],
+      },
+    },
+    { name: "targetType", type: "string" },
+    { name: "entityId", type: "string" },
+    { name: "blockHash", type: "string" },
+    { name: "blockNumber", type: "long" },
+    { name: "payloadJson", type: "string" },
+    { name: "entityJson", type: "string" },
+    { name: "actionsJson", type: "string" },
+    { name: "emittedAt", type: "string" },
+  ],
+};

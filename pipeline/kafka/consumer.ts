@@ -50,6 +50,8 @@ export interface ConsumerOptions {
   maxBytesPerPartition?: number;
   /** Partitions processed at once (each partition stays in order). Default 3. */
   partitionsConsumedConcurrently?: number;
+  /** Consumer group session timeout; raise it for handlers that may block longer (e.g. delivery retries). Default 30000 ms. */
+  sessionTimeoutMs?: number;
 }
 
 /** A running consumer. */
@@ -102,6 +104,8 @@ export async function runConsumer(opts: ConsumerOptions): Promise<RunningConsume
     groupId: bus.groupId(stage),
     maxBytesPerPartition: opts.maxBytesPerPartition ?? 4 * 1024 * 1024,
     allowAutoTopicCreation: false,
+    sessionTimeout: opts.sessionTimeoutMs ?? 30_000,
+    rebalanceTimeout: Math.max(60_000, opts.sessionTimeoutMs ?? 0),
   });
   const dlq = await createRecordProducer(bus);
   const kindOfTopic = new Map(opts.topics.map((k) => [bus.topic(k), k] as const));
