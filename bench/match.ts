@@ -1,0 +1,344 @@
+/**
+ * `npm run bench -- match [--seconds S] [--synthetic]`: throughput of the match stage's pure handler
+ * (rule index lookup + targetMap evaluation, no Kafka, no Redis) with 10, 1,000 and 10,000 enabled
+ * rules, in entities per second.
+ *
+ * Entities: the real mainnet fixture blocks (../shared/data/mainnet) through ingest transform and
+ * the decoder: Event, Transaction and Method entities. Without fixtures (or with `--synthetic`),
+ * synthetic Transfer events and transactions.
+ *
+ * Rules (seeded, reproducible): 5 "global" rules at every size (an event name only, an unbucketed
+ * transaction value threshold, a Transfer-with-scaled-amount rule, a method name, a multi-token
+ * watch), the rest selective like real users' rules, in a fixed cycle so every size has every kind:
+ * 50% Event rules on one contract address (with event name and sometimes an amount), 25%
+ * "Transfer to my wallet" rules (args Inspect on `to`), 15% Transaction rules on `to`/`from`, 10%
+ * Method rules on the called contract. About 5% of the selective rules use addresses that occur in
+ * the data, so matches happen (more rules, more matches).
+ * @module
+ */
+import { performance } from "node:perf_hooks";
+import type { TransactionRecord } from "../lib/records.js";
+import type { Rule, TargetDefinition, TargetType } from "../lib/rules/model.js";
+import { createDecoder } from "../pipeline/decode/decoder.js";
+import { toBlockBundle } from "../pipeline/ingest/transform.js";
+import { eventEntity, methodEntity, transactionEntity } from "../pipeline/match/entities.js";
+import { createRuleIndex } from "../pipeline/match/index.js";
+import { hasMainnetFixtures, loadCompleteBlocks } from "../test/support/fixtures.js";
+
+interface Item {
+  type: TargetType;
+  entity: Record<string, unknown>;
+}
+
+const CHAIN = { technology: "ethereum", blockchain: "ethereum", network: "mainnet" };
+
+function prng(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+function randomAddress(rnd: () => number): string {
+  let s = "0x";
+  for (let i = 0; i < 40; i++) s += Math.floor(rnd() * 16).toString(16);
+  return s;
+}
+
+function fixtureItems(): { items: Item[]; source: string } {
+  const decoder = createDecoder();
+  const items: Item[] = [];
+  const blocks = loadCompleteBlocks();
+  let events = 0;
+  let txs = 0;
+  let methods = 0;
+  for (const b of blocks) {
+    const bundle = toBlockBundle(b.block, b.receipts);
+    for (const log of bundle.logs) {
+      const ev = decoder.decode(log);
+      if (ev) {
+        items.push({ type: "Event", entity: eventEntity(ev) as unknown as Record<string, unknown> });
+        events++;
+      }
+    }
+    for (const tx of bundle.transactions) {
+      items.push({ type: "Transaction", entity: transactionEntity(tx) as unknown as Record<string, unknown> });
+      txs++;
+      const m = methodEntity(tx);
+      if (m) {
+        items.push({ type: "Method", entity: m as unknown as Record<string, unknown> });
+        methods++;
+      }
+    }
+  }
+  return {
+    items,
+    source: `${items.length} real entities (${events} events, ${txs} transactions, ${methods} methods) from ${blocks.length} mainnet fixture blocks`,
+  };
+}
+
+function syntheticItems(): { items: Item[]; source: string } {
+  const rnd = prng(7);
+  const tokens = Array.from({ length: 200 }, () => randomAddress(rnd));
+  const wallets = Array.from({ length: 5000 }, () => randomAddress(rnd));
+  const items: Item[] = [];
+  for (let i = 0; i < 3000; i++) {
+    const amount = BigInt(Math.floor(rnd() * 1e12));
+    const base = { blockHash: `0x${i.toString(16).padStart(64, "0")}`, blockNumber: { num: 1000 + (i >> 6), raw: "0x0" } };
+    items.push({
+      type: "Event",
+      entity: {
+        ...base,
+        entityId: `s${i}_e_0`,
+        event: "Transfer",
+        address: tokens[Math.floor(rnd() * tokens.length)],
+        args: [
+          { name: "from", pos: 0, value: { hex: wallets[Math.floor(rnd() * wallets.length)], num: null, scaled: null, type: "address" } },
+          { name: "to", pos: 1, value: { hex: wallets[Math.floor(rnd() * wallets.length)], num: null, scaled: null, type: "address" } },
+          {
+            name: "value",
+            pos: 2,
+            value: { hex: `0x${amount.toString(16)}`, num: Number(amount), scaled: Number(amount) / 1e6, type: "uint256" },
+          },
+        ],
+      },
+    });
+    if (i % 3 === 0) {
+      const tx: Partial<TransactionRecord> & Record<string, unknown> = {
+        ...base,
+        entityId: `s${i}`,
+        hash: `s${i}`,
+        from: wallets[Math.floor(rnd() * wallets.length)],
+        to: tokens[Math.floor(rnd() * tokens.length)],
+        value: { num: 0, raw: "0x0" },
+        methodId: "0xa9059cbb",
+      };
+      items.push({ type: "Transaction", entity: tx });
+    }
+  }
+  return { items, source: `${items.length} synthetic entities (Transfer events and transactions)` };
+}
+
+function rule(id: string, targetType: TargetType, targetMap: TargetDefinition[]): Rule {
+  return {
+    id,
+    accountId: "bench",
+    name: id,
+    version: 1,
+    state: "enabled",
+    sendPendingAlerts: false,
+    description: null,
+    maxConfirmationCount: 12,
+    ...CHAIN,
+    config: { targetType, targetMap, alerts: [{ type: "Webhook (POST)", parameters: { url: "http://127.0.0.1/hook" } }] },
+    createdAt: "2024-01-01T00:00:00.000Z",
+    updatedAt: "2024-01-01T00:00:00.000Z",
+  };
+}
+
+/**
+ * Kinds of selective rules in a cycle of 20 (10 contract, 5 wallet, 3 transaction, 2 method),
+ * ordered so that even the smallest rule set has every kind.
+ */
+const MIX = ["c", "w", "t", "m", "c", "w", "c", "t", "c", "w", "c", "m", "c", "w", "c", "t", "c", "w", "c", "c"] as const;
+
+/** The rule set of one size (see the module doc for the mix). */
+function makeRules(count: number, items: Item[], seed: number): Rule[] {
+  const rnd = prng(seed);
+  const pick = <T>(xs: readonly T[]): T => xs[Math.floor(rnd() * xs.length)] as T;
+  const seen = (type: TargetType, f: (e: Record<string, unknown>) => unknown) => [
+    ...new Set(
+      items
+        .filter((i) => i.type === type)
+        .map((i) => f(i.entity))
+        .filter((x): x is string => typeof x === "string"),
+    ),
+  ];
+  const contracts = seen("Event", (e) => e.address);
+  const recipients = seen("Event", (e) => (e.args as { name: string; value: { hex: string } }[]).find((a) => a.name === "to")?.value.hex);
+  const txTo = seen("Transaction", (e) => e.to);
+  const txFrom = seen("Transaction", (e) => e.from);
+  const methodTo = seen("Method", (e) => e.to);
+  const real = (xs: string[]) => (xs.length > 0 && rnd() < 0.05 ? pick(xs) : randomAddress(rnd));
+
+  const rules: Rule[] = [
+    rule("g-swap", "Event", [{ name: "event", operator: "Equals", value: "Swap" }]),
+    rule("g-whale-eth", "Transaction", [{ name: "value", operator: "Greater", value: "100000000000000000000" }]),
+    rule("g-big-transfer", "Event", [
+      { name: "event", operator: "Equals", value: "Transfer" },
+      {
+        name: "args",
+        operator: "Inspect",
+        operatorParameters: [
+          { name: "name", operator: "Equals", value: "value" },
+          { name: "value", operator: "Greater", value: "1000000", useScaledValue: true },
+        ],
+      },
+    ]),
+    rule("g-approve", "Method", [{ name: "name", operator: "Equals", value: "approve" }]),
+    rule("g-stables", "Event", [
+      {
+        name: "address",
+        operator: "Equals any (ignore case)",
+        value: [
+          "0xdac17f958d2ee523a2206206994597c13d831ec7",
+          "0xa0b86991c6218b36c1d19d4a2e9eb0ce3606eb48",
+          "0x6b175474e89094c44da98b954eedeac495271d0f",
+        ],
+      },
+      { name: "event", operator: "Equals", value: "Transfer" },
+    ]),
+  ].slice(0, count);
+  for (let i = rules.length; i < count; i++) {
+    const kind = MIX[(i - 5) % MIX.length];
+    if (kind === "c") {
+      const defs: TargetDefinition[] = [
+        { name: "address", operator: pick(["Equals", "Equals (ignore case)"] as const), value: real(contracts) },
+        { name: "event", operator: "Equals", value: pick(["Transfer", "Transfer", "Approval", "Swap"]) },
+      ];
+      if (rnd() < 0.3) {
+        defs.push({
+          name: "args",
+          operator: "Inspect",
+          operatorParameters: [
+            { name: "name", operator: "Equals", value: "value" },
+            { name: "value", operator: "Greater", value: String(Math.floor(rnd() * 10_000)), useScaledValue: true },
+          ],
+        });
+      }
+      rules.push(rule(`c${i}`, "Event", defs));
+    } else if (kind === "w") {
+      rules.push(
+        rule(`w${i}`, "Event", [
+          { name: "event", operator: "Equals", value: "Transfer" },
+          {
+            name: "args",
+            operator: "Inspect",
+            operatorParameters: [
+              { name: "name", operator: "Equals", value: "to" },
+              { name: "value", operator: "Equals", value: real(recipients) },
+            ],
+          },
+        ]),
+      );
+    } else if (kind === "t") {
+      const field = rnd() < 0.5 ? "to" : "from";
+      rules.push(rule(`t${i}`, "Transaction", [{ name: field, operator: "Equals", value: real(field === "to" ? txTo : txFrom) }]));
+    } else {
+      rules.push(
+        rule(`m${i}`, "Method", [
+          { name: "to", operator: "Equals (ignore case)", value: real(methodTo) },
+          { name: "name", operator: "Equals any", value: ["transfer", "transferFrom"] },
+        ]),
+      );
+    }
+  }
+  return rules;
+}
+
+interface Result {
+  rules: number;
+  buildMs: number;
+  /** Best rate over the rounds. */
+  perSecond: number;
+  /** Median rate over the rounds. */
+  medianPerSecond: number;
+  candidatesPerEntity: number;
+  matchesPerEntity: number;
+  unbucketed: number;
+  largestBucket: number;
+}
+
+interface Prepared {
+  index: ReturnType<typeof createRuleIndex>;
+  result: Omit<Result, "perSecond" | "medianPerSecond">;
+  rates: number[];
+}
+
+function prepare(count: number, items: Item[]): Prepared {
+  const rules = makeRules(count, items, 1000 + count);
+  const t0 = performance.now();
+  const index = createRuleIndex({ chain: CHAIN });
+  for (const r of rules) index.upsert(r);
+  const buildMs = performance.now() - t0;
+  let candidates = 0;
+  let matches = 0;
+  for (const it of items) {
+    candidates += index.candidates(it.type, it.entity).length;
+    matches += index.match(it.type, it.entity).length;
+  }
+  for (let p = 0; p < 3; p++) for (const it of items) index.match(it.type, it.entity); // warm-up
+  const s = index.stats();
+  return {
+    index,
+    result: {
+      rules: s.rules,
+      buildMs,
+      candidatesPerEntity: candidates / items.length,
+      matchesPerEntity: matches / items.length,
+      unbucketed: s.unbucketed,
+      largestBucket: s.largestBucket,
+    },
+    rates: [],
+  };
+}
+
+/** One timed round: passes over all entities until `ms` have elapsed; returns entities/s. */
+function round(p: Prepared, items: Item[], ms: number): number {
+  let processed = 0;
+  let sink = 0;
+  const start = performance.now();
+  const deadline = start + ms;
+  while (performance.now() < deadline) {
+    for (const it of items) sink += p.index.match(it.type, it.entity).length;
+    processed += items.length;
+  }
+  if (sink < 0) console.log(sink);
+  return processed / ((performance.now() - start) / 1000);
+}
+
+const ROUNDS = 8;
+
+/** Runs the benchmark and prints its figures. Options: `--seconds S` of timed work per size (default 2, in 8 interleaved rounds), `--synthetic`. */
+export async function benchMatch(args: string[]): Promise<void> {
+  const sIdx = args.indexOf("--seconds");
+  const seconds = sIdx >= 0 ? Number(args[sIdx + 1]) : 2;
+  if (!Number.isFinite(seconds) || seconds <= 0) throw new Error("--seconds needs a positive number");
+  const synthetic = args.includes("--synthetic") || !hasMainnetFixtures();
+  const { items, source } = synthetic ? syntheticItems() : fixtureItems();
+  console.log(`match bench: ${source}; index lookup + evaluate per entity (no Kafka, no Redis), ${seconds}s per size`);
+  const sizes = [10, 1_000, 10_000].map((n) => prepare(n, items));
+  // Rounds interleave the sizes, so load from other processes affects them alike; best and median are reported.
+  for (let r = 0; r < ROUNDS; r++) for (const p of sizes) p.rates.push(round(p, items, (seconds * 1000) / ROUNDS));
+  const results: Result[] = sizes.map((p) => {
+    const sorted = [...p.rates].sort((a, b) => a - b);
+    return {
+      ...p.result,
+      perSecond: sorted[sorted.length - 1] as number,
+      medianPerSecond: sorted[Math.floor(sorted.length / 2)] as number,
+    };
+  });
+  const pad = (v: string | number, w: number) => String(v).padStart(w);
+  console.log(
+    `${pad("rules", 7)} ${pad("build ms", 9)} ${pad("entities/s", 11)} ${pad("median", 9)} ${pad("candidates/entity", 18)} ${pad("matches/entity", 15)} ${pad("unbucketed", 11)} ${pad("largest bucket", 15)}`,
+  );
+  for (const r of results) {
+    console.log(
+      `${pad(r.rules, 7)} ${pad(r.buildMs.toFixed(1), 9)} ${pad(Math.round(r.perSecond), 11)} ${pad(Math.round(r.medianPerSecond), 9)} ${pad(r.candidatesPerEntity.toFixed(2), 18)} ${pad(r.matchesPerEntity.toFixed(3), 15)} ${pad(r.unbucketed, 11)} ${pad(r.largestBucket, 15)}`,
+    );
+  }
+  const first = results[0] as Result;
+  const last = results[results.length - 1] as Result;
+  const ratio = last.perSecond / first.perSecond;
+  const medianRatio = last.medianPerSecond / first.medianPerSecond;
+  console.log(
+    `10k rules: ${Math.round(last.perSecond)} entities/s best, ${Math.round(last.medianPerSecond)} median (target >= 50000: ${last.medianPerSecond >= 50_000 ? "ok" : "MISSED"}); ` +
+      `ratio 10k/10: ${ratio.toFixed(2)} best, ${medianRatio.toFixed(2)} median (target >= 0.5: ${medianRatio >= 0.5 ? "ok" : "MISSED"})`,
+  );
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) await benchMatch(process.argv.slice(2));

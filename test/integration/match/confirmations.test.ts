@@ -1,0 +1,274 @@
+/**
+ * Integration tests of the confirmation tracker (pipeline/match/confirmations.ts) against the real
+ * Redis (REDIS_URL, default redis://127.0.0.1:6379), under a unique key prefix deleted afterwards
+ * (never FLUSH). Covers pending/confirmed timing, maxConfirmationCount 0 and 1, reorgs, duplicate
+ * processing, concurrent instances and restarts.
+ */
+import { createHash, randomUUID } from "node:crypto";
+import { createClient, type RedisClientType } from "redis";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { Alert } from "../../../lib/alerting/alert.js";
+import type { ChainId } from "../../../lib/config.js";
+import type { Rule } from "../../../lib/rules/model.js";
+import {
+  type ChainHead,
+  type ConfirmationTracker,
+  createConfirmationTracker,
+  type MatchedEntity,
+} from "../../../pipeline/match/confirmations.js";
+import { deletePrefix, keysOf, redisSkipMessage, redisUp } from "../accounts/redis.js";
+
+const REDIS_URL = process.env.REDIS_URL ?? "redis://127.0.0.1:6379";
+const PREFIX = `cs-test-match-${randomUUID().slice(0, 8)}:`;
+const CHAIN: ChainId = { technology: "ethereum", blockchain: "ethereum", network: "mainnet" };
+const up = await redisUp(REDIS_URL);
+if (!up) console.warn(redisSkipMessage(REDIS_URL));
+
+let client: RedisClientType;
+const clients: RedisClientType[] = [];
+
+async function connect(): Promise<RedisClientType> {
+  const c = createClient({ url: REDIS_URL }) as RedisClientType;
+  c.on("error", () => {});
+  await c.connect();
+  clients.push(c);
+  return c;
+}
+
+let n = 0;
+/** A tracker on its own key space (one per test), optionally on a fresh connection. */
+function tracker(space: string, redis: RedisClientType = client): ConfirmationTracker {
+  return createConfirmationTracker({
+    redis,
+    keyPrefix: `${PREFIX}${space}:`,
+    chain: CHAIN,
+    now: () => new Date("2024-05-01T00:00:00.000Z"),
+  });
+}
+
+function rule(over: Partial<Rule> = {}): Rule {
+  n++;
+  return {
+    id: `rule-${n}`,
+    accountId: "acct-1",
+    name: `r${n}`,
+    version: 3,
+    state: "enabled",
+    sendPendingAlerts: true,
+    description: null,
+    maxConfirmationCount: 3,
+    ...CHAIN,
+    config: {
+      targetType: "Event",
+      targetMap: [{ name: "event", operator: "Equals", value: "Transfer" }],
+      alerts: [
+        {
+          type: "Webhook (POST)",
+          parameters: { url: "http://hook/{transactionHash}" },
+          payload: [{ fieldType: "Field", fieldName: "event" }],
+        },
+      ],
+    },
+    createdAt: "2024-01-01T00:00:00.000Z",
+    updatedAt: "2024-01-01T00:00:00.000Z",
+    ...over,
+  };
+}
+
+const hashOf = (label: string) => `0x${createHash("sha256").update(label).digest("hex")}`;
+
+function entity(block: number, fork = "a", idx = 0): MatchedEntity {
+  return {
+    entityId: `${hashOf(`tx-${block}-${idx}`)}_e_${idx}`,
+    blockHash: hashOf(`${fork}-${block}`),
+    blockNumber: { num: block, raw: `0x${block.toString(16)}` },
+    event: "Transfer",
+    transactionHash: hashOf(`tx-${block}-${idx}`),
+  };
+}
+
+/** Canonical chain "a" except the listed heights, which belong to fork "b". */
+function canonicalOf(forkB: number[] = []) {
+  return (h: number) => hashOf(`${forkB.includes(h) ? "b" : "a"}-${h}`);
+}
+const head = (number: number, forkB: number[] = []): ChainHead => ({ number, hash: canonicalOf(forkB)(number) });
+const statuses = (alerts: Alert[]) => alerts.map((a) => `${a.status}@${a.confirmations}#${a.sequence}`);
+
+beforeAll(async () => {
+  if (up) client = await connect();
+});
+afterAll(async () => {
+  if (!up) return;
+  await deletePrefix(REDIS_URL, PREFIX);
+  for (const c of clients) await c.close();
+});
+
+describe.skipIf(!up)("confirmation tracker (real Redis)", () => {
+  it("pending at first sight, confirmed exactly at the Nth head, then nothing", async () => {
+    const t = tracker("nth");
+    const r = rule({ maxConfirmationCount: 3 });
+    const e = entity(100);
+    const first = await t.onMatch(r, e, 100);
+    expect(statuses(first)).toEqual(["pending@1#1"]);
+    const p = first[0] as Alert;
+    expect(p.id).toBe(createHash("sha256").update(`${r.id}|${e.entityId}|${e.blockHash}|pending`).digest("hex"));
+    expect(p).toMatchObject({
+      ruleId: r.id,
+      ruleVersion: 3,
+      accountId: "acct-1",
+      maxConfirmationCount: 3,
+      chain: CHAIN,
+      targetType: "Event",
+      entityId: e.entityId,
+      blockHash: e.blockHash,
+      blockNumber: 100,
+      payload: { event: "Transfer" },
+      actions: r.config.alerts,
+      emittedAt: "2024-05-01T00:00:00.000Z",
+    });
+    expect(p.entity).toEqual(e);
+    expect(await t.trackedCount()).toBe(1);
+    expect(await t.onHead(head(101), canonicalOf())).toEqual([]);
+    const confirmed = await t.onHead(head(102), canonicalOf());
+    expect(statuses(confirmed)).toEqual(["confirmed@3#2"]);
+    expect(confirmed[0]?.id).toBe(createHash("sha256").update(`${r.id}|${e.entityId}|${e.blockHash}|confirmed`).digest("hex"));
+    expect(confirmed[0]?.payload).toEqual({ event: "Transfer" });
+    expect(await t.onHead(head(102), canonicalOf())).toEqual([]);
+    expect(await t.onHead(head(103), canonicalOf())).toEqual([]);
+    expect(await t.onMatch(r, e, 104)).toEqual([]); // replay after confirmation
+    expect(await t.trackedCount()).toBe(0);
+  });
+
+  it("without sendPendingAlerts only the confirmed alert goes out", async () => {
+    const t = tracker("nopending");
+    const r = rule({ sendPendingAlerts: false, maxConfirmationCount: 2 });
+    expect(await t.onMatch(r, entity(50), 50)).toEqual([]);
+    expect(await t.trackedCount()).toBe(1);
+    expect(statuses(await t.onHead(head(51), canonicalOf()))).toEqual(["confirmed@2#1"]);
+  });
+
+  it("maxConfirmationCount 0 and 1 confirm at first sight (no pending), once", async () => {
+    const t = tracker("zero-one");
+    for (const max of [0, 1]) {
+      const r = rule({ maxConfirmationCount: max });
+      const e = entity(10 + max);
+      expect(statuses(await t.onMatch(r, e, 10 + max))).toEqual(["confirmed@1#1"]);
+      expect(await t.onMatch(r, e, 10 + max)).toEqual([]);
+      expect(await t.onHead(head(20), canonicalOf())).toEqual([]);
+    }
+    expect(await t.trackedCount()).toBe(0);
+  });
+
+  it("a match first seen when already deep enough is confirmed at once with its confirmations", async () => {
+    const t = tracker("late");
+    const r = rule({ maxConfirmationCount: 5 });
+    expect(statuses(await t.onMatch(r, entity(200), 210))).toEqual(["confirmed@11#1"]);
+    // a head below the block counts as the block itself
+    expect(statuses(await t.onMatch(rule({ maxConfirmationCount: 2 }), entity(300), 250))).toEqual(["pending@1#1"]);
+  });
+
+  it("reorg before confirmation: removed (only when pending went out), never confirmed", async () => {
+    const t = tracker("reorg");
+    const withPending = rule({ maxConfirmationCount: 4 });
+    const silent = rule({ maxConfirmationCount: 4, sendPendingAlerts: false });
+    const e = entity(500);
+    expect(statuses(await t.onMatch(withPending, e, 500))).toEqual(["pending@1#1"]);
+    expect(await t.onMatch(silent, e, 500)).toEqual([]);
+    expect(await t.onHead(head(501), canonicalOf())).toEqual([]);
+    // block 500 replaced by fork b
+    const removed = await t.onHead(head(502, [500, 501, 502]), canonicalOf([500, 501, 502]));
+    expect(statuses(removed)).toEqual(["removed@0#2"]);
+    expect(removed[0]).toMatchObject({ ruleId: withPending.id, entityId: e.entityId, blockHash: e.blockHash });
+    expect(removed[0]?.id).toBe(createHash("sha256").update(`${withPending.id}|${e.entityId}|${e.blockHash}|removed`).digest("hex"));
+    expect(await t.trackedCount()).toBe(0);
+    for (let h = 503; h < 510; h++) expect(await t.onHead(head(h, [500, 501, 502]), canonicalOf([500, 501, 502]))).toEqual([]);
+    // the same entity in the replacing block is a new match (here already deep enough: confirmed at once)
+    const eb = { ...e, blockHash: hashOf("b-500") };
+    expect(statuses(await t.onMatch(withPending, eb, 509))).toEqual(["confirmed@10#3"]);
+  });
+
+  it("unknown canonical hashes neither drop nor block confirmation", async () => {
+    const t = tracker("unknown");
+    const r = rule({ maxConfirmationCount: 2 });
+    expect(statuses(await t.onMatch(r, entity(700), 700))).toEqual(["pending@1#1"]);
+    expect(statuses(await t.onHead({ number: 701, hash: hashOf("a-701") }, () => undefined))).toEqual(["confirmed@2#2"]);
+  });
+
+  it("duplicate processing and two concurrent instances never emit an alert twice", async () => {
+    const other = await connect();
+    const a = tracker("dup");
+    const b = tracker("dup", other);
+    const r = rule({ maxConfirmationCount: 3 });
+    const e = entity(900);
+    const both = await Promise.all([a.onMatch(r, e, 900), b.onMatch(r, e, 900), a.onMatch(r, e, 900)]);
+    expect(both.flat().map((x) => x.status)).toEqual(["pending"]);
+    expect(await t2(a, b, head(901))).toEqual([]);
+    const conf = await t2(a, b, head(902));
+    expect(conf.map((x) => `${x.status}#${x.sequence}`)).toEqual(["confirmed#2"]);
+    expect(await t2(a, b, head(902))).toEqual([]);
+  });
+
+  it("a new tracker instance (restart) continues from Redis", async () => {
+    const r = rule({ maxConfirmationCount: 3 });
+    const r2 = rule({ maxConfirmationCount: 2 });
+    const before = tracker("restart");
+    expect(statuses(await before.onMatch(r, entity(1000), 1000))).toEqual(["pending@1#1"]);
+    expect(statuses(await before.onMatch(r2, entity(1001, "a", 1), 1001))).toEqual(["pending@1#1"]);
+    // "restart": new connection, new tracker object, nothing in memory
+    const after = tracker("restart", await connect());
+    expect(await after.trackedCount()).toBe(2);
+    expect(await after.onMatch(r, entity(1000), 1001)).toEqual([]);
+    const out = await after.onHead(head(1002), canonicalOf());
+    expect(out.map((x) => `${x.ruleId}:${x.status}@${x.confirmations}#${x.sequence}`)).toEqual([
+      `${r.id}:confirmed@3#2`,
+      `${r2.id}:confirmed@2#2`,
+    ]);
+    expect(out[0]?.payload).toEqual({ event: "Transfer" }); // rebuilt from the stored snapshot
+    expect(await before.onHead(head(1002), canonicalOf())).toEqual([]);
+  });
+
+  it("sequences are per rule and strictly increasing; onMatches keeps input order", async () => {
+    const t = tracker("seq");
+    const r = rule({ maxConfirmationCount: 2 });
+    const other = rule({ maxConfirmationCount: 2 });
+    const alerts = await t.onMatches(
+      [0, 1, 2].flatMap((i) => [
+        { rule: r, entity: entity(1200, "a", i) },
+        { rule: other, entity: entity(1200, "a", i) },
+      ]),
+      1200,
+    );
+    expect(alerts.map((a) => `${a.ruleId === r.id ? "r" : "o"}${a.sequence}`)).toEqual(["r1", "o1", "r2", "o2", "r3", "o3"]);
+    const confirmed = await t.onHead(head(1201), canonicalOf());
+    expect(confirmed).toHaveLength(6);
+    for (const id of [r.id, other.id]) {
+      const seqs = confirmed.filter((a) => a.ruleId === id).map((a) => a.sequence);
+      expect(seqs).toEqual([4, 5, 6]);
+    }
+  });
+
+  it("dropRule forgets a rule's tracked matches silently; keys stay under the prefix", async () => {
+    const t = tracker("drop");
+    const r = rule({ maxConfirmationCount: 5 });
+    await t.onMatch(r, entity(1300), 1300);
+    await t.onMatch(r, entity(1301), 1301);
+    expect(await t.dropRule(r.id)).toBe(2);
+    expect(await t.trackedCount()).toBe(0);
+    expect(await t.onHead(head(1310), canonicalOf())).toEqual([]);
+    const keys = await keysOf(REDIS_URL, `${PREFIX}drop:`);
+    expect(keys.every((k) => k.startsWith(`${PREFIX}drop:match:ethereum/ethereum/mainnet:`))).toBe(true);
+    expect(keys.some((k) => k.includes(":m:"))).toBe(false);
+  });
+
+  it("rejects entities without id or block", async () => {
+    const t = tracker("bad");
+    await expect(t.onMatch(rule(), { entityId: "", blockHash: "0x1", blockNumber: 1 }, 1)).rejects.toThrow(TypeError);
+    await expect(t.onMatch(rule(), { entityId: "x", blockHash: "0x1", blockNumber: -1 }, 1)).rejects.toThrow(TypeError);
+  });
+});
+
+/** Runs onHead on two instances concurrently and returns all alerts. */
+async function t2(a: ConfirmationTracker, b: ConfirmationTracker, h: ChainHead): Promise<Alert[]> {
+  const [x, y] = await Promise.all([a.onHead(h, canonicalOf()), b.onHead(h, canonicalOf())]);
+  return [...x, ...y];
+}
