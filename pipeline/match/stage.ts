@@ -1,0 +1,185 @@
+/**
+ * The match stage's Kafka shell: a stateful consumer of blocks (chain heads), transactions, logs
+ * and events. It keeps every enabled rule in a {@link RuleIndex} (full load from the rule store at
+ * start, the store's change feed, and a periodic full reload), turns records into entities of each
+ * target type, evaluates them, tracks confirmations in Redis and publishes alerts to the alerts
+ * topic (keyed by rule id). Alerts are published before the consumed offsets are committed.
+ *
+ * Entity sources: Event ← events; Token ← first Transfer of a contract (events); Log ← logs;
+ * Transaction, Method and Contract ← transactions. Trace and Call need traces in the pipeline
+ * (debug_traceBlockByNumber), which ingest does not fetch yet: rules of those types are stored and
+ * validated but match nothing until it does.
+ * @module
+ */
+import { createClient } from "redis";
+import type { Config } from "../../lib/config.js";
+import type { Logger } from "../../lib/logger.js";
+import type { BlockRecord, EventRecord, LogRecord, TransactionRecord } from "../../lib/records.js";
+import type { TargetType } from "../../lib/rules/model.js";
+import { connectRuleStore, type RuleStore } from "../../lib/rules/store.js";
+import { type Bus, createRecordProducer } from "../kafka/bus.js";
+import { type RunningConsumer, runConsumer } from "../kafka/consumer.js";
+import { alertToAvro } from "../notify/stage.js";
+import { type ChainHead, createConfirmationTracker, type MatchedEntity, type MatchInput } from "./confirmations.js";
+import { contractEntity, type EntityBase, eventEntity, logEntity, methodEntity, transactionEntity } from "./entities.js";
+import { createRuleIndex, type RuleIndex } from "./index.js";
+import { createTokenTracker, type TokenMetadataSource, tokenListMetadataSource } from "./tokens.js";
+
+/** Dependencies of {@link startMatchStage}. */
+export interface MatchStageDeps {
+  bus: Bus;
+  config: Pick<Config, "chain" | "redisUrl" | "redisKeyPrefix">;
+  logger: Logger;
+  /** Rule store; connected from config when absent (and closed on stop). */
+  rules?: RuleStore;
+  /** Token metadata for Token entities. Default: the bundled token list (mainnet, chain id 1). */
+  tokens?: TokenMetadataSource;
+  /** Full reload of the rules, in case a change notification was missed. Default 30000 ms. */
+  reloadIntervalMs?: number;
+}
+
+/** A running match stage. */
+export interface MatchStage extends RunningConsumer {
+  index: RuleIndex;
+  /** Reloads every rule from the store now. */
+  reload(): Promise<void>;
+}
+
+/** How many recent canonical block hashes are kept in memory. */
+const CANON_WINDOW = 1024;
+
+/** Starts the match stage. */
+export async function startMatchStage(deps: MatchStageDeps): Promise<MatchStage> {
+  const { bus, config } = deps;
+  const log = deps.logger.child({ stage: "match" });
+  const redis = createClient({ url: config.redisUrl });
+  redis.on("error", (err) => log.warn({ err }, "redis error"));
+  await redis.connect();
+  const connected = deps.rules ? undefined : await connectRuleStore(config);
+  const rules = deps.rules ?? (connected?.store as RuleStore);
+  const index = createRuleIndex({ chain: config.chain });
+  const tracker = createConfirmationTracker({ redis, keyPrefix: config.redisKeyPrefix, chain: config.chain });
+  const tokens = createTokenTracker({
+    redis,
+    keyPrefix: config.redisKeyPrefix,
+    chain: config.chain,
+    metadata: deps.tokens ?? tokenListMetadataSource(1),
+  });
+  const producer = await createRecordProducer(bus);
+
+  const upsert = (rule: Parameters<RuleIndex["upsert"]>[0]) => {
+    try {
+      index.upsert(rule);
+    } catch (err) {
+      log.error({ err, ruleId: rule.id }, "rule cannot be compiled; ignored");
+    }
+  };
+  const reload = async () => {
+    const all = await rules.all();
+    const ids = new Set(all.map((r) => r.id));
+    for (const r of all) upsert(r);
+    // Rules deleted while a notification was missed: drop what the store no longer has.
+    for (const held of heldIds) if (!ids.has(held)) index.remove(held);
+    heldIds = ids;
+  };
+  let heldIds = new Set<string>();
+  await reload();
+  const unsubscribe = await rules.subscribe(
+    (change) => {
+      void (async () => {
+        if (change.op === "delete") {
+          index.remove(change.id);
+          await tracker.dropRule(change.id);
+          return;
+        }
+        const rule = await rules.getById(change.id);
+        if (!rule) return;
+        upsert(rule);
+        heldIds.add(rule.id);
+        if (rule.state !== "enabled") await tracker.dropRule(rule.id);
+      })().catch((err) => log.warn({ err, change }, "rule change not applied; the periodic reload will"));
+    },
+    { onReconnect: () => void reload().catch((err) => log.warn({ err }, "reload failed")) },
+  );
+  const timer = setInterval(() => void reload().catch((err) => log.warn({ err }, "reload failed")), deps.reloadIntervalMs ?? 30_000);
+  timer.unref();
+
+  // Chain state from the blocks topic.
+  let head: ChainHead | undefined;
+  const canon = new Map<number, string>();
+  const canonical = (n: number) => canon.get(n);
+
+  const publish = async (alerts: Awaited<ReturnType<typeof tracker.onHead>>) => {
+    if (alerts.length === 0) return;
+    await producer.send(
+      alerts.map((a) => ({
+        kind: "alerts" as const,
+        key: a.ruleId,
+        record: alertToAvro({ ...a, ruleName: index.get(a.ruleId)?.name ?? null }),
+      })),
+    );
+  };
+
+  const matchAll = (type: TargetType, entity: EntityBase, out: MatchInput[]) => {
+    for (const rule of index.match(type, entity)) out.push({ rule, entity: entity as unknown as MatchedEntity });
+  };
+
+  const running = await runConsumer({
+    bus,
+    logger: deps.logger,
+    stage: "match",
+    topics: ["blocks", "transactions", "logs", "events"],
+    handler: async (inputs) => {
+      const kind = inputs[0]?.topicKind;
+      if (kind === "blocks") {
+        for (const input of inputs) {
+          const b = input.record as BlockRecord;
+          canon.set(b.number.num, b.hash);
+          canon.delete(b.number.num - CANON_WINDOW);
+          if (!head || b.number.num >= head.number) head = { number: b.number.num, hash: b.hash };
+          await publish(await tracker.onHead(head, canonical));
+        }
+        return [];
+      }
+      const matches: MatchInput[] = [];
+      for (const input of inputs) {
+        if (kind === "transactions") {
+          const tx = input.record as TransactionRecord;
+          matchAll("Transaction", transactionEntity(tx), matches);
+          const method = methodEntity(tx);
+          if (method) matchAll("Method", method, matches);
+          const contract = contractEntity(tx);
+          if (contract) matchAll("Contract", contract, matches);
+        } else if (kind === "logs") {
+          const l = input.record as LogRecord;
+          matchAll("Log", logEntity(l), matches);
+        } else if (kind === "events") {
+          const ev = input.record as EventRecord;
+          matchAll("Event", eventEntity(ev), matches);
+          const token = await tokens.observe(ev).catch((err) => {
+            log.warn({ err, address: ev.address }, "token metadata unavailable; the next Transfer retries");
+            return null;
+          });
+          if (token) matchAll("Token", token, matches);
+        }
+      }
+      // A head below an entity's block (its block record not consumed yet) counts as that block.
+      if (matches.length > 0) await publish(await tracker.onMatches(matches, head ?? 0));
+      return [];
+    },
+  });
+
+  return {
+    ...running,
+    index,
+    reload,
+    async stop() {
+      clearInterval(timer);
+      await running.stop();
+      await unsubscribe().catch(() => {});
+      await producer.disconnect();
+      await connected?.close();
+      await redis.quit().catch(() => {});
+    },
+  };
+}
