@@ -1,11 +1,12 @@
 /**
  * `npm run bench -- <name> [options]`: runs one benchmark and prints its figures.
- * Benchmarks: ingest.
+ * Benchmarks: ingest, match (and search, stream, alert-latency when present).
  * @module
  */
 import { benchIngest } from "./ingest.js";
+import { benchMatch } from "./match.js";
 
-const benches: Record<string, (args: string[]) => Promise<void>> = { ingest: benchIngest };
+const benches: Record<string, (args: string[]) => Promise<void>> = { ingest: benchIngest, match: benchMatch };
 const [name, ...args] = process.argv.slice(2);
 const run = name ? benches[name] : undefined;
 if (!run) {

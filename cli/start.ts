@@ -75,6 +75,8 @@ async function main(): Promise<void> {
   const env = { ...process.env };
   const embedded = !values["rpc-url"] && !env.CHAINSIFT_RPC_URL;
   if (embedded && !env.CHAINSIFT_NETWORK) env.CHAINSIFT_NETWORK = "anvil";
+  // On the embedded dev chain, webhooks to receivers on this machine are the point: allow loopback.
+  if (embedded && env.CHAINSIFT_NOTIFY_ALLOWLIST === undefined) env.CHAINSIFT_NOTIFY_ALLOWLIST = "127.0.0.1,::1,localhost";
   const config = loadConfig(env);
   const logger = createLogger(config.logLevel);
 
@@ -105,7 +107,12 @@ async function main(): Promise<void> {
     logger.info({ rpcUrl, token: traffic.token, nft: traffic.nft }, "embedded chain: anvil with generated traffic");
   }
 
-  const pipeline = await startPipeline({ config, logger, decoder: createDecoder({ chainId, tokens }) });
+  const pipeline = await startPipeline({
+    config,
+    logger,
+    decoder: createDecoder({ chainId, tokens }),
+    stages: ["decode", "index", "match", "notify"],
+  });
   stops.push(() => pipeline.stop());
   const { ingester, source, close } = await pipeline.createIngester(rpcUrl);
   stops.push(close);

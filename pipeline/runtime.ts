@@ -1,6 +1,6 @@
 /**
  * Wires the pipeline stages of one chain into a running whole: one Kafka bus, one ES client,
- * the decode and index stages, and (optionally) an ingester. `npm start`, the e2e tests and the
+ * the decode, index, match and notify stages, and ingesters. `npm start`, the e2e tests and the
  * benchmarks all start the pipeline through here.
  * @module
  */
@@ -14,6 +14,8 @@ import { createIngester, type Ingester } from "./ingest/ingest.js";
 import { type ChainSource, createRpcSource } from "./ingest/rpc.js";
 import { type Bus, createBus, createRecordProducer, type RecordProducer } from "./kafka/bus.js";
 import type { RunningConsumer } from "./kafka/consumer.js";
+import { startMatchStage } from "./match/stage.js";
+import { startNotifyStage } from "./notify/stage.js";
 
 /** Dependencies of {@link startPipeline}. */
 export interface PipelineDeps {
@@ -23,8 +25,8 @@ export interface PipelineDeps {
   es?: Client;
   /** Decoder; `createDecoder()` when absent. */
   decoder?: Decoder;
-  /** Which consuming stages to run. Default both. */
-  stages?: Array<"decode" | "index">;
+  /** Which consuming stages to run. Default decode and index (match and notify need Redis and rules). */
+  stages?: Array<"decode" | "index" | "match" | "notify">;
   /** Refresh indices after each bulk (tests). Default false. */
   refresh?: boolean;
 }
@@ -59,6 +61,8 @@ export async function startPipeline(deps: PipelineDeps): Promise<Pipeline> {
       await startIndexStage({ bus, es, chain: config.chain, indexPrefix: config.elasticsearch.indexPrefix, logger, refresh: deps.refresh }),
     );
   }
+  if (stages.includes("match")) consumers.push(await startMatchStage({ bus, config, logger }));
+  if (stages.includes("notify")) consumers.push(await startNotifyStage({ bus, config, logger }));
   const producers: RecordProducer[] = [];
   return {
     bus,
