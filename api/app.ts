@@ -1,31 +1,70 @@
 /**
- * The search API as a Fastify application: {@link buildApi} wires the plugins (errors,
- * elasticsearch, auth) and the routes (health, search) from a {@link Config}. Nothing here reads
- * the environment; api/server.ts listens.
+ * The API as a Fastify application: {@link buildApi} wires the plugins (metrics, errors,
+ * elasticsearch, redis, accounts, rate limit, auth, OpenAPI) and the routes (health, search, admin)
+ * from a {@link Config}. Nothing here reads the environment; api/server.ts listens.
+ *
+ * Request path: metrics timing → authentication + rate limit (onRequest; public routes skip both)
+ * → chain/kinds check → schema validation → allowlist validation → Elasticsearch → one error
+ * handler for every failure.
  * @module
  */
 import type { Client } from "@elastic/elasticsearch";
 import { TypeBoxValidatorCompiler } from "@fastify/type-provider-typebox";
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyServerOptions } from "fastify";
-import type { Config } from "../lib/config.js";
+import type { Redis } from "ioredis";
+import type { Registry } from "prom-client";
+import type { AccountStore } from "../lib/accounts/store.js";
+import type { ChainId, Config } from "../lib/config.js";
+import pkg from "../package.json" with { type: "json" };
+import { accountsPlugin } from "./plugins/accounts.js";
 import { authPlugin } from "./plugins/auth.js";
 import { elasticsearchPlugin } from "./plugins/elasticsearch.js";
 import { errorsPlugin } from "./plugins/errors.js";
+import { metricsPlugin, metricsRoutes } from "./plugins/metrics.js";
+import { openapiPlugin } from "./plugins/openapi.js";
+import { rateLimitPlugin } from "./plugins/rate-limit.js";
+import { redisPlugin } from "./plugins/redis.js";
+import { adminRoutes } from "./routes/admin/index.js";
 import { healthRoutes } from "./routes/health.js";
 import { searchRoutes } from "./routes/search/index.js";
+import { chainLabel } from "./routes/search/target.js";
 
 /** Largest request body, in bytes (1 MiB; a query with 256 clauses of 1024 values fits). */
 export const BODY_LIMIT_BYTES = 1024 * 1024;
 
 /** Dependencies of {@link buildApi}. */
 export interface ApiDeps {
-  /** Uses `chain`, `api.tokens`, `api.maxSize`, `elasticsearch.*` and `logLevel`. */
+  /**
+   * Uses `chain`, `api.*` (tokens, adminToken, maxSize, rateLimitMax, rateLimitWindowMs),
+   * `elasticsearch.*`, `redisUrl`, `redisKeyPrefix` and `logLevel`.
+   */
   config: Config;
+  /**
+   * The chains this deployment serves; the path segments of each request pick one, and its index
+   * names are resolved per request. Default: `[config.chain]`.
+   */
+  chains?: ChainId[];
   /**
    * An Elasticsearch client to use (and leave open on close). Default: a client created from
    * `config.elasticsearch.url`, closed when the app closes.
    */
   es?: Client;
+  /**
+   * The account and token store to authenticate against (and leave open). Default: a store
+   * connected with `connectAccountStore(config)` (Redis at `config.redisUrl`, keys under
+   * `config.redisKeyPrefix`), closed when the app closes.
+   */
+  accounts?: AccountStore;
+  /**
+   * An ioredis client for the rate-limit counters and the readiness check (left open on close).
+   * Default: a client connected to `config.redisUrl`, closed when the app closes.
+   */
+  redis?: Redis;
+  /**
+   * A prom-client registry to register the API metrics in (e.g. a process-wide one). Default: a
+   * registry of this app, with the prom-client default metrics.
+   */
+  metricsRegistry?: Registry;
   /**
    * A pino-compatible logger instance to use, `false` for no logging, or `true`/absent for a pino
    * logger at `config.logLevel` writing JSON lines to stdout.
@@ -35,14 +74,17 @@ export interface ApiDeps {
 
 /**
  * Builds the API application (plugins registered, not listening). Use `app.inject()` in tests or
- * `app.listen()` / {@link startApi} to serve. Call `app.close()` to release the ES client it created.
+ * `app.listen()` / {@link startApi} to serve. Call `app.close()` to release the clients it created.
  *
  * Routing: trailing slashes are optional (`/…/search/` and `/…/search` are the same route).
  * Bodies: `application/json` only (others get 415); an empty body is accepted and means `{}`.
- * @throws when a plugin fails to register (e.g. an invalid ES URL).
+ * Responses: serialized with `JSON.stringify` (route response schemas document, never reshape).
+ * @throws when a plugin fails to register, e.g. an invalid ES URL, or Redis unreachable (the
+ *   account store and the rate limiter connect at startup, failing fast).
  */
 export async function buildApi(deps: ApiDeps): Promise<FastifyInstance> {
   const { config } = deps;
+  const chains = deps.chains && deps.chains.length > 0 ? deps.chains : [config.chain];
   const options: FastifyServerOptions = {
     routerOptions: { ignoreTrailingSlash: true },
     bodyLimit: BODY_LIMIT_BYTES,
@@ -52,6 +94,7 @@ export async function buildApi(deps: ApiDeps): Promise<FastifyInstance> {
       ? (Fastify({ ...options, loggerInstance: deps.logger }) as unknown as FastifyInstance)
       : Fastify({ ...options, logger: deps.logger === false ? false : { level: config.logLevel } });
   app.setValidatorCompiler(TypeBoxValidatorCompiler);
+  app.setSerializerCompiler(() => (data) => JSON.stringify(data));
 
   // An empty JSON body means "no body" ({}): the contract's "search with no body".
   const json = app.getDefaultJsonParser("error", "error");
@@ -61,14 +104,43 @@ export async function buildApi(deps: ApiDeps): Promise<FastifyInstance> {
     else json(request, body as string, done);
   });
 
-  await app.register(errorsPlugin);
-  await app.register(elasticsearchPlugin, {
-    url: config.elasticsearch.url,
-    requestTimeoutMs: config.elasticsearch.requestTimeoutMs,
-    ...(deps.es ? { client: deps.es } : {}),
-  });
-  await app.register(authPlugin, { tokens: config.api.tokens });
-  await app.register(healthRoutes);
-  await app.register(searchRoutes, { config });
+  try {
+    await app.register(metricsPlugin, deps.metricsRegistry ? { registry: deps.metricsRegistry } : {});
+    await app.register(errorsPlugin);
+    await app.register(elasticsearchPlugin, {
+      url: config.elasticsearch.url,
+      requestTimeoutMs: config.elasticsearch.requestTimeoutMs,
+      ...(deps.es ? { client: deps.es } : {}),
+    });
+    await app.register(redisPlugin, { url: config.redisUrl, ...(deps.redis ? { client: deps.redis } : {}) });
+    await app.register(accountsPlugin, { config, ...(deps.accounts ? { store: deps.accounts } : {}) });
+    await app.register(rateLimitPlugin, {
+      max: config.api.rateLimitMax,
+      timeWindowMs: config.api.rateLimitWindowMs,
+      redis: app.redis,
+      nameSpace: `${config.redisKeyPrefix}ratelimit:`,
+    });
+    await app.register(authPlugin, {
+      tokens: config.api.tokens,
+      adminToken: config.api.adminToken,
+      store: app.accounts,
+      limit: (request, reply) => app.enforceRateLimit(request, reply),
+    });
+    await app.register(openapiPlugin, { version: pkg.version });
+    await app.register(healthRoutes);
+    await app.register(metricsRoutes);
+    await app.register(searchRoutes, {
+      config,
+      chains,
+      onHits: (target, hits) => {
+        app.metrics.searchHits.inc({ chain: target.chain ? chainLabel(target.chain) : "unknown", kinds: target.kinds.join(",") }, hits);
+      },
+    });
+    await app.register(adminRoutes);
+  } catch (err) {
+    // Release what the plugins registered so far opened (ES client, Redis connections).
+    await app.close().catch(() => {});
+    throw err;
+  }
   return app;
 }

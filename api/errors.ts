@@ -1,5 +1,5 @@
 /**
- * Every error code the search API answers with, its HTTP status and meaning, plus the
+ * Every error code the API answers with, its HTTP status and meaning, plus the
  * {@link ApiError} class the routes throw and the JSON error body shape.
  *
  * Error body (always `application/json`):
@@ -22,16 +22,22 @@ export interface ErrorCodeInfo {
   description: string;
 }
 
-/** Error codes of the search API, code → {status, description}. Stable: never renamed. */
+/** Error codes of the API, code → {status, description}. Stable: never renamed. */
 export const ERROR_CODES = {
   CS_AUTH_REQUIRED: {
     status: 401,
-    description: "Missing, malformed or unknown bearer token (the same answer for all three cases).",
+    description:
+      "Missing, malformed, unknown, revoked or expired bearer token, a token of a disabled account, or a wrong admin token (the same answer for all).",
+  },
+  CS_RATE_LIMITED: {
+    status: 429,
+    description:
+      "The token (or, for failed authentications, the client address) used up its request budget; retry after Retry-After seconds.",
   },
   CS_ROUTE_NOT_FOUND: { status: 404, description: "No route matches the method and path." },
   CS_UNKNOWN_CHAIN: {
     status: 404,
-    description: "The <technology>/<blockchain>/<network> path segments are not the chain this deployment serves.",
+    description: "The <technology>/<blockchain>/<network> path segments are not one of the chains this deployment serves.",
   },
   CS_UNKNOWN_KIND: {
     status: 404,
@@ -41,7 +47,8 @@ export const ERROR_CODES = {
   CS_HASH_INVALID: { status: 400, description: "A hash path parameter is not 0x followed by 64 hex digits." },
   CS_BODY_INVALID: {
     status: 400,
-    description: "The body is not valid JSON, not a JSON object, or has a top-level key other than query, sort, size, _source.",
+    description:
+      "The body is not valid JSON, not a JSON object, or has a top-level key other than query, sort, size, _source, search_after, aggs/aggregations (e.g. from, highlight, script_fields, runtime_mappings).",
   },
   CS_BAD_REQUEST: {
     status: 400,
@@ -73,15 +80,41 @@ export const ERROR_CODES = {
   CS_SORT_INVALID: {
     status: 400,
     description:
-      "sort is not a map (or array of maps) from a sortable field to asc/desc or {order}, or names a field that cannot be sorted on.",
+      "sort is not a map (or array of maps) from a sortable field to asc/desc or {order}, or names a field that cannot be sorted on (including _script).",
   },
   CS_SIZE_INVALID: { status: 400, description: "size is not an integer, or is outside -1 and 0..maxSize." },
   CS_SOURCE_INVALID: { status: 400, description: "_source is not an array of mapped field paths (or prefixes of them)." },
+  CS_SEARCH_AFTER_INVALID: {
+    status: 400,
+    description: "search_after (extension) is not an array of one value per sort key, is given without sort, or is combined with size -1.",
+  },
+  CS_AGG_UNSUPPORTED: {
+    status: 400,
+    description: "An aggregation type outside the allowlist (e.g. scripted_metric, significant_terms, top_hits, composite).",
+  },
+  CS_AGG_INVALID: {
+    status: 400,
+    description:
+      "An aggregation (extension) has a bad name or shape, an unknown option, or a field it cannot use (unknown, text, nested, or not numeric where a number is needed).",
+  },
+  CS_AGG_TOO_MANY_BUCKETS: {
+    status: 400,
+    description:
+      "The aggregations would return more buckets than the cap (10000 in all, terms size at most 1000), or nest or count too many aggregations.",
+  },
   CS_QUERY_REJECTED: {
     status: 400,
     description: "Elasticsearch rejected the (validated) query, e.g. a value of the wrong type for a field.",
   },
-  CS_BACKEND_UNAVAILABLE: { status: 503, description: "Elasticsearch is unreachable, overloaded or timed out." },
+  CS_ACCOUNT_NOT_FOUND: { status: 404, description: "Admin endpoints: no account has that id." },
+  CS_TOKEN_NOT_FOUND: { status: 404, description: "Admin endpoints: no token has that id." },
+  CS_ACCOUNT_INVALID: { status: 400, description: "Admin endpoints: bad account name or e-mail (path names the field)." },
+  CS_TOKEN_INVALID: { status: 400, description: "Admin endpoints: bad token name, or expiresAt not an ISO 8601 time in the future." },
+  CS_ACCOUNT_DISABLED: { status: 409, description: "Admin endpoints: a token cannot be issued to a disabled account." },
+  CS_BACKEND_UNAVAILABLE: {
+    status: 503,
+    description: "Elasticsearch or Redis (accounts, rate limits) is unreachable, overloaded or timed out.",
+  },
   CS_INTERNAL: { status: 500, description: "Unexpected server error (details are logged, never returned)." },
 } as const satisfies Record<string, ErrorCodeInfo>;
 

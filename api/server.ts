@@ -8,7 +8,7 @@ import { type ApiDeps, buildApi } from "./app.js";
 
 /** A listening API. */
 export interface RunningApi {
-  /** The Fastify app; `await app.close()` stops it (and closes the ES client it created). */
+  /** The Fastify app; `await app.close()` stops it (and closes the ES and Redis clients it created). */
   app: FastifyInstance;
   /** Base URL, e.g. `http://127.0.0.1:8080` (the actual port when config.api.port is 0). */
   url: string;
@@ -16,11 +16,12 @@ export interface RunningApi {
 
 /**
  * Builds the API ({@link buildApi}) and listens on `config.api.host` / `config.api.port`
- * (port 0 picks a free port). Two call shapes: `startApi(config, {es?, logger?})` or
- * `startApi({config, es?, logger?})`.
+ * (port 0 picks a free port). Two call shapes: `startApi(config, {es?, accounts?, …})` or
+ * `startApi({config, es?, accounts?, …})`.
  * @param configOrDeps - the process configuration, or all {@link ApiDeps}.
- * @param deps - with a bare config: optional ES client and logger (see {@link ApiDeps}).
- * @throws when the address is in use or cannot be bound (the app is closed first).
+ * @param deps - with a bare config: the optional dependencies (see {@link ApiDeps}).
+ * @throws when Redis is unreachable at startup (see {@link buildApi}), or when the address is in
+ *   use or cannot be bound (the app is closed first).
  */
 export async function startApi(configOrDeps: Config | ApiDeps, deps: Omit<ApiDeps, "config"> = {}): Promise<RunningApi> {
   const all: ApiDeps = isDeps(configOrDeps) ? configOrDeps : { ...deps, config: configOrDeps };

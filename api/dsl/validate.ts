@@ -8,12 +8,18 @@
  * only). Everything else (script, wildcard, regexp, terms lookup, …) is refused, as are fields not
  * mapped for the requested kinds (see api/dsl/fields.ts).
  *
+ * Extensions beyond the query contract: `search_after` (cursor pagination over a sorted search)
+ * and `aggs`/`aggregations` (an allowlist of aggregations, validated by api/dsl/aggs.ts). Other
+ * Elasticsearch body keys (`from`, `highlight`, `script_fields`, `runtime_mappings`, …) are refused
+ * with `CS_BODY_INVALID`.
+ *
  * JSON paths: object keys that are identifiers are joined with `.`, other keys (e.g. dotted field
  * names) are written `["number.num"]`, array indexes `[1]`; e.g. `query.bool.filter[1].term["blockNumber.num"]`.
  * @module
  */
 import type { RecordKind } from "../../lib/records.js";
 import type { ApiErrorDetail, ErrorCode } from "../errors.js";
+import { type EsAggs, validateAggs } from "./aggs.js";
 import { type FieldCatalog, type FieldInfo, fieldCatalog, RANGE_TYPES } from "./fields.js";
 
 /** Caps of the query language. */
@@ -33,8 +39,53 @@ export const LIMITS = {
 /** The query clauses accepted, in documentation order. */
 export const ALLOWED_CLAUSES = ["bool", "term", "terms", "range", "ids", "nested", "exists", "match_all", "match"] as const;
 
-/** Keys accepted at the top level of a query body. */
-export const BODY_KEYS = ["query", "sort", "size", "_source"] as const;
+/** Keys accepted at the top level of a query body (the last three are extensions beyond the contract). */
+export const BODY_KEYS = ["query", "sort", "size", "_source", "search_after", "aggs", "aggregations"] as const;
+
+/**
+ * Elasticsearch search-body keys this API refuses on purpose, with the reason given in the error
+ * message (all are `CS_BODY_INVALID` at the key's path). Any other unknown key is refused too.
+ */
+export const REFUSED_BODY_KEYS: Readonly<Record<string, string>> = {
+  from: "from is not supported; page with sort + search_after",
+  runtime_mappings: "runtime_mappings (scripted runtime fields) are not supported",
+  script_fields: "script_fields are not supported",
+  highlight: "highlight is not supported",
+  suggest: "suggest is not supported",
+  rescore: "rescore is not supported",
+  profile: "profile is not supported",
+  explain: "explain is not supported",
+  stored_fields: "stored_fields are not supported; use _source",
+  docvalue_fields: "docvalue_fields are not supported; use _source",
+  fields: "fields is not supported; use _source",
+  post_filter: "post_filter is not supported; put the condition in query",
+  min_score: "min_score is not supported",
+  collapse: "collapse is not supported",
+  pit: "pit is not supported; use search_after, or size -1 for all matches",
+  slice: "slice is not supported",
+  knn: "knn is not supported",
+  timeout: "timeout is set by the server",
+  terminate_after: "terminate_after is not supported",
+  track_total_hits: "track_total_hits is always true",
+  track_scores: "track_scores is not supported",
+  indices_boost: "indices_boost is not supported",
+  version: "version is not supported",
+  seq_no_primary_term: "seq_no_primary_term is not supported",
+  stats: "stats is not supported",
+  ext: "ext is not supported",
+  rank: "rank is not supported",
+  retriever: "retriever is not supported",
+  script: "scripts are not supported",
+};
+
+/** The `CS_BODY_INVALID` message of an unknown or refused top-level body key. */
+export function unknownKeyMessage(key: string): string {
+  const why = Object.hasOwn(REFUSED_BODY_KEYS, key) ? `${REFUSED_BODY_KEYS[key]}; ` : `unknown key ${JSON.stringify(key)}; `;
+  return `${why}allowed keys: ${BODY_KEYS.join(", ")}`;
+}
+
+/** Longest `search_after` array (one value per sort key). */
+export const MAX_SORT_KEYS = 16;
 
 /** A sanitized ES query clause (a one-key object). */
 export type EsQuery = Record<string, unknown>;
@@ -55,6 +106,10 @@ export interface SearchPlan {
   size: number;
   /** `_source` paths to keep; absent (or empty) = the whole record. */
   source?: string[];
+  /** Extension: the sort values of the last hit of the previous page (one per sort clause). */
+  searchAfter?: Array<string | number | boolean | null>;
+  /** Extension: sanitized aggregations (see api/dsl/aggs.ts). */
+  aggs?: EsAggs;
 }
 
 /** Either the validated value or every problem found (at least one). */
@@ -560,6 +615,10 @@ export function validateSort(sort: unknown, kinds: readonly RecordKind[], path =
 
 function sortField(catalog: FieldCatalog, out: Collector, field: string, order: SortOrder, path: string): EsSortClause | undefined {
   if (field === "_score") return { _score: { order } };
+  if (field === "_script") {
+    out.add("CS_SORT_INVALID", "script sorting (_script) is not supported; sort on a sortable field", path);
+    return undefined;
+  }
   const info = catalog.fields.get(field);
   if (!info) {
     out.add("CS_SORT_INVALID", `unknown sort field ${JSON.stringify(field)} for ${kindsLabel(catalog)}`, path);
@@ -617,6 +676,10 @@ function sortInto(sort: unknown, catalog: FieldCatalog, out: Collector, path: st
     }
     for (const [field, spec] of Object.entries(item)) {
       const fp = jsonPath(ip, field);
+      if (field === "_script") {
+        sortField(catalog, out, field, "asc", fp);
+        continue;
+      }
       const order = sortOrder(out, spec, fp);
       if (!order) continue;
       const c = sortField(catalog, out, field, order, fp);
@@ -668,7 +731,7 @@ export function validateSource(source: unknown, kinds: readonly RecordKind[], pa
 }
 
 /**
- * Validates a whole query body (`{query?, sort?, size?, _source?}`) for the given kinds.
+ * Validates a whole query body (`{query?, sort?, size?, _source?, search_after?, aggs?|aggregations?}`) for the given kinds.
  * `undefined` (no body) is the same as `{}`: the first 10 records, unsorted.
  * Unknown top-level keys are `CS_BODY_INVALID` at the key's path; a body that is not an object is
  * `CS_BODY_INVALID` with path null. All problems are collected (at most {@link LIMITS.maxErrors}).
@@ -682,9 +745,7 @@ export function validateSearchBody(body: unknown, opts: ValidateOptions): Valida
   const catalog = fieldCatalog(opts.kinds);
   const out = new Collector();
   for (const key of Object.keys(body)) {
-    if (!(BODY_KEYS as readonly string[]).includes(key)) {
-      out.add("CS_BODY_INVALID", `unknown key ${JSON.stringify(key)}; allowed: ${BODY_KEYS.join(", ")}`, jsonPath("", key));
-    }
+    if (!(BODY_KEYS as readonly string[]).includes(key)) out.add("CS_BODY_INVALID", unknownKeyMessage(key), jsonPath("", key));
   }
   let query: EsQuery | undefined;
   if (body.query !== undefined) {
@@ -696,10 +757,68 @@ export function validateSearchBody(body: unknown, opts: ValidateOptions): Valida
   if (!size.ok) for (const e of size.errors) out.add(e.code, e.message, e.path);
   const source = validateSource(body._source, opts.kinds);
   if (!source.ok) for (const e of source.errors) out.add(e.code, e.message, e.path);
+  let searchAfter: SearchPlan["searchAfter"];
+  // With an invalid sort, its own errors say enough: search_after cannot be checked against it.
+  if (body.search_after !== undefined && (body.sort === undefined || sort !== undefined)) {
+    const sa = validateSearchAfter(body.search_after, sort, size.ok ? size.value : undefined, opts.kinds);
+    if (sa.ok) searchAfter = sa.value;
+    else for (const e of sa.errors) out.add(e.code, e.message, e.path);
+  }
+  let aggs: EsAggs | undefined;
+  if (body.aggs !== undefined && body.aggregations !== undefined) {
+    out.add("CS_AGG_INVALID", "use either aggs or aggregations, not both", "aggregations");
+  } else if (body.aggs !== undefined || body.aggregations !== undefined) {
+    const key = body.aggs !== undefined ? "aggs" : "aggregations";
+    const checked = validateAggs(body[key], opts.kinds, key);
+    if (checked.ok) aggs = checked.value;
+    else for (const e of checked.errors) out.add(e.code, e.message, e.path);
+  }
   if (out.errors.length > 0) return { ok: false, errors: out.errors };
   const plan: SearchPlan = { size: size.ok ? size.value : LIMITS.defaultSize };
   if (query) plan.query = query;
   if (sort) plan.sort = sort;
   if (source.ok && source.value) plan.source = source.value;
+  if (searchAfter) plan.searchAfter = searchAfter;
+  if (aggs && Object.keys(aggs).length > 0) plan.aggs = aggs;
   return { ok: true, value: plan };
+}
+
+/**
+ * Validates `search_after` (extension): an array with one value (string, number, boolean or null)
+ * per clause of the already validated `sort` — the `sort` array of the last hit of the previous
+ * page. Numeric and date sort keys need numbers. Not allowed with `size: -1` (which pages by itself).
+ * @param value - the `search_after` value of the body.
+ * @param sort - the sanitized sort (undefined when the body has none or it was invalid).
+ * @param size - the validated size, if valid.
+ * @returns the values, or `CS_SEARCH_AFTER_INVALID` problems at `search_after[…]`.
+ */
+export function validateSearchAfter(
+  value: unknown,
+  sort: readonly EsSortClause[] | undefined,
+  size: number | undefined,
+  kinds?: readonly RecordKind[],
+): ValidationResult<Array<string | number | boolean | null>> {
+  const p = "search_after";
+  const err = (message: string, path = p): ValidationResult<never> => ({
+    ok: false,
+    errors: [{ code: "CS_SEARCH_AFTER_INVALID", message, path }],
+  });
+  if (!Array.isArray(value) || value.length === 0 || value.length > MAX_SORT_KEYS)
+    return err(`search_after must be an array of 1..${MAX_SORT_KEYS} values: the sort values of the last hit of the previous page`);
+  if (size === -1) return err("search_after cannot be combined with size -1 (which returns all matches)");
+  if (!sort) return err("search_after needs a sort (end it with a unique field, e.g. hash, so that pages do not overlap)");
+  if (value.length !== sort.length)
+    return err(`search_after has ${value.length} values but the sort has ${sort.length} keys; pass the sort array of the last hit`);
+  const catalog = kinds ? fieldCatalog(kinds) : undefined;
+  for (let i = 0; i < value.length; i++) {
+    const v: unknown = value[i];
+    const ip = jsonPath(p, i);
+    if (!(v === null || typeof v === "string" || typeof v === "boolean" || (typeof v === "number" && Number.isFinite(v))))
+      return err("search_after values must be strings, numbers, booleans or null", ip);
+    const field = Object.keys(sort[i] as EsSortClause)[0] as string;
+    const type = field === "_score" ? "double" : catalog?.fields.get(field)?.type;
+    if (type !== undefined && RANGE_TYPES.has(type) && typeof v !== "number" && v !== null)
+      return err(`sort key ${field} is ${type}: its search_after value must be a number (as in the hit's sort array)`, ip);
+  }
+  return { ok: true, value: value as Array<string | number | boolean | null> };
 }

@@ -6,20 +6,33 @@
  *
  * Mapping:
  * - {@link ApiError} (our routes and plugins): its code(s) and status.
- * - Fastify schema validation errors: by the top-level key of the failing body part — `size` →
- *   CS_SIZE_INVALID, `sort` → CS_SORT_INVALID, `_source` → CS_SOURCE_INVALID, `query` →
- *   CS_QUERY_INVALID, an unknown key or a non-object body → CS_BODY_INVALID.
+ * - `AccountError` (admin routes, lib/accounts): its code, the status of
+ *   `ACCOUNT_ERROR_HTTP_STATUS`, and its `field` as path.
+ * - Fastify schema validation errors: on routes declaring `config.validationErrorCode` (admin
+ *   routes), that code with the failing part's path; otherwise by the top-level key of the failing
+ *   body part — `size` → CS_SIZE_INVALID, `sort` → CS_SORT_INVALID, `_source` → CS_SOURCE_INVALID,
+ *   `query` → CS_QUERY_INVALID, `search_after` → CS_SEARCH_AFTER_INVALID, `aggs`/`aggregations` →
+ *   CS_AGG_INVALID, an unknown key or a non-object body → CS_BODY_INVALID.
  * - Fastify body parsing: invalid/empty-but-required JSON → CS_BODY_INVALID, too large →
  *   CS_BODY_TOO_LARGE (413), wrong Content-Type → CS_UNSUPPORTED_MEDIA_TYPE (415), other 4xx → CS_BAD_REQUEST.
- * - Elasticsearch client errors: HTTP 400 → CS_QUERY_REJECTED (with ES's root-cause reason);
+ * - Elasticsearch client errors: `too_many_buckets_exception` → CS_AGG_TOO_MANY_BUCKETS; other HTTP
+ *   400 → CS_QUERY_REJECTED (with ES's root-cause reason);
  *   connection errors, timeouts, 408/429/502/503/504 → 503 CS_BACKEND_UNAVAILABLE; anything else → 500 CS_INTERNAL.
  * @module
  */
 import { errors as esErrors } from "@elastic/elasticsearch";
 import type { FastifyPluginAsync } from "fastify";
-import { BODY_KEYS, jsonPath } from "../dsl/validate.js";
+import { ACCOUNT_ERROR_HTTP_STATUS, AccountError } from "../../lib/accounts/model.js";
+import { jsonPath, unknownKeyMessage } from "../dsl/validate.js";
 import { ApiError, type ApiErrorDetail, ERROR_CODES, type ErrorCode, errorBody } from "../errors.js";
 import { globalPlugin } from "./plugin.js";
+
+declare module "fastify" {
+  interface FastifyContextConfig {
+    /** Code of every body/params validation failure of the route (instead of the search body mapping). */
+    validationErrorCode?: ErrorCode;
+  }
+}
 
 /** Result of {@link mapError}: the HTTP status and the problems to report. */
 export interface MappedError {
@@ -44,6 +57,9 @@ const CODE_BY_BODY_KEY: Record<string, ErrorCode> = {
   sort: "CS_SORT_INVALID",
   size: "CS_SIZE_INVALID",
   _source: "CS_SOURCE_INVALID",
+  search_after: "CS_SEARCH_AFTER_INVALID",
+  aggs: "CS_AGG_INVALID",
+  aggregations: "CS_AGG_INVALID",
 };
 
 function detail(code: ErrorCode, message: string, path: string | null = null): ApiErrorDetail {
@@ -68,11 +84,25 @@ function segmentsToPath(prefix: string, segments: string[]): string {
   return segments.reduce<string>((p, s) => jsonPath(p, /^\d+$/.test(s) ? Number(s) : s), prefix);
 }
 
+/** The JSON path of a validation item: the failing value, or for `required` the missing property. */
+function itemPath(prefix: string, item: ValidationItem): string {
+  const segments = pointerSegments(item.instancePath ?? "");
+  const required = item.keyword === "required" ? (item.params?.requiredProperties ?? item.params?.missingProperty) : undefined;
+  const missing = Array.isArray(required) ? required[0] : required;
+  if (typeof missing === "string") segments.push(missing);
+  const extra = item.keyword === "additionalProperties" ? item.params?.additionalProperties : undefined;
+  const extraKey = Array.isArray(extra) ? extra[0] : extra;
+  if (typeof extraKey === "string") segments.push(extraKey);
+  return segmentsToPath(prefix, segments);
+}
+
 /**
  * Maps Fastify schema-validation errors (TypeBox/Ajv shaped) of a request part to our details.
  * @param context - `body`, `params`, `querystring` or `headers`.
+ * @param code - when given (routes with `config.validationErrorCode`), every problem gets this
+ *   code and the failing part's path (body paths bare, others prefixed with the context).
  */
-export function mapValidation(items: readonly ValidationItem[], context: string | undefined): ApiErrorDetail[] {
+export function mapValidation(items: readonly ValidationItem[], context: string | undefined, code?: ErrorCode): ApiErrorDetail[] {
   const out: ApiErrorDetail[] = [];
   const seen = new Set<string>();
   const push = (d: ApiErrorDetail): void => {
@@ -82,6 +112,22 @@ export function mapValidation(items: readonly ValidationItem[], context: string 
       out.push(d);
     }
   };
+  if (code) {
+    // Union branches (anyOf) report one item per branch plus the anyOf itself; keep the last (summary) per path.
+    const byPath = new Map<string, ValidationItem>();
+    for (const item of items) byPath.set(itemPath(context === "body" ? "" : (context ?? ""), item), item);
+    for (const [path, item] of byPath) {
+      const what = path || context || "request";
+      const message =
+        item.keyword === "required"
+          ? `${what} is required`
+          : item.keyword === "additionalProperties"
+            ? `unknown key ${what}`
+            : `${what} ${item.message ?? "is invalid"}`;
+      push(detail(code, message, path || null));
+    }
+    return out.length > 0 ? out : [detail(code, "the request is invalid", null)];
+  }
   for (const item of items) {
     const segments = pointerSegments(item.instancePath ?? "");
     if (context !== "body") {
@@ -91,8 +137,7 @@ export function mapValidation(items: readonly ValidationItem[], context: string 
     const extra = item.keyword === "additionalProperties" ? item.params?.additionalProperties : undefined;
     const extraKeys = Array.isArray(extra) ? extra.map(String) : typeof extra === "string" ? [extra] : [];
     if (segments.length === 0 && extraKeys.length > 0) {
-      for (const k of extraKeys)
-        push(detail("CS_BODY_INVALID", `unknown key ${JSON.stringify(k)}; allowed: ${BODY_KEYS.join(", ")}`, jsonPath("", k)));
+      for (const k of extraKeys) push(detail("CS_BODY_INVALID", unknownKeyMessage(k), jsonPath("", k)));
       continue;
     }
     const top = segments[0];
@@ -100,14 +145,19 @@ export function mapValidation(items: readonly ValidationItem[], context: string 
       push(detail("CS_BODY_INVALID", "the body must be a JSON object", null));
       continue;
     }
-    const code = CODE_BY_BODY_KEY[top];
-    if (!code) {
-      push(detail("CS_BODY_INVALID", `unknown key ${JSON.stringify(top)}; allowed: ${BODY_KEYS.join(", ")}`, jsonPath("", top)));
+    const keyCode = CODE_BY_BODY_KEY[top];
+    if (!keyCode) {
+      push(detail("CS_BODY_INVALID", unknownKeyMessage(top), jsonPath("", top)));
       continue;
     }
-    push(detail(code, `${top} ${item.message ?? "is invalid"}`, segmentsToPath("", segments)));
+    push(detail(keyCode, `${top} ${item.message ?? "is invalid"}`, segmentsToPath("", segments)));
   }
   return out.length > 0 ? out : [detail("CS_BODY_INVALID", "the body is invalid", null)];
+}
+
+/** Whether ES refused the request for creating too many aggregation buckets (`search.max_buckets`). */
+function tooManyBuckets(err: InstanceType<typeof esErrors.ResponseError>): boolean {
+  return JSON.stringify(err.body ?? "").includes("too_many_buckets_exception");
 }
 
 /** ES's own explanation of a rejected request (root cause reason), trimmed to 300 characters. */
@@ -119,11 +169,21 @@ function esReason(err: InstanceType<typeof esErrors.ResponseError>): string {
 
 /**
  * Maps any thrown value to a status and problems (pure; used by the error handler).
+ * @param validationCode - the route's `config.validationErrorCode`, for schema validation errors.
  */
-export function mapError(err: unknown): MappedError {
+export function mapError(err: unknown, validationCode?: ErrorCode): MappedError {
   if (err instanceof ApiError) return { status: err.statusCode, details: err.details, unexpected: err.statusCode >= 500 };
+  if (err instanceof AccountError) {
+    return { status: ACCOUNT_ERROR_HTTP_STATUS[err.code], details: [detail(err.code, err.message, err.field ?? null)], unexpected: false };
+  }
   if (err instanceof esErrors.ResponseError) {
     const status = err.statusCode ?? err.meta?.statusCode ?? 500;
+    if (tooManyBuckets(err))
+      return single(
+        "CS_AGG_TOO_MANY_BUCKETS",
+        "the aggregations create too many buckets; raise the interval, add hard_bounds, or narrow the query",
+        "aggs",
+      );
     if (status === 400) return single("CS_QUERY_REJECTED", esReason(err));
     if (ES_UNAVAILABLE_STATUS.has(status)) return single("CS_BACKEND_UNAVAILABLE", `Elasticsearch answered ${status}`);
     return single("CS_INTERNAL", "internal error");
@@ -138,7 +198,7 @@ export function mapError(err: unknown): MappedError {
   }
   const e = err as { validation?: ValidationItem[]; validationContext?: string; code?: string; statusCode?: number } | undefined;
   if (e && Array.isArray(e.validation)) {
-    const details = mapValidation(e.validation, e.validationContext);
+    const details = mapValidation(e.validation, e.validationContext, validationCode);
     const first = details[0] as ApiErrorDetail;
     return { status: ERROR_CODES[first.code].status, details, unexpected: false };
   }
@@ -165,7 +225,7 @@ export function mapError(err: unknown): MappedError {
 /** Installs the error handler and the not-found handler on the whole app. */
 export const errorsPlugin: FastifyPluginAsync = globalPlugin(async (app) => {
   app.setErrorHandler(async (err, request, reply) => {
-    const mapped = mapError(err);
+    const mapped = mapError(err, request.routeOptions.config?.validationErrorCode);
     if (mapped.unexpected) {
       if (mapped.status === 503) request.log.warn({ err }, "backend unavailable");
       else request.log.error({ err }, "request failed");

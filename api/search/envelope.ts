@@ -11,6 +11,9 @@
  *   records"). Real relevance scores (e.g. of `match`) are passed through. With no hits,
  *   `max_score` is null, as ES reports it.
  * - `_source` is restricted to the requested paths (see {@link filterSource}).
+ * - Extensions beyond the contract: a sorted search adds each hit's `sort` values (what
+ *   `search_after` takes for the next page) after `_source`; a search with aggregations adds
+ *   `aggregations` after `hits`, exactly as Elasticsearch returns them.
  * @module
  */
 import type { estypes } from "@elastic/elasticsearch";
@@ -41,6 +44,8 @@ export interface EnvelopeHit {
   _parent?: string;
   /** The record, restricted to the requested `_source` paths. */
   _source: Record<string, unknown>;
+  /** Extension, sorted searches only: the hit's sort values, to pass as `search_after` for the next page. */
+  sort?: unknown[];
 }
 
 /** The contract's hits envelope. */
@@ -57,6 +62,8 @@ export interface HitsEnvelope {
     max_score: number | null;
     hits: EnvelopeHit[];
   };
+  /** Extension, searches with `aggs` only: ES's aggregation results by name. */
+  aggregations?: Record<string, unknown>;
 }
 
 /** Options of {@link shapeHit} and {@link shapeEnvelope}. */
@@ -65,6 +72,8 @@ export interface ShapeOptions {
   source?: readonly string[];
   /** Report `_score` 1 for every hit (see {@link filterOnlyScores}). Computed by {@link shapeEnvelope}. */
   unitScores?: boolean;
+  /** Copy each hit's `sort` values (sorted searches, for `search_after`). */
+  sortValues?: boolean;
 }
 
 /**
@@ -143,20 +152,23 @@ export function shapeHit(hit: estypes.SearchHit<unknown>, opts: ShapeOptions = {
     out._routing = parent;
     out._parent = parent;
   }
-  // Keep the contract's key order: _index, _type, _id, _score, _routing?, _parent?, _source.
+  // Keep the contract's key order: _index, _type, _id, _score, _routing?, _parent?, _source, then the sort extension.
   const { _source, ...head } = out;
-  return { ...head, _source: filterSource(_source, opts.source) };
+  const shaped: EnvelopeHit = { ...head, _source: filterSource(_source, opts.source) };
+  if (opts.sortValues && Array.isArray(hit.sort)) shaped.sort = hit.sort;
+  return shaped;
 }
 
 /**
  * Shapes an ES search response (made with `track_total_hits: true`) into the hits envelope.
  * @param res - the ES response.
- * @param opts - `source`: paths to keep; `unitScores` is computed here from the response.
+ * @param opts - `source`: paths to keep; `sortValues`: copy hits' sort values; `unitScores` is
+ *   computed here from the response. `aggregations` of the response are passed through when present.
  */
-export function shapeEnvelope(res: estypes.SearchResponse<unknown>, opts: Pick<ShapeOptions, "source"> = {}): HitsEnvelope {
+export function shapeEnvelope(res: estypes.SearchResponse<unknown>, opts: Pick<ShapeOptions, "source" | "sortValues"> = {}): HitsEnvelope {
   const hits = res.hits.hits;
   const unitScores = filterOnlyScores(res.hits.max_score, hits.length);
-  return {
+  const envelope: HitsEnvelope = {
     took: res.took,
     timed_out: res.timed_out,
     _shards: shapeShards(res._shards),
@@ -166,4 +178,6 @@ export function shapeEnvelope(res: estypes.SearchResponse<unknown>, opts: Pick<S
       hits: hits.map((h) => shapeHit(h, { ...opts, unitScores })),
     },
   };
+  if (res.aggregations) envelope.aggregations = res.aggregations as Record<string, unknown>;
+  return envelope;
 }

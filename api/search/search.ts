@@ -5,11 +5,19 @@
  * Every request carries the client-side timeout `requestTimeoutMs` and the same value as the ES
  * search `timeout` (https://www.elastic.co/guide/en/elasticsearch/reference/8.19/search-search.html),
  * plus `track_total_hits: true` so that `hits.total` is exact.
+ *
+ * Extensions: `search_after` is passed on (sort values beyond the 64-bit range, which JSON numbers
+ * cannot carry exactly, are sent as the decimal string of the nearest long, see
+ * {@link esSearchAfter}); aggregations are passed on and their response is capped at
+ * {@link AGG_LIMITS.maxBuckets} buckets ({@link checkBucketCap}).
  * @module
  */
 import type { Client, estypes, TransportRequestOptions } from "@elastic/elasticsearch";
+import type { ChainId } from "../../lib/config.js";
 import type { RecordKind } from "../../lib/records.js";
+import { AGG_LIMITS, countBuckets } from "../dsl/aggs.js";
 import type { SearchPlan } from "../dsl/validate.js";
+import { apiError } from "../errors.js";
 import { type HitsEnvelope, shapeEnvelope } from "./envelope.js";
 
 /** Which indices a request searches. */
@@ -18,6 +26,41 @@ export interface SearchTarget {
   kinds: RecordKind[];
   /** Their index names (`indexName(chain, kind, prefix)`), same order. */
   indices: string[];
+  /** The chain the indices belong to (for metrics); absent in tests that build targets by hand. */
+  chain?: ChainId;
+}
+
+const LONG_MAX = 2n ** 63n - 1n;
+const LONG_MIN = -(2n ** 63n);
+
+/**
+ * The `search_after` values sent to ES. ES reports a missing value of a `long`/`date` sort key as
+ * Long.MAX_VALUE / Long.MIN_VALUE, which a JSON number (an IEEE double) rounds to ±2^63, outside
+ * the long range; such values (|v| ≥ 2^63) are sent as the decimal string of the nearest long,
+ * which ES parses for long and double keys alike. Other values are sent unchanged.
+ */
+export function esSearchAfter(values: ReadonlyArray<string | number | boolean | null>): estypes.SortResults {
+  return values.map((v) => {
+    if (typeof v !== "number" || Math.abs(v) < 2 ** 63) return v;
+    return (v > 0 ? LONG_MAX : LONG_MIN).toString();
+  }) as estypes.SortResults;
+}
+
+/**
+ * Refuses an aggregations response with more than {@link AGG_LIMITS.maxBuckets} buckets
+ * (histograms without `hard_bounds` cannot be capped before searching).
+ * @throws {ApiError} 400 CS_AGG_TOO_MANY_BUCKETS.
+ */
+export function checkBucketCap(aggregations: unknown): void {
+  if (aggregations === undefined) return;
+  const n = countBuckets(aggregations);
+  if (n > AGG_LIMITS.maxBuckets) {
+    throw apiError(
+      "CS_AGG_TOO_MANY_BUCKETS",
+      `the aggregations returned ${n} buckets; the cap is ${AGG_LIMITS.maxBuckets} (raise the interval, add hard_bounds, or narrow the query)`,
+      "aggs",
+    );
+  }
 }
 
 /** Fields needed to compute `_routing`/`_parent` of each kind (see `parentOf` in lib/records.ts). */
@@ -45,8 +88,8 @@ export function requestOptions(requestTimeoutMs: number): TransportRequestOption
 }
 
 /**
- * The ES search request of a plan with `size >= 0`: the sanitized query and sort, `_source`
- * includes, `track_total_hits: true`, `timeout: "<ms>ms"`, and `ignore_unavailable` so that a kind
+ * The ES search request of a plan with `size >= 0`: the sanitized query and sort, `search_after`,
+ * aggregations, `_source` includes, `track_total_hits: true`, `timeout: "<ms>ms"`, and `ignore_unavailable` so that a kind
  * whose index does not exist yet answers with no hits instead of an error.
  */
 export function buildSearchRequest(plan: SearchPlan, target: SearchTarget, requestTimeoutMs: number): estypes.SearchRequest {
@@ -60,17 +103,25 @@ export function buildSearchRequest(plan: SearchPlan, target: SearchTarget, reque
   };
   if (plan.query) req.query = plan.query as estypes.QueryDslQueryContainer;
   if (plan.sort) req.sort = plan.sort as estypes.Sort;
+  if (plan.searchAfter) req.search_after = esSearchAfter(plan.searchAfter);
+  if (plan.aggs) req.aggs = plan.aggs as Record<string, estypes.AggregationsAggregationContainer>;
   const includes = sourceIncludes(plan, target.kinds);
   if (includes) req._source = includes;
   return req;
 }
 
 /**
- * Runs a search with `size >= 0` and returns the hits envelope.
+ * Runs a search with `size >= 0` and returns the hits envelope (with each hit's `sort` values when
+ * the plan is sorted, and `aggregations` when it has any).
  * @throws the ES client's errors (`ResponseError`, `ConnectionError`, `TimeoutError`, …), which the
- * error handler maps to CS_QUERY_REJECTED / CS_BACKEND_UNAVAILABLE / CS_INTERNAL.
+ * error handler maps to CS_QUERY_REJECTED / CS_BACKEND_UNAVAILABLE / CS_INTERNAL; `ApiError`
+ * CS_AGG_TOO_MANY_BUCKETS from {@link checkBucketCap}.
  */
 export async function runSearch(es: Client, plan: SearchPlan, target: SearchTarget, requestTimeoutMs: number): Promise<HitsEnvelope> {
   const res = await es.search(buildSearchRequest(plan, target, requestTimeoutMs), requestOptions(requestTimeoutMs));
-  return shapeEnvelope(res, plan.source ? { source: plan.source } : {});
+  checkBucketCap(res.aggregations);
+  const opts: { source?: string[]; sortValues?: boolean } = {};
+  if (plan.source) opts.source = plan.source;
+  if (plan.sort) opts.sortValues = true;
+  return shapeEnvelope(res, opts);
 }

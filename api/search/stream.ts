@@ -16,6 +16,9 @@
  * Scores: every streamed hit has `_score` 1 unless ES computed a positive score (sorted scans
  * report none), and `max_score` is 1 (null when there are no matches).
  *
+ * Aggregations (extension) are computed by the count request of step 2, capped like other
+ * searches, and written after the hits. Streamed hits carry no `sort` values.
+ *
  * Errors before the first byte (opening the PIT, counting) are thrown to the caller. Errors during
  * the scan (ES failure, timed-out or partial page) destroy the stream: the client sees a truncated,
  * invalid JSON body, never a silently shortened result.
@@ -25,7 +28,7 @@ import { Readable } from "node:stream";
 import type { Client, estypes } from "@elastic/elasticsearch";
 import type { SearchPlan } from "../dsl/validate.js";
 import { shapeHit, shapeShards, totalOf } from "./envelope.js";
-import { requestOptions, type SearchTarget, sourceIncludes } from "./search.js";
+import { checkBucketCap, requestOptions, type SearchTarget, sourceIncludes } from "./search.js";
 
 /** Minimal logger used by the stream (pino and Fastify loggers fit). */
 export interface StreamLogger {
@@ -68,7 +71,8 @@ class PartialPageError extends Error {
 
 /**
  * Opens a PIT, counts the matches and returns the envelope as a stream (see the module notes).
- * @throws the ES client's errors when opening the PIT or counting fails (the PIT is closed first).
+ * @throws the ES client's errors when opening the PIT or counting fails, and `ApiError`
+ * CS_AGG_TOO_MANY_BUCKETS when the aggregations exceed the cap (the PIT is closed first).
  */
 export async function streamSearch(opts: StreamSearchOptions): Promise<SearchStream> {
   const { es, plan, target, requestTimeoutMs } = opts;
@@ -94,7 +98,9 @@ export async function streamSearch(opts: StreamSearchOptions): Promise<SearchStr
   try {
     const countReq: estypes.SearchRequest = { pit: { id: pitId, keep_alive: keepAlive }, size: 0, track_total_hits: true, timeout };
     if (plan.query) countReq.query = plan.query as estypes.QueryDslQueryContainer;
+    if (plan.aggs) countReq.aggs = plan.aggs as Record<string, estypes.AggregationsAggregationContainer>;
     count = await es.search(countReq, reqOpts);
+    checkBucketCap(count.aggregations);
   } catch (err) {
     await closePit();
     throw err;
@@ -138,7 +144,7 @@ export async function streamSearch(opts: StreamSearchOptions): Promise<SearchStr
         searchAfter = last.sort;
       }
       if (emitted !== total) log.warn({ emitted, total }, "point-in-time scan returned fewer hits than counted");
-      yield "]}}";
+      yield count.aggregations ? `]},"aggregations":${JSON.stringify(count.aggregations)}}` : "]}}";
     } catch (err) {
       log.error({ err, emitted, total }, "size -1 scan failed; the response is truncated");
       throw err;

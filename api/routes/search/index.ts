@@ -4,63 +4,93 @@
  *   or a comma list such as `block,tx`): query body → hits envelope (streamed for `size: -1`).
  * - `GET /:technology/:blockchain/:network/es/block/:hash/`: the single block with that hash.
  *
- * Order of checks: authentication (onRequest), chain and kinds (preValidation: 404 before any body
- * error), the TypeBox body schema, then the allowlist validator.
+ * The chain segments pick one of the served chains (`chains`); index names are resolved per request.
+ * Order of checks: authentication and rate limit (onRequest), chain and kinds (preValidation: 404
+ * before any body error), the TypeBox body schema, then the allowlist validators.
  * @module
  */
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
-import type { Config } from "../../../lib/config.js";
+import type { ChainId, Config } from "../../../lib/config.js";
 import { validateSearchBody } from "../../dsl/validate.js";
 import { ApiError, apiError } from "../../errors.js";
-import { runSearch } from "../../search/search.js";
+import { runSearch, type SearchTarget } from "../../search/search.js";
 import { streamSearch } from "../../search/stream.js";
-import { BlockParams, SearchBody, SearchParams } from "./schema.js";
-import { checkChain, resolveTarget } from "./target.js";
+import { BlockParams, HitsEnvelopeSchema, SEARCH_ERROR_RESPONSES, SearchBody, SearchParams } from "./schema.js";
+import { resolveTarget } from "./target.js";
 
 /** Options of {@link searchRoutes}. */
 export interface SearchRoutesOptions {
   /** Uses `chain`, `elasticsearch.indexPrefix`, `elasticsearch.requestTimeoutMs`, `api.maxSize`. */
   config: Config;
+  /** The chains served (path segments → indices). Default: `[config.chain]`. */
+  chains?: readonly ChainId[];
+  /** Called with the number of hits each successful search returns (metrics). */
+  onHits?: (target: SearchTarget, hits: number) => void;
 }
 
 /** A block hash: 0x and 64 hex digits (any letter case; looked up lower-case). */
 export const BLOCK_HASH = /^0x[0-9a-fA-F]{64}$/;
 
 /** Registers the search routes (needs `app.es` from the elasticsearch plugin). */
-export const searchRoutes: FastifyPluginAsyncTypebox<SearchRoutesOptions> = async (app, { config }) => {
+export const searchRoutes: FastifyPluginAsyncTypebox<SearchRoutesOptions> = async (app, { config, chains: served, onHits }) => {
+  const chains: readonly ChainId[] = served && served.length > 0 ? served : [config.chain];
   const prefix = config.elasticsearch.indexPrefix;
   const timeoutMs = config.elasticsearch.requestTimeoutMs;
 
   app.post(
     "/:technology/:blockchain/:network/es/:kinds/search/",
     {
-      schema: { params: SearchParams, body: SearchBody },
+      schema: {
+        summary: "Search records of one or more kinds",
+        description:
+          "Query body: query, sort, size, _source; extensions: search_after, aggs/aggregations. size -1 streams all matches. " +
+          "Everything else is refused with 400 and a stable code.",
+        tags: ["search"],
+        params: SearchParams,
+        body: SearchBody,
+        response: { 200: HitsEnvelopeSchema, ...SEARCH_ERROR_RESPONSES },
+      },
       preValidation: async (request) => {
-        resolveTarget(config.chain, prefix, request.params as { technology: string; blockchain: string; network: string; kinds: string });
+        resolveTarget(chains, prefix, request.params as { technology: string; blockchain: string; network: string; kinds: string });
         // No body (or an empty JSON body) is the same as {}.
         request.body ??= {};
       },
     },
     async (request, reply) => {
-      const target = resolveTarget(config.chain, prefix, request.params);
+      const target = resolveTarget(chains, prefix, request.params);
       const checked = validateSearchBody(request.body, { kinds: target.kinds, maxSize: config.api.maxSize });
       if (!checked.ok) throw new ApiError(checked.errors);
       const plan = checked.value;
       if (plan.size === -1) {
         const stream = await streamSearch({ es: app.es, plan, target, requestTimeoutMs: timeoutMs, log: request.log });
-        return reply.type("application/json; charset=utf-8").send(stream.body);
+        onHits?.(target, stream.total);
+        // The stream produces the same envelope as JSON text; the response schema only documents it.
+        return reply.type("application/json; charset=utf-8").send(stream.body as never);
       }
-      return runSearch(app.es, plan, target, timeoutMs);
+      const envelope = await runSearch(app.es, plan, target, timeoutMs);
+      onHits?.(target, envelope.hits.hits.length);
+      return envelope;
     },
   );
 
-  app.get("/:technology/:blockchain/:network/es/block/:hash/", { schema: { params: BlockParams } }, async (request) => {
-    const { hash } = request.params;
-    checkChain(config.chain, request.params);
-    if (!BLOCK_HASH.test(hash)) throw apiError("CS_HASH_INVALID", "the block hash must be 0x followed by 64 hex digits", "params.hash");
-    const target = resolveTarget(config.chain, prefix, { ...request.params, kinds: "block" });
-    const envelope = await runSearch(app.es, { query: { ids: { values: [hash.toLowerCase()] } }, size: 1 }, target, timeoutMs);
-    if (envelope.hits.total === 0) throw apiError("CS_NOT_FOUND", `no block with hash ${hash.toLowerCase()}`, "params.hash");
-    return envelope;
-  });
+  app.get(
+    "/:technology/:blockchain/:network/es/block/:hash/",
+    {
+      schema: {
+        summary: "Get one block by hash",
+        tags: ["search"],
+        params: BlockParams,
+        response: { 200: HitsEnvelopeSchema, ...SEARCH_ERROR_RESPONSES },
+      },
+    },
+    async (request) => {
+      const { hash } = request.params;
+      const target = resolveTarget(chains, prefix, { ...request.params, kinds: "block" });
+      if (!BLOCK_HASH.test(hash)) throw apiError("CS_HASH_INVALID", "the block hash must be 0x followed by 64 hex digits", "params.hash");
+      const envelope = await runSearch(app.es, { query: { ids: { values: [hash.toLowerCase()] } }, size: 1 }, target, timeoutMs);
+      if (envelope.hits.total === 0) throw apiError("CS_NOT_FOUND", `no block with hash ${hash.toLowerCase()}`, "params.hash");
+      onHits?.(target, envelope.hits.hits.length);
+      return envelope;
+    },
+  );
 };

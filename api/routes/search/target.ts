@@ -1,6 +1,7 @@
 /**
  * Resolves the `<technology>/<blockchain>/<network>/es/<kinds>` path segments of a search route
- * into the record kinds and index names to search.
+ * into the served chain, the record kinds and the index names to search. One deployment can serve
+ * several chains: the path picks one of them, per request.
  * @module
  */
 import type { ChainId } from "../../../lib/config.js";
@@ -16,17 +17,27 @@ export interface ChainParams {
   network: string;
 }
 
+/** `technology/blockchain/network` of a chain. */
+export function chainLabel(chain: ChainId): string {
+  return `${chain.technology}/${chain.blockchain}/${chain.network}`;
+}
+
 /**
- * Checks that the path names the configured chain. Segments are compared case-insensitively
- * (index names are lower-case anyway).
- * @throws {ApiError} 404 CS_UNKNOWN_CHAIN otherwise.
+ * The served chain the path names. Segments are compared case-insensitively (index names are
+ * lower-case anyway).
+ * @param chains - the chains this deployment serves (one or more).
+ * @throws {ApiError} 404 CS_UNKNOWN_CHAIN when the path names none of them.
  */
-export function checkChain(chain: ChainId, params: ChainParams): void {
+export function checkChain(chains: ChainId | readonly ChainId[], params: ChainParams): ChainId {
+  const list: readonly ChainId[] = Array.isArray(chains) ? chains : [chains as ChainId];
   const same = (a: string, b: string): boolean => a.toLowerCase() === b.toLowerCase();
-  if (same(params.technology, chain.technology) && same(params.blockchain, chain.blockchain) && same(params.network, chain.network)) return;
+  const found = list.find(
+    (c) => same(params.technology, c.technology) && same(params.blockchain, c.blockchain) && same(params.network, c.network),
+  );
+  if (found) return found;
   throw apiError(
     "CS_UNKNOWN_CHAIN",
-    `unknown chain ${params.technology}/${params.blockchain}/${params.network}; this service serves ${chain.technology}/${chain.blockchain}/${chain.network}`,
+    `unknown chain ${params.technology}/${params.blockchain}/${params.network}; this service serves ${list.map(chainLabel).join(", ")}`,
   );
 }
 
@@ -47,11 +58,16 @@ export function parseKinds(kinds: string): RecordKind[] {
 }
 
 /**
- * The kinds and index names (`indexName(chain, kind, indexPrefix)`) of a search path.
+ * The chain, kinds and index names (`indexName(chain, kind, indexPrefix)`) of a search path.
+ * @param chains - the served chains (one or more).
  * @throws {ApiError} 404 CS_UNKNOWN_CHAIN or CS_UNKNOWN_KIND.
  */
-export function resolveTarget(chain: ChainId, indexPrefix: string, params: ChainParams & { kinds: string }): SearchTarget {
-  checkChain(chain, params);
+export function resolveTarget(
+  chains: ChainId | readonly ChainId[],
+  indexPrefix: string,
+  params: ChainParams & { kinds: string },
+): SearchTarget & { chain: ChainId } {
+  const chain = checkChain(chains, params);
   const kinds = parseKinds(params.kinds);
-  return { kinds, indices: kinds.map((k) => indexName(chain, k, indexPrefix)) };
+  return { chain, kinds, indices: kinds.map((k) => indexName(chain, k, indexPrefix)) };
 }

@@ -1,11 +1,12 @@
 /**
- * Search API against a real Elasticsearch (config.elasticsearch.url, default http://127.0.0.1:9200):
- * creates its own indices under a unique prefix, indexes hand-written records shaped like
- * lib/records.ts, and calls the API with `app.inject`. Skipped when ES is not reachable.
+ * Search API against a real Elasticsearch (config.elasticsearch.url, default http://127.0.0.1:9200)
+ * and Redis (accounts and rate limits, config.redisUrl): creates its own indices and Redis keys
+ * under unique prefixes, indexes the hand-written records of ./fixtures.ts, and calls the API with
+ * `app.inject`. Skipped when ES or Redis is not reachable.
  */
 import { randomBytes } from "node:crypto";
-import { Client, type estypes } from "@elastic/elasticsearch";
-import { getAddress, id as keccakText } from "ethers";
+import { Client } from "@elastic/elasticsearch";
+import { getAddress } from "ethers";
 import type { FastifyInstance } from "fastify";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildApi } from "../../../api/app.js";
@@ -13,182 +14,32 @@ import type { ErrorBody } from "../../../api/errors.js";
 import type { HitsEnvelope } from "../../../api/search/envelope.js";
 import { streamSearch } from "../../../api/search/stream.js";
 import { type Config, loadConfig } from "../../../lib/config.js";
+import type { BlockRecord, Quantity, RecordKind, TransactionRecord } from "../../../lib/records.js";
+import { indexName } from "../../../pipeline/index/mappings.js";
 import {
-  type BlockRecord,
-  type EventRecord,
-  type LogRecord,
-  type Quantity,
-  RECORD_KINDS,
-  type RecordByKind,
-  type RecordKind,
-  recordId,
-  type TransactionRecord,
-} from "../../../lib/records.js";
-import { INDEX_SETTINGS, indexName, MAPPINGS } from "../../../pipeline/index/mappings.js";
+  approvalTx,
+  BINANCE,
+  BUILDER,
+  blocks,
+  esReachable,
+  events,
+  FIRST_BLOCK,
+  hash,
+  indexFixtures,
+  logs,
+  ROUTER,
+  redisReachable,
+  TX_PER_BLOCK,
+  txs,
+  USDT,
+  VITALIK,
+  WETH,
+} from "./fixtures.js";
 
 const base = loadConfig();
 const ES_URL = base.elasticsearch.url;
-
-async function reachable(url: string): Promise<boolean> {
-  try {
-    const res = await fetch(`${url}/_cluster/health`, { signal: AbortSignal.timeout(3000) });
-    return res.ok;
-  } catch {
-    return false;
-  }
-}
-
-const esUp = await reachable(ES_URL);
-if (!esUp) console.warn(`skipped: Elasticsearch is not reachable at ${ES_URL} (start it, or set ELASTICSEARCH_URL)`);
-
-// ---------------------------------------------------------------------------------------------
-// Hand-written records (realistic mainnet-like values; addresses EIP-55, hashes lower-case).
-// ---------------------------------------------------------------------------------------------
-
-const q = (n: number): Quantity => ({ num: n, raw: `0x${n.toString(16)}` });
-const hash = (label: string): string => keccakText(label);
-const pad32 = (addr: string): string => `0x${addr.slice(2).toLowerCase().padStart(64, "0")}`;
-
-const USDT = "0xdAC17F958D2ee523a2206206994597C13D831ec7";
-const WETH = "0xC02aaA39b223FE8D0A0e5C4F27eAD9083C756Cc2";
-const VITALIK = "0xd8dA6BF26964aF9D7eEd9e03E53415D37aA96045";
-const ROUTER = "0x7a250d5630B4cF539739dF2C5dAcb4c659F2488D";
-const BUILDER = "0x95222290DD7278Aa3Ddd389Cc1E1d165CC4BAfe5";
-const BINANCE = "0x28C6c06298d514Db089934071355E5743bf21d60";
-const TRANSFER_TOPIC = "0xddf252ad1be2c89b69c2b068fc378daa952ba7f163c4a11628f55a4df523b3ef";
-const APPROVAL_TOPIC = "0x8c5be1e5ebec7d5bd14f71427d1e84f3dd0314c0f7b2291e5b200ac8c7c3b925";
-
-const FIRST_BLOCK = 17_034_870;
-const TX_PER_BLOCK = [5, 4, 3];
-
-const blocks: BlockRecord[] = TX_PER_BLOCK.map((count, i) => ({
-  hash: hash(`block-${FIRST_BLOCK + i}`),
-  parentHash: hash(`block-${FIRST_BLOCK + i - 1}`),
-  number: q(FIRST_BLOCK + i),
-  timestamp: new Date(Date.UTC(2023, 3, 13, 8, 39, 11 + 12 * i)).toISOString().slice(0, 19),
-  miner: BUILDER,
-  gasUsed: q(14_934_214 + i),
-  gasLimit: q(30_000_000),
-  baseFeePerGas: q(27_014_286_327 + i),
-  difficulty: q(0),
-  size: q(71_211 + i),
-  extraData: "0x6265617665726275696c642e6f7267",
-  nonce: "0x0000000000000000",
-  stateRoot: hash(`state-${i}`),
-  transactionsRoot: hash(`txroot-${i}`),
-  receiptsRoot: hash(`receipts-${i}`),
-  transactionCount: count,
-  uncles: [],
-  withdrawalsCount: null,
-}));
-
-const SENDERS = [VITALIK, BINANCE, VITALIK, BUILDER];
-const RECEIVERS = [USDT, WETH, ROUTER, VITALIK];
-
-const txs: TransactionRecord[] = blocks.flatMap((b, bi) =>
-  Array.from({ length: TX_PER_BLOCK[bi] as number }, (_, ti) => {
-    const n = bi * 10 + ti;
-    const to = RECEIVERS[n % RECEIVERS.length] as string;
-    return {
-      hash: hash(`tx-${b.number.num}-${ti}`),
-      blockHash: b.hash,
-      blockNumber: b.number,
-      transactionIndex: q(ti),
-      timestamp: b.timestamp,
-      from: SENDERS[n % SENDERS.length] as string,
-      to,
-      value: q(to === WETH ? 1_500_000_000_000_000_000 : 0),
-      gas: q(100_000),
-      gasPrice: q(28_000_000_000),
-      maxFeePerGas: q(40_000_000_000),
-      maxPriorityFeePerGas: q(1_000_000_000),
-      nonce: q(900 + n),
-      type: q(2),
-      input: to === USDT ? `0xa9059cbb${pad32(BINANCE).slice(2)}${"0".repeat(56)}3b9aca00` : "0x",
-      methodId: to === USDT ? "0xa9059cbb" : null,
-      status: 1,
-      gasUsed: q(46_109),
-      cumulativeGasUsed: q(46_109 * (ti + 1)),
-      effectiveGasPrice: q(28_000_000_000),
-      contractAddress: null,
-      logCount: to === USDT ? 1 : 0,
-    };
-  }),
-);
-
-/** USDT transfers (one log and one event each) plus one Approval on the first USDT tx. */
-const usdtTxs = txs.filter((t) => t.to === USDT);
-const logs: LogRecord[] = [];
-const events: EventRecord[] = [];
-for (const t of usdtTxs) {
-  const amount = 1_000_000_000; // 1000 USDT (6 decimals)
-  const log: LogRecord = {
-    address: USDT,
-    topics: [TRANSFER_TOPIC, pad32(t.from), pad32(BINANCE)],
-    data: `0x${amount.toString(16).padStart(64, "0")}`,
-    blockHash: t.blockHash,
-    blockNumber: t.blockNumber,
-    transactionHash: t.hash,
-    transactionIndex: t.transactionIndex,
-    logIndex: q(t.transactionIndex.num * 3),
-    removed: false,
-    timestamp: t.timestamp,
-  };
-  logs.push(log);
-  events.push({
-    event: "Transfer",
-    signature: "Transfer(address,address,uint256)",
-    standard: "erc20",
-    args: [
-      { name: "from", pos: 0, value: { hex: t.from.toLowerCase(), num: null, scaled: null, type: "address" } },
-      { name: "to", pos: 1, value: { hex: BINANCE.toLowerCase(), num: null, scaled: null, type: "address" } },
-      { name: "value", pos: 2, value: { hex: `0x${amount.toString(16)}`, num: amount, scaled: 1000, type: "uint256" } },
-    ],
-    logIndex: log.logIndex,
-    transactionIndex: log.transactionIndex,
-    transactionHash: log.transactionHash,
-    address: USDT,
-    blockHash: log.blockHash,
-    blockNumber: log.blockNumber,
-    error: null,
-    str: `Transfer(from=${t.from}, to=${BINANCE}, value=1000 USDT)`,
-    timestamp: log.timestamp,
-  });
-}
-const approvalTx = usdtTxs[0] as TransactionRecord;
-logs.push({
-  address: WETH,
-  topics: [APPROVAL_TOPIC, pad32(approvalTx.from), pad32(ROUTER)],
-  data: `0x${"f".repeat(64)}`,
-  blockHash: approvalTx.blockHash,
-  blockNumber: approvalTx.blockNumber,
-  transactionHash: approvalTx.hash,
-  transactionIndex: approvalTx.transactionIndex,
-  logIndex: q(approvalTx.transactionIndex.num * 3 + 1),
-  removed: false,
-  timestamp: approvalTx.timestamp,
-});
-events.push({
-  event: "Approval",
-  signature: "Approval(address,address,uint256)",
-  standard: "weth",
-  args: [
-    { name: "src", pos: 0, value: { hex: approvalTx.from.toLowerCase(), num: null, scaled: null, type: "address" } },
-    { name: "guy", pos: 1, value: { hex: ROUTER.toLowerCase(), num: null, scaled: null, type: "address" } },
-    { name: "wad", pos: 2, value: { hex: `0x${"f".repeat(64)}`, num: 2 ** 256 - 1, scaled: null, type: "uint256" } },
-  ],
-  logIndex: q(approvalTx.transactionIndex.num * 3 + 1),
-  transactionIndex: approvalTx.transactionIndex,
-  transactionHash: approvalTx.hash,
-  address: WETH,
-  blockHash: approvalTx.blockHash,
-  blockNumber: approvalTx.blockNumber,
-  error: null,
-  str: `Approval(src=${approvalTx.from}, guy=${ROUTER}, wad=unlimited WETH)`,
-  timestamp: approvalTx.timestamp,
-});
-
-const RECORDS: { [K in RecordKind]: RecordByKind[K][] } = { block: blocks, tx: txs, log: logs, event: events };
+const up = (await esReachable(ES_URL)) && (await redisReachable(base.redisUrl));
+if (!up) console.warn(`skipped: Elasticsearch (${ES_URL}) or Redis (${base.redisUrl}) is not reachable (npm run stack -- up)`);
 
 // ---------------------------------------------------------------------------------------------
 
@@ -198,15 +49,16 @@ const config: Config = {
   ...base,
   chain: { technology: "ethereum", blockchain: "ethereum", network: "mainnet" },
   elasticsearch: { ...base.elasticsearch, indexPrefix: PREFIX },
-  api: { ...base.api, tokens: [TOKEN], maxSize: 10_000 },
+  redisKeyPrefix: PREFIX.replace(/-$/, ":"),
+  api: { ...base.api, tokens: [TOKEN], maxSize: 10_000, rateLimitMax: 100_000 },
 };
 const PATH = "/ethereum/ethereum/mainnet/es";
 const AUTH = { authorization: `Bearer ${TOKEN}` };
 
-describe.skipIf(!esUp)(`search API against Elasticsearch at ${ES_URL}${esUp ? "" : " (skipped: not reachable)"}`, () => {
+describe.skipIf(!up)(`search API against Elasticsearch at ${ES_URL}${up ? "" : " (skipped: not reachable)"}`, () => {
   let es: Client;
   let app: FastifyInstance;
-  const indices = RECORD_KINDS.map((k) => indexName(config.chain, k, PREFIX));
+  let indices: string[] = [];
 
   async function search(kinds: string, body?: unknown, url = `${PATH}/${kinds}/search/`): Promise<HitsEnvelope> {
     const res = await app.inject({ method: "POST", url, headers: AUTH, ...(body === undefined ? {} : { payload: body as object }) });
@@ -221,28 +73,14 @@ describe.skipIf(!esUp)(`search API against Elasticsearch at ${ES_URL}${esUp ? ""
 
   beforeAll(async () => {
     es = new Client({ node: ES_URL });
-    for (const kind of RECORD_KINDS) {
-      await es.indices.create({
-        index: indexName(config.chain, kind, PREFIX),
-        settings: INDEX_SETTINGS as unknown as estypes.IndicesIndexSettings,
-        mappings: MAPPINGS[kind],
-      });
-    }
-    const operations: object[] = [];
-    for (const kind of RECORD_KINDS) {
-      for (const record of RECORDS[kind]) {
-        operations.push({ index: { _index: indexName(config.chain, kind, PREFIX), _id: recordId(kind, record) } }, record);
-      }
-    }
-    const bulk = await es.bulk({ operations, refresh: true });
-    expect(bulk.errors, JSON.stringify(bulk.items.find((i) => i.index?.error))).toBe(false);
+    indices = await indexFixtures(es, config.chain, PREFIX);
     app = await buildApi({ config, es, logger: false });
   });
 
   afterAll(async () => {
     await app?.close();
     if (es) {
-      await es.indices.delete({ index: indices, ignore_unavailable: true });
+      if (indices.length > 0) await es.indices.delete({ index: indices, ignore_unavailable: true });
       await es.close();
     }
   });

@@ -53,7 +53,8 @@ describe("validateSearchBody: defaults", () => {
     expect(first([])).toEqual({ code: "CS_BODY_INVALID", path: null });
     expect(first(null)).toEqual({ code: "CS_BODY_INVALID", path: null });
     expect(first({ from: 10 })).toEqual({ code: "CS_BODY_INVALID", path: "from" });
-    expect(first({ aggs: {} })).toEqual({ code: "CS_BODY_INVALID", path: "aggs" });
+    expect(first({ highlight: {} })).toEqual({ code: "CS_BODY_INVALID", path: "highlight" });
+    expect(first({ aggs: [] })).toEqual({ code: "CS_AGG_INVALID", path: "aggs" }); // an extension: a map is needed
   });
 
   it("collects every problem", () => {

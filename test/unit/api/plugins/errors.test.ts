@@ -3,6 +3,7 @@ import { describe, expect, it } from "vitest";
 import { ApiError, ERROR_CODES, errorBody } from "../../../../api/errors.js";
 import { bearerToken, tokenChecker } from "../../../../api/plugins/auth.js";
 import { mapError, mapValidation } from "../../../../api/plugins/errors.js";
+import { ACCOUNT_ERROR_HTTP_STATUS, AccountError, type AccountErrorCode } from "../../../../lib/accounts/model.js";
 
 function esResponse(statusCode: number, body: unknown) {
   // The transport's DiagnosticResult shape, as the client builds it.
@@ -70,6 +71,63 @@ describe("mapError", () => {
   });
 });
 
+describe("mapError: extensions, accounts", () => {
+  it("maps AccountError to its code, ACCOUNT_ERROR_HTTP_STATUS and field path", () => {
+    expect(mapError(new AccountError("CS_ACCOUNT_INVALID", "bad e-mail", "email"))).toEqual({
+      status: 400,
+      details: [{ code: "CS_ACCOUNT_INVALID", message: "bad e-mail", path: "email" }],
+      unexpected: false,
+    });
+    expect(mapError(new AccountError("CS_ACCOUNT_DISABLED", "disabled")).status).toBe(409);
+    for (const [code, status] of Object.entries(ACCOUNT_ERROR_HTTP_STATUS)) {
+      expect(ERROR_CODES[code as AccountErrorCode].status, code).toBe(status);
+    }
+  });
+
+  it("maps ES too_many_buckets_exception to CS_AGG_TOO_MANY_BUCKETS", () => {
+    const body = { error: { root_cause: [{ type: "too_many_buckets_exception", reason: "Trying to create too many buckets" }] } };
+    for (const status of [400, 503]) expect(mapError(esResponse(status, body)).details[0]?.code).toBe("CS_AGG_TOO_MANY_BUCKETS");
+  });
+
+  it("maps schema errors of the extension keys and of routes with a validation code", () => {
+    expect(
+      mapValidation(
+        [
+          { instancePath: "/search_after/0", keyword: "anyOf", message: "must match a schema in anyOf" },
+          { instancePath: "/aggs", keyword: "type", message: "must be object" },
+          { instancePath: "", keyword: "additionalProperties", params: { additionalProperties: ["highlight"] } },
+        ],
+        "body",
+      ).map((d) => [d.code, d.path, d.message.slice(0, 24)]),
+    ).toEqual([
+      ["CS_SEARCH_AFTER_INVALID", "search_after[0]", "search_after must match "],
+      ["CS_AGG_INVALID", "aggs", "aggs must be object"],
+      ["CS_BODY_INVALID", "highlight", "highlight is not support"],
+    ]);
+    expect(
+      mapValidation(
+        [
+          {
+            instancePath: "",
+            keyword: "required",
+            params: { requiredProperties: ["name"] },
+            message: "must have required properties name",
+          },
+          { instancePath: "/email", keyword: "type", message: "must be string" },
+          { instancePath: "/email", keyword: "anyOf", message: "must match a schema in anyOf" },
+          { instancePath: "", keyword: "additionalProperties", params: { additionalProperties: ["x"] } },
+        ],
+        "body",
+        "CS_ACCOUNT_INVALID",
+      ),
+    ).toEqual([
+      { code: "CS_ACCOUNT_INVALID", message: "name is required", path: "name" },
+      { code: "CS_ACCOUNT_INVALID", message: "email must match a schema in anyOf", path: "email" },
+      { code: "CS_ACCOUNT_INVALID", message: "unknown key x", path: "x" },
+    ]);
+  });
+});
+
 describe("errorBody and ERROR_CODES", () => {
   it("puts the first problem in error and all in errors", () => {
     const d = [{ code: "CS_AUTH_REQUIRED" as const, message: "m", path: null }];
@@ -94,7 +152,7 @@ describe("auth helpers", () => {
     expect(bearerToken(undefined)).toBeUndefined();
   });
 
-  it("checks tokens of any length; an empty list accepts nothing", () => {
+  it("checks tokens of any length; an empty list accepts nothing (also used for the admin token)", () => {
     const check = tokenChecker(["s3cret", "another-much-longer-token"]);
     expect(check("s3cret")).toBe(true);
     expect(check("another-much-longer-token")).toBe(true);

@@ -141,3 +141,35 @@ describe("shapeEnvelope", () => {
     expect(filterOnlyScores(1.2, 1)).toBe(false);
   });
 });
+
+describe("extensions in the envelope", () => {
+  const res = (sorted: boolean): estypes.SearchResponse<unknown> => ({
+    took: 1,
+    timed_out: false,
+    _shards: { total: 1, successful: 1, skipped: 0, failed: 0 },
+    hits: {
+      total: { value: 1, relation: "eq" },
+      max_score: null,
+      hits: [
+        {
+          _index: "ethereum-ethereum-mainnet-block",
+          _id: "0x01",
+          _score: null,
+          _source: { hash: "0x01" },
+          ...(sorted ? { sort: [17, "0x01"] } : {}),
+        },
+      ],
+    },
+    aggregations: { n: { value: 3 } },
+  });
+
+  it("adds each hit's sort values after _source when asked, and aggregations after hits", () => {
+    const env = shapeEnvelope(res(true), { sortValues: true });
+    expect(Object.keys(env)).toEqual(["took", "timed_out", "_shards", "hits", "aggregations"]);
+    expect(env.aggregations).toEqual({ n: { value: 3 } });
+    const hit = env.hits.hits[0];
+    expect(hit && Object.keys(hit)).toEqual(["_index", "_type", "_id", "_score", "_source", "sort"]);
+    expect(hit?.sort).toEqual([17, "0x01"]);
+    expect(shapeEnvelope(res(true)).hits.hits[0]).not.toHaveProperty("sort");
+  });
+});

@@ -1,0 +1,40 @@
+/**
+ * The account and token store (lib/accounts, Redis): decorates the app with `accounts`. A store
+ * passed in is used as is; otherwise the plugin connects its own with `connectAccountStore`
+ * (failing fast when Redis is unreachable) and closes it when the app closes.
+ * @module
+ */
+import type { FastifyPluginAsync } from "fastify";
+import type { AccountStore } from "../../lib/accounts/store.js";
+import { connectAccountStore } from "../../lib/accounts/store.js";
+import type { Config } from "../../lib/config.js";
+import type { Logger } from "../../lib/logger.js";
+import { globalPlugin } from "./plugin.js";
+
+declare module "fastify" {
+  interface FastifyInstance {
+    /** Accounts and API tokens (see lib/accounts/store.ts). */
+    accounts: AccountStore;
+  }
+}
+
+/** Options of {@link accountsPlugin}. */
+export interface AccountsPluginOptions {
+  /** `redisUrl` and `redisKeyPrefix`, used only when `store` is absent. */
+  config: Pick<Config, "redisUrl" | "redisKeyPrefix">;
+  /** An existing store; the plugin then opens and closes nothing. */
+  store?: AccountStore;
+}
+
+/** Registers the account store (non-encapsulated: `app.accounts` is visible everywhere). */
+export const accountsPlugin: FastifyPluginAsync<AccountsPluginOptions> = globalPlugin(async (app, opts) => {
+  if (opts.store) {
+    app.decorate("accounts", opts.store);
+    return;
+  }
+  const connected = await connectAccountStore(opts.config, { logger: app.log as unknown as Logger });
+  app.decorate("accounts", connected.store);
+  app.addHook("onClose", async () => {
+    await connected.close();
+  });
+}, "chainsift-accounts");

@@ -1,0 +1,251 @@
+/**
+ * Shared fixtures of the search API integration tests: hand-written records shaped like
+ * lib/records.ts (realistic mainnet-like values; addresses EIP-55, hashes lower-case), and helpers
+ * to index them under a unique prefix in a real Elasticsearch and to probe the services.
+ */
+import type { Client, estypes } from "@elastic/elasticsearch";
+import { id as keccakText } from "ethers";
+import type { ChainId } from "../../../lib/config.js";
+import {
+  type BlockRecord,
+  type EventRecord,
+  type LogRecord,
+  type Quantity,
+  RECORD_KINDS,
+  type RecordByKind,
+  type RecordKind,
+  recordId,
+  type TransactionRecord,
+} from "../../../lib/records.js";
+import { INDEX_SETTINGS, indexName, MAPPINGS } from "../../../pipeline/index/mappings.js";
+
+/** Whether Elasticsearch answers `_cluster/health` at `url` within 3 s. */
+export async function esReachable(url: string): Promise<boolean> {
+  try {
+    const res = await fetch(`${url}/_cluster/health`, { signal: AbortSignal.timeout(3000) });
+    return res.ok;
+  } catch {
+    return false;
+  }
+}
+
+/** Whether Redis answers PING at `url` within 3 s. */
+export async function redisReachable(url: string): Promise<boolean> {
+  const { Redis } = await import("ioredis");
+  const client = new Redis(url, { lazyConnect: true, connectTimeout: 3000, maxRetriesPerRequest: 0, retryStrategy: () => null });
+  client.on("error", () => {});
+  try {
+    await client.connect();
+    return (await client.ping()) === "PONG";
+  } catch {
+    return false;
+  } finally {
+    client.disconnect();
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Hand-written records (realistic mainnet-like values; addresses EIP-55, hashes lower-case).
+// ---------------------------------------------------------------------------------------------
+
+/** A quantity `{num, raw}` of a number. */
+export const q = (n: number): Quantity => ({ num: n, raw: `0x${n.toString(16)}` });
+/** A deterministic 32-byte hash (keccak256 of a label). */
+export const hash = (label: string): string => keccakText(label);
+const pad32 = (addr: string): string => `0x${addr.slice(2).toLowerCase().padStart(64, "0")}`;
+
+/** Tether USD token contract (EIP-55). */
+export const USDT = "0xdAC17F958D2ee523a2206206994597C13D831ec7";
+/** Wrapped Ether contract (EIP-55). */
+export const WETH = "0xC02aaA39b223FE8D0A0e5C4F27eAD9083C756Cc2";
+/** A well-known externally owned account (EIP-55). */
+export const VITALIK = "0xd8dA6BF26964aF9D7eEd9e03E53415D37aA96045";
+/** Uniswap V2 router (EIP-55). */
+export const ROUTER = "0x7a250d5630B4cF539739dF2C5dAcb4c659F2488D";
+/** A block builder, the miner of every fixture block (EIP-55). */
+export const BUILDER = "0x95222290DD7278Aa3Ddd389Cc1E1d165CC4BAfe5";
+/** An exchange hot wallet, the receiver of every USDT transfer (EIP-55). */
+export const BINANCE = "0x28C6c06298d514Db089934071355E5743bf21d60";
+const TRANSFER_TOPIC = "0xddf252ad1be2c89b69c2b068fc378daa952ba7f163c4a11628f55a4df523b3ef";
+const APPROVAL_TOPIC = "0x8c5be1e5ebec7d5bd14f71427d1e84f3dd0314c0f7b2291e5b200ac8c7c3b925";
+
+/** Number of the first fixture block. */
+export const FIRST_BLOCK = 17_034_870;
+/** Transactions in each fixture block (3 blocks). */
+export const TX_PER_BLOCK = [5, 4, 3];
+
+/** The fixture blocks. */
+export const blocks: BlockRecord[] = TX_PER_BLOCK.map((count, i) => ({
+  hash: hash(`block-${FIRST_BLOCK + i}`),
+  parentHash: hash(`block-${FIRST_BLOCK + i - 1}`),
+  number: q(FIRST_BLOCK + i),
+  timestamp: new Date(Date.UTC(2023, 3, 13, 8, 39, 11 + 12 * i)).toISOString().slice(0, 19),
+  miner: BUILDER,
+  gasUsed: q(14_934_214 + i),
+  gasLimit: q(30_000_000),
+  baseFeePerGas: q(27_014_286_327 + i),
+  difficulty: q(0),
+  size: q(71_211 + i),
+  extraData: "0x6265617665726275696c642e6f7267",
+  nonce: "0x0000000000000000",
+  stateRoot: hash(`state-${i}`),
+  transactionsRoot: hash(`txroot-${i}`),
+  receiptsRoot: hash(`receipts-${i}`),
+  transactionCount: count,
+  uncles: [],
+  withdrawalsCount: null,
+}));
+
+const SENDERS = [VITALIK, BINANCE, VITALIK, BUILDER];
+const RECEIVERS = [USDT, WETH, ROUTER, VITALIK];
+
+/** The fixture transactions (every receiver in turn: USDT, WETH, ROUTER, VITALIK). */
+export const txs: TransactionRecord[] = blocks.flatMap((b, bi) =>
+  Array.from({ length: TX_PER_BLOCK[bi] as number }, (_, ti) => {
+    const n = bi * 10 + ti;
+    const to = RECEIVERS[n % RECEIVERS.length] as string;
+    return {
+      hash: hash(`tx-${b.number.num}-${ti}`),
+      blockHash: b.hash,
+      blockNumber: b.number,
+      transactionIndex: q(ti),
+      timestamp: b.timestamp,
+      from: SENDERS[n % SENDERS.length] as string,
+      to,
+      value: q(to === WETH ? 1_500_000_000_000_000_000 : 0),
+      gas: q(100_000),
+      gasPrice: q(28_000_000_000),
+      maxFeePerGas: q(40_000_000_000),
+      maxPriorityFeePerGas: q(1_000_000_000),
+      nonce: q(900 + n),
+      type: q(2),
+      input: to === USDT ? `0xa9059cbb${pad32(BINANCE).slice(2)}${"0".repeat(56)}3b9aca00` : "0x",
+      methodId: to === USDT ? "0xa9059cbb" : null,
+      status: 1,
+      gasUsed: q(46_109),
+      cumulativeGasUsed: q(46_109 * (ti + 1)),
+      effectiveGasPrice: q(28_000_000_000),
+      contractAddress: null,
+      logCount: to === USDT ? 1 : 0,
+    };
+  }),
+);
+
+/** USDT transfers (one log and one event each) plus one Approval on the first USDT tx. */
+const usdtTxs = txs.filter((t) => t.to === USDT);
+/** The fixture logs: one USDT Transfer per USDT transaction, plus one WETH Approval. */
+export const logs: LogRecord[] = [];
+/** The decoded events of {@link logs}, same order. */
+export const events: EventRecord[] = [];
+for (const t of usdtTxs) {
+  const amount = 1_000_000_000; // 1000 USDT (6 decimals)
+  const log: LogRecord = {
+    address: USDT,
+    topics: [TRANSFER_TOPIC, pad32(t.from), pad32(BINANCE)],
+    data: `0x${amount.toString(16).padStart(64, "0")}`,
+    blockHash: t.blockHash,
+    blockNumber: t.blockNumber,
+    transactionHash: t.hash,
+    transactionIndex: t.transactionIndex,
+    logIndex: q(t.transactionIndex.num * 3),
+    removed: false,
+    timestamp: t.timestamp,
+  };
+  logs.push(log);
+  events.push({
+    event: "Transfer",
+    signature: "Transfer(address,address,uint256)",
+    standard: "erc20",
+    args: [
+      { name: "from", pos: 0, value: { hex: t.from.toLowerCase(), num: null, scaled: null, type: "address" } },
+      { name: "to", pos: 1, value: { hex: BINANCE.toLowerCase(), num: null, scaled: null, type: "address" } },
+      { name: "value", pos: 2, value: { hex: `0x${amount.toString(16)}`, num: amount, scaled: 1000, type: "uint256" } },
+    ],
+    logIndex: log.logIndex,
+    transactionIndex: log.transactionIndex,
+    transactionHash: log.transactionHash,
+    address: USDT,
+    blockHash: log.blockHash,
+    blockNumber: log.blockNumber,
+    error: null,
+    str: `Transfer(from=${t.from}, to=${BINANCE}, value=1000 USDT)`,
+    timestamp: log.timestamp,
+  });
+}
+/** The transaction that also emits the WETH Approval. */
+export const approvalTx = usdtTxs[0] as TransactionRecord;
+logs.push({
+  address: WETH,
+  topics: [APPROVAL_TOPIC, pad32(approvalTx.from), pad32(ROUTER)],
+  data: `0x${"f".repeat(64)}`,
+  blockHash: approvalTx.blockHash,
+  blockNumber: approvalTx.blockNumber,
+  transactionHash: approvalTx.hash,
+  transactionIndex: approvalTx.transactionIndex,
+  logIndex: q(approvalTx.transactionIndex.num * 3 + 1),
+  removed: false,
+  timestamp: approvalTx.timestamp,
+});
+events.push({
+  event: "Approval",
+  signature: "Approval(address,address,uint256)",
+  standard: "weth",
+  args: [
+    { name: "src", pos: 0, value: { hex: approvalTx.from.toLowerCase(), num: null, scaled: null, type: "address" } },
+    { name: "guy", pos: 1, value: { hex: ROUTER.toLowerCase(), num: null, scaled: null, type: "address" } },
+    { name: "wad", pos: 2, value: { hex: `0x${"f".repeat(64)}`, num: 2 ** 256 - 1, scaled: null, type: "uint256" } },
+  ],
+  logIndex: q(approvalTx.transactionIndex.num * 3 + 1),
+  transactionIndex: approvalTx.transactionIndex,
+  transactionHash: approvalTx.hash,
+  address: WETH,
+  blockHash: approvalTx.blockHash,
+  blockNumber: approvalTx.blockNumber,
+  error: null,
+  str: `Approval(src=${approvalTx.from}, guy=${ROUTER}, wad=unlimited WETH)`,
+  timestamp: approvalTx.timestamp,
+});
+
+/** All fixture records by kind. */
+export const RECORDS: { [K in RecordKind]: RecordByKind[K][] } = { block: blocks, tx: txs, log: logs, event: events };
+
+/** Creates the four record indices of `chain` under `prefix` and indexes {@link RECORDS} (refreshed). */
+export async function indexFixtures(es: Client, chain: ChainId, prefix: string): Promise<string[]> {
+  const indices = RECORD_KINDS.map((k) => indexName(chain, k, prefix));
+  for (const kind of RECORD_KINDS) {
+    await es.indices.create({
+      index: indexName(chain, kind, prefix),
+      settings: INDEX_SETTINGS as unknown as estypes.IndicesIndexSettings,
+      mappings: MAPPINGS[kind],
+    });
+  }
+  const operations: object[] = [];
+  for (const kind of RECORD_KINDS) {
+    for (const record of RECORDS[kind]) {
+      operations.push({ index: { _index: indexName(chain, kind, prefix), _id: recordId(kind, record) } }, record);
+    }
+  }
+  const bulk = await es.bulk({ operations, refresh: true });
+  if (bulk.errors) throw new Error(`bulk indexing failed: ${JSON.stringify(bulk.items.find((i) => i.index?.error))}`);
+  return indices;
+}
+
+/** Deletes every Redis key under `prefix` (SCAN + DEL; never a flush). Best effort. */
+export async function deleteRedisKeys(url: string, prefix: string): Promise<void> {
+  const { Redis } = await import("ioredis");
+  const client = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 1 });
+  client.on("error", () => {});
+  try {
+    await client.connect();
+    let cursor = "0";
+    do {
+      const [next, keys] = await client.scan(cursor, "MATCH", `${prefix}*`, "COUNT", 500);
+      cursor = next;
+      if (keys.length > 0) await client.del(...keys);
+    } while (cursor !== "0");
+  } catch {
+    // best effort
+  } finally {
+    client.disconnect();
+  }
+}
