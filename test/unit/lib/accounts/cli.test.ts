@@ -167,8 +167,8 @@ describe("commands", () => {
   it("takes new commands through the registry", async () => {
     const ran = vi.fn(async (_from: unknown) => 0);
     const extra: CliCommand = {
-      path: ["alerts", "replay"],
-      summary: "replay alerts",
+      path: ["demo", "echo"],
+      summary: "an extra command",
       usage: "--from <n>",
       options: { from: { type: "string" } },
       run: async (_ctx, args) => {
@@ -177,7 +177,7 @@ describe("commands", () => {
       },
     };
     const h = harness();
-    const code = await runCli(["alerts", "replay", "--from", "7"], {
+    const code = await runCli(["demo", "echo", "--from", "7"], {
       config: loadConfig({}),
       output: { out: (t) => h.out.push(t), err: (t) => h.err.push(t) },
       registry: [...commands, extra],
