@@ -1,12 +1,21 @@
 /**
  * `npm run bench -- <name> [options]`: runs one benchmark and prints its figures.
- * Benchmarks: ingest, match (and search, stream, alert-latency when present).
+ * Benchmarks: ingest, search, stream, match, alert-latency (docs/benchmarks.md).
  * @module
  */
+import { benchAlertLatency } from "./alert-latency.js";
 import { benchIngest } from "./ingest.js";
 import { benchMatch } from "./match.js";
+import { benchSearch } from "./search.js";
+import { benchStream } from "./stream.js";
 
-const benches: Record<string, (args: string[]) => Promise<void>> = { ingest: benchIngest, match: benchMatch };
+const benches: Record<string, (args: string[]) => Promise<void>> = {
+  ingest: benchIngest,
+  match: benchMatch,
+  "alert-latency": benchAlertLatency,
+  search: benchSearch,
+  stream: benchStream,
+};
 const [name, ...args] = process.argv.slice(2);
 const run = name ? benches[name] : undefined;
 if (!run) {

@@ -1,0 +1,319 @@
+/**
+ * `npm run bench -- search [--copies N] [--connections C] [--duration S] [--rounds R] [--warmup S] [--rate Q] [--only a,b] [--log-level L]`:
+ * the same representative queries of the API contract sent (a) straight to Elasticsearch's
+ * `_search` with the body the API itself would send (built with the API's own validator and
+ * request builder, so `track_total_hits: true` and the same translated query) and (b) through the
+ * search API running in a child process, never both at once, under the same load: autocannon with
+ * C connections (default 8), closed loop (or Q requests/s with `--rate`), S seconds per target
+ * (default 10) split into R interleaved rounds (default 2: direct, API, direct, API) whose
+ * latencies are pooled, after a warm-up of each target (default 3 s). Prints p50 / p99 latency
+ * and requests/s side by side and the verdict against the targets (API p50 ≤ 1.2× and p99 ≤ 1.5×
+ * the direct figures, for every query).
+ *
+ * Data: every complete mainnet fixture block copied N times (hashes and numbers rewritten), with
+ * its transactions, logs and decoded events, in indices under a unique `bench-search-<hex>-`
+ * prefix that are deleted at the end. Needs Elasticsearch and ../shared/data/mainnet.
+ * @module
+ */
+import { Client } from "@elastic/elasticsearch";
+import { validateSearchBody } from "../api/dsl/validate.js";
+import { buildSearchRequest, type SearchTarget } from "../api/search/search.js";
+import { type ChainId, loadConfig } from "../lib/config.js";
+import type { EventRecord, LogRecord, RecordKind, TransactionRecord } from "../lib/records.js";
+import { indexName } from "../pipeline/index/mappings.js";
+import { hasMainnetFixtures, loadCompleteBlocks, SKIP_NO_FIXTURES } from "../test/support/fixtures.js";
+import { type ApiChild, spawnApi } from "./support/api-child.js";
+import { type BenchDoc, benchPrefix, bulkLoad, deleteBenchIndices, fixtureDocs, numberArg, stringArg } from "./support/data.js";
+import { type LoadOptions, type LoadResult, type LoadSample, runLoad, summarize } from "./support/load.js";
+
+/** Target: API p50 at most this multiple of the direct p50. */
+export const P50_TARGET = 1.2;
+/** Target: API p99 at most this multiple of the direct p99. */
+export const P99_TARGET = 1.5;
+
+/** Block numbers of copy `c` are `n + OFFSET * (c + 1)`. */
+const OFFSET = 100_000_000;
+
+/** One benchmarked query: a search path's kinds and its contract query body. */
+export interface BenchQuery {
+  /** Short label for the table. */
+  name: string;
+  /** Kinds of the search path, e.g. `tx` or `block,tx`. */
+  kinds: string;
+  /** The API query body. */
+  body: Record<string, unknown>;
+}
+
+function mostFrequent(values: Iterable<string | null | undefined>): string {
+  const counts = new Map<string, number>();
+  for (const v of values) if (v) counts.set(v, (counts.get(v) ?? 0) + 1);
+  let best = "";
+  let n = 0;
+  for (const [v, c] of counts) {
+    if (c > n) {
+      best = v;
+      n = c;
+    }
+  }
+  return best;
+}
+
+/**
+ * The representative queries of docs/api.md, with values picked from the loaded documents
+ * (copy 0): block by number, txs of a block, tx range sorted desc, txs from/to an address
+ * (bool should), logs of a contract, Transfer events of a token from an address (event.raw +
+ * nested args, sorted desc), block,tx by ids.
+ */
+export function benchQueries(docs: readonly BenchDoc[]): BenchQuery[] {
+  const of = <T>(kind: RecordKind): T[] => docs.filter((d) => d.kind === kind).map((d) => d.doc as T);
+  const blocks = of<{ number: { num: number }; hash: string; transactionCount: number }>("block").filter((b) => b.number.num < 2 * OFFSET);
+  const txs = of<TransactionRecord>("tx").filter((t) => t.blockNumber.num < 2 * OFFSET);
+  const logs = of<LogRecord>("log").filter((l) => l.blockNumber.num < 2 * OFFSET);
+  const events = of<EventRecord>("event").filter((e) => e.blockNumber.num < 2 * OFFSET && e.event === "Transfer");
+
+  const busiest = blocks.reduce((a, b) => (b.transactionCount > a.transactionCount ? b : a));
+  const byNumber = [...blocks].sort((a, b) => a.number.num - b.number.num);
+  const lastFour = byNumber.slice(-4);
+  const address = mostFrequent(txs.flatMap((t) => [t.from, t.to]));
+  const logAddress = mostFrequent(logs.map((l) => l.address));
+  const pair = mostFrequent(
+    events.map((e) => {
+      const from = e.args.find((a) => a.name === "from")?.value.hex;
+      return from ? `${e.address} ${from}` : undefined;
+    }),
+  );
+  const [token, from] = pair.split(" ") as [string, string];
+  const tx = txs.find((t) => t.blockHash === busiest.hash) ?? txs[0];
+
+  return [
+    { name: "block by number", kinds: "block", body: { query: { term: { "number.num": busiest.number.num } } } },
+    { name: "txs of a block", kinds: "tx", body: { query: { bool: { filter: { term: { blockHash: busiest.hash } } } }, size: 1000 } },
+    {
+      name: "tx range, sort desc",
+      kinds: "tx",
+      body: {
+        query: { range: { "blockNumber.num": { gte: lastFour[0]?.number.num, lte: lastFour.at(-1)?.number.num } } },
+        sort: { "blockNumber.num": "desc" },
+        size: 100,
+      },
+    },
+    {
+      name: "txs from/to (should)",
+      kinds: "tx",
+      body: { query: { bool: { should: [{ term: { from: address } }, { term: { to: address } }] } } },
+    },
+    { name: "logs by address", kinds: "log", body: { query: { term: { address: logAddress } } } },
+    {
+      name: "events raw+nested",
+      kinds: "event",
+      body: {
+        query: {
+          bool: {
+            filter: [
+              { term: { "event.raw": "Transfer" } },
+              { term: { address: token } },
+              {
+                nested: {
+                  path: "args",
+                  query: { bool: { filter: [{ term: { "args.name": "from" } }, { term: { "args.value.hex": from } }] } },
+                },
+              },
+            ],
+          },
+        },
+        sort: { "blockNumber.num": "desc" },
+        size: 20,
+      },
+    },
+    { name: "block+tx by ids", kinds: "block,tx", body: { query: { ids: { values: [tx?.hash, busiest.hash] } } } },
+  ];
+}
+
+/** A ready-to-send HTTP request. */
+interface Prepared {
+  url: string;
+  headers: Record<string, string>;
+  body: string;
+}
+
+/**
+ * The direct Elasticsearch request equivalent to an API query: the API's validator and request
+ * builder produce the ES request; index and URL parameters go into the URL, the rest into the body.
+ * @throws {Error} when the API would refuse the body.
+ */
+export function directRequest(esUrl: string, chain: ChainId, prefix: string, q: BenchQuery, maxSize: number, timeoutMs: number): Prepared {
+  const kinds = q.kinds.split(",") as RecordKind[];
+  const target: SearchTarget = { kinds, indices: kinds.map((k) => indexName(chain, k, prefix)) };
+  const checked = validateSearchBody(q.body, { kinds, maxSize });
+  if (!checked.ok) throw new Error(`${q.name}: the API refuses the body: ${JSON.stringify(checked.errors)}`);
+  const { index, ignore_unavailable, allow_no_indices, ...body } = buildSearchRequest(checked.value, target, timeoutMs);
+  const indices = Array.isArray(index) ? index.join(",") : String(index);
+  return {
+    url: `${esUrl}/${indices}/_search?ignore_unavailable=${ignore_unavailable}&allow_no_indices=${allow_no_indices}`,
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify(body),
+  };
+}
+
+function apiRequest(api: ApiChild, chain: ChainId, q: BenchQuery): Prepared {
+  return {
+    url: `${api.url}/${chain.technology}/${chain.blockchain}/${chain.network}/es/${q.kinds}/search/`,
+    headers: { "content-type": "application/json", authorization: `Bearer ${api.token}` },
+    body: JSON.stringify(q.body),
+  };
+}
+
+/** Sends one request and returns `hits.total` and the hit ids. @throws {Error} on a non-2xx answer. */
+async function probe(p: Prepared): Promise<{ total: number; ids: string[] }> {
+  const res = await fetch(p.url, { method: "POST", headers: p.headers, body: p.body });
+  const text = await res.text();
+  if (!res.ok) throw new Error(`${p.url} answered ${res.status}: ${text.slice(0, 500)}`);
+  const json = JSON.parse(text) as { hits: { total: number | { value: number }; hits: Array<{ _id: string }> } };
+  const total = typeof json.hits.total === "number" ? json.hits.total : json.hits.total.value;
+  return { total, ids: json.hits.hits.map((h) => h._id) };
+}
+
+const fmtMs = (v: number): string => (v < 10 ? v.toFixed(2) : v < 100 ? v.toFixed(1) : v.toFixed(0));
+const pad = (s: string, n: number): string => s.padStart(n);
+
+/** Runs the benchmark and prints its figures (see the module notes). */
+export async function benchSearch(args: string[]): Promise<void> {
+  if (!hasMainnetFixtures()) {
+    console.log(SKIP_NO_FIXTURES);
+    return;
+  }
+  const copies = numberArg(args, "--copies", 20);
+  const connections = numberArg(args, "--connections", 8);
+  const duration = numberArg(args, "--duration", 10);
+  const rounds = Math.round(numberArg(args, "--rounds", 2));
+  const warmup = numberArg(args, "--warmup", 3);
+  const rate = args.includes("--rate") ? numberArg(args, "--rate", 1) : undefined;
+  const only = stringArg(args, "--only", "");
+  const logLevel = stringArg(args, "--log-level", "warn");
+
+  const config = loadConfig();
+  const { chain } = config;
+  const es = new Client({ node: config.elasticsearch.url, requestTimeout: 120_000 });
+  const prefix = benchPrefix("search");
+  let api: ApiChild | undefined;
+  try {
+    const base = loadCompleteBlocks();
+    const { docs } = fixtureDocs(base, copies, OFFSET);
+    const perKind = (k: RecordKind): number => docs.filter((d) => d.kind === k).length;
+    const loaded = await bulkLoad(es, chain, prefix, docs);
+    console.log(
+      `bench search: ${loaded.count} records (${perKind("block")} blocks, ${perKind("tx")} txs, ${perKind("log")} logs, ${perKind("event")} events;` +
+        ` ${base.length} fixture blocks x ${copies} copies) loaded in ${loaded.seconds.toFixed(1)} s into ${prefix}*`,
+    );
+    let queries = benchQueries(docs);
+    if (only) queries = queries.filter((q) => only.split(",").some((o) => q.name.includes(o)));
+
+    api = await spawnApi({ indexPrefix: prefix, token: `bench-${prefix}`, logLevel });
+    console.log(
+      `API child pid ${api.pid} at ${api.url} (LOG_LEVEL=${logLevel}); node ${process.version}; load: autocannon, ${connections} connections,` +
+        ` ${rate ? `${rate} req/s` : "closed loop"}, ${warmup} s warm-up + ${duration} s per target in ${rounds} interleaved rounds` +
+        " (direct, API, direct, API, …; never both at once)",
+    );
+
+    const rows: Array<{ q: BenchQuery; total: number; same: boolean; direct: LoadResult; viaApi: LoadResult }> = [];
+    for (const q of queries) {
+      const direct = directRequest(config.elasticsearch.url, chain, prefix, q, config.api.maxSize, config.elasticsearch.requestTimeoutMs);
+      const viaApi = apiRequest(api, chain, q);
+      const [d, a] = [await probe(direct), await probe(viaApi)];
+      const same = d.total === a.total && d.ids.join() === a.ids.join();
+      const opts = (p: Prepared, seconds: number): LoadOptions => ({
+        url: p.url,
+        method: "POST",
+        headers: p.headers,
+        body: p.body,
+        connections,
+        duration: seconds,
+        ...(rate ? { rate } : {}),
+      });
+      await runLoad(opts(direct, warmup));
+      await runLoad(opts(viaApi, warmup));
+      const ds: LoadSample[] = [];
+      const as: LoadSample[] = [];
+      for (let i = 0; i < rounds; i++) {
+        ds.push(await runLoad(opts(direct, duration / rounds)));
+        as.push(await runLoad(opts(viaApi, duration / rounds)));
+      }
+      const dr = summarize(ds);
+      const ar = summarize(as);
+      rows.push({ q, total: a.total, same, direct: dr, viaApi: ar });
+      console.log(
+        `  ${q.name}: direct p50 ${fmtMs(dr.p50)} ms, p99 ${fmtMs(dr.p99)} ms, ${dr.rps.toFixed(0)} req/s | API p50 ${fmtMs(ar.p50)} ms, p99 ${fmtMs(ar.p99)} ms, ${ar.rps.toFixed(0)} req/s`,
+      );
+    }
+
+    // Table.
+    console.log("");
+    const head = [
+      "query".padEnd(22),
+      pad("total", 6),
+      pad("D p50", 7),
+      pad("D p99", 7),
+      pad("D req/s", 8),
+      pad("A p50", 7),
+      pad("A p99", 7),
+      pad("A req/s", 8),
+      pad("p50 x", 6),
+      pad("p99 x", 6),
+      pad("D KB", 6),
+      pad("A KB", 6),
+      " verdict",
+    ].join(" ");
+    console.log(head);
+    console.log("-".repeat(head.length));
+    let pass = true;
+    let logP50 = 0;
+    let logP99 = 0;
+    const problems: string[] = [];
+    for (const r of rows) {
+      const r50 = r.viaApi.p50 / r.direct.p50;
+      const r99 = r.viaApi.p99 / r.direct.p99;
+      logP50 += Math.log(r50);
+      logP99 += Math.log(r99);
+      const ok = r50 <= P50_TARGET && r99 <= P99_TARGET;
+      pass &&= ok;
+      if (!r.same) problems.push(`${r.q.name}: the API and ES answered different hits`);
+      for (const [side, lr] of [
+        ["direct", r.direct],
+        ["API", r.viaApi],
+      ] as const) {
+        if (lr.non2xx > 0 || lr.errors > 0) problems.push(`${r.q.name} (${side}): ${lr.non2xx} non-2xx answers, ${lr.errors} errors`);
+      }
+      console.log(
+        [
+          r.q.name.padEnd(22),
+          pad(String(r.total), 6),
+          pad(fmtMs(r.direct.p50), 7),
+          pad(fmtMs(r.direct.p99), 7),
+          pad(r.direct.rps.toFixed(0), 8),
+          pad(fmtMs(r.viaApi.p50), 7),
+          pad(fmtMs(r.viaApi.p99), 7),
+          pad(r.viaApi.rps.toFixed(0), 8),
+          pad(r50.toFixed(2), 6),
+          pad(r99.toFixed(2), 6),
+          pad((r.direct.bytesPerResponse / 1024).toFixed(1), 6),
+          pad((r.viaApi.bytesPerResponse / 1024).toFixed(1), 6),
+          ` ${ok ? "ok" : "MISS"}`,
+        ].join(" "),
+      );
+    }
+    console.log("(D = Elasticsearch _search directly, A = through the API; latencies in ms; KB = mean response size)");
+    if (rows.length > 0) {
+      console.log(
+        `geometric mean ratio: p50 ${Math.exp(logP50 / rows.length).toFixed(2)}x, p99 ${Math.exp(logP99 / rows.length).toFixed(2)}x`,
+      );
+    }
+    for (const p of problems) console.log(`WARNING: ${p}`);
+    console.log(
+      `verdict: ${pass ? "PASS" : "FAIL"} (targets: API p50 <= ${P50_TARGET}x and p99 <= ${P99_TARGET}x the direct figures, for every query)`,
+    );
+  } finally {
+    await api?.stop();
+    await deleteBenchIndices(es, chain, prefix);
+    await es.close();
+  }
+}

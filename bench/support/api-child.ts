@@ -1,0 +1,188 @@
+/**
+ * Starts the search API in a child process (bench/support/api-server.ts), so that its CPU time
+ * and memory are separate from the load generator's, and reads the child's memory from
+ * `/proc/<pid>/status` (Linux).
+ * @module
+ */
+import { type ChildProcess, spawn } from "node:child_process";
+import { readFileSync, writeFileSync } from "node:fs";
+import { resolve } from "node:path";
+import { createInterface } from "node:readline";
+
+/** Repository root (the child runs there so that `--import tsx` resolves). */
+const ROOT = resolve(import.meta.dirname, "../..");
+
+/** Options of {@link spawnApi}. */
+export interface SpawnApiOptions {
+  /** `CHAINSIFT_INDEX_PREFIX` of the child; also the Redis key prefix (`CHAINSIFT_REDIS_PREFIX`, `-` → `:`). */
+  indexPrefix: string;
+  /** The one accepted bearer token (`CHAINSIFT_API_TOKENS`). */
+  token: string;
+  /** `LOG_LEVEL` of the child. Default `warn` (no per-request log lines). */
+  logLevel?: string;
+  /** Extra environment variables of the child. */
+  env?: Record<string, string>;
+  /** How long to wait for the ready line, in milliseconds. Default 60000. */
+  startTimeoutMs?: number;
+}
+
+/** Memory figures of a process, in bytes (from `/proc/<pid>/status`). */
+export interface ProcMemory {
+  /** Current resident set size (`VmRSS`). */
+  rss: number;
+  /** Peak resident set size since start or since the last {@link resetPeakRss} (`VmHWM`). */
+  peakRss: number;
+}
+
+/** A running API child process. */
+export interface ApiChild {
+  /** Base URL, e.g. `http://127.0.0.1:41234`. */
+  url: string;
+  /** Process id of the node process serving the API. */
+  pid: number;
+  /** Its bearer token. */
+  token: string;
+  /** The child's current memory, or undefined when `/proc` is not available. */
+  memory(): ProcMemory | undefined;
+  /** Sends SIGTERM and waits for the exit (SIGKILL after 5 s). Idempotent. */
+  stop(): Promise<void>;
+}
+
+/**
+ * Reads `VmRSS` and `VmHWM` of a process.
+ * @returns undefined when `/proc/<pid>/status` cannot be read (not Linux, process gone).
+ */
+export function readProcMemory(pid: number): ProcMemory | undefined {
+  let text: string;
+  try {
+    text = readFileSync(`/proc/${pid}/status`, "utf8");
+  } catch {
+    return undefined;
+  }
+  const kb = (key: string): number => Number(new RegExp(`^${key}:\\s+(\\d+) kB`, "m").exec(text)?.[1] ?? Number.NaN) * 1024;
+  return { rss: kb("VmRSS"), peakRss: kb("VmHWM") };
+}
+
+/**
+ * Resets the peak RSS (`VmHWM`) of a process to its current RSS by writing `5` to
+ * `/proc/<pid>/clear_refs` (Linux ≥ 4.0; needs the same user).
+ * @returns whether the reset worked.
+ */
+export function resetPeakRss(pid: number): boolean {
+  try {
+    writeFileSync(`/proc/${pid}/clear_refs`, "5");
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Samples a process's RSS every `intervalMs` until stopped. */
+export interface RssPoller {
+  /** Stops sampling. @returns the largest RSS seen (bytes; NaN when none) and the sample count. */
+  stop(): { maxRss: number; samples: number };
+}
+
+/** Starts an {@link RssPoller} on `pid` (default every 50 ms). */
+export function pollRss(pid: number, intervalMs = 50): RssPoller {
+  let maxRss = Number.NaN;
+  let samples = 0;
+  const sample = (): void => {
+    const m = readProcMemory(pid);
+    if (!m) return;
+    samples++;
+    if (!(m.rss <= maxRss)) maxRss = m.rss;
+  };
+  sample();
+  const timer = setInterval(sample, intervalMs);
+  return {
+    stop() {
+      clearInterval(timer);
+      sample();
+      return { maxRss, samples };
+    },
+  };
+}
+
+function waitExit(child: ChildProcess, ms: number): Promise<boolean> {
+  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve(true);
+  return new Promise((done) => {
+    const timer = setTimeout(() => done(false), ms);
+    child.once("exit", () => {
+      clearTimeout(timer);
+      done(true);
+    });
+  });
+}
+
+/**
+ * Spawns `node --import tsx bench/support/api-server.ts` (same node binary as this process)
+ * listening on 127.0.0.1 on a free port, and waits for its ready line. The child gets this
+ * process's environment plus the index prefix, the token, host/port, `LOG_LEVEL`, its own Redis
+ * key prefix and a rate limit the benchmarks cannot reach (`CHAINSIFT_RATE_LIMIT_MAX=1e9`).
+ * The child's stderr is passed through; its stdout after the ready line (log lines) is discarded.
+ * @throws when the child exits or stays silent for `startTimeoutMs` before it is ready.
+ */
+export async function spawnApi(opts: SpawnApiOptions): Promise<ApiChild> {
+  const child = spawn(process.execPath, ["--import", "tsx", resolve(ROOT, "bench/support/api-server.ts")], {
+    cwd: ROOT,
+    env: {
+      ...process.env,
+      CHAINSIFT_INDEX_PREFIX: opts.indexPrefix,
+      CHAINSIFT_API_TOKENS: opts.token,
+      CHAINSIFT_API_HOST: "127.0.0.1",
+      CHAINSIFT_API_PORT: "0",
+      // The per-token rate limit stays in the request path (one Redis call per request) but
+      // never refuses the benchmark's load; its counters live under this run's own key prefix.
+      CHAINSIFT_RATE_LIMIT_MAX: "1000000000",
+      CHAINSIFT_REDIS_PREFIX: `${opts.indexPrefix.replace(/-$/, "")}:`,
+      LOG_LEVEL: opts.logLevel ?? "warn",
+      ...opts.env,
+    },
+    stdio: ["ignore", "pipe", "inherit"],
+  });
+  const stopChild = async (): Promise<void> => {
+    if (child.exitCode !== null || child.signalCode !== null) return;
+    child.kill("SIGTERM");
+    if (!(await waitExit(child, 5000))) {
+      child.kill("SIGKILL");
+      await waitExit(child, 5000);
+    }
+  };
+  const lines = createInterface({ input: child.stdout as NonNullable<typeof child.stdout> });
+  const startTimeoutMs = opts.startTimeoutMs ?? 60_000;
+  let ready: { url: string; pid: number };
+  try {
+    ready = await new Promise<{ url: string; pid: number }>((resolveReady, reject) => {
+      const timer = setTimeout(() => reject(new Error(`the API child did not start within ${startTimeoutMs} ms`)), startTimeoutMs);
+      child.once("exit", (code, signal) => reject(new Error(`the API child exited before it was ready (code ${code}, signal ${signal})`)));
+      lines.on("line", (line) => {
+        try {
+          const msg = JSON.parse(line) as { url?: unknown; pid?: unknown };
+          if (typeof msg.url === "string" && typeof msg.pid === "number") {
+            clearTimeout(timer);
+            resolveReady({ url: msg.url, pid: msg.pid });
+          }
+        } catch {
+          // a log line that is not JSON: ignore
+        }
+      });
+    });
+  } catch (err) {
+    await stopChild();
+    throw err;
+  }
+  // Keep draining stdout (log lines) so that the child never blocks on a full pipe.
+  lines.removeAllListeners("line");
+  let stopping: Promise<void> | undefined;
+  return {
+    url: ready.url,
+    pid: ready.pid,
+    token: opts.token,
+    memory: () => readProcMemory(ready.pid),
+    stop() {
+      stopping ??= stopChild().finally(() => lines.close());
+      return stopping;
+    },
+  };
+}
