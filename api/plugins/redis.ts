@@ -42,6 +42,8 @@ export async function connectRedis(url: string, onError?: (err: unknown) => void
     connectTimeout: 5000,
     commandTimeout: REDIS_COMMAND_TIMEOUT_MS,
     maxRetriesPerRequest: 1,
+    // One round trip for all commands issued in the same tick (rate-limit counters under load).
+    enableAutoPipelining: true,
     retryStrategy: (times) => Math.min(100 * 2 ** times, 5000),
   });
   let connected = false;

@@ -46,7 +46,7 @@ export interface StreamSearchOptions {
   target: SearchTarget;
   /** Client-side timeout of each ES request and the ES search `timeout`, in milliseconds. */
   requestTimeoutMs: number;
-  /** Hits per `search_after` page. Default 1000. */
+  /** Hits per `search_after` page. Default 250: smaller pages keep the V8 heap of a long stream small (bench stream: peak RSS 316 MiB at 1000, 202 MiB at 250, and faster). */
   pageSize?: number;
   /** PIT keep-alive, extended by every page request (ES time unit). Default `1m`. */
   keepAlive?: string;
@@ -76,7 +76,7 @@ class PartialPageError extends Error {
  */
 export async function streamSearch(opts: StreamSearchOptions): Promise<SearchStream> {
   const { es, plan, target, requestTimeoutMs } = opts;
-  const pageSize = opts.pageSize ?? 1000;
+  const pageSize = opts.pageSize ?? 250;
   const keepAlive = opts.keepAlive ?? "1m";
   const log = opts.log ?? noopLog;
   const reqOpts = requestOptions(requestTimeoutMs);
