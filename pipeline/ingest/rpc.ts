@@ -5,7 +5,7 @@
  * `eth_getTransactionReceipt` per transaction on nodes without `eth_getBlockReceipts`.
  * @module
  */
-import { FetchRequest, JsonRpcProvider } from "ethers";
+import { type JsonRpcApiProviderOptions, type JsonRpcPayload, JsonRpcProvider, type JsonRpcResult } from "ethers";
 import { RetryableError } from "../errors.js";
 import type { RawRpcObject } from "./transform.js";
 
@@ -48,6 +48,37 @@ export interface RpcSourceOptions {
 
 const METHOD_NOT_FOUND = -32601;
 
+/**
+ * ethers' JSON-RPC provider (batching, error mapping) over Node's fetch (undici) instead of
+ * ethers' own HTTP layer, whose JavaScript UTF-8 decoding of multi-megabyte block and receipt
+ * responses made fetching ~8x slower (measured: 75 mainnet blocks with receipts in 1.9 s through
+ * ethers' FetchRequest, 0.2 s through fetch). `_send` is the override point ethers documents for
+ * custom transports.
+ */
+class UndiciJsonRpcProvider extends JsonRpcProvider {
+  readonly #url: string;
+  readonly #timeoutMs: number;
+
+  constructor(url: string, timeoutMs: number, options: JsonRpcApiProviderOptions) {
+    super(url, undefined, options);
+    this.#url = url;
+    this.#timeoutMs = timeoutMs;
+  }
+
+  override async _send(payload: JsonRpcPayload | JsonRpcPayload[]): Promise<JsonRpcResult[]> {
+    const res = await fetch(this.#url, {
+      method: "POST",
+      headers: { "content-type": "application/json", accept: "application/json" },
+      body: JSON.stringify(payload),
+      signal: AbortSignal.timeout(this.#timeoutMs),
+    });
+    const text = await res.text();
+    if (!res.ok) throw new Error(`JSON-RPC HTTP ${res.status}: ${text.slice(0, 200)}`);
+    const body = JSON.parse(text) as JsonRpcResult | JsonRpcResult[];
+    return Array.isArray(body) ? body : [body];
+  }
+}
+
 function rpcErrorCode(err: unknown): number | undefined {
   const e = err as { error?: { code?: number }; info?: { error?: { code?: number } } };
   return e?.error?.code ?? e?.info?.error?.code;
@@ -55,9 +86,7 @@ function rpcErrorCode(err: unknown): number | undefined {
 
 /** Creates a {@link ChainSource} reading from a JSON-RPC URL. */
 export function createRpcSource(opts: RpcSourceOptions): ChainSource {
-  const req = new FetchRequest(opts.rpcUrl);
-  req.timeout = opts.timeoutMs ?? 30_000;
-  const provider = new JsonRpcProvider(req, undefined, {
+  const provider = new UndiciJsonRpcProvider(opts.rpcUrl, opts.timeoutMs ?? 30_000, {
     staticNetwork: true,
     batchMaxCount: opts.batchMaxCount ?? 50,
     batchStallTime: opts.batchStallTimeMs ?? 2,
