@@ -15,6 +15,7 @@ import type { Redis } from "ioredis";
 import type { Registry } from "prom-client";
 import type { AccountStore } from "../lib/accounts/store.js";
 import type { ChainId, Config } from "../lib/config.js";
+import type { Logger } from "../lib/logger.js";
 import pkg from "../package.json" with { type: "json" };
 import { accountsPlugin } from "./plugins/accounts.js";
 import { authPlugin } from "./plugins/auth.js";
@@ -26,6 +27,7 @@ import { rateLimitPlugin } from "./plugins/rate-limit.js";
 import { redisPlugin } from "./plugins/redis.js";
 import { adminRoutes } from "./routes/admin/index.js";
 import { healthRoutes } from "./routes/health.js";
+import { connectRulesBackends, rulesRoutes } from "./routes/rules/index.js";
 import { searchRoutes } from "./routes/search/index.js";
 import { chainLabel } from "./routes/search/target.js";
 
@@ -137,6 +139,11 @@ export async function buildApi(deps: ApiDeps): Promise<FastifyInstance> {
       },
     });
     await app.register(adminRoutes);
+    const rulesBackends = await connectRulesBackends(config, { logger: app.log as unknown as Logger });
+    app.addHook("onClose", async () => {
+      await rulesBackends.close();
+    });
+    await app.register(rulesRoutes({ rules: rulesBackends.rules, deliveries: rulesBackends.deliveries, chains }));
   } catch (err) {
     // Release what the plugins registered so far opened (ES client, Redis connections).
     await app.close().catch(() => {});

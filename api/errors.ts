@@ -15,6 +15,8 @@
  */
 
 /** One documented error code: HTTP status and a one-line description (rendered in docs/api.md). */
+import { RULES_ERROR_CODES } from "./routes/rules/errors.js";
+
 export interface ErrorCodeInfo {
   /** HTTP status code answered with this code. */
   status: number;
@@ -116,6 +118,7 @@ export const ERROR_CODES = {
     description: "Elasticsearch or Redis (accounts, rate limits) is unreachable, overloaded or timed out.",
   },
   CS_INTERNAL: { status: 500, description: "Unexpected server error (details are logged, never returned)." },
+  ...RULES_ERROR_CODES,
 } as const satisfies Record<string, ErrorCodeInfo>;
 
 /** One of the stable error codes of {@link ERROR_CODES}. */

@@ -42,6 +42,7 @@ export const openapiPlugin: FastifyPluginAsync<OpenapiPluginOptions> = globalPlu
       tags: [
         { name: "search", description: "Query indexed chain data (API token)" },
         { name: "admin", description: "Accounts and API tokens (admin token)" },
+        { name: "alerting", description: "Alerting rules and their delivery log (API token)" },
         { name: "operations", description: "Health and metrics (no token)" },
       ],
       components: {

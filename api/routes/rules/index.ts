@@ -1,0 +1,380 @@
+/**
+ * The alerting-rules endpoints of the contract (7–11) plus the delivery log of a rule:
+ *
+ * | method | path                                       | body                 | answer                                   |
+ * | ------ | ------------------------------------------ | -------------------- | ---------------------------------------- |
+ * | GET    | /alerting/rules/?limit=&cursor=            | –                    | 200 `{rules, nextCursor}` (oldest first) |
+ * | GET    | /alerting/rules/:rule_id/                  | –                    | 200 rule                                 |
+ * | POST   | /alerting/rules/                           | rule                 | 201 rule (+ `Location`)                  |
+ * | PUT    | /alerting/rules/:rule_id/                  | fields to change     | 200 rule (version + 1)                   |
+ * | DELETE | /alerting/rules/:rule_id/                  | –                    | 204                                      |
+ * | GET    | /alerting/rules/:rule_id/deliveries/?limit=&offset= | –           | 200 `{total, entries}` (newest first)    |
+ *
+ * Every route acts for the authenticated account (`request.account.id`, set by
+ * api/plugins/auth.ts): another account's rule is answered exactly like a missing one, 404
+ * `CS_RULE_NOT_FOUND`, never 403. A `:rule_id` that is not a UUID is 400 `CS_RULE_ID_INVALID`.
+ *
+ * Validation: bodies are parsed as plain JSON and checked by `validateRuleInput`
+ * (lib/rules/validate.ts) only, which keeps additional top-level properties, coerces nothing and
+ * reports every problem with a code and a JSON path. The route schemas (TypeBox) exist for the
+ * OpenAPI document only: this plugin's encapsulated scope installs a validator compiler that
+ * accepts everything and a `JSON.stringify` serializer, so Fastify/Ajv never strips, coerces or
+ * refuses a rule and response schemas never reshape one.
+ *
+ * Errors with rule codes ({@link RULES_ERROR_CODES}) are rendered by this plugin's error handler
+ * as `{error: {code, message, path}, errors: […]}`; Redis failures become `CS_BACKEND_UNAVAILABLE`
+ * (503) and everything else (401, 415, invalid JSON…) goes on to the app's error handler.
+ * Trailing slashes are optional when the app is created with `routerOptions.ignoreTrailingSlash`
+ * (as api/app.ts does).
+ * @module
+ */
+import type { FastifyPluginAsync, FastifyRequest } from "fastify";
+import { createClient } from "redis";
+import type { ChainId, Config } from "../../../lib/config.js";
+import type { Logger } from "../../../lib/logger.js";
+import {
+  connectRuleStore,
+  isRuleStoreError,
+  MAX_LIST_LIMIT,
+  RULE_STORE_ERROR_HTTP_STATUS,
+  type RuleStore,
+  type RuleStoreError,
+} from "../../../lib/rules/store.js";
+import { validateRuleInput } from "../../../lib/rules/validate.js";
+import { createDeliveryLog, type DeliveryLog } from "../../../pipeline/notify/log.js";
+import { apiError } from "../../errors.js";
+import { RulesApiError, rulesError, validationError } from "./errors.js";
+import {
+  DEFAULT_DELIVERIES_LIMIT,
+  DeliveryListQuery,
+  DeliveryPageSchema,
+  MAX_DELIVERIES_LIMIT,
+  RULES_ERROR_RESPONSES,
+  RuleCreateBodySchema,
+  RuleListQuery,
+  RulePageSchema,
+  RuleParams,
+  RuleSchema,
+  RulesErrorBodySchema,
+  RuleUpdateBodySchema,
+} from "./schema.js";
+
+export { RULES_ERROR_CODES, RulesApiError, type RulesErrorCode, type RulesErrorDetail } from "./errors.js";
+
+/** Dependencies of {@link rulesRoutes}. */
+export interface RulesRoutesDeps {
+  /** The rule store (lib/rules/store.ts), e.g. `(await connectRuleStore(config)).store`. */
+  rules: RuleStore;
+  /**
+   * The delivery log (pipeline/notify/log.ts) the notify stage writes to. Absent: the deliveries
+   * endpoint still checks the rule's ownership, then answers an empty page `{total: 0, entries: []}`.
+   */
+  deliveries?: DeliveryLog;
+  /** The chains this deployment serves; a rule's technology/blockchain/network must name one of them. */
+  chains: ChainId[];
+}
+
+/** Base path of the rules routes. */
+export const RULES_PREFIX = "/alerting/rules";
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+const DIGITS = /^[0-9]{1,16}$/;
+const JSON_TYPE = "application/json; charset=utf-8";
+
+/** node-redis errors (and socket errors) that mean "Redis cannot be asked right now". */
+const REDIS_UNAVAILABLE_NAMES = new Set([
+  "ClientOfflineError",
+  "ClientClosedError",
+  "ConnectionTimeoutError",
+  "SocketClosedUnexpectedlyError",
+  "SocketTimeoutError",
+  "ReconnectStrategyError",
+  "DisconnectsClientError",
+  "TimeoutError",
+]);
+const SOCKET_CODES = new Set(["ECONNREFUSED", "ECONNRESET", "ETIMEDOUT", "EPIPE", "EHOSTUNREACH", "ENOTFOUND", "EAI_AGAIN"]);
+
+/**
+ * Whether `err` says that Redis is unreachable (client offline or closed, connection lost or timed
+ * out), as opposed to a refused operation or a bug.
+ */
+export function isRedisUnavailable(err: unknown): boolean {
+  if (!(err instanceof Error)) return false;
+  const code = (err as { code?: unknown }).code;
+  return REDIS_UNAVAILABLE_NAMES.has(err.constructor.name) || REDIS_UNAVAILABLE_NAMES.has(err.name) || SOCKET_CODES.has(String(code));
+}
+
+/** The authenticated account's id (api/plugins/auth.ts attaches `request.account`); 401 when there is none. */
+function callerId(request: FastifyRequest): string {
+  const account = (request as unknown as { account?: { id?: unknown } | null }).account;
+  if (account && typeof account.id === "string" && account.id !== "") return account.id;
+  throw apiError("CS_AUTH_REQUIRED", "a valid bearer token is required: Authorization: Bearer <token>");
+}
+
+/** `:rule_id`, lower-cased (ids are issued lower-case); 400 `CS_RULE_ID_INVALID` unless it is a UUID. */
+function ruleIdOf(request: FastifyRequest): string {
+  const id = (request.params as { rule_id?: unknown }).rule_id;
+  if (typeof id !== "string" || !UUID.test(id)) {
+    throw rulesError("CS_RULE_ID_INVALID", `rule_id must be a UUID, got ${JSON.stringify(id ?? "")}`, "params.rule_id");
+  }
+  return id.toLowerCase();
+}
+
+function notFound(id: string): RulesApiError {
+  return rulesError("CS_RULE_NOT_FOUND", `no rule with id ${id}`, "params.rule_id");
+}
+
+/** A single query-string value (repeated parameters are refused), or undefined when absent or empty. */
+function queryValue(request: FastifyRequest, name: string): string | undefined {
+  const v = (request.query as Record<string, unknown> | undefined)?.[name];
+  if (v === undefined || v === "") return undefined;
+  if (typeof v !== "string") throw rulesError("CS_RULE_INVALID_PAGE", `${name} must be given once`, `querystring.${name}`);
+  return v;
+}
+
+/** An integer query parameter in [min, max] (decimal digits only), or `fallback` when absent. */
+function intQuery(request: FastifyRequest, name: string, min: number, max: number, fallback: number): number {
+  const raw = queryValue(request, name);
+  if (raw === undefined) return fallback;
+  const n = DIGITS.test(raw) ? Number(raw) : Number.NaN;
+  if (!Number.isSafeInteger(n) || n < min || n > max) {
+    const range = max === Number.MAX_SAFE_INTEGER ? `>= ${min}` : `from ${min} to ${max}`;
+    throw rulesError("CS_RULE_INVALID_PAGE", `${name} must be an integer ${range}, got ${JSON.stringify(raw)}`, `querystring.${name}`);
+  }
+  return n;
+}
+
+/** Maps a {@link RuleStoreError} to the API error (status from `RULE_STORE_ERROR_HTTP_STATUS`), with the path it concerns. */
+function fromStoreError(err: RuleStoreError, id?: string): RulesApiError {
+  const status = RULE_STORE_ERROR_HTTP_STATUS[err.code];
+  switch (err.code) {
+    case "CS_RULE_NOT_FOUND":
+      return new RulesApiError({ code: err.code, message: id ? `no rule with id ${id}` : err.message, path: "params.rule_id" }, status);
+    case "CS_RULE_VERSION_CONFLICT": {
+      const current = err.details.currentVersion;
+      const message =
+        current === undefined
+          ? `${err.message} (the rule kept changing concurrently)`
+          : `version conflict: rule ${id ?? ""} is at version ${current}; fetch it again and retry with "version": ${current}`;
+      return new RulesApiError({ code: err.code, message, path: "version" }, status);
+    }
+    case "CS_RULE_IMMUTABLE_FIELD":
+      return new RulesApiError({ code: err.code, message: err.message, path: err.details.field ?? null }, status);
+    case "CS_RULE_INVALID_PAGE":
+      return new RulesApiError({ code: err.code, message: err.message, path: "querystring.cursor" }, status);
+    default:
+      return new RulesApiError({ code: "CS_RULE_INVALID", message: err.message, path: null }, 400);
+  }
+}
+
+/** Runs a store operation, turning its refusals into API errors. */
+async function store<T>(op: () => Promise<T>, id?: string): Promise<T> {
+  try {
+    return await op();
+  } catch (err) {
+    if (isRuleStoreError(err)) throw fromStoreError(err, id);
+    throw err;
+  }
+}
+
+// No per-route `security`: the document's global `bearerAuth` (api/plugins/openapi.ts) applies.
+const common = { tags: ["alerting"] };
+
+/**
+ * Builds the plugin of the alerting-rules routes (encapsulated: its validator, serializer and
+ * error handler apply to these routes only).
+ *
+ * ```ts
+ * await app.register(rulesRoutes({ rules, deliveries, chains }));
+ * ```
+ * Needs an authentication hook that sets `request.account` (api/plugins/auth.ts) and, for the
+ * app-wide error codes (401, invalid JSON, 503), the app's error handler (api/plugins/errors.ts).
+ * @param deps see {@link RulesRoutesDeps}.
+ */
+export function rulesRoutes(deps: RulesRoutesDeps): FastifyPluginAsync {
+  const { rules, deliveries } = deps;
+  const chains = deps.chains;
+
+  return async (app) => {
+    // Schemas below are for the OpenAPI document only (see the module comment).
+    app.setValidatorCompiler(() => () => true);
+    app.setSerializerCompiler(() => (data) => JSON.stringify(data));
+
+    app.setErrorHandler(async (err, request, reply) => {
+      if (err instanceof RulesApiError) return reply.code(err.statusCode).type(JSON_TYPE).send(err.body());
+      if (isRuleStoreError(err)) {
+        const mapped = fromStoreError(err);
+        return reply.code(mapped.statusCode).type(JSON_TYPE).send(mapped.body());
+      }
+      if (isRedisUnavailable(err)) {
+        request.log.warn({ err }, "rules: redis unavailable");
+        throw apiError("CS_BACKEND_UNAVAILABLE", "the rule store is temporarily unavailable; retry later");
+      }
+      // Everything else (authentication, body parsing, unexpected errors): the app's error handler.
+      throw err;
+    });
+
+    app.get(
+      `${RULES_PREFIX}/`,
+      {
+        schema: {
+          ...common,
+          summary: "List the caller's rules",
+          description: `Oldest first (createdAt, then id). Page with ?limit= (1–${MAX_LIST_LIMIT}, default 50) and ?cursor= (the previous page's nextCursor).`,
+          querystring: RuleListQuery,
+          response: { 200: RulePageSchema, ...RULES_ERROR_RESPONSES },
+        },
+      },
+      async (request) => {
+        const accountId = callerId(request);
+        const limit = intQuery(request, "limit", 1, MAX_LIST_LIMIT, 50);
+        const cursor = queryValue(request, "cursor");
+        return store(() => rules.list(accountId, { limit, cursor: cursor ?? null }));
+      },
+    );
+
+    app.get(
+      `${RULES_PREFIX}/:rule_id/`,
+      {
+        schema: { ...common, summary: "Get one rule", params: RuleParams, response: { 200: RuleSchema, ...RULES_ERROR_RESPONSES } },
+      },
+      async (request) => {
+        const accountId = callerId(request);
+        const id = ruleIdOf(request);
+        const rule = await store(() => rules.get(accountId, id), id);
+        if (!rule) throw notFound(id);
+        return rule;
+      },
+    );
+
+    app.post(
+      `${RULES_PREFIX}/`,
+      {
+        schema: {
+          ...common,
+          summary: "Create a rule",
+          description:
+            "Required: name, maxConfirmationCount, technology, blockchain, network, config. Defaults: state enabled, sendPendingAlerts false, description null. " +
+            "Additional top-level properties are stored verbatim. Refusals: 400 with a CS_RULE_* code and the JSON path of every problem.",
+          body: RuleCreateBodySchema,
+          response: { 201: RuleSchema, ...RULES_ERROR_RESPONSES },
+        },
+      },
+      async (request, reply) => {
+        const accountId = callerId(request);
+        const checked = validateRuleInput(request.body, "create", chains);
+        if (!checked.ok) throw validationError(checked.errors);
+        const rule = await store(() => rules.create(accountId, checked.value));
+        return reply.code(201).header("location", `${RULES_PREFIX}/${rule.id}/`).send(rule);
+      },
+    );
+
+    app.put(
+      `${RULES_PREFIX}/:rule_id/`,
+      {
+        schema: {
+          ...common,
+          summary: "Change a rule",
+          description:
+            "Any subset of the fields, merged at the top level (config is replaced as a whole). With version, the change applies only if it is the stored version (else 409 CS_RULE_VERSION_CONFLICT). " +
+            "technology, blockchain and network cannot change.",
+          params: RuleParams,
+          body: RuleUpdateBodySchema,
+          response: { 200: RuleSchema, ...RULES_ERROR_RESPONSES, 409: RulesErrorBodySchema },
+        },
+      },
+      async (request) => {
+        const accountId = callerId(request);
+        const id = ruleIdOf(request);
+        const checked = validateRuleInput(request.body, "update", chains);
+        if (!checked.ok) throw validationError(checked.errors);
+        return store(() => rules.update(accountId, id, checked.value), id);
+      },
+    );
+
+    app.delete(
+      `${RULES_PREFIX}/:rule_id/`,
+      {
+        schema: { ...common, summary: "Delete a rule", params: RuleParams, response: { 204: { type: "null" }, ...RULES_ERROR_RESPONSES } },
+      },
+      async (request, reply) => {
+        const accountId = callerId(request);
+        const id = ruleIdOf(request);
+        const deleted = await store(() => rules.delete(accountId, id), id);
+        if (!deleted) throw notFound(id);
+        return reply.code(204).send();
+      },
+    );
+
+    app.get(
+      `${RULES_PREFIX}/:rule_id/deliveries/`,
+      {
+        schema: {
+          ...common,
+          summary: "Delivery log of a rule",
+          description: `Every delivery of every action of the rule's alerts, newest first; the newest 1000 are kept. ?limit= 1–${MAX_DELIVERIES_LIMIT} (default ${DEFAULT_DELIVERIES_LIMIT}), ?offset= from the newest.`,
+          params: RuleParams,
+          querystring: DeliveryListQuery,
+          response: { 200: DeliveryPageSchema, ...RULES_ERROR_RESPONSES },
+        },
+      },
+      async (request) => {
+        const accountId = callerId(request);
+        const id = ruleIdOf(request);
+        const limit = intQuery(request, "limit", 1, MAX_DELIVERIES_LIMIT, DEFAULT_DELIVERIES_LIMIT);
+        const offset = intQuery(request, "offset", 0, Number.MAX_SAFE_INTEGER, 0);
+        const rule = await store(() => rules.get(accountId, id), id);
+        if (!rule) throw notFound(id);
+        if (!deliveries) return { total: 0, entries: [] };
+        return deliveries.list(rule.id, { limit, offset });
+      },
+    );
+  };
+}
+
+/** The rule store and delivery log of {@link rulesRoutes}, with the Redis connections they own. */
+export interface RulesBackends {
+  rules: RuleStore;
+  deliveries: DeliveryLog;
+  /** Closes both Redis connections (idempotent). */
+  close(): Promise<void>;
+}
+
+/**
+ * Connects what {@link rulesRoutes} needs from a config: a rule store on its own Redis connection
+ * (`connectRuleStore`) and a delivery log on a second one, both under `config.redisKeyPrefix`.
+ * Like the store, the log's client fails commands at once while disconnected (503, not a hang) and
+ * reconnects with backoff.
+ * @throws the client's connection error when Redis cannot be reached (fail fast at startup).
+ */
+export async function connectRulesBackends(
+  config: Pick<Config, "redisUrl" | "redisKeyPrefix">,
+  options: { logger?: Logger } = {},
+): Promise<RulesBackends> {
+  const ruleConn = await connectRuleStore(config, options.logger ? { logger: options.logger } : {});
+  let connected = false;
+  const client = createClient({
+    url: config.redisUrl,
+    disableOfflineQueue: true,
+    socket: { connectTimeout: 5000, reconnectStrategy: (retries) => (connected ? Math.min(100 * 2 ** retries, 5000) : false) },
+  });
+  client.on("error", (err: unknown) => {
+    if (connected) options.logger?.warn({ err }, "rules: delivery log redis connection error");
+  });
+  try {
+    await client.connect();
+  } catch (err) {
+    await ruleConn.close();
+    throw err;
+  }
+  connected = true;
+  let closing: Promise<void> | undefined;
+  return {
+    rules: ruleConn.store,
+    deliveries: createDeliveryLog({ redis: client, keyPrefix: config.redisKeyPrefix }),
+    close() {
+      closing ??= Promise.all([ruleConn.close(), client.isOpen ? client.close() : Promise.resolve()]).then(() => {});
+      return closing;
+    },
+  };
+}

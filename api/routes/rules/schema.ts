@@ -1,0 +1,113 @@
+/**
+ * TypeBox schemas of the alerting-rules routes, for the OpenAPI document only: the rules plugin
+ * installs a no-op validator and a `JSON.stringify` serializer in its scope, so these schemas never
+ * validate, strip, coerce or reshape anything. Bodies are checked by `validateRuleInput`
+ * (lib/rules/validate.ts), path and query parameters by the route handlers.
+ * @module
+ */
+import { Type } from "typebox";
+import { MAX_LIST_LIMIT } from "../../../lib/rules/store.js";
+import { RuleCreateSchema, RuleUpdateSchema } from "../../../lib/rules/validate.js";
+import { RULES_ERROR_CODES } from "./errors.js";
+
+/** Largest `limit` of the deliveries endpoint (the delivery log's own bound). */
+export const MAX_DELIVERIES_LIMIT = 1000;
+/** Default `limit` of the deliveries endpoint. */
+export const DEFAULT_DELIVERIES_LIMIT = 50;
+
+const Time = (description: string) => Type.String({ description: `${description}, ISO 8601 UTC`, examples: ["2026-01-02T03:04:05.000Z"] });
+
+/** `:rule_id` of the single-rule routes. */
+export const RuleParams = Type.Object({
+  rule_id: Type.String({ format: "uuid", description: "Rule id (UUID); a malformed id answers 400 CS_RULE_ID_INVALID" }),
+});
+
+/** Query string of `GET /alerting/rules/`. */
+export const RuleListQuery = Type.Object({
+  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_LIST_LIMIT, default: 50, description: "Page size" })),
+  cursor: Type.Optional(Type.String({ description: "nextCursor of the previous page; absent for the first page" })),
+});
+
+/** Query string of `GET /alerting/rules/<rule_id>/deliveries/`. */
+export const DeliveryListQuery = Type.Object({
+  limit: Type.Optional(
+    Type.Integer({ minimum: 1, maximum: MAX_DELIVERIES_LIMIT, default: DEFAULT_DELIVERIES_LIMIT, description: "Entries to return" }),
+  ),
+  offset: Type.Optional(Type.Integer({ minimum: 0, default: 0, description: "Entries to skip, from the newest" })),
+});
+
+/** Body of `POST /alerting/rules/` (documentation of lib/rules/validate.ts `RuleCreateSchema`). */
+export const RuleCreateBodySchema = RuleCreateSchema;
+/** Body of `PUT /alerting/rules/<rule_id>/` (documentation of lib/rules/validate.ts `RuleUpdateSchema`). */
+export const RuleUpdateBodySchema = RuleUpdateSchema;
+
+/** A stored rule, as every rules route returns it: the rule fields (extra properties included) plus the service's own. */
+export const RuleSchema = Type.Intersect(
+  [
+    RuleCreateSchema,
+    Type.Object({
+      id: Type.String({ format: "uuid", description: "Rule id (UUID v4), the <rule_id> of the URLs" }),
+      accountId: Type.String({ description: "Owning account (the caller)" }),
+      version: Type.Integer({ minimum: 1, description: "1 on creation, incremented by every change" }),
+      state: Type.Enum(["enabled", "disabled"] as const),
+      sendPendingAlerts: Type.Boolean(),
+      description: Type.Union([Type.String(), Type.Null()]),
+      createdAt: Time("Creation time"),
+      updatedAt: Time("Time of the last change"),
+    }),
+  ],
+  { description: "An alerting rule as stored (additional top-level properties are returned verbatim)" },
+);
+
+/** Answer of `GET /alerting/rules/`. */
+export const RulePageSchema = Type.Object({
+  rules: Type.Array(RuleSchema, { description: "The caller's rules, oldest first (createdAt, then id)" }),
+  nextCursor: Type.Union([Type.String(), Type.Null()], { description: "Cursor of the next page, or null on the last page" }),
+});
+
+/** One entry of the delivery log (pipeline/notify/log.ts `DeliveryLogEntry`). */
+export const DeliveryLogEntrySchema = Type.Object(
+  {
+    alertId: Type.String({ description: "The alert id (idempotency key)" }),
+    sequence: Type.Integer({ description: "The alert's per-rule sequence number" }),
+    status: Type.Enum(["pending", "confirmed", "removed"] as const),
+    actionIndex: Type.Integer({ description: "Index of the action in config.alerts" }),
+    type: Type.String({ description: "Alert type of the action (Webhook (GET), Webhook (POST), Email, Slack)" }),
+    destination: Type.String({ description: "Redacted destination (URL without credentials and query, or `n recipients`)" }),
+    ok: Type.Boolean(),
+    attempts: Type.Integer({ description: "Attempts made (0 when the action could not be rendered)" }),
+    final: Type.Optional(Type.Boolean({ description: "false when the failure is retryable later (the alert was dead-lettered)" })),
+    httpStatus: Type.Optional(Type.Integer({ description: "HTTP status or SMTP reply code of the last answered attempt" })),
+    error: Type.Optional(Type.String()),
+    code: Type.Optional(Type.String({ description: "Delivery error code, e.g. CS_DELIVERY_REJECTED" })),
+    at: Time("When the delivery finished"),
+  },
+  { description: "One delivery of one action of one alert" },
+);
+
+/** Answer of `GET /alerting/rules/<rule_id>/deliveries/`. */
+export const DeliveryPageSchema = Type.Object({
+  total: Type.Integer({ description: "Entries currently kept for the rule (the newest 1000)" }),
+  entries: Type.Array(DeliveryLogEntrySchema, { description: "Newest first" }),
+});
+
+const ErrorDetail = Type.Object({
+  code: Type.String({ description: `Stable code, e.g. ${Object.keys(RULES_ERROR_CODES).slice(0, 3).join(", ")}` }),
+  message: Type.String({ description: "Human-readable explanation (not stable)" }),
+  path: Type.Union([Type.String(), Type.Null()], { description: "JSON path of the offending part of the request, or null" }),
+});
+
+/** Error body of the rules routes (the API's usual `{error, errors}`). */
+export const RulesErrorBodySchema = Type.Object(
+  { error: ErrorDetail, errors: Type.Array(ErrorDetail) },
+  { description: "Error: the first problem, and all problems" },
+);
+
+/** Error answers every rules route documents. */
+export const RULES_ERROR_RESPONSES = {
+  400: RulesErrorBodySchema,
+  401: RulesErrorBodySchema,
+  404: RulesErrorBodySchema,
+  429: RulesErrorBodySchema,
+  503: RulesErrorBodySchema,
+} as const;
