@@ -77,6 +77,8 @@ async function main(): Promise<void> {
   if (embedded && !env.CHAINSIFT_NETWORK) env.CHAINSIFT_NETWORK = "anvil";
   // On the embedded dev chain, webhooks to receivers on this machine are the point: allow loopback.
   if (embedded && env.CHAINSIFT_NOTIFY_ALLOWLIST === undefined) env.CHAINSIFT_NOTIFY_ALLOWLIST = "127.0.0.1,::1,localhost";
+  // anvil traces every block cheaply: Trace and Call rules work out of the box on the embedded chain.
+  if (embedded && env.CHAINSIFT_INGEST_TRACES === undefined) env.CHAINSIFT_INGEST_TRACES = "true";
   const config = loadConfig(env);
   const logger = createLogger(config.logLevel);
 

@@ -65,6 +65,8 @@ export interface Config {
     pollIntervalMs: number;
     /** Blocks fetched concurrently during a backfill. Env `CHAINSIFT_INGEST_CONCURRENCY`, default 4. */
     concurrency: number;
+    /** Fetch call traces (debug_traceBlockByNumber, callTracer) for Trace/Call alerting targets. Env `CHAINSIFT_INGEST_TRACES` (`true`/`false`), default false (`npm start` on the embedded chain: true). */
+    traces: boolean;
   };
   index: {
     /** Largest bulk request, in documents. Env `CHAINSIFT_BULK_MAX_DOCS`, default 2000. */
@@ -119,6 +121,14 @@ function list(env: NodeJS.ProcessEnv, name: string, fallback: string[]): string[
     .filter((s) => s !== "");
 }
 
+function bool(env: NodeJS.ProcessEnv, name: string, fallback: boolean): boolean {
+  const raw = env[name];
+  if (raw === undefined || raw === "") return fallback;
+  if (/^(true|1|yes)$/i.test(raw)) return true;
+  if (/^(false|0|no)$/i.test(raw)) return false;
+  throw new ConfigError(name, `expected true or false, got ${JSON.stringify(raw)}`);
+}
+
 function str(env: NodeJS.ProcessEnv, name: string, fallback: string): string {
   const raw = env[name];
   return raw === undefined || raw === "" ? fallback : raw;
@@ -162,6 +172,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       rpcUrl: str(env, "CHAINSIFT_RPC_URL", "http://127.0.0.1:8545"),
       pollIntervalMs: int(env, "CHAINSIFT_POLL_INTERVAL_MS", 1000, 1),
       concurrency: int(env, "CHAINSIFT_INGEST_CONCURRENCY", 4, 1),
+      traces: bool(env, "CHAINSIFT_INGEST_TRACES", false),
     },
     index: {
       bulkMaxDocs: int(env, "CHAINSIFT_BULK_MAX_DOCS", 2000, 1),

@@ -158,6 +158,24 @@ export interface EventRecord {
   timestamp: string;
 }
 
+/**
+ * The call trace of one transaction, as geth's `callTracer` returns it
+ * (https://geth.ethereum.org/docs/developers/evm-tracing/built-in-tracers#call-tracer), with the
+ * transaction's place in the chain. Kafka key: `<transactionHash>_t`. The nested frame tree is kept
+ * as JSON text (`frameJson`); the match stage flattens it into Trace and Call entities.
+ */
+export interface TraceRecord {
+  transactionHash: string;
+  transactionIndex: Quantity;
+  /** Sender of the transaction, EIP-55. */
+  transactionFrom: string;
+  blockHash: string;
+  blockNumber: Quantity;
+  timestamp: string;
+  /** The top-level callTracer frame as JSON: `{type, from, to, value, gas, gasUsed, input, output, error, calls: [...]}`. */
+  frameJson: string;
+}
+
 /** The record kinds stored and searchable. `tx` is a transaction. */
 export type RecordKind = "block" | "tx" | "log" | "event";
 

@@ -39,7 +39,7 @@ export interface Pipeline {
   /** Creates an ingester reading from a JSON-RPC URL (the caller drives it). */
   createIngester(
     rpcUrl: string,
-    opts?: { concurrency?: number },
+    opts?: { concurrency?: number; traces?: boolean },
   ): Promise<{ ingester: Ingester; source: ChainSource; close(): Promise<void> }>;
   stop(): Promise<void>;
 }
@@ -72,7 +72,13 @@ export async function startPipeline(deps: PipelineDeps): Promise<Pipeline> {
       const source = createRpcSource({ rpcUrl });
       const producer = await createRecordProducer(bus);
       producers.push(producer);
-      const ingester = createIngester({ source, producer, logger, concurrency: opts?.concurrency ?? config.ingest.concurrency });
+      const ingester = createIngester({
+        source,
+        producer,
+        logger,
+        concurrency: opts?.concurrency ?? config.ingest.concurrency,
+        traces: opts?.traces ?? config.ingest.traces,
+      });
       return {
         ingester,
         source,

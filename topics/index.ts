@@ -5,10 +5,19 @@
  */
 import type { ChainId } from "../lib/config.js";
 import type { RecordKind } from "../lib/records.js";
-import { type AvroSchema, alertSchema, blockSchema, deadLetterSchema, eventSchema, logSchema, transactionSchema } from "./schemas.js";
+import {
+  type AvroSchema,
+  alertSchema,
+  blockSchema,
+  deadLetterSchema,
+  eventSchema,
+  logSchema,
+  traceSchema,
+  transactionSchema,
+} from "./schemas.js";
 
 /** Logical topic of a chain. */
-export type TopicKind = "blocks" | "transactions" | "logs" | "events" | "alerts" | "dead-letter";
+export type TopicKind = "blocks" | "transactions" | "logs" | "traces" | "events" | "alerts" | "dead-letter";
 
 /** Definition of one topic. */
 export interface TopicSpec {
@@ -39,6 +48,14 @@ export const TOPICS: Record<TopicKind, TopicSpec> = {
     schema: transactionSchema,
   },
   logs: { kind: "logs", recordKind: "log", key: "<transactionHash>_l_<logIndex>", partitions: 3, config: retention, schema: logSchema },
+  traces: {
+    kind: "traces",
+    recordKind: null,
+    key: "<transactionHash>_t",
+    partitions: 3,
+    config: { ...retention, "max.message.bytes": String(8 * 1024 * 1024) },
+    schema: traceSchema,
+  },
   events: {
     kind: "events",
     recordKind: "event",

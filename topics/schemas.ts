@@ -210,3 +210,19 @@ export const alertSchema: AvroSchema = {
     { name: "emittedAt", type: "string" },
   ],
 };
+
+/** Schema of topic `<chain>.traces`: one transaction's call trace (see `TraceRecord`). */
+export const traceSchema: AvroSchema = {
+  type: "record",
+  name: "Trace",
+  namespace: NS,
+  fields: [
+    { name: "transactionHash", type: "string" },
+    { name: "transactionIndex", type: quantity },
+    { name: "transactionFrom", type: "string" },
+    { name: "blockHash", type: "string" },
+    { name: "blockNumber", type: Q },
+    { name: "timestamp", type: "string" },
+    { name: "frameJson", type: "string" },
+  ],
+};

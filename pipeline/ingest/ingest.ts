@@ -17,6 +17,7 @@ export function bundleToMessages(bundle: BlockBundle): OutgoingRecord[] {
     { kind: "blocks", key: bundle.block.hash, record: bundle.block },
     ...bundle.transactions.map((t): OutgoingRecord => ({ kind: "transactions", key: t.hash, record: t })),
     ...bundle.logs.map((l): OutgoingRecord => ({ kind: "logs", key: logId(l), record: l })),
+    ...bundle.traces.map((t): OutgoingRecord => ({ kind: "traces", key: `${t.transactionHash}_t`, record: t })),
   ];
 }
 
@@ -31,6 +32,8 @@ export interface IngestStats {
   deadLettered: number;
   /** Chain reorganisations detected while following the head (each re-ingests the new branch). */
   reorgs: number;
+  /** Blocks produced without call traces because the node failed to trace them. */
+  tracesMissing: number;
 }
 
 /** Dependencies of {@link createIngester}. */
@@ -40,6 +43,13 @@ export interface IngesterDeps {
   logger: Logger;
   /** Blocks fetched concurrently in a backfill. Default 4. */
   concurrency?: number;
+  /**
+   * Also fetch call traces (`debug_traceBlockByNumber` with the callTracer) for the Trace, Call and
+   * Contract-from-trace alerting targets. Nodes without a debug API are detected and skipped.
+   * A block whose trace fails 3 times is produced without traces (counted in `tracesMissing`).
+   * Default false.
+   */
+  traces?: boolean;
   /** First retry delay after a transient failure; doubles up to 30 s. Default 500 ms. */
   retryInitialMs?: number;
   /** Give up a block after this many transient failures (the error is thrown). Default: never give up (Infinity). */
@@ -107,13 +117,30 @@ export function createIngester(deps: IngesterDeps): Ingester {
     }
   }
 
-  type Fetched = { number: number; bundle: BlockBundle | null; raw?: RawRpcObject; error?: MalformedRpcDataError };
+  type Fetched = { number: number; bundle: BlockBundle | null; raw?: RawRpcObject; error?: MalformedRpcDataError; tracesMissing?: boolean };
+
+  async function fetchTraces(number: number): Promise<{ frames: RawRpcObject[] | null; failed: boolean }> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return { frames: await source.fetchTraces(number), failed: false };
+      } catch (err) {
+        if (attempt >= 3) {
+          log.warn({ err, block: number }, "call traces unavailable; block produced without them");
+          return { frames: null, failed: true };
+        }
+        await sleep(200 * attempt);
+      }
+    }
+  }
 
   async function fetchOne(number: number, signal?: AbortSignal): Promise<Fetched> {
+    const tracesP = deps.traces ? fetchTraces(number) : undefined;
     const fetched = await withRetry(`fetch block ${number}`, () => source.fetchBlock(number), signal);
+    const traces = await tracesP;
     if (!fetched) return { number, bundle: null };
     try {
-      return { number, bundle: toBlockBundle(fetched.block, fetched.receipts) };
+      const bundle = toBlockBundle(fetched.block, fetched.receipts, traces?.frames);
+      return { number, bundle, tracesMissing: traces?.failed === true };
     } catch (err) {
       if (err instanceof MalformedRpcDataError)
         return { number, bundle: null, raw: { block: fetched.block, receipts: fetched.receipts }, error: err };
@@ -154,6 +181,7 @@ export function createIngester(deps: IngesterDeps): Ingester {
     const messages: OutgoingRecord[] = [];
     const produced: BlockBundle[] = [];
     for (const f of fetched) {
+      if (f.tracesMissing) stats.tracesMissing++;
       if (f.error) await deadLetterBlock(f, stats, signal);
       else if (!f.bundle) stats.missing++;
       else {
@@ -171,7 +199,7 @@ export function createIngester(deps: IngesterDeps): Ingester {
 
   const produce = (f: Fetched, stats: IngestStats, signal?: AbortSignal) => produceChunk([f], stats, signal);
 
-  const emptyStats = (): IngestStats => ({ blocks: 0, transactions: 0, logs: 0, missing: 0, deadLettered: 0, reorgs: 0 });
+  const emptyStats = (): IngestStats => ({ blocks: 0, transactions: 0, logs: 0, missing: 0, deadLettered: 0, reorgs: 0, tracesMissing: 0 });
 
   const ingester: Ingester = {
     async ingestBlock(number) {

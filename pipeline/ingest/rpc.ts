@@ -30,6 +30,13 @@ export interface ChainSource {
    * @throws {RetryableError} when the node fails or answers inconsistently (e.g. a reorg between calls).
    */
   fetchBlock(number: number): Promise<FetchedBlock | null>;
+  /**
+   * The call trace of every transaction of a block (geth `debug_traceBlockByNumber` with the
+   * `callTracer`), in transaction order, or null when the node has no debug API (remembered: not
+   * asked again).
+   * @throws {RetryableError} when the node fails to trace the block (e.g. pruned state).
+   */
+  fetchTraces(number: number): Promise<RawRpcObject[] | null>;
   /** Releases the connection. */
   destroy(): void;
 }
@@ -92,6 +99,7 @@ export function createRpcSource(opts: RpcSourceOptions): ChainSource {
     batchStallTime: opts.batchStallTimeMs ?? 2,
   });
   let blockReceiptsSupported: boolean | undefined;
+  let tracesSupported = true;
 
   const send = async <T>(method: string, params: unknown[]): Promise<T> => {
     try {
@@ -156,6 +164,21 @@ export function createRpcSource(opts: RpcSourceOptions): ChainSource {
         );
       }
       return { block, receipts };
+    },
+    async fetchTraces(number) {
+      if (!tracesSupported) return null;
+      try {
+        const res = await send<Array<{ txHash?: string; result?: RawRpcObject }> | null>("debug_traceBlockByNumber", [
+          `0x${number.toString(16)}`,
+          { tracer: "callTracer" },
+        ]);
+        // geth answers [{txHash, result}], older nodes [{result}]; both in transaction order.
+        return (res ?? []).map((t) => ({ ...(t.result ?? {}), txHash: t.txHash }));
+      } catch (err) {
+        if (rpcErrorCode(err) !== METHOD_NOT_FOUND) throw err;
+        tracesSupported = false;
+        return null;
+      }
     },
     destroy() {
       provider.destroy();

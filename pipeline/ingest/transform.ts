@@ -5,7 +5,7 @@
  * @module
  */
 import { getAddress } from "ethers";
-import type { BlockRecord, LogRecord, Quantity, TransactionRecord } from "../../lib/records.js";
+import type { BlockRecord, LogRecord, Quantity, TraceRecord, TransactionRecord } from "../../lib/records.js";
 
 /** A raw JSON-RPC object with hex-encoded quantities. */
 export type RawRpcObject = Record<string, unknown>;
@@ -176,14 +176,41 @@ export interface BlockBundle {
   block: BlockRecord;
   transactions: TransactionRecord[];
   logs: LogRecord[];
+  /** Call traces, one per transaction, when the node answered debug_traceBlockByNumber; else empty. */
+  traces: TraceRecord[];
 }
 
 /**
- * Converts a full block and its receipts (in transaction order, or null when unavailable) into
- * the block, transaction and log records.
+ * Pairs the callTracer frames of a block with its transactions (by `txHash` when the node gives
+ * it, else by position) into {@link TraceRecord}s.
+ * @throws {MalformedRpcDataError} when the number of frames differs from the number of transactions.
+ */
+export function toTraceRecords(frames: RawRpcObject[], transactions: TransactionRecord[]): TraceRecord[] {
+  if (frames.length !== transactions.length) {
+    throw new MalformedRpcDataError("traces", `expected ${transactions.length} call traces, got ${frames.length}`);
+  }
+  const byHash = new Map(transactions.map((t) => [t.hash, t]));
+  return frames.map((frame, i) => {
+    const { txHash, ...rest } = frame;
+    const tx = (typeof txHash === "string" ? byHash.get(txHash.toLowerCase()) : undefined) ?? (transactions[i] as TransactionRecord);
+    return {
+      transactionHash: tx.hash,
+      transactionIndex: tx.transactionIndex,
+      transactionFrom: tx.from,
+      blockHash: tx.blockHash,
+      blockNumber: tx.blockNumber,
+      timestamp: tx.timestamp,
+      frameJson: JSON.stringify(rest),
+    };
+  });
+}
+
+/**
+ * Converts a full block, its receipts (in transaction order, or null when unavailable) and
+ * optionally its call traces into the block, transaction, log and trace records.
  * @throws {MalformedRpcDataError} when the data is malformed or receipts do not match the transactions.
  */
-export function toBlockBundle(rawBlock: RawRpcObject, receipts: RawRpcObject[] | null): BlockBundle {
+export function toBlockBundle(rawBlock: RawRpcObject, receipts: RawRpcObject[] | null, traces?: RawRpcObject[] | null): BlockBundle {
   const block = toBlockRecord(rawBlock);
   const txs = rawBlock.transactions as unknown[];
   if (receipts && receipts.length !== txs.length) {
@@ -207,5 +234,5 @@ export function toBlockBundle(rawBlock: RawRpcObject, receipts: RawRpcObject[] |
       });
     }
   });
-  return { block, transactions, logs };
+  return { block, transactions, logs, traces: traces ? toTraceRecords(traces, transactions) : [] };
 }

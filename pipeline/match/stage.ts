@@ -6,22 +6,32 @@
  * topic (keyed by rule id). Alerts are published before the consumed offsets are committed.
  *
  * Entity sources: Event ← events; Token ← first Transfer of a contract (events); Log ← logs;
- * Transaction, Method and Contract ← transactions. Trace and Call need traces in the pipeline
- * (debug_traceBlockByNumber), which ingest does not fetch yet: rules of those types are stored and
- * validated but match nothing until it does.
+ * Transaction, Method and Contract ← transactions; Trace, Call and Contract (factory-created too)
+ * ← traces, which ingest produces when `CHAINSIFT_INGEST_TRACES` is on and the node has a debug API.
  * @module
  */
 import { createClient } from "redis";
 import type { Config } from "../../lib/config.js";
 import type { Logger } from "../../lib/logger.js";
-import type { BlockRecord, EventRecord, LogRecord, TransactionRecord } from "../../lib/records.js";
+import type { BlockRecord, EventRecord, LogRecord, TraceRecord, TransactionRecord } from "../../lib/records.js";
 import type { TargetType } from "../../lib/rules/model.js";
 import { connectRuleStore, type RuleStore } from "../../lib/rules/store.js";
 import { type Bus, createRecordProducer } from "../kafka/bus.js";
 import { type RunningConsumer, runConsumer } from "../kafka/consumer.js";
 import { alertToAvro } from "../notify/stage.js";
 import { type ChainHead, createConfirmationTracker, type MatchedEntity, type MatchInput } from "./confirmations.js";
-import { contractEntity, type EntityBase, eventEntity, logEntity, methodEntity, transactionEntity } from "./entities.js";
+import {
+  type CallFrame,
+  callEntity,
+  contractEntitiesFromTrace,
+  contractEntity,
+  type EntityBase,
+  eventEntity,
+  flattenCallTrace,
+  logEntity,
+  methodEntity,
+  transactionEntity,
+} from "./entities.js";
 import { createRuleIndex, type RuleIndex } from "./index.js";
 import { createTokenTracker, type TokenMetadataSource, tokenListMetadataSource } from "./tokens.js";
 
@@ -128,7 +138,7 @@ export async function startMatchStage(deps: MatchStageDeps): Promise<MatchStage>
     bus,
     logger: deps.logger,
     stage: "match",
-    topics: ["blocks", "transactions", "logs", "events"],
+    topics: ["blocks", "transactions", "logs", "events", "traces"],
     handler: async (inputs) => {
       const kind = inputs[0]?.topicKind;
       if (kind === "blocks") {
@@ -153,6 +163,22 @@ export async function startMatchStage(deps: MatchStageDeps): Promise<MatchStage>
         } else if (kind === "logs") {
           const l = input.record as LogRecord;
           matchAll("Log", logEntity(l), matches);
+        } else if (kind === "traces") {
+          const t = input.record as TraceRecord;
+          let frame: CallFrame;
+          try {
+            frame = JSON.parse(t.frameJson) as CallFrame;
+          } catch {
+            log.warn({ transactionHash: t.transactionHash }, "trace record with unparsable frameJson skipped");
+            continue;
+          }
+          const frames = flattenCallTrace(frame, { ...t, transactionFrom: t.transactionFrom });
+          for (const f of frames) {
+            matchAll("Trace", f, matches);
+            const call = callEntity(f);
+            if (call) matchAll("Call", call, matches);
+          }
+          for (const c of contractEntitiesFromTrace(frames, { transactionFrom: t.transactionFrom })) matchAll("Contract", c, matches);
         } else if (kind === "events") {
           const ev = input.record as EventRecord;
           matchAll("Event", eventEntity(ev), matches);

@@ -90,7 +90,7 @@ describe.skipIf(!up.ok)("alerting end to end on anvil", () => {
     rules = await connectRuleStore(h.config);
     match = await startMatchStage({ bus: pipeline.bus, config: h.config, logger: h.logger, rules: rules.store, reloadIntervalMs: 500 });
     notify = await startNotifyStage({ bus: pipeline.bus, config: h.config, logger: h.logger });
-    const ingest = await pipeline.createIngester(anvil.rpcUrl);
+    const ingest = await pipeline.createIngester(anvil.rpcUrl, { traces: true });
     closeIngest = ingest.close;
     following = ingest.ingester.follow({ from: 0, pollIntervalMs: 100, signal: controller.signal });
   }, 180_000);
@@ -185,5 +185,57 @@ describe.skipIf(!up.ok)("alerting end to end on anvil", () => {
     const removed = alertsOf(ruleId).find((a) => a.status === "removed")!;
     expect(removed).toMatchObject({ entityId: pending.entityId, blockHash: pending.blockHash });
     expect(alertsOf(ruleId).some((a) => a.status === "confirmed" && a.blockHash === pending.blockHash)).toBe(false);
+  });
+
+  it("matches Call and Trace rules from the node's call traces (debug_traceBlockByNumber)", async () => {
+    const to = accounts[5]!;
+    const tokenAddress = await token.getAddress();
+    const base = { maxConfirmationCount: 1, sendPendingAlerts: false, state: "enabled" as const, ...h.config.chain };
+    const alerts = [{ type: "Webhook (POST)" as const, parameters: { url: hook }, payload: null }];
+    const call = await rules.store.create("acc-e2e", {
+      ...base,
+      name: "decoded transfer call to account 5",
+      config: {
+        targetType: "Call",
+        targetMap: [
+          { name: "name", operator: "Equals", value: "transfer", operatorParameters: null },
+          {
+            name: "args",
+            operator: "Inspect",
+            operatorParameters: [
+              { name: "name", operator: "Equals", value: "to", operatorParameters: null },
+              { name: "value", operator: "Equals (ignore case)", value: to, operatorParameters: null },
+            ],
+          },
+        ],
+        alerts,
+      },
+    });
+    const trace = await rules.store.create("acc-e2e", {
+      ...base,
+      name: "top-level CALL frame into the token from account 0",
+      config: {
+        targetType: "Trace",
+        targetMap: [
+          { name: "type", operator: "Equals", value: "CALL", operatorParameters: null },
+          { name: "to", operator: "Equals (ignore case)", value: tokenAddress, operatorParameters: null },
+          { name: "depth", operator: "Equals", value: "0", operatorParameters: null },
+          {
+            name: "input",
+            operator: "Equals any (ignore case)",
+            value: [`${token.interface.encodeFunctionData("transfer", [to, 9_000_000n])}`],
+            operatorParameters: null,
+          },
+        ],
+        alerts,
+      },
+    });
+    await waitFor(async () => match.index.get(call.id) && match.index.get(trace.id), 10_000, 50);
+    const txHash = await transfer(to, 9_000_000n);
+    await mine(1);
+    await waitFor(async () => alertsOf(call.id).length >= 1 && alertsOf(trace.id).length >= 1, 30_000);
+    expect(alertsOf(call.id)[0]).toMatchObject({ status: "confirmed", confirmations: 1 });
+    expect(alertsOf(call.id)[0]?.entityId).toContain(txHash);
+    expect(alertsOf(trace.id)[0]?.entityId).toContain(txHash);
   });
 });

@@ -20,6 +20,8 @@ export interface FixtureBlock {
   block: RpcObject;
   /** Receipts in transaction order when every transaction has one; else null. */
   receipts: RpcObject[] | null;
+  /** geth callTracer frames, one per transaction in order, where the source has them (coinbase-chainstorage); else null. */
+  traces?: RpcObject[] | null;
 }
 
 /** Where `../shared/data/mainnet` is, relative to the repository root. */
@@ -33,12 +35,14 @@ export function hasMainnetFixtures(dir = MAINNET_DIR): boolean {
 /** Message used by tests that skip because the fixtures are absent. */
 export const SKIP_NO_FIXTURES = `skipped: ../shared/data/mainnet is absent (looked in ${MAINNET_DIR})`;
 
+const TRACE_FILE = "debug_traceBlock_callTracer_per_tx.results.json";
+
 function files(dir: string): string[] {
   const out: string[] = [];
   for (const name of readdirSync(dir)) {
     const p = join(dir, name);
     if (statSync(p).isDirectory()) out.push(...files(p));
-    else if (name.endsWith(".json") && name !== "chainstorage_metadata.json") out.push(p);
+    else if (name.endsWith(".json") && name !== "chainstorage_metadata.json" && name !== TRACE_FILE) out.push(p);
   }
   return out;
 }
@@ -77,7 +81,16 @@ export function loadMainnetBlocks(dir = MAINNET_DIR): FixtureBlock[] {
   if (cache && dir === MAINNET_DIR) return cache;
   const blocks: RpcObject[] = [];
   const receipts: RpcObject[] = [];
-  for (const f of files(dir)) collect(JSON.parse(readFileSync(f, "utf8")), blocks, receipts);
+  const tracesByBlock = new Map<RpcObject, RpcObject[]>();
+  for (const f of files(dir)) {
+    const before = blocks.length;
+    collect(JSON.parse(readFileSync(f, "utf8")), blocks, receipts);
+    // coinbase-chainstorage keeps the block's per-transaction call traces beside it.
+    const traceFile = join(f, "..", TRACE_FILE);
+    if (blocks.length === before + 1 && existsSync(traceFile)) {
+      tracesByBlock.set(blocks[before] as RpcObject, JSON.parse(readFileSync(traceFile, "utf8")) as RpcObject[]);
+    }
+  }
   const receiptByTx = new Map<string, RpcObject>();
   for (const r of receipts) receiptByTx.set(String(r.transactionHash).toLowerCase(), r);
   const byHash = new Map<string, FixtureBlock>();
@@ -88,7 +101,14 @@ export function loadMainnetBlocks(dir = MAINNET_DIR): FixtureBlock[] {
     if (byHash.has(hash)) continue;
     const rs = (txs as RpcObject[]).map((t) => receiptByTx.get(String(t.hash).toLowerCase()));
     const complete = rs.every((r) => r !== undefined);
-    byHash.set(hash, { number: Number(b.number), hash, block: b, receipts: complete ? (rs as RpcObject[]) : null });
+    const traces = tracesByBlock.get(b);
+    byHash.set(hash, {
+      number: Number(b.number),
+      hash,
+      block: b,
+      receipts: complete ? (rs as RpcObject[]) : null,
+      traces: traces && traces.length === txs.length ? traces : null,
+    });
   }
   const out = [...byHash.values()].sort((a, b) => a.number - b.number);
   if (dir === MAINNET_DIR) cache = out;

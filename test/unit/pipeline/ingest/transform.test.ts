@@ -82,4 +82,21 @@ describe.skipIf(!fixtures)("toBlockBundle on real mainnet blocks", () => {
     const hashesOnly = { ...fb.block, transactions: (fb.block.transactions as Array<{ hash: string }>).map((t) => t.hash) };
     expect(() => toBlockBundle(hashesOnly, null)).toThrow(/full transaction object/);
   });
+
+  it("pairs real geth callTracer traces with their transactions", () => {
+    const traced = blocks.filter((b) => b.traces);
+    expect(traced.length).toBeGreaterThanOrEqual(8);
+    for (const fb of traced) {
+      const bundle = toBlockBundle(fb.block, fb.receipts, fb.traces);
+      expect(bundle.traces).toHaveLength(bundle.transactions.length);
+      bundle.traces.forEach((t, i) => {
+        expect(t.transactionHash).toBe(bundle.transactions[i]?.hash);
+        const frame = JSON.parse(t.frameJson) as { from: string; type: string };
+        expect(frame.from.toLowerCase()).toBe(bundle.transactions[i]?.from.toLowerCase());
+        expect(frame.type).toMatch(/^(CALL|CREATE|CREATE2)$/);
+      });
+    }
+    const fb = traced[0]!;
+    expect(() => toBlockBundle(fb.block, fb.receipts, fb.traces!.slice(1))).toThrow(/call traces/);
+  });
 });
