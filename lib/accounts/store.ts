@@ -14,10 +14,11 @@
  *
  * @module
  */
+
 import { randomUUID } from "node:crypto";
-import { createClient } from "redis";
 import type { Config } from "../config.js";
 import type { Logger } from "../logger.js";
+import { connectRedisClient } from "../redis.js";
 import { type Account, AccountError, isId, type TokenInfo, validateAccountInput, validateTokenInput } from "./model.js";
 import { generateToken, hashToken, isWellFormedToken, tokenDisplayPrefix } from "./tokens.js";
 
@@ -330,29 +331,16 @@ export async function connectAccountStore(
   config: Pick<Config, "redisUrl" | "redisKeyPrefix">,
   options: ConnectAccountStoreOptions = {},
 ): Promise<ConnectedAccountStore> {
-  let connected = false;
-  const client = createClient({
-    url: config.redisUrl,
-    disableOfflineQueue: true,
-    socket: {
-      connectTimeout: options.connectTimeoutMs ?? 5000,
-      reconnectStrategy: (retries) => (connected ? Math.min(100 * 2 ** retries, 5000) : false),
-    },
+  const { client, close } = await connectRedisClient(config.redisUrl, {
+    label: "accounts",
+    ...(options.logger ? { logger: options.logger } : {}),
+    ...(options.connectTimeoutMs ? { connectTimeoutMs: options.connectTimeoutMs } : {}),
   });
-  client.on("error", (err: unknown) => {
-    if (connected) options.logger?.warn({ err }, "accounts: redis connection error");
-  });
-  await client.connect();
-  connected = true;
-  let closing: Promise<void> | undefined;
   const storeDeps: AccountStoreDeps = { redis: client, keyPrefix: config.redisKeyPrefix };
   if (options.now) storeDeps.now = options.now;
   if (options.logger) storeDeps.logger = options.logger;
   return {
     store: createAccountStore(storeDeps),
-    close() {
-      closing ??= client.isOpen ? client.close() : Promise.resolve();
-      return closing;
-    },
+    close,
   };
 }

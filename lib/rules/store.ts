@@ -18,10 +18,12 @@
  * validate rule content.
  * @module
  */
+
 import { randomUUID } from "node:crypto";
 import { createClient, WatchError } from "redis";
 import type { Config } from "../config.js";
 import type { Logger } from "../logger.js";
+import { connectRedisClient } from "../redis.js";
 import type { Rule, RuleInput } from "./model.js";
 import { RESERVED_RULE_FIELDS, type RulePatch } from "./validate.js";
 
@@ -523,28 +525,15 @@ export async function connectRuleStore(
   config: Pick<Config, "redisUrl" | "redisKeyPrefix">,
   options: ConnectRuleStoreOptions = {},
 ): Promise<ConnectedRuleStore> {
-  let connected = false;
-  const client = createClient({
-    url: config.redisUrl,
-    disableOfflineQueue: true,
-    socket: {
-      connectTimeout: options.connectTimeoutMs ?? 5000,
-      reconnectStrategy: (retries) => (connected ? Math.min(100 * 2 ** retries, 5000) : false),
-    },
+  const { client, close } = await connectRedisClient(config.redisUrl, {
+    label: "rules",
+    ...(options.logger ? { logger: options.logger } : {}),
+    ...(options.connectTimeoutMs ? { connectTimeoutMs: options.connectTimeoutMs } : {}),
   });
-  client.on("error", (err: unknown) => {
-    if (connected) options.logger?.warn({ err }, "rules: redis connection error");
-  });
-  await client.connect();
-  connected = true;
-  let closing: Promise<void> | undefined;
   const deps: RuleStoreDeps = { redis: client, keyPrefix: config.redisKeyPrefix };
   if (options.now) deps.now = options.now;
   return {
     store: createRuleStore(deps),
-    close() {
-      closing ??= client.isOpen ? client.close() : Promise.resolve();
-      return closing;
-    },
+    close,
   };
 }
