@@ -20,7 +20,7 @@
  */
 
 import { randomUUID } from "node:crypto";
-import { createClient, WatchError } from "redis";
+import { WatchError } from "redis";
 import type { Config } from "../config.js";
 import type { Logger } from "../logger.js";
 import { connectRedisClient } from "../redis.js";
