@@ -1,13 +1,16 @@
 /**
- * `npm run bench -- ingest [--copies N]`: replays the mainnet fixture blocks N times (hashes and
+ * `npm run bench -- ingest [--copies N] [--processes]`: replays the mainnet fixture blocks N times (hashes and
  * numbers rewritten so every copy is a distinct set of records) through a JSON-RPC replay server
  * → ingest → Kafka → decode → index → Elasticsearch, and prints end-to-end records/s next to raw
  * Elasticsearch bulk records/s for the same documents on the same machine.
  * Needs the stack (`npm run stack -- up`) and ../shared/data/mainnet.
  * @module
  */
+import { type ChildProcess, spawn } from "node:child_process";
+import { resolve } from "node:path";
 import { performance } from "node:perf_hooks";
 import type { Client } from "@elastic/elasticsearch";
+import type { Config } from "../lib/config.js";
 import { createLogger } from "../lib/logger.js";
 import { type RecordKind, recordId } from "../lib/records.js";
 import { createDecoder } from "../pipeline/decode/decoder.js";
@@ -52,6 +55,27 @@ async function countAll(es: Client, indices: string[]): Promise<number> {
   return r.count;
 }
 
+/** Starts one stage as a child process (`cli/stage.ts`) on the bench's prefixes; resolves when it consumes. */
+function spawnStage(stage: string, config: Config): Promise<ChildProcess> {
+  const child = spawn(process.execPath, ["--import", "tsx", resolve(import.meta.dirname, "../cli/stage.ts"), stage], {
+    env: {
+      ...process.env,
+      CHAINSIFT_TOPIC_PREFIX: config.kafka.topicPrefix,
+      CHAINSIFT_GROUP_PREFIX: config.kafka.groupPrefix,
+      CHAINSIFT_INDEX_PREFIX: config.elasticsearch.indexPrefix,
+      LOG_LEVEL: "warn",
+      KAFKAJS_NO_PARTITIONER_WARNING: "1",
+    },
+    stdio: ["ignore", "pipe", "inherit"],
+  });
+  return new Promise((resolveReady, reject) => {
+    child.once("exit", (code) => reject(new Error(`stage ${stage} exited with ${code}`)));
+    child.stdout?.on("data", (d: Buffer) => {
+      if (d.toString().includes('"ready":true')) resolveReady(child);
+    });
+  });
+}
+
 /** Runs the benchmark and prints its figures. */
 export async function benchIngest(args: string[]): Promise<void> {
   if (!hasMainnetFixtures()) {
@@ -76,6 +100,7 @@ export async function benchIngest(args: string[]): Promise<void> {
     }
   }
   const total = docs.length;
+  console.log(`stages          : ${args.includes("--processes") ? "decode and index in their own processes" : "all in one process"}`);
   console.log(`bench ingest: ${blocks.length} blocks (${base.length} fixture blocks x ${copies} copies), ${total} records`);
 
   // 1. Raw Elasticsearch bulk of the same documents.
@@ -107,7 +132,11 @@ export async function benchIngest(args: string[]): Promise<void> {
   const h = createHarness();
   const config = { ...h.config, logLevel: "warn" };
   const replay = await startRpcReplay({ blocks });
-  const pipeline = await startPipeline({ config, logger: createLogger("warn", "bench"), es: h.es });
+  // --processes: decode and index run as their own processes (`npm run stage`), as an operator
+  // would deploy them; by default every stage shares this process's event loop.
+  const separate = args.includes("--processes");
+  const pipeline = await startPipeline({ config, logger: createLogger("warn", "bench"), es: h.es, stages: separate ? [] : undefined });
+  const children = separate ? await Promise.all(["decode", "index"].map((stage) => spawnStage(stage, config))) : [];
   const indices = rawIndices.map((i) => i.replace(raw.config.elasticsearch.indexPrefix, h.config.elasticsearch.indexPrefix));
   const { ingester, close } = await pipeline.createIngester(replay.url, { concurrency: 8 });
   t0 = performance.now();
@@ -121,6 +150,8 @@ export async function benchIngest(args: string[]): Promise<void> {
   const e2eSec = (performance.now() - t0) / 1000;
   const ingestSec = ((await ingestDone) - t0) / 1000;
   await close();
+  for (const child of children) child.kill("SIGTERM");
+  await Promise.all(children.map((c) => new Promise((r) => (c.exitCode !== null ? r(null) : c.once("exit", r)))));
   await pipeline.stop();
   await replay.close();
   await h.cleanup();
