@@ -206,6 +206,11 @@ function chainText(c: ChainId): string {
   return c.technology === c.blockchain ? `${c.blockchain}/${c.network}` : `${c.technology}/${c.blockchain}/${c.network}`;
 }
 
+/** Confirmations a match needs: maxConfirmationCount, at least 1 (0 and 1 both confirm at first sight). */
+function threshold(alert: Pick<NotifyAlert, "maxConfirmationCount">): number {
+  return Math.max(1, alert.maxConfirmationCount);
+}
+
 /**
  * One-line summary, e.g. `confirmed: Transfer in block 123 on ethereum/mainnet (12/12 confirmations)`.
  * `removed` alerts say `removed from the chain` instead of confirmations.
@@ -215,7 +220,7 @@ export function summaryLine(alert: Alert): string {
   const conf =
     alert.status === "removed"
       ? "block left the canonical chain"
-      : `${alert.confirmations}/${alert.maxConfirmationCount} confirmation${alert.maxConfirmationCount === 1 ? "" : "s"}`;
+      : `${alert.confirmations}/${threshold(alert)} confirmation${threshold(alert) === 1 ? "" : "s"}`;
   return `${alert.status}: ${where} (${conf})`;
 }
 
@@ -229,7 +234,7 @@ function detailPairs(alert: NotifyAlert): [string, string][] {
   return [
     ["Rule", ruleText(alert)],
     ["Status", alert.status],
-    ["Confirmations", `${alert.confirmations}/${alert.maxConfirmationCount}`],
+    ["Confirmations", `${alert.confirmations}/${threshold(alert)}`],
     ["Chain", chainText(alert.chain)],
     ["Target", `${alert.targetType} ${alert.entityId}`],
     ["Block", `${alert.blockNumber} (${alert.blockHash})`],

@@ -7,6 +7,7 @@
 import { randomBytes } from "node:crypto";
 import { Client } from "@elastic/elasticsearch";
 import { Kafka, logLevel } from "kafkajs";
+import { createClient } from "redis";
 import { type Config, loadConfig } from "../../lib/config.js";
 import { createLogger, type Logger } from "../../lib/logger.js";
 
@@ -81,6 +82,16 @@ export async function servicesUp(config: Config = loadConfig()): Promise<{ ok: b
   await probe("schema-registry", async () => {
     const r = await fetch(`${config.schemaRegistryUrl}/subjects`, { signal: timeout() });
     if (!r.ok) throw new Error(String(r.status));
+  });
+  await probe("redis", async () => {
+    const client = createClient({ url: config.redisUrl, socket: { connectTimeout: 3000, reconnectStrategy: false } });
+    client.on("error", () => {});
+    try {
+      await client.connect();
+      await client.ping();
+    } finally {
+      if (client.isOpen) await client.close();
+    }
   });
   await probe("kafka", async () => {
     const admin = new Kafka({

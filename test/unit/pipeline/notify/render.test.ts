@@ -117,6 +117,8 @@ describe("summaries", () => {
     expect(entityLabel(sampleAlert({ targetType: "Transaction", entity: { hash: TX_HASH } }))).toBe("Transaction");
     expect(summaryLine(alert)).toBe("confirmed: Transfer in block 123 on ethereum/mainnet (12/12 confirmations)");
     expect(summaryLine(sampleAlert({ status: "removed", confirmations: 0 }))).toContain("removed: Transfer in block 123");
+    // maxConfirmationCount 0 confirms at first sight, like 1: the threshold shown is 1.
+    expect(summaryLine(sampleAlert({ confirmations: 1, maxConfirmationCount: 0 }))).toContain("(1/1 confirmation)");
   });
 
   it("flattens payloads into dotted lines", () => {
