@@ -23,6 +23,7 @@ import { loadConfig } from "../lib/config.js";
 import { createLogger } from "../lib/logger.js";
 import { createDecoder } from "../pipeline/decode/decoder.js";
 import { lookupToken } from "../pipeline/decode/tokens.js";
+import { rpcTokenMetadataSource } from "../pipeline/match/token-metadata.js";
 import { startPipeline } from "../pipeline/runtime.js";
 import { startAnvil } from "./devchain/anvil.js";
 import { startTraffic, TOKEN_DECIMALS, TOKEN_SYMBOL } from "./devchain/traffic.js";
@@ -114,6 +115,8 @@ async function main(): Promise<void> {
     logger,
     decoder: createDecoder({ chainId, tokens }),
     stages: ["decode", "index", "match", "notify"],
+    // Token entities (first sighting of a token contract) carry name/symbol/decimals read on chain.
+    tokenMetadata: rpcTokenMetadataSource(rpcUrl),
   });
   stops.push(() => pipeline.stop());
   const { ingester, source, close } = await pipeline.createIngester(rpcUrl);

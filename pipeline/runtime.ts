@@ -15,6 +15,7 @@ import { type ChainSource, createRpcSource } from "./ingest/rpc.js";
 import { type Bus, createBus, createRecordProducer, type RecordProducer } from "./kafka/bus.js";
 import type { RunningConsumer } from "./kafka/consumer.js";
 import { startMatchStage } from "./match/stage.js";
+import type { TokenMetadataSource } from "./match/tokens.js";
 import { startNotifyStage } from "./notify/stage.js";
 
 /** Dependencies of {@link startPipeline}. */
@@ -27,6 +28,8 @@ export interface PipelineDeps {
   decoder?: Decoder;
   /** Which consuming stages to run. Default decode and index (match and notify need Redis and rules). */
   stages?: Array<"decode" | "index" | "match" | "notify">;
+  /** Token metadata for the match stage's Token entities (e.g. `rpcTokenMetadataSource(rpcUrl)`); default the bundled mainnet token list. */
+  tokenMetadata?: TokenMetadataSource;
   /** Refresh indices after each bulk (tests). Default false. */
   refresh?: boolean;
 }
@@ -61,7 +64,9 @@ export async function startPipeline(deps: PipelineDeps): Promise<Pipeline> {
       await startIndexStage({ bus, es, chain: config.chain, indexPrefix: config.elasticsearch.indexPrefix, logger, refresh: deps.refresh }),
     );
   }
-  if (stages.includes("match")) consumers.push(await startMatchStage({ bus, config, logger }));
+  if (stages.includes("match")) {
+    consumers.push(await startMatchStage({ bus, config, logger, ...(deps.tokenMetadata ? { tokens: deps.tokenMetadata } : {}) }));
+  }
   if (stages.includes("notify")) consumers.push(await startNotifyStage({ bus, config, logger }));
   const producers: RecordProducer[] = [];
   return {

@@ -15,7 +15,7 @@
 import { createHash } from "node:crypto";
 import { createServer, type IncomingHttpHeaders, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
-import { Contract, ContractFactory, getAddress, hexlify, JsonRpcProvider, JsonRpcSigner, randomBytes, toQuantity } from "ethers";
+import { type Contract, ContractFactory, getAddress, hexlify, JsonRpcProvider, JsonRpcSigner, randomBytes, toQuantity } from "ethers";
 import type { FastifyInstance } from "fastify";
 import { simpleParser } from "mailparser";
 import { createClient } from "redis";
@@ -29,7 +29,7 @@ import type { AlertDefinition, Rule, TargetDefinition, TargetType } from "../../
 import { createDecoder } from "../../../pipeline/decode/decoder.js";
 import { lookupToken, type TokenInfo } from "../../../pipeline/decode/tokens.js";
 import { type MatchStage, startMatchStage } from "../../../pipeline/match/stage.js";
-import type { TokenMetadataSource } from "../../../pipeline/match/tokens.js";
+import { rpcTokenMetadataSource } from "../../../pipeline/match/token-metadata.js";
 import { createSecretStore, type SecretStore } from "../../../pipeline/notify/sign.js";
 import { type NotifyStage, startNotifyStage } from "../../../pipeline/notify/stage.js";
 import { type Pipeline, startPipeline } from "../../../pipeline/runtime.js";
@@ -278,40 +278,6 @@ export function alertId(ruleId: string, entityId: string, blockHash: string, sta
 /** Mail `From:` of the environment; its domain is the `Message-ID` domain of alert e-mails. */
 export const MAIL_FROM = "chainsift <alerts@chainsift.test>";
 
-const METADATA_ABI = [
-  "function name() view returns (string)",
-  "function symbol() view returns (string)",
-  "function decimals() view returns (uint8)",
-];
-
-/**
- * Token metadata read from the chain with eth_call at the block of the first sighting (what the
- * match stage documents for production; the stage's own default is the bundled mainnet token list).
- */
-function rpcMetadataSource(provider: JsonRpcProvider): TokenMetadataSource {
-  const call = async <T>(p: Promise<T>): Promise<T | null> => {
-    try {
-      return await p;
-    } catch (err) {
-      const code = (err as { code?: string }).code;
-      if (code === "CALL_EXCEPTION" || code === "BAD_DATA") return null;
-      throw err;
-    }
-  };
-  return {
-    async fetch(address, standard, at) {
-      const c = new Contract(address, METADATA_ABI, provider);
-      const overrides = { blockTag: at.blockNumber };
-      const [name, symbol, decimals] = await Promise.all([
-        call(c.getFunction("name").staticCall(overrides) as Promise<string>),
-        call(c.getFunction("symbol").staticCall(overrides) as Promise<string>),
-        standard === "erc20" ? call(c.getFunction("decimals").staticCall(overrides) as Promise<bigint>) : Promise.resolve(null),
-      ]);
-      return { name, symbol, decimals: decimals === null ? null : Number(decimals) };
-    },
-  };
-}
-
 /** Starts the whole environment (about 5 s: anvil, solc, Kafka consumer groups); `stop()` takes about 5 s more. */
 export async function startAlertingEnv(options: AlertingEnvOptions = {}): Promise<AlertingEnv> {
   const closers: Array<() => Promise<unknown>> = [];
@@ -398,7 +364,7 @@ async function start(
   const secrets = createSecretStore({ redis: secretsRedis, keyPrefix: config.redisKeyPrefix });
 
   const started = await Promise.allSettled([
-    startMatchStage({ bus: pipeline.bus, config, logger, tokens: rpcMetadataSource(provider), reloadIntervalMs: 1000 }),
+    startMatchStage({ bus: pipeline.bus, config, logger, tokens: rpcTokenMetadataSource(provider), reloadIntervalMs: 1000 }),
     startNotifyStage({ bus: pipeline.bus, config, logger }),
     startApi({ config, es: h.es, logger: false }),
   ] as const);
