@@ -5,6 +5,15 @@
  * target type, evaluates them, tracks confirmations in Redis and publishes alerts to the alerts
  * topic (keyed by rule id). Alerts are published before the consumed offsets are committed.
  *
+ * Crash safety (transactional outbox, see confirmations.ts): the tracker stores every alert it
+ * emits in a Redis outbox in the same atomic script that records it as emitted. The stage
+ * publishes the returned alerts, then acks them (removes them from the outbox). An outbox sweep,
+ * once before consuming and then every `outboxSweepIntervalMs`, re-publishes alerts left
+ * unacknowledged for `outboxGraceMs` (their emitter died, or its publish failed, in between) and
+ * acks them. Nothing emitted is lost; an alert id is published twice only when a process dies
+ * after publishing and before acking (or a publish outlives the grace period and another
+ * instance's sweep claims it); the notify stage's delivery log then sends each action once.
+ *
  * Entity sources: Event ← events; Token ← first Transfer of a contract (events); Log ← logs;
  * Transaction, Method and Contract ← transactions; Trace, Call and Contract (factory-created too)
  * ← traces, which ingest produces when `CHAINSIFT_INGEST_TRACES` is on and the node has a debug API.
@@ -19,7 +28,7 @@ import { connectRuleStore, type RuleStore } from "../../lib/rules/store.js";
 import { type Bus, createRecordProducer } from "../kafka/bus.js";
 import { type RunningConsumer, runConsumer } from "../kafka/consumer.js";
 import { alertToAvro } from "../notify/stage.js";
-import { type ChainHead, createConfirmationTracker, type MatchedEntity, type MatchInput } from "./confirmations.js";
+import { type ChainHead, createConfirmationTracker, type EmittedAlert, type MatchedEntity, type MatchInput } from "./confirmations.js";
 import {
   type CallFrame,
   callEntity,
@@ -46,6 +55,18 @@ export interface MatchStageDeps {
   tokens?: TokenMetadataSource;
   /** Full reload of the rules, in case a change notification was missed. Default 30000 ms. */
   reloadIntervalMs?: number;
+  /**
+   * How long an emitted alert may stay unacknowledged in the outbox before a sweep (of any
+   * instance) re-publishes it. Longer than a normal publish + ack; default 10000 ms.
+   */
+  outboxGraceMs?: number;
+  /** Interval of the outbox sweep. Default 5000 ms. */
+  outboxSweepIntervalMs?: number;
+  /**
+   * Test hook: runs after the tracker has recorded alerts and before they are published (not for
+   * sweeps). A test makes it hang or throw to simulate a crash between the two.
+   */
+  beforePublish?: (alerts: readonly EmittedAlert[]) => Promise<void>;
 }
 
 /** A running match stage. */
@@ -53,6 +74,8 @@ export interface MatchStage extends RunningConsumer {
   index: RuleIndex;
   /** Reloads every rule from the store now. */
   reload(): Promise<void>;
+  /** Runs one outbox sweep now; returns how many alerts it re-published. */
+  sweepOutbox(): Promise<number>;
 }
 
 /** How many recent canonical block hashes are kept in memory. */
@@ -68,7 +91,13 @@ export async function startMatchStage(deps: MatchStageDeps): Promise<MatchStage>
   const connected = deps.rules ? undefined : await connectRuleStore(config);
   const rules = deps.rules ?? (connected?.store as RuleStore);
   const index = createRuleIndex({ chain: config.chain });
-  const tracker = createConfirmationTracker({ redis, keyPrefix: config.redisKeyPrefix, chain: config.chain });
+  const outboxGraceMs = Math.max(0, deps.outboxGraceMs ?? 10_000);
+  const tracker = createConfirmationTracker({
+    redis,
+    keyPrefix: config.redisKeyPrefix,
+    chain: config.chain,
+    outboxVisibilityMs: outboxGraceMs,
+  });
   const tokens = createTokenTracker({
     redis,
     keyPrefix: config.redisKeyPrefix,
@@ -119,20 +148,75 @@ export async function startMatchStage(deps: MatchStageDeps): Promise<MatchStage>
   const canon = new Map<number, string>();
   const canonical = (n: number) => canon.get(n);
 
-  const publish = async (alerts: Awaited<ReturnType<typeof tracker.onHead>>) => {
-    if (alerts.length === 0) return;
+  const send = async (alerts: readonly EmittedAlert[]) => {
     await producer.send(
       alerts.map((a) => ({
         kind: "alerts" as const,
         key: a.ruleId,
-        record: alertToAvro({ ...a, ruleName: index.get(a.ruleId)?.name ?? null }),
+        // ruleName is part of the tracker's snapshot; the index only fills it for templates stored without one.
+        record: alertToAvro({ ...a, ruleName: a.ruleName ?? index.get(a.ruleId)?.name ?? null }),
       })),
     );
   };
+  const ack = async (alerts: readonly EmittedAlert[]) => {
+    try {
+      await tracker.ack(alerts.map((a) => a.id));
+    } catch (err) {
+      // Published already: failing the batch would not help. The sweep re-publishes them (duplicates).
+      log.warn({ err, alerts: alerts.length }, "outbox ack failed; the outbox sweep will publish these alerts again");
+    }
+  };
+  // Alerts this process is publishing: a sweep skips them even when they outlive the grace period.
+  const inFlight = new Set<string>();
+  const publish = async (alerts: readonly EmittedAlert[]) => {
+    if (alerts.length === 0) return;
+    for (const a of alerts) inFlight.add(a.id);
+    try {
+      await deps.beforePublish?.(alerts);
+      await send(alerts);
+      await ack(alerts);
+    } finally {
+      for (const a of alerts) inFlight.delete(a.id);
+    }
+  };
+
+  const SWEEP_BATCH = 500;
+  let sweeping: Promise<number> | undefined;
+  const sweepOnce = async (): Promise<number> => {
+    let total = 0;
+    for (;;) {
+      const claimed = await tracker.claimUnacked({ limit: SWEEP_BATCH });
+      const orphans = claimed.filter((a) => !inFlight.has(a.id));
+      if (orphans.length > 0) {
+        await send(orphans);
+        await ack(orphans);
+        total += orphans.length;
+        log.warn(
+          { alerts: orphans.length, ids: orphans.slice(0, 10).map((a) => a.id) },
+          "re-published alerts left unacknowledged in the outbox",
+        );
+      }
+      if (claimed.length < SWEEP_BATCH) return total;
+    }
+  };
+  const sweepOutbox = (): Promise<number> => {
+    sweeping ??= sweepOnce().finally(() => {
+      sweeping = undefined;
+    });
+    return sweeping;
+  };
+  // Alerts a previous process emitted but did not publish, before consuming anything.
+  await sweepOutbox().catch((err) => log.warn({ err }, "outbox sweep failed; retried periodically"));
 
   const matchAll = (type: TargetType, entity: EntityBase, out: MatchInput[]) => {
     for (const rule of index.match(type, entity)) out.push({ rule, entity: entity as unknown as MatchedEntity });
   };
+
+  let stopped = false;
+  const sweepTimer = setInterval(() => {
+    if (!stopped) void sweepOutbox().catch((err) => log.warn({ err }, "outbox sweep failed; retried periodically"));
+  }, deps.outboxSweepIntervalMs ?? 5_000);
+  sweepTimer.unref();
 
   const running = await runConsumer({
     bus,
@@ -199,9 +283,13 @@ export async function startMatchStage(deps: MatchStageDeps): Promise<MatchStage>
     ...running,
     index,
     reload,
+    sweepOutbox,
     async stop() {
+      stopped = true;
       clearInterval(timer);
+      clearInterval(sweepTimer);
       await running.stop();
+      await sweeping?.catch(() => {});
       await unsubscribe().catch(() => {});
       await producer.disconnect();
       await connected?.close();

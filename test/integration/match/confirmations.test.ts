@@ -2,7 +2,8 @@
  * Integration tests of the confirmation tracker (pipeline/match/confirmations.ts) against the real
  * Redis (REDIS_URL, default redis://127.0.0.1:6379), under a unique key prefix deleted afterwards
  * (never FLUSH). Covers pending/confirmed timing, maxConfirmationCount 0 and 1, reorgs, duplicate
- * processing, concurrent instances and restarts.
+ * processing, concurrent instances and restarts, and the transactional outbox (every emitted alert
+ * stays, identical, in `unacked()` until `ack`; `claimUnacked` hands orphans to one sweeper at a time).
  */
 import { createHash, randomUUID } from "node:crypto";
 import { createClient, type RedisClientType } from "redis";
@@ -13,7 +14,9 @@ import type { Rule } from "../../../lib/rules/model.js";
 import {
   type ChainHead,
   type ConfirmationTracker,
+  type ConfirmationTrackerDeps,
   createConfirmationTracker,
+  type EmittedAlert,
   type MatchedEntity,
 } from "../../../pipeline/match/confirmations.js";
 import { deletePrefix, keysOf, redisSkipMessage, redisUp } from "../accounts/redis.js";
@@ -37,12 +40,13 @@ async function connect(): Promise<RedisClientType> {
 
 let n = 0;
 /** A tracker on its own key space (one per test), optionally on a fresh connection. */
-function tracker(space: string, redis: RedisClientType = client): ConfirmationTracker {
+function tracker(space: string, redis: RedisClientType = client, over: Partial<ConfirmationTrackerDeps> = {}): ConfirmationTracker {
   return createConfirmationTracker({
     redis,
     keyPrefix: `${PREFIX}${space}:`,
     chain: CHAIN,
     now: () => new Date("2024-05-01T00:00:00.000Z"),
+    ...over,
   });
 }
 
@@ -264,6 +268,94 @@ describe.skipIf(!up)("confirmation tracker (real Redis)", () => {
     const t = tracker("bad");
     await expect(t.onMatch(rule(), { entityId: "", blockHash: "0x1", blockNumber: 1 }, 1)).rejects.toThrow(TypeError);
     await expect(t.onMatch(rule(), { entityId: "x", blockHash: "0x1", blockNumber: -1 }, 1)).rejects.toThrow(TypeError);
+  });
+});
+
+describe.skipIf(!up)("confirmation tracker outbox (real Redis)", () => {
+  const ids = (alerts: Alert[]) => alerts.map((a) => a.id);
+  const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+  it("every emitted alert (pending, confirmed, removed) is in unacked(), byte-identical and in emission order, until acked", async () => {
+    const t = tracker("outbox-all");
+    const tracked = rule({ maxConfirmationCount: 3, name: "tracked" });
+    const instant = rule({ maxConfirmationCount: 0, name: "instant" });
+    const emitted: EmittedAlert[] = [];
+    emitted.push(...(await t.onMatch(tracked, entity(100), 100))); // pending
+    emitted.push(...(await t.onMatch(tracked, entity(101, "a", 1), 101))); // pending, reorged below
+    emitted.push(
+      ...(await t.onMatches(
+        [0, 1].map((i) => ({ rule: instant, entity: entity(100, "a", i) })),
+        100,
+      )),
+    ); // 2 confirmed
+    emitted.push(...(await t.onHead(head(102, [101, 102]), canonicalOf([101, 102])))); // removed (101) + confirmed (100)
+    expect(emitted.map((a) => `${a.ruleId === tracked.id ? "t" : "i"}:${a.status}#${a.sequence}`)).toEqual([
+      "t:pending#1",
+      "t:pending#2",
+      "i:confirmed#1",
+      "i:confirmed#2",
+      "t:removed#3",
+      "t:confirmed#4",
+    ]);
+    expect(emitted.map((a) => a.ruleName)).toEqual(["tracked", "tracked", "instant", "instant", "tracked", "tracked"]);
+
+    const outbox = await t.unacked();
+    expect(JSON.stringify(outbox)).toBe(JSON.stringify(emitted)); // same fields, same order, same bytes
+    expect(JSON.stringify(await t.unacked())).toBe(JSON.stringify(emitted)); // reading claims nothing
+    expect(ids(await t.unacked(2))).toEqual(ids(emitted.slice(0, 2)));
+    expect(await t.unacked(0)).toEqual([]);
+
+    await t.ack([emitted[1]!.id, emitted[4]!.id, "not-an-alert-id"]);
+    expect(ids(await t.unacked())).toEqual(ids([emitted[0]!, emitted[2]!, emitted[3]!, emitted[5]!]));
+    await t.ack([]);
+    await t.ack(ids(emitted));
+    expect(await t.unacked()).toEqual([]);
+    // Acking forgets nothing else: replays still emit nothing.
+    expect(await t.onMatch(instant, entity(100, "a", 0), 100)).toEqual([]);
+    expect(await t.unacked()).toEqual([]);
+  });
+
+  it("a crash between emission and publish loses nothing: the replay emits nothing, a new instance finds the alert in the outbox", async () => {
+    const r = rule({ maxConfirmationCount: 0 });
+    const e = entity(2000);
+    const before = tracker("outbox-crash");
+    const [lost] = await before.onMatch(r, e, 2000); // "the process dies" before publishing it
+    expect(lost?.status).toBe("confirmed");
+
+    const after = tracker("outbox-crash", await connect(), { now: () => new Date("2030-01-01T00:00:00.000Z") });
+    expect(await after.onMatch(r, e, 2000)).toEqual([]); // the redelivered record: guard already set
+    expect(await after.onMatch(r, e, 2003)).toEqual([]);
+    const outbox = await after.unacked();
+    expect(JSON.stringify(outbox)).toBe(JSON.stringify([lost])); // same id, sequence, emittedAt, payload
+    expect(outbox[0]?.emittedAt).toBe("2024-05-01T00:00:00.000Z");
+    await after.ack([lost!.id]);
+    expect(await before.unacked()).toEqual([]);
+  });
+
+  it("claimUnacked: nothing during the visibility window, then each orphan to one of two concurrent sweepers, again after the lease", async () => {
+    const visible = { outboxVisibilityMs: 300 };
+    const a = tracker("outbox-claim", client, visible);
+    const b = tracker("outbox-claim", await connect(), visible);
+    const r = rule({ maxConfirmationCount: 0 });
+    const emitted = await a.onMatches(
+      [0, 1, 2].map((i) => ({ rule: r, entity: entity(3000, "a", i) })),
+      3000,
+    );
+    expect(emitted).toHaveLength(3);
+    expect(await a.claimUnacked()).toEqual([]); // the emitter is still expected to publish them
+    await sleep(400);
+    const [x, y] = await Promise.all([a.claimUnacked({ leaseMs: 300 }), b.claimUnacked({ leaseMs: 300 })]);
+    expect(JSON.stringify([...x, ...y].sort((p, q) => p.sequence - q.sequence))).toBe(JSON.stringify(emitted));
+    expect(ids(x.length > 0 ? x : y)).toEqual(ids(emitted)); // one sweeper got them all, in emission order
+    expect(await b.claimUnacked()).toEqual([]); // leased
+    await a.ack([emitted[0]!.id]);
+    await sleep(400);
+    expect(ids(await b.claimUnacked({ limit: 1 }))).toEqual([emitted[1]!.id]); // not acked by the first claimer: claimable again
+    expect(ids(await b.claimUnacked())).toEqual([emitted[2]!.id]);
+    await b.ack(ids(emitted));
+    await sleep(400);
+    expect(await a.claimUnacked()).toEqual([]);
+    expect(await a.unacked()).toEqual([]);
   });
 });
 
