@@ -23,6 +23,7 @@ import { loadConfig } from "../lib/config.js";
 import { createLogger } from "../lib/logger.js";
 import { createDecoder } from "../pipeline/decode/decoder.js";
 import { lookupToken } from "../pipeline/decode/tokens.js";
+import { createRpcSource } from "../pipeline/ingest/rpc.js";
 import { rpcTokenMetadataSource } from "../pipeline/match/token-metadata.js";
 import { startPipeline } from "../pipeline/runtime.js";
 import { startAnvil } from "./devchain/anvil.js";
@@ -110,6 +111,12 @@ async function main(): Promise<void> {
     logger.info({ rpcUrl, token: traffic.token, nft: traffic.nft }, "embedded chain: anvil with generated traffic");
   }
 
+  if (!embedded) {
+    // The chain id picks token decimals (token lists are per chain) before any stage starts.
+    const probe = createRpcSource({ rpcUrl });
+    chainId = await probe.chainId();
+    probe.destroy();
+  }
   const pipeline = await startPipeline({
     config,
     logger,
@@ -117,11 +124,11 @@ async function main(): Promise<void> {
     stages: ["decode", "index", "match", "notify"],
     // Token entities (first sighting of a token contract) carry name/symbol/decimals read on chain.
     tokenMetadata: rpcTokenMetadataSource(rpcUrl),
+    methodDecoding: { chainId, tokens },
   });
   stops.push(() => pipeline.stop());
-  const { ingester, source, close } = await pipeline.createIngester(rpcUrl);
+  const { ingester, close } = await pipeline.createIngester(rpcUrl);
   stops.push(close);
-  if (!embedded) chainId = await source.chainId();
 
   let token = config.api.tokens[0];
   if (!values["no-api"]) {

@@ -14,6 +14,7 @@ import { createIngester, type Ingester } from "./ingest/ingest.js";
 import { type ChainSource, createRpcSource } from "./ingest/rpc.js";
 import { type Bus, createBus, createRecordProducer, type RecordProducer } from "./kafka/bus.js";
 import type { RunningConsumer } from "./kafka/consumer.js";
+import type { DecodeMethodOptions } from "./match/methods.js";
 import { startMatchStage } from "./match/stage.js";
 import type { TokenMetadataSource } from "./match/tokens.js";
 import { startNotifyStage } from "./notify/stage.js";
@@ -28,6 +29,8 @@ export interface PipelineDeps {
   decoder?: Decoder;
   /** Which consuming stages to run. Default decode and index (match and notify need Redis and rules). */
   stages?: Array<"decode" | "index" | "match" | "notify">;
+  /** Chain id and token decimals for the match stage's decoded Method/Call arguments; default mainnet and the bundled token list. */
+  methodDecoding?: DecodeMethodOptions;
   /** Token metadata for the match stage's Token entities (e.g. `rpcTokenMetadataSource(rpcUrl)`); default the bundled mainnet token list. */
   tokenMetadata?: TokenMetadataSource;
   /** Refresh indices after each bulk (tests). Default false. */
@@ -65,7 +68,15 @@ export async function startPipeline(deps: PipelineDeps): Promise<Pipeline> {
     );
   }
   if (stages.includes("match")) {
-    consumers.push(await startMatchStage({ bus, config, logger, ...(deps.tokenMetadata ? { tokens: deps.tokenMetadata } : {}) }));
+    consumers.push(
+      await startMatchStage({
+        bus,
+        config,
+        logger,
+        ...(deps.tokenMetadata ? { tokens: deps.tokenMetadata } : {}),
+        ...(deps.methodDecoding ? { decode: deps.methodDecoding } : {}),
+      }),
+    );
   }
   if (stages.includes("notify")) consumers.push(await startNotifyStage({ bus, config, logger }));
   const producers: RecordProducer[] = [];

@@ -19,6 +19,7 @@
  * ← traces, which ingest produces when `CHAINSIFT_INGEST_TRACES` is on and the node has a debug API.
  * @module
  */
+
 import { createClient } from "redis";
 import type { Config } from "../../lib/config.js";
 import type { Logger } from "../../lib/logger.js";
@@ -42,10 +43,13 @@ import {
   transactionEntity,
 } from "./entities.js";
 import { createRuleIndex, type RuleIndex } from "./index.js";
+import type { DecodeMethodOptions } from "./methods.js";
 import { createTokenTracker, type TokenMetadataSource, tokenListMetadataSource } from "./tokens.js";
 
 /** Dependencies of {@link startMatchStage}. */
 export interface MatchStageDeps {
+  /** Chain id and token decimals for decoded Method/Call arguments' `scaled` values; default mainnet (1) and the bundled token list. */
+  decode?: DecodeMethodOptions;
   bus: Bus;
   config: Pick<Config, "chain" | "redisUrl" | "redisKeyPrefix">;
   logger: Logger;
@@ -240,7 +244,7 @@ export async function startMatchStage(deps: MatchStageDeps): Promise<MatchStage>
         if (kind === "transactions") {
           const tx = input.record as TransactionRecord;
           matchAll("Transaction", transactionEntity(tx), matches);
-          const method = methodEntity(tx);
+          const method = methodEntity(tx, deps.decode);
           if (method) matchAll("Method", method, matches);
           const contract = contractEntity(tx);
           if (contract) matchAll("Contract", contract, matches);
@@ -259,7 +263,7 @@ export async function startMatchStage(deps: MatchStageDeps): Promise<MatchStage>
           const frames = flattenCallTrace(frame, { ...t, transactionFrom: t.transactionFrom });
           for (const f of frames) {
             matchAll("Trace", f, matches);
-            const call = callEntity(f);
+            const call = callEntity(f, deps.decode);
             if (call) matchAll("Call", call, matches);
           }
           for (const c of contractEntitiesFromTrace(frames, { transactionFrom: t.transactionFrom })) matchAll("Contract", c, matches);
