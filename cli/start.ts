@@ -14,15 +14,19 @@
  * Flags: --no-stack (services already running), --no-api, --help.
  * @module
  */
+
 import { spawnSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { resolve } from "node:path";
 import { parseArgs } from "node:util";
+import { Client } from "@elastic/elasticsearch";
 import { startApi } from "../api/server.js";
 import { loadConfig } from "../lib/config.js";
 import { createLogger } from "../lib/logger.js";
+import { RECORD_KINDS } from "../lib/records.js";
 import { createDecoder } from "../pipeline/decode/decoder.js";
 import { lookupToken } from "../pipeline/decode/tokens.js";
+import { indexName } from "../pipeline/index/mappings.js";
 import { createRpcSource } from "../pipeline/ingest/rpc.js";
 import { rpcTokenMetadataSource } from "../pipeline/match/token-metadata.js";
 import { startPipeline } from "../pipeline/runtime.js";
@@ -116,6 +120,16 @@ async function main(): Promise<void> {
     const probe = createRpcSource({ rpcUrl });
     chainId = await probe.chainId();
     probe.destroy();
+  }
+  if (embedded) {
+    // The embedded chain starts again from block 0 on every run: drop the previous run's records
+    // so searches show only this chain (topics keep their history; consumer offsets move past it).
+    const es = new Client({ node: config.elasticsearch.url });
+    await es.indices.delete({
+      index: RECORD_KINDS.map((k) => indexName(config.chain, k, config.elasticsearch.indexPrefix)),
+      ignore_unavailable: true,
+    });
+    await es.close();
   }
   const pipeline = await startPipeline({
     config,

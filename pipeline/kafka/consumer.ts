@@ -50,7 +50,7 @@ export interface ConsumerOptions {
   maxBytesPerPartition?: number;
   /** Partitions processed at once (each partition stays in order). Default 3. */
   partitionsConsumedConcurrently?: number;
-  /** Consumer group session timeout; raise it for handlers that may block longer (e.g. delivery retries). Default 30000 ms. */
+  /** Consumer group session timeout (heartbeats continue while a handler runs). Default 30000 ms. */
   sessionTimeoutMs?: number;
 }
 
@@ -145,7 +145,15 @@ export async function runConsumer(opts: ConsumerOptions): Promise<RunningConsume
       for (;;) {
         if (!isRunning() || isStale() || stopping) return;
         try {
-          const handlerFailures = inputs.length > 0 ? await handler(inputs) : undefined;
+          // A handler may block for long (delivery retries): keep the group membership alive
+          // meanwhile, so the session timeout can stay short and a dead member is noticed quickly.
+          const beat = setInterval(() => void heartbeat().catch(() => {}), 3000);
+          let handlerFailures: HandlerFailure[] | undefined;
+          try {
+            handlerFailures = inputs.length > 0 ? await handler(inputs) : undefined;
+          } finally {
+            clearInterval(beat);
+          }
           if (handlerFailures) failures.push(...handlerFailures);
           break;
         } catch (err) {

@@ -132,8 +132,8 @@ export async function startNotifyStage(deps: NotifyStageDeps): Promise<NotifySta
     logger,
     stage: "notify",
     topics: ["alerts"],
-    // One rule's alerts are delivered in order; a whole retry budget may pass inside one batch.
-    sessionTimeoutMs: Math.max(30_000, config.notify.maxAttempts * (config.notify.timeoutMs + config.notify.maxDelayMs)),
+    // One rule's alerts are delivered in order; a whole retry budget may pass inside one batch
+    // (the consumer shell keeps heartbeating meanwhile).
     handler: async (inputs) => {
       const failures: HandlerFailure[] = [];
       for (const input of inputs) {
