@@ -176,11 +176,48 @@ export interface TraceRecord {
   frameJson: string;
 }
 
-/** The record kinds stored and searchable. `tx` is a transaction. */
-export type RecordKind = "block" | "tx" | "log" | "event";
+/**
+ * One frame of a transaction's call trace (internal call), as indexed for search: the flattened
+ * callTracer frame plus, when its input decodes against the built-in ABI set
+ * (pipeline/match/methods.ts), the decoded call. `_id`: `<transactionHash>_c_<traceAddress joined by _>`
+ * (`…_c_` alone for the top-level frame); `_routing`/`_parent`: the transaction hash.
+ */
+export interface CallRecord {
+  /** CALL, DELEGATECALL, STATICCALL, CALLCODE, CREATE, CREATE2, SELFDESTRUCT. */
+  type: string;
+  /** Caller, EIP-55. */
+  from: string;
+  /** Callee / created contract, EIP-55; null for a failed CREATE. */
+  to: string | null;
+  value: Quantity | null;
+  gas: Quantity | null;
+  gasUsed: Quantity | null;
+  input: string;
+  output: string | null;
+  /** First four bytes of `input`, or null. */
+  methodId: string | null;
+  error: string | null;
+  /** 0 for the transaction's top-level frame. */
+  depth: number;
+  /** Position in the call tree (Parity `traceAddress`): `[]` top level, `[i]` its i-th sub-call, … */
+  traceAddress: number[];
+  subtraces: number;
+  /** Decoded function name, e.g. `transfer`, or null when the input does not decode. */
+  name: string | null;
+  signature: string | null;
+  args: EventArg[];
+  transactionHash: string;
+  transactionIndex: Quantity | null;
+  blockHash: string;
+  blockNumber: Quantity;
+  timestamp: string | null;
+}
+
+/** The record kinds stored and searchable. `tx` is a transaction, `call` an internal call. */
+export type RecordKind = "block" | "tx" | "log" | "event" | "call";
 
 /** Every record kind, in pipeline order. */
-export const RECORD_KINDS: readonly RecordKind[] = ["block", "tx", "log", "event"];
+export const RECORD_KINDS: readonly RecordKind[] = ["block", "tx", "log", "event", "call"];
 
 /** Maps each kind to its record type. */
 export interface RecordByKind {
@@ -188,6 +225,12 @@ export interface RecordByKind {
   tx: TransactionRecord;
   log: LogRecord;
   event: EventRecord;
+  call: CallRecord;
+}
+
+/** `_id` of a call frame: `<transactionHash>_c_<traceAddress joined by _>`. */
+export function callId(c: Pick<CallRecord, "transactionHash" | "traceAddress">): string {
+  return `${c.transactionHash}_c_${c.traceAddress.join("_")}`;
 }
 
 /** `_id` (and Kafka key) of a log: `<transactionHash>_l_<logIndex>`. */
@@ -209,6 +252,8 @@ export function recordId<K extends RecordKind>(kind: K, record: RecordByKind[K])
       return (record as TransactionRecord).hash;
     case "log":
       return logId(record as LogRecord);
+    case "call":
+      return callId(record as CallRecord);
     default:
       return eventId(record as EventRecord);
   }
@@ -225,6 +270,6 @@ export function parentOf<K extends RecordKind>(kind: K, record: RecordByKind[K])
     case "tx":
       return (record as TransactionRecord).blockHash;
     default:
-      return (record as LogRecord | EventRecord).transactionHash;
+      return (record as LogRecord | EventRecord | CallRecord).transactionHash;
   }
 }

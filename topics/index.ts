@@ -82,12 +82,13 @@ export const TOPICS: Record<TopicKind, TopicSpec> = {
   },
 };
 
-/** Topic carrying each record kind. */
+/** Topic carrying each record kind (calls are flattened from the traces topic by the index stage). */
 export const TOPIC_OF_KIND: Record<RecordKind, TopicKind> = {
   block: "blocks",
   tx: "transactions",
   log: "logs",
   event: "events",
+  call: "traces",
 };
 
 /** Full topic name, e.g. `ethereum.ethereum.mainnet.blocks`, with an optional prefix (tests use one). */

@@ -69,6 +69,7 @@ const PARENT_FIELD: Record<RecordKind, string | undefined> = {
   tx: "blockHash",
   log: "transactionHash",
   event: "transactionHash",
+  call: "transactionHash",
 };
 
 /**

@@ -10,11 +10,12 @@
 import type { Client } from "@elastic/elasticsearch";
 import type { ChainId } from "../../lib/config.js";
 import type { Logger } from "../../lib/logger.js";
-import { type RecordKind, recordId } from "../../lib/records.js";
+import { callId, type RecordKind, recordId, type TraceRecord } from "../../lib/records.js";
 import { TOPICS, type TopicKind } from "../../topics/index.js";
 import { NonRetryableError, RetryableError } from "../errors.js";
 import type { Bus } from "../kafka/bus.js";
 import { type HandlerFailure, type InputRecord, type RunningConsumer, runConsumer } from "../kafka/consumer.js";
+import { callRecords } from "./calls.js";
 import { INDEX_SETTINGS, indexName, MAPPINGS } from "./mappings.js";
 
 /** One document to index. */
@@ -27,12 +28,27 @@ export interface IndexDoc {
 }
 
 /**
- * Maps consumed records to bulk documents (pure). Records of the dead-letter topic or of
- * unknown kinds are not indexed.
+ * Maps consumed records to bulk documents (pure). A trace record becomes one `call` document per
+ * frame; records it cannot flatten are appended to `failures`. Records of the alerts and
+ * dead-letter topics are not indexed.
  */
-export function toIndexDocs(inputs: InputRecord[], chain: ChainId, indexPrefix: string): IndexDoc[] {
+export function toIndexDocs(inputs: InputRecord[], chain: ChainId, indexPrefix: string, failures: HandlerFailure[] = []): IndexDoc[] {
   const docs: IndexDoc[] = [];
   for (const input of inputs) {
+    if (input.topicKind === "traces") {
+      // One trace record (a transaction's call tree) becomes one `call` document per frame.
+      try {
+        for (const call of callRecords(input.record as TraceRecord)) {
+          docs.push({ index: indexName(chain, "call", indexPrefix), id: callId(call), doc: call as never, input });
+        }
+      } catch (err) {
+        failures.push({
+          input,
+          error: new NonRetryableError("CS_MALFORMED_RECORD", `trace cannot be flattened: ${(err as Error).message}`),
+        });
+      }
+      continue;
+    }
     const kind = TOPICS[input.topicKind]?.recordKind as RecordKind | null | undefined;
     if (!kind) continue;
     const doc = input.record as Record<string, unknown>;
@@ -82,9 +98,9 @@ export interface Indexer {
 export function createIndexer(deps: IndexerDeps): Indexer {
   return {
     async indexBatch(inputs) {
-      const docs = toIndexDocs(inputs, deps.chain, deps.indexPrefix);
-      if (docs.length === 0) return [];
       const failures: HandlerFailure[] = [];
+      const docs = toIndexDocs(inputs, deps.chain, deps.indexPrefix, failures);
+      if (docs.length === 0) return failures;
       let throttled = 0;
       try {
         await deps.es.helpers.bulk<IndexDoc>({
@@ -120,7 +136,7 @@ export function createIndexer(deps: IndexerDeps): Indexer {
 /** Dependencies of {@link startIndexStage}. */
 export interface IndexStageDeps extends IndexerDeps {
   bus: Bus;
-  /** Topics to sink. Default blocks, transactions, logs, events. */
+  /** Topics to sink. Default blocks, transactions, logs, events, traces (as `call` documents). */
   topics?: TopicKind[];
 }
 
@@ -132,7 +148,7 @@ export async function startIndexStage(deps: IndexStageDeps): Promise<RunningCons
     bus: deps.bus,
     logger: deps.logger,
     stage: "index",
-    topics: deps.topics ?? ["blocks", "transactions", "logs", "events"],
+    topics: deps.topics ?? ["blocks", "transactions", "logs", "events", "traces"],
     handler: (inputs) => indexer.indexBatch(inputs),
   });
 }

@@ -132,6 +132,46 @@ export const MAPPINGS: Record<RecordKind, Mapping> = {
       timestamp,
     },
   },
+  call: {
+    dynamic: "strict",
+    properties: {
+      type: keyword,
+      from: address,
+      to: address,
+      value: bigQuantity,
+      gas: smallQuantity,
+      gasUsed: smallQuantity,
+      input: blob,
+      output: blob,
+      methodId: keyword,
+      error: { type: "keyword", ignore_above: 1024 },
+      depth: { type: "integer" },
+      traceAddress: { type: "integer" },
+      subtraces: { type: "integer" },
+      name: keyword,
+      signature: keyword,
+      args: {
+        type: "nested",
+        properties: {
+          name: keyword,
+          pos: { type: "integer" },
+          value: {
+            properties: {
+              hex: { type: "keyword", normalizer: "lowercase_address", ignore_above: 4096 },
+              num: { type: "double" },
+              scaled: { type: "double" },
+              type: keyword,
+            },
+          },
+        },
+      },
+      transactionHash: hash,
+      transactionIndex: smallQuantity,
+      blockHash: hash,
+      blockNumber: smallQuantity,
+      timestamp,
+    },
+  },
 };
 
 /**
@@ -151,7 +191,7 @@ export function indexName(chain: ChainId, kind: RecordKind, prefix = ""): string
 
 /** Kind of an index name produced by {@link indexName}, or undefined. */
 export function kindOfIndex(index: string): RecordKind | undefined {
-  const m = /-(block|tx|log|event)$/.exec(index);
+  const m = /-(block|tx|log|event|call)$/.exec(index);
   return m?.[1] as RecordKind | undefined;
 }
 

@@ -125,7 +125,7 @@ export function createIngester(deps: IngesterDeps): Ingester {
         return { frames: await source.fetchTraces(number), failed: false };
       } catch (err) {
         if (attempt >= 3) {
-          log.warn({ err, block: number }, "call traces unavailable; block produced without them");
+          log.warn({ block: number, reason: (err as Error).message.slice(0, 200) }, "call traces unavailable; block produced without them");
           return { frames: null, failed: true };
         }
         await sleep(200 * attempt);

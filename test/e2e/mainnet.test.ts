@@ -59,9 +59,9 @@ describe.skipIf(!fixtures || !up.ok)("mainnet fixtures → ingest → Kafka → 
     blocks = loadCompleteBlocks();
     h = createHarness();
     token = h.config.api.tokens[0] as string;
-    replay = await startRpcReplay({ blocks, blockReceipts: true });
+    replay = await startRpcReplay({ blocks, blockReceipts: true, traces: true });
     pipeline = await startPipeline({ config: h.config, logger: h.logger, es: h.es });
-    const { ingester, close } = await pipeline.createIngester(replay.url);
+    const { ingester, close } = await pipeline.createIngester(replay.url, { traces: true });
     const stats = await ingester.ingestBlocks(blocks.map((b) => b.number));
     await close();
     expect(stats.blocks).toBe(blocks.length);
@@ -231,5 +231,23 @@ describe.skipIf(!fixtures || !up.ok)("mainnet fixtures → ingest → Kafka → 
     const body = (await bad.json()) as { error: { code: string; path: string } };
     expect(body.error.code).toBe("CS_QUERY_UNSUPPORTED_CLAUSE");
     expect(body.error.path).toContain("wildcard");
+  });
+
+  it("indexes every frame of the recorded call traces as searchable `call` records", async () => {
+    const fb = blocks.find((b) => b.number === 17_053_184)!;
+    expect(fb.traces).toBeTruthy();
+    const countFrames = (f: RpcObject): number => 1 + ((f.calls as RpcObject[] | undefined) ?? []).reduce((n, c) => n + countFrames(c), 0);
+    const expected = fb.traces!.reduce((n, f) => n + countFrames(f), 0);
+    const range = { range: { "blockNumber.num": { gte: fb.number, lte: fb.number } } };
+    await waitFor(async () => (await search("call", { query: range, size: 0 })).hits.total === expected, 60_000, 500);
+    const top = await search("call", { query: { bool: { filter: [range, { term: { depth: 0 } }] } }, size: 0 });
+    expect(top.hits.total).toBe((fb.block.transactions as unknown[]).length);
+    const transfers = await search("call", { query: { bool: { filter: [range, { term: { name: "transfer" } }] } }, size: 5 });
+    expect(transfers.hits.total).toBeGreaterThan(0);
+    const hit = transfers.hits.hits[0]!;
+    expect(hit._type).toBe("call");
+    expect(hit._parent).toBe(hit._source.transactionHash);
+    expect(hit._id).toBe(`${hit._source.transactionHash}_c_${(hit._source.traceAddress as number[]).join("_")}`);
+    expect((hit._source.args as Array<{ name: string }>).map((a) => a.name)).toContain("to");
   });
 });

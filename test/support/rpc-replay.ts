@@ -16,6 +16,11 @@ export interface RpcReplayOptions {
   blockReceipts?: boolean;
   /** Chain id reported (default 1, mainnet). */
   chainId?: number;
+  /**
+   * Answer debug_traceBlockByNumber (callTracer) from the fixtures' traces (default false: method
+   * not found). Blocks without recorded traces answer -32000, as a node with pruned state would.
+   */
+  traces?: boolean;
 }
 
 /** A running replay server. */
@@ -80,6 +85,14 @@ export async function startRpcReplay(opts: RpcReplayOptions): Promise<RpcReplay>
         break;
       case "eth_getTransactionReceipt":
         return ok(receiptByTx.get(String(params[0]).toLowerCase()) ?? null);
+      case "debug_traceBlockByNumber": {
+        if (!opts.traces) break;
+        const b = blockParam(params[0]);
+        if (!b?.traces)
+          return JSON.stringify({ jsonrpc: "2.0", id: req.id ?? null, error: { code: -32000, message: "historical state not available" } });
+        const txs = b.block.transactions as RpcObject[];
+        return ok(b.traces.map((result, i) => ({ txHash: txs[i]?.hash, result })));
+      }
     }
     return JSON.stringify({
       jsonrpc: "2.0",

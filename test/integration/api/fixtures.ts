@@ -207,7 +207,7 @@ events.push({
 });
 
 /** All fixture records by kind. */
-export const RECORDS: { [K in RecordKind]: RecordByKind[K][] } = { block: blocks, tx: txs, log: logs, event: events };
+export const RECORDS: { [K in RecordKind]: RecordByKind[K][] } = { block: blocks, tx: txs, log: logs, event: events, call: [] };
 
 /** Creates the four record indices of `chain` under `prefix` and indexes {@link RECORDS} (refreshed). */
 export async function indexFixtures(es: Client, chain: ChainId, prefix: string): Promise<string[]> {

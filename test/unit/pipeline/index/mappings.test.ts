@@ -55,4 +55,41 @@ describe("toIndexDocs", () => {
       ["ethereum-ethereum-mainnet-event", "0xt_e_4"],
     ]);
   });
+
+  it("turns a trace record into one call document per frame, and refuses an unparsable one", () => {
+    const trace = {
+      transactionHash: "0xt",
+      transactionIndex: { num: 0, raw: "0x0" },
+      transactionFrom: "0x1111111111111111111111111111111111111111",
+      blockHash: "0xb",
+      blockNumber: { num: 7, raw: "0x7" },
+      timestamp: "2024-01-01T00:00:00",
+      frameJson: JSON.stringify({
+        type: "CALL",
+        from: "0x1111111111111111111111111111111111111111",
+        to: "0x2222222222222222222222222222222222222222",
+        input: "0x",
+        gas: "0x5208",
+        gasUsed: "0x5208",
+        value: "0x1",
+        calls: [
+          {
+            type: "STATICCALL",
+            from: "0x2222222222222222222222222222222222222222",
+            to: "0x3333333333333333333333333333333333333333",
+            input: "0x",
+          },
+        ],
+      }),
+    };
+    const failures: Parameters<typeof toIndexDocs>[3] = [];
+    const docs = toIndexDocs([input("traces", trace), input("traces", { ...trace, frameJson: "{not json" })], chain, "", failures);
+    expect(docs.map((d) => [d.index, d.id])).toEqual([
+      ["ethereum-ethereum-mainnet-call", "0xt_c_"],
+      ["ethereum-ethereum-mainnet-call", "0xt_c_0"],
+    ]);
+    expect(docs[1]?.doc).toMatchObject({ type: "STATICCALL", depth: 1, traceAddress: [0], name: null, args: [] });
+    expect(failures).toHaveLength(1);
+    expect(failures[0]?.error.code).toBe("CS_MALFORMED_RECORD");
+  });
 });
