@@ -1,5 +1,5 @@
 /**
- * Starts the search API in a child process (bench/support/api-server.ts), so that its CPU time
+ * Starts the search API in a child process (cli/api.ts, i.e. `npm run api` with its Node flags), so that its CPU time
  * and memory are separate from the load generator's, and reads the child's memory from
  * `/proc/<pid>/status` (Linux).
  * @module
@@ -116,7 +116,16 @@ function waitExit(child: ChildProcess, ms: number): Promise<boolean> {
 }
 
 /**
- * Spawns `node --import tsx bench/support/api-server.ts` (same node binary as this process)
+ * The Node flags of the `api` npm script (package.json is their single source), e.g.
+ * `--max-semi-space-size=8 --max-old-space-size=256`.
+ */
+export function apiNodeFlags(): string[] {
+  const pkg = JSON.parse(readFileSync(resolve(ROOT, "package.json"), "utf8")) as { scripts?: Record<string, string> };
+  return (pkg.scripts?.api ?? "").split(/\s+/).filter((t) => /^--max-[a-z-]+=\d+$/.test(t));
+}
+
+/**
+ * Spawns `node <api flags> --import tsx cli/api.ts` — what `npm run api` runs — (same node binary as this process)
  * listening on 127.0.0.1 on a free port, and waits for its ready line. The child gets this
  * process's environment plus the index prefix, the token, host/port, `LOG_LEVEL`, its own Redis
  * key prefix and a rate limit the benchmarks cannot reach (`CHAINSIFT_RATE_LIMIT_MAX=1e9`).
@@ -124,7 +133,7 @@ function waitExit(child: ChildProcess, ms: number): Promise<boolean> {
  * @throws when the child exits or stays silent for `startTimeoutMs` before it is ready.
  */
 export async function spawnApi(opts: SpawnApiOptions): Promise<ApiChild> {
-  const child = spawn(process.execPath, ["--import", "tsx", resolve(ROOT, "bench/support/api-server.ts")], {
+  const child = spawn(process.execPath, [...apiNodeFlags(), "--import", "tsx", resolve(ROOT, "cli/api.ts")], {
     cwd: ROOT,
     env: {
       ...process.env,
