@@ -1,5 +1,5 @@
 /**
- * `npm run bench -- search [--copies N] [--connections C] [--duration S] [--rounds R] [--warmup S] [--rate Q] [--only a,b] [--log-level L]`:
+ * `npm run bench -- search [--copies N] [--connections C] [--duration S] [--rounds R] [--warmup S] [--rate Q] [--only a,b] [--log-level L] [--api-cpu-prof DIR]`:
  * the same representative queries of the API contract sent (a) straight to Elasticsearch's
  * `_search` with the body the API itself would send (built with the API's own validator and
  * request builder, so `track_total_hits: true` and the same translated query) and (b) through the
@@ -8,7 +8,8 @@
  * (default 10) split into R interleaved rounds (default 2: direct, API, direct, API) whose
  * latencies are pooled, after a warm-up of each target (default 3 s). Prints p50 / p99 latency
  * and requests/s side by side and the verdict against the targets (API p50 ≤ 1.2× and p99 ≤ 1.5×
- * the direct figures, for every query).
+ * the direct figures, for every query). `--api-cpu-prof DIR` writes a V8 CPU profile of the API
+ * child into DIR when it stops (open it in Chrome DevTools or speedscope).
  *
  * Data: every complete mainnet fixture block copied N times (hashes and numbers rewritten), with
  * its transactions, logs and decoded events, in indices under a unique `bench-search-<hex>-`
@@ -190,6 +191,7 @@ export async function benchSearch(args: string[]): Promise<void> {
   const rate = args.includes("--rate") ? numberArg(args, "--rate", 1) : undefined;
   const only = stringArg(args, "--only", "");
   const logLevel = stringArg(args, "--log-level", "warn");
+  const cpuProfDir = stringArg(args, "--api-cpu-prof", "");
 
   const config = loadConfig();
   const { chain } = config;
@@ -208,7 +210,12 @@ export async function benchSearch(args: string[]): Promise<void> {
     let queries = benchQueries(docs);
     if (only) queries = queries.filter((q) => only.split(",").some((o) => q.name.includes(o)));
 
-    api = await spawnApi({ indexPrefix: prefix, token: `bench-${prefix}`, logLevel });
+    api = await spawnApi({
+      indexPrefix: prefix,
+      token: `bench-${prefix}`,
+      logLevel,
+      ...(cpuProfDir ? { nodeFlags: ["--cpu-prof", `--cpu-prof-dir=${cpuProfDir}`] } : {}),
+    });
     console.log(
       `API child pid ${api.pid} at ${api.url} (LOG_LEVEL=${logLevel}); node ${process.version}; load: autocannon, ${connections} connections,` +
         ` ${rate ? `${rate} req/s` : "closed loop"}, ${warmup} s warm-up + ${duration} s per target in ${rounds} interleaved rounds` +

@@ -24,6 +24,8 @@ export interface SpawnApiOptions {
   env?: Record<string, string>;
   /** How long to wait for the ready line, in milliseconds. Default 60000. */
   startTimeoutMs?: number;
+  /** Extra Node flags of the child after those of the `api` script, e.g. `["--cpu-prof", "--cpu-prof-dir=/tmp/prof"]`. */
+  nodeFlags?: readonly string[];
 }
 
 /** Memory figures of a process, in bytes (from `/proc/<pid>/status`). */
@@ -133,7 +135,7 @@ export function apiNodeFlags(): string[] {
  * @throws when the child exits or stays silent for `startTimeoutMs` before it is ready.
  */
 export async function spawnApi(opts: SpawnApiOptions): Promise<ApiChild> {
-  const child = spawn(process.execPath, [...apiNodeFlags(), "--import", "tsx", resolve(ROOT, "cli/api.ts")], {
+  const child = spawn(process.execPath, [...apiNodeFlags(), ...(opts.nodeFlags ?? []), "--import", "tsx", resolve(ROOT, "cli/api.ts")], {
     cwd: ROOT,
     env: {
       ...process.env,
