@@ -312,7 +312,7 @@ function dateHistogramAgg(ctx: Ctx, spec: Record<string, unknown>, p: string): C
   if ((cal === undefined) === (fixed === undefined))
     return fail(ctx, "CS_AGG_INVALID", "date_histogram needs exactly one of calendar_interval or fixed_interval", p);
   if (cal !== undefined) {
-    const ms = typeof cal === "string" ? CALENDAR_INTERVALS[cal] : undefined;
+    const ms = typeof cal === "string" && Object.hasOwn(CALENDAR_INTERVALS, cal) ? CALENDAR_INTERVALS[cal] : undefined;
     if (ms === undefined)
       return fail(
         ctx,

@@ -145,7 +145,8 @@ export function mapValidation(items: readonly ValidationItem[], context: string 
       push(detail("CS_BODY_INVALID", "the body must be a JSON object", null));
       continue;
     }
-    const keyCode = CODE_BY_BODY_KEY[top];
+    // Own keys only: a body key such as `toString` must not find Object.prototype's.
+    const keyCode = Object.hasOwn(CODE_BY_BODY_KEY, top) ? CODE_BY_BODY_KEY[top] : undefined;
     if (!keyCode) {
       push(detail("CS_BODY_INVALID", unknownKeyMessage(top), jsonPath("", top)));
       continue;

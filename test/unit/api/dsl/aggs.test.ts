@@ -113,6 +113,10 @@ describe("validateAggs: refused", () => {
   });
 
   it("bad shapes and names", () => {
+    expect(first({ d: { date_histogram: { field: "timestamp", calendar_interval: "toString" } } })).toEqual({
+      code: "CS_AGG_INVALID",
+      path: "aggs.d.date_histogram.calendar_interval",
+    });
     expect(first([])).toEqual({ code: "CS_AGG_INVALID", path: "aggs" });
     expect(first("terms")).toEqual({ code: "CS_AGG_INVALID", path: "aggs" });
     expect(first({ "a[0]": { sum: { field: "gas.num" } } })).toEqual({ code: "CS_AGG_INVALID", path: 'aggs["a[0]"]' });

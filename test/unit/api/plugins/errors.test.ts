@@ -69,6 +69,11 @@ describe("mapError", () => {
     ]);
     expect(mapValidation([{ instancePath: "", keyword: "type", message: "must be object" }], "body")[0]?.code).toBe("CS_BODY_INVALID");
   });
+
+  it("treats a body key named like an Object.prototype member (toString) as an unknown key, not a 500", () => {
+    const [d] = mapValidation([{ instancePath: "/toString", keyword: "type", message: "must be object" }], "body");
+    expect(d).toMatchObject({ code: "CS_BODY_INVALID", path: "toString" });
+  });
 });
 
 describe("mapError: extensions, accounts", () => {
