@@ -1,15 +1,20 @@
 /**
- * `npm run bench -- search [--copies N] [--connections C] [--duration S] [--rounds R] [--warmup S] [--rate Q] [--only a,b] [--log-level L] [--api-cpu-prof DIR]`:
+ * `npm run bench -- search [--copies N] [--connections C] [--duration S] [--rounds R] [--warmup S] [--rate Q] [--only a,b] [--log-level L] [--api-cpu-prof DIR] [--no-floor]`:
  * the same representative queries of the API contract sent (a) straight to Elasticsearch's
  * `_search` with the body the API itself would send (built with the API's own validator and
- * request builder, so `track_total_hits: true` and the same translated query) and (b) through the
- * search API running in a child process, never both at once, under the same load: autocannon with
- * C connections (default 8), closed loop (or Q requests/s with `--rate`), S seconds per target
- * (default 10) split into R interleaved rounds (default 2: direct, API, direct, API) whose
- * latencies are pooled, after a warm-up of each target (default 3 s). Prints p50 / p99 latency
- * and requests/s side by side and the verdict against the targets (API p50 ≤ 1.2× and p99 ≤ 1.5×
- * the direct figures, for every query). `--api-cpu-prof DIR` writes a V8 CPU profile of the API
- * child into DIR when it stops (open it in Chrome DevTools or speedscope).
+ * request builder, so `track_total_hits: true` and the same translated query), (b) the same
+ * direct request through the **pass-through floor**, a zero-logic HTTP proxy to Elasticsearch in
+ * a child process (bench/support/passthrough.ts: one more HTTP hop and nothing else), and (c)
+ * through the search API running in a child process; never two at once, under the same load:
+ * autocannon with C connections (default 8), closed loop (or Q requests/s with `--rate`), S
+ * seconds per target (default 10) split into R interleaved rounds (default 2: direct, floor, API,
+ * direct, floor, API) whose latencies are pooled, after a warm-up of each target (default 3 s).
+ * Prints p50 / p99 latency (ms) and requests/s side by side, the ratios, and the verdict against
+ * the targets (API p50 ≤ 1.2× and p99 ≤ 1.5× the direct figures, for every query), then the
+ * floor's own ratios against the same targets: the part of the API's extra latency that one
+ * more HTTP hop costs on this machine whatever the code. `--no-floor` skips the floor target.
+ * `--api-cpu-prof DIR` writes a V8 CPU profile of the API child into DIR when it stops (open it
+ * in Chrome DevTools or speedscope).
  *
  * Data: every complete mainnet fixture block copied N times (hashes and numbers rewritten), with
  * its transactions, logs and decoded events, in indices under a unique `bench-search-<hex>-`
@@ -23,7 +28,7 @@ import { type ChainId, loadConfig } from "../lib/config.js";
 import type { EventRecord, LogRecord, RecordKind, TransactionRecord } from "../lib/records.js";
 import { indexName } from "../pipeline/index/mappings.js";
 import { hasMainnetFixtures, loadCompleteBlocks, SKIP_NO_FIXTURES } from "../test/support/fixtures.js";
-import { type ApiChild, spawnApi } from "./support/api-child.js";
+import { type ApiChild, type ReadyChild, spawnApi, spawnPassthrough } from "./support/api-child.js";
 import { type BenchDoc, benchPrefix, bulkLoad, deleteBenchIndices, fixtureDocs, numberArg, stringArg } from "./support/data.js";
 import { type LoadOptions, type LoadResult, type LoadSample, runLoad, summarize } from "./support/load.js";
 
@@ -140,6 +145,8 @@ interface Prepared {
 /**
  * The direct Elasticsearch request equivalent to an API query: the API's validator and request
  * builder produce the ES request; index and URL parameters go into the URL, the rest into the body.
+ * `esUrl` is Elasticsearch's base URL, or that of the pass-through floor in front of it (same
+ * path, query string and body).
  * @throws {Error} when the API would refuse the body.
  */
 export function directRequest(esUrl: string, chain: ChainId, prefix: string, q: BenchQuery, maxSize: number, timeoutMs: number): Prepared {
@@ -164,14 +171,53 @@ function apiRequest(api: ApiChild, chain: ChainId, q: BenchQuery): Prepared {
   };
 }
 
+/** What a probe compares: `hits.total` and the hit ids, in order. */
+interface Hits {
+  total: number;
+  ids: string[];
+}
+
 /** Sends one request and returns `hits.total` and the hit ids. @throws {Error} on a non-2xx answer. */
-async function probe(p: Prepared): Promise<{ total: number; ids: string[] }> {
+async function probe(p: Prepared): Promise<Hits> {
   const res = await fetch(p.url, { method: "POST", headers: p.headers, body: p.body });
   const text = await res.text();
   if (!res.ok) throw new Error(`${p.url} answered ${res.status}: ${text.slice(0, 500)}`);
   const json = JSON.parse(text) as { hits: { total: number | { value: number }; hits: Array<{ _id: string }> } };
   const total = typeof json.hits.total === "number" ? json.hits.total : json.hits.total.value;
   return { total, ids: json.hits.hits.map((h) => h._id) };
+}
+
+/** Names of the measured targets, in the order of the interleaved rounds. */
+type TargetName = "direct" | "floor" | "API";
+
+/** The figures of one query (latencies in milliseconds). */
+interface Row {
+  q: BenchQuery;
+  /** `hits.total` of the API's answer. */
+  total: number;
+  /** The probe warnings: targets whose hits differ from the direct ones. */
+  mismatches: TargetName[];
+  direct: LoadResult;
+  /** Undefined with `--no-floor`. */
+  floor: LoadResult | undefined;
+  viaApi: LoadResult;
+}
+
+/** One table column right of the query name: header, width in characters, cell text. */
+interface Column {
+  head: string;
+  width: number;
+  cell(r: Row): string;
+}
+
+const ofDirect = (r: Row): LoadResult => r.direct;
+const ofFloor = (r: Row): LoadResult => r.floor as LoadResult;
+const ofApi = (r: Row): LoadResult => r.viaApi;
+
+/** Geometric means over the rows of `num(r).p50 / den(r).p50` and of the p99 ratio, as `p50 1.23x, p99 1.45x`. */
+function meanRatios(rows: readonly Row[], num: (r: Row) => LoadResult, den: (r: Row) => LoadResult): string {
+  const geo = (f: (r: Row) => number): string => Math.exp(rows.reduce((sum, r) => sum + Math.log(f(r)), 0) / rows.length).toFixed(2);
+  return `p50 ${geo((r) => num(r).p50 / den(r).p50)}x, p99 ${geo((r) => num(r).p99 / den(r).p99)}x`;
 }
 
 const fmtMs = (v: number): string => (v < 10 ? v.toFixed(2) : v < 100 ? v.toFixed(1) : v.toFixed(0));
@@ -192,12 +238,14 @@ export async function benchSearch(args: string[]): Promise<void> {
   const only = stringArg(args, "--only", "");
   const logLevel = stringArg(args, "--log-level", "warn");
   const cpuProfDir = stringArg(args, "--api-cpu-prof", "");
+  const withFloor = !args.includes("--no-floor");
 
   const config = loadConfig();
   const { chain } = config;
   const es = new Client({ node: config.elasticsearch.url, requestTimeout: 120_000 });
   const prefix = benchPrefix("search");
   let api: ApiChild | undefined;
+  let floor: ReadyChild | undefined;
   try {
     const base = loadCompleteBlocks();
     const { docs } = fixtureDocs(base, copies, OFFSET);
@@ -216,18 +264,28 @@ export async function benchSearch(args: string[]): Promise<void> {
       logLevel,
       ...(cpuProfDir ? { nodeFlags: ["--cpu-prof", `--cpu-prof-dir=${cpuProfDir}`] } : {}),
     });
+    if (withFloor) floor = await spawnPassthrough(config.elasticsearch.url);
+    const order = floor ? "direct, floor, API, direct, floor, API, …" : "direct, API, direct, API, …";
     console.log(
-      `API child pid ${api.pid} at ${api.url} (LOG_LEVEL=${logLevel}); node ${process.version}; load: autocannon, ${connections} connections,` +
+      `API child pid ${api.pid} at ${api.url} (LOG_LEVEL=${logLevel})` +
+        `${floor ? `; pass-through floor pid ${floor.pid} at ${floor.url}` : ""}; node ${process.version}; load: autocannon, ${connections} connections,` +
         ` ${rate ? `${rate} req/s` : "closed loop"}, ${warmup} s warm-up + ${duration} s per target in ${rounds} interleaved rounds` +
-        " (direct, API, direct, API, …; never both at once)",
+        ` (${order}; never two at once)`,
     );
 
-    const rows: Array<{ q: BenchQuery; total: number; same: boolean; direct: LoadResult; viaApi: LoadResult }> = [];
+    const rows: Row[] = [];
     for (const q of queries) {
-      const direct = directRequest(config.elasticsearch.url, chain, prefix, q, config.api.maxSize, config.elasticsearch.requestTimeoutMs);
-      const viaApi = apiRequest(api, chain, q);
-      const [d, a] = [await probe(direct), await probe(viaApi)];
-      const same = d.total === a.total && d.ids.join() === a.ids.join();
+      const request = (base: string): Prepared =>
+        directRequest(base, chain, prefix, q, config.api.maxSize, config.elasticsearch.requestTimeoutMs);
+      const targets: Array<{ name: TargetName; req: Prepared; samples: LoadSample[] }> = [
+        { name: "direct", req: request(config.elasticsearch.url), samples: [] },
+        ...(floor ? [{ name: "floor" as const, req: request(floor.url), samples: [] }] : []),
+        { name: "API", req: apiRequest(api, chain, q), samples: [] },
+      ];
+      const hits = new Map<TargetName, Hits>();
+      for (const t of targets) hits.set(t.name, await probe(t.req));
+      const d = hits.get("direct") as Hits;
+      const mismatches = [...hits].filter(([, h]) => h.total !== d.total || h.ids.join() !== d.ids.join()).map(([name]) => name);
       const opts = (p: Prepared, seconds: number): LoadOptions => ({
         url: p.url,
         method: "POST",
@@ -237,89 +295,87 @@ export async function benchSearch(args: string[]): Promise<void> {
         duration: seconds,
         ...(rate ? { rate } : {}),
       });
-      await runLoad(opts(direct, warmup));
-      await runLoad(opts(viaApi, warmup));
-      const ds: LoadSample[] = [];
-      const as: LoadSample[] = [];
+      for (const t of targets) await runLoad(opts(t.req, warmup));
       for (let i = 0; i < rounds; i++) {
-        ds.push(await runLoad(opts(direct, duration / rounds)));
-        as.push(await runLoad(opts(viaApi, duration / rounds)));
+        for (const t of targets) t.samples.push(await runLoad(opts(t.req, duration / rounds)));
       }
-      const dr = summarize(ds);
-      const ar = summarize(as);
-      rows.push({ q, total: a.total, same, direct: dr, viaApi: ar });
+      const result = new Map(targets.map((t) => [t.name, summarize(t.samples)]));
+      const row: Row = {
+        q,
+        total: (hits.get("API") as Hits).total,
+        mismatches,
+        direct: result.get("direct") as LoadResult,
+        floor: result.get("floor"),
+        viaApi: result.get("API") as LoadResult,
+      };
+      rows.push(row);
       console.log(
-        `  ${q.name}: direct p50 ${fmtMs(dr.p50)} ms, p99 ${fmtMs(dr.p99)} ms, ${dr.rps.toFixed(0)} req/s | API p50 ${fmtMs(ar.p50)} ms, p99 ${fmtMs(ar.p99)} ms, ${ar.rps.toFixed(0)} req/s`,
+        `  ${q.name}: ${[...result]
+          .map(([name, r]) => `${name} p50 ${fmtMs(r.p50)} ms, p99 ${fmtMs(r.p99)} ms, ${r.rps.toFixed(0)} req/s`)
+          .join(" | ")}`,
       );
     }
 
     // Table.
+    const loadColumns = (side: string, of: (r: Row) => LoadResult): Column[] => [
+      { head: `${side} p50`, width: 7, cell: (r) => fmtMs(of(r).p50) },
+      { head: `${side} p99`, width: 7, cell: (r) => fmtMs(of(r).p99) },
+      { head: `${side} req/s`, width: 8, cell: (r) => of(r).rps.toFixed(0) },
+    ];
+    const columns: Column[] = [
+      { head: "total", width: 6, cell: (r) => String(r.total) },
+      ...loadColumns("D", ofDirect),
+      ...(floor ? loadColumns("F", ofFloor) : []),
+      ...loadColumns("A", ofApi),
+      { head: "p50 x", width: 6, cell: (r) => (r.viaApi.p50 / r.direct.p50).toFixed(2) },
+      { head: "p99 x", width: 6, cell: (r) => (r.viaApi.p99 / r.direct.p99).toFixed(2) },
+      ...(floor ? [{ head: "F/D p50", width: 7, cell: (r: Row) => (ofFloor(r).p50 / r.direct.p50).toFixed(2) }] : []),
+      { head: "D KB", width: 6, cell: (r) => (r.direct.bytesPerResponse / 1024).toFixed(1) },
+      { head: "A KB", width: 6, cell: (r) => (r.viaApi.bytesPerResponse / 1024).toFixed(1) },
+    ];
     console.log("");
-    const head = [
-      "query".padEnd(22),
-      pad("total", 6),
-      pad("D p50", 7),
-      pad("D p99", 7),
-      pad("D req/s", 8),
-      pad("A p50", 7),
-      pad("A p99", 7),
-      pad("A req/s", 8),
-      pad("p50 x", 6),
-      pad("p99 x", 6),
-      pad("D KB", 6),
-      pad("A KB", 6),
-      " verdict",
-    ].join(" ");
+    const head = ["query".padEnd(22), ...columns.map((c) => pad(c.head, c.width)), " verdict"].join(" ");
     console.log(head);
     console.log("-".repeat(head.length));
     let pass = true;
-    let logP50 = 0;
-    let logP99 = 0;
     const problems: string[] = [];
     for (const r of rows) {
-      const r50 = r.viaApi.p50 / r.direct.p50;
-      const r99 = r.viaApi.p99 / r.direct.p99;
-      logP50 += Math.log(r50);
-      logP99 += Math.log(r99);
-      const ok = r50 <= P50_TARGET && r99 <= P99_TARGET;
+      const ok = r.viaApi.p50 / r.direct.p50 <= P50_TARGET && r.viaApi.p99 / r.direct.p99 <= P99_TARGET;
       pass &&= ok;
-      if (!r.same) problems.push(`${r.q.name}: the API and ES answered different hits`);
+      for (const side of r.mismatches)
+        problems.push(`${r.q.name}: the ${side === "API" ? "API" : "pass-through floor"} and ES answered different hits`);
       for (const [side, lr] of [
         ["direct", r.direct],
+        ["floor", r.floor],
         ["API", r.viaApi],
       ] as const) {
-        if (lr.non2xx > 0 || lr.errors > 0) problems.push(`${r.q.name} (${side}): ${lr.non2xx} non-2xx answers, ${lr.errors} errors`);
+        if (lr && (lr.non2xx > 0 || lr.errors > 0))
+          problems.push(`${r.q.name} (${side}): ${lr.non2xx} non-2xx answers, ${lr.errors} errors`);
       }
-      console.log(
-        [
-          r.q.name.padEnd(22),
-          pad(String(r.total), 6),
-          pad(fmtMs(r.direct.p50), 7),
-          pad(fmtMs(r.direct.p99), 7),
-          pad(r.direct.rps.toFixed(0), 8),
-          pad(fmtMs(r.viaApi.p50), 7),
-          pad(fmtMs(r.viaApi.p99), 7),
-          pad(r.viaApi.rps.toFixed(0), 8),
-          pad(r50.toFixed(2), 6),
-          pad(r99.toFixed(2), 6),
-          pad((r.direct.bytesPerResponse / 1024).toFixed(1), 6),
-          pad((r.viaApi.bytesPerResponse / 1024).toFixed(1), 6),
-          ` ${ok ? "ok" : "MISS"}`,
-        ].join(" "),
-      );
+      console.log([r.q.name.padEnd(22), ...columns.map((c) => pad(c.cell(r), c.width)), ` ${ok ? "ok" : "MISS"}`].join(" "));
     }
-    console.log("(D = Elasticsearch _search directly, A = through the API; latencies in ms; KB = mean response size)");
+    console.log(
+      `(D = Elasticsearch _search directly,${floor ? " F = the same request through the pass-through floor (zero-logic proxy)," : ""}` +
+        " A = through the API; latencies in ms; KB = mean response size)",
+    );
     if (rows.length > 0) {
-      console.log(
-        `geometric mean ratio: p50 ${Math.exp(logP50 / rows.length).toFixed(2)}x, p99 ${Math.exp(logP99 / rows.length).toFixed(2)}x`,
-      );
+      console.log(`geometric mean ratio API/direct: ${meanRatios(rows, ofApi, ofDirect)}`);
+      if (floor) {
+        console.log(`geometric mean ratio floor/direct: ${meanRatios(rows, ofFloor, ofDirect)}`);
+        console.log(`geometric mean ratio API/floor: ${meanRatios(rows, ofApi, ofFloor)}`);
+      }
     }
     for (const p of problems) console.log(`WARNING: ${p}`);
     console.log(
       `verdict: ${pass ? "PASS" : "FAIL"} (targets: API p50 <= ${P50_TARGET}x and p99 <= ${P99_TARGET}x the direct figures, for every query)`,
     );
+    if (floor && rows.length > 0) {
+      console.log(
+        `floor verdict: a zero-logic proxy reaches ${meanRatios(rows, ofFloor, ofDirect)} of direct (targets ${P50_TARGET}x / ${P99_TARGET}x)`,
+      );
+    }
   } finally {
-    await api?.stop();
+    await Promise.all([api?.stop(), floor?.stop()]);
     await deleteBenchIndices(es, chain, prefix);
     await es.close();
   }

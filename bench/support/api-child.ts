@@ -1,7 +1,9 @@
 /**
  * Starts the search API in a child process (cli/api.ts, i.e. `npm run api` with its Node flags), so that its CPU time
  * and memory are separate from the load generator's, and reads the child's memory from
- * `/proc/<pid>/status` (Linux).
+ * `/proc/<pid>/status` (Linux). Also starts the pass-through floor of the search benchmark
+ * (bench/support/passthrough.ts) the same way: both are {@link spawnReadyChild} children that
+ * print one JSON ready line `{"url": "...", "pid": N}`.
  * @module
  */
 import { type ChildProcess, spawn } from "node:child_process";
@@ -36,18 +38,12 @@ export interface ProcMemory {
   peakRss: number;
 }
 
-/** A running API child process. */
-export interface ApiChild {
-  /** Base URL, e.g. `http://127.0.0.1:41234`. */
-  url: string;
-  /** Process id of the node process serving the API. */
-  pid: number;
+/** A running API child process ({@link ReadyChild}: `url`, `pid` of the node process serving the API, `stop()`). */
+export interface ApiChild extends ReadyChild {
   /** Its bearer token. */
   token: string;
   /** The child's current memory, or undefined when `/proc` is not available. */
   memory(): ProcMemory | undefined;
-  /** Sends SIGTERM and waits for the exit (SIGKILL after 5 s). Idempotent. */
-  stop(): Promise<void>;
 }
 
 /**
@@ -126,30 +122,43 @@ export function apiNodeFlags(): string[] {
   return (pkg.scripts?.api ?? "").split(/\s+/).filter((t) => /^--max-[a-z-]+=\d+$/.test(t));
 }
 
+/** Options of {@link spawnReadyChild}. */
+export interface SpawnReadyChildOptions {
+  /** What the child is, for error messages, e.g. `API` or `pass-through`. */
+  label: string;
+  /** Script to run, relative to the repository root, e.g. `cli/api.ts`. */
+  script: string;
+  /** Arguments of the script. */
+  args?: readonly string[];
+  /** Node flags before `--import tsx`. */
+  nodeFlags?: readonly string[];
+  /** Environment of the child (default: this process's). */
+  env?: NodeJS.ProcessEnv;
+  /** How long to wait for the ready line, in milliseconds. Default 60000. */
+  startTimeoutMs?: number;
+}
+
+/** A running child process that announced where it listens. */
+export interface ReadyChild {
+  /** Base URL from the ready line, e.g. `http://127.0.0.1:41234`. */
+  url: string;
+  /** Process id from the ready line. */
+  pid: number;
+  /** Sends SIGTERM and waits for the exit (SIGKILL after 5 s). Idempotent. */
+  stop(): Promise<void>;
+}
+
 /**
- * Spawns `node <api flags> --import tsx cli/api.ts` — what `npm run api` runs — (same node binary as this process)
- * listening on 127.0.0.1 on a free port, and waits for its ready line. The child gets this
- * process's environment plus the index prefix, the token, host/port, `LOG_LEVEL`, its own Redis
- * key prefix and a rate limit the benchmarks cannot reach (`CHAINSIFT_RATE_LIMIT_MAX=1e9`).
- * The child's stderr is passed through; its stdout after the ready line (log lines) is discarded.
- * @throws when the child exits or stays silent for `startTimeoutMs` before it is ready.
+ * Spawns `node <nodeFlags> --import tsx <script> <args>` (same node binary as this process, cwd the
+ * repository root) and waits for its ready line: the first stdout line that is a JSON object
+ * `{"url": string, "pid": number}`. The child's stderr is passed through; its other stdout lines
+ * (log lines) are discarded, and stdout keeps being drained so that the child never blocks on a full pipe.
+ * @throws when the child exits or stays silent for `startTimeoutMs` before it is ready (it is stopped then).
  */
-export async function spawnApi(opts: SpawnApiOptions): Promise<ApiChild> {
-  const child = spawn(process.execPath, [...apiNodeFlags(), ...(opts.nodeFlags ?? []), "--import", "tsx", resolve(ROOT, "cli/api.ts")], {
+export async function spawnReadyChild(opts: SpawnReadyChildOptions): Promise<ReadyChild> {
+  const child = spawn(process.execPath, [...(opts.nodeFlags ?? []), "--import", "tsx", resolve(ROOT, opts.script), ...(opts.args ?? [])], {
     cwd: ROOT,
-    env: {
-      ...process.env,
-      CHAINSIFT_INDEX_PREFIX: opts.indexPrefix,
-      CHAINSIFT_API_TOKENS: opts.token,
-      CHAINSIFT_API_HOST: "127.0.0.1",
-      CHAINSIFT_API_PORT: "0",
-      // The per-token rate limit stays in the request path (one Redis call per request) but
-      // never refuses the benchmark's load; its counters live under this run's own key prefix.
-      CHAINSIFT_RATE_LIMIT_MAX: "1000000000",
-      CHAINSIFT_REDIS_PREFIX: `${opts.indexPrefix.replace(/-$/, "")}:`,
-      LOG_LEVEL: opts.logLevel ?? "warn",
-      ...opts.env,
-    },
+    env: opts.env ?? process.env,
     stdio: ["ignore", "pipe", "inherit"],
   });
   const stopChild = async (): Promise<void> => {
@@ -165,8 +174,13 @@ export async function spawnApi(opts: SpawnApiOptions): Promise<ApiChild> {
   let ready: { url: string; pid: number };
   try {
     ready = await new Promise<{ url: string; pid: number }>((resolveReady, reject) => {
-      const timer = setTimeout(() => reject(new Error(`the API child did not start within ${startTimeoutMs} ms`)), startTimeoutMs);
-      child.once("exit", (code, signal) => reject(new Error(`the API child exited before it was ready (code ${code}, signal ${signal})`)));
+      const timer = setTimeout(
+        () => reject(new Error(`the ${opts.label} child did not start within ${startTimeoutMs} ms`)),
+        startTimeoutMs,
+      );
+      child.once("exit", (code, signal) =>
+        reject(new Error(`the ${opts.label} child exited before it was ready (code ${code}, signal ${signal})`)),
+      );
       lines.on("line", (line) => {
         try {
           const msg = JSON.parse(line) as { url?: unknown; pid?: unknown };
@@ -189,11 +203,62 @@ export async function spawnApi(opts: SpawnApiOptions): Promise<ApiChild> {
   return {
     url: ready.url,
     pid: ready.pid,
-    token: opts.token,
-    memory: () => readProcMemory(ready.pid),
     stop() {
       stopping ??= stopChild().finally(() => lines.close());
       return stopping;
     },
   };
+}
+
+/**
+ * Spawns `node <api flags> --import tsx cli/api.ts` — what `npm run api` runs — (same node binary as this process)
+ * listening on 127.0.0.1 on a free port, and waits for its ready line ({@link spawnReadyChild}). The child gets this
+ * process's environment plus the index prefix, the token, host/port, `LOG_LEVEL`, its own Redis
+ * key prefix and a rate limit the benchmarks cannot reach (`CHAINSIFT_RATE_LIMIT_MAX=1e9`).
+ * The child's stderr is passed through; its stdout after the ready line (log lines) is discarded.
+ * @throws when the child exits or stays silent for `startTimeoutMs` before it is ready.
+ */
+export async function spawnApi(opts: SpawnApiOptions): Promise<ApiChild> {
+  const child = await spawnReadyChild({
+    label: "API",
+    script: "cli/api.ts",
+    nodeFlags: [...apiNodeFlags(), ...(opts.nodeFlags ?? [])],
+    env: {
+      ...process.env,
+      CHAINSIFT_INDEX_PREFIX: opts.indexPrefix,
+      CHAINSIFT_API_TOKENS: opts.token,
+      CHAINSIFT_API_HOST: "127.0.0.1",
+      CHAINSIFT_API_PORT: "0",
+      // The per-token rate limit stays in the request path (one Redis call per request) but
+      // never refuses the benchmark's load; its counters live under this run's own key prefix.
+      CHAINSIFT_RATE_LIMIT_MAX: "1000000000",
+      CHAINSIFT_REDIS_PREFIX: `${opts.indexPrefix.replace(/-$/, "")}:`,
+      LOG_LEVEL: opts.logLevel ?? "warn",
+      ...opts.env,
+    },
+    ...(opts.startTimeoutMs !== undefined ? { startTimeoutMs: opts.startTimeoutMs } : {}),
+  });
+  return { ...child, token: opts.token, memory: () => readProcMemory(child.pid) };
+}
+
+/** Options of {@link spawnPassthrough}. */
+export interface SpawnPassthroughOptions {
+  /** Keep-alive connections of the proxy's pool to Elasticsearch. Default 16. */
+  connections?: number;
+  /** How long to wait for the ready line, in milliseconds. Default 60000. */
+  startTimeoutMs?: number;
+}
+
+/**
+ * Spawns the pass-through floor, `bench/support/passthrough.ts`: a zero-logic HTTP proxy to
+ * `esUrl` on 127.0.0.1 on a free port (see that script), and waits for its ready line.
+ * @throws when the child exits or stays silent for `startTimeoutMs` before it is ready.
+ */
+export function spawnPassthrough(esUrl: string, opts: SpawnPassthroughOptions = {}): Promise<ReadyChild> {
+  return spawnReadyChild({
+    label: "pass-through",
+    script: "bench/support/passthrough.ts",
+    args: [esUrl, String(opts.connections ?? 16)],
+    ...(opts.startTimeoutMs !== undefined ? { startTimeoutMs: opts.startTimeoutMs } : {}),
+  });
 }
