@@ -260,6 +260,18 @@ export function recordId<K extends RecordKind>(kind: K, record: RecordByKind[K])
 }
 
 /**
+ * The field of a record holding its parent hash ({@link parentOf}): `blockHash` for a
+ * transaction, `transactionHash` for a log, event or call, none for a block.
+ */
+export const PARENT_FIELD: Readonly<Record<RecordKind, "blockHash" | "transactionHash" | undefined>> = {
+  block: undefined,
+  tx: "blockHash",
+  log: "transactionHash",
+  event: "transactionHash",
+  call: "transactionHash",
+};
+
+/**
  * The hash of the containing entity, used as `_routing` and `_parent` of a hit: the block hash for
  * a transaction, the transaction hash for a log or event, none for a block.
  */

@@ -525,6 +525,9 @@ function nestedClause(ctx: QueryContext, body: unknown, p: string, depth: number
   const inner = clause(ctx, body.query, jsonPath(p, "query"), depth + 1, path);
   if (!inner || !ok) return undefined;
   out.query = inner;
+  // A search over several kinds (e.g. log,event) reaches indices without the nested path: there
+  // the clause matches nothing instead of failing the shard (ES nested query, ignore_unmapped).
+  out.ignore_unmapped = true;
   return { nested: out };
 }
 

@@ -17,7 +17,7 @@
  * @module
  */
 import type { estypes } from "@elastic/elasticsearch";
-import { parentOf, type RecordByKind, type RecordKind } from "../../lib/records.js";
+import { PARENT_FIELD, parentOf, type RecordByKind, type RecordKind } from "../../lib/records.js";
 import { kindOfIndex } from "../../pipeline/index/mappings.js";
 
 /** Shard counts of a search (ES `_shards`, without failure details). */
@@ -113,8 +113,10 @@ function pick(value: unknown, parts: readonly string[][]): unknown {
     list.push(rest);
     byKey.set(head, list);
   }
-  for (const [key, rests] of byKey) {
-    if (!Object.hasOwn(src, key)) continue;
+  // In the record's key order, as ES's own `_source` filtering keeps it.
+  for (const key of Object.keys(src)) {
+    const rests = byKey.get(key);
+    if (!rests) continue;
     const v = pick(src[key], rests);
     if (v !== undefined) out[key] = v;
   }
@@ -122,7 +124,8 @@ function pick(value: unknown, parts: readonly string[][]): unknown {
 }
 
 /**
- * Restricts a record to the given dotted paths, like ES `_source` includes without wildcards:
+ * Restricts a record to the given dotted paths, like ES `_source` includes without wildcards
+ * (kept keys stay in the record's order, whatever the order of the paths):
  * `blockNumber` keeps the whole object, `blockNumber.num` only `num` inside it, `args.name`
  * keeps `name` in every element of the `args` array. Objects left empty are dropped. Pure.
  * @param source - the full record.
@@ -138,14 +141,25 @@ export function filterSource(source: Record<string, unknown>, paths?: readonly s
 }
 
 /**
- * Shapes one ES hit.
+ * The parent hash carried in a hit's `fields` (the search's `docvalue_fields`, see `parentFields`
+ * in api/search/search.ts): the first value of the kind's {@link PARENT_FIELD}.
+ */
+function parentFromFields(kind: RecordKind, fields: Record<string, unknown> | undefined): string | undefined {
+  const name = PARENT_FIELD[kind];
+  const v = name && fields ? fields[name] : undefined;
+  return Array.isArray(v) && typeof v[0] === "string" ? v[0] : undefined;
+}
+
+/**
+ * Shapes one ES hit (`_routing`/`_parent` from its `fields` when the search asked for the parent
+ * fields as `docvalue_fields`, else from its `_source`).
  * @throws {Error} when the hit's index is not a chainsift index (no kind suffix).
  */
 export function shapeHit(hit: estypes.SearchHit<unknown>, opts: ShapeOptions = {}): EnvelopeHit {
   const kind = kindOfIndex(hit._index);
   if (!kind) throw new Error(`index ${hit._index} is not a record index`);
   const source = (hit._source ?? {}) as Record<string, unknown>;
-  const parent = parentOf(kind, source as unknown as RecordByKind[typeof kind]);
+  const parent = parentFromFields(kind, hit.fields) ?? parentOf(kind, source as unknown as RecordByKind[typeof kind]);
   const score = opts.unitScores ? 1 : (hit._score ?? null);
   const out: EnvelopeHit = { _index: hit._index, _type: kind, _id: hit._id ?? "", _score: score, _source: source };
   if (typeof parent === "string") {

@@ -12,13 +12,15 @@
  * {@link AGG_LIMITS.maxBuckets} buckets ({@link checkBucketCap}).
  * @module
  */
-import type { Client, estypes, TransportRequestOptions } from "@elastic/elasticsearch";
+import { unzipSync } from "node:zlib";
+import { type Client, errors, type estypes, type TransportRequestOptions, type TransportResult } from "@elastic/elasticsearch";
 import type { ChainId } from "../../lib/config.js";
-import type { RecordKind } from "../../lib/records.js";
+import { PARENT_FIELD, type RecordKind } from "../../lib/records.js";
 import { AGG_LIMITS, countBuckets } from "../dsl/aggs.js";
 import type { SearchPlan } from "../dsl/validate.js";
 import { apiError } from "../errors.js";
 import { type HitsEnvelope, shapeEnvelope } from "./envelope.js";
+import { type RawEnvelope, shapeRawEnvelope } from "./raw.js";
 
 /** Which indices a request searches. */
 export interface SearchTarget {
@@ -63,15 +65,6 @@ export function checkBucketCap(aggregations: unknown): void {
   }
 }
 
-/** Fields needed to compute `_routing`/`_parent` of each kind (see `parentOf` in lib/records.ts). */
-const PARENT_FIELD: Record<RecordKind, string | undefined> = {
-  block: undefined,
-  tx: "blockHash",
-  log: "transactionHash",
-  event: "transactionHash",
-  call: "transactionHash",
-};
-
 /**
  * The `_source` includes sent to ES: the requested paths plus the parent fields of the kinds, so
  * that `_routing`/`_parent` can still be derived; the envelope removes the extras again.
@@ -79,8 +72,13 @@ const PARENT_FIELD: Record<RecordKind, string | undefined> = {
  */
 export function sourceIncludes(plan: Pick<SearchPlan, "source">, kinds: readonly RecordKind[]): string[] | undefined {
   if (!plan.source || plan.source.length === 0) return undefined;
-  const extra = kinds.map((k) => PARENT_FIELD[k]).filter((f): f is string => f !== undefined);
+  const extra = kinds.map((k) => PARENT_FIELD[k]).filter((f) => f !== undefined);
   return [...new Set([...plan.source, ...extra])];
+}
+
+/** The parent fields (`PARENT_FIELD` of lib/records.ts) of some kinds, without duplicates, in kind order. */
+export function parentFields(kinds: readonly RecordKind[]): string[] {
+  return [...new Set(kinds.map((k) => PARENT_FIELD[k]).filter((f) => f !== undefined))];
 }
 
 /** Per-request transport options: the client-side timeout in milliseconds. */
@@ -90,8 +88,10 @@ export function requestOptions(requestTimeoutMs: number): TransportRequestOption
 
 /**
  * The ES search request of a plan with `size >= 0`: the sanitized query and sort, `search_after`,
- * aggregations, `_source` includes, `track_total_hits: true`, `timeout: "<ms>ms"`, and `ignore_unavailable` so that a kind
- * whose index does not exist yet answers with no hits instead of an error.
+ * aggregations, `_source` includes (exactly the requested paths), `docvalue_fields` with the
+ * kinds' parent fields ({@link parentFields}, for `_routing`/`_parent`), `track_total_hits: true`,
+ * `timeout: "<ms>ms"`, and `ignore_unavailable` so that a kind whose index does not exist yet
+ * answers with no hits instead of an error.
  */
 export function buildSearchRequest(plan: SearchPlan, target: SearchTarget, requestTimeoutMs: number): estypes.SearchRequest {
   const req: estypes.SearchRequest = {
@@ -106,8 +106,9 @@ export function buildSearchRequest(plan: SearchPlan, target: SearchTarget, reque
   if (plan.sort) req.sort = plan.sort as estypes.Sort;
   if (plan.searchAfter) req.search_after = esSearchAfter(plan.searchAfter);
   if (plan.aggs) req.aggs = plan.aggs as Record<string, estypes.AggregationsAggregationContainer>;
-  const includes = sourceIncludes(plan, target.kinds);
-  if (includes) req._source = includes;
+  if (plan.source && plan.source.length > 0) req._source = [...plan.source];
+  const parents = parentFields(target.kinds);
+  if (parents.length > 0) req.docvalue_fields = parents;
   return req;
 }
 
@@ -121,8 +122,59 @@ export function buildSearchRequest(plan: SearchPlan, target: SearchTarget, reque
 export async function runSearch(es: Client, plan: SearchPlan, target: SearchTarget, requestTimeoutMs: number): Promise<HitsEnvelope> {
   const res = await es.search(buildSearchRequest(plan, target, requestTimeoutMs), requestOptions(requestTimeoutMs));
   checkBucketCap(res.aggregations);
+  return shapeEnvelope(res, shapeOptions(plan));
+}
+
+/**
+ * Sends a search and returns ES's response body as bytes (the client's `asStream` mode: the body
+ * is neither decoded nor parsed).
+ * @throws the client's `ResponseError` for a 4xx/5xx answer (its body parsed, as the client itself
+ *   would throw it), and its connection/timeout errors.
+ */
+export async function searchBytes(es: Client, req: estypes.SearchRequest, requestTimeoutMs: number): Promise<Buffer> {
+  const res = (await es.search(req, { ...requestOptions(requestTimeoutMs), asStream: true, meta: true })) as unknown as TransportResult<
+    AsyncIterable<Buffer>,
+    unknown
+  >;
+  const chunks: Buffer[] = [];
+  for await (const chunk of res.body) chunks.push(chunk);
+  let bytes = Buffer.concat(chunks);
+  if (/gzip|deflate/i.test(String(res.headers?.["content-encoding"] ?? ""))) bytes = unzipSync(bytes);
+  if (res.statusCode !== null && res.statusCode >= 400) {
+    const text = bytes.toString("utf8");
+    let body: unknown = text;
+    try {
+      body = JSON.parse(text);
+    } catch {
+      // not JSON: keep the text
+    }
+    throw new errors.ResponseError({ ...res, body } as TransportResult<unknown, unknown>);
+  }
+  return bytes;
+}
+
+/**
+ * Runs a search with `size >= 0` and returns the hits envelope as JSON, the same envelope as
+ * {@link runSearch}. Without aggregations the envelope is written from ES's response bytes
+ * ({@link shapeRawEnvelope}: records copied, not parsed); with aggregations, or when the
+ * response does not have the layout that path expects, the response is parsed and shaped.
+ * @throws as {@link runSearch}.
+ */
+export async function runSearchText(es: Client, plan: SearchPlan, target: SearchTarget, requestTimeoutMs: number): Promise<RawEnvelope> {
+  const bytes = await searchBytes(es, buildSearchRequest(plan, target, requestTimeoutMs), requestTimeoutMs);
+  if (!plan.aggs) {
+    const fast = shapeRawEnvelope(bytes);
+    if (fast) return fast;
+  }
+  const res = JSON.parse(bytes.toString("utf8")) as estypes.SearchResponse<unknown>;
+  checkBucketCap(res.aggregations);
+  const envelope = shapeEnvelope(res, shapeOptions(plan));
+  return { body: JSON.stringify(envelope), total: envelope.hits.total, hits: envelope.hits.hits.length };
+}
+
+function shapeOptions(plan: SearchPlan): { source?: string[]; sortValues?: boolean } {
   const opts: { source?: string[]; sortValues?: boolean } = {};
   if (plan.source) opts.source = plan.source;
   if (plan.sort) opts.sortValues = true;
-  return shapeEnvelope(res, opts);
+  return opts;
 }

@@ -13,7 +13,7 @@ import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import type { ChainId, Config } from "../../../lib/config.js";
 import { validateSearchBody } from "../../dsl/validate.js";
 import { ApiError, apiError } from "../../errors.js";
-import { runSearch, type SearchTarget } from "../../search/search.js";
+import { runSearchText, type SearchTarget } from "../../search/search.js";
 import { streamSearch } from "../../search/stream.js";
 import { BlockParams, HitsEnvelopeSchema, SEARCH_ERROR_RESPONSES, SearchBody, SearchParams } from "./schema.js";
 import { resolveTarget } from "./target.js";
@@ -27,6 +27,9 @@ export interface SearchRoutesOptions {
   /** Called with the number of hits each successful search returns (metrics). */
   onHits?: (target: SearchTarget, hits: number) => void;
 }
+
+/** Content type of every search answer (their bodies are JSON text already). */
+const JSON_TYPE = "application/json; charset=utf-8";
 
 /** A block hash: 0x and 64 hex digits (any letter case; looked up lower-case). */
 export const BLOCK_HASH = /^0x[0-9a-fA-F]{64}$/;
@@ -65,11 +68,12 @@ export const searchRoutes: FastifyPluginAsyncTypebox<SearchRoutesOptions> = asyn
         const stream = await streamSearch({ es: app.es, plan, target, requestTimeoutMs: timeoutMs, log: request.log });
         onHits?.(target, stream.total);
         // The stream produces the same envelope as JSON text; the response schema only documents it.
-        return reply.type("application/json; charset=utf-8").send(stream.body as never);
+        return reply.type(JSON_TYPE).send(stream.body as never);
       }
-      const envelope = await runSearch(app.es, plan, target, timeoutMs);
-      onHits?.(target, envelope.hits.hits.length);
-      return envelope;
+      const answer = await runSearchText(app.es, plan, target, timeoutMs);
+      onHits?.(target, answer.hits);
+      // Already JSON text (api/search/raw.ts); the response schema only documents it.
+      return reply.type(JSON_TYPE).send(answer.body as never);
     },
   );
 
@@ -83,14 +87,14 @@ export const searchRoutes: FastifyPluginAsyncTypebox<SearchRoutesOptions> = asyn
         response: { 200: HitsEnvelopeSchema, ...SEARCH_ERROR_RESPONSES },
       },
     },
-    async (request) => {
+    async (request, reply) => {
       const { hash } = request.params;
       const target = resolveTarget(chains, prefix, { ...request.params, kinds: "block" });
       if (!BLOCK_HASH.test(hash)) throw apiError("CS_HASH_INVALID", "the block hash must be 0x followed by 64 hex digits", "params.hash");
-      const envelope = await runSearch(app.es, { query: { ids: { values: [hash.toLowerCase()] } }, size: 1 }, target, timeoutMs);
-      if (envelope.hits.total === 0) throw apiError("CS_NOT_FOUND", `no block with hash ${hash.toLowerCase()}`, "params.hash");
-      onHits?.(target, envelope.hits.hits.length);
-      return envelope;
+      const answer = await runSearchText(app.es, { query: { ids: { values: [hash.toLowerCase()] } }, size: 1 }, target, timeoutMs);
+      if (answer.total === 0) throw apiError("CS_NOT_FOUND", `no block with hash ${hash.toLowerCase()}`, "params.hash");
+      onHits?.(target, answer.hits);
+      return reply.type(JSON_TYPE).send(answer.body as never);
     },
   );
 };
