@@ -75,26 +75,38 @@ function kindOf(index: string): RecordKind | undefined {
   return kindCache.get(index);
 }
 
+/** Allocates the buffer an answer is written into (at least `size` bytes). Default `Buffer.allocUnsafe`. */
+export type Allocate = (size: number) => Buffer;
+
 /**
  * Rewrites an ES `_search` response (made with `track_total_hits: true`, `docvalue_fields` = the
  * kinds' parent fields (`PARENT_FIELD` of lib/records.ts), no aggregations) into the hits
- * envelope (see the module notes). Pure; the answer shares no memory with the input.
+ * envelope (see the module notes). Pure; the answer shares no memory with the input, so the
+ * input may be reused as soon as this returns.
+ *
+ * Two passes: the first finds every hit's parts (offsets into the input, a new head per hit), the
+ * second writes them into one buffer of the exact size (from `allocate`, e.g. a pool).
  * @param response - the response body as ES sent it (a string is taken as its UTF-8 bytes).
+ * @param allocate - where the answer's bytes go (its first `body.length` bytes are the answer).
  * @returns the envelope, or `undefined` when the response does not have the expected layout
  *   (then parse it and use `shapeEnvelope` instead).
  */
-export function shapeRawEnvelope(response: Buffer | string): RawEnvelope | undefined {
+export function shapeRawEnvelope(response: Buffer | string, allocate: Allocate = Buffer.allocUnsafe): RawEnvelope | undefined {
   const buf = typeof response === "string" ? Buffer.from(response, "utf8") : response;
   // latin1 maps every byte to one char, so string offsets below are byte offsets.
   const head = HEAD.exec(buf.toString("latin1", 0, Math.min(buf.length, HEAD_WINDOW)));
-  if (!head || buf.length < head[0].length + TAIL.length || !buf.subarray(buf.length - TAIL.length).equals(TAIL)) return undefined;
+  if (!head || buf.length < head[0].length + TAIL.length || buf.compare(TAIL, 0, TAIL.length, buf.length - TAIL.length) !== 0)
+    return undefined;
   const [, took, timedOut, total, successful, skipped, failed, totalInt, totalValue, maxScore] = head as unknown as string[];
   const start = head[0].length;
   const stop = buf.length - TAIL.length; // hits are buf[start, stop)
   const hasHits = stop > start;
   const unitScores = hasHits && (maxScore === "null" || Number(maxScore) === 0);
-  const parts: Buffer[] = [];
-  let count = 0;
+  // Pass 1. Per hit: its new head (latin1 text: one byte per char), then the byte ranges of its
+  // _source and of its sort part (sortAt === sortEnd when it has none).
+  const heads: string[] = [];
+  const ranges: number[] = [];
+  let size = 0;
   let at = start;
   while (at < stop) {
     const key = buf.indexOf(SOURCE_KEY, at);
@@ -109,45 +121,55 @@ export function shapeRawEnvelope(response: Buffer | string): RawEnvelope | undef
     const end = next < 0 || next >= stop ? stop - 1 : next; // the hit's closing brace
     if (buf[end] !== CLOSE_BRACE) return undefined;
     // The rest of this hit, buf[sourceAt, end): _source, then maybe fields, then maybe sort.
-    const rest = buf.subarray(sourceAt, end);
-    let sourceEnd = rest.length;
-    let sort: Buffer | undefined;
-    if (rest[rest.length - 1] === CLOSE_BRACKET) {
-      const s = rest.lastIndexOf(SORT);
-      if (s < 0) return undefined;
-      sort = rest.subarray(s);
+    let sourceEnd = end;
+    let sortAt = end;
+    if (buf[end - 1] === CLOSE_BRACKET) {
+      const s = buf.lastIndexOf(SORT, end - SORT.length);
+      if (s < sourceAt) return undefined;
+      sortAt = s;
       sourceEnd = s;
     }
-    let parent: string | undefined;
     const field = PARENT_FIELD[kind];
-    const f = rest.subarray(0, sourceEnd).lastIndexOf(FIELDS);
-    if (f >= 0) {
+    let parent: string | undefined;
+    if (field) {
+      // ES writes `fields` last before `sort`: found at once, scanning back from sourceEnd.
+      const f = buf.lastIndexOf(FIELDS, sourceEnd - FIELDS.length);
+      if (f < sourceAt) return undefined; // no parent in `fields`: the parse path also reads _source
       let fields: Record<string, unknown>;
       try {
-        fields = JSON.parse(rest.toString("utf8", f + FIELDS.length - 2, sourceEnd)) as Record<string, unknown>;
+        fields = JSON.parse(buf.toString("utf8", f + FIELDS.length - 2, sourceEnd)) as Record<string, unknown>;
       } catch {
         return undefined;
       }
-      const v = field ? fields[field] : undefined;
+      const v = fields[field];
       if (Array.isArray(v) && typeof v[0] === "string") parent = v[0];
+      // Not a plain hash: leave it to the parse path.
+      if (parent === undefined || !PLAIN.test(parent)) return undefined;
       sourceEnd = f;
+    } else if (buf.subarray(sourceAt, sourceEnd).lastIndexOf(FIELDS) >= 0) {
+      return undefined; // a kind without a parent never gets `fields`; be safe if it does
     }
-    // A kind with a parent but no plain parent hash in `fields`: leave it to the parse path
-    // (which also looks into `_source`).
-    if (field && (parent === undefined || !PLAIN.test(parent))) return undefined;
     const routing = parent === undefined ? "" : `,"_routing":"${parent}","_parent":"${parent}"`;
-    const hitStart = `${count > 0 ? "," : ""}{"_index":"${index}","_type":"${kind}","_id":"${id}","_score":${unitScores ? "1" : score}${routing},"_source":`;
-    parts.push(Buffer.from(hitStart, "latin1"), rest.subarray(0, sourceEnd));
-    if (sort) parts.push(sort);
-    parts.push(CLOSING);
-    count++;
+    const hitHead = `${heads.length > 0 ? "," : ""}{"_index":"${index}","_type":"${kind}","_id":"${id}","_score":${unitScores ? "1" : score}${routing},"_source":`;
+    heads.push(hitHead);
+    ranges.push(sourceAt, sourceEnd, sortAt, end);
+    size += hitHead.length + (sourceEnd - sourceAt) + (end - sortAt) + 1;
     at = end + 2; // past "}," (or past the end)
   }
   const shards = `{"total":${total},"successful":${successful},"skipped":${skipped},"failed":${failed}}`;
   const max = unitScores ? "1" : hasHits ? maxScore : "null";
   const totalHits = Number(totalInt ?? totalValue);
   const prefix = `{"took":${took},"timed_out":${timedOut},"_shards":${shards},"hits":{"total":${totalHits},"max_score":${max},"hits":[`;
-  return { body: Buffer.concat([Buffer.from(prefix, "latin1"), ...parts, TAIL]), total: totalHits, hits: count };
+  size += prefix.length + TAIL.length;
+  // Pass 2.
+  const out = allocate(size);
+  let pos = out.write(prefix, 0, "latin1");
+  for (let i = 0; i < heads.length; i++) {
+    pos += out.write(heads[i] as string, pos, "latin1");
+    pos += buf.copy(out, pos, ranges[4 * i] as number, ranges[4 * i + 1] as number);
+    pos += buf.copy(out, pos, ranges[4 * i + 2] as number, ranges[4 * i + 3] as number);
+    out[pos++] = CLOSE_BRACE;
+  }
+  pos += TAIL.copy(out, pos);
+  return { body: out.subarray(0, pos), total: totalHits, hits: heads.length };
 }
-
-const CLOSING = Buffer.from("}");

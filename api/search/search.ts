@@ -20,7 +20,8 @@ import { AGG_LIMITS, countBuckets } from "../dsl/aggs.js";
 import type { SearchPlan } from "../dsl/validate.js";
 import { apiError } from "../errors.js";
 import { type HitsEnvelope, shapeEnvelope } from "./envelope.js";
-import { type RawEnvelope, shapeRawEnvelope } from "./raw.js";
+import type { BufferLease } from "./pool.js";
+import { type Allocate, type RawEnvelope, shapeRawEnvelope } from "./raw.js";
 
 /** Which indices a request searches. */
 export interface SearchTarget {
@@ -125,20 +126,42 @@ export async function runSearch(es: Client, plan: SearchPlan, target: SearchTarg
   return shapeEnvelope(res, shapeOptions(plan));
 }
 
+/** Largest response read into the shared scratch buffer (larger ones get a buffer of their own), in bytes. */
+const SCRATCH_MAX_BYTES = 16 * 1024 * 1024;
+let scratch = Buffer.allocUnsafeSlow(0);
+
 /**
- * Sends a search and returns ES's response body as bytes (the client's `asStream` mode: the body
- * is neither decoded nor parsed).
+ * Sends a search and hands ES's response body, as bytes, to `use` (the client's `asStream` mode:
+ * the body is neither decoded nor parsed). The bytes are only valid during the synchronous call
+ * of `use`: responses up to {@link SCRATCH_MAX_BYTES} are gathered in one shared scratch buffer
+ * (no new large buffer per request, see api/search/pool.ts for why that matters).
  * @throws the client's `ResponseError` for a 4xx/5xx answer (its body parsed, as the client itself
- *   would throw it), and its connection/timeout errors.
+ *   would throw it), and its connection/timeout errors; whatever `use` throws.
  */
-export async function searchBytes(es: Client, req: estypes.SearchRequest, requestTimeoutMs: number): Promise<Buffer> {
+export async function withSearchBytes<T>(
+  es: Client,
+  req: estypes.SearchRequest,
+  requestTimeoutMs: number,
+  use: (bytes: Buffer) => T,
+): Promise<T> {
   const res = (await es.search(req, { ...requestOptions(requestTimeoutMs), asStream: true, meta: true })) as unknown as TransportResult<
     AsyncIterable<Buffer>,
     unknown
   >;
   const chunks: Buffer[] = [];
-  for await (const chunk of res.body) chunks.push(chunk);
-  let bytes = Buffer.concat(chunks);
+  let length = 0;
+  for await (const chunk of res.body) {
+    chunks.push(chunk);
+    length += chunk.length;
+  }
+  let bytes: Buffer;
+  if (length > SCRATCH_MAX_BYTES) bytes = Buffer.concat(chunks, length);
+  else {
+    if (scratch.length < length) scratch = Buffer.allocUnsafeSlow(2 ** Math.ceil(Math.log2(length)));
+    let at = 0;
+    for (const c of chunks) at += c.copy(scratch, at);
+    bytes = scratch.subarray(0, length);
+  }
   if (/gzip|deflate/i.test(String(res.headers?.["content-encoding"] ?? ""))) bytes = unzipSync(bytes);
   if (res.statusCode !== null && res.statusCode >= 400) {
     const text = bytes.toString("utf8");
@@ -150,26 +173,42 @@ export async function searchBytes(es: Client, req: estypes.SearchRequest, reques
     }
     throw new errors.ResponseError({ ...res, body } as TransportResult<unknown, unknown>);
   }
-  return bytes;
+  return use(bytes);
+}
+
+/**
+ * Sends a search and returns a copy of ES's response body (see {@link withSearchBytes}).
+ * @throws as {@link withSearchBytes}.
+ */
+export function searchBytes(es: Client, req: estypes.SearchRequest, requestTimeoutMs: number): Promise<Buffer> {
+  return withSearchBytes(es, req, requestTimeoutMs, (bytes) => Buffer.from(bytes));
 }
 
 /**
  * Runs a search with `size >= 0` and returns the hits envelope as JSON, the same envelope as
  * {@link runSearch}. Without aggregations the envelope is written from ES's response bytes
- * ({@link shapeRawEnvelope}: records copied, not parsed); with aggregations, or when the
- * response does not have the layout that path expects, the response is parsed and shaped.
+ * ({@link shapeRawEnvelope}: records copied, not parsed) into a buffer from `allocate` (e.g. a
+ * {@link BufferLease} of api/search/pool.ts); with aggregations, or when the response does not have
+ * the layout that path expects, the response is parsed and shaped (and `allocate` is not used).
  * @throws as {@link runSearch}.
  */
-export async function runSearchText(es: Client, plan: SearchPlan, target: SearchTarget, requestTimeoutMs: number): Promise<RawEnvelope> {
-  const bytes = await searchBytes(es, buildSearchRequest(plan, target, requestTimeoutMs), requestTimeoutMs);
-  if (!plan.aggs) {
-    const fast = shapeRawEnvelope(bytes);
-    if (fast) return fast;
-  }
-  const res = JSON.parse(bytes.toString("utf8")) as estypes.SearchResponse<unknown>;
-  checkBucketCap(res.aggregations);
-  const envelope = shapeEnvelope(res, shapeOptions(plan));
-  return { body: JSON.stringify(envelope), total: envelope.hits.total, hits: envelope.hits.hits.length };
+export function runSearchText(
+  es: Client,
+  plan: SearchPlan,
+  target: SearchTarget,
+  requestTimeoutMs: number,
+  allocate?: Allocate,
+): Promise<RawEnvelope> {
+  return withSearchBytes(es, buildSearchRequest(plan, target, requestTimeoutMs), requestTimeoutMs, (bytes) => {
+    if (!plan.aggs) {
+      const fast = shapeRawEnvelope(bytes, allocate);
+      if (fast) return fast;
+    }
+    const res = JSON.parse(bytes.toString("utf8")) as estypes.SearchResponse<unknown>;
+    checkBucketCap(res.aggregations);
+    const envelope = shapeEnvelope(res, shapeOptions(plan));
+    return { body: JSON.stringify(envelope), total: envelope.hits.total, hits: envelope.hits.hits.length };
+  });
 }
 
 function shapeOptions(plan: SearchPlan): { source?: string[]; sortValues?: boolean } {

@@ -13,6 +13,7 @@ import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import type { ChainId, Config } from "../../../lib/config.js";
 import { validateSearchBody } from "../../dsl/validate.js";
 import { ApiError, apiError } from "../../errors.js";
+import { createBufferPool } from "../../search/pool.js";
 import { runSearchText, type SearchTarget } from "../../search/search.js";
 import { streamSearch } from "../../search/stream.js";
 import { BlockParams, HitsEnvelopeSchema, SEARCH_ERROR_RESPONSES, SearchBody, SearchParams } from "./schema.js";
@@ -39,6 +40,8 @@ export const searchRoutes: FastifyPluginAsyncTypebox<SearchRoutesOptions> = asyn
   const chains: readonly ChainId[] = served && served.length > 0 ? served : [config.chain];
   const prefix = config.elasticsearch.indexPrefix;
   const timeoutMs = config.elasticsearch.requestTimeoutMs;
+  // Answers are written into pooled buffers, given back once the response is written (api/search/pool.ts).
+  const pool = createBufferPool();
 
   app.post(
     "/:technology/:blockchain/:network/es/:kinds/search/",
@@ -70,7 +73,9 @@ export const searchRoutes: FastifyPluginAsyncTypebox<SearchRoutesOptions> = asyn
         // The stream produces the same envelope as JSON text; the response schema only documents it.
         return reply.type(JSON_TYPE).send(stream.body as never);
       }
-      const answer = await runSearchText(app.es, plan, target, timeoutMs);
+      const lease = pool.lease();
+      reply.raw.once("finish", lease.release);
+      const answer = await runSearchText(app.es, plan, target, timeoutMs, lease.allocate);
       onHits?.(target, answer.hits);
       // Already JSON text (api/search/raw.ts); the response schema only documents it.
       return reply.type(JSON_TYPE).send(answer.body as never);
