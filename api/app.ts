@@ -134,8 +134,9 @@ export async function buildApi(deps: ApiDeps): Promise<FastifyInstance> {
     await app.register(searchRoutes, {
       config,
       chains,
-      onHits: (target, hits) => {
+      onHits: (target, hits, path) => {
         app.metrics.searchHits.inc({ chain: target.chain ? chainLabel(target.chain) : "unknown", kinds: target.kinds.join(",") }, hits);
+        app.metrics.searchAnswers.inc({ path });
       },
     });
     await app.register(adminRoutes);

@@ -25,6 +25,12 @@ export interface ApiMetrics {
   httpDuration: Histogram<"route" | "method" | "status_code">;
   /** `chainsift_search_hits_total`. */
   searchHits: Counter<"chain" | "kinds">;
+  /**
+   * `chainsift_search_answers_total`: successful search answers by how they were written,
+   * `path` = `bytes` (from ES's response bytes, api/search/raw.ts), `parsed` (parse and shape:
+   * aggregations or an unexpected response layout) or `stream` (size -1).
+   */
+  searchAnswers: Counter<"path">;
 }
 
 declare module "fastify" {
@@ -75,7 +81,18 @@ export function createApiMetrics(registry: Registry): ApiMetrics {
         registers: [registry],
       }),
   );
-  return { registry, httpDuration, searchHits };
+  const searchAnswers = metric(
+    registry,
+    "chainsift_search_answers_total",
+    () =>
+      new Counter({
+        name: "chainsift_search_answers_total",
+        help: "Successful search answers, by how they were written: bytes (copied from ES's response), parsed, or stream (size -1).",
+        labelNames: ["path"] as const,
+        registers: [registry],
+      }),
+  );
+  return { registry, httpDuration, searchHits, searchAnswers };
 }
 
 /** Registers the metrics (`app.metrics`) and the timing hook (whole app); {@link metricsRoutes} serves them. */

@@ -41,6 +41,8 @@ export interface RawEnvelope {
   total: number;
   /** Number of hits in `hits.hits`. */
   hits: number;
+  /** How it was written: `bytes` (from ES's response bytes, here) or `parsed` (parse and shape). */
+  path: "bytes" | "parsed";
 }
 
 /** The response head up to the opening of `hits.hits`, total as an integer or as `{value, relation: "eq"}`. */
@@ -171,5 +173,5 @@ export function shapeRawEnvelope(response: Buffer | string, allocate: Allocate =
     out[pos++] = CLOSE_BRACE;
   }
   pos += TAIL.copy(out, pos);
-  return { body: out.subarray(0, pos), total: totalHits, hits: heads.length };
+  return { body: out.subarray(0, pos), total: totalHits, hits: heads.length, path: "bytes" };
 }

@@ -207,7 +207,7 @@ export function runSearchText(
     const res = JSON.parse(bytes.toString("utf8")) as estypes.SearchResponse<unknown>;
     checkBucketCap(res.aggregations);
     const envelope = shapeEnvelope(res, shapeOptions(plan));
-    return { body: JSON.stringify(envelope), total: envelope.hits.total, hits: envelope.hits.hits.length };
+    return { body: JSON.stringify(envelope), total: envelope.hits.total, hits: envelope.hits.hits.length, path: "parsed" };
   });
 }
 

@@ -25,8 +25,11 @@ export interface SearchRoutesOptions {
   config: Config;
   /** The chains served (path segments → indices). Default: `[config.chain]`. */
   chains?: readonly ChainId[];
-  /** Called with the number of hits each successful search returns (metrics). */
-  onHits?: (target: SearchTarget, hits: number) => void;
+  /**
+   * Called after each successful search (metrics) with the number of hits returned and how the
+   * answer was written: `bytes`, `parsed` (see api/search/raw.ts) or `stream` (size -1).
+   */
+  onHits?: (target: SearchTarget, hits: number, path: "bytes" | "parsed" | "stream") => void;
 }
 
 /** Content type of every search answer (their bodies are JSON text already). */
@@ -69,14 +72,14 @@ export const searchRoutes: FastifyPluginAsyncTypebox<SearchRoutesOptions> = asyn
       const plan = checked.value;
       if (plan.size === -1) {
         const stream = await streamSearch({ es: app.es, plan, target, requestTimeoutMs: timeoutMs, log: request.log });
-        onHits?.(target, stream.total);
+        onHits?.(target, stream.total, "stream");
         // The stream produces the same envelope as JSON text; the response schema only documents it.
         return reply.type(JSON_TYPE).send(stream.body as never);
       }
       const lease = pool.lease();
       reply.raw.once("finish", lease.release);
       const answer = await runSearchText(app.es, plan, target, timeoutMs, lease.allocate);
-      onHits?.(target, answer.hits);
+      onHits?.(target, answer.hits, answer.path);
       // Already JSON text (api/search/raw.ts); the response schema only documents it.
       return reply.type(JSON_TYPE).send(answer.body as never);
     },
@@ -98,7 +101,7 @@ export const searchRoutes: FastifyPluginAsyncTypebox<SearchRoutesOptions> = asyn
       if (!BLOCK_HASH.test(hash)) throw apiError("CS_HASH_INVALID", "the block hash must be 0x followed by 64 hex digits", "params.hash");
       const answer = await runSearchText(app.es, { query: { ids: { values: [hash.toLowerCase()] } }, size: 1 }, target, timeoutMs);
       if (answer.total === 0) throw apiError("CS_NOT_FOUND", `no block with hash ${hash.toLowerCase()}`, "params.hash");
-      onHits?.(target, answer.hits);
+      onHits?.(target, answer.hits, answer.path);
       return reply.type(JSON_TYPE).send(answer.body as never);
     },
   );

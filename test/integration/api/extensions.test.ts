@@ -281,7 +281,17 @@ describe.skipIf(!up)("search extensions, refused features, chains, OpenAPI and m
   });
 
   it("/metrics exposes the request histogram and the search hits counter after a request", async () => {
+    const answers = async (): Promise<{ bytes: number; parsed: number; stream: number }> => {
+      const text = (await app.inject({ method: "GET", url: "/metrics" })).body;
+      const count = (path: string): number => Number(new RegExp(`chainsift_search_answers_total\\{path="${path}"\\} (\\d+)`).exec(text)?.[1] ?? 0);
+      return { bytes: count("bytes"), parsed: count("parsed"), stream: count("stream") };
+    };
+    const before = await answers();
     await search("tx", { size: 3 });
+    await search("tx", { size: 0, aggs: { n: { cardinality: { field: "from" } } } });
+    await search("tx", { size: -1, query: { ids: { values: ["0x00"] } } });
+    // The plain search was written from ES's bytes; aggregations take the parse path; size -1 streams.
+    expect(await answers()).toEqual({ bytes: before.bytes + 1, parsed: before.parsed + 1, stream: before.stream + 1 });
     const res = await app.inject({ method: "GET", url: "/metrics" });
     expect(res.statusCode).toBe(200);
     const route = "/:technology/:blockchain/:network/es/:kinds/search/";
