@@ -7,8 +7,11 @@
  * profile: parse 26 %, serialise 18 %, plus the garbage they leave); a first version of this path
  * that worked on strings still spent most of its time decoding the body into a string and
  * encoding the answer back into UTF-8. Here the records (`_source`) and the sort values are byte
- * ranges of ES's response (`Buffer.subarray`, no copy until the one final `Buffer.concat`); only
- * the small parts around them are written anew.
+ * ranges of ES's response, copied once into the answer's buffer (of the exact size, from the
+ * caller's allocator, e.g. the pool of api/search/pool.ts); only the small parts around them are
+ * written anew. Measured (bench search, answers of 210–468 transactions, 8 connections): the API
+ * went from ~4× to ~1.8× the direct Elasticsearch latency, and its CPU per 400 KB answer from
+ * 3.3 ms (parse path) to 1.6 ms.
  *
  * What is rewritten, per {@link shapeRawEnvelope}:
  * - the head: `took`, `timed_out`, `_shards` (the four counts), `hits.total` as an integer
