@@ -10,61 +10,31 @@
  * keep coming. Every alert the tracker emitted must reach the receiver exactly once, and be
  * published exactly once on the alerts topic, identical to what the crashed instance built.
  */
-import { createServer, type Server } from "node:http";
-import type { AddressInfo } from "node:net";
-import { type Contract, ContractFactory, id as eventTopic, JsonRpcProvider } from "ethers";
+import { id as eventTopic } from "ethers";
 import type { Consumer } from "kafkajs";
 import { createClient } from "redis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type AnvilHandle, startAnvil } from "../../cli/devchain/anvil.js";
-import { compileDevContracts } from "../../cli/devchain/contracts.js";
 import type { RuleInput } from "../../lib/rules/model.js";
-import { type ConnectedRuleStore, connectRuleStore } from "../../lib/rules/store.js";
-import { createDecoder } from "../../pipeline/decode/decoder.js";
-import { lookupToken } from "../../pipeline/decode/tokens.js";
 import { alertId, type EmittedAlert } from "../../pipeline/match/confirmations.js";
-import { type MatchStage, type MatchStageDeps, startMatchStage } from "../../pipeline/match/stage.js";
 import { chainKeyPrefix } from "../../pipeline/match/tokens.js";
-import { type AlertAvro, alertToAvro, type NotifyStage, startNotifyStage } from "../../pipeline/notify/stage.js";
-import { type Pipeline, startPipeline } from "../../pipeline/runtime.js";
-import { createHarness, type Harness, servicesUp, skipMessage, waitFor } from "../support/harness.js";
+import { type AlertAvro, alertToAvro } from "../../pipeline/notify/stage.js";
+import { type AnvilEnv, type AnvilEnvBase, startAnvilEnv } from "../support/anvil-env.js";
+import { servicesUp, skipMessage, waitFor } from "../support/harness.js";
 
 const up = await servicesUp();
 if (!up.ok) console.warn(skipMessage(up.missing));
-
-interface WebhookAlert {
-  id: string;
-  status: "pending" | "confirmed" | "removed";
-  ruleId: string;
-  sequence: number;
-  entityId: string;
-  blockHash: string;
-  emittedAt: string;
-  payload: Record<string, unknown>;
-}
 
 const TRANSFER_TOPIC = eventTopic("Transfer(address,address,uint256)");
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 describe.skipIf(!up.ok)("match stage killed mid-stream and restarted (anvil)", () => {
-  let h: Harness;
-  let anvil: AnvilHandle;
-  let pipeline: Pipeline;
-  let match: MatchStage | undefined;
-  let notify: NotifyStage;
-  let rules: ConnectedRuleStore;
-  let server: Server;
+  let env: AnvilEnv;
   let watcher: Consumer;
-  let token: Contract;
+  /** Lower-case address of the token. */
   let tokenAddress: string;
-  let provider: JsonRpcProvider;
-  let accounts: string[];
-  let matchDeps: MatchStageDeps;
   const ruleIds: string[] = [];
-  const controller = new AbortController();
-  let following: Promise<unknown>;
-  let closeIngest: () => Promise<void>;
-  const received: WebhookAlert[] = [];
+  /** Every alert the webhook receiver got, in arrival order (both rules post to `/hook/restart`). */
+  const received = () => env.alertsAt("restart");
   const published: AlertAvro[] = [];
 
   // The crash: while `blockWhen` holds for a batch of alerts, its publish blocks after the tracker
@@ -82,26 +52,20 @@ describe.skipIf(!up.ok)("match stage killed mid-stream and restarted (anvil)", (
     return gate;
   };
 
-  const rpc = async (method: string, params: unknown[] = []) => provider.send(method, params);
-  const mine = (n = 1) => rpc("anvil_mine", [`0x${n.toString(16)}`]);
-  const transfer = async (to: string, amount: bigint) => {
-    const signer = await provider.getSigner(accounts[0]);
-    return (await (token.connect(signer) as Contract).getFunction("transfer")(to, amount)).hash as string;
-  };
   /** `per` transfers in each of `blocks` new blocks. */
   let amount = 1_000n;
   const stream = async (blocks: number, per = 2) => {
     for (let b = 0; b < blocks; b++) {
-      for (let i = 0; i < per; i++) await transfer(accounts[1 + ((b + i) % 3)]!, amount++);
-      await mine(1);
+      for (let i = 0; i < per; i++) await env.transfer(env.devAccounts[1 + ((b + i) % 3)]!, amount++);
+      await env.mine(1);
     }
   };
   /** Alert ids the tracker recorded as emitted: its `sent:` guards in Redis (one per emitted alert). */
   const emittedIds = async (): Promise<Set<string>> => {
-    const redis = createClient({ url: h.config.redisUrl });
+    const redis = createClient({ url: env.config.redisUrl });
     redis.on("error", () => {});
     await redis.connect();
-    const prefix = `${chainKeyPrefix(h.config.redisKeyPrefix, h.config.chain)}sent:`;
+    const prefix = `${chainKeyPrefix(env.config.redisKeyPrefix, env.config.chain)}sent:`;
     const out = new Set<string>();
     try {
       for await (const keys of redis.scanIterator({ MATCH: `${prefix}*`, COUNT: 500 }))
@@ -113,7 +77,9 @@ describe.skipIf(!up.ok)("match stage killed mid-stream and restarted (anvil)", (
   };
   /** The confirmed alert id of every token Transfer on the chain, for each rule (default: both). */
   const confirmedIds = async (...of: string[]): Promise<string[]> => {
-    const logs = (await rpc("eth_getLogs", [{ address: tokenAddress, fromBlock: "0x0", toBlock: "latest", topics: [TRANSFER_TOPIC] }])) as {
+    const logs = (await env.rpc("eth_getLogs", [
+      { address: tokenAddress, fromBlock: "0x0", toBlock: "latest", topics: [TRANSFER_TOPIC] },
+    ])) as {
       transactionHash: string;
       logIndex: string;
       blockHash: string;
@@ -123,41 +89,8 @@ describe.skipIf(!up.ok)("match stage killed mid-stream and restarted (anvil)", (
     );
   };
 
-  beforeAll(async () => {
-    h = createHarness();
-    h.config.chain = { technology: "ethereum", blockchain: "ethereum", network: "anvil" };
-    h.config.notify = { ...h.config.notify, allowlist: ["127.0.0.1"], maxAttempts: 3, baseDelayMs: 20, maxDelayMs: 100 };
-    server = createServer((req, res) => {
-      const chunks: Buffer[] = [];
-      req.on("data", (c: Buffer) => chunks.push(c));
-      req.on("end", () => {
-        received.push(JSON.parse(Buffer.concat(chunks).toString()) as WebhookAlert);
-        res.writeHead(200).end();
-      });
-    });
-    await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
-    const hook = `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`;
-
-    anvil = await startAnvil({ blockTimeSec: 0 });
-    provider = new JsonRpcProvider(anvil.rpcUrl, undefined, { staticNetwork: true, cacheTimeout: -1 });
-    accounts = (await rpc("eth_accounts")) as string[];
-    const { token: compiled } = await compileDevContracts();
-    const signer = await provider.getSigner(accounts[0]);
-    const deployed = await new ContractFactory(compiled.abi, compiled.bytecode, signer).deploy(accounts[0]);
-    await deployed.waitForDeployment();
-    token = deployed as unknown as Contract;
-    tokenAddress = (await token.getAddress()).toLowerCase();
-    await (await (token.connect(signer) as Contract).getFunction("mint")(accounts[0], 10n ** 12n)).wait();
-    await rpc("evm_setAutomine", [false]);
-
-    const decoder = createDecoder({
-      chainId: anvil.chainId,
-      tokens: (a, c) => (a === tokenAddress ? { symbol: "CST", decimals: 6 } : lookupToken(a, c)),
-    });
-    pipeline = await startPipeline({ config: h.config, logger: h.logger, es: h.es, decoder, stages: ["decode"] });
-
-    // Rules exist before the match stage starts, so every Transfer (the mint too) matches deterministically.
-    rules = await connectRuleStore(h.config);
+  /** The two rules of the test: every token Transfer, alerted at once and after 2 confirmations. */
+  const createRules = async (base: AnvilEnvBase) => {
     for (const [name, maxConfirmationCount] of [
       ["every transfer, confirmed at once", 0],
       ["every transfer, pending then 2 confirmations", 2],
@@ -167,21 +100,23 @@ describe.skipIf(!up.ok)("match stage killed mid-stream and restarted (anvil)", (
         maxConfirmationCount,
         sendPendingAlerts: true,
         state: "enabled",
-        ...h.config.chain,
+        ...base.config.chain,
         config: {
           targetType: "Event",
           targetMap: [
             { name: "event", operator: "Equals", value: "Transfer", operatorParameters: null },
             { name: "address", operator: "Equals (ignore case)", value: tokenAddress, operatorParameters: null },
           ],
-          alerts: [{ type: "Webhook (POST)", parameters: { url: hook }, payload: null }],
+          alerts: [{ type: "Webhook (POST)", parameters: { url: base.hook("restart") }, payload: null }],
         },
       };
-      ruleIds.push((await rules.store.create("acc-e2e-restart", input)).id);
+      ruleIds.push((await base.rules.create("acc-e2e-restart", input)).id);
     }
-
-    // Everything the match stage publishes, straight from the alerts topic.
+  };
+  /** Everything the match stage publishes, straight from the alerts topic. */
+  const watchAlerts = async ({ h, pipeline, onStop }: AnvilEnvBase) => {
     watcher = pipeline.bus.kafka.consumer({ groupId: `chainsift-test-${h.id}-alerts-watch` });
+    onStop(() => watcher.disconnect());
     await watcher.connect();
     await watcher.subscribe({ topics: [pipeline.bus.topic("alerts")], fromBeginning: true });
     await watcher.run({
@@ -189,47 +124,40 @@ describe.skipIf(!up.ok)("match stage killed mid-stream and restarted (anvil)", (
         published.push((await pipeline.bus.decode(message.value)) as AlertAvro);
       },
     });
+  };
 
-    matchDeps = {
-      bus: pipeline.bus,
-      config: h.config,
-      logger: h.logger,
-      rules: rules.store,
-      reloadIntervalMs: 500,
-      outboxGraceMs: 1000,
-      outboxSweepIntervalMs: 250,
-      beforePublish: async (alerts) => {
-        const g = gate;
-        if (!g || !blockWhen?.(alerts)) return;
-        stuck.push(...alerts);
-        await g.promise;
+  beforeAll(async () => {
+    env = await startAnvilEnv({
+      traces: false,
+      // Rules exist before the match stage starts, so every Transfer (the mint too) matches deterministically.
+      beforeStages: async (base) => {
+        tokenAddress = base.tokenAddress.toLowerCase();
+        await createRules(base);
+        await watchAlerts(base);
       },
-    };
-    match = await startMatchStage(matchDeps);
-    notify = await startNotifyStage({ bus: pipeline.bus, config: h.config, logger: h.logger });
-    const ingest = await pipeline.createIngester(anvil.rpcUrl, { traces: false });
-    closeIngest = ingest.close;
-    following = ingest.ingester.follow({ from: 0, pollIntervalMs: 100, signal: controller.signal });
+      // Every start of the match stage (the first and each restart) has the crash hook.
+      match: () => ({
+        reloadIntervalMs: 500,
+        outboxGraceMs: 1000,
+        outboxSweepIntervalMs: 250,
+        beforePublish: async (alerts) => {
+          const g = gate;
+          if (!g || !blockWhen?.(alerts)) return;
+          stuck.push(...alerts);
+          await g.promise;
+        },
+      }),
+    });
   }, 180_000);
 
   afterAll(async () => {
     blockWhen = undefined;
     gate?.reject(new Error("test over"));
-    controller.abort();
-    await following?.catch(() => {});
-    await closeIngest?.();
-    await watcher?.disconnect().catch(() => {});
-    await notify?.stop();
-    await match?.stop();
-    await rules?.close();
-    await pipeline?.stop();
-    await anvil?.stop();
-    await new Promise((r) => server?.close(r));
-    await h?.cleanup();
+    await env?.stop();
   });
 
   it("loses no alert and duplicates none when the stage dies between tracking and publishing", async () => {
-    const receivedIds = () => new Set(received.map((a) => a.id));
+    const receivedIds = () => new Set(received().map((a) => a.id));
     const [instantRule, slowRule] = ruleIds as [string, string];
     /** Waits until every transfer mined so far was matched and every alert emitted so far reached the receiver. */
     const settled = async () =>
@@ -250,8 +178,7 @@ describe.skipIf(!up.ok)("match stage killed mid-stream and restarted (anvil)", (
       blockWhen = when;
       await trigger();
       await waitFor(async () => stuck.length > from, 30_000, 20);
-      const stopping = match!.stop();
-      match = undefined;
+      const stopping = env.stopMatch();
       g.reject(new Error("simulated crash between tracker and publish"));
       await stopping;
       blockWhen = undefined;
@@ -274,20 +201,20 @@ describe.skipIf(!up.ok)("match stage killed mid-stream and restarted (anvil)", (
     expect(lostInEvents.some((a) => a.ruleId === instantRule && a.status === "confirmed")).toBe(true);
     // The chain goes on while the stage is down; a new instance (same group, same prefix) takes over.
     await stream(2);
-    match = await startMatchStage(matchDeps);
+    await env.startMatch();
     await stream(2);
     await settled();
 
     // 3. Crash in the blocks path (onHead): an empty block confirms the slow rule's tracked matches.
     const lostInBlocks = await crashCycle(
       (alerts) => alerts.some((a) => a.ruleId === slowRule && a.status === "confirmed"),
-      () => mine(1),
+      () => env.mine(1),
     );
     expect(lostInBlocks.every((a) => a.ruleId === slowRule && a.status === "confirmed")).toBe(true);
     await stream(1);
-    match = await startMatchStage(matchDeps);
+    await env.startMatch();
     await stream(2);
-    await mine(3); // every transfer reaches 2 confirmations
+    await env.mine(3); // every transfer reaches 2 confirmations
 
     // Every alert the tracker emitted reaches the receiver, and every transfer's confirmed alerts are among them.
     const expectedConfirmed = await confirmedIds();
@@ -305,8 +232,8 @@ describe.skipIf(!up.ok)("match stage killed mid-stream and restarted (anvil)", (
       return m;
     };
     // Receiver: each emitted alert exactly once, nothing else.
-    expect(new Set(received.map((a) => a.id))).toEqual(emitted);
-    expect([...counts(received.map((a) => a.id)).entries()].filter(([, c]) => c > 1)).toEqual([]);
+    expect(new Set(received().map((a) => a.id))).toEqual(emitted);
+    expect([...counts(received().map((a) => a.id)).entries()].filter(([, c]) => c > 1)).toEqual([]);
     // Alerts topic: each alert id published exactly once (no duplicate publish, not only deduplicated deliveries).
     expect([...counts(published.map((a) => a.id)).entries()].filter(([, c]) => c > 1)).toEqual([]);
     expect(new Set(published.map((a) => a.id))).toEqual(emitted);
@@ -317,10 +244,12 @@ describe.skipIf(!up.ok)("match stage killed mid-stream and restarted (anvil)", (
     }
     // Per rule, sequences are unique (one per emitted alert) and run 1…n.
     for (const ruleId of ruleIds) {
-      const seqs = received.filter((a) => a.ruleId === ruleId).map((a) => a.sequence);
+      const seqs = received()
+        .filter((a) => a.ruleId === ruleId)
+        .map((a) => a.sequence);
       expect(new Set(seqs).size).toBe(seqs.length);
       expect([...seqs].sort((x, y) => x - y)).toEqual(seqs.map((_, i) => i + 1));
     }
-    expect(received.length).toBeGreaterThanOrEqual(expectedConfirmed.length);
+    expect(received().length).toBeGreaterThanOrEqual(expectedConfirmed.length);
   });
 });
