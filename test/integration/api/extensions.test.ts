@@ -283,7 +283,8 @@ describe.skipIf(!up)("search extensions, refused features, chains, OpenAPI and m
   it("/metrics exposes the request histogram and the search hits counter after a request", async () => {
     const answers = async (): Promise<{ bytes: number; parsed: number; stream: number }> => {
       const text = (await app.inject({ method: "GET", url: "/metrics" })).body;
-      const count = (path: string): number => Number(new RegExp(`chainsift_search_answers_total\\{path="${path}"\\} (\\d+)`).exec(text)?.[1] ?? 0);
+      const count = (path: string): number =>
+        Number(new RegExp(`chainsift_search_answers_total\\{path="${path}"\\} (\\d+)`).exec(text)?.[1] ?? 0);
       return { bytes: count("bytes"), parsed: count("parsed"), stream: count("stream") };
     };
     const before = await answers();
