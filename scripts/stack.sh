@@ -21,7 +21,10 @@
 #                  (minimal distribution, no bundled JDK: runs on the system Java 17; security off).
 #                  Elasticsearch refuses to run as root, so as root it runs as system user chainsift-es.
 #   registry       Apicurio Registry 3.0.9 (io.apicurio:apicurio-registry-app:3.0.9:tar.gz:all),
-#                  in-memory storage; chainsift talks to its Confluent-compatible API at
+#                  storage in an H2 database file under run/registry/data/ (Apicurio's default is
+#                  in memory: after a restart the schema ids would start again at 1 while Kafka
+#                  keeps records that carry the old ids, which then decode with the wrong schema
+#                  or not at all); chainsift talks to its Confluent-compatible API at
 #                  /apis/ccompat/v7. Global compatibility is set to BACKWARD after every start.
 # Requirements: java 17+ and mvn on PATH; curl/unzip/redis-server are apt-installed when missing
 # (needs root). Everything binds to 127.0.0.1 only.
@@ -549,12 +552,20 @@ launch_registry() {
   d=$(svc_dir registry)
   log=$(log_file registry)
   mkdir -p "$d/data/tmp" "$d/logs" "$d/pid"
+  # A new schema database next to Kafka data written before (e.g. by a stack.sh that kept the
+  # registry in memory): records of that data carry schema ids this registry does not know, or
+  # reuses for other schemas.
+  if [[ ! -f $d/data/registry-db.mv.db ]] && compgen -G "$(svc_dir kafka)/data/*-0" >/dev/null; then
+    say "warning: the schema registry starts with an empty database while Kafka already holds records;" \
+      "records written before may not decode (dead letters). For a clean state: scripts/stack.sh down --wipe" >&2
+  fi
   printf '\n==== %s stack.sh: starting Apicurio Registry %s\n' "$(date -Is)" "$APICURIO_VERSION" >>"$log"
   # shellcheck disable=SC2086 # REGISTRY_HEAP_OPTS holds several JVM options
   (cd "$d/data" && exec setsid nohup "$JAVA" $REGISTRY_HEAP_OPTS \
     -Djava.io.tmpdir="$d/data/tmp" \
     -Dquarkus.http.port="$REGISTRY_PORT" -Dquarkus.http.host=127.0.0.1 \
     -Dquarkus.management.enabled=false \
+    -Dapicurio.datasource.url="jdbc:h2:file:$d/data/registry-db" \
     -jar "$REGISTRY_JAR") </dev/null >>"$log" 2>&1 9>&- &
   echo $! >"$(pid_file registry)"
 }
