@@ -29,9 +29,13 @@ import { lookupToken } from "../pipeline/decode/tokens.js";
 import { indexName } from "../pipeline/index/mappings.js";
 import { createRpcSource } from "../pipeline/ingest/rpc.js";
 import { rpcTokenMetadataSource } from "../pipeline/match/token-metadata.js";
+import { createBus, skipExistingRecords } from "../pipeline/kafka/bus.js";
 import { startPipeline } from "../pipeline/runtime.js";
 import { startAnvil } from "./devchain/anvil.js";
 import { startTraffic, TOKEN_DECIMALS, TOKEN_SYMBOL } from "./devchain/traffic.js";
+
+/** The consuming stages npm start runs. */
+const STAGES = ["decode", "index", "match", "notify"] as const;
 
 const HELP = `chainsift — npm start [-- options]
   --rpc-url <url>   EVM JSON-RPC node (default: an embedded anvil chain with generated traffic)
@@ -130,12 +134,16 @@ async function main(): Promise<void> {
       ignore_unavailable: true,
     });
     await es.close();
+    // ... and start every stage after the records already in the topics (a stage stopped before
+    // it committed, or a consumer group that is new, would otherwise replay earlier runs).
+    const bus = await createBus({ config, logger, setup: false });
+    await skipExistingRecords(bus, STAGES);
   }
   const pipeline = await startPipeline({
     config,
     logger,
     decoder: createDecoder({ chainId, tokens }),
-    stages: ["decode", "index", "match", "notify"],
+    stages: [...STAGES],
     // Token entities (first sighting of a token contract) carry name/symbol/decimals read on chain.
     tokenMetadata: rpcTokenMetadataSource(rpcUrl),
     methodDecoding: { chainId, tokens },
