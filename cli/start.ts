@@ -137,7 +137,15 @@ async function main(): Promise<void> {
     // ... and start every stage after the records already in the topics (a stage stopped before
     // it committed, or a consumer group that is new, would otherwise replay earlier runs).
     const bus = await createBus({ config, logger, setup: false });
-    await skipExistingRecords(bus, STAGES);
+    try {
+      await skipExistingRecords(bus, STAGES);
+    } catch (err) {
+      throw new Error(
+        `cannot move the stages' consumer groups (${bus.groupId("<stage>")}) past earlier runs: ${(err as Error).message}. ` +
+          "Is another npm start (or npm run stage) still running against this stack? Stop it first.",
+        { cause: err },
+      );
+    }
   }
   const pipeline = await startPipeline({
     config,
