@@ -112,6 +112,7 @@ export async function buildApi(deps: ApiDeps): Promise<FastifyInstance> {
     await app.register(elasticsearchPlugin, {
       url: config.elasticsearch.url,
       requestTimeoutMs: config.elasticsearch.requestTimeoutMs,
+      tracing: config.elasticsearch.tracing,
       ...(deps.es ? { client: deps.es } : {}),
     });
     await app.register(redisPlugin, { url: config.redisUrl, ...(deps.redis ? { client: deps.redis } : {}) });

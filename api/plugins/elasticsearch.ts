@@ -4,7 +4,7 @@
  * created here (from `url`) is closed when the app closes.
  * @module
  */
-import { Client } from "@elastic/elasticsearch";
+import { Client, SniffingTransport } from "@elastic/elasticsearch";
 import type { FastifyPluginAsync } from "fastify";
 import { globalPlugin } from "./plugin.js";
 
@@ -23,6 +23,8 @@ export interface ElasticsearchPluginOptions {
   url: string;
   /** Per-request timeout in milliseconds (config.elasticsearch.requestTimeoutMs). */
   requestTimeoutMs: number;
+  /** OpenTelemetry spans for the client's requests (config.elasticsearch.tracing). Default false. */
+  tracing?: boolean;
   /** An existing client; when given, the plugin never closes it. */
   client?: Client;
 }
@@ -43,10 +45,29 @@ export async function elasticsearchReady(es: Client, timeoutMs: number): Promise
   }
 }
 
+/**
+ * The client's default transport (`SniffingTransport`) with the OpenTelemetry instrumentation of
+ * `@elastic/transport` turned off for every request (its per-request option `openTelemetry`).
+ */
+export class UntracedTransport extends SniffingTransport {}
+type TransportRequest = SniffingTransport["request"];
+UntracedTransport.prototype.request = function untracedRequest(
+  this: SniffingTransport,
+  params: Parameters<TransportRequest>[0],
+  options: Parameters<TransportRequest>[1] = {},
+) {
+  return SniffingTransport.prototype.request.call(this, params, {
+    ...options,
+    openTelemetry: { ...options.openTelemetry, enabled: false },
+  });
+} as TransportRequest;
+
 /** Registers the ES client (non-encapsulated: `app.es` is visible everywhere). */
 export const elasticsearchPlugin: FastifyPluginAsync<ElasticsearchPluginOptions> = globalPlugin(async (app, opts) => {
   const owned = opts.client === undefined;
-  const client = opts.client ?? new Client({ node: opts.url, requestTimeout: opts.requestTimeoutMs });
+  const client =
+    opts.client ??
+    new Client({ node: opts.url, requestTimeout: opts.requestTimeoutMs, ...(opts.tracing ? {} : { Transport: UntracedTransport }) });
   app.decorate("es", client);
   app.decorate("esRequestTimeoutMs", opts.requestTimeoutMs);
   if (owned) {
