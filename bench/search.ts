@@ -28,7 +28,7 @@ import { type ChainId, loadConfig } from "../lib/config.js";
 import type { EventRecord, LogRecord, RecordKind, TransactionRecord } from "../lib/records.js";
 import { indexName } from "../pipeline/index/mappings.js";
 import { hasMainnetFixtures, loadCompleteBlocks, SKIP_NO_FIXTURES } from "../test/support/fixtures.js";
-import { type ApiChild, type ReadyChild, spawnApi, spawnPassthrough } from "./support/api-child.js";
+import { type ApiChild, type ReadyChild, readProcCpuMs, spawnApi, spawnPassthrough } from "./support/api-child.js";
 import { type BenchDoc, benchPrefix, bulkLoad, deleteBenchIndices, fixtureDocs, numberArg, stringArg } from "./support/data.js";
 import { type LoadOptions, type LoadResult, type LoadSample, runLoad, summarize } from "./support/load.js";
 
@@ -201,6 +201,11 @@ interface Row {
   /** Undefined with `--no-floor`. */
   floor: LoadResult | undefined;
   viaApi: LoadResult;
+  /**
+   * CPU time (user + system) of the floor and API child processes per answered request during
+   * the measured rounds, in milliseconds (`/proc/<pid>/stat`); NaN when unknown.
+   */
+  cpuMs: { floor: number; API: number };
 }
 
 /** One table column right of the query name: header, width in characters, cell text. */
@@ -277,10 +282,10 @@ export async function benchSearch(args: string[]): Promise<void> {
     for (const q of queries) {
       const request = (base: string): Prepared =>
         directRequest(base, chain, prefix, q, config.api.maxSize, config.elasticsearch.requestTimeoutMs);
-      const targets: Array<{ name: TargetName; req: Prepared; samples: LoadSample[] }> = [
-        { name: "direct", req: request(config.elasticsearch.url), samples: [] },
-        ...(floor ? [{ name: "floor" as const, req: request(floor.url), samples: [] }] : []),
-        { name: "API", req: apiRequest(api, chain, q), samples: [] },
+      const targets: Array<{ name: TargetName; req: Prepared; samples: LoadSample[]; pid?: number; cpuMs: number }> = [
+        { name: "direct", req: request(config.elasticsearch.url), samples: [], cpuMs: 0 },
+        ...(floor ? [{ name: "floor" as const, req: request(floor.url), samples: [], pid: floor.pid, cpuMs: 0 }] : []),
+        { name: "API", req: apiRequest(api, chain, q), samples: [], pid: api.pid, cpuMs: 0 },
       ];
       const hits = new Map<TargetName, Hits>();
       for (const t of targets) hits.set(t.name, await probe(t.req));
@@ -297,7 +302,12 @@ export async function benchSearch(args: string[]): Promise<void> {
       });
       for (const t of targets) await runLoad(opts(t.req, warmup));
       for (let i = 0; i < rounds; i++) {
-        for (const t of targets) t.samples.push(await runLoad(opts(t.req, duration / rounds)));
+        for (const t of targets) {
+          const cpu0 = t.pid === undefined ? undefined : readProcCpuMs(t.pid);
+          t.samples.push(await runLoad(opts(t.req, duration / rounds)));
+          const cpu1 = t.pid === undefined ? undefined : readProcCpuMs(t.pid);
+          t.cpuMs += cpu0 === undefined || cpu1 === undefined ? Number.NaN : cpu1 - cpu0;
+        }
       }
       const result = new Map(targets.map((t) => [t.name, summarize(t.samples)]));
       const row: Row = {
@@ -307,7 +317,13 @@ export async function benchSearch(args: string[]): Promise<void> {
         direct: result.get("direct") as LoadResult,
         floor: result.get("floor"),
         viaApi: result.get("API") as LoadResult,
+        cpuMs: { floor: Number.NaN, API: Number.NaN },
       };
+      for (const t of targets) {
+        if (t.name === "direct") continue;
+        const answered = t.samples.reduce((n, x) => n + x.times.length + x.non2xx, 0);
+        row.cpuMs[t.name] = answered > 0 ? t.cpuMs / answered : Number.NaN;
+      }
       rows.push(row);
       console.log(
         `  ${q.name}: ${[...result]
@@ -330,6 +346,8 @@ export async function benchSearch(args: string[]): Promise<void> {
       { head: "p50 x", width: 6, cell: (r) => (r.viaApi.p50 / r.direct.p50).toFixed(2) },
       { head: "p99 x", width: 6, cell: (r) => (r.viaApi.p99 / r.direct.p99).toFixed(2) },
       ...(floor ? [{ head: "F/D p50", width: 7, cell: (r: Row) => (ofFloor(r).p50 / r.direct.p50).toFixed(2) }] : []),
+      ...(floor ? [{ head: "F cpu", width: 6, cell: (r: Row) => r.cpuMs.floor.toFixed(3) }] : []),
+      { head: "A cpu", width: 6, cell: (r) => r.cpuMs.API.toFixed(3) },
       { head: "D KB", width: 6, cell: (r) => (r.direct.bytesPerResponse / 1024).toFixed(1) },
       { head: "A KB", width: 6, cell: (r) => (r.viaApi.bytesPerResponse / 1024).toFixed(1) },
     ];
@@ -356,7 +374,7 @@ export async function benchSearch(args: string[]): Promise<void> {
     }
     console.log(
       `(D = Elasticsearch _search directly,${floor ? " F = the same request through the pass-through floor (zero-logic proxy)," : ""}` +
-        " A = through the API; latencies in ms; KB = mean response size)",
+        " A = through the API; latencies in ms; cpu = CPU ms of the floor / API process per request; KB = mean response size)",
     );
     if (rows.length > 0) {
       console.log(`geometric mean ratio API/direct: ${meanRatios(rows, ofApi, ofDirect)}`);

@@ -6,7 +6,7 @@
  * print one JSON ready line `{"url": "...", "pid": N}`.
  * @module
  */
-import { type ChildProcess, spawn } from "node:child_process";
+import { type ChildProcess, spawn, spawnSync } from "node:child_process";
 import { readFileSync, writeFileSync } from "node:fs";
 import { resolve } from "node:path";
 import { createInterface } from "node:readline";
@@ -59,6 +59,38 @@ export function readProcMemory(pid: number): ProcMemory | undefined {
   }
   const kb = (key: string): number => Number(new RegExp(`^${key}:\\s+(\\d+) kB`, "m").exec(text)?.[1] ?? Number.NaN) * 1024;
   return { rss: kb("VmRSS"), peakRss: kb("VmHWM") };
+}
+
+/** Clock ticks per second of `/proc/<pid>/stat` times (`getconf CLK_TCK`; 100 when it cannot be asked). */
+const CLOCK_TICKS_PER_SECOND = ((): number => {
+  try {
+    const out = spawnSync("getconf", ["CLK_TCK"], { encoding: "utf8" }).stdout.trim();
+    const n = Number(out);
+    return Number.isFinite(n) && n > 0 ? n : 100;
+  } catch {
+    return 100;
+  }
+})();
+
+/**
+ * CPU time a process has used so far (user + system, all threads), in milliseconds, from
+ * `/proc/<pid>/stat` (fields 14 `utime` and 15 `stime`, in clock ticks; proc(5)). Resolution:
+ * one clock tick (10 ms at the usual 100 Hz), so measure over many requests.
+ * @returns undefined when the file cannot be read (not Linux, process gone).
+ */
+export function readProcCpuMs(pid: number): number | undefined {
+  let text: string;
+  try {
+    text = readFileSync(`/proc/${pid}/stat`, "utf8");
+  } catch {
+    return undefined;
+  }
+  // The command name (field 2) is in parentheses and may contain spaces: count fields after it.
+  const fields = text.slice(text.lastIndexOf(")") + 2).split(" ");
+  const utime = Number(fields[11]);
+  const stime = Number(fields[12]);
+  if (!Number.isFinite(utime) || !Number.isFinite(stime)) return undefined;
+  return ((utime + stime) * 1000) / CLOCK_TICKS_PER_SECOND;
 }
 
 /**
