@@ -46,17 +46,22 @@ export interface ApiChild extends ReadyChild {
   memory(): ProcMemory | undefined;
 }
 
+/** The text of `/proc/<pid>/<name>`, or undefined when it cannot be read (not Linux, process gone). */
+function readProcFile(pid: number, name: string): string | undefined {
+  try {
+    return readFileSync(`/proc/${pid}/${name}`, "utf8");
+  } catch {
+    return undefined;
+  }
+}
+
 /**
  * Reads `VmRSS` and `VmHWM` of a process.
  * @returns undefined when `/proc/<pid>/status` cannot be read (not Linux, process gone).
  */
 export function readProcMemory(pid: number): ProcMemory | undefined {
-  let text: string;
-  try {
-    text = readFileSync(`/proc/${pid}/status`, "utf8");
-  } catch {
-    return undefined;
-  }
+  const text = readProcFile(pid, "status");
+  if (text === undefined) return undefined;
   const kb = (key: string): number => Number(new RegExp(`^${key}:\\s+(\\d+) kB`, "m").exec(text)?.[1] ?? Number.NaN) * 1024;
   return { rss: kb("VmRSS"), peakRss: kb("VmHWM") };
 }
@@ -79,12 +84,8 @@ const CLOCK_TICKS_PER_SECOND = ((): number => {
  * @returns undefined when the file cannot be read (not Linux, process gone).
  */
 export function readProcCpuMs(pid: number): number | undefined {
-  let text: string;
-  try {
-    text = readFileSync(`/proc/${pid}/stat`, "utf8");
-  } catch {
-    return undefined;
-  }
+  const text = readProcFile(pid, "stat");
+  if (text === undefined) return undefined;
   // The command name (field 2) is in parentheses and may contain spaces: count fields after it.
   const fields = text.slice(text.lastIndexOf(")") + 2).split(" ");
   const utime = Number(fields[11]);
