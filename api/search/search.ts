@@ -66,17 +66,6 @@ export function checkBucketCap(aggregations: unknown): void {
   }
 }
 
-/**
- * The `_source` includes sent to ES: the requested paths plus the parent fields of the kinds, so
- * that `_routing`/`_parent` can still be derived; the envelope removes the extras again.
- * @returns undefined when the whole record is wanted.
- */
-export function sourceIncludes(plan: Pick<SearchPlan, "source">, kinds: readonly RecordKind[]): string[] | undefined {
-  if (!plan.source || plan.source.length === 0) return undefined;
-  const extra = kinds.map((k) => PARENT_FIELD[k]).filter((f) => f !== undefined);
-  return [...new Set([...plan.source, ...extra])];
-}
-
 /** The parent fields (`PARENT_FIELD` of lib/records.ts) of some kinds, without duplicates, in kind order. */
 export function parentFields(kinds: readonly RecordKind[]): string[] {
   return [...new Set(kinds.map((k) => PARENT_FIELD[k]).filter((f) => f !== undefined))];

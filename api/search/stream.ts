@@ -28,7 +28,7 @@ import { Readable } from "node:stream";
 import type { Client, estypes } from "@elastic/elasticsearch";
 import type { SearchPlan } from "../dsl/validate.js";
 import { shapeHit, shapeShards, totalOf } from "./envelope.js";
-import { checkBucketCap, requestOptions, type SearchTarget, sourceIncludes } from "./search.js";
+import { checkBucketCap, parentFields, requestOptions, type SearchTarget } from "./search.js";
 
 /** Minimal logger used by the stream (pino and Fastify loggers fit). */
 export interface StreamLogger {
@@ -107,7 +107,9 @@ export async function streamSearch(opts: StreamSearchOptions): Promise<SearchStr
   }
   if (count.pit_id) pitId = count.pit_id;
   const total = totalOf(count.hits.total);
-  const includes = sourceIncludes(plan, target.kinds);
+  // As buildSearchRequest: `_source` exactly as requested, parents from docvalue_fields.
+  const includes = plan.source && plan.source.length > 0 ? [...plan.source] : undefined;
+  const parents = parentFields(target.kinds);
   const shapeOpts = plan.source ? { source: plan.source } : {};
   const head =
     `{"took":${JSON.stringify(count.took)},"timed_out":${JSON.stringify(count.timed_out)},` +
@@ -129,6 +131,7 @@ export async function streamSearch(opts: StreamSearchOptions): Promise<SearchStr
         };
         if (plan.query) req.query = plan.query as estypes.QueryDslQueryContainer;
         if (includes) req._source = includes;
+        if (parents.length > 0) req.docvalue_fields = parents;
         if (searchAfter) req.search_after = searchAfter;
         const res = await es.search(req, reqOpts);
         if (res.pit_id) pitId = res.pit_id;
