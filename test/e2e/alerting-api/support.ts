@@ -12,12 +12,9 @@
  * @module
  */
 import { createHash } from "node:crypto";
-import type { AddressInfo } from "node:net";
 import type { Contract } from "ethers";
 import type { FastifyInstance } from "fastify";
-import { simpleParser } from "mailparser";
 import { createClient } from "redis";
-import { SMTPServer } from "smtp-server";
 import { startApi } from "../../../api/server.js";
 import type { Config } from "../../../lib/config.js";
 import type { AlertDefinition, Rule, TargetDefinition, TargetType } from "../../../lib/rules/model.js";
@@ -26,8 +23,10 @@ import { createSecretStore, type SecretStore } from "../../../pipeline/notify/si
 import { redisUp } from "../../integration/accounts/redis.js";
 import { type AnvilEnv, type Receiver, startAnvilEnv, startReceiver } from "../../support/anvil-env.js";
 import { createHarness, servicesUp, skipMessage } from "../../support/harness.js";
+import { type ReceivedMail, type SmtpReceiver, startSmtpReceiver } from "../../support/smtp.js";
 
 export type { Receiver, Recorded, WebhookAlert } from "../../support/anvil-env.js";
+export type { ReceivedMail } from "../../support/smtp.js";
 
 /** Which services are missing (Kafka, schema registry, Elasticsearch from the harness probe, plus Redis). */
 export async function probeServices(): Promise<{ ok: boolean; message: string }> {
@@ -35,50 +34,6 @@ export async function probeServices(): Promise<{ ok: boolean; message: string }>
   const missing = [...up.missing];
   if (!(await redisUp(createHarness().config.redisUrl))) missing.push("redis");
   return { ok: missing.length === 0, message: missing.length === 0 ? "" : skipMessage(missing) };
-}
-
-/** One mail received by the local SMTP server, parsed. */
-export interface ReceivedMail {
-  envelopeFrom: string;
-  envelopeTo: string[];
-  from: string;
-  to: string;
-  subject: string;
-  text: string;
-  html: string;
-  headers: Map<string, unknown>;
-  messageId: string | undefined;
-}
-
-async function startSmtp(): Promise<{ url: string; mails: ReceivedMail[]; close(): Promise<void> }> {
-  const mails: ReceivedMail[] = [];
-  const server = new SMTPServer({
-    secure: false,
-    authOptional: true,
-    disabledCommands: ["STARTTLS", "AUTH"],
-    logger: false,
-    onData(stream, session, callback) {
-      simpleParser(stream)
-        .then((m) => {
-          mails.push({
-            envelopeFrom: session.envelope.mailFrom ? session.envelope.mailFrom.address : "",
-            envelopeTo: session.envelope.rcptTo.map((r) => r.address),
-            from: m.from?.text ?? "",
-            to: Array.isArray(m.to) ? m.to.map((t) => t.text).join(", ") : (m.to?.text ?? ""),
-            subject: m.subject ?? "",
-            text: m.text ?? "",
-            html: typeof m.html === "string" ? m.html : "",
-            headers: m.headers as Map<string, unknown>,
-            messageId: m.messageId,
-          });
-          callback();
-        })
-        .catch(callback);
-    },
-  });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const { port } = server.server.address() as AddressInfo;
-  return { url: `smtp://127.0.0.1:${port}`, mails, close: () => new Promise<void>((resolve) => server.close(() => resolve())) };
 }
 
 /** An account created through the admin endpoints, with its bearer token. */
@@ -145,7 +100,7 @@ export const MAIL_FROM = "chainsift <alerts@chainsift.test>";
 /** Starts the whole environment (about 5 s: anvil, solc, Kafka consumer groups); `stop()` takes about 5 s more. */
 export async function startAlertingEnv(options: AlertingEnvOptions = {}): Promise<AlertingEnv> {
   let slack: Receiver | undefined;
-  let smtp: Awaited<ReturnType<typeof startSmtp>> | undefined;
+  let smtp: SmtpReceiver | undefined;
   const env = await startAnvilEnv({
     // Trace and Call entities need call traces, which the ingester fetches only when asked to
     // (`CHAINSIFT_INGEST_TRACES`, default off). Keep them off whatever the environment says: the
@@ -156,7 +111,7 @@ export async function startAlertingEnv(options: AlertingEnvOptions = {}): Promis
     // Retries and dead letters are expected here: keep the stages' warnings out of the test output.
     logLevel: "error",
     prepare: async (h, onStop) => {
-      const [slackStarted, smtpStarted] = await Promise.all([startReceiver("ok"), startSmtp()]);
+      const [slackStarted, smtpStarted] = await Promise.all([startReceiver("ok"), startSmtpReceiver()]);
       slack = slackStarted;
       smtp = smtpStarted;
       onStop(slackStarted.close);
@@ -174,7 +129,7 @@ export async function startAlertingEnv(options: AlertingEnvOptions = {}): Promis
   }
 }
 
-async function withApi(env: AnvilEnv, slack: Receiver, smtp: Awaited<ReturnType<typeof startSmtp>>): Promise<AlertingEnv> {
+async function withApi(env: AnvilEnv, slack: Receiver, smtp: SmtpReceiver): Promise<AlertingEnv> {
   const { config, nft, nftAddress } = env;
   if (!nft || !nftAddress) throw new Error("the NFT was not deployed");
 

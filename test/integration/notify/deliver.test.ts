@@ -7,9 +7,7 @@
 import { randomBytes } from "node:crypto";
 import { createServer, type IncomingHttpHeaders, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
-import { simpleParser } from "mailparser";
 import { createClient } from "redis";
-import { SMTPServer } from "smtp-server";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { loadConfig } from "../../../lib/config.js";
 import type { AlertDefinition } from "../../../lib/rules/model.js";
@@ -17,6 +15,7 @@ import { createDeliverer, type Deliverer, type DelivererDeps } from "../../../pi
 import { deliverAlert } from "../../../pipeline/notify/handle.js";
 import { createDeliveryLog, type DeliveryLog } from "../../../pipeline/notify/log.js";
 import { createSecretStore, type SecretStore, verifyWebhookSignature } from "../../../pipeline/notify/sign.js";
+import { type SmtpReceiver, startSmtpReceiver } from "../../support/smtp.js";
 import { ACCOUNT_ID, FROM, sampleAlert, TX_HASH } from "../../unit/pipeline/notify/fixtures.js";
 import { deletePrefix, keysOf, redisSkipMessage, redisUp } from "../accounts/redis.js";
 
@@ -51,55 +50,11 @@ async function startReceiver() {
   return { server, received, plan, base: `http://127.0.0.1:${port}`, port };
 }
 
-interface ReceivedMail {
-  envelopeTo: string[];
-  subject: string;
-  text: string;
-  html: string;
-  headers: Map<string, unknown>;
-  messageId: string | undefined;
-}
-
-/** A local SMTP server (no TLS, no auth); `rcptReplies` makes the next RCPT TO answer with that code. */
-async function startSmtp() {
-  const mails: ReceivedMail[] = [];
-  const rcptReplies: number[] = [];
-  const server = new SMTPServer({
-    secure: false,
-    authOptional: true,
-    disabledCommands: ["STARTTLS", "AUTH"],
-    logger: false,
-    onRcptTo(_address, _session, callback) {
-      const code = rcptReplies.shift();
-      if (code) return callback(Object.assign(new Error(code >= 500 ? "no such mailbox" : "try again later"), { responseCode: code }));
-      callback();
-    },
-    onData(stream, session, callback) {
-      simpleParser(stream)
-        .then((m) => {
-          mails.push({
-            envelopeTo: session.envelope.rcptTo.map((r) => r.address),
-            subject: m.subject ?? "",
-            text: m.text ?? "",
-            html: typeof m.html === "string" ? m.html : "",
-            headers: m.headers as Map<string, unknown>,
-            messageId: m.messageId,
-          });
-          callback();
-        })
-        .catch(callback);
-    },
-  });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const { port } = server.server.address() as AddressInfo;
-  return { server, mails, rcptReplies, smtpUrl: `smtp://127.0.0.1:${port}` };
-}
-
 describe.skipIf(!up)("notify delivery (local receivers, real Redis)", () => {
   const prefix = `tn${randomBytes(4).toString("hex")}:`;
   const redis = createClient({ url });
   let receiver: Awaited<ReturnType<typeof startReceiver>>;
-  let smtp: Awaited<ReturnType<typeof startSmtp>>;
+  let smtp: SmtpReceiver;
   let secrets: SecretStore;
   let log: DeliveryLog;
   let deliverer: Deliverer;
@@ -109,7 +64,7 @@ describe.skipIf(!up)("notify delivery (local receivers, real Redis)", () => {
     const d = createDeliverer({
       allowlist: ["127.0.0.1"],
       secrets,
-      mailer: { from: "chainsift <alerts@chainsift.test>", smtpUrl: smtp.smtpUrl },
+      mailer: { from: "chainsift <alerts@chainsift.test>", smtpUrl: smtp.url },
       retry: { maxAttempts: 3, baseDelayMs: 20, maxDelayMs: 100 },
       fetchTimeoutMs: 3000,
       ...over,
@@ -122,7 +77,7 @@ describe.skipIf(!up)("notify delivery (local receivers, real Redis)", () => {
     redis.on("error", () => {});
     await redis.connect();
     receiver = await startReceiver();
-    smtp = await startSmtp();
+    smtp = await startSmtpReceiver();
     secrets = createSecretStore({ redis, keyPrefix: prefix });
     log = createDeliveryLog({ redis, keyPrefix: prefix });
     deliverer = make();
@@ -131,7 +86,7 @@ describe.skipIf(!up)("notify delivery (local receivers, real Redis)", () => {
   afterAll(async () => {
     for (const c of closers) await c();
     await new Promise<void>((resolve) => receiver?.server.close(() => resolve()));
-    await new Promise<void>((resolve) => (smtp ? smtp.server.close(() => resolve()) : resolve()));
+    await smtp?.close();
     if (redis.isOpen) await redis.close();
     await deletePrefix(url, prefix);
     expect(await keysOf(url, prefix)).toEqual([]);
