@@ -7,11 +7,12 @@
  *
  * Usage:
  *   npm start                                  # embedded anvil chain, follow the head
- *   npm start -- --rpc-url <url>               # any EVM JSON-RPC node, follow its head
- *   npm start -- --rpc-url <url> --from N --to M   # backfill a range, then keep serving the API
+ *   npm start -- --rpc-url <url>               # any EVM JSON-RPC node, follow its head (a restart
+ *                                              # resumes after the last block ingested, docs/reorgs.md)
+ *   npm start -- --rpc-url <url> --from N --to M   # backfill a range (an interrupted one resumes), then keep serving the API
  *   npm start -- --rpc-url <url> --from N      # backfill from N and keep following the head
  *   npm start -- --rpc-url <url> --blocks 1,5,9   # ingest exactly these blocks
- * Flags: --no-stack (services already running), --no-api, --help.
+ * Flags: --no-stack (services already running), --no-api, --no-resume (a backfill re-reads its whole range), --help.
  * @module
  */
 
@@ -30,7 +31,7 @@ import { indexName } from "../pipeline/index/mappings.js";
 import { createRpcSource } from "../pipeline/ingest/rpc.js";
 import { createBus, skipExistingRecords } from "../pipeline/kafka/bus.js";
 import { rpcTokenMetadataSource } from "../pipeline/match/token-metadata.js";
-import { startPipeline } from "../pipeline/runtime.js";
+import { type Pipeline, startPipeline } from "../pipeline/runtime.js";
 import { startAnvil } from "./devchain/anvil.js";
 import { startTraffic, TOKEN_DECIMALS, TOKEN_SYMBOL } from "./devchain/traffic.js";
 
@@ -39,8 +40,11 @@ const STAGES = ["decode", "index", "match", "notify"] as const;
 
 const HELP = `chainsift — npm start [-- options]
   --rpc-url <url>   EVM JSON-RPC node (default: an embedded anvil chain with generated traffic)
-  --from <n>        first block (default: the current head; 0 on the embedded chain)
-  --to <n>          last block of a backfill (default: keep following the head)
+  --from <n>        first block (default: after the last block ingested, or the current head on a
+                    first start; 0 on the embedded chain)
+  --to <n>          last block of a backfill (default: keep following the head); a backfill
+                    interrupted earlier resumes where it stopped
+  --no-resume       with --from/--to: re-read the whole range even if an earlier run produced part of it
   --blocks <list>   comma-separated block numbers to ingest (then keep serving the API)
   --no-stack        do not run \`npm run stack -- up\` (services already running)
   --no-api          do not start the search API
@@ -66,6 +70,7 @@ async function main(): Promise<void> {
       blocks: { type: "string" },
       "no-stack": { type: "boolean", default: false },
       "no-api": { type: "boolean", default: false },
+      "no-resume": { type: "boolean", default: false },
       help: { type: "boolean", default: false },
     },
     strict: true,
@@ -147,7 +152,7 @@ async function main(): Promise<void> {
       );
     }
   }
-  const pipeline = await startPipeline({
+  const pipeline: Pipeline = await startPipeline({
     config,
     logger,
     decoder: createDecoder({ chainId, tokens }),
@@ -157,6 +162,8 @@ async function main(): Promise<void> {
     methodDecoding: { chainId, tokens },
   });
   stops.push(() => pipeline.stop());
+  // The embedded chain is new on every run: its follower position from an earlier run means nothing.
+  if (embedded) await (await pipeline.chainState()).reset();
   const { ingester, close } = await pipeline.createIngester(rpcUrl);
   stops.push(close);
 
@@ -190,7 +197,7 @@ chainsift is running.
     const stats = await ingester.ingestBlocks(blocks, controller.signal);
     logger.info(stats, "blocks ingested; the API keeps serving (Ctrl-C to stop)");
   } else if (from !== undefined && to !== undefined) {
-    const stats = await ingester.backfill(from, to, controller.signal);
+    const stats = await ingester.backfill(from, to, { signal: controller.signal, resume: !values["no-resume"] });
     logger.info(stats, "backfill done; the API keeps serving (Ctrl-C to stop)");
   } else {
     await ingester.follow({

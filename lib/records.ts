@@ -213,6 +213,33 @@ export interface CallRecord {
   timestamp: string | null;
 }
 
+/**
+ * One orphaned block, as ingest announces it on the `reorgs` topic when it finds that the node's
+ * canonical chain no longer contains a block it produced. Ingest publishes one record per orphaned
+ * height, before any record of the new branch; every record produced earlier whose `blockHash` is
+ * `orphanedHash` (block, transactions, logs, events, traces) is no longer part of the chain.
+ * Kafka key: `orphanedHash`. Not indexed (docs/reorgs.md explains the model).
+ */
+export interface ReorgRecord {
+  /** Height of the orphaned block. */
+  number: number;
+  /** Hash of the block that left the canonical chain. */
+  orphanedHash: string;
+  /**
+   * Hash of the node's canonical block at that height when the reorg was found (the new branch's
+   * block ingest produces next), or null when the node had no block at that height yet.
+   */
+  replacedBy: string | null;
+  /** Height of the last block both branches share (the common ancestor). */
+  ancestorNumber: number;
+  /** Hash of the common ancestor, or null when it lies below the follower's window (a reorg deeper than the window). */
+  ancestorHash: string | null;
+  /** Depth of the reorg: how many produced blocks it orphaned (the same in every record of one reorg). */
+  depth: number;
+  /** When ingest found the reorg, ISO 8601 UTC with milliseconds and `Z`. */
+  detectedAt: string;
+}
+
 /** The record kinds stored and searchable. `tx` is a transaction, `call` an internal call. */
 export type RecordKind = "block" | "tx" | "log" | "event" | "call";
 

@@ -7,11 +7,13 @@
 import { Client } from "@elastic/elasticsearch";
 import type { Config } from "../lib/config.js";
 import type { Logger } from "../lib/logger.js";
+import { type ConnectedRedis, connectRedisClient } from "../lib/redis.js";
 import { createDecoder, type Decoder } from "./decode/decoder.js";
 import { startDecodeStage } from "./decode/stage.js";
 import { ensureIndices, startIndexStage } from "./index/indexer.js";
 import { createIngester, type Ingester } from "./ingest/ingest.js";
 import { type ChainSource, createRpcSource } from "./ingest/rpc.js";
+import { type ChainState, createRedisChainState } from "./ingest/state.js";
 import { type Bus, createBus, createRecordProducer, type RecordProducer } from "./kafka/bus.js";
 import type { RunningConsumer } from "./kafka/consumer.js";
 import type { DecodeMethodOptions } from "./match/methods.js";
@@ -42,7 +44,12 @@ export interface Pipeline {
   bus: Bus;
   es: Client;
   consumers: RunningConsumer[];
-  /** Creates an ingester reading from a JSON-RPC URL (the caller drives it). */
+  /**
+   * Ingest's durable state of this chain in Redis (position, canonical map, sequence numbers;
+   * pipeline/ingest/state.ts), shared by the ingesters and the index stage's canonical check.
+   */
+  chainState(): Promise<ChainState>;
+  /** Creates an ingester reading from a JSON-RPC URL (the caller drives it), with the durable {@link Pipeline.chainState}. */
   createIngester(
     rpcUrl: string,
     opts?: { concurrency?: number; traces?: boolean },
@@ -59,12 +66,25 @@ export async function startPipeline(deps: PipelineDeps): Promise<Pipeline> {
   await ensureIndices(es, config.chain, config.elasticsearch.indexPrefix);
   const stages = deps.stages ?? ["decode", "index"];
   const consumers: RunningConsumer[] = [];
+  let redis: Promise<ConnectedRedis> | undefined;
+  const chainState = async (): Promise<ChainState> => {
+    redis ??= connectRedisClient(config.redisUrl, { logger, label: "ingest state" });
+    return createRedisChainState((await redis).client, config.redisKeyPrefix, config.chain);
+  };
   if (stages.includes("decode")) {
     consumers.push(await startDecodeStage({ bus, decoder: deps.decoder ?? createDecoder(), logger }));
   }
   if (stages.includes("index")) {
     consumers.push(
-      await startIndexStage({ bus, es, chain: config.chain, indexPrefix: config.elasticsearch.indexPrefix, logger, refresh: deps.refresh }),
+      await startIndexStage({
+        bus,
+        es,
+        chain: config.chain,
+        indexPrefix: config.elasticsearch.indexPrefix,
+        logger,
+        refresh: deps.refresh,
+        canonical: await chainState(),
+      }),
     );
   }
   if (stages.includes("match")) {
@@ -84,6 +104,7 @@ export async function startPipeline(deps: PipelineDeps): Promise<Pipeline> {
     bus,
     es,
     consumers,
+    chainState,
     async createIngester(rpcUrl, opts) {
       const source = createRpcSource({ rpcUrl });
       const producer = await createRecordProducer(bus);
@@ -94,6 +115,7 @@ export async function startPipeline(deps: PipelineDeps): Promise<Pipeline> {
         logger,
         concurrency: opts?.concurrency ?? config.ingest.concurrency,
         traces: opts?.traces ?? config.ingest.traces,
+        state: await chainState(),
       });
       return {
         ingester,
@@ -107,6 +129,7 @@ export async function startPipeline(deps: PipelineDeps): Promise<Pipeline> {
     async stop() {
       await Promise.allSettled(consumers.map((c) => c.stop()));
       await Promise.allSettled(producers.map((p) => p.disconnect()));
+      if (redis) await (await redis.catch(() => undefined))?.close();
       if (ownEs) await es.close();
     },
   };

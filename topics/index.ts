@@ -1,6 +1,11 @@
 /**
  * The single source of every Kafka topic: name, key, partitions, config and Avro schema.
  * Names carry technology/blockchain/network: `ethereum.ethereum.mainnet.blocks`.
+ *
+ * Every message ingest produces (and every event decode derives from a log) carries the Kafka
+ * header {@link SEQ_HEADER}: the ingest sequence number, a decimal integer that grows with every
+ * block bundle and every reorg announcement ingest produces, across restarts. It orders facts about
+ * the same block height or `_id` across topics and partitions (docs/reorgs.md).
  * @module
  */
 import type { ChainId } from "../lib/config.js";
@@ -12,17 +17,18 @@ import {
   deadLetterSchema,
   eventSchema,
   logSchema,
+  reorgSchema,
   traceSchema,
   transactionSchema,
 } from "./schemas.js";
 
 /** Logical topic of a chain. */
-export type TopicKind = "blocks" | "transactions" | "logs" | "traces" | "events" | "alerts" | "dead-letter";
+export type TopicKind = "blocks" | "transactions" | "logs" | "traces" | "events" | "reorgs" | "alerts" | "dead-letter";
 
 /** Definition of one topic. */
 export interface TopicSpec {
   kind: TopicKind;
-  /** Record kind carried (indexed into Elasticsearch), or null for the alerts and dead-letter topics. */
+  /** Record kind carried (indexed into Elasticsearch), or null for the reorgs, alerts and dead-letter topics. */
   recordKind: RecordKind | null;
   /** What the message key holds (keys make replays idempotent). */
   key: string;
@@ -64,6 +70,15 @@ export const TOPICS: Record<TopicKind, TopicSpec> = {
     config: retention,
     schema: eventSchema,
   },
+  reorgs: {
+    kind: "reorgs",
+    recordKind: null,
+    key: "orphaned block hash",
+    // One partition: the reorgs of a chain stay in the order ingest found them.
+    partitions: 1,
+    config: retention,
+    schema: reorgSchema,
+  },
   alerts: {
     kind: "alerts",
     recordKind: null,
@@ -100,3 +115,11 @@ export function topicName(chain: ChainId, kind: TopicKind, prefix = ""): string 
 export function subjectOf(topic: string): string {
   return `${topic}-value`;
 }
+
+/**
+ * Kafka header carrying the ingest sequence number of a message (decimal ASCII). All records of
+ * one block share it; a `reorgs` record has a larger one than every record of the block it
+ * orphans, and the new branch's records larger ones still. The index stage uses it as the
+ * Elasticsearch external version of each document.
+ */
+export const SEQ_HEADER = "chainsift-seq";

@@ -226,3 +226,19 @@ export const traceSchema: AvroSchema = {
     { name: "frameJson", type: "string" },
   ],
 };
+
+/** Schema of topic `<chain>.reorgs`: one orphaned block (see `ReorgRecord` in lib/records.ts). */
+export const reorgSchema: AvroSchema = {
+  type: "record",
+  name: "Reorg",
+  namespace: NS,
+  fields: [
+    { name: "number", type: "long" },
+    { name: "orphanedHash", type: "string" },
+    { name: "replacedBy", ...optString },
+    { name: "ancestorNumber", type: "long" },
+    { name: "ancestorHash", ...optString },
+    { name: "depth", type: "int" },
+    { name: "detectedAt", type: "string" },
+  ],
+};

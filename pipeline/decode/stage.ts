@@ -6,7 +6,7 @@
 import type { Logger } from "../../lib/logger.js";
 import { eventId, type LogRecord } from "../../lib/records.js";
 import { NonRetryableError } from "../errors.js";
-import { type Bus, createRecordProducer, type OutgoingRecord } from "../kafka/bus.js";
+import { type Bus, createRecordProducer, messageSeq, type OutgoingRecord, seqHeaders } from "../kafka/bus.js";
 import { type HandlerFailure, type InputRecord, type RunningConsumer, runConsumer } from "../kafka/consumer.js";
 import type { Decoder } from "./decoder.js";
 
@@ -17,7 +17,10 @@ export function decodeBatch(decoder: Decoder, inputs: InputRecord[]): { out: Out
   for (const input of inputs) {
     try {
       const ev = decoder.decode(input.record as LogRecord);
-      if (ev) out.push({ kind: "events", key: eventId(ev), record: ev });
+      // The event carries its log's ingest sequence number: it belongs to the same block bundle.
+      const headers = seqHeaders(messageSeq(input.message));
+      if (ev)
+        out.push(headers ? { kind: "events", key: eventId(ev), record: ev, headers } : { kind: "events", key: eventId(ev), record: ev });
     } catch (err) {
       failures.push({
         input,

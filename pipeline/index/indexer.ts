@@ -5,15 +5,40 @@
  * Items rejected with 429 are retried by the client's bulk helper and then, if still rejected,
  * the batch is retried as a whole; items rejected for any other reason (e.g. a mapping error)
  * are dead-lettered.
+ *
+ * The index equals the canonical chain (docs/reorgs.md). Three mechanisms, none of which needs
+ * `_delete_by_query` (the reindex module, absent from the integ-test-zip distribution the stack
+ * runs; a full distribution has it, but the design below does not depend on it and is race-free
+ * where delete-by-query is not: delete-by-query deletes whatever matches at its snapshot, including
+ * a transaction the new branch re-wrote under the same `_id` a moment earlier):
+ * 1. **External versions.** Every document is written with `version` = the ingest sequence number
+ *    of its message (`chainsift-seq` header) and `version_type: external_gte`
+ *    (https://www.elastic.co/guide/en/elasticsearch/reference/8.19/docs-index_.html#index-versioning).
+ *    The new branch's records have larger numbers than the `reorgs` record, which has larger ones
+ *    than the orphaned block's records. So a write of an older record never replaces a newer one
+ *    (answered 409, counted as superseded, not an error), and a transaction that moved to the new
+ *    branch keeps exactly one document whatever the order in which partitions are consumed.
+ * 2. **Removal on a `reorgs` record.** Refresh, find every document whose block hash is the
+ *    orphaned one (scroll over `blockHash`, `hash` for blocks), delete each with the reorg's
+ *    sequence number as external version: ES deletes it only when the stored version is older, so
+ *    a document the new branch already wrote under the same `_id` (same transaction) is never
+ *    deleted, and the delete's tombstone (kept `index.gc_deletes`, 60 s) refuses a late orphaned write.
+ * 3. **Canonical check around each bulk.** Before a bulk, records whose height ingest's canonical
+ *    map (Redis, pipeline/ingest/state.ts) holds another hash for are skipped; after it, the map is
+ *    read again and records orphaned meanwhile are deleted (version = their own sequence + 1).
+ *    Ingest changes the map before it produces the `reorgs` record, so a record written after the
+ *    removal's search (a lagging partition) is caught by this second read, and one written before
+ *    it by the search: no interleaving leaves an orphaned document behind.
  * @module
  */
 import type { Client } from "@elastic/elasticsearch";
 import type { ChainId } from "../../lib/config.js";
 import type { Logger } from "../../lib/logger.js";
-import { callId, type RecordKind, recordId, type TraceRecord } from "../../lib/records.js";
+import { callId, type RecordKind, type ReorgRecord, recordId, type TraceRecord } from "../../lib/records.js";
 import { TOPICS, type TopicKind } from "../../topics/index.js";
 import { NonRetryableError, RetryableError } from "../errors.js";
-import type { Bus } from "../kafka/bus.js";
+import type { CanonicalReader } from "../ingest/state.js";
+import { type Bus, messageSeq } from "../kafka/bus.js";
 import { type HandlerFailure, type InputRecord, type RunningConsumer, runConsumer } from "../kafka/consumer.js";
 import { callRecords } from "./calls.js";
 import { INDEX_SETTINGS, indexName, MAPPINGS } from "./mappings.js";
@@ -25,6 +50,22 @@ export interface IndexDoc {
   doc: Record<string, unknown>;
   /** The Kafka record it came from (for dead-lettering). */
   input: InputRecord;
+  /** Height of the block the document belongs to. */
+  height: number;
+  /** Hash of that block (the document's own hash for a block). */
+  blockHash: string;
+  /** The message's ingest sequence number (external version), or undefined when it carries none. */
+  version: number | undefined;
+}
+
+/**
+ * Height and block hash of a record of any kind (NaN / "" when the record lacks them: such a
+ * record is left to Elasticsearch's mapping, which refuses it, and never counts as orphaned).
+ */
+function blockOf(kind: RecordKind, doc: Record<string, unknown>): { height: number; blockHash: string } {
+  const n = (kind === "block" ? doc.number : doc.blockNumber) as { num?: unknown } | undefined;
+  const hash = kind === "block" ? doc.hash : doc.blockHash;
+  return { height: typeof n?.num === "number" ? n.num : Number.NaN, blockHash: typeof hash === "string" ? hash : "" };
 }
 
 /**
@@ -38,8 +79,10 @@ export function toIndexDocs(inputs: InputRecord[], chain: ChainId, indexPrefix: 
     if (input.topicKind === "traces") {
       // One trace record (a transaction's call tree) becomes one `call` document per frame.
       try {
+        const version = messageSeq(input.message);
         for (const call of callRecords(input.record as TraceRecord)) {
-          docs.push({ index: indexName(chain, "call", indexPrefix), id: callId(call), doc: call as never, input });
+          const at = { height: call.blockNumber.num, blockHash: call.blockHash };
+          docs.push({ index: indexName(chain, "call", indexPrefix), id: callId(call), doc: call as never, input, ...at, version });
         }
       } catch (err) {
         failures.push({
@@ -52,7 +95,14 @@ export function toIndexDocs(inputs: InputRecord[], chain: ChainId, indexPrefix: 
     const kind = TOPICS[input.topicKind]?.recordKind as RecordKind | null | undefined;
     if (!kind) continue;
     const doc = input.record as Record<string, unknown>;
-    docs.push({ index: indexName(chain, kind, indexPrefix), id: recordId(kind, doc as never), doc, input });
+    docs.push({
+      index: indexName(chain, kind, indexPrefix),
+      id: recordId(kind, doc as never),
+      doc,
+      input,
+      ...blockOf(kind, doc),
+      version: messageSeq(input.message),
+    });
   }
   return docs;
 }
@@ -86,41 +136,205 @@ export interface IndexerDeps {
   retries?: number;
   /** Refresh the touched indices after each batch (tests; default false, ES refreshes every second). */
   refresh?: boolean;
+  /**
+   * Ingest's canonical map (pipeline/ingest/state.ts) for the canonical check around each bulk.
+   * Default none: no check (records of orphaned blocks are then removed by `reorgs` records alone,
+   * which misses a record indexed after its reorg was handled).
+   */
+  canonical?: CanonicalReader;
 }
 
-/** The index stage's pure-ish handler (needs only an ES client). */
-export interface Indexer {
-  /** Indexes a batch; returns the records ES refused for their content. @throws {RetryableError} when ES is unavailable or keeps answering 429. */
-  indexBatch(inputs: InputRecord[]): Promise<HandlerFailure[]>;
+/** What {@link Indexer.indexBatch} did, beyond the failures it returns. */
+export interface IndexCounts {
+  /** Documents written. */
+  written: number;
+  /** Documents ES kept a newer version of (409 on an external version). */
+  superseded: number;
+  /** Records skipped because ingest's canonical map holds another block at their height. */
+  skippedOrphaned: number;
+  /** Documents deleted because they belong to an orphaned block (reorgs records and the check after a bulk). */
+  deletedOrphaned: number;
 }
+
+/** The index stage's pure-ish handler (needs only an ES client, and Redis for the canonical check). */
+export interface Indexer {
+  /**
+   * Indexes a batch of records of one topic, or removes the documents of the orphaned blocks of a
+   * batch of `reorgs` records; returns the records ES refused for their content.
+   * @throws {RetryableError} when ES or Redis is unavailable or ES keeps answering 429.
+   */
+  indexBatch(inputs: InputRecord[]): Promise<HandlerFailure[]>;
+  /** Running totals since the indexer was created. */
+  counts(): IndexCounts;
+}
+
+/** Every index of the chain, one per record kind. */
+function allIndices(chain: ChainId, indexPrefix: string): Array<{ kind: RecordKind; index: string }> {
+  return (Object.keys(MAPPINGS) as RecordKind[]).map((kind) => ({ kind, index: indexName(chain, kind, indexPrefix) }));
+}
+
+/** Status of a bulk item that failed only because ES holds a newer version (or nothing to delete). */
+const isBenign = (status: number | undefined, op: "index" | "delete") => status === 409 || (op === "delete" && status === 404);
 
 /** Creates the index handler. */
 export function createIndexer(deps: IndexerDeps): Indexer {
+  const { es } = deps;
+  const counts: IndexCounts = { written: 0, superseded: 0, skippedOrphaned: 0, deletedOrphaned: 0 };
+  const indices = allIndices(deps.chain, deps.indexPrefix);
+  const retryable = (what: string) => (err: unknown) => {
+    throw new RetryableError(`${what}: ${(err as Error).message}`, { cause: err });
+  };
+
+  /** Docs whose height the canonical map assigns to another block (`""`: no block there any more). */
+  async function orphanedAmong(docs: readonly IndexDoc[]): Promise<Set<IndexDoc>> {
+    const out = new Set<IndexDoc>();
+    if (!deps.canonical || docs.length === 0) return out;
+    const known = docs.filter((d) => Number.isSafeInteger(d.height) && d.blockHash !== "");
+    if (known.length === 0) return out;
+    const canon = await deps.canonical.hashesAt(known.map((d) => d.height)).catch(retryable("canonical map unavailable"));
+    for (const d of known) {
+      const c = canon.get(d.height);
+      if (c !== undefined && c !== d.blockHash) out.add(d);
+    }
+    return out;
+  }
+
+  /**
+   * Deletes documents, each only when ES holds a version older than `version` (none: unconditionally).
+   * @returns how many were deleted.
+   */
+  async function deleteVersioned(items: ReadonlyArray<{ index: string; id: string; version: number | undefined }>): Promise<number> {
+    let deleted = 0;
+    for (let i = 0; i < items.length; i += 1000) {
+      const chunk = items.slice(i, i + 1000);
+      const res = await es
+        .bulk({
+          operations: chunk.map((d) => ({
+            delete:
+              d.version === undefined
+                ? { _index: d.index, _id: d.id }
+                : { _index: d.index, _id: d.id, version: d.version, version_type: "external" as const },
+          })),
+          refresh: deps.refresh ?? false,
+        })
+        .catch(retryable("bulk delete failed"));
+      for (const item of res.items) {
+        const r = item.delete;
+        if (r?.result === "deleted") deleted++;
+        else if (r?.error && !isBenign(r.status, "delete"))
+          throw new RetryableError(`delete of ${r._id} failed: ${JSON.stringify(r.error)}`);
+      }
+    }
+    return deleted;
+  }
+
+  /** Removes every document of the orphaned blocks of a batch of reorgs records. */
+  async function removeOrphaned(inputs: InputRecord[], failures: HandlerFailure[]): Promise<void> {
+    /** Orphaned hash → the reorg's sequence number (the version that deletes what is older). */
+    const orphaned = new Map<string, number | undefined>();
+    for (const input of inputs) {
+      const r = input.record as ReorgRecord;
+      if (typeof r?.orphanedHash !== "string") {
+        failures.push({ input, error: new NonRetryableError("CS_MALFORMED_RECORD", "reorg record without orphanedHash") });
+        continue;
+      }
+      const seq = messageSeq(input.message);
+      const prev = orphaned.get(r.orphanedHash);
+      orphaned.set(r.orphanedHash, prev === undefined || seq === undefined ? (seq ?? prev) : Math.max(prev, seq));
+    }
+    if (orphaned.size === 0) return;
+    // Everything written before this point becomes visible to the search below.
+    await es.indices
+      .refresh({ index: indices.map((i) => i.index), ignore_unavailable: true, allow_no_indices: true })
+      .catch(retryable("refresh failed"));
+    const hashes = [...orphaned.keys()];
+    const victims: Array<{ index: string; id: string; version: number | undefined }> = [];
+    for (const { kind, index } of indices) {
+      const field = kind === "block" ? "hash" : "blockHash";
+      try {
+        for await (const page of es.helpers.scrollSearch<Record<string, string>>({
+          index,
+          size: 1000,
+          scroll: "30s",
+          _source: [field],
+          query: { terms: { [field]: hashes } },
+          ignore_unavailable: true,
+        })) {
+          for (const hit of page.body.hits.hits) {
+            const hash = hit._source?.[field];
+            if (hash !== undefined) victims.push({ index: hit._index, id: hit._id as string, version: orphaned.get(hash) });
+          }
+        }
+      } catch (err) {
+        throw new RetryableError(`search for orphaned ${kind} documents failed: ${(err as Error).message}`, { cause: err });
+      }
+    }
+    const deleted = await deleteVersioned(victims);
+    counts.deletedOrphaned += deleted;
+    deps.logger.info({ stage: "index", blocks: hashes.length, found: victims.length, deleted }, "removed the records of orphaned blocks");
+  }
+
   return {
+    counts: () => ({ ...counts }),
     async indexBatch(inputs) {
       const failures: HandlerFailure[] = [];
-      const docs = toIndexDocs(inputs, deps.chain, deps.indexPrefix, failures);
+      if (inputs[0]?.topicKind === "reorgs") {
+        await removeOrphaned(inputs, failures);
+        return failures;
+      }
+      const all = toIndexDocs(inputs, deps.chain, deps.indexPrefix, failures);
+      const stale = await orphanedAmong(all);
+      counts.skippedOrphaned += stale.size;
+      const docs = stale.size === 0 ? all : all.filter((d) => !stale.has(d));
       if (docs.length === 0) return failures;
       let throttled = 0;
+      const written: IndexDoc[] = [];
+      // The helper hands back deserialized bodies, not our IndexDocs: find them by index, _id and version.
+      const byKey = new Map<string, IndexDoc>();
+      const keyOf = (index: string | undefined, id: string | undefined | null, version: number | undefined) =>
+        `${index}|${id}|${version ?? ""}`;
+      for (const d of docs) byKey.set(keyOf(d.index, d.id, d.version), d);
+      const find = (op: { _index?: string; _id?: string | null; version?: number; _version?: number } | undefined, external: boolean) =>
+        op
+          ? (byKey.get(keyOf(op._index, op._id, external ? (op.version ?? op._version) : undefined)) ??
+            byKey.get(keyOf(op._index, op._id, undefined)))
+          : undefined;
       try {
-        await deps.es.helpers.bulk<IndexDoc>({
+        await es.helpers.bulk<IndexDoc>({
           datasource: docs,
-          onDocument: (d) => [{ index: { _index: d.index, _id: d.id } }, d.doc] as never,
+          onDocument: (d) =>
+            [
+              {
+                index:
+                  d.version === undefined
+                    ? { _index: d.index, _id: d.id }
+                    : { _index: d.index, _id: d.id, version: d.version, version_type: "external_gte" },
+              },
+              d.doc,
+            ] as never,
           flushBytes: deps.flushBytes ?? 5 * 1024 * 1024,
           retries: deps.retries ?? 5,
           wait: 300,
           refreshOnCompletion: deps.refresh ?? false,
+          onSuccess: ({ result }) => {
+            const d = find(result.index, true);
+            if (d) written.push(d);
+          },
           onDrop: (dropped) => {
             if (dropped.status === 429) {
               throttled++;
               return;
             }
+            if (isBenign(dropped.status, "index")) {
+              counts.superseded++;
+              return;
+            }
+            const op = (dropped.operation as { index?: { _index?: string; _id?: string; version?: number } }).index;
+            const d = find(op, true);
+            if (!d) throw new Error(`bulk item ${op?._id} refused and not found in the batch: ${JSON.stringify(dropped.error)}`);
             failures.push({
-              input: dropped.document.input,
-              error: new NonRetryableError(
-                "CS_ES_REJECTED",
-                `Elasticsearch refused ${dropped.document.id}: ${JSON.stringify(dropped.error)}`,
-              ),
+              input: d.input,
+              error: new NonRetryableError("CS_ES_REJECTED", `Elasticsearch refused ${d.id}: ${JSON.stringify(dropped.error)}`),
             });
           },
         });
@@ -128,6 +342,17 @@ export function createIndexer(deps: IndexerDeps): Indexer {
         throw new RetryableError(`bulk request failed: ${(err as Error).message}`, { cause: err });
       }
       if (throttled > 0) throw new RetryableError(`${throttled} documents still rejected with 429 after retries`);
+      counts.written += written.length;
+      // Orphaned while the bulk ran (ingest announced a reorg meanwhile): delete what was just written,
+      // unless a newer version (the new branch) replaced it already.
+      const late = await orphanedAmong(written);
+      if (late.size > 0) {
+        const deleted = await deleteVersioned(
+          [...late].map((d) => ({ index: d.index, id: d.id, version: d.version === undefined ? undefined : d.version + 1 })),
+        );
+        counts.deletedOrphaned += deleted;
+        deps.logger.info({ stage: "index", deleted, found: late.size }, "deleted records orphaned while they were indexed");
+      }
       return failures;
     },
   };
@@ -136,7 +361,7 @@ export function createIndexer(deps: IndexerDeps): Indexer {
 /** Dependencies of {@link startIndexStage}. */
 export interface IndexStageDeps extends IndexerDeps {
   bus: Bus;
-  /** Topics to sink. Default blocks, transactions, logs, events, traces (as `call` documents). */
+  /** Topics to sink. Default blocks, transactions, logs, events, traces (as `call` documents) and reorgs (removals). */
   topics?: TopicKind[];
 }
 
@@ -148,7 +373,7 @@ export async function startIndexStage(deps: IndexStageDeps): Promise<RunningCons
     bus: deps.bus,
     logger: deps.logger,
     stage: "index",
-    topics: deps.topics ?? ["blocks", "transactions", "logs", "events", "traces"],
+    topics: deps.topics ?? ["blocks", "transactions", "logs", "events", "traces", "reorgs"],
     handler: (inputs) => indexer.indexBatch(inputs),
   });
 }

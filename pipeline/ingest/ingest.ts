@@ -2,23 +2,75 @@
  * The ingest stage: reads blocks and receipts from a {@link ChainSource} and writes block,
  * transaction and log records to Kafka, one idempotent batch per block (keys: block hash,
  * transaction hash, `<txhash>_l_<logIndex>`), so a replayed range overwrites instead of duplicating.
+ *
+ * Canonical chain (docs/reorgs.md): every message carries the ingest sequence number
+ * (`chainsift-seq` header, topics/index.ts) of its block bundle. When the follower finds that the
+ * node no longer has a block it produced, it walks back to the common ancestor
+ * ({@link findForkPoint}), records the new canonical hashes in its durable state, publishes one
+ * `reorgs` record per orphaned block and only then produces the new branch. Its position (tip and
+ * the window of produced hashes) lives in a {@link ChainState} (Redis in every process), so a
+ * restart resumes after the last produced block and still finds a reorg that happened while it was
+ * down. Backfills record their progress there too and resume when run again.
  * @module
  */
+import { Counter, Registry } from "prom-client";
 import type { Logger } from "../../lib/logger.js";
-import { logId } from "../../lib/records.js";
+import { logId, type ReorgRecord } from "../../lib/records.js";
 import { isRetryable } from "../errors.js";
-import type { OutgoingRecord, RecordProducer } from "../kafka/bus.js";
+import { type OutgoingRecord, type RecordProducer, seqHeaders } from "../kafka/bus.js";
 import type { ChainSource } from "./rpc.js";
+import { type BlockRef, type ChainState, createMemoryChainState } from "./state.js";
 import { type BlockBundle, MalformedRpcDataError, type RawRpcObject, toBlockBundle } from "./transform.js";
 
-/** The records of one block as Kafka messages (pure). */
-export function bundleToMessages(bundle: BlockBundle): OutgoingRecord[] {
+/**
+ * The records of one block as Kafka messages (pure); with `seq`, every message carries it in the
+ * `chainsift-seq` header.
+ */
+export function bundleToMessages(bundle: BlockBundle, seq?: number): OutgoingRecord[] {
+  const headers = seqHeaders(seq);
+  const msg = (m: OutgoingRecord): OutgoingRecord => (headers ? { ...m, headers } : m);
   return [
-    { kind: "blocks", key: bundle.block.hash, record: bundle.block },
-    ...bundle.transactions.map((t): OutgoingRecord => ({ kind: "transactions", key: t.hash, record: t })),
-    ...bundle.logs.map((l): OutgoingRecord => ({ kind: "logs", key: logId(l), record: l })),
-    ...bundle.traces.map((t): OutgoingRecord => ({ kind: "traces", key: `${t.transactionHash}_t`, record: t })),
+    msg({ kind: "blocks", key: bundle.block.hash, record: bundle.block }),
+    ...bundle.transactions.map((t) => msg({ kind: "transactions", key: t.hash, record: t })),
+    ...bundle.logs.map((l) => msg({ kind: "logs", key: logId(l), record: l })),
+    ...bundle.traces.map((t) => msg({ kind: "traces", key: `${t.transactionHash}_t`, record: t })),
   ];
+}
+
+/** Where a reorg forks off the blocks the follower produced (see {@link findForkPoint}). */
+export interface ForkPoint {
+  /** Height of the common ancestor: the highest height whose produced hash the node still has. */
+  ancestor: number;
+  /** The orphaned heights (ancestor+1 … the height the search started at) with the node's hash there now (null: none). */
+  orphaned: Array<{ number: number; hash: string; replacedBy: string | null }>;
+  /** True when the walk ran out of the window before finding a shared block: the real fork point is lower. */
+  beyondWindow: boolean;
+}
+
+/**
+ * Walks back from height `from` while the node's block differs from the produced one and returns
+ * the common ancestor and the orphaned blocks (pure apart from the `nodeHash` calls). Heights are
+ * asked one at a time, newest first, so a reorg of depth d costs d + 1 calls.
+ * @param produced height → hash of the blocks produced (the window).
+ * @param nodeHash the node's canonical hash at a height, or null when it has no block there.
+ */
+export async function findForkPoint(
+  produced: ReadonlyMap<number, string>,
+  from: number,
+  nodeHash: (n: number) => Promise<string | null>,
+): Promise<ForkPoint> {
+  const orphaned: ForkPoint["orphaned"] = [];
+  let k = from;
+  for (;;) {
+    const mine = produced.get(k);
+    if (mine === undefined) break;
+    const theirs = await nodeHash(k);
+    if (theirs === mine) break;
+    orphaned.push({ number: k, hash: mine, replacedBy: theirs });
+    k--;
+  }
+  orphaned.reverse();
+  return { ancestor: k, orphaned, beyondWindow: !produced.has(k) && orphaned.length > 0 };
 }
 
 /** Counts of what was ingested. */
@@ -32,6 +84,12 @@ export interface IngestStats {
   deadLettered: number;
   /** Chain reorganisations detected while following the head (each re-ingests the new branch). */
   reorgs: number;
+  /** Blocks announced as orphaned on the `reorgs` topic. */
+  orphaned: number;
+  /** Reorgs deeper than the window of produced hashes (logged as errors; the window is re-ingested). */
+  deepReorgs: number;
+  /** Blocks a backfill skipped because an earlier run of the same range produced them already. */
+  resumedPast: number;
   /** Blocks produced without call traces because the node failed to trace them. */
   tracesMissing: number;
 }
@@ -54,11 +112,24 @@ export interface IngesterDeps {
   retryInitialMs?: number;
   /** Give up a block after this many transient failures (the error is thrown). Default: never give up (Infinity). */
   maxAttempts?: number;
+  /**
+   * Durable position, canonical map and sequence numbers (pipeline/ingest/state.ts). Default: in
+   * memory (nothing survives the process; tests and one-off tools only).
+   */
+  state?: ChainState;
+  /**
+   * Registry for `chainsift_ingest_reorgs_total{depth="window"|"beyond_window"}` and
+   * `chainsift_ingest_orphaned_blocks_total`. Default: a private registry (not exported).
+   */
+  registry?: Registry;
 }
 
 /** Options of a follow-the-head run. */
 export interface FollowOptions {
-  /** First block to ingest; default the current head. */
+  /**
+   * First block to ingest. Default: the block after the durable tip (a restart resumes where the
+   * last run stopped, after checking it for a reorg); the node's current head when there is none.
+   */
   from?: number;
   /** Head polling interval. Default 1000 ms. */
   pollIntervalMs?: number;
@@ -66,8 +137,23 @@ export interface FollowOptions {
   signal?: AbortSignal;
   /** Called after every block (tests and the CLI use it for progress). */
   onBlock?: (bundle: BlockBundle) => void;
-  /** How many recent blocks are remembered to detect and unwind reorgs. Default 128. */
+  /**
+   * How many recent produced blocks are remembered to detect and unwind reorgs. Blocks above the
+   * node's `finalized` block are always kept as well, however many. Default 128.
+   */
   reorgWindow?: number;
+  /** Ask the node for its `finalized` block every this many polls (0: never). Default 30. */
+  finalizedEveryPolls?: number;
+}
+
+/** Options of a backfill. */
+export interface BackfillOptions {
+  signal?: AbortSignal;
+  /**
+   * Resume after the last block an earlier run of the same `from..to` produced (its progress is in
+   * the {@link ChainState}). Default true; false re-reads the whole range.
+   */
+  resume?: boolean;
 }
 
 /** The ingest stage. */
@@ -76,9 +162,15 @@ export interface Ingester {
   ingestBlock(number: number): Promise<BlockBundle | null>;
   /** Ingests the given block numbers (a backfill), `concurrency` fetches at a time, produced in order. */
   ingestBlocks(numbers: number[], signal?: AbortSignal): Promise<IngestStats>;
-  /** Ingests `from..to` inclusive. */
-  backfill(from: number, to: number, signal?: AbortSignal): Promise<IngestStats>;
-  /** Follows the head until the signal aborts; on a reorg it walks back to the common ancestor and re-ingests the new branch. */
+  /**
+   * Ingests `from..to` inclusive, resuming after what an earlier run of the same range produced.
+   * @throws {RangeError} for an invalid range.
+   */
+  backfill(from: number, to: number, opts?: AbortSignal | BackfillOptions): Promise<IngestStats>;
+  /**
+   * Follows the head until the signal aborts; on a reorg it announces the orphaned blocks, walks
+   * back to the common ancestor and re-ingests the new branch.
+   */
   follow(opts?: FollowOptions): Promise<IngestStats>;
 }
 
@@ -96,12 +188,40 @@ const sleep = (ms: number, signal?: AbortSignal) =>
     );
   });
 
+/** The ingest stage's metrics (found in the registry when already registered there). */
+function ingestMetrics(registry: Registry) {
+  const find = <T>(name: string, make: () => T): T => (registry.getSingleMetric(name) as T | undefined) ?? make();
+  return {
+    reorgs: find(
+      "chainsift_ingest_reorgs_total",
+      () =>
+        new Counter({
+          name: "chainsift_ingest_reorgs_total",
+          help: "Chain reorganisations the follower found; depth=beyond_window when deeper than its window of produced hashes",
+          labelNames: ["depth"] as const,
+          registers: [registry],
+        }),
+    ),
+    orphaned: find(
+      "chainsift_ingest_orphaned_blocks_total",
+      () =>
+        new Counter({
+          name: "chainsift_ingest_orphaned_blocks_total",
+          help: "Produced blocks announced as orphaned on the reorgs topic",
+          registers: [registry],
+        }),
+    ),
+  };
+}
+
 /** Creates the ingest stage. */
 export function createIngester(deps: IngesterDeps): Ingester {
   const { source, producer } = deps;
   const log = deps.logger.child({ stage: "ingest" });
   const concurrency = deps.concurrency ?? 4;
   const maxAttempts = deps.maxAttempts ?? Number.POSITIVE_INFINITY;
+  const state = deps.state ?? createMemoryChainState();
+  const metrics = ingestMetrics(deps.registry ?? new Registry());
 
   async function withRetry<T>(what: string, fn: () => Promise<T>, signal?: AbortSignal): Promise<T> {
     let delay = deps.retryInitialMs ?? 500;
@@ -176,20 +296,28 @@ export function createIngester(deps: IngesterDeps): Ingester {
     stats.deadLettered++;
   }
 
-  /** Produces the records of several fetched blocks, in block order, in as few requests as fit. */
-  async function produceChunk(fetched: Fetched[], stats: IngestStats, signal?: AbortSignal): Promise<void> {
+  /**
+   * Produces the records of several fetched blocks, in block order, in as few requests as fit,
+   * each block's messages with its own sequence number. With `expect`, the blocks are first
+   * recorded as canonical in the state (the follower does; backfills do not).
+   */
+  async function produceChunk(fetched: Fetched[], stats: IngestStats, signal?: AbortSignal, expect = false): Promise<void> {
     const messages: OutgoingRecord[] = [];
     const produced: BlockBundle[] = [];
     for (const f of fetched) {
       if (f.tracesMissing) stats.tracesMissing++;
       if (f.error) await deadLetterBlock(f, stats, signal);
       else if (!f.bundle) stats.missing++;
-      else {
-        messages.push(...bundleToMessages(f.bundle));
-        produced.push(f.bundle);
-      }
+      else produced.push(f.bundle);
     }
-    if (messages.length > 0) await withRetry(`produce ${produced.length} blocks`, () => producer.send(messages), signal);
+    if (produced.length > 0) {
+      const refs = produced.map((b) => ({ number: b.block.number.num, hash: b.block.hash }));
+      // canon first: the index stage treats a record as orphaned only once canon says so (state.ts).
+      if (expect) await withRetry("record canonical hashes", () => state.expect(refs), signal);
+      const first = await withRetry("reserve sequence numbers", () => state.reserveSeq(produced.length), signal);
+      for (const [i, b] of produced.entries()) messages.push(...bundleToMessages(b, first + i));
+      await withRetry(`produce ${produced.length} blocks`, () => producer.send(messages), signal);
+    }
     for (const bundle of produced) {
       stats.blocks++;
       stats.transactions += bundle.transactions.length;
@@ -197,61 +325,135 @@ export function createIngester(deps: IngesterDeps): Ingester {
     }
   }
 
-  const produce = (f: Fetched, stats: IngestStats, signal?: AbortSignal) => produceChunk([f], stats, signal);
+  const emptyStats = (): IngestStats => ({
+    blocks: 0,
+    transactions: 0,
+    logs: 0,
+    missing: 0,
+    deadLettered: 0,
+    reorgs: 0,
+    orphaned: 0,
+    deepReorgs: 0,
+    resumedPast: 0,
+    tracesMissing: 0,
+  });
 
-  const emptyStats = (): IngestStats => ({ blocks: 0, transactions: 0, logs: 0, missing: 0, deadLettered: 0, reorgs: 0, tracesMissing: 0 });
+  /**
+   * Announces a reorg: canon first (state.announce), then one `reorgs` record per orphaned block,
+   * all with one new sequence number, larger than every record of the orphaned blocks.
+   */
+  async function announceReorg(fork: ForkPoint, ancestorHash: string | null, signal?: AbortSignal): Promise<void> {
+    const detectedAt = new Date().toISOString();
+    await withRetry("record the reorg", () => state.announce(fork.orphaned), signal);
+    const seq = await withRetry("reserve a sequence number", () => state.reserveSeq(1), signal);
+    const headers = seqHeaders(seq);
+    const records = fork.orphaned.map(
+      (o): OutgoingRecord => ({
+        kind: "reorgs",
+        key: o.hash,
+        headers,
+        record: {
+          number: o.number,
+          orphanedHash: o.hash,
+          replacedBy: o.replacedBy,
+          ancestorNumber: fork.ancestor,
+          ancestorHash,
+          depth: fork.orphaned.length,
+          detectedAt,
+        } satisfies ReorgRecord,
+      }),
+    );
+    await withRetry(`announce ${records.length} orphaned blocks`, () => producer.send(records), signal);
+  }
 
   const ingester: Ingester = {
     async ingestBlock(number) {
       const stats = emptyStats();
       const f = await fetchOne(number);
-      await produce(f, stats);
+      await produceChunk([f], stats);
       return f.bundle;
     },
     async ingestBlocks(numbers, signal) {
-      const stats = emptyStats();
-      const fetchChunk = (i: number) => Promise.all(numbers.slice(i, i + concurrency).map((n) => fetchOne(n, signal)));
-      // The next chunk is fetched while the current one is produced (one request per chunk).
-      let next: Promise<Fetched[]> | undefined = numbers.length > 0 ? fetchChunk(0) : undefined;
-      for (let i = 0; next && !signal?.aborted; i += concurrency) {
-        const fetched = await next;
-        next = i + concurrency < numbers.length ? fetchChunk(i + concurrency) : undefined;
-        next?.catch(() => {}); // surfaced when awaited
-        await produceChunk(fetched, stats, signal);
-      }
-      log.info(stats, "backfill done");
-      return stats;
+      return ingestNumbers(numbers, signal);
     },
-    async backfill(from, to, signal) {
+    async backfill(from, to, opts) {
       if (!Number.isInteger(from) || !Number.isInteger(to) || from < 0 || to < from) {
         throw new RangeError(`invalid backfill range ${from}..${to}`);
       }
-      const numbers = Array.from({ length: to - from + 1 }, (_, i) => from + i);
-      return ingester.ingestBlocks(numbers, signal);
+      const o: BackfillOptions = opts instanceof AbortSignal ? { signal: opts } : (opts ?? {});
+      let start = from;
+      if (o.resume !== false) {
+        const done = await withRetry("read backfill progress", () => state.backfillProgress(from, to), o.signal);
+        if (done !== null && done >= from) {
+          start = Math.min(done + 1, to + 1);
+          log.info({ from, to, resumeAt: start }, start > to ? "backfill already complete" : "resuming an interrupted backfill");
+        }
+      }
+      const numbers = Array.from({ length: to - start + 1 }, (_, i) => start + i);
+      const stats = await ingestNumbers(numbers, o.signal, (last) => state.setBackfillProgress(from, to, last));
+      stats.resumedPast = start - from;
+      return stats;
     },
     async follow(opts = {}) {
       const stats = emptyStats();
       const signal = opts.signal;
       const window = opts.reorgWindow ?? 128;
-      let next = opts.from ?? (await withRetry("eth_blockNumber", () => source.headNumber(), signal));
+      const finalizedEvery = opts.finalizedEveryPolls ?? 30;
+      const position = await withRetry("load the follower position", () => state.loadFollower(), signal);
       /** Hashes of the blocks produced recently, by number: the branch downstream stages know. */
-      const produced = new Map<number, string>();
+      const produced = position.produced;
+      let finalized: number | null = null;
+      let polls = 0;
       const nodeHash = (n: number) => withRetry(`hash of block ${n}`, () => source.blockHash(n), signal);
 
-      /**
-       * Walks back from `n` while the node's block differs from the produced one and returns the
-       * first height to re-ingest (the block after the common ancestor).
-       */
-      const forkPoint = async (n: number): Promise<number> => {
-        let k = n;
-        while (produced.has(k) && (await nodeHash(k)) !== produced.get(k)) k--;
-        if (!produced.has(k) && k < n)
-          log.error({ from: k + 1, to: n }, `reorg deeper than the ${window}-block window; re-ingesting what is known`);
-        for (const height of [...produced.keys()]) if (height > k) produced.delete(height);
+      /** Handles a reorg found at height `n`: announce, unwind, and return the first height to re-ingest. */
+      const reorg = async (n: number): Promise<number> => {
+        const fork = await findForkPoint(produced, n, nodeHash);
+        if (fork.orphaned.length === 0) return n + 1;
         stats.reorgs++;
-        log.warn({ reingestFrom: k + 1, tip: n }, "chain reorganised: re-ingesting the new branch");
-        return k + 1;
+        stats.orphaned += fork.orphaned.length;
+        metrics.orphaned.inc(fork.orphaned.length);
+        const range = { from: fork.ancestor + 1, to: n, depth: fork.orphaned.length };
+        if (fork.beyondWindow) {
+          stats.deepReorgs++;
+          metrics.reorgs.inc({ depth: "beyond_window" });
+          log.error(
+            { ...range, window, finalized },
+            "reorg deeper than the window of produced hashes: the window is re-ingested; orphaned blocks below it are not known and stay indexed",
+          );
+        } else {
+          metrics.reorgs.inc({ depth: "window" });
+          if (finalized !== null && fork.ancestor < finalized) log.error({ ...range, finalized }, "reorg below the node's finalized block");
+          log.warn(range, "chain reorganised: orphaned blocks announced, re-ingesting the new branch");
+        }
+        const ancestorHash = produced.get(fork.ancestor) ?? null;
+        await announceReorg(fork, ancestorHash, signal);
+        const heights = fork.orphaned.map((o) => o.number);
+        await withRetry(
+          "unwind the position",
+          // Beyond the window the ancestor's hash is unknown: "" resumes after it without a check.
+          () => state.unwind({ number: fork.ancestor, hash: ancestorHash ?? "" }, heights),
+          signal,
+        );
+        for (const h of heights) produced.delete(h);
+        return fork.ancestor + 1;
       };
+
+      let next: number;
+      if (opts.from !== undefined) {
+        // An explicit start wins over the durable position. Blocks produced above it may have been
+        // orphaned meanwhile: announce those first; what is known below it still guards reorgs.
+        if (position.tip && position.tip.number >= opts.from && (await nodeHash(position.tip.number)) !== position.tip.hash) {
+          await reorg(position.tip.number);
+        }
+        next = opts.from;
+        for (const h of [...produced.keys()]) if (h >= next) produced.delete(h);
+      } else if (position.tip) {
+        next = position.tip.number + 1;
+        log.info({ tip: position.tip }, "resuming after the last produced block");
+      } else {
+        next = await withRetry("eth_blockNumber", () => source.headNumber(), signal);
+      }
 
       log.info({ from: next }, "following the head");
       while (!signal?.aborted) {
@@ -259,20 +461,30 @@ export function createIngester(deps: IngesterDeps): Ingester {
           if (signal?.aborted) return -1;
           throw err;
         });
-        // A reorg that replaced the tip without growing the chain shows up only here.
+        if (finalizedEvery > 0 && polls++ % finalizedEvery === 0) {
+          finalized = (await source.finalizedNumber?.().catch(() => null)) ?? null;
+        }
+        // A reorg that replaced the tip without growing the chain (or while we were down) shows up only here.
         const tip = produced.get(next - 1);
-        if (tip !== undefined && head >= next - 1 && (await nodeHash(next - 1)) !== tip) next = await forkPoint(next - 1);
+        if (tip !== undefined && head >= next - 1 && (await nodeHash(next - 1)) !== tip) next = await reorg(next - 1);
         while (next <= head && !signal?.aborted) {
           const f = await fetchOne(next, signal);
           const parent = produced.get(next - 1);
           if (f.bundle && parent !== undefined && f.bundle.block.parentHash !== parent) {
-            next = await forkPoint(next - 1);
+            next = await reorg(next - 1);
             continue;
           }
-          await produce(f, stats, signal);
+          await produceChunk([f], stats, signal, true);
           if (f.bundle) {
-            produced.set(next, f.bundle.block.hash);
-            produced.delete(next - window);
+            const ref: BlockRef = { number: next, hash: f.bundle.block.hash };
+            await withRetry("record the position", () => state.markProduced(ref), signal);
+            produced.set(next, ref.hash);
+            // Keep `window` blocks, and every block the node does not call final yet.
+            const keepFrom = Math.min(next - window + 1, finalized === null ? Number.POSITIVE_INFINITY : finalized + 1);
+            for (const h of [...produced.keys()]) if (h < keepFrom) produced.delete(h);
+            if (next % 64 === 0) {
+              await withRetry("prune the position", () => state.prune(keepFrom, keepFrom - 16 * window), signal);
+            }
             opts.onBlock?.(f.bundle);
           }
           next++;
@@ -282,5 +494,28 @@ export function createIngester(deps: IngesterDeps): Ingester {
       return stats;
     },
   };
+
+  /** Ingests the given heights in order, `concurrency` fetches at a time; `onProduced` after each chunk. */
+  async function ingestNumbers(
+    numbers: number[],
+    signal?: AbortSignal,
+    onProduced?: (last: number) => Promise<void>,
+  ): Promise<IngestStats> {
+    const stats = emptyStats();
+    const fetchChunk = (i: number) => Promise.all(numbers.slice(i, i + concurrency).map((n) => fetchOne(n, signal)));
+    // The next chunk is fetched while the current one is produced (one request per chunk).
+    let next: Promise<Fetched[]> | undefined = numbers.length > 0 ? fetchChunk(0) : undefined;
+    for (let i = 0; next && !signal?.aborted; i += concurrency) {
+      const fetched = await next;
+      next = i + concurrency < numbers.length ? fetchChunk(i + concurrency) : undefined;
+      next?.catch(() => {}); // surfaced when awaited
+      await produceChunk(fetched, stats, signal);
+      const last = fetched.at(-1)?.number;
+      if (onProduced && last !== undefined) await withRetry("record backfill progress", () => onProduced(last), signal);
+    }
+    log.info(stats, "backfill done");
+    return stats;
+  }
+
   return ingester;
 }

@@ -25,6 +25,12 @@ export interface ChainSource {
   /** Hash of the node's canonical block at a height, or null when it has none (reorg checks). */
   blockHash(number: number): Promise<string | null>;
   /**
+   * Height of the node's `finalized` block (block tag of the execution API, post-merge nodes;
+   * https://ethereum.github.io/execution-apis/api-documentation/), or null when the node has none
+   * or does not know the tag. Optional: sources without it are treated as having no finality.
+   */
+  finalizedNumber?(): Promise<number | null>;
+  /**
    * The block with full transactions and its receipts, or null when the node does not have the
    * block (yet).
    * @throws {RetryableError} when the node fails or answers inconsistently (e.g. a reorg between calls).
@@ -125,6 +131,14 @@ export function createRpcSource(opts: RpcSourceOptions): ChainSource {
     },
     async headNumber() {
       return Number(await send<string>("eth_blockNumber", []));
+    },
+    async finalizedNumber() {
+      try {
+        const block = await send<RawRpcObject | null>("eth_getBlockByNumber", ["finalized", false]);
+        return block ? Number(block.number) : null;
+      } catch {
+        return null; // pre-merge nodes and some providers refuse the tag
+      }
     },
     async blockHash(number) {
       const block = await send<RawRpcObject | null>("eth_getBlockByNumber", [`0x${number.toString(16)}`, false]);

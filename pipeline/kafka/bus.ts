@@ -5,10 +5,10 @@
  * @module
  */
 import { SchemaRegistry, SchemaType } from "@kafkajs/confluent-schema-registry";
-import { type Admin, Kafka, logLevel as KafkaLogLevel, Partitioners, type Producer } from "kafkajs";
+import { type Admin, Kafka, logLevel as KafkaLogLevel, type KafkaMessage, Partitioners, type Producer } from "kafkajs";
 import type { ChainId, Config } from "../../lib/config.js";
 import type { Logger } from "../../lib/logger.js";
-import { subjectOf, TOPICS, type TopicKind, topicName } from "../../topics/index.js";
+import { SEQ_HEADER, subjectOf, TOPICS, type TopicKind, topicName } from "../../topics/index.js";
 import { NonRetryableError } from "../errors.js";
 
 /** Shared Kafka plumbing of one process. */
@@ -182,6 +182,26 @@ export interface OutgoingRecord {
   kind: TopicKind;
   key: string;
   record: unknown;
+  /** Kafka headers, e.g. `{ [SEQ_HEADER]: "42" }` (topics/index.ts); none by default. */
+  headers?: Record<string, string>;
+}
+
+/**
+ * The ingest sequence number a message carries in its {@link SEQ_HEADER} header, or undefined
+ * when it has none (records produced before sequence numbers existed, or by other producers).
+ * @throws never: an unparsable header counts as absent.
+ */
+export function messageSeq(message: Pick<KafkaMessage, "headers">): number | undefined {
+  const raw = message.headers?.[SEQ_HEADER];
+  const text = Array.isArray(raw) ? raw[0] : raw;
+  if (text === undefined) return undefined;
+  const n = Number(text.toString());
+  return Number.isSafeInteger(n) && n >= 0 ? n : undefined;
+}
+
+/** Headers that carry a sequence number `seq` ({@link SEQ_HEADER}), or none when `seq` is undefined. */
+export function seqHeaders(seq: number | undefined): Record<string, string> | undefined {
+  return seq === undefined ? undefined : { [SEQ_HEADER]: String(seq) };
 }
 
 /** An idempotent producer that Avro-encodes records per topic kind. */
@@ -219,7 +239,7 @@ export async function createRecordProducer(bus: Bus, opts: { maxRequestBytes?: n
       const encoded = await Promise.all(records.map((r) => bus.encode(r.kind, r.record)));
       // One request per ~maxRequestBytes, records kept in order; the broker refuses a record batch
       // larger than message.max.bytes (1 MiB by default).
-      let byTopic = new Map<string, { key: string; value: Buffer }[]>();
+      let byTopic = new Map<string, { key: string; value: Buffer; headers?: Record<string, string> }[]>();
       let bytes = 0;
       const flush = async () => {
         if (byTopic.size === 0) return;
@@ -238,7 +258,7 @@ export async function createRecordProducer(bus: Bus, opts: { maxRequestBytes?: n
           list = [];
           byTopic.set(t, list);
         }
-        list.push({ key: r.key, value });
+        list.push(r.headers ? { key: r.key, value, headers: r.headers } : { key: r.key, value });
         bytes += value.length + r.key.length;
       }
       await flush();

@@ -23,13 +23,14 @@
 import { createClient } from "redis";
 import type { Config } from "../../lib/config.js";
 import type { Logger } from "../../lib/logger.js";
-import type { BlockRecord, EventRecord, LogRecord, TraceRecord, TransactionRecord } from "../../lib/records.js";
+import type { BlockRecord, EventRecord, LogRecord, ReorgRecord, TraceRecord, TransactionRecord } from "../../lib/records.js";
 import type { TargetType } from "../../lib/rules/model.js";
 import { connectRuleStore, type RuleStore } from "../../lib/rules/store.js";
-import { type Bus, createRecordProducer } from "../kafka/bus.js";
+import { type Bus, createRecordProducer, messageSeq } from "../kafka/bus.js";
 import { type RunningConsumer, runConsumer } from "../kafka/consumer.js";
 import { alertToAvro } from "../notify/stage.js";
-import { type ChainHead, createConfirmationTracker, type EmittedAlert, type MatchedEntity, type MatchInput } from "./confirmations.js";
+import { createCanonicalView } from "./canon.js";
+import { createConfirmationTracker, type EmittedAlert, type MatchedEntity, type MatchInput } from "./confirmations.js";
 import {
   type CallFrame,
   callEntity,
@@ -147,10 +148,9 @@ export async function startMatchStage(deps: MatchStageDeps): Promise<MatchStage>
   const timer = setInterval(() => void reload().catch((err) => log.warn({ err }, "reload failed")), deps.reloadIntervalMs ?? 30_000);
   timer.unref();
 
-  // Chain state from the blocks topic.
-  let head: ChainHead | undefined;
-  const canon = new Map<number, string>();
-  const canonical = (n: number) => canon.get(n);
+  // Chain state from the blocks and reorgs topics.
+  const view = createCanonicalView(CANON_WINDOW);
+  const canonical = (n: number) => view.hashAt(n);
 
   const send = async (alerts: readonly EmittedAlert[]) => {
     await producer.send(
@@ -226,21 +226,31 @@ export async function startMatchStage(deps: MatchStageDeps): Promise<MatchStage>
     bus,
     logger: deps.logger,
     stage: "match",
-    topics: ["blocks", "transactions", "logs", "events", "traces"],
+    topics: ["blocks", "transactions", "logs", "events", "traces", "reorgs"],
     handler: async (inputs) => {
       const kind = inputs[0]?.topicKind;
-      if (kind === "blocks") {
+      if (kind === "blocks" || kind === "reorgs") {
         for (const input of inputs) {
-          const b = input.record as BlockRecord;
-          canon.set(b.number.num, b.hash);
-          canon.delete(b.number.num - CANON_WINDOW);
-          if (!head || b.number.num >= head.number) head = { number: b.number.num, hash: b.hash };
-          await publish(await tracker.onHead(head, canonical));
+          const seq = messageSeq(input.message);
+          if (kind === "blocks") {
+            const b = input.record as BlockRecord;
+            view.observeBlock(b.number.num, b.hash, seq);
+          } else {
+            // An orphaned block: its tracked matches are dropped (removed alerts) by the next onHead.
+            const r = input.record as ReorgRecord;
+            view.observeReorg(r.number, r.orphanedHash, r.replacedBy, seq);
+          }
+          const head = view.head();
+          if (head) await publish(await tracker.onHead(head, canonical));
         }
         return [];
       }
       const matches: MatchInput[] = [];
+      const head = view.head();
       for (const input of inputs) {
+        // A record of a block known to be orphaned (its partition lagged behind the reorg) matches nothing.
+        const at = input.record as { blockNumber?: { num: number }; blockHash?: string };
+        if (at.blockNumber && at.blockHash && view.isOrphaned(at.blockNumber.num, at.blockHash)) continue;
         if (kind === "transactions") {
           const tx = input.record as TransactionRecord;
           matchAll("Transaction", transactionEntity(tx), matches);

@@ -1,0 +1,233 @@
+/**
+ * The follower's durable position and the canonical chain as ingest knows it, in Redis, so that a
+ * restart (or a SIGKILL) misses no block and still sees a reorg that happened while it was down.
+ *
+ * Why Redis and not the blocks topic: ingest must know, before it produces anything, the last block
+ * it produced and the hashes of the blocks below it (to find a fork point). Rebuilding that from
+ * the blocks topic means reading the topic backwards past re-produced and orphaned blocks; Redis
+ * answers it with one `HGETALL`, and the index and match stages read the same canonical map to
+ * recognise records of orphaned blocks that arrive late (pipeline/index/indexer.ts). Redis runs
+ * with AOF (scripts/stack.sh), so the state survives a Redis restart too.
+ *
+ * Keys, under `<keyPrefix>ingest:<technology>/<blockchain>/<network>:`:
+ *
+ * | key | type | content |
+ * |---|---|---|
+ * | `seq` | string | the ingest sequence counter (the `chainsift-seq` header values, topics/index.ts, are taken from it with `INCRBY`) |
+ * | `canon` | hash | height → hash of the block ingest holds canonical there, written *before* that block (or a reorg announcement) is produced; `""` = no block at that height after a reorg |
+ * | `produced` | hash | height → hash of the block the follower produced there (its reorg window) |
+ * | `tip` | string | `<number>:<hash>` of the last block the follower produced |
+ * | `backfill:<from>-<to>` | string | the last height of that backfill produced so far |
+ *
+ * Ordering that the index stage relies on: `canon` at a height is changed before any message that
+ * follows from the change is produced (see {@link ChainState.announce} and {@link ChainState.expect}).
+ * @module
+ */
+import type { ChainId } from "../../lib/config.js";
+
+/** A produced block: height and hash. */
+export interface BlockRef {
+  number: number;
+  hash: string;
+}
+
+/** What the follower resumes from. */
+export interface FollowerPosition {
+  /** The last block produced by the follower, or null on a first start. */
+  tip: BlockRef | null;
+  /** Hashes of the blocks the follower produced, by height (its reorg window). */
+  produced: Map<number, string>;
+}
+
+/**
+ * Reads the canonical chain as ingest knows it (the index and match stages use it).
+ */
+export interface CanonicalReader {
+  /**
+   * The canonical hash at each height: a hash, `""` when ingest knows there is no block at that
+   * height any more (a reorg to a shorter chain), or undefined when ingest never recorded it
+   * (older than its window, or produced by a backfill).
+   * @throws Redis errors (transient: callers retry).
+   */
+  hashesAt(heights: readonly number[]): Promise<Map<number, string | undefined>>;
+}
+
+/** The durable state of ingest for one chain (module doc). */
+export interface ChainState extends CanonicalReader {
+  /** Reserves `count` consecutive ingest sequence numbers and returns the first (≥ 1). */
+  reserveSeq(count: number): Promise<number>;
+  /** The follower's position. */
+  loadFollower(): Promise<FollowerPosition>;
+  /** Records that the block `ref` is about to be produced as canonical at its height (`canon`). */
+  expect(refs: readonly BlockRef[]): Promise<void>;
+  /** Records that the follower produced `ref`: `produced[ref.number]` and the tip. */
+  markProduced(ref: BlockRef): Promise<void>;
+  /**
+   * Records a reorg before its announcements are produced: `canon` at each orphaned height becomes
+   * the replacement (or `""`).
+   */
+  announce(replacements: ReadonlyArray<{ number: number; replacedBy: string | null }>): Promise<void>;
+  /**
+   * Records that the follower unwound to `ancestor` (its last block still canonical; hash `""` when
+   * unknown, below the window): the tip moves there and `produced` at the orphaned heights is dropped.
+   */
+  unwind(ancestor: BlockRef, orphanedHeights: readonly number[]): Promise<void>;
+  /** Forgets `produced` and `canon` entries below `height` (blocks final or out of the window). */
+  prune(producedBelow: number, canonBelow: number): Promise<void>;
+  /** Last height produced by the backfill `from..to`, or null when it never produced anything. */
+  backfillProgress(from: number, to: number): Promise<number | null>;
+  /** Records that the backfill `from..to` produced everything up to `last`. */
+  setBackfillProgress(from: number, to: number, last: number): Promise<void>;
+  /** Deletes every key of this chain's ingest state (`npm start` on the embedded chain, tests). */
+  reset(): Promise<void>;
+}
+
+/** The node-redis v5 commands {@link createRedisChainState} uses (a `createClient()` client fits). */
+export interface ChainStateRedis {
+  incrBy(key: string, by: number): Promise<number>;
+  hSet(key: string, values: Record<string, string>): Promise<number>;
+  hDel(key: string, fields: string[]): Promise<number>;
+  hGetAll(key: string): Promise<Record<string, string>>;
+  hmGet(key: string, fields: string[]): Promise<Array<string | null>>;
+  hKeys(key: string): Promise<string[]>;
+  get(key: string): Promise<string | null>;
+  set(key: string, value: string): Promise<unknown>;
+  del(keys: string[]): Promise<number>;
+  keys(pattern: string): Promise<string[]>;
+}
+
+/** The key prefix of a chain's ingest state: `<keyPrefix>ingest:<technology>/<blockchain>/<network>:`. */
+export function ingestKeyPrefix(keyPrefix: string, chain: ChainId): string {
+  return `${keyPrefix}ingest:${chain.technology}/${chain.blockchain}/${chain.network}:`;
+}
+
+function parseTip(raw: string | null): BlockRef | null {
+  if (!raw) return null;
+  const i = raw.indexOf(":");
+  const number = Number(raw.slice(0, i));
+  return Number.isSafeInteger(number) && i > 0 ? { number, hash: raw.slice(i + 1) } : null;
+}
+
+/**
+ * The ingest state in Redis (module doc).
+ * @param redis a connected client; not closed here.
+ * @param keyPrefix config `redisKeyPrefix` (tests use a unique one).
+ */
+export function createRedisChainState(redis: ChainStateRedis, keyPrefix: string, chain: ChainId): ChainState {
+  const p = ingestKeyPrefix(keyPrefix, chain);
+  const k = { seq: `${p}seq`, canon: `${p}canon`, produced: `${p}produced`, tip: `${p}tip` };
+  const backfillKey = (from: number, to: number) => `${p}backfill:${from}-${to}`;
+  const below = async (key: string, height: number) => (await redis.hKeys(key)).filter((f) => Number(f) < height);
+  return {
+    async reserveSeq(count) {
+      return (await redis.incrBy(k.seq, count)) - count + 1;
+    },
+    async loadFollower() {
+      const [tipRaw, produced] = await Promise.all([redis.get(k.tip), redis.hGetAll(k.produced)]);
+      const tip = parseTip(tipRaw);
+      const window = new Map<number, string>();
+      for (const [h, hash] of Object.entries(produced)) {
+        const n = Number(h);
+        // Entries above the tip belong to a unwind that did not finish; the tip is what was produced.
+        if (hash && (!tip || n <= tip.number)) window.set(n, hash);
+      }
+      return { tip, produced: window };
+    },
+    async expect(refs) {
+      if (refs.length === 0) return;
+      await redis.hSet(k.canon, Object.fromEntries(refs.map((r) => [String(r.number), r.hash])));
+    },
+    async markProduced(ref) {
+      await redis.hSet(k.produced, { [String(ref.number)]: ref.hash });
+      await redis.set(k.tip, `${ref.number}:${ref.hash}`);
+    },
+    async announce(replacements) {
+      if (replacements.length === 0) return;
+      await redis.hSet(k.canon, Object.fromEntries(replacements.map((r) => [String(r.number), r.replacedBy ?? ""])));
+    },
+    async unwind(ancestor, orphanedHeights) {
+      // Tip first: a crash in between leaves produced entries above the tip, which loadFollower ignores.
+      await redis.set(k.tip, `${ancestor.number}:${ancestor.hash}`);
+      if (orphanedHeights.length > 0) await redis.hDel(k.produced, orphanedHeights.map(String));
+    },
+    async prune(producedBelow, canonBelow) {
+      const [a, b] = await Promise.all([below(k.produced, producedBelow), below(k.canon, canonBelow)]);
+      if (a.length > 0) await redis.hDel(k.produced, a);
+      if (b.length > 0) await redis.hDel(k.canon, b);
+    },
+    async hashesAt(heights) {
+      const unique = [...new Set(heights)];
+      const out = new Map<number, string | undefined>();
+      if (unique.length === 0) return out;
+      const values = await redis.hmGet(k.canon, unique.map(String));
+      for (const [i, h] of unique.entries()) out.set(h, values[i] ?? undefined);
+      return out;
+    },
+    async backfillProgress(from, to) {
+      const raw = await redis.get(backfillKey(from, to));
+      return raw === null ? null : Number(raw);
+    },
+    async setBackfillProgress(from, to, last) {
+      await redis.set(backfillKey(from, to), String(last));
+    },
+    async reset() {
+      const keys = await redis.keys(`${p}*`);
+      if (keys.length > 0) await redis.del(keys);
+    },
+  };
+}
+
+/**
+ * The ingest state in memory: for unit tests and for ingesters whose position need not survive the
+ * process (nothing is durable; sequence numbers start at `firstSeq`, default 1).
+ */
+export function createMemoryChainState(firstSeq = 1): ChainState {
+  let seq = firstSeq - 1;
+  const canon = new Map<number, string>();
+  const produced = new Map<number, string>();
+  let tip: BlockRef | null = null;
+  const backfills = new Map<string, number>();
+  return {
+    async reserveSeq(count) {
+      seq += count;
+      return seq - count + 1;
+    },
+    async loadFollower() {
+      return { tip: tip && { ...tip }, produced: new Map([...produced].filter(([n]) => !tip || n <= tip.number)) };
+    },
+    async expect(refs) {
+      for (const r of refs) canon.set(r.number, r.hash);
+    },
+    async markProduced(ref) {
+      produced.set(ref.number, ref.hash);
+      tip = { ...ref };
+    },
+    async announce(replacements) {
+      for (const r of replacements) canon.set(r.number, r.replacedBy ?? "");
+    },
+    async unwind(ancestor, orphanedHeights) {
+      tip = { ...ancestor };
+      for (const h of orphanedHeights) produced.delete(h);
+    },
+    async prune(producedBelow, canonBelow) {
+      for (const h of [...produced.keys()]) if (h < producedBelow) produced.delete(h);
+      for (const h of [...canon.keys()]) if (h < canonBelow) canon.delete(h);
+    },
+    async hashesAt(heights) {
+      return new Map(heights.map((h) => [h, canon.get(h)]));
+    },
+    async backfillProgress(from, to) {
+      return backfills.get(`${from}-${to}`) ?? null;
+    },
+    async setBackfillProgress(from, to, last) {
+      backfills.set(`${from}-${to}`, last);
+    },
+    async reset() {
+      seq = firstSeq - 1;
+      canon.clear();
+      produced.clear();
+      tip = null;
+      backfills.clear();
+    },
+  };
+}
