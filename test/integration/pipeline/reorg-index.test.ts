@@ -1,0 +1,93 @@
+import type { FastifyInstance } from "fastify";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { buildApi } from "../../../api/app.js";
+import { type AnvilHandle, startAnvil } from "../../../cli/devchain/anvil.js";
+import { startTraffic, type TrafficHandle } from "../../../cli/devchain/traffic.js";
+import { createDecoder } from "../../../pipeline/decode/decoder.js";
+import type { Ingester } from "../../../pipeline/ingest/ingest.js";
+import { type Pipeline, startPipeline } from "../../../pipeline/runtime.js";
+import { compareWithChain } from "../../support/canonical.js";
+import { createHarness, type Harness, servicesUp, skipMessage, waitFor } from "../../support/harness.js";
+
+const up = await servicesUp();
+if (!up.ok) console.warn(skipMessage(up.missing));
+
+describe.skipIf(!up.ok)("index stage after a reorg (anvil with ERC-20 traffic, decode + index)", () => {
+  let h: Harness;
+  let anvil: AnvilHandle;
+  let traffic: TrafficHandle;
+  let pipeline: Pipeline;
+  let app: FastifyInstance;
+  let ingester: Ingester;
+  let closeIngester: () => Promise<void>;
+  const controller = new AbortController();
+  let following: Promise<unknown>;
+  const decoder = createDecoder({ chainId: 31337 });
+
+  const rpc = async (method: string, params: unknown[] = []) => {
+    const res = await fetch(anvil.rpcUrl, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params }),
+    });
+    const body = (await res.json()) as { result?: unknown; error?: { message: string } };
+    if (body.error) throw new Error(`${method}: ${body.error.message}`);
+    return body.result;
+  };
+  const hashAt = async (n: number) => ((await rpc("eth_getBlockByNumber", [`0x${n.toString(16)}`, false])) as { hash: string }).hash;
+
+  beforeAll(async () => {
+    h = createHarness();
+    h.config.api.rateLimitMax = 1_000_000;
+    anvil = await startAnvil({ blockTimeSec: 0.25 });
+    traffic = await startTraffic({ rpcUrl: anvil.rpcUrl, intervalMs: 200, nft: false });
+    pipeline = await startPipeline({ config: h.config, logger: h.logger, es: h.es, decoder, stages: ["decode", "index"] });
+    ({ ingester, close: closeIngester } = await pipeline.createIngester(anvil.rpcUrl));
+    following = ingester.follow({ from: 0, pollIntervalMs: 100, signal: controller.signal });
+    app = await buildApi({ config: h.config, es: h.es, logger: false });
+  });
+  afterAll(async () => {
+    controller.abort();
+    await following?.catch(() => {});
+    await traffic?.stop();
+    await closeIngester?.();
+    await app?.close();
+    await pipeline?.stop();
+    await anvil?.stop();
+    await (await pipeline?.chainState())?.reset().catch(() => {});
+    await h?.cleanup();
+  });
+
+  it("removes every record of the orphaned blocks and serves exactly the node's canonical chain", async () => {
+    await waitFor(async () => Number(await rpc("eth_blockNumber")) >= 30, 60_000, 100);
+    const head = Number(await rpc("eth_blockNumber"));
+    const depth = 5;
+    const orphaned = await Promise.all(Array.from({ length: depth }, (_, i) => hashAt(head - i)));
+    // Wait until the blocks about to be orphaned are searchable, so their removal is what is tested.
+    let before: Awaited<ReturnType<typeof compareWithChain>> | undefined;
+    await waitFor(
+      async () => {
+        before = await compareWithChain({ rpcUrl: anvil.rpcUrl, app, config: h.config, decoder, to: head });
+        return before.ok;
+      },
+      30_000,
+      500,
+    ).catch((err) => console.error(err));
+    expect(before?.problems).toEqual([]);
+    await rpc("anvil_reorg", [depth, []]);
+    const end = Number(await rpc("eth_blockNumber")) + 3;
+    await waitFor(async () => Number(await rpc("eth_blockNumber")) >= end, 30_000, 100);
+    await traffic.stop();
+    let last: Awaited<ReturnType<typeof compareWithChain>> | undefined;
+    await waitFor(
+      async () => {
+        last = await compareWithChain({ rpcUrl: anvil.rpcUrl, app, config: h.config, decoder, to: end, orphaned });
+        return last.ok;
+      },
+      60_000,
+      500,
+    ).catch(() => {});
+    expect(last?.problems).toEqual([]);
+    expect(last?.heights).toBe(end + 1);
+  }, 180_000);
+});
