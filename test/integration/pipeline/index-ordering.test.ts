@@ -1,0 +1,172 @@
+/**
+ * The index stage's removal of orphaned records against every order in which its partitions may
+ * deliver the facts of one reorg (real Elasticsearch, real Redis for ingest's canonical map): the
+ * orphaned block's records (seq 10), the reorg announcement (seq 20) and the new branch's records
+ * (seq 30), where one transaction moved from the orphaned block to the new one (same `_id`).
+ */
+import type { KafkaMessage } from "kafkajs";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { BlockRecord, ReorgRecord, TransactionRecord } from "../../../lib/records.js";
+import { connectRedisClient } from "../../../lib/redis.js";
+import { createIndexer, ensureIndices, type Indexer } from "../../../pipeline/index/indexer.js";
+import { indexName } from "../../../pipeline/index/mappings.js";
+import { type ChainState, createRedisChainState } from "../../../pipeline/ingest/state.js";
+import type { InputRecord } from "../../../pipeline/kafka/consumer.js";
+import { SEQ_HEADER, type TopicKind } from "../../../topics/index.js";
+import { createHarness, type Harness, servicesUp, skipMessage } from "../../support/harness.js";
+import { blocks, hash, q, txs } from "../api/fixtures.js";
+
+const up = await servicesUp();
+if (!up.ok) console.warn(skipMessage(up.missing));
+
+const HEIGHT = 100;
+const A = hash("orphaned block");
+const B = hash("new branch block");
+const blockAt = (h: string): BlockRecord => ({ ...(blocks[0] as BlockRecord), hash: h, number: q(HEIGHT), transactionCount: 2 });
+const moved = txs[0] as TransactionRecord;
+const dropped = txs[1] as TransactionRecord;
+const txIn = (t: TransactionRecord, block: string): TransactionRecord => ({ ...t, blockHash: block, blockNumber: q(HEIGHT) });
+
+let offset = 0;
+function input(topicKind: TopicKind, record: unknown, seq: number): InputRecord {
+  const message = {
+    key: null,
+    value: null,
+    offset: String(offset),
+    timestamp: "0",
+    attributes: 0,
+    headers: { [SEQ_HEADER]: Buffer.from(String(seq)) },
+  };
+  return {
+    topicKind,
+    topic: topicKind,
+    partition: 0,
+    offset: String(offset++),
+    key: null,
+    record,
+    message: message as unknown as KafkaMessage,
+  };
+}
+
+const orphanedRecords = () => [input("blocks", blockAt(A), 10)];
+const orphanedTxs = () => [input("transactions", txIn(moved, A), 10), input("transactions", txIn(dropped, A), 10)];
+const reorg = (): ReorgRecord => ({
+  number: HEIGHT,
+  orphanedHash: A,
+  replacedBy: B,
+  ancestorNumber: HEIGHT - 1,
+  ancestorHash: hash("ancestor"),
+  depth: 1,
+  detectedAt: new Date().toISOString(),
+});
+const newBranch = () => [input("blocks", blockAt(B), 30)];
+const newTxs = () => [input("transactions", txIn(moved, B), 30)];
+
+describe.skipIf(!up.ok)("index stage: orphaned records are removed whatever the order of partitions", () => {
+  let h: Harness;
+  let redis: Awaited<ReturnType<typeof connectRedisClient>>;
+  let state: ChainState;
+
+  beforeAll(async () => {
+    h = createHarness();
+    redis = await connectRedisClient(h.config.redisUrl);
+    await ensureIndices(h.es, h.config.chain, h.config.elasticsearch.indexPrefix);
+  });
+  afterAll(async () => {
+    await state?.reset();
+    await redis?.close();
+    await h?.cleanup();
+  });
+
+  /** A fresh index prefix and canonical map per case. */
+  async function fresh(name: string, canonical?: ChainState): Promise<{ indexer: Indexer; prefix: string }> {
+    const prefix = `${h.id}-${name}-`;
+    await ensureIndices(h.es, h.config.chain, prefix);
+    state = createRedisChainState(redis.client, `${h.config.redisKeyPrefix}${name}:`, h.config.chain);
+    await state.expect([{ number: HEIGHT, hash: A }]);
+    const indexer = createIndexer({
+      es: h.es,
+      chain: h.config.chain,
+      indexPrefix: prefix,
+      logger: h.logger,
+      refresh: true,
+      canonical: canonical ?? state,
+    });
+    return { indexer, prefix };
+  }
+  /** Ingest's side of a reorg: canon first, then the announcement. */
+  const announce = () => state.announce([{ number: HEIGHT, replacedBy: B }]);
+
+  async function served(prefix: string) {
+    const idx = (k: "block" | "tx") => indexName(h.config.chain, k, prefix);
+    await h.es.indices.refresh({ index: [idx("block"), idx("tx")] });
+    const get = async (index: string) =>
+      (await h.es.search<{ blockHash?: string; hash?: string }>({ index, size: 100, query: { match_all: {} } })).hits.hits.map((x) => ({
+        id: x._id,
+        block: x._source?.blockHash ?? x._source?.hash,
+      }));
+    return { blocks: await get(idx("block")), txs: (await get(idx("tx"))).sort((a, b) => String(a.id).localeCompare(String(b.id))) };
+  }
+  const expectCanonical = (s: Awaited<ReturnType<typeof served>>) => {
+    expect(s.blocks).toEqual([{ id: B, block: B }]);
+    // The moved transaction keeps exactly one document, on the new block; the dropped one is gone.
+    expect(s.txs).toEqual([{ id: moved.hash, block: B }]);
+  };
+
+  it("in ingest's order: orphaned records, reorg, new branch", async () => {
+    const { indexer, prefix } = await fresh("inorder");
+    await indexer.indexBatch(orphanedRecords());
+    await indexer.indexBatch(orphanedTxs());
+    await announce();
+    await indexer.indexBatch([input("reorgs", reorg(), 20)]);
+    await indexer.indexBatch(newBranch());
+    await indexer.indexBatch(newTxs());
+    expectCanonical(await served(prefix));
+  });
+
+  it("new branch first, then the reorg, then the orphaned records from a lagging partition", async () => {
+    const { indexer, prefix } = await fresh("reversed");
+    await announce();
+    await state.expect([{ number: HEIGHT, hash: B }]);
+    await indexer.indexBatch(newBranch());
+    await indexer.indexBatch(newTxs());
+    await indexer.indexBatch([input("reorgs", reorg(), 20)]);
+    await indexer.indexBatch(orphanedRecords());
+    await indexer.indexBatch(orphanedTxs());
+    expectCanonical(await served(prefix));
+    expect(indexer.counts().skippedOrphaned).toBe(3);
+  });
+
+  it("without the canonical map, external versions alone keep the moved transaction on the new block", async () => {
+    const prefix = `${h.id}-nomap-`;
+    await ensureIndices(h.es, h.config.chain, prefix);
+    const indexer = createIndexer({ es: h.es, chain: h.config.chain, indexPrefix: prefix, logger: h.logger, refresh: true });
+    await indexer.indexBatch(newTxs());
+    await indexer.indexBatch(orphanedTxs()); // older version of the moved tx: refused (409), not dead-lettered
+    await indexer.indexBatch([input("reorgs", reorg(), 20)]); // must not delete the newer document
+    const s = await served(prefix);
+    expect(s.txs).toEqual([{ id: moved.hash, block: B }]);
+    expect(indexer.counts().superseded).toBe(1);
+  });
+
+  it("a reorg announced while the orphaned records' bulk is in flight: the check after the bulk deletes them", async () => {
+    // The map still names the orphaned block when the bulk starts; ingest announces during it.
+    let reads = 0;
+    const racing: ChainState = {
+      ...({} as ChainState),
+      hashesAt: async (heights) => {
+        const answer = await state.hashesAt(heights);
+        if (++reads === 1) await announce();
+        return answer;
+      },
+    };
+    const { indexer, prefix } = await fresh("race", racing);
+    // The reorg record was handled before these records became visible to its search.
+    await indexer.indexBatch([input("reorgs", reorg(), 20)]);
+    await indexer.indexBatch(orphanedTxs());
+    await indexer.indexBatch(newBranch());
+    await indexer.indexBatch(newTxs());
+    expectCanonical(await served(prefix));
+    expect(indexer.counts().deletedOrphaned).toBe(2);
+  });
+});
