@@ -13,7 +13,7 @@
  *
  * | key | type | content |
  * |---|---|---|
- * | `seq` | string | the ingest sequence counter (the `chainsift-seq` header values, topics/index.ts, are taken from it with `INCRBY`) |
+ * | `seq` | string | the ingest sequence counter (the `chainsift-seq` header values, topics/index.ts); never below the clock in microseconds since 1970, so numbers keep growing even if this state is lost (Elasticsearch keeps them as document versions) |
  * | `canon` | hash | height → hash of the block ingest holds canonical there, written *before* that block (or a reorg announcement) is produced; `""` = no block at that height after a reorg |
  * | `produced` | hash | height → hash of the block the follower produced there (its reorg window) |
  * | `tip` | string | `<number>:<hash>` of the last block the follower produced |
@@ -54,7 +54,11 @@ export interface CanonicalReader {
 
 /** The durable state of ingest for one chain (module doc). */
 export interface ChainState extends CanonicalReader {
-  /** Reserves `count` consecutive ingest sequence numbers and returns the first (≥ 1). */
+  /**
+   * Reserves `count` consecutive ingest sequence numbers and returns the first. Numbers grow
+   * strictly; the Redis state never hands out one below `Date.now() * 1000` (microseconds), so a
+   * lost or reset state does not hand out numbers below the versions already in Elasticsearch.
+   */
   reserveSeq(count: number): Promise<number>;
   /** The follower's position. */
   loadFollower(): Promise<FollowerPosition>;
@@ -84,7 +88,7 @@ export interface ChainState extends CanonicalReader {
 
 /** The node-redis v5 commands {@link createRedisChainState} uses (a `createClient()` client fits). */
 export interface ChainStateRedis {
-  incrBy(key: string, by: number): Promise<number>;
+  eval(script: string, options: { keys: string[]; arguments: string[] }): Promise<unknown>;
   hSet(key: string, values: Record<string, string>): Promise<number>;
   hDel(key: string, fields: string[]): Promise<number>;
   hGetAll(key: string): Promise<Record<string, string>>;
@@ -100,6 +104,14 @@ export interface ChainStateRedis {
 export function ingestKeyPrefix(keyPrefix: string, chain: ChainId): string {
   return `${keyPrefix}ingest:${chain.technology}/${chain.blockchain}/${chain.network}:`;
 }
+
+/** `seq` = max(seq, floor) + count, atomically; returns the new value (the last reserved number). */
+const RESERVE = `local cur = tonumber(redis.call('GET', KEYS[1]) or '0')
+local floor = tonumber(ARGV[2])
+if cur < floor then cur = floor end
+cur = cur + tonumber(ARGV[1])
+redis.call('SET', KEYS[1], string.format('%d', cur))
+return string.format('%d', cur)`;
 
 function parseTip(raw: string | null): BlockRef | null {
   if (!raw) return null;
@@ -120,7 +132,8 @@ export function createRedisChainState(redis: ChainStateRedis, keyPrefix: string,
   const below = async (key: string, height: number) => (await redis.hKeys(key)).filter((f) => Number(f) < height);
   return {
     async reserveSeq(count) {
-      return (await redis.incrBy(k.seq, count)) - count + 1;
+      const last = Number(await redis.eval(RESERVE, { keys: [k.seq], arguments: [String(count), String(Date.now() * 1000)] }));
+      return last - count + 1;
     },
     async loadFollower() {
       const [tipRaw, produced] = await Promise.all([redis.get(k.tip), redis.hGetAll(k.produced)]);

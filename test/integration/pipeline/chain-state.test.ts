@@ -1,0 +1,59 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type ConnectedRedis, connectRedisClient } from "../../../lib/redis.js";
+import { type ChainState, createRedisChainState } from "../../../pipeline/ingest/state.js";
+import { createHarness, type Harness, servicesUp, skipMessage } from "../../support/harness.js";
+
+const up = await servicesUp();
+if (!up.ok) console.warn(skipMessage(up.missing));
+
+describe.skipIf(!up.ok)("ingest's durable state in Redis", () => {
+  let h: Harness;
+  let redis: ConnectedRedis;
+  let state: ChainState;
+  beforeAll(async () => {
+    h = createHarness();
+    redis = await connectRedisClient(h.config.redisUrl);
+    state = createRedisChainState(redis.client, h.config.redisKeyPrefix, h.config.chain);
+  });
+  afterAll(async () => {
+    await state?.reset();
+    await redis?.close();
+    await h?.cleanup();
+  });
+
+  it("hands out strictly growing sequence numbers, never below the clock (a lost state cannot go back)", async () => {
+    const before = Date.now() * 1000;
+    const a = await state.reserveSeq(3);
+    const b = await state.reserveSeq(1);
+    expect(a).toBeGreaterThan(before);
+    expect(b).toBeGreaterThanOrEqual(a + 3);
+    await state.reset();
+    expect(await state.reserveSeq(1)).toBeGreaterThan(b);
+  });
+
+  it("keeps the follower position: tip, window (ignoring entries above the tip), canonical map, pruning", async () => {
+    for (let n = 1; n <= 5; n++) {
+      await state.expect([{ number: n, hash: `0x${n}` }]);
+      await state.markProduced({ number: n, hash: `0x${n}` });
+    }
+    await state.announce([
+      { number: 5, replacedBy: "0xb5" },
+      { number: 6, replacedBy: null },
+    ]);
+    await state.unwind({ number: 3, hash: "0x3" }, []); // a crash before the window entries were dropped
+    const pos = await state.loadFollower();
+    expect(pos.tip).toEqual({ number: 3, hash: "0x3" });
+    expect([...pos.produced.entries()].sort()).toEqual([
+      [1, "0x1"],
+      [2, "0x2"],
+      [3, "0x3"],
+    ]);
+    expect([...(await state.hashesAt([4, 5, 6, 7])).values()]).toEqual(["0x4", "0xb5", "", undefined]);
+    await state.prune(3, 2);
+    expect([...(await state.loadFollower()).produced.keys()].sort()).toEqual([3]);
+    expect((await state.hashesAt([1, 2])).get(1)).toBeUndefined();
+    await state.setBackfillProgress(10, 20, 14);
+    expect(await state.backfillProgress(10, 20)).toBe(14);
+    expect(await state.backfillProgress(10, 21)).toBeNull();
+  });
+});
