@@ -215,7 +215,8 @@ export function createIndexer(deps: IndexerDeps): Indexer {
                 ? { _index: d.index, _id: d.id }
                 : { _index: d.index, _id: d.id, version: d.version, version_type: "external" as const },
           })),
-          refresh: deps.refresh ?? false,
+          // Removals are rare and are the point of a reorg: visible to searches at once, not at the next 1 s refresh.
+          refresh: true,
         })
         .catch(retryable("bulk delete failed"));
       for (const item of res.items) {
