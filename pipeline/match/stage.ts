@@ -26,6 +26,7 @@ import type { Logger } from "../../lib/logger.js";
 import type { BlockRecord, EventRecord, LogRecord, ReorgRecord, TraceRecord, TransactionRecord } from "../../lib/records.js";
 import type { TargetType } from "../../lib/rules/model.js";
 import { connectRuleStore, type RuleStore } from "../../lib/rules/store.js";
+import { createRedisChainState } from "../ingest/state.js";
 import { type Bus, createRecordProducer, messageSeq } from "../kafka/bus.js";
 import { type RunningConsumer, runConsumer } from "../kafka/consumer.js";
 import { alertToAvro } from "../notify/stage.js";
@@ -85,6 +86,11 @@ export interface MatchStage extends RunningConsumer {
 
 /** How many recent canonical block hashes are kept in memory. */
 const CANON_WINDOW = 1024;
+/**
+ * Heights below each head whose canonical hash is looked up in ingest's durable map when this
+ * process has not seen them (after a restart): at least the deepest confirmation threshold in use.
+ */
+const LEARN_DEPTH = 256;
 
 /** Starts the match stage. */
 export async function startMatchStage(deps: MatchStageDeps): Promise<MatchStage> {
@@ -150,7 +156,19 @@ export async function startMatchStage(deps: MatchStageDeps): Promise<MatchStage>
 
   // Chain state from the blocks and reorgs topics.
   const view = createCanonicalView(CANON_WINDOW);
-  const canonical = (n: number) => view.hashAt(n);
+  // A restarted instance does not consume again the blocks and reorgs records its predecessor
+  // committed: heights this process has not seen are answered by ingest's durable canonical map
+  // (pipeline/ingest/state.ts), the same one the index stage checks. What the view knows wins.
+  const ingestCanon = createRedisChainState(redis, config.redisKeyPrefix, config.chain);
+  const durable = new Map<number, string>();
+  const learn = async (heights: Iterable<number>) => {
+    const unknown = [...new Set(heights)].filter((n) => n >= 0 && view.hashAt(n) === undefined && !durable.has(n));
+    if (unknown.length === 0) return;
+    for (const [n, h] of await ingestCanon.hashesAt(unknown)) if (h !== undefined) durable.set(n, h.toLowerCase());
+    const top = view.head()?.number;
+    if (top !== undefined) for (const n of durable.keys()) if (n < top - CANON_WINDOW) durable.delete(n);
+  };
+  const canonical = (n: number) => view.hashAt(n) ?? durable.get(n);
 
   const send = async (alerts: readonly EmittedAlert[]) => {
     await producer.send(
@@ -241,16 +259,23 @@ export async function startMatchStage(deps: MatchStageDeps): Promise<MatchStage>
             view.observeReorg(r.number, r.orphanedHash, r.replacedBy, seq);
           }
           const head = view.head();
-          if (head) await publish(await tracker.onHead(head, canonical));
+          if (head) {
+            await learn(Array.from({ length: LEARN_DEPTH }, (_, i) => head.number - i));
+            await publish(await tracker.onHead(head, canonical));
+          }
         }
         return [];
       }
       const matches: MatchInput[] = [];
       const head = view.head();
+      await learn(inputs.map((i) => (i.record as { blockNumber?: { num: number } }).blockNumber?.num ?? -1));
       for (const input of inputs) {
         // A record of a block known to be orphaned (its partition lagged behind the reorg) matches nothing.
         const at = input.record as { blockNumber?: { num: number }; blockHash?: string };
-        if (at.blockNumber && at.blockHash && view.isOrphaned(at.blockNumber.num, at.blockHash)) continue;
+        if (at.blockNumber && at.blockHash) {
+          const c = canonical(at.blockNumber.num);
+          if (c !== undefined && c !== at.blockHash.toLowerCase()) continue;
+        }
         if (kind === "transactions") {
           const tx = input.record as TransactionRecord;
           matchAll("Transaction", transactionEntity(tx), matches);
