@@ -79,8 +79,11 @@ export async function compareWithChain(opts: CompareOptions): Promise<ChainCompa
       payload: JSON.stringify(body),
     });
     if (res.statusCode !== 200) throw new Error(`search ${kinds} answered ${res.statusCode}: ${res.body.slice(0, 300)}`);
-    const json = res.json() as { hits: { total: { value: number }; hits: Hit[] } };
-    return { total: json.hits.total.value, hits: json.hits.hits };
+    // The API answers `hits.total` as a bare integer (ES 6 style); `{ value }` is accepted too.
+    const json = res.json() as { hits: { total: { value: number } | number; hits: Hit[] } };
+    const total = typeof json.hits.total === "number" ? json.hits.total : json.hits.total?.value;
+    if (typeof total !== "number") throw new Error(`search ${kinds}: no hits.total in ${res.body.slice(0, 200)}`);
+    return { total, hits: json.hits.hits };
   };
 
   /** Every document of a kind in [lo, hi], grouped by height (ranges split while above 10,000 hits). */
