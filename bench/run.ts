@@ -1,11 +1,12 @@
 /**
  * `npm run bench -- <name> [options]`: runs one benchmark and prints its figures.
- * Benchmarks: ingest, search, stream, match, alert-latency (docs/benchmarks.md).
+ * Benchmarks: ingest, search, stream, match, alert-latency, reorg (docs/benchmarks.md).
  * @module
  */
 import { benchAlertLatency } from "./alert-latency.js";
 import { benchIngest } from "./ingest.js";
 import { benchMatch } from "./match.js";
+import { benchReorg } from "./reorg.js";
 import { benchSearch } from "./search.js";
 import { benchStream } from "./stream.js";
 
@@ -15,6 +16,7 @@ const benches: Record<string, (args: string[]) => Promise<void>> = {
   "alert-latency": benchAlertLatency,
   search: benchSearch,
   stream: benchStream,
+  reorg: benchReorg,
 };
 const [name, ...args] = process.argv.slice(2);
 const run = name ? benches[name] : undefined;
