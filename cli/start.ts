@@ -27,6 +27,7 @@ import { createLogger } from "../lib/logger.js";
 import { RECORD_KINDS } from "../lib/records.js";
 import { createDecoder } from "../pipeline/decode/decoder.js";
 import { lookupToken } from "../pipeline/decode/tokens.js";
+import { INDEX_REORGS_STAGE } from "../pipeline/index/indexer.js";
 import { indexName } from "../pipeline/index/mappings.js";
 import { createRpcSource } from "../pipeline/ingest/rpc.js";
 import { createBus, skipExistingRecords } from "../pipeline/kafka/bus.js";
@@ -143,7 +144,7 @@ async function main(): Promise<void> {
     // it committed, or a consumer group that is new, would otherwise replay earlier runs).
     const bus = await createBus({ config, logger, setup: false });
     try {
-      await skipExistingRecords(bus, STAGES);
+      await skipExistingRecords(bus, [...STAGES, INDEX_REORGS_STAGE]);
     } catch (err) {
       throw new Error(
         `cannot move the stages' consumer groups (${bus.groupId("<stage>")}) past earlier runs: ${(err as Error).message}. ` +
