@@ -181,6 +181,7 @@ describe.skipIf(!up.ok)("Downtime (follower stopped while the node reorgs and mi
       follower = await startFollower();
       const last = await settle(end, orphaned);
       expect(last?.problems).toEqual([]);
+      expect(last?.stillCanonical).toEqual([]);
       expect(last?.heights).toBe(end + 1);
       // Resumed at the fork (the first orphaned height), not at the node's head.
       expect(follower.first).toBe(tip - 2);
@@ -215,6 +216,7 @@ describe.skipIf(!up.ok)("Downtime (follower stopped while the node reorgs and mi
       follower = await startFollower();
       const last = await settle(end, orphaned);
       expect(last?.problems).toEqual([]);
+      expect(last?.stillCanonical).toEqual([]);
       expect(last?.heights).toBe(end + 1);
       expect(follower.first).toBe(tip - 3);
       const stats = await follower.stop();

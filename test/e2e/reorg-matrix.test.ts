@@ -157,6 +157,7 @@ describe.skipIf(!up.ok)("Reorg matrix (anvil with ERC-20 traffic, decode + index
       const end = await headNumber();
       const last = await settle(end, orphaned);
       expect(last?.problems).toEqual([]);
+      expect(last?.stillCanonical).toEqual([]);
       expect(last?.heights).toBe(end + 1);
       expect(last?.documents).toBeGreaterThan(end);
       return { head, end, depth, old, fresh };

@@ -10,7 +10,8 @@
  * - the transaction, log, event (logs the decoder decodes) and call `_id`s equal the node's, and each
  *   document's `blockHash` is the node's hash (no duplicate `_id`, none from another branch);
  * - for each known orphaned block hash: no document of any kind carries it, and `block,tx` searched
- *   by `ids` does not find it.
+ *   by `ids` does not find it (hashes the node still has as canonical in the range are reported in
+ *   `stillCanonical` instead).
  * @module
  */
 import type { FastifyInstance } from "fastify";
@@ -33,6 +34,12 @@ export interface ChainComparison {
   heights: number;
   /** Documents the API returned for the range, all kinds. */
   documents: number;
+  /**
+   * Hashes given as `orphaned` that are the node's canonical hash at a compared height (a caller
+   * that read them before a reorg which then hit later blocks): not checked as orphaned (a canonical
+   * block must be searchable), listed here so callers can assert it is empty.
+   */
+  stillCanonical: string[];
 }
 
 /** Options of {@link compareWithChain}. */
@@ -116,6 +123,7 @@ export async function compareWithChain(opts: CompareOptions): Promise<ChainCompa
     const to = opts.to ?? (await source.headNumber());
     const kinds: RecordKind[] = opts.calls ? ["block", "tx", "log", "event", "call"] : ["block", "tx", "log", "event"];
     const served = new Map<RecordKind, Map<number, Hit[]>>();
+    const canonical = new Set<string>();
     for (const kind of kinds) {
       const m = new Map<number, Hit[]>();
       await docsByHeight(kind, from, to, m);
@@ -131,6 +139,7 @@ export async function compareWithChain(opts: CompareOptions): Promise<ChainCompa
       const traces = opts.calls ? await source.fetchTraces(n) : undefined;
       const bundle = toBlockBundle(fetched.block, fetched.receipts, traces);
       const hash = bundle.block.hash;
+      canonical.add(hash);
       const expected: Record<RecordKind, string[]> = {
         block: [hash],
         tx: bundle.transactions.map((t) => t.hash),
@@ -157,7 +166,12 @@ export async function compareWithChain(opts: CompareOptions): Promise<ChainCompa
         if (foreign.length > 0) problem(`height ${n} ${kind}: ${foreign.length} documents of another block (e.g. ${foreign[0]?._id})`);
       }
     }
+    const stillCanonical: string[] = [];
     for (const orphan of new Set(opts.orphaned ?? [])) {
+      if (canonical.has(orphan)) {
+        stillCanonical.push(orphan);
+        continue;
+      }
       for (const kind of kinds) {
         comparisons++;
         const field = kind === "block" ? "hash" : "blockHash";
@@ -168,7 +182,7 @@ export async function compareWithChain(opts: CompareOptions): Promise<ChainCompa
       const byIds = await search("block,tx", { query: { ids: { values: [orphan] } }, size: 1 });
       if (byIds.total > 0) problem(`orphaned block ${orphan}: found by block,tx ids`);
     }
-    return { ok: problems.length === 0, problems, comparisons, heights: to - from + 1, documents };
+    return { ok: problems.length === 0, problems, comparisons, heights: to - from + 1, documents, stillCanonical };
   } finally {
     source.destroy();
   }
