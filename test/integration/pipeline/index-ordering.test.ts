@@ -169,4 +169,15 @@ describe.skipIf(!up.ok)("index stage: orphaned records are removed whatever the 
     expectCanonical(await served(prefix));
     expect(indexer.counts().deletedOrphaned).toBe(2);
   });
+
+  it("a document Elasticsearch refuses comes back as a failure naming its own Kafka record (for the dead-letter topic)", async () => {
+    const { indexer } = await fresh("rejected");
+    const bad = input("transactions", { ...txIn(moved, A), notInTheMapping: 1 }, 10);
+    const good = input("transactions", txIn(dropped, A), 10);
+    const failures = await indexer.indexBatch([good, bad]);
+    expect(failures).toHaveLength(1);
+    expect(failures[0]?.input).toBe(bad);
+    expect(failures[0]?.error.code).toBe("CS_ES_REJECTED");
+    expect(indexer.counts().written).toBe(1);
+  });
 });
