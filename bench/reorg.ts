@@ -19,6 +19,7 @@
 import { performance } from "node:perf_hooks";
 import type { estypes } from "@elastic/elasticsearch";
 import { startAnvil } from "../cli/devchain/anvil.js";
+import { rpcCall } from "../cli/devchain/rpc.js";
 import { startTraffic } from "../cli/devchain/traffic.js";
 import type { Alert } from "../lib/alerting/alert.js";
 import { createLogger } from "../lib/logger.js";
@@ -93,16 +94,7 @@ export async function benchReorg(args: string[]): Promise<void> {
   h.config.chain = { technology: "ethereum", blockchain: "ethereum", network: "anvil" };
   const prefix = h.config.elasticsearch.indexPrefix;
   const anvil = await startAnvil({ blockTimeSec: 1 });
-  const rpc = async (method: string, params: unknown[] = []): Promise<unknown> => {
-    const res = await fetch(anvil.rpcUrl, {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params }),
-    });
-    const body = (await res.json()) as { result?: unknown; error?: { message: string } };
-    if (body.error) throw new Error(`${method}: ${body.error.message}`);
-    return body.result;
-  };
+  const rpc = (method: string, params: unknown[] = []) => rpcCall(anvil.rpcUrl, method, params);
   const headNumber = async () => Number(await rpc("eth_blockNumber"));
   const hashAt = async (n: number) => ((await rpc("eth_getBlockByNumber", [`0x${n.toString(16)}`, false])) as { hash: string }).hash;
 

@@ -26,3 +26,20 @@ export async function fetchChainId(rpcUrl: string, timeoutMs = 2000): Promise<nu
   }
   return Number.parseInt(body.result, 16);
 }
+
+/**
+ * Sends one JSON-RPC request and returns its `result` (tests, benchmarks and dev tools that talk
+ * to anvil's own methods, e.g. `anvil_reorg`, `evm_setIntervalMining`, which ethers does not wrap).
+ * @param rpcUrl HTTP JSON-RPC endpoint, e.g. `http://127.0.0.1:8545`.
+ * @throws {Error} `<method>: <message>` when the node answers a JSON-RPC error; fetch errors as thrown.
+ */
+export async function rpcCall(rpcUrl: string, method: string, params: unknown[] = []): Promise<unknown> {
+  const res = await fetch(rpcUrl, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params }),
+  });
+  const body = (await res.json()) as { result?: unknown; error?: { message: string } };
+  if (body.error) throw new Error(`${method}: ${body.error.message}`);
+  return body.result;
+}

@@ -23,6 +23,7 @@ import type { Consumer } from "kafkajs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildApi } from "../../api/app.js";
 import { type AnvilHandle, startAnvil } from "../../cli/devchain/anvil.js";
+import { rpcCall } from "../../cli/devchain/rpc.js";
 import { startTraffic, type TrafficHandle } from "../../cli/devchain/traffic.js";
 import type { RuleInput } from "../../lib/rules/model.js";
 import { connectRuleStore } from "../../lib/rules/store.js";
@@ -105,16 +106,7 @@ describe.skipIf(!up.ok)("SIGKILL chaos: stages as processes, random kills and re
   const timeline: string[] = [];
   const note = (what: string) => timeline.push(`${new Date().toISOString()} ${what}`);
 
-  const rpc = async (method: string, params: unknown[] = []) => {
-    const res = await fetch(anvil.rpcUrl, {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params }),
-    });
-    const body = (await res.json()) as { result?: unknown; error?: { message: string } };
-    if (body.error) throw new Error(`${method}: ${body.error.message}`);
-    return body.result;
-  };
+  const rpc = (method: string, params: unknown[] = []) => rpcCall(anvil.rpcUrl, method, params);
   const headNumber = async () => Number(await rpc("eth_blockNumber"));
   const hashAt = async (n: number) =>
     ((await rpc("eth_getBlockByNumber", [toQuantity(n), false])) as { hash: string } | null)?.hash.toLowerCase();

@@ -17,6 +17,7 @@ import type { FastifyInstance } from "fastify";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildApi } from "../../api/app.js";
 import { type AnvilHandle, startAnvil } from "../../cli/devchain/anvil.js";
+import { rpcCall } from "../../cli/devchain/rpc.js";
 import { startTraffic, type TrafficHandle } from "../../cli/devchain/traffic.js";
 import { createDecoder } from "../../pipeline/decode/decoder.js";
 import type { IngestStats } from "../../pipeline/ingest/ingest.js";
@@ -46,16 +47,7 @@ describe.skipIf(!up.ok)("Downtime (follower stopped while the node reorgs and mi
   let follower: Follower | undefined;
   const decoder = createDecoder({ chainId: 31337 });
 
-  const rpc = async (method: string, params: unknown[] = []) => {
-    const res = await fetch(anvil.rpcUrl, {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params }),
-    });
-    const body = (await res.json()) as { result?: unknown; error?: { message: string } };
-    if (body.error) throw new Error(`${method}: ${body.error.message}`);
-    return body.result;
-  };
+  const rpc = (method: string, params: unknown[] = []) => rpcCall(anvil.rpcUrl, method, params);
   const headNumber = async () => Number(await rpc("eth_blockNumber"));
   const hashAt = async (n: number) => ((await rpc("eth_getBlockByNumber", [hex(n), false])) as { hash: string }).hash;
 

@@ -22,6 +22,7 @@ import type { FastifyInstance } from "fastify";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildApi } from "../../api/app.js";
 import { type AnvilHandle, startAnvil } from "../../cli/devchain/anvil.js";
+import { rpcCall } from "../../cli/devchain/rpc.js";
 import { startTraffic, type TrafficHandle } from "../../cli/devchain/traffic.js";
 import { createDecoder } from "../../pipeline/decode/decoder.js";
 import type { Ingester } from "../../pipeline/ingest/ingest.js";
@@ -54,16 +55,7 @@ describe.skipIf(!up.ok)("Reorg matrix (anvil with ERC-20 traffic, decode + index
   /** Head once the traffic generator deployed and minted: no reorg may reach below it (the token balances live there). */
   let setupHeight = 0;
 
-  const rpc = async (method: string, params: unknown[] = []) => {
-    const res = await fetch(anvil.rpcUrl, {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params }),
-    });
-    const body = (await res.json()) as { result?: unknown; error?: { message: string } };
-    if (body.error) throw new Error(`${method}: ${body.error.message}`);
-    return body.result;
-  };
+  const rpc = (method: string, params: unknown[] = []) => rpcCall(anvil.rpcUrl, method, params);
   const headNumber = async () => Number(await rpc("eth_blockNumber"));
   const blockAt = async (n: number) => (await rpc("eth_getBlockByNumber", [hex(n), false])) as RpcBlock;
   const receipt = async (hash: string) =>

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type AnvilHandle, startAnvil } from "../../../cli/devchain/anvil.js";
+import { rpcCall } from "../../../cli/devchain/rpc.js";
 import type { BlockBundle } from "../../../pipeline/ingest/transform.js";
 import { type Pipeline, startPipeline } from "../../../pipeline/runtime.js";
 import { createHarness, type Harness, servicesUp, skipMessage, waitFor } from "../../support/harness.js";
@@ -12,16 +13,7 @@ describe.skipIf(!up.ok)("ingest follows the head of a real node and unwinds reor
   let anvil: AnvilHandle;
   let pipeline: Pipeline;
 
-  const rpc = async (method: string, params: unknown[] = []) => {
-    const res = await fetch(anvil.rpcUrl, {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params }),
-    });
-    const body = (await res.json()) as { result?: unknown; error?: { message: string } };
-    if (body.error) throw new Error(`${method}: ${body.error.message}`);
-    return body.result;
-  };
+  const rpc = (method: string, params: unknown[] = []) => rpcCall(anvil.rpcUrl, method, params);
 
   beforeAll(async () => {
     h = createHarness();

@@ -2,6 +2,7 @@ import type { FastifyInstance } from "fastify";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildApi } from "../../../api/app.js";
 import { type AnvilHandle, startAnvil } from "../../../cli/devchain/anvil.js";
+import { rpcCall } from "../../../cli/devchain/rpc.js";
 import { startTraffic, type TrafficHandle } from "../../../cli/devchain/traffic.js";
 import { createDecoder } from "../../../pipeline/decode/decoder.js";
 import type { Ingester } from "../../../pipeline/ingest/ingest.js";
@@ -24,16 +25,7 @@ describe.skipIf(!up.ok)("index stage after a reorg (anvil with ERC-20 traffic, d
   let following: Promise<unknown>;
   const decoder = createDecoder({ chainId: 31337 });
 
-  const rpc = async (method: string, params: unknown[] = []) => {
-    const res = await fetch(anvil.rpcUrl, {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params }),
-    });
-    const body = (await res.json()) as { result?: unknown; error?: { message: string } };
-    if (body.error) throw new Error(`${method}: ${body.error.message}`);
-    return body.result;
-  };
+  const rpc = (method: string, params: unknown[] = []) => rpcCall(anvil.rpcUrl, method, params);
   const hashAt = async (n: number) => ((await rpc("eth_getBlockByNumber", [`0x${n.toString(16)}`, false])) as { hash: string }).hash;
 
   beforeAll(async () => {
