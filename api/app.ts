@@ -20,7 +20,7 @@ import pkg from "../package.json" with { type: "json" };
 import { accountsPlugin } from "./plugins/accounts.js";
 import { authPlugin } from "./plugins/auth.js";
 import { elasticsearchPlugin } from "./plugins/elasticsearch.js";
-import { errorsPlugin } from "./plugins/errors.js";
+import { clientErrorHandler, errorsPlugin } from "./plugins/errors.js";
 import { metricsPlugin, metricsRoutes } from "./plugins/metrics.js";
 import { openapiPlugin } from "./plugins/openapi.js";
 import { rateLimitPlugin } from "./plugins/rate-limit.js";
@@ -34,10 +34,34 @@ import { chainLabel } from "./routes/search/target.js";
 /** Largest request body, in bytes (1 MiB; a query with 256 clauses of 1024 values fits). */
 export const BODY_LIMIT_BYTES = 1024 * 1024;
 
+/** The timeout fields of `config.api` that {@link serverTimeouts} reads (all in ms). */
+export type ApiTimeouts = Pick<Config["api"], "headersTimeoutMs" | "requestTimeoutMs" | "keepAliveTimeoutMs" | "connectionTimeoutMs">;
+
+/**
+ * The Fastify server options that bound how long a client may hold a connection: idle socket
+ * (`connectionTimeout`), idle keep-alive (`keepAliveTimeout`), complete headers (`http.headersTimeout`)
+ * and complete request (`requestTimeout`). Node checks the last two on a timer,
+ * `http.connectionsCheckingInterval` (Node's default 30000 ms would let a slow request live up to
+ * 30 s past its timeout), set here to a quarter of the smaller timeout, between 10 and 1000 ms.
+ * @param t - the `config.api` timeouts (see lib/config.ts for the environment variables and defaults).
+ */
+export function serverTimeouts(t: ApiTimeouts): Pick<FastifyServerOptions, "connectionTimeout" | "keepAliveTimeout" | "requestTimeout"> & {
+  http: { headersTimeout: number; requestTimeout: number; connectionsCheckingInterval: number };
+} {
+  const checkEveryMs = Math.min(1000, Math.max(10, Math.floor(Math.min(t.headersTimeoutMs, t.requestTimeoutMs) / 4)));
+  return {
+    connectionTimeout: t.connectionTimeoutMs,
+    keepAliveTimeout: t.keepAliveTimeoutMs,
+    requestTimeout: t.requestTimeoutMs,
+    http: { headersTimeout: t.headersTimeoutMs, requestTimeout: t.requestTimeoutMs, connectionsCheckingInterval: checkEveryMs },
+  };
+}
+
 /** Dependencies of {@link buildApi}. */
 export interface ApiDeps {
   /**
-   * Uses `chain`, `api.*` (tokens, adminToken, maxSize, rateLimitMax, rateLimitWindowMs),
+   * Uses `chain`, `api.*` (tokens, adminToken, maxSize, rateLimitMax, rateLimitWindowMs, and the
+   * connection timeouts headersTimeoutMs, requestTimeoutMs, keepAliveTimeoutMs, connectionTimeoutMs),
    * `elasticsearch.*`, `redisUrl`, `redisKeyPrefix` and `logLevel`.
    */
   config: Config;
@@ -81,6 +105,8 @@ export interface ApiDeps {
  * Routing: trailing slashes are optional (`/…/search/` and `/…/search` are the same route).
  * Bodies: `application/json` only (others get 415); an empty body is accepted and means `{}`.
  * Responses: serialized with `JSON.stringify` (route response schemas document, never reshape).
+ * Slow clients: see {@link serverTimeouts}; an expired headers or request timeout is answered 408
+ * `CS_REQUEST_TIMEOUT` and the connection closed (api/plugins/errors.ts `clientErrorHandler`).
  * @throws when a plugin fails to register, e.g. an invalid ES URL, or Redis unreachable (the
  *   account store and the rate limiter connect at startup, failing fast).
  */
@@ -90,6 +116,8 @@ export async function buildApi(deps: ApiDeps): Promise<FastifyInstance> {
   const options: FastifyServerOptions = {
     routerOptions: { ignoreTrailingSlash: true },
     bodyLimit: BODY_LIMIT_BYTES,
+    ...serverTimeouts(config.api),
+    clientErrorHandler,
   };
   const app: FastifyInstance =
     typeof deps.logger === "object"

@@ -56,6 +56,16 @@ export const ERROR_CODES = {
     status: 400,
     description: "The request is malformed in a way not covered by another code (bad URL encoding, bad header).",
   },
+  CS_REQUEST_TIMEOUT: {
+    status: 408,
+    description:
+      "The request's headers (CHAINSIFT_API_HEADERS_TIMEOUT_MS) or the whole request with its body (CHAINSIFT_API_REQUEST_TIMEOUT_MS) did not arrive in time; the connection is closed.",
+  },
+  CS_HEADERS_TOO_LARGE: {
+    status: 431,
+    description:
+      "The request headers exceed the server's header size limit (Node's --max-http-header-size, 16 KiB by default); the connection is closed.",
+  },
   CS_BODY_TOO_LARGE: { status: 413, description: "The body exceeds the server's body limit (1 MiB)." },
   CS_UNSUPPORTED_MEDIA_TYPE: { status: 415, description: "The body's Content-Type is not application/json." },
   CS_QUERY_INVALID: {

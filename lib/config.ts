@@ -64,6 +64,33 @@ export interface Config {
     rateLimitMax: number;
     /** Rate-limit window. Env `CHAINSIFT_RATE_LIMIT_WINDOW_MS`, default 60000. */
     rateLimitWindowMs: number;
+    /**
+     * Longest time, in ms, to receive a request's complete headers, counted from its first byte (or
+     * from the connection for the first request); then the API answers 408 `CS_REQUEST_TIMEOUT` and
+     * closes the connection (Node `server.headersTimeout`). Env `CHAINSIFT_API_HEADERS_TIMEOUT_MS`,
+     * default 10000. At most {@link requestTimeoutMs} (Node refuses a larger one).
+     */
+    headersTimeoutMs: number;
+    /**
+     * Longest time, in ms, to receive a whole request (headers and body); then 408
+     * `CS_REQUEST_TIMEOUT` and the connection is closed (Node `server.requestTimeout`). Only
+     * receiving counts: writing a long answer (e.g. a `size: -1` stream) is not limited by it. Env
+     * `CHAINSIFT_API_REQUEST_TIMEOUT_MS`, default 30000 (a 1 MiB body at ~35 KB/s fits).
+     */
+    requestTimeoutMs: number;
+    /**
+     * How long, in ms, an idle keep-alive connection is kept open after an answer (Node
+     * `server.keepAliveTimeout`). Env `CHAINSIFT_API_KEEP_ALIVE_TIMEOUT_MS`, default 72000 (Fastify's
+     * default: above the 60 s idle timeout of common load balancers, so the proxy closes first).
+     */
+    keepAliveTimeoutMs: number;
+    /**
+     * Longest inactivity, in ms, of a connection (no byte received or sent) before the server
+     * destroys it (Node `server.setTimeout`, Fastify `connectionTimeout`). Keep it above
+     * `ELASTICSEARCH_REQUEST_TIMEOUT_MS`: an answer waiting on Elasticsearch sends nothing meanwhile.
+     * Env `CHAINSIFT_API_CONNECTION_TIMEOUT_MS`, default 120000.
+     */
+    connectionTimeoutMs: number;
   };
   ingest: {
     /** EVM JSON-RPC endpoint. Env `CHAINSIFT_RPC_URL`, default `http://127.0.0.1:8545`. */
@@ -92,8 +119,21 @@ export interface Config {
     maxAttempts: number;
     /** First retry delay (doubles, full jitter). Env `CHAINSIFT_NOTIFY_BASE_DELAY_MS`, default 500. */
     baseDelayMs: number;
-    /** Longest retry delay, also the cap of a Retry-After. Env `CHAINSIFT_NOTIFY_MAX_DELAY_MS`, default 60000. */
+    /** Longest retry delay, also the cap of a Retry-After and of the wait between probes of an unhealthy destination. Env `CHAINSIFT_NOTIFY_MAX_DELAY_MS`, default 60000. */
     maxDelayMs: number;
+    /**
+     * Time budget of one delivery (alert action) from enqueueing, in ms: not delivered within it, it is
+     * dead-lettered (`CS_DELIVERY_EXHAUSTED`, or `CS_DESTINATION_UNHEALTHY` when its destination was
+     * unhealthy all along). Env `CHAINSIFT_NOTIFY_RETRY_WINDOW_MS`, default 0 = derived from the retry
+     * settings: the sum of the backoff ceilings plus one timeout per attempt (143500 with defaults).
+     */
+    retryWindowMs: number;
+    /** Failed attempts in a row (any alert) after which a destination is unhealthy and only probed. Env `CHAINSIFT_NOTIFY_UNHEALTHY_AFTER`, default 3. */
+    unhealthyAfter: number;
+    /** Delivery attempts in flight against one destination (URL origin, or the SMTP server), per notify process. Env `CHAINSIFT_NOTIFY_DESTINATION_CONCURRENCY`, default 4. */
+    destinationConcurrency: number;
+    /** Delivery attempts in flight in all, per notify process. Env `CHAINSIFT_NOTIFY_MAX_IN_FLIGHT`, default 64. */
+    maxInFlight: number;
   };
   /** pino level. Env `LOG_LEVEL`, default `info`. */
   logLevel: string;
@@ -143,9 +183,18 @@ function str(env: NodeJS.ProcessEnv, name: string, fallback: string): string {
 
 /**
  * Reads the configuration from an environment (default `process.env`).
- * @throws {ConfigError} when a numeric variable is not a valid integer.
+ * @throws {ConfigError} when a numeric variable is not a valid integer (or below its minimum), or
+ *   when `CHAINSIFT_API_HEADERS_TIMEOUT_MS` exceeds `CHAINSIFT_API_REQUEST_TIMEOUT_MS`.
  */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  const headersTimeoutMs = int(env, "CHAINSIFT_API_HEADERS_TIMEOUT_MS", 10_000, 1);
+  const requestTimeoutMs = int(env, "CHAINSIFT_API_REQUEST_TIMEOUT_MS", 30_000, 1);
+  if (headersTimeoutMs > requestTimeoutMs) {
+    throw new ConfigError(
+      "CHAINSIFT_API_HEADERS_TIMEOUT_MS",
+      `must not exceed CHAINSIFT_API_REQUEST_TIMEOUT_MS (${requestTimeoutMs}), got ${headersTimeoutMs}`,
+    );
+  }
   return {
     chain: {
       technology: str(env, "CHAINSIFT_TECHNOLOGY", "ethereum"),
@@ -175,6 +224,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       adminToken: env.CHAINSIFT_ADMIN_TOKEN || undefined,
       rateLimitMax: int(env, "CHAINSIFT_RATE_LIMIT_MAX", 600, 1),
       rateLimitWindowMs: int(env, "CHAINSIFT_RATE_LIMIT_WINDOW_MS", 60_000, 1),
+      headersTimeoutMs,
+      requestTimeoutMs,
+      keepAliveTimeoutMs: int(env, "CHAINSIFT_API_KEEP_ALIVE_TIMEOUT_MS", 72_000, 1),
+      connectionTimeoutMs: int(env, "CHAINSIFT_API_CONNECTION_TIMEOUT_MS", 120_000, 1),
     },
     ingest: {
       rpcUrl: str(env, "CHAINSIFT_RPC_URL", "http://127.0.0.1:8545"),
@@ -193,6 +246,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       maxAttempts: int(env, "CHAINSIFT_NOTIFY_MAX_ATTEMPTS", 8, 1),
       baseDelayMs: int(env, "CHAINSIFT_NOTIFY_BASE_DELAY_MS", 500, 1),
       maxDelayMs: int(env, "CHAINSIFT_NOTIFY_MAX_DELAY_MS", 60_000, 1),
+      retryWindowMs: int(env, "CHAINSIFT_NOTIFY_RETRY_WINDOW_MS", 0, 0),
+      unhealthyAfter: int(env, "CHAINSIFT_NOTIFY_UNHEALTHY_AFTER", 3, 1),
+      destinationConcurrency: int(env, "CHAINSIFT_NOTIFY_DESTINATION_CONCURRENCY", 4, 1),
+      maxInFlight: int(env, "CHAINSIFT_NOTIFY_MAX_IN_FLIGHT", 64, 1),
     },
     logLevel: str(env, "LOG_LEVEL", "info"),
   };

@@ -15,13 +15,19 @@
  *   CS_AGG_INVALID, an unknown key or a non-object body → CS_BODY_INVALID.
  * - Fastify body parsing: invalid/empty-but-required JSON → CS_BODY_INVALID, too large →
  *   CS_BODY_TOO_LARGE (413), wrong Content-Type → CS_UNSUPPORTED_MEDIA_TYPE (415), other 4xx → CS_BAD_REQUEST.
+ * - Connection-level client errors (before any request object exists; {@link clientErrorHandler}):
+ *   headers/request timeout → 408 CS_REQUEST_TIMEOUT, oversized headers → 431 CS_HEADERS_TOO_LARGE,
+ *   unparseable HTTP → 400 CS_BAD_REQUEST; the connection is then closed.
  * - Elasticsearch client errors: `too_many_buckets_exception` → CS_AGG_TOO_MANY_BUCKETS; other HTTP
  *   400 → CS_QUERY_REJECTED (with ES's root-cause reason);
  *   connection errors, timeouts, 408/429/502/503/504 → 503 CS_BACKEND_UNAVAILABLE; anything else → 500 CS_INTERNAL.
  * @module
  */
+
+import { STATUS_CODES } from "node:http";
+import type { Duplex } from "node:stream";
 import { errors as esErrors } from "@elastic/elasticsearch";
-import type { FastifyPluginAsync } from "fastify";
+import type { FastifyInstance, FastifyPluginAsync } from "fastify";
 import { ACCOUNT_ERROR_HTTP_STATUS, AccountError } from "../../lib/accounts/model.js";
 import { jsonPath, unknownKeyMessage } from "../dsl/validate.js";
 import { ApiError, type ApiErrorDetail, ERROR_CODES, type ErrorCode, errorBody } from "../errors.js";
@@ -221,6 +227,47 @@ export function mapError(err: unknown, validationCode?: ErrorCode): MappedError 
   if (status === 415) return single("CS_UNSUPPORTED_MEDIA_TYPE", "send the body as Content-Type: application/json");
   if (status >= 400 && status < 500) return single("CS_BAD_REQUEST", "the request is malformed");
   return single("CS_INTERNAL", "internal error");
+}
+
+/**
+ * The raw HTTP/1.1 answer to a connection-level client error (Node's `clientError` event: no
+ * request object exists), with the usual error body and `Connection: close`:
+ * `ERR_HTTP_REQUEST_TIMEOUT` (headers or request timeout, see api/app.ts `serverTimeouts`) → 408
+ * `CS_REQUEST_TIMEOUT`; `HPE_HEADER_OVERFLOW` → 431 `CS_HEADERS_TOO_LARGE`; any other parse
+ * error (bad request line, bad header, bad chunked encoding) → 400 `CS_BAD_REQUEST`.
+ * @returns null for `ECONNRESET` (the client is gone: nothing to answer).
+ */
+export function clientErrorAnswer(err: { code?: string } | undefined): string | null {
+  if (err?.code === "ECONNRESET") return null;
+  const [code, message]: [ErrorCode, string] =
+    err?.code === "ERR_HTTP_REQUEST_TIMEOUT"
+      ? ["CS_REQUEST_TIMEOUT", "the request did not arrive in time"]
+      : err?.code === "HPE_HEADER_OVERFLOW"
+        ? ["CS_HEADERS_TOO_LARGE", "the request headers are too large"]
+        : ["CS_BAD_REQUEST", "the request is not valid HTTP/1.1"];
+  const status = ERROR_CODES[code].status;
+  const body = JSON.stringify(errorBody([detail(code, message)]));
+  return (
+    `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? "Error"}\r\n` +
+    "Content-Type: application/json; charset=utf-8\r\n" +
+    `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`
+  );
+}
+
+/**
+ * Fastify's `clientErrorHandler` option (the server's `clientError` listener, called with the app
+ * as `this`): writes {@link clientErrorAnswer} when the socket is still writable, then destroys it.
+ * Logged at debug level only: these are the client's (or its network's) failures.
+ */
+export function clientErrorHandler(this: FastifyInstance, err: Error & { code?: string }, socket: Duplex): void {
+  if (socket.destroyed) return;
+  const answer = clientErrorAnswer(err);
+  this.log.debug({ err }, "client error");
+  // As Node's own default: answer unless the socket is not writable or an answer to an earlier
+  // (pipelined) request has started on it, then destroy (a small write goes to the kernel at once).
+  const inFlight = (socket as Duplex & { _httpMessage?: { headersSent?: boolean } })._httpMessage?.headersSent === true;
+  if (answer !== null && socket.writable && !inFlight) socket.write(answer);
+  socket.destroy();
 }
 
 /** Installs the error handler and the not-found handler on the whole app. */

@@ -16,6 +16,34 @@ describe("loadConfig", () => {
     expect(c.api.tokens).toEqual(["x", "y"]);
     expect(c.api.port).toBe(0);
   });
+  it("bounds slow clients by default and reads the API timeouts", () => {
+    expect(loadConfig({}).api).toMatchObject({
+      headersTimeoutMs: 10_000,
+      requestTimeoutMs: 30_000,
+      keepAliveTimeoutMs: 72_000,
+      connectionTimeoutMs: 120_000,
+    });
+    const c = loadConfig({
+      CHAINSIFT_API_HEADERS_TIMEOUT_MS: "500",
+      CHAINSIFT_API_REQUEST_TIMEOUT_MS: "700",
+      CHAINSIFT_API_KEEP_ALIVE_TIMEOUT_MS: "800",
+      CHAINSIFT_API_CONNECTION_TIMEOUT_MS: "900",
+    });
+    expect(c.api).toMatchObject({ headersTimeoutMs: 500, requestTimeoutMs: 700, keepAliveTimeoutMs: 800, connectionTimeoutMs: 900 });
+  });
+  it("refuses disabled (0) API timeouts and a headers timeout above the request timeout", () => {
+    for (const name of [
+      "CHAINSIFT_API_HEADERS_TIMEOUT_MS",
+      "CHAINSIFT_API_REQUEST_TIMEOUT_MS",
+      "CHAINSIFT_API_KEEP_ALIVE_TIMEOUT_MS",
+      "CHAINSIFT_API_CONNECTION_TIMEOUT_MS",
+    ]) {
+      expect(() => loadConfig({ [name]: "0" }), name).toThrow(new RegExp(name));
+    }
+    expect(() => loadConfig({ CHAINSIFT_API_HEADERS_TIMEOUT_MS: "5000", CHAINSIFT_API_REQUEST_TIMEOUT_MS: "4000" })).toThrow(
+      /CHAINSIFT_API_HEADERS_TIMEOUT_MS: must not exceed CHAINSIFT_API_REQUEST_TIMEOUT_MS/,
+    );
+  });
   it("names the variable holding a bad integer", () => {
     expect(() => loadConfig({ CHAINSIFT_MAX_SIZE: "ten" })).toThrow(ConfigError);
     expect(() => loadConfig({ CHAINSIFT_MAX_SIZE: "0" })).toThrow(/CHAINSIFT_MAX_SIZE/);

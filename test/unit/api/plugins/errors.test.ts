@@ -2,7 +2,7 @@ import { errors as esErrors } from "@elastic/elasticsearch";
 import { describe, expect, it } from "vitest";
 import { ApiError, ERROR_CODES, errorBody } from "../../../../api/errors.js";
 import { bearerToken, tokenChecker } from "../../../../api/plugins/auth.js";
-import { mapError, mapValidation } from "../../../../api/plugins/errors.js";
+import { clientErrorAnswer, mapError, mapValidation } from "../../../../api/plugins/errors.js";
 import { ACCOUNT_ERROR_HTTP_STATUS, AccountError, type AccountErrorCode } from "../../../../lib/accounts/model.js";
 
 function esResponse(statusCode: number, body: unknown) {
@@ -165,6 +165,33 @@ describe("auth helpers", () => {
     expect(check("")).toBe(false);
     expect(tokenChecker([])("s3cret")).toBe(false);
     expect(tokenChecker([""])("")).toBe(false);
+  });
+});
+
+describe("clientErrorAnswer", () => {
+  const parse = (raw: string | null) => {
+    const [head = "", body = ""] = (raw ?? "").split("\r\n\r\n");
+    return { statusLine: head.split("\r\n")[0], head, body: JSON.parse(body) as unknown };
+  };
+
+  it("answers timeouts 408, header overflows 431 and other parse errors 400, with the error body, closing", () => {
+    const timeout = parse(clientErrorAnswer({ code: "ERR_HTTP_REQUEST_TIMEOUT" }));
+    expect(timeout.statusLine).toBe("HTTP/1.1 408 Request Timeout");
+    expect(timeout.head).toMatch(/\r\nConnection: close(\r\n|$)/);
+    expect(timeout.body).toEqual(errorBody([{ code: "CS_REQUEST_TIMEOUT", message: "the request did not arrive in time", path: null }]));
+    const overflow = parse(clientErrorAnswer({ code: "HPE_HEADER_OVERFLOW" }));
+    expect(overflow.statusLine).toBe("HTTP/1.1 431 Request Header Fields Too Large");
+    expect(overflow.body).toMatchObject({ error: { code: "CS_HEADERS_TOO_LARGE" } });
+    const bad = parse(clientErrorAnswer({ code: "HPE_INVALID_METHOD" }));
+    expect(bad.statusLine).toBe("HTTP/1.1 400 Bad Request");
+    expect(bad.body).toMatchObject({ error: { code: "CS_BAD_REQUEST" } });
+  });
+
+  it("writes a Content-Length that matches the body bytes, and nothing for a reset connection", () => {
+    const raw = clientErrorAnswer({ code: "ERR_HTTP_REQUEST_TIMEOUT" }) ?? "";
+    const [head = "", body = ""] = raw.split("\r\n\r\n");
+    expect(head).toContain(`Content-Length: ${Buffer.byteLength(body)}`);
+    expect(clientErrorAnswer({ code: "ECONNRESET" })).toBeNull();
   });
 });
 
