@@ -353,8 +353,31 @@ export interface Deliverer {
    * fails (an infrastructure failure: the shell should retry the batch, not dead-letter).
    */
   deliver(alert: NotifyAlert, action: AlertDefinition, actionIndex: number): Promise<DeliveryResult>;
+  /**
+   * Makes **one** attempt of action `actionIndex` of an alert, without retrying: the unit of work of
+   * the notify scheduler, which keeps the retry schedule itself (`scheduler.ts`). Resolves with the
+   * outcome; rejects only when the secret store fails (infrastructure: retry later).
+   */
+  attempt(alert: NotifyAlert, action: AlertDefinition, actionIndex: number): Promise<AttemptResult>;
   /** Closes the HTTP agent and the SMTP transport. */
   close(): Promise<void>;
+}
+
+/**
+ * Outcome of one attempt ({@link Deliverer.attempt}). `attempts` is 1 when something was sent and
+ * 0 when the action could not be rendered or no mailer is configured.
+ * - `ok: true` — delivered;
+ * - `ok: false, retryable: true` — a transient failure (timeout, network, 5xx/408/429, SMTP 4xx):
+ *   the scheduler retries it later, honouring `retryAfterMs`;
+ * - `ok: false, retryable: false, final: true` — refused for good: only logged;
+ * - `ok: false, retryable: false, final: false` — not deliverable now but later
+ *   (`CS_MAILER_UNCONFIGURED`): dead-lettered at once for a replay.
+ */
+export interface AttemptResult extends DeliveryResult {
+  /** Whether another attempt may succeed soon. */
+  retryable: boolean;
+  /** The receiver's `Retry-After`, in ms, when it sent one. */
+  retryAfterMs?: number;
 }
 
 function oneLine(s: string, max: number): string {
@@ -509,28 +532,41 @@ export function createDeliverer(deps: DelivererDeps): Deliverer {
     }
   }
 
+  /**
+   * The redacted destination and either the attempt function or the outcome that makes an attempt
+   * pointless (bad template or action: final; no mailer: `CS_MAILER_UNCONFIGURED`). Rejects only
+   * when the secret store fails.
+   */
+  async function begin(
+    alert: NotifyAlert,
+    action: AlertDefinition,
+    actionIndex: number,
+  ): Promise<{ destination: string; run?: (n: number) => Promise<AttemptOutcome>; result?: DeliveryResult }> {
+    const base = { alertId: alert.id, ruleId: alert.ruleId, actionIndex, type: action?.type };
+    let destination: string;
+    try {
+      destination = describeDestination(action, alert.entity);
+    } catch {
+      destination = "(invalid)";
+    }
+    try {
+      const prepared = await prepare(alert, action, actionIndex);
+      if (typeof prepared === "function") return { destination, run: prepared };
+      deps.log?.warn({ ...base, code: prepared.code }, prepared.error ?? "alert action not delivered");
+      return { destination, result: { ...prepared, destination } };
+    } catch (err) {
+      const nr = nonRetryableIn(err);
+      if (!nr) throw err; // secret store failure: infrastructure, let the caller retry
+      deps.log?.warn({ ...base, code: nr.code, err: nr.message }, "alert action cannot be delivered");
+      return { destination, result: { ok: false, attempts: 0, final: true, code: nr.code, error: nr.message, destination } };
+    }
+  }
+
   return {
     async deliver(alert, action, actionIndex) {
       const base = { alertId: alert.id, ruleId: alert.ruleId, actionIndex, type: action?.type };
-      let destination: string;
-      try {
-        destination = describeDestination(action, alert.entity);
-      } catch {
-        destination = "(invalid)";
-      }
-      let prepared: Awaited<ReturnType<typeof prepare>>;
-      try {
-        prepared = await prepare(alert, action, actionIndex);
-      } catch (err) {
-        const nr = nonRetryableIn(err);
-        if (!nr) throw err; // secret store failure: infrastructure, let the shell retry
-        deps.log?.warn({ ...base, code: nr.code, err: nr.message }, "alert action cannot be delivered");
-        return { ok: false, attempts: 0, final: true, code: nr.code, error: nr.message, destination };
-      }
-      if (typeof prepared !== "function") {
-        deps.log?.warn({ ...base, code: prepared.code }, prepared.error ?? "alert action not delivered");
-        return { ...prepared, destination };
-      }
+      const { destination, run: prepared, result: early } = await begin(alert, action, actionIndex);
+      if (!prepared) return early!;
       const result = await runWithRetry(prepared, policy, {
         sleep,
         ...(deps.random ? { random: deps.random } : {}),
@@ -547,6 +583,36 @@ export function createDeliverer(deps: DelivererDeps): Deliverer {
           "alert delivery failed",
         );
       return { ...result, destination };
+    },
+    async attempt(alert, action, actionIndex) {
+      const { destination, run: prepared, result: early } = await begin(alert, action, actionIndex);
+      if (!prepared) return { ...early!, retryable: false };
+      let out: AttemptOutcome;
+      try {
+        out = await prepared(1);
+      } catch (err) {
+        out = classifyRequestError(err);
+      }
+      if (out.ok)
+        return {
+          ok: true,
+          attempts: 1,
+          final: true,
+          retryable: false,
+          destination,
+          ...(out.status === undefined ? {} : { status: out.status }),
+        };
+      return {
+        ok: false,
+        attempts: 1,
+        final: !out.retryable,
+        retryable: out.retryable,
+        code: out.code,
+        error: out.error,
+        destination,
+        ...(out.status === undefined ? {} : { status: out.status }),
+        ...(out.retryAfterMs === undefined ? {} : { retryAfterMs: out.retryAfterMs }),
+      };
     },
     async close() {
       await ownAgent?.close();

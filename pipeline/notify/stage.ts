@@ -1,21 +1,26 @@
 /**
- * The notify stage's Kafka shell: consumes the alerts topic (keyed by rule id, so one rule's
- * alerts are handled in order within a partition), delivers every action of each alert with
- * {@link deliverAlert}, and dead-letters an alert whose actions ran out of attempts so
- * `chainsift alerts replay` can re-send it (actions already delivered are skipped then).
+ * The notify stage's Kafka shell: consumes the alerts topic and **enqueues** one delivery job per
+ * action of each alert in the Redis delivery queue (`queue.ts`), then commits. The scheduler
+ * (`scheduler.ts`) delivers the jobs, retries failures on their own schedule and dead-letters
+ * what runs out of budget, so a dead or slow destination never holds up the consuming loop or
+ * other rules' alerts (docs/alerting-delivery.md, "Retry path and destination health").
  * @module
  */
+
+import type { Registry } from "prom-client";
 import { createClient } from "redis";
 import type { Config } from "../../lib/config.js";
 import type { Logger } from "../../lib/logger.js";
 import type { AlertDefinition } from "../../lib/rules/model.js";
 import { NonRetryableError } from "../errors.js";
-import type { Bus } from "../kafka/bus.js";
-import { type HandlerFailure, type RunningConsumer, runConsumer } from "../kafka/consumer.js";
+import { type Bus, createRecordProducer } from "../kafka/bus.js";
+import { deadLetter, type HandlerFailure, type InputRecord, type RunningConsumer, runConsumer } from "../kafka/consumer.js";
 import { createDeliverer, type Deliverer } from "./deliver.js";
-import { deliverAlert } from "./handle.js";
+import { destinationKey } from "./health.js";
 import { createDeliveryLog, type DeliveryLog } from "./log.js";
+import { createDeliveryQueue, type DeliveryJob, type DeliveryQueue } from "./queue.js";
 import type { NotifyAlert } from "./render.js";
+import { defaultRetryWindowMs, type Scheduler, type SchedulerOptions, startScheduler } from "./scheduler.js";
 import { createSecretStore } from "./sign.js";
 
 /** The Avro record of an alert (see `topics/schemas.ts` alertSchema). */
@@ -102,69 +107,146 @@ export interface NotifyStageDeps {
   logger: Logger;
   /** Replaces the deliverer built from config (tests). */
   deliverer?: Deliverer;
+  /** Registry for the stage's metrics (`chainsift_notify_*`); default a private one. */
+  registry?: Registry;
 }
 
 /** A running notify stage. */
 export interface NotifyStage extends RunningConsumer {
   /** The delivery log (also read by the API's deliveries endpoint). */
   log: DeliveryLog;
+  /** The delivery queue (lanes, destination health). */
+  queue: DeliveryQueue;
+  /** The scheduler delivering the queue. */
+  scheduler: Scheduler;
 }
 
-/** Starts the notify stage. */
+/**
+ * The delivery jobs of one alert record: one per action, in the lane of its rule and action, with
+ * the record's original bytes for a dead letter.
+ * @param windowMs Time budget of each job (see {@link SchedulerOptions.retryWindowMs}).
+ */
+export function jobsOfAlert(
+  avro: AlertAvro,
+  alert: NotifyAlert,
+  source: Pick<InputRecord, "topic" | "partition" | "offset" | "message">,
+  nowMs: number,
+  windowMs: number,
+): DeliveryJob[] {
+  return (alert.actions ?? []).map((action, actionIndex) => ({
+    id: `${alert.id}:${actionIndex}`,
+    alertId: alert.id,
+    ruleId: alert.ruleId,
+    actionIndex,
+    lane: `${alert.ruleId}:${actionIndex}`,
+    destination: destinationKey(action),
+    attempts: 0,
+    enqueuedAtMs: nowMs,
+    deadlineAtMs: nowMs + windowMs,
+    alert: avro,
+    source: {
+      topic: source.topic,
+      partition: source.partition,
+      offset: source.offset,
+      keyB64: source.message.key ? source.message.key.toString("base64") : null,
+      valueB64: source.message.value ? source.message.value.toString("base64") : null,
+    },
+  }));
+}
+
+/** Starts the notify stage: the alerts consumer and the delivery scheduler. */
 export async function startNotifyStage(deps: NotifyStageDeps): Promise<NotifyStage> {
   const { config, logger } = deps;
   const redis = createClient({ url: config.redisUrl });
   redis.on("error", (err) => logger.warn({ err }, "notify: redis error"));
   await redis.connect();
   const log = createDeliveryLog({ redis, keyPrefix: config.redisKeyPrefix });
+  const queue = createDeliveryQueue(redis, config.redisKeyPrefix);
+  const n = config.notify;
+  const retry = { maxAttempts: n.maxAttempts, baseDelayMs: n.baseDelayMs, maxDelayMs: n.maxDelayMs };
   const deliverer =
     deps.deliverer ??
     createDeliverer({
-      fetchTimeoutMs: config.notify.timeoutMs,
-      retry: { maxAttempts: config.notify.maxAttempts, baseDelayMs: config.notify.baseDelayMs, maxDelayMs: config.notify.maxDelayMs },
-      allowlist: config.notify.allowlist,
+      fetchTimeoutMs: n.timeoutMs,
+      retry,
+      allowlist: n.allowlist,
       secrets: createSecretStore({ redis, keyPrefix: config.redisKeyPrefix }),
-      mailer: config.notify.smtpUrl ? { from: config.notify.mailFrom, smtpUrl: config.notify.smtpUrl } : undefined,
+      mailer: n.smtpUrl ? { from: n.mailFrom, smtpUrl: n.smtpUrl } : undefined,
       log: logger.child({ stage: "notify" }),
     });
+  const windowMs = n.retryWindowMs > 0 ? n.retryWindowMs : defaultRetryWindowMs(retry, n.timeoutMs);
+  const dlq = await createRecordProducer(deps.bus);
+  const scheduler = startScheduler({
+    queue,
+    deliverer,
+    log,
+    logger,
+    ...(deps.registry ? { registry: deps.registry } : {}),
+    options: {
+      retry,
+      retryWindowMs: windowMs,
+      attemptTimeoutMs: n.timeoutMs,
+      health: { unhealthyAfter: n.unhealthyAfter, probeBaseDelayMs: Math.max(1000, n.baseDelayMs * 4), probeMaxDelayMs: n.maxDelayMs },
+      perDestinationConcurrency: n.destinationConcurrency,
+      maxInFlight: n.maxInFlight,
+    },
+    deadLetter: async (items) => {
+      for (const { job, code, message } of items) {
+        const { source } = job;
+        await deadLetter(
+          dlq,
+          "notify",
+          {
+            topic: source.topic,
+            partition: source.partition,
+            offset: source.offset,
+            message: {
+              key: source.keyB64 === null ? null : Buffer.from(source.keyB64, "base64"),
+              value: source.valueB64 === null ? null : Buffer.from(source.valueB64, "base64"),
+            } as InputRecord["message"],
+          },
+          { code, message: `alert ${job.alertId} action ${job.actionIndex}: ${message}` },
+        );
+      }
+    },
+  });
   const running = await runConsumer({
     bus: deps.bus,
     logger,
     stage: "notify",
     topics: ["alerts"],
-    // One rule's alerts are delivered in order; a whole retry budget may pass inside one batch
-    // (the consumer shell keeps heartbeating meanwhile).
+    // Enqueue only: a Redis failure throws (retryable: the batch is retried, nothing committed);
+    // a malformed alert is dead-lettered by the shell.
     handler: async (inputs) => {
       const failures: HandlerFailure[] = [];
+      const jobs: DeliveryJob[] = [];
+      const now = Date.now();
       for (const input of inputs) {
-        let alert: NotifyAlert;
         try {
-          alert = alertFromAvro(input.record as AlertAvro);
+          const avro = input.record as AlertAvro;
+          const alert = alertFromAvro(avro);
+          jobs.push(...jobsOfAlert(avro, alert, input, now, windowMs));
         } catch (err) {
           failures.push({ input, error: err as NonRetryableError });
-          continue;
         }
-        const outcome = await deliverAlert(alert, { deliverer, log });
-        if (outcome.retryLater.length > 0) {
-          const first = outcome.actions.find((a) => a.actionIndex === outcome.retryLater[0]);
-          const code = first?.result?.code ?? "CS_DELIVERY_EXHAUSTED";
-          failures.push({
-            input,
-            error: new NonRetryableError(
-              code,
-              `alert ${alert.id}: actions ${outcome.retryLater.join(", ")} not delivered (${first?.result?.error ?? code})`,
-            ),
-          });
-        }
+      }
+      if (jobs.length > 0) {
+        await queue.enqueue(jobs, now);
+        scheduler.wake();
       }
       return failures;
     },
   });
   return {
     ...running,
+    deadLettered: () => running.deadLettered() + scheduler.stats().deadLettered,
     log,
+    queue,
+    scheduler,
     async stop() {
       await running.stop();
+      await scheduler.stop();
+      await dlq.disconnect().catch(() => {});
       await deliverer.close?.();
       await redis.quit().catch(() => {});
     },

@@ -1,8 +1,6 @@
-/** Unit tests of the delivery log helpers and of deliverAlert (guard, log, dead-letter decision) with in-memory doubles. */
+/** Unit tests of the delivery log helpers (entries, redaction, guard) with in-memory doubles; the per-job bookkeeping is tested with the scheduler (test/integration/notify/scheduler.test.ts). */
 import { describe, expect, it } from "vitest";
 import type { AlertDefinition } from "../../../../lib/rules/model.js";
-import type { Deliverer, DeliveryResult } from "../../../../pipeline/notify/deliver.js";
-import { deliverAlert } from "../../../../pipeline/notify/handle.js";
 import {
   createDeliveryLog,
   type DeliveryLogMulti,
@@ -124,41 +122,5 @@ describe("createDeliveryLog", () => {
     expect(await log.alreadyDelivered("a1", 0)).toBe(true);
     expect(await log.alreadyDelivered("a1", 1)).toBe(false);
     expect(redis.strings.get("t:notify:delivered:a1:0")?.ex).toBe(604_800);
-  });
-});
-
-describe("deliverAlert", () => {
-  const actions: AlertDefinition[] = [
-    { type: "Webhook (POST)", parameters: { url: "https://ok.example/" } },
-    { type: "Webhook (POST)", parameters: { url: "https://down.example/" } },
-    { type: "Webhook (POST)", parameters: { url: "https://gone.example/" } },
-  ];
-  const alert = sampleAlert({ actions });
-  const results: Record<string, DeliveryResult> = {
-    "https://ok.example/": { ok: true, attempts: 1, final: true, status: 200 },
-    "https://down.example/": { ok: false, attempts: 8, final: false, status: 503, code: "CS_DELIVERY_EXHAUSTED", error: "gave up" },
-    "https://gone.example/": { ok: false, attempts: 1, final: true, status: 410, code: "CS_DELIVERY_REJECTED", error: "HTTP 410" },
-  };
-
-  it("delivers every action, logs each, marks successes and asks to dead-letter retryable failures; a replay re-sends only those", async () => {
-    const sent: number[] = [];
-    const deliverer: Deliverer = {
-      async deliver(_a, action, i) {
-        sent.push(i);
-        return results[(action.parameters as { url: string }).url]!;
-      },
-      async close() {},
-    };
-    const log = createDeliveryLog({ redis: memoryRedis(), keyPrefix: "t:" });
-    const first = await deliverAlert(alert, { deliverer, log });
-    expect(first.retryLater).toEqual([1]);
-    expect(first.actions.map((a) => a.skipped)).toEqual([false, false, false]);
-    expect((await log.list(alert.ruleId)).total).toBe(3);
-
-    sent.length = 0;
-    const replay = await deliverAlert(alert, { deliverer, log });
-    expect(sent.sort()).toEqual([1, 2]);
-    expect(replay.actions[0]).toEqual({ actionIndex: 0, skipped: true });
-    expect(replay.retryLater).toEqual([1]);
   });
 });

@@ -1,0 +1,276 @@
+/**
+ * The notify scheduler against the real Redis (delivery queue, health, log, guard) and real local
+ * HTTP receivers on 127.0.0.1 (allowlisted), with the real deliverer (undici). Dead letters are
+ * collected by the injected function (the Kafka path is covered by stage.test.ts and the e2e test).
+ * Skips when Redis is down.
+ */
+import { randomBytes, randomUUID } from "node:crypto";
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import type { AddressInfo, Socket } from "node:net";
+import { Registry } from "prom-client";
+import { createClient } from "redis";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { loadConfig } from "../../../lib/config.js";
+import { createLogger } from "../../../lib/logger.js";
+import type { AlertDefinition } from "../../../lib/rules/model.js";
+import { createDeliverer, type Deliverer } from "../../../pipeline/notify/deliver.js";
+import { createDeliveryLog, type DeliveryLog } from "../../../pipeline/notify/log.js";
+import { createDeliveryQueue, type DeliveryJob, type DeliveryQueue } from "../../../pipeline/notify/queue.js";
+import type { NotifyAlert } from "../../../pipeline/notify/render.js";
+import { type Scheduler, type SchedulerOptions, startScheduler } from "../../../pipeline/notify/scheduler.js";
+import { createSecretStore } from "../../../pipeline/notify/sign.js";
+import { alertToAvro, jobsOfAlert } from "../../../pipeline/notify/stage.js";
+import { waitFor } from "../../support/harness.js";
+import { sampleAlert } from "../../unit/pipeline/notify/fixtures.js";
+import { deletePrefix, redisSkipMessage, redisUp } from "../accounts/redis.js";
+
+const url = loadConfig().redisUrl;
+const up = await redisUp(url);
+if (!up) console.warn(redisSkipMessage(url));
+
+interface Receiver {
+  base: string;
+  /** Requests answered 2xx, in arrival order: `<ruleId>#<sequence>`. */
+  delivered: string[];
+  /** Every request seen (including refused/hung ones). */
+  requests: number;
+  /** Most requests open at the same time. */
+  maxOpen: number;
+  /** Answer for the next request: a status, or "hang" (never answer). */
+  mode: number | "hang";
+  close(): Promise<void>;
+}
+
+async function startReceiver(mode: number | "hang" = 200): Promise<Receiver> {
+  let open = 0;
+  const sockets = new Set<Socket>();
+  const r: Receiver = {
+    base: "",
+    delivered: [],
+    requests: 0,
+    maxOpen: 0,
+    mode,
+    close: async () => {
+      for (const s of sockets) s.destroy();
+      await new Promise((res) => server.close(res));
+    },
+  };
+  const server: Server = createServer((req: IncomingMessage, res: ServerResponse) => {
+    r.requests++;
+    open++;
+    r.maxOpen = Math.max(r.maxOpen, open);
+    res.on("close", () => open--);
+    const chunks: Buffer[] = [];
+    req.on("data", (c: Buffer) => chunks.push(c));
+    req.on("end", () => {
+      if (r.mode === "hang") return;
+      if (r.mode >= 200 && r.mode < 300) {
+        const body = JSON.parse(Buffer.concat(chunks).toString()) as { ruleId: string; sequence: number };
+        r.delivered.push(`${body.ruleId}#${body.sequence}`);
+      }
+      res.writeHead(r.mode).end();
+    });
+  });
+  server.on("connection", (s: Socket) => {
+    sockets.add(s);
+    s.on("close", () => sockets.delete(s));
+  });
+  await new Promise<void>((res) => server.listen(0, "127.0.0.1", res));
+  r.base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  return r;
+}
+
+function alertsOf(ruleId: string, actions: AlertDefinition[], count: number): NotifyAlert[] {
+  return Array.from({ length: count }, (_, i) =>
+    sampleAlert({ id: randomBytes(32).toString("hex"), ruleId, sequence: i + 1, status: "confirmed", actions }),
+  );
+}
+
+describe.skipIf(!up)("notify scheduler (real Redis, local receivers)", () => {
+  const prefix = `test-sched-${randomBytes(4).toString("hex")}:`;
+  const redis = createClient({ url });
+  let queue: DeliveryQueue;
+  let log: DeliveryLog;
+  let deliverer: Deliverer;
+  const letters: Array<{ job: DeliveryJob; code: string; message: string }> = [];
+  const receivers: Receiver[] = [];
+  const schedulers: Scheduler[] = [];
+  const logger = createLogger("silent");
+
+  beforeAll(async () => {
+    await redis.connect();
+    queue = createDeliveryQueue(redis, prefix);
+    log = createDeliveryLog({ redis, keyPrefix: prefix });
+    deliverer = createDeliverer({
+      fetchTimeoutMs: 800,
+      allowlist: ["127.0.0.1"],
+      secrets: createSecretStore({ redis, keyPrefix: prefix }),
+    });
+  });
+
+  afterAll(async () => {
+    await Promise.allSettled(schedulers.map((s) => s.stop()));
+    await Promise.allSettled(receivers.map((r) => r.close()));
+    await deliverer?.close();
+    if (redis.isOpen) await redis.quit();
+    await deletePrefix(url, prefix);
+  });
+
+  const options = (over: Partial<SchedulerOptions> = {}): SchedulerOptions => ({
+    retry: { maxAttempts: 4, baseDelayMs: 50, maxDelayMs: 400 },
+    retryWindowMs: 4000,
+    attemptTimeoutMs: 800,
+    health: { unhealthyAfter: 3, probeBaseDelayMs: 400, probeMaxDelayMs: 800 },
+    perDestinationConcurrency: 2,
+    pollIntervalMs: 50,
+    ...over,
+  });
+
+  function start(over: Partial<SchedulerOptions> = {}, registry?: Registry): Scheduler {
+    const s = startScheduler({
+      queue,
+      deliverer,
+      log,
+      logger,
+      options: options(over),
+      ...(registry ? { registry } : {}),
+      deadLetter: async (items) => {
+        letters.push(...items);
+      },
+    });
+    schedulers.push(s);
+    return s;
+  }
+
+  async function enqueue(alerts: NotifyAlert[], windowMs = 4000): Promise<number> {
+    const now = Date.now();
+    const jobs = alerts.flatMap((a, i) =>
+      jobsOfAlert(
+        alertToAvro(a),
+        a,
+        { topic: "alerts", partition: 0, offset: String(i), message: { key: Buffer.from(a.ruleId), value: Buffer.from(a.id) } as never },
+        now,
+        windowMs,
+      ),
+    );
+    return queue.enqueue(jobs, now);
+  }
+
+  it("delivers, logs one entry per job, marks successes, and refuses to queue a delivered or queued action again", async () => {
+    const rx = await startReceiver();
+    receivers.push(rx);
+    const ruleId = randomUUID();
+    const actions: AlertDefinition[] = [
+      { type: "Webhook (POST)", parameters: { url: `${rx.base}/post?key=secret` } },
+      { type: "Webhook (GET)", parameters: { url: `${rx.base}/get/{nope}` } },
+    ];
+    const alerts = alertsOf(ruleId, actions, 2);
+    expect(await enqueue(alerts)).toBe(4);
+    expect(await enqueue(alerts)).toBe(0); // Kafka redelivery of queued alerts: nothing added
+    const s = start();
+    await waitFor(async () => (await log.list(ruleId)).total >= 4, 15_000);
+    const page = await log.list(ruleId);
+    expect(page.entries.map((e) => `${e.sequence}/${e.actionIndex}/${e.ok}`).sort()).toEqual([
+      "1/0/true",
+      "1/1/false",
+      "2/0/true",
+      "2/1/false",
+    ]);
+    expect(page.entries.find((e) => e.actionIndex === 1)).toMatchObject({ code: "CS_TEMPLATE_UNKNOWN_FIELD", attempts: 0, final: true });
+    expect(page.entries.find((e) => e.actionIndex === 0)).toMatchObject({ attempts: 1, httpStatus: 200, destination: `${rx.base}/post?…` });
+    expect(JSON.stringify(page)).not.toContain("secret");
+    expect(rx.delivered).toEqual([`${ruleId}#1`, `${ruleId}#2`]);
+    expect(await log.alreadyDelivered(alerts[0]!.id, 0)).toBe(true);
+    // Delivered: a replay of the same alert queues only the action that was not delivered.
+    await waitFor(async () => (await queue.laneLength(`${ruleId}:1`)) === 0, 5000);
+    expect(await enqueue([alerts[0]!])).toBe(1);
+    await waitFor(async () => (await log.list(ruleId)).total >= 5, 10_000);
+    expect(rx.delivered).toHaveLength(2);
+    expect(s.stats().delivered).toBe(2);
+    await s.stop();
+  });
+
+  it("isolates a hanging and a failing destination: healthy alerts arrive, dead ones are dead-lettered once, connections stay bounded", async () => {
+    const healthy = await startReceiver(200);
+    const hanging = await startReceiver("hang");
+    const failing = await startReceiver(503);
+    receivers.push(healthy, hanging, failing);
+    const [hRule, gRule, fRule] = [randomUUID(), randomUUID(), randomUUID()];
+    const n = 30;
+    const registry = new Registry();
+    const s = start({}, registry);
+    const before = letters.length;
+    // Dead destinations' alerts are queued first, so a head-of-line design would stall the healthy ones.
+    await enqueue(alertsOf(gRule, [{ type: "Webhook (POST)", parameters: { url: `${hanging.base}/h` } }], n));
+    await enqueue(alertsOf(fRule, [{ type: "Webhook (POST)", parameters: { url: `${failing.base}/f` } }], n));
+    const t0 = Date.now();
+    await enqueue(alertsOf(hRule, [{ type: "Webhook (POST)", parameters: { url: `${healthy.base}/ok` } }], n));
+    await waitFor(async () => healthy.delivered.length >= n, 20_000);
+    const healthyMs = Date.now() - t0;
+    // All healthy alerts arrived, in order, while the dead lanes still held most of their alerts.
+    expect(healthy.delivered).toEqual(Array.from({ length: n }, (_, i) => `${hRule}#${i + 1}`));
+    expect((await queue.laneLength(`${gRule}:0`)) + (await queue.laneLength(`${fRule}:0`))).toBeGreaterThan(n);
+    console.log(`healthy lane: ${n} alerts delivered in ${healthyMs} ms next to a hanging and a failing destination`);
+
+    // The failing destination is marked unhealthy (queue, metric).
+    await waitFor(async () => (await queue.health(new URL(failing.base).origin)).unhealthy, 10_000);
+    const metric = await registry.getSingleMetric("chainsift_notify_destination_unhealthy")!.get();
+    expect(metric.values.find((v) => v.labels.destination === new URL(failing.base).origin)?.value).toBe(1);
+
+    // Every dead job ends in the dead letters exactly once; no healthy job does.
+    await waitFor(async () => letters.length - before >= 2 * n, 30_000);
+    const mine = letters.slice(before);
+    const ids = mine.map((l) => l.job.id);
+    expect(new Set(ids).size).toBe(ids.length);
+    expect(ids).toHaveLength(2 * n);
+    expect(new Set(mine.map((l) => l.job.ruleId))).toEqual(new Set([gRule, fRule]));
+    expect(new Set(mine.map((l) => l.code))).toEqual(new Set(["CS_DELIVERY_EXHAUSTED", "CS_DESTINATION_UNHEALTHY"]));
+    // Group backoff: far fewer requests than every alert retrying on its own (n × maxAttempts = 120).
+    console.log(`requests: failing ${failing.requests}, hanging ${hanging.requests} (max open ${hanging.maxOpen}) for ${n} alerts each`);
+    expect(failing.requests).toBeLessThan(n);
+    expect(hanging.requests).toBeLessThan(n);
+    // One lane per rule and action, so one connection at a time per lane here; never above the bound.
+    expect(hanging.maxOpen).toBeLessThanOrEqual(2);
+    // Each dead job's log entry says why.
+    const logF = await log.list(fRule, { limit: 1000 });
+    expect(logF.total).toBe(n);
+    expect(logF.entries.every((e) => !e.ok && e.final === false)).toBe(true);
+    await s.stop();
+  });
+
+  it("bounds attempts in flight per destination across lanes", async () => {
+    const hanging = await startReceiver("hang");
+    receivers.push(hanging);
+    const s = start({ perDestinationConcurrency: 3, health: { unhealthyAfter: 1000, probeBaseDelayMs: 400, probeMaxDelayMs: 800 } });
+    // 10 rules (10 lanes) to one hanging destination.
+    for (let i = 0; i < 10; i++)
+      await enqueue(alertsOf(randomUUID(), [{ type: "Webhook (POST)", parameters: { url: `${hanging.base}/x` } }], 2));
+    await waitFor(async () => hanging.requests >= 6, 15_000);
+    await new Promise((r) => setTimeout(r, 1500));
+    expect(hanging.maxOpen).toBe(3);
+    await s.stop();
+  });
+
+  it("a destination that recovers receives every pending alert once, in per-rule order", async () => {
+    const rx = await startReceiver(503);
+    receivers.push(rx);
+    const ruleA = randomUUID();
+    const ruleB = randomUUID();
+    const n = 15;
+    const s = start({ retry: { maxAttempts: 50, baseDelayMs: 50, maxDelayMs: 300 }, retryWindowMs: 60_000 });
+    await enqueue(alertsOf(ruleA, [{ type: "Webhook (POST)", parameters: { url: `${rx.base}/a` } }], n), 60_000);
+    await enqueue(alertsOf(ruleB, [{ type: "Webhook (POST)", parameters: { url: `${rx.base}/b` } }], n), 60_000);
+    await waitFor(async () => (await queue.health(new URL(rx.base).origin)).unhealthy, 10_000);
+    const failedRequests = rx.requests;
+    rx.mode = 200;
+    await waitFor(async () => rx.delivered.length >= 2 * n, 30_000);
+    await new Promise((r) => setTimeout(r, 500));
+    expect(rx.delivered).toHaveLength(2 * n);
+    for (const rule of [ruleA, ruleB]) {
+      expect(rx.delivered.filter((d) => d.startsWith(rule))).toEqual(Array.from({ length: n }, (_, i) => `${rule}#${i + 1}`));
+    }
+    expect((await queue.health(new URL(rx.base).origin)).unhealthy).toBe(false);
+    expect(failedRequests).toBeGreaterThanOrEqual(3);
+    await s.stop();
+  });
+});
