@@ -26,6 +26,14 @@ export const OPERATORS = [
 export type Operator = (typeof OPERATORS)[number];
 /** Operators whose value is an array of strings; every other operator takes a string. */
 export const ARRAY_OPERATORS: readonly Operator[] = ["Equals any", "Equals any (ignore case)"];
+/**
+ * Equality operators. At the first and second level they may come without `value` (absent or
+ * null): the definition then holds when the attribute has no value (it is missing or null, or an
+ * array with no non-null element). See docs/rules.md, "A comparison without value".
+ */
+export const EQUALITY_OPERATORS: readonly Operator[] = ["Equals", "Equals (ignore case)", "Equals any", "Equals any (ignore case)"];
+/** Ordering operators: numeric comparisons, which always need a `value`. */
+export const ORDERING_OPERATORS: readonly Operator[] = ["Greater", "Greater or Equal", "Less", "Less or Equal"];
 
 /** Third-level definition: no Inspect, all fields required. */
 export interface ThirdLevelDefinition {
@@ -38,6 +46,7 @@ export interface ThirdLevelDefinition {
 export interface SecondLevelDefinition {
   name: string;
   operator: Operator;
+  /** Absent or null: allowed for Inspect and, without `useScaledValue`, for the {@link EQUALITY_OPERATORS} (compare with "no value"). */
   value?: string | string[] | null;
   /** Compare `value.scaled` (token units) instead of the raw amount; never matches when decimals are unknown. */
   useScaledValue?: boolean;
@@ -50,6 +59,7 @@ export interface TargetDefinition {
   /** Attribute of the entity to inspect (see docs/alerting.md for each target type's attributes). */
   name: string;
   operator: Operator;
+  /** Absent or null: allowed for Inspect and the {@link EQUALITY_OPERATORS} (compare with "no value"). */
   value?: string | string[] | null;
   /** Required when operator is Inspect; null otherwise. */
   operatorParameters?: SecondLevelDefinition[] | null;

@@ -21,6 +21,7 @@ import {
   ALERT_TYPES,
   type AlertType,
   ARRAY_OPERATORS,
+  EQUALITY_OPERATORS,
   OPERATORS,
   type Operator,
   RULE_STATES,
@@ -75,6 +76,12 @@ const SCALAR_OPERATORS = OPERATORS.filter((o) => o !== "Inspect" && !ARRAY_OPERA
   "Inspect" | "Equals any" | "Equals any (ignore case)"
 >[];
 const ARRAY_OPERATOR_LIST = ["Equals any", "Equals any (ignore case)"] as const;
+const EQUALITY_OPERATOR_LIST = EQUALITY_OPERATORS as Exclude<
+  Operator,
+  "Inspect" | "Greater" | "Greater or Equal" | "Less" | "Less or Equal"
+>[];
+const NO_VALUE =
+  "equality operator without value (absent or null): holds when the attribute has no value (missing, null, or an array without a non-null element)";
 
 // ---------------------------------------------------------------------------------------------
 // TypeBox schemas
@@ -97,7 +104,11 @@ export const ThirdLevelDefinitionSchema = Type.Union(
   { description: "Third-level definition: no Inspect, value required." },
 );
 
-/** Second-level definition (item of a top-level Inspect's operatorParameters); the only level with `useScaledValue`. */
+/**
+ * Second-level definition (item of a top-level Inspect's operatorParameters); the only level with
+ * `useScaledValue`. Like the top level, an equality operator may come without `value`, but not
+ * together with `useScaledValue: true` (the scaled amount of an argument without value is meaningless).
+ */
 export const SecondLevelDefinitionSchema = Type.Union(
   [
     Type.Object(
@@ -123,6 +134,16 @@ export const SecondLevelDefinitionSchema = Type.Union(
     Type.Object(
       {
         name: Type.String(),
+        operator: Type.Enum(EQUALITY_OPERATOR_LIST),
+        value: Type.Optional(Type.Null()),
+        useScaledValue: Type.Optional(Type.Literal(false)),
+        operatorParameters: Type.Optional(Type.Null()),
+      },
+      { ...closed, description: `second-level definition, ${NO_VALUE}; not with useScaledValue true` },
+    ),
+    Type.Object(
+      {
+        name: Type.String(),
         operator: Type.Literal("Inspect"),
         value: Type.Optional(Type.Union([Type.String(), Type.Null()])),
         useScaledValue: Type.Optional(Type.Boolean()),
@@ -137,7 +158,11 @@ export const SecondLevelDefinitionSchema = Type.Union(
   { description: "Second-level definition: same as the top level plus useScaledValue." },
 );
 
-/** Top-level target definition (targetMap item). */
+/**
+ * Top-level target definition (targetMap item). `value` is a string (ordering and Equals operators),
+ * an array of strings (Equals any), absent or null for an equality operator (holds when the
+ * attribute has no value), and absent, null or an unused string for Inspect.
+ */
 export const TargetDefinitionSchema = Type.Union(
   [
     Type.Object(
@@ -157,6 +182,15 @@ export const TargetDefinitionSchema = Type.Union(
         operatorParameters: Type.Optional(Type.Null()),
       },
       { ...closed, description: "target definition, Equals any operator" },
+    ),
+    Type.Object(
+      {
+        name: Type.String(),
+        operator: Type.Enum(EQUALITY_OPERATOR_LIST),
+        value: Type.Optional(Type.Null()),
+        operatorParameters: Type.Optional(Type.Null()),
+      },
+      { ...closed, description: `target definition, ${NO_VALUE}` },
     ),
     Type.Object(
       {
@@ -591,7 +625,7 @@ class Walker {
       this.add("CS_RULE_TOO_DEEP", opPath, "Inspect is not allowed in third-level definitions: Inspect goes at most two levels deep");
     } else op = def.operator as Operator;
 
-    this.value(def, path, op);
+    this.value(def, path, op, level);
 
     if (level === 2 && has(def, "useScaledValue") && typeof def.useScaledValue !== "boolean") {
       this.add("CS_RULE_INVALID", at(path, "useScaledValue"), `must be a boolean, got ${kind(def.useScaledValue)}`);
@@ -632,8 +666,13 @@ class Walker {
     }
   }
 
-  /** Value rule at every level: an array of strings for the Equals any operators, a string otherwise (optional, string or null, for Inspect). */
-  value(def: Json, path: string, op: Operator | undefined): void {
+  /**
+   * Value rule at every level: an array of strings for the Equals any operators, a string otherwise;
+   * absent, null or a string for Inspect (not used). At levels 1 and 2 an equality operator may come
+   * without value (absent or null: "the attribute has no value"), except with `useScaledValue: true`;
+   * ordering operators always need one, and so does every operator at level 3 (the contract).
+   */
+  value(def: Json, path: string, op: Operator | undefined, level: 1 | 2 | 3): void {
     const p = at(path, "value");
     const present = has(def, "value");
     const v = def.value;
@@ -643,20 +682,33 @@ class Walker {
       }
       return;
     }
-    if (ARRAY_OPERATORS.includes(op)) {
-      if (!present) this.add("CS_RULE_VALUE_TYPE", p, `is required for operator "${op}" (an array of strings)`);
-      else if (!Array.isArray(v)) this.add("CS_RULE_VALUE_TYPE", p, `must be an array of strings for operator "${op}", got ${kind(v)}`);
+    if (op === "Inspect") {
+      if (present && v !== null && typeof v !== "string") {
+        this.add("CS_RULE_VALUE_TYPE", p, `must be a string, null or absent for operator "Inspect" (it is not used), got ${kind(v)}`);
+      }
+      return;
+    }
+    const array = ARRAY_OPERATORS.includes(op);
+    const expected = array ? "an array of strings" : "a string";
+    if (!present || v === null) {
+      if (level === 3) {
+        if (!present) this.add("CS_RULE_VALUE_TYPE", p, `is required at the third level (${expected} for operator "${op}")`);
+        else this.add("CS_RULE_VALUE_TYPE", p, `must be ${expected} for operator "${op}" at the third level, got null`);
+      } else if (!EQUALITY_OPERATORS.includes(op)) {
+        const what = present ? "must not be null" : "is required";
+        this.add("CS_RULE_VALUE_TYPE", p, `${what} for operator "${op}" (${expected}; only equality operators may omit it)`);
+      } else if (def.useScaledValue === true) {
+        this.add("CS_RULE_VALUE_TYPE", p, `is required when useScaledValue is true (${expected} for operator "${op}")`);
+      }
+      return;
+    }
+    if (array) {
+      if (!Array.isArray(v)) this.add("CS_RULE_VALUE_TYPE", p, `must be an array of strings for operator "${op}", got ${kind(v)}`);
       else {
         v.forEach((item, i) => {
           if (typeof item !== "string") this.add("CS_RULE_VALUE_TYPE", at(p, i), `must be a string, got ${kind(item)}`);
         });
       }
-    } else if (op === "Inspect") {
-      if (present && v !== null && typeof v !== "string") {
-        this.add("CS_RULE_VALUE_TYPE", p, `must be a string, null or absent for operator "Inspect" (it is not used), got ${kind(v)}`);
-      }
-    } else if (!present) {
-      this.add("CS_RULE_VALUE_TYPE", p, `is required for operator "${op}" (a string)`);
     } else if (typeof v !== "string") {
       const hint = Array.isArray(v) ? ` (only ${list(ARRAY_OPERATORS)} take an array)` : "";
       this.add("CS_RULE_VALUE_TYPE", p, `must be a string for operator "${op}", got ${kind(v)}${hint}`);

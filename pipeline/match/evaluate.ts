@@ -6,7 +6,12 @@
  * - `name` is an attribute of the entity; dotted paths step into objects (`blockNumber.num`) and
  *   fan out over arrays (`args.name` is every argument's name). An attribute with several values
  *   (an array, or a path through an array) satisfies an operator when one of its values does.
- *   A missing or null attribute satisfies no operator.
+ *   A missing or null attribute satisfies no operator that has a value.
+ * - An equality operator (`Equals`, `Equals (ignore case)`, `Equals any`, `Equals any (ignore case)`)
+ *   without value (absent or null; allowed at the first and second level) holds when the attribute
+ *   has no value: it is missing or null, or an array (a path through an array) without any
+ *   non-null element. E.g. `{name: "to", operator: "Equals"}` on a Transaction: contract creations.
+ *   Ordering operators need a value.
  * - Numbers compare exactly when both sides are numeric (see {@link ./values.ts}): decimal and
  *   `0x` hex integers of any size, finite decimals, `{num, raw}` quantities by `raw`, typed
  *   argument values by `hex`.
@@ -165,6 +170,16 @@ function scaledOf(v: unknown): unknown {
   return typeof scaled === "number" || typeof scaled === "string" || typeof scaled === "bigint" ? scaled : undefined;
 }
 
+const EQUALITY = new Set<string>(["Equals", "Equals (ignore case)", "Equals any", "Equals any (ignore case)"]);
+
+/** Whether an attribute has no value: missing, null, or an array whose elements all have none. */
+function isAbsent(v: unknown): boolean {
+  if (v === undefined || v === null) return true;
+  if (!Array.isArray(v)) return false;
+  for (const el of v) if (!isAbsent(el)) return false;
+  return true;
+}
+
 function compileOne(def: AnyDefinition, path: string): EntityPredicate {
   if (def === null || typeof def !== "object" || typeof def.name !== "string" || def.name === "") {
     throw new RuleCompileError(path, "a definition needs a non-empty string name");
@@ -185,6 +200,12 @@ function compileOne(def: AnyDefinition, path: string): EntityPredicate {
       }
       return nested(v);
     };
+  }
+  if ((def.value === undefined || def.value === null) && EQUALITY.has(def.operator)) {
+    if (def.useScaledValue === true) {
+      throw new RuleCompileError(path, `operator ${JSON.stringify(def.operator)} needs a value when useScaledValue is true`);
+    }
+    return (entity) => isAbsent(read(entity));
   }
   const test = scalarTest(def, path);
   if (def.useScaledValue === true) return (entity) => forEachScalar(scaledOf(read(entity)), test);
@@ -207,7 +228,8 @@ function compileList(defs: readonly AnyDefinition[], path: string): EntityPredic
  * every entity.
  * @throws {RuleCompileError} on an unknown operator, a missing name, or a value of the wrong shape
  *   (`Equals any` needs an array of strings; other operators a string; a one-element array is
- *   accepted as a string). Rules that passed `lib/rules` validation always compile.
+ *   accepted as a string; only equality operators without `useScaledValue` may have no value).
+ *   Rules that passed `lib/rules` validation always compile.
  */
 export function compileDefinitions(definitions: readonly AnyDefinition[]): EntityPredicate {
   return compileList(definitions, "targetMap");

@@ -209,6 +209,28 @@ describe.skipIf(!up)("alerting rules API (real Redis)", () => {
     );
   });
 
+  it("accepts an equality operator without value at levels 1 and 2 (the contract requires value only at level 3)", async () => {
+    const body = withConfig((c) => {
+      c.targetMap[0] = { name: "to", operator: "Equals" };
+      c.targetMap[2].operatorParameters[0] = { name: "note", operator: "Equals any", value: null };
+    });
+    const res = await call("POST", "/alerting/rules/", TOKEN_A, body);
+    expect(res.statusCode, res.body).toBe(201);
+    expect(res.json<Rule>().config).toEqual(body.config);
+    // Ordering operators still need one; so does every operator at level 3.
+    expectError(
+      await call(
+        "POST",
+        "/alerting/rules/",
+        TOKEN_A,
+        withConfig((c) => (c.targetMap[0] = { name: "blockNumber", operator: "Greater" })),
+      ),
+      400,
+      "CS_RULE_VALUE_TYPE",
+      "config.targetMap[0].value",
+    );
+  });
+
   it("GET one rule, with and without trailing slash, any letter case of the id", async () => {
     const rule = await create();
     for (const path of [`/alerting/rules/${rule.id}/`, `/alerting/rules/${rule.id}`, `/alerting/rules/${rule.id.toUpperCase()}/`]) {

@@ -404,16 +404,46 @@ describe("validateRuleInput: targetMap", () => {
     );
   });
 
-  it("refuses a missing value for a comparison operator", () => {
+  it("accepts an equality operator without value (absent or null) at the first and second level", () => {
+    for (const operator of ["Equals", "Equals (ignore case)", "Equals any", "Equals any (ignore case)"]) {
+      for (const value of [undefined, null]) {
+        const body = validRule();
+        body.config.targetMap[0] = { name: "to", operator, ...(value === undefined ? {} : { value }) };
+        body.config.targetMap[2].operatorParameters[0] = {
+          name: "value",
+          operator,
+          useScaledValue: false,
+          ...(value === undefined ? {} : { value }),
+        };
+        const res = validateRuleInput(body, "create", chains);
+        expect(res.ok, JSON.stringify(res)).toBe(true);
+        expect(createSchema.Check(body), `${operator} ${value}`).toBe(true);
+      }
+    }
+  });
+
+  it("refuses an ordering operator without value, and a missing value with useScaledValue or at the third level", () => {
+    for (const operator of ["Greater", "Greater or Equal", "Less", "Less or Equal"]) {
+      only(
+        refuse((r) => (r.config.targetMap[0] = { name: "blockNumber", operator })),
+        "CS_RULE_VALUE_TYPE",
+        "config.targetMap[0].value",
+      );
+      only(
+        refuse((r) => (r.config.targetMap[0] = { name: "blockNumber", operator, value: null })),
+        "CS_RULE_VALUE_TYPE",
+        "config.targetMap[0].value",
+      );
+    }
     only(
-      refuse((r) => delete r.config.targetMap[0].value),
+      refuse((r) => (r.config.targetMap[2].operatorParameters[0] = { name: "value", operator: "Equals", useScaledValue: true })),
       "CS_RULE_VALUE_TYPE",
-      "config.targetMap[0].value",
+      `${tm2}.operatorParameters[0].value`,
     );
     only(
-      refuse((r) => (r.config.targetMap[0].value = null)),
+      refuse((r) => (r.config.targetMap[2].operatorParameters[1].operatorParameters[0].value = null)),
       "CS_RULE_VALUE_TYPE",
-      "config.targetMap[0].value",
+      `${tm2}.operatorParameters[1].operatorParameters[0].value`,
     );
   });
 

@@ -273,6 +273,58 @@ describe("useScaledValue", () => {
   });
 });
 
+describe("equality operators without value (docs/rules.md: a comparison without value)", () => {
+  const ops = ["Equals", "Equals (ignore case)", "Equals any", "Equals any (ignore case)"] as const;
+
+  it("hold when the attribute is missing or null, not when it has a value (absent and null value alike)", () => {
+    for (const operator of ops) {
+      for (const def of [
+        { name: "to", operator },
+        { name: "to", operator, value: null },
+      ] as AnyDefinition[]) {
+        expect(evaluate([def], { from: FROM }), `${operator} missing`).toBe(true);
+        expect(evaluate([def], { from: FROM, to: null }), `${operator} null`).toBe(true);
+        expect(evaluate([def], { from: FROM, to: TO }), `${operator} present`).toBe(false);
+        expect(evaluate([def], { to: "" }), `${operator} empty string is a value`).toBe(false);
+        expect(evaluate([def], { to: 0 }), `${operator} 0 is a value`).toBe(false);
+        expect(evaluate([def], { to: false }), `${operator} false is a value`).toBe(false);
+        expect(evaluate([def], { to: {} }), `${operator} an object is a value`).toBe(false);
+      }
+    }
+  });
+
+  it("a contract creation: Transaction with to null", () => {
+    const creation: TargetDefinition[] = [{ name: "to", operator: "Equals" }];
+    expect(evaluate(creation, { hash: "0x1", from: FROM, to: null, contractAddress: USDT })).toBe(true);
+    expect(evaluate(creation, { hash: "0x2", from: FROM, to: USDT, contractAddress: null })).toBe(false);
+  });
+
+  it("arrays and dotted paths through arrays: no value when no element has one", () => {
+    const def: AnyDefinition[] = [{ name: "args.note", operator: "Equals" }];
+    expect(ev(def)).toBe(true); // no argument has `note`
+    expect(evaluate(def, { args: [{ note: null }, {}] })).toBe(true);
+    expect(evaluate(def, { args: [{ note: null }, { note: "x" }] })).toBe(false);
+    expect(evaluate([{ name: "topics", operator: "Equals" }], { topics: [] })).toBe(true);
+    expect(evaluate([{ name: "topics", operator: "Equals" }], { topics: [null] })).toBe(true);
+    expect(evaluate([{ name: "topics", operator: "Equals" }], { topics: ["0x1"] })).toBe(false);
+  });
+
+  it("inside Inspect (second level): an element without the attribute", () => {
+    const defs: AnyDefinition[] = [inspect("args", [d("name", "Equals", "value"), { name: "value.scaled", operator: "Equals" }])];
+    expect(ev(defs, usdtTransfer(1_500_500_000n, null))).toBe(true); // decimals unknown: scaled is null
+    expect(ev(defs, usdtTransfer())).toBe(false);
+    // with useScaledValue false it is the plain comparison
+    const plain: AnyDefinition[] = [inspect("args", [{ name: "missing", operator: "Equals any", useScaledValue: false }])];
+    expect(ev(plain)).toBe(true);
+  });
+
+  it("combines with other definitions (AND)", () => {
+    expect(ev([d("event", "Equals", "Transfer"), { name: "error", operator: "Equals" }])).toBe(true);
+    expect(ev([d("event", "Equals", "Approval"), { name: "error", operator: "Equals" }])).toBe(false);
+    expect(ev([{ name: "address", operator: "Equals (ignore case)" }])).toBe(false);
+  });
+});
+
 describe("compilation", () => {
   it("an empty targetMap matches everything; all definitions must hold", () => {
     expect(ev([])).toBe(true);
@@ -282,7 +334,9 @@ describe("compilation", () => {
   it("throws RuleCompileError on unknown operators and malformed values", () => {
     expect(() => compileDefinitions([d("event", "Matches", "x")])).toThrow(RuleCompileError);
     expect(() => compileDefinitions([d("event", "Greater", ["1", "2"])])).toThrow(/string value/);
-    expect(() => compileDefinitions([d("event", "Equals any")])).toThrow(RuleCompileError);
+    expect(() => compileDefinitions([d("event", "Greater")])).toThrow(RuleCompileError);
+    expect(() => compileDefinitions([d("event", "Less or Equal")])).toThrow(/string value/);
+    expect(() => compileDefinitions([d("value", "Equals", undefined, { useScaledValue: true })])).toThrow(/useScaledValue/);
     expect(() => compileDefinitions([{ name: "", operator: "Equals", value: "x" }])).toThrow(/name/);
     // lenient: a one-element array where a string is expected, a string for Equals any
     expect(ev([d("event", "Equals", ["Transfer"])])).toBe(true);
