@@ -22,6 +22,7 @@ import { authPlugin } from "./plugins/auth.js";
 import { elasticsearchPlugin } from "./plugins/elasticsearch.js";
 import { clientErrorHandler, errorsPlugin } from "./plugins/errors.js";
 import { metricsPlugin, metricsRoutes } from "./plugins/metrics.js";
+import { requireObjectBody } from "./plugins/object-body.js";
 import { openapiPlugin } from "./plugins/openapi.js";
 import { rateLimitPlugin } from "./plugins/rate-limit.js";
 import { redisPlugin } from "./plugins/redis.js";
@@ -103,7 +104,9 @@ export interface ApiDeps {
  * `app.listen()` / {@link startApi} to serve. Call `app.close()` to release the clients it created.
  *
  * Routing: trailing slashes are optional (`/…/search/` and `/…/search` are the same route).
- * Bodies: `application/json` only (others get 415); an empty body is accepted and means `{}`.
+ * Bodies: `application/json` only (others get 415); an empty body is accepted and means `{}`; a JSON
+ * body that is not an object (`null`, an array, a scalar) is 400 `CS_BODY_INVALID` (search and admin
+ * routes, api/plugins/object-body.ts).
  * Responses: serialized with `JSON.stringify` (route response schemas document, never reshape).
  * Slow clients: see {@link serverTimeouts}; an expired headers or request timeout is answered 408
  * `CS_REQUEST_TIMEOUT` and the connection closed (api/plugins/errors.ts `clientErrorHandler`).
@@ -160,15 +163,20 @@ export async function buildApi(deps: ApiDeps): Promise<FastifyInstance> {
     await app.register(openapiPlugin, { version: pkg.version });
     await app.register(healthRoutes);
     await app.register(metricsRoutes);
-    await app.register(searchRoutes, {
-      config,
-      chains,
-      onHits: (target, hits, path) => {
-        app.metrics.searchHits.inc({ chain: target.chain ? chainLabel(target.chain) : "unknown", kinds: target.kinds.join(",") }, hits);
-        app.metrics.searchAnswers.inc({ path });
-      },
+    // Search and admin bodies must be JSON objects (null, arrays, scalars: 400 CS_BODY_INVALID);
+    // the rules routes, registered outside this scope, validate theirs themselves (CS_RULE_INVALID).
+    await app.register(async (scope) => {
+      scope.addHook("preValidation", requireObjectBody);
+      await scope.register(searchRoutes, {
+        config,
+        chains,
+        onHits: (target, hits, path) => {
+          app.metrics.searchHits.inc({ chain: target.chain ? chainLabel(target.chain) : "unknown", kinds: target.kinds.join(",") }, hits);
+          app.metrics.searchAnswers.inc({ path });
+        },
+      });
+      await scope.register(adminRoutes);
     });
-    await app.register(adminRoutes);
     const rulesBackends = await connectRulesBackends(config, { logger: app.log as unknown as Logger });
     app.addHook("onClose", async () => {
       await rulesBackends.close();

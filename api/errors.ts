@@ -50,7 +50,7 @@ export const ERROR_CODES = {
   CS_BODY_INVALID: {
     status: 400,
     description:
-      "The body is not valid JSON, not a JSON object, or has a top-level key other than query, sort, size, _source, search_after, aggs/aggregations (e.g. from, highlight, script_fields, runtime_mappings).",
+      "The body is not valid JSON, or is JSON but not an object (null, an array, a number, a string, a boolean), or (search) has a top-level key other than query, sort, size, _source, search_after, aggs/aggregations (e.g. from, highlight, script_fields, runtime_mappings).",
   },
   CS_BAD_REQUEST: {
     status: 400,

@@ -1,0 +1,86 @@
+/**
+ * Hostile requests found by probing the API (schemathesis, hand-made bodies and URLs): JSON bodies
+ * that are not objects, bad percent-encoding in the path, and the OpenAPI document's answers.
+ * Uses `app.inject` against real Redis and Elasticsearch (no indices needed: the requests are
+ * refused before any search); skipped when they are not reachable.
+ */
+import { randomBytes } from "node:crypto";
+import type { FastifyInstance } from "fastify";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { buildApi } from "../../../api/app.js";
+import type { ErrorBody } from "../../../api/errors.js";
+import { type Config, loadConfig } from "../../../lib/config.js";
+import { deleteRedisKeys, esReachable, redisReachable } from "./fixtures.js";
+
+const base = loadConfig();
+const up = (await esReachable(base.elasticsearch.url)) && (await redisReachable(base.redisUrl));
+if (!up) console.warn("skipped: Elasticsearch or Redis is not reachable (npm run stack -- up)");
+
+const ID = `t${randomBytes(4).toString("hex")}`;
+const TOKEN = `test-${ID}`;
+const ADMIN_TOKEN = `admin-${ID}`;
+const config: Config = {
+  ...base,
+  chain: { technology: "ethereum", blockchain: "ethereum", network: "mainnet" },
+  elasticsearch: { ...base.elasticsearch, indexPrefix: `${ID}-` },
+  redisKeyPrefix: `${ID}:`,
+  api: { ...base.api, tokens: [TOKEN], adminToken: ADMIN_TOKEN, rateLimitMax: 100_000 },
+};
+const SEARCH = "/ethereum/ethereum/mainnet/es/block/search/";
+const JSON_HEADERS = { "content-type": "application/json" };
+const AUTH = { authorization: `Bearer ${TOKEN}`, ...JSON_HEADERS };
+const ADMIN = { authorization: `Bearer ${ADMIN_TOKEN}`, ...JSON_HEADERS };
+
+/** JSON texts that parse but are not objects. */
+const NOT_OBJECTS = ["null", " null\n", "[]", "[{}]", "5", '"query"', "true", "false"];
+
+describe.skipIf(!up)("hostile requests", () => {
+  let app: FastifyInstance;
+  let accountId: string;
+
+  beforeAll(async () => {
+    app = await buildApi({ config, logger: false });
+    const created = await app.inject({ method: "POST", url: "/admin/accounts/", headers: ADMIN, payload: '{"name":"hostile"}' });
+    expect(created.statusCode, created.body).toBe(201);
+    accountId = created.json<{ id: string }>().id;
+  });
+
+  afterAll(async () => {
+    await app?.close();
+    await deleteRedisKeys(base.redisUrl, `${ID}:`);
+  });
+
+  describe("bodies that are valid JSON but not an object", () => {
+    const routes = (): Array<[string, string, Record<string, string>]> => [
+      ["POST", SEARCH, AUTH],
+      ["POST", "/admin/accounts/", ADMIN],
+      ["POST", `/admin/accounts/${accountId}/tokens/`, ADMIN],
+    ];
+
+    it("are refused with 400 CS_BODY_INVALID on every route that takes a body", async () => {
+      for (const [method, url, headers] of routes()) {
+        for (const payload of NOT_OBJECTS) {
+          const res = await app.inject({ method: method as "POST", url, headers, payload });
+          const what = `${method} ${url} ${JSON.stringify(payload)}`;
+          expect(res.statusCode, `${what}: ${res.body}`).toBe(400);
+          expect(res.json<ErrorBody>().error, what).toMatchObject({ code: "CS_BODY_INVALID", path: null });
+        }
+      }
+    });
+
+    it("leave an empty body as it was (search: {}, token: no name, no expiry)", async () => {
+      const search = await app.inject({ method: "POST", url: SEARCH, headers: AUTH });
+      expect(search.statusCode, search.body).not.toBe(400);
+      const token = await app.inject({ method: "POST", url: `/admin/accounts/${accountId}/tokens/`, headers: ADMIN, payload: "" });
+      expect(token.statusCode, token.body).toBe(201);
+    });
+
+    it("a wrong chain with a non-object body is refused as the body, like invalid JSON", async () => {
+      const url = "/ethereum/ethereum/nonet/es/block/search/";
+      const invalid = await app.inject({ method: "POST", url, headers: AUTH, payload: "{" });
+      const nul = await app.inject({ method: "POST", url, headers: AUTH, payload: "null" });
+      expect([invalid.statusCode, invalid.json<ErrorBody>().error.code]).toEqual([400, "CS_BODY_INVALID"]);
+      expect([nul.statusCode, nul.json<ErrorBody>().error.code]).toEqual([400, "CS_BODY_INVALID"]);
+    });
+  });
+});
