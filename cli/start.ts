@@ -21,6 +21,7 @@ import { randomBytes } from "node:crypto";
 import { resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { Client } from "@elastic/elasticsearch";
+import { collectDefaultMetrics, Registry } from "prom-client";
 import { startApi } from "../api/server.js";
 import { loadConfig } from "../lib/config.js";
 import { createLogger } from "../lib/logger.js";
@@ -153,9 +154,13 @@ async function main(): Promise<void> {
       );
     }
   }
+  // One registry for the process: the API's /metrics also serves the notify stage's metrics.
+  const metricsRegistry = new Registry();
+  collectDefaultMetrics({ register: metricsRegistry });
   const pipeline: Pipeline = await startPipeline({
     config,
     logger,
+    metricsRegistry,
     decoder: createDecoder({ chainId, tokens }),
     stages: [...STAGES],
     // Token entities (first sighting of a token contract) carry name/symbol/decimals read on chain.
@@ -174,7 +179,7 @@ async function main(): Promise<void> {
       token = randomBytes(24).toString("base64url");
       config.api.tokens = [token];
     }
-    const api = await startApi({ config, logger });
+    const api = await startApi({ config, logger, metricsRegistry });
     stops.push(() => api.app.close());
     const base = `${api.url}/${config.chain.technology}/${config.chain.blockchain}/${config.chain.network}/es`;
     console.log(`

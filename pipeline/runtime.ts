@@ -5,6 +5,7 @@
  * @module
  */
 import { Client } from "@elastic/elasticsearch";
+import type { Registry } from "prom-client";
 import type { Config } from "../lib/config.js";
 import type { Logger } from "../lib/logger.js";
 import { type ConnectedRedis, connectRedisClient } from "../lib/redis.js";
@@ -37,6 +38,8 @@ export interface PipelineDeps {
   tokenMetadata?: TokenMetadataSource;
   /** Refresh indices after each bulk (tests). Default false. */
   refresh?: boolean;
+  /** prom-client registry for the stages' metrics (e.g. the one the API serves at `/metrics`); default a private one per stage. */
+  metricsRegistry?: Registry;
 }
 
 /** A running pipeline. */
@@ -98,7 +101,9 @@ export async function startPipeline(deps: PipelineDeps): Promise<Pipeline> {
       }),
     );
   }
-  if (stages.includes("notify")) consumers.push(await startNotifyStage({ bus, config, logger }));
+  if (stages.includes("notify")) {
+    consumers.push(await startNotifyStage({ bus, config, logger, ...(deps.metricsRegistry ? { registry: deps.metricsRegistry } : {}) }));
+  }
   const producers: RecordProducer[] = [];
   return {
     bus,

@@ -81,6 +81,11 @@ export interface QueueRedis {
   ): Promise<string | null>;
 }
 
+/** The lane of a rule's action: `<ruleId>:<actionIndex>`. */
+export function laneOf(ruleId: string, actionIndex: number): string {
+  return `${ruleId}:${actionIndex}`;
+}
+
 /** Key names (exported for tests and cleanup). */
 export function queueKeys(keyPrefix: string) {
   const p = `${keyPrefix}notify:`;
@@ -348,4 +353,61 @@ export function createDeliveryQueue(redis: QueueRedis, keyPrefix: string): Deliv
       await redis.eval(RELEASE, { keys: [k.probe(destination)], arguments: [owner] });
     },
   };
+}
+
+/** What the deliveries endpoint shows about one action of a rule: its destination's health and its queue. */
+export interface ActionDeliveryStatus {
+  /** Index of the action in the rule's `config.alerts`. */
+  actionIndex: number;
+  /** Destination key: the URL origin (`scheme://host:port`, no path, query or credentials), `smtp`, or `invalid`. */
+  destination: string;
+  /** Whether the destination is marked unhealthy (deliveries wait for a probe). */
+  unhealthy: boolean;
+  /** Failed attempts in a row at this destination (any rule). */
+  consecutiveFailures: number;
+  /** ISO time it became unhealthy, or null. */
+  unhealthySince: string | null;
+  /** ISO time of the next probe while unhealthy, or null. */
+  nextProbeAt: string | null;
+  /** Code and message of the destination's last failure, or null. */
+  lastCode: string | null;
+  lastError: string | null;
+  /** ISO times of the destination's last failure and last success, or null. */
+  lastFailureAt: string | null;
+  lastSuccessAt: string | null;
+  /** Deliveries of this rule and action waiting in the queue (the one being attempted included). */
+  pending: number;
+}
+
+const iso = (ms: number) => (ms > 0 ? new Date(ms).toISOString() : null);
+
+/**
+ * The delivery status of each action of a rule (see {@link ActionDeliveryStatus}).
+ * @param destinationOf Destination key of an action (`destinationKey` of `health.ts`).
+ */
+export async function actionDeliveryStatus<A>(
+  queue: DeliveryQueue,
+  ruleId: string,
+  actions: readonly A[],
+  destinationOf: (action: A) => string,
+): Promise<ActionDeliveryStatus[]> {
+  return Promise.all(
+    actions.map(async (action, actionIndex) => {
+      const destination = destinationOf(action);
+      const [h, pending] = await Promise.all([queue.health(destination), queue.laneLength(laneOf(ruleId, actionIndex))]);
+      return {
+        actionIndex,
+        destination,
+        unhealthy: h.unhealthy,
+        consecutiveFailures: h.consecutiveFailures,
+        unhealthySince: iso(h.unhealthySinceMs),
+        nextProbeAt: iso(h.nextProbeAtMs),
+        lastCode: h.lastCode || null,
+        lastError: h.lastError || null,
+        lastFailureAt: iso(h.lastFailureAtMs),
+        lastSuccessAt: iso(h.lastSuccessAtMs),
+        pending,
+      };
+    }),
+  );
 }

@@ -18,7 +18,7 @@ import { deadLetter, type HandlerFailure, type InputRecord, type RunningConsumer
 import { createDeliverer, type Deliverer } from "./deliver.js";
 import { destinationKey } from "./health.js";
 import { createDeliveryLog, type DeliveryLog } from "./log.js";
-import { createDeliveryQueue, type DeliveryJob, type DeliveryQueue } from "./queue.js";
+import { createDeliveryQueue, type DeliveryJob, type DeliveryQueue, laneOf } from "./queue.js";
 import type { NotifyAlert } from "./render.js";
 import { defaultRetryWindowMs, type Scheduler, type SchedulerOptions, startScheduler } from "./scheduler.js";
 import { createSecretStore } from "./sign.js";
@@ -138,7 +138,7 @@ export function jobsOfAlert(
     alertId: alert.id,
     ruleId: alert.ruleId,
     actionIndex,
-    lane: `${alert.ruleId}:${actionIndex}`,
+    lane: laneOf(alert.ruleId, actionIndex),
     destination: destinationKey(action),
     attempts: 0,
     enqueuedAtMs: nowMs,
