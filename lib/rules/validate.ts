@@ -60,12 +60,50 @@ export const RULE_LIMITS = {
  * by the mail server, not by a regex.
  */
 export const EMAIL_PATTERN = "^[^\\s@]+@[^\\s@.]+(\\.[^\\s@.]+)+$";
+// The URL grammar, built from parts so it can be read. Every string it matches parses with the
+// WHATWG URL parser (`new URL`), which is what delivery uses: a test fuzzes this with strings
+// generated from the pattern. No look-arounds, so schema-driven generators can use it.
+/** A character of a host label (WHATWG hosts allow `_`; hyphens anywhere: CheckHyphens is off). */
+const LABEL_CHAR = "[A-Za-z0-9_-]";
 /**
- * URLs accepted for webhooks and Slack: absolute `http://` or `https://` (any case), a non-empty
- * authority, no whitespace. `{field}` tokens are allowed anywhere after the scheme. Whether the
- * host may be called (SSRF: private addresses, metadata endpoints) is decided at delivery time.
+ * A host label that does not start with the IDNA prefix `xn--` (any case): the URL parser decodes
+ * such labels as Punycode and refuses most of them. `first` is the class of the first character
+ * when it is not an `x`.
  */
-export const HTTP_URL_PATTERN = "^[Hh][Tt][Tt][Pp][Ss]?://[^\\s/?#]+([/?#]\\S*)?$";
+const notPunycodeLabel = (first: string) =>
+  `(?:${first}${LABEL_CHAR}*|[Xx](?:[A-MO-Za-mo-z0-9_-]${LABEL_CHAR}*)?|[Xx][Nn](?:[A-Za-z0-9_]${LABEL_CHAR}*)?|[Xx][Nn]-(?:[A-Za-z0-9_]${LABEL_CHAR}*)?)`;
+/** A registered name: dot-separated labels, the last one starting with a letter (else the parser reads an IPv4 number). */
+const REG_NAME = `(?:${notPunycodeLabel("[A-WYZa-wyz0-9_-]")}\\.)*${notPunycodeLabel("[A-WYZa-wyz]")}`;
+const DEC_OCTET = "(?:25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])";
+const IPV4 = `(?:${DEC_OCTET}\\.){3}${DEC_OCTET}`;
+const H16 = "[0-9A-Fa-f]{1,4}";
+const LS32 = `(?:${H16}:${H16}|${IPV4})`;
+/** RFC 3986 `IPv6address` (no zone id). */
+const IPV6 = [
+  `(?:${H16}:){6}${LS32}`,
+  `::(?:${H16}:){5}${LS32}`,
+  `(?:${H16})?::(?:${H16}:){4}${LS32}`,
+  `(?:(?:${H16}:){0,1}${H16})?::(?:${H16}:){3}${LS32}`,
+  `(?:(?:${H16}:){0,2}${H16})?::(?:${H16}:){2}${LS32}`,
+  `(?:(?:${H16}:){0,3}${H16})?::${H16}:${LS32}`,
+  `(?:(?:${H16}:){0,4}${H16})?::${LS32}`,
+  `(?:(?:${H16}:){0,5}${H16})?::${H16}`,
+  `(?:(?:${H16}:){0,6}${H16})?::`,
+].join("|");
+const PORT = "(?:[0-9]{1,4}|[1-5][0-9]{4}|6[0-4][0-9]{3}|65[0-4][0-9]{2}|655[0-2][0-9]|6553[0-5])";
+/** RFC 3986 user info characters (no `{}`: no templates). */
+const USERINFO = "[A-Za-z0-9._~!$&'()*+,;=:%-]*@";
+
+/**
+ * URLs accepted for webhooks and Slack: `http://` or `https://` (scheme in any case), optional user
+ * info, a host (a registered name, an IPv4 address or a bracketed IPv6 address), an optional port
+ * (0–65535), then optionally a path, query or fragment without whitespace. `{field}` tokens (replaced
+ * by the matched entity's values at delivery) are allowed only after the host and port, in the
+ * path, query and fragment: a `{` or `}` in the scheme, user info, host or port is refused, so a
+ * token can never choose the server a webhook calls. Whether the host may be called (SSRF: private
+ * addresses, metadata endpoints) is decided at delivery time.
+ */
+export const HTTP_URL_PATTERN = `^[Hh][Tt][Tt][Pp][Ss]?://(?:${USERINFO})?(?:${REG_NAME}|${IPV4}|\\[(?:${IPV6})\\])(?::${PORT})?(?:[/?#]\\S*)?$`;
 
 const EMAIL_RE = new RegExp(EMAIL_PATTERN, "u");
 const HTTP_URL_RE = new RegExp(HTTP_URL_PATTERN, "u");
@@ -444,7 +482,16 @@ function list(values: readonly string[]): string {
   return values.map((v) => JSON.stringify(v)).join(", ");
 }
 
-/** Whether `url` is an absolute http(s) URL that parses once `{field}` tokens are filled in. */
+/** What is wrong with the authority (user info, host, port) of a URL, or null. */
+function urlProblem(url: string): string | null {
+  const authority = /^[A-Za-z]+:\/\/([^/?#]*)/.exec(url)?.[1];
+  if (authority !== undefined && /[{}]/.test(authority)) {
+    return "templates ({field}) are not allowed in the scheme, user info, host or port, only in the path, query and fragment";
+  }
+  return null;
+}
+
+/** Whether `url` matches {@link HTTP_URL_PATTERN} and parses once `{field}` tokens are filled in. */
 function isHttpUrl(url: string): boolean {
   if (!HTTP_URL_RE.test(url)) return false;
   try {
@@ -747,7 +794,9 @@ class Walker {
     const code = "CS_RULE_ALERT_PARAMETERS";
     const url = () => {
       if (this.string(params, "url", path, true, code) && !isHttpUrl(params.url as string)) {
-        this.add(code, at(path, "url"), `must be an absolute http:// or https:// URL, got ${JSON.stringify(params.url)}`);
+        const problem = urlProblem(params.url as string);
+        const message = problem ?? "must be an absolute http:// or https:// URL with a valid host (name, IPv4 or [IPv6]) and port";
+        this.add(code, at(path, "url"), `${message}, got ${JSON.stringify(params.url)}`);
       }
     };
     switch (type) {

@@ -414,6 +414,18 @@ describe.skipIf(!up)("alerting rules API (real Redis)", () => {
       "CS_RULE_ALERT_PARAMETERS",
       "config.alerts[0].parameters.url",
     ],
+    [
+      "a {field} template in a webhook URL's host",
+      withConfig((c) => (c.alerts = [{ type: "Webhook (GET)", parameters: { url: "http://{transactionHash}.example/x" } }])),
+      "CS_RULE_ALERT_PARAMETERS",
+      "config.alerts[0].parameters.url",
+    ],
+    [
+      "a {field} template in a webhook URL's port",
+      withConfig((c) => (c.alerts = [{ type: "Webhook (POST)", parameters: { url: "http://127.0.0.1:{logIndex}/x" } }])),
+      "CS_RULE_ALERT_PARAMETERS",
+      "config.alerts[0].parameters.url",
+    ],
     ["unknown chain", ruleBody({ network: "mainnet" }), "CS_RULE_UNKNOWN_CHAIN", "network"],
     [
       "Inspect without operatorParameters",

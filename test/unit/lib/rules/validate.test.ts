@@ -1,8 +1,10 @@
+import fc from "fast-check";
 import { Compile } from "typebox/compile";
 import { describe, expect, it } from "vitest";
 import type { ChainId } from "../../../../lib/config.js";
 import {
   findRuleErrors,
+  HTTP_URL_PATTERN,
   RULE_VALIDATION_CODES,
   RuleCreateSchema,
   RuleUpdateSchema,
@@ -663,6 +665,84 @@ describe("validateRuleInput: alerts", () => {
       refuse((r) => (r.config.alerts[1].parameters.url = "hooks.slack.com/services/x")),
       "CS_RULE_ALERT_PARAMETERS",
       "config.alerts[1].parameters.url",
+    );
+  });
+
+  it("refuses URLs the URL parser would refuse: bad ports, numeric last labels, Punycode labels, bad IPv6", () => {
+    for (const url of [
+      "http://hooks.example:65536/",
+      "http://hooks.example:8o/",
+      "http://a.09/",
+      "http://a.0x1f/",
+      "http://1.2.3.999/",
+      "http://xn--a.example/",
+      "http://hooks.XN--a/",
+      "http://[::g]/",
+      "http://[1:2:3:4:5:6:7:8:9]/",
+      "http://a%zz.example/",
+      "http://hooks.example\\evil.example/",
+    ]) {
+      only(
+        refuse((r) => (r.config.alerts[2].parameters.url = url)),
+        "CS_RULE_ALERT_PARAMETERS",
+        "config.alerts[2].parameters.url",
+      );
+    }
+  });
+
+  it("refuses {field} templates in the scheme, user info, host or port of webhook and Slack URLs", () => {
+    for (const url of [
+      "http://{field}.example/",
+      "https://hooks.{network}.example/x",
+      "https://{host}/x",
+      "https://hooks.example:{port}/x",
+      "https://{user}@hooks.example/x",
+      "https://u:{password}@hooks.example/x",
+      "{scheme}://hooks.example/x",
+      "http{s}://hooks.example/x",
+      "https://hooks.example{x}/y",
+    ]) {
+      const errors = refuse((r) => (r.config.alerts[2].parameters.url = url));
+      only(errors, "CS_RULE_ALERT_PARAMETERS", "config.alerts[2].parameters.url");
+      if (!url.startsWith("{") && !url.startsWith("http{")) expect(errors[0]!.message).toMatch(/templates .* not allowed .* host/);
+    }
+    only(
+      refuse((r) => (r.config.alerts[1].parameters.url = "https://{team}.slack.example/services/x")),
+      "CS_RULE_ALERT_PARAMETERS",
+      "config.alerts[1].parameters.url",
+    );
+  });
+
+  it("accepts templates in the path, query and fragment, user info, IPv4 and IPv6 hosts and ports", () => {
+    for (const url of [
+      "https://hooks.example/{transactionHash}",
+      "https://hooks.example/a/{x}/b?tx={transactionHash}&n={blockNumber}#{logIndex}",
+      "https://hooks.example?{q}",
+      "https://user:secret@hooks.example:8443/x",
+      "http://127.0.0.1:9999/hook/{transactionHash}",
+      "http://[::1]:8080/{x}",
+      "http://[2001:db8::ff00:42:8329]/",
+      "HTTPS://Hooks.Example",
+      "http://localhost",
+      "http://1password.example/",
+      "http://xn-a.example/",
+    ]) {
+      const body = validRule();
+      body.config.alerts[2].parameters.url = url;
+      expect(findRuleErrors(body, "create", chains), url).toEqual([]);
+      expect(createSchema.Check(body), url).toBe(true);
+    }
+  });
+
+  it("every URL the published pattern matches parses with the WHATWG URL parser (fuzzed from the pattern)", () => {
+    fc.assert(
+      fc.property(fc.stringMatching(new RegExp(HTTP_URL_PATTERN)), (url) => {
+        const body = validRule();
+        body.config.alerts[2].parameters.url = url;
+        expect(findRuleErrors(body, "create", chains)).toEqual([]);
+        expect(new URL(url.replace(/\{[^{}]*\}/g, "x")).hostname).not.toBe("");
+      }),
+      { numRuns: 3000 },
     );
   });
 });
