@@ -181,7 +181,14 @@ export async function buildApi(deps: ApiDeps): Promise<FastifyInstance> {
     app.addHook("onClose", async () => {
       await rulesBackends.close();
     });
-    await app.register(rulesRoutes({ rules: rulesBackends.rules, deliveries: rulesBackends.deliveries, chains }));
+    await app.register(
+      rulesRoutes({
+        rules: rulesBackends.rules,
+        deliveries: rulesBackends.deliveries,
+        deliveryStatus: rulesBackends.deliveryStatus,
+        chains,
+      }),
+    );
   } catch (err) {
     // Release what the plugins registered so far opened (ES client, Redis connections).
     await app.close().catch(() => {});

@@ -8,7 +8,7 @@
  * | POST   | /alerting/rules/                           | rule                 | 201 rule (+ `Location`)                  |
  * | PUT    | /alerting/rules/:rule_id/                  | fields to change     | 200 rule (version + 1)                   |
  * | DELETE | /alerting/rules/:rule_id/                  | –                    | 204                                      |
- * | GET    | /alerting/rules/:rule_id/deliveries/?limit=&offset= | –           | 200 `{total, entries}` (newest first)    |
+ * | GET    | /alerting/rules/:rule_id/deliveries/?limit=&offset= | –           | 200 `{total, entries, destinations}` (newest first) |
  *
  * Every route acts for the authenticated account (`request.account.id`, set by
  * api/plugins/auth.ts): another account's rule is answered exactly like a missing one, 404
@@ -32,6 +32,7 @@ import type { FastifyPluginAsync, FastifyRequest } from "fastify";
 import { createClient } from "redis";
 import type { ChainId, Config } from "../../../lib/config.js";
 import type { Logger } from "../../../lib/logger.js";
+import type { AlertDefinition } from "../../../lib/rules/model.js";
 import {
   connectRuleStore,
   isRuleStoreError,
@@ -41,7 +42,9 @@ import {
   type RuleStoreError,
 } from "../../../lib/rules/store.js";
 import { validateRuleInput } from "../../../lib/rules/validate.js";
+import { destinationKey } from "../../../pipeline/notify/health.js";
 import { createDeliveryLog, type DeliveryLog } from "../../../pipeline/notify/log.js";
+import { type ActionDeliveryStatus, actionDeliveryStatus, createDeliveryQueue } from "../../../pipeline/notify/queue.js";
 import { apiError } from "../../errors.js";
 import { RulesApiError, rulesError, validationError } from "./errors.js";
 import {
@@ -70,6 +73,11 @@ export interface RulesRoutesDeps {
    * endpoint still checks the rule's ownership, then answers an empty page `{total: 0, entries: []}`.
    */
   deliveries?: DeliveryLog;
+  /**
+   * Live delivery status of a rule's actions (destination health, queued deliveries) from the notify
+   * stage's queue (pipeline/notify/queue.ts). Absent: the deliveries endpoint answers `destinations: []`.
+   */
+  deliveryStatus?: (ruleId: string, actions: readonly AlertDefinition[]) => Promise<ActionDeliveryStatus[]>;
   /** The chains this deployment serves; a rule's technology/blockchain/network must name one of them. */
   chains: ChainId[];
 }
@@ -192,7 +200,7 @@ const common = { tags: ["alerting"] };
  * @param deps see {@link RulesRoutesDeps}.
  */
 export function rulesRoutes(deps: RulesRoutesDeps): FastifyPluginAsync {
-  const { rules, deliveries } = deps;
+  const { rules, deliveries, deliveryStatus } = deps;
   const chains = deps.chains;
 
   return async (app) => {
@@ -325,8 +333,11 @@ export function rulesRoutes(deps: RulesRoutesDeps): FastifyPluginAsync {
         const offset = intQuery(request, "offset", 0, Number.MAX_SAFE_INTEGER, 0);
         const rule = await store(() => rules.get(accountId, id), id);
         if (!rule) throw notFound(id);
-        if (!deliveries) return { total: 0, entries: [] };
-        return deliveries.list(rule.id, { limit, offset });
+        const [page, destinations] = await Promise.all([
+          deliveries ? deliveries.list(rule.id, { limit, offset }) : { total: 0, entries: [] },
+          deliveryStatus ? deliveryStatus(rule.id, rule.config.alerts) : [],
+        ]);
+        return { ...page, destinations };
       },
     );
   };
@@ -336,6 +347,8 @@ export function rulesRoutes(deps: RulesRoutesDeps): FastifyPluginAsync {
 export interface RulesBackends {
   rules: RuleStore;
   deliveries: DeliveryLog;
+  /** Delivery status of a rule's actions, read from the notify stage's queue on the log's connection. */
+  deliveryStatus: NonNullable<RulesRoutesDeps["deliveryStatus"]>;
   /** Closes both Redis connections (idempotent). */
   close(): Promise<void>;
 }
@@ -369,9 +382,11 @@ export async function connectRulesBackends(
   }
   connected = true;
   let closing: Promise<void> | undefined;
+  const queue = createDeliveryQueue(client, config.redisKeyPrefix);
   return {
     rules: ruleConn.store,
     deliveries: createDeliveryLog({ redis: client, keyPrefix: config.redisKeyPrefix }),
+    deliveryStatus: (ruleId, actions) => actionDeliveryStatus(queue, ruleId, actions, destinationKey),
     close() {
       closing ??= Promise.all([ruleConn.close(), client.isOpen ? client.close() : Promise.resolve()]).then(() => {});
       return closing;

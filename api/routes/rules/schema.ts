@@ -85,10 +85,31 @@ export const DeliveryLogEntrySchema = Type.Object(
   { description: "One delivery of one action of one alert" },
 );
 
+const IsoOrNull = (description: string) => Type.Union([Type.String({ format: "date-time" }), Type.Null()], { description });
+
+/** Live delivery status of one action of a rule (pipeline/notify/queue.ts `ActionDeliveryStatus`). */
+export const ActionDeliveryStatusSchema = Type.Object(
+  {
+    actionIndex: Type.Integer({ minimum: 0, description: "Index of the action in config.alerts" }),
+    destination: Type.String({ description: "URL origin (scheme://host:port, no path, query or credentials), `smtp`, or `invalid`" }),
+    unhealthy: Type.Boolean({ description: "true while the destination is marked unhealthy: deliveries wait for one probe at a time" }),
+    consecutiveFailures: Type.Integer({ minimum: 0, description: "Retryable failures in a row at this destination (any rule)" }),
+    unhealthySince: IsoOrNull("When it became unhealthy"),
+    nextProbeAt: IsoOrNull("Earliest next probe while unhealthy"),
+    lastCode: Type.Union([Type.String(), Type.Null()], { description: "Code of the destination's last failure" }),
+    lastError: Type.Union([Type.String(), Type.Null()], { description: "Message of the destination's last failure (≤ 200 characters)" }),
+    lastFailureAt: IsoOrNull("Time of the destination's last failure"),
+    lastSuccessAt: IsoOrNull("Time of the destination's last success"),
+    pending: Type.Integer({ minimum: 0, description: "Deliveries of this action waiting in its queue" }),
+  },
+  { description: "Health of an action's destination and its queue (docs/alerting-delivery.md)" },
+);
+
 /** Answer of `GET /alerting/rules/<rule_id>/deliveries/`. */
 export const DeliveryPageSchema = Type.Object({
   total: Type.Integer({ description: "Entries currently kept for the rule (the newest 1000)" }),
   entries: Type.Array(DeliveryLogEntrySchema, { description: "Newest first" }),
+  destinations: Type.Array(ActionDeliveryStatusSchema, { description: "One per action of the rule, read live" }),
 });
 
 const ErrorDetail = Type.Object({
