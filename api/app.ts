@@ -20,7 +20,7 @@ import pkg from "../package.json" with { type: "json" };
 import { accountsPlugin } from "./plugins/accounts.js";
 import { authPlugin } from "./plugins/auth.js";
 import { elasticsearchPlugin } from "./plugins/elasticsearch.js";
-import { clientErrorHandler, errorsPlugin } from "./plugins/errors.js";
+import { clientErrorHandler, errorsPlugin, frameworkErrorHandler } from "./plugins/errors.js";
 import { metricsPlugin, metricsRoutes } from "./plugins/metrics.js";
 import { requireObjectBody } from "./plugins/object-body.js";
 import { openapiPlugin } from "./plugins/openapi.js";
@@ -121,6 +121,8 @@ export async function buildApi(deps: ApiDeps): Promise<FastifyInstance> {
     bodyLimit: BODY_LIMIT_BYTES,
     ...serverTimeouts(config.api),
     clientErrorHandler,
+    // Bad percent-encoding in the path (/%ZZ) and over-long path parameters: our error body, not Fastify's.
+    frameworkErrors: frameworkErrorHandler,
   };
   const app: FastifyInstance =
     typeof deps.logger === "object"

@@ -52,9 +52,17 @@ export const ERROR_CODES = {
     description:
       "The body is not valid JSON, or is JSON but not an object (null, an array, a number, a string, a boolean), or (search) has a top-level key other than query, sort, size, _source, search_after, aggs/aggregations (e.g. from, highlight, script_fields, runtime_mappings).",
   },
+  CS_URL_INVALID: {
+    status: 400,
+    description: "The URL path has bad percent-encoding (e.g. /%ZZ, or %-escapes that are not UTF-8); answered before authentication.",
+  },
+  CS_URL_TOO_LONG: {
+    status: 414,
+    description: "A path segment is longer than 100 characters (the router's limit on a path parameter); answered before authentication.",
+  },
   CS_BAD_REQUEST: {
     status: 400,
-    description: "The request is malformed in a way not covered by another code (bad URL encoding, bad header).",
+    description: "The request is malformed in a way not covered by another code (e.g. a bad header, or bytes that are not HTTP/1.1).",
   },
   CS_REQUEST_TIMEOUT: {
     status: 408,

@@ -15,6 +15,8 @@
  *   CS_AGG_INVALID, an unknown key or a non-object body → CS_BODY_INVALID.
  * - Fastify body parsing: invalid/empty-but-required JSON → CS_BODY_INVALID, too large →
  *   CS_BODY_TOO_LARGE (413), wrong Content-Type → CS_UNSUPPORTED_MEDIA_TYPE (415), other 4xx → CS_BAD_REQUEST.
+ * - Router errors before any route or hook ({@link frameworkErrorHandler}): bad percent-encoding in
+ *   the path → 400 CS_URL_INVALID, an over-long path parameter → 414 CS_URL_TOO_LONG.
  * - Connection-level client errors (before any request object exists; {@link clientErrorHandler}):
  *   headers/request timeout → 408 CS_REQUEST_TIMEOUT, oversized headers → 431 CS_HEADERS_TOO_LARGE,
  *   unparseable HTTP → 400 CS_BAD_REQUEST; the connection is then closed.
@@ -27,7 +29,7 @@
 import { STATUS_CODES } from "node:http";
 import type { Duplex } from "node:stream";
 import { errors as esErrors } from "@elastic/elasticsearch";
-import type { FastifyInstance, FastifyPluginAsync } from "fastify";
+import type { FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest } from "fastify";
 import { ACCOUNT_ERROR_HTTP_STATUS, AccountError } from "../../lib/accounts/model.js";
 import { jsonPath, unknownKeyMessage } from "../dsl/validate.js";
 import { ApiError, type ApiErrorDetail, ERROR_CODES, type ErrorCode, errorBody } from "../errors.js";
@@ -214,6 +216,10 @@ export function mapError(err: unknown, validationCode?: ErrorCode): MappedError 
       return single("CS_BODY_TOO_LARGE", "the body is too large");
     case "FST_ERR_CTP_INVALID_MEDIA_TYPE":
       return single("CS_UNSUPPORTED_MEDIA_TYPE", "send the body as Content-Type: application/json");
+    case "FST_ERR_BAD_URL":
+      return single("CS_URL_INVALID", "the URL path is not validly percent-encoded");
+    case "FST_ERR_MAX_PARAM_LENGTH":
+      return single("CS_URL_TOO_LONG", "a path segment is longer than 100 characters");
     case "FST_ERR_CTP_INVALID_JSON_BODY":
     case "FST_ERR_CTP_EMPTY_JSON_BODY":
       return single("CS_BODY_INVALID", "the body is not valid JSON");
@@ -268,6 +274,19 @@ export function clientErrorHandler(this: FastifyInstance, err: Error & { code?: 
   const inFlight = (socket as Duplex & { _httpMessage?: { headersSent?: boolean } })._httpMessage?.headersSent === true;
   if (answer !== null && socket.writable && !inFlight) socket.write(answer);
   socket.destroy();
+}
+
+/**
+ * Fastify's `frameworkErrors` option: errors the router raises before a route is chosen, so before
+ * any hook (authentication, rate limit) or error handler runs. Answers them with the error body via
+ * {@link mapError}: bad percent-encoding in the path (`FST_ERR_BAD_URL`) → 400 CS_URL_INVALID, a
+ * path parameter over the router's length limit (`FST_ERR_MAX_PARAM_LENGTH`) → 414
+ * CS_URL_TOO_LONG; anything else (an async constraint failing) → 500 CS_INTERNAL, logged.
+ */
+export function frameworkErrorHandler(err: Error, request: FastifyRequest, reply: FastifyReply): void {
+  const mapped = mapError(err);
+  if (mapped.unexpected) request.log.error({ err }, "request failed before routing");
+  void reply.code(mapped.status).type("application/json; charset=utf-8").send(errorBody(mapped.details));
 }
 
 /** Installs the error handler and the not-found handler on the whole app. */

@@ -83,4 +83,35 @@ describe.skipIf(!up)("hostile requests", () => {
       expect([nul.statusCode, nul.json<ErrorBody>().error.code]).toEqual([400, "CS_BODY_INVALID"]);
     });
   });
+  describe("bad percent-encoding and over-long segments in the path", () => {
+    it.each([
+      ["GET", "/%ZZ"],
+      ["GET", "/%"],
+      ["GET", "/ethereum/ethereum/mainnet/es/block/search/%ZZ"],
+      ["POST", "/ethereum/ethereum/mainnet/es/block/search/%ZZ"],
+      ["GET", "/ethereum/ethereum/mainnet/es/block/%E0%A4%A/"],
+      ["GET", "/admin/accounts/%ZZ"],
+    ])("%s %s is 400 CS_URL_INVALID in the error envelope, with or without a token", async (method, url) => {
+      for (const headers of [AUTH, {}]) {
+        const res = await app.inject({ method: method as "GET", url, headers });
+        expect(res.statusCode, res.body).toBe(400);
+        expect(res.headers["content-type"]).toMatch(/^application\/json/);
+        expect(res.json<ErrorBody>()).toEqual({
+          error: { code: "CS_URL_INVALID", message: expect.any(String), path: null },
+          errors: [{ code: "CS_URL_INVALID", message: expect.any(String), path: null }],
+        });
+      }
+    });
+
+    it("a path segment beyond the router's 100 characters is 414 CS_URL_TOO_LONG in the error envelope", async () => {
+      const res = await app.inject({ method: "GET", url: `/ethereum/ethereum/mainnet/es/block/0x${"ab".repeat(100)}/`, headers: AUTH });
+      expect(res.statusCode, res.body).toBe(414);
+      expect(res.json<ErrorBody>().error).toMatchObject({ code: "CS_URL_TOO_LONG", path: null });
+    });
+
+    it("well-formed percent-encoding still routes", async () => {
+      const res = await app.inject({ method: "GET", url: "/%68ealthz" });
+      expect([res.statusCode, res.json()]).toEqual([200, { status: "ok" }]);
+    });
+  });
 });

@@ -49,6 +49,18 @@ describe("mapError", () => {
     );
   });
 
+  it("maps router errors raised before routing (bad percent-encoding, over-long segment)", () => {
+    expect(mapError(Object.assign(new Error("x"), { code: "FST_ERR_BAD_URL", statusCode: 400 }))).toEqual({
+      status: 400,
+      details: [{ code: "CS_URL_INVALID", message: "the URL path is not validly percent-encoded", path: null }],
+      unexpected: false,
+    });
+    expect(mapError(Object.assign(new Error("x"), { code: "FST_ERR_MAX_PARAM_LENGTH", statusCode: 414 }))).toMatchObject({
+      status: 414,
+      details: [{ code: "CS_URL_TOO_LONG" }],
+    });
+  });
+
   it("maps schema validation errors by top-level key", () => {
     expect(
       mapValidation(
