@@ -121,7 +121,13 @@ export const metricsRoutes: FastifyPluginAsync = async (app) => {
         summary: "Prometheus metrics (text exposition format); do not expose publicly",
         tags: ["operations"],
         security: [],
-        response: { 200: { description: "Prometheus text exposition format", type: "string" } },
+        // `content` names the media type (without it the document says application/json).
+        response: {
+          200: {
+            description: "Prometheus text exposition format (version 0.0.4)",
+            content: { "text/plain": { schema: { type: "string" } } },
+          },
+        },
       },
     },
     async (_request, reply) => {

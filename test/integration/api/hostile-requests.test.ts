@@ -1,6 +1,7 @@
 /**
  * Hostile requests found by probing the API (schemathesis, hand-made bodies and URLs): JSON bodies
- * that are not objects, bad percent-encoding in the path, and the OpenAPI document's answers.
+ * that are not objects, bad percent-encoding in the path, and answers missing from the OpenAPI
+ * document (`GET /readyz` 200 was undocumented).
  * Uses `app.inject` against real Redis and Elasticsearch (no indices needed: the requests are
  * refused before any search); skipped when they are not reachable.
  */
@@ -112,6 +113,61 @@ describe.skipIf(!up)("hostile requests", () => {
     it("well-formed percent-encoding still routes", async () => {
       const res = await app.inject({ method: "GET", url: "/%68ealthz" });
       expect([res.statusCode, res.json()]).toEqual([200, { status: "ok" }]);
+    });
+  });
+  describe("the OpenAPI document", () => {
+    interface Operation {
+      responses?: Record<string, { description?: string; content?: Record<string, { schema?: JsonSchema }> }>;
+    }
+    interface JsonSchema {
+      type?: string;
+      properties?: Record<string, JsonSchema>;
+      required?: string[];
+      enum?: unknown[];
+    }
+    const document = async () =>
+      (await app.inject({ method: "GET", url: "/docs/json" })).json<{ paths: Record<string, Record<string, Operation>> }>();
+
+    it("documents a success answer with a schema for every operation (204: no body)", async () => {
+      const doc = await document();
+      const missing: string[] = [];
+      for (const [path, ops] of Object.entries(doc.paths)) {
+        for (const [method, op] of Object.entries(ops)) {
+          const ok = Object.entries(op.responses ?? {}).filter(([status]) => /^2\d\d$/.test(status));
+          if (ok.length === 0) missing.push(`${method.toUpperCase()} ${path}: no 2xx answer`);
+          for (const [status, answer] of ok) {
+            if (status === "204") continue;
+            const schemas = Object.values(answer.content ?? {}).map((c) => c.schema);
+            if (schemas.length === 0 || schemas.some((x) => x === undefined))
+              missing.push(`${method.toUpperCase()} ${path} ${status}: no schema`);
+          }
+        }
+      }
+      expect(missing).toEqual([]);
+    });
+
+    it("documents /healthz and /readyz 200 with the keys they answer, and /metrics as text", async () => {
+      const doc = await document();
+      const schemaOf = (path: string, status: string) => doc.paths[path]?.get?.responses?.[status]?.content?.["application/json"]?.schema;
+      for (const path of ["/healthz", "/readyz"]) {
+        const res = await app.inject({ method: "GET", url: path });
+        expect(res.statusCode, res.body).toBe(200);
+        const answer = res.json<Record<string, unknown>>();
+        const schema = schemaOf(path, "200");
+        expect(schema?.type, path).toBe("object");
+        expect(
+          Object.keys(answer).filter((k) => !(k in (schema?.properties ?? {}))),
+          path,
+        ).toEqual([]);
+        expect(
+          (schema?.required ?? []).filter((k) => !(k in answer)),
+          path,
+        ).toEqual([]);
+      }
+      expect(schemaOf("/readyz", "503")).toBeDefined();
+      const metrics = doc.paths["/metrics"]?.get?.responses?.["200"]?.content ?? {};
+      expect(Object.keys(metrics)).toEqual(["text/plain"]);
+      expect(metrics["text/plain"]?.schema?.type).toBe("string");
     });
   });
 });
