@@ -106,6 +106,14 @@ export interface Config {
     /** Largest bulk request, in documents. Env `CHAINSIFT_BULK_MAX_DOCS`, default 2000. */
     bulkMaxDocs: number;
   };
+  rules: {
+    /**
+     * Most alerting rules one account may have, counting enabled and disabled ones; creating one more
+     * answers 409 `CS_RULE_LIMIT_REACHED` (lib/rules/store.ts). Env `CHAINSIFT_MAX_RULES_PER_ACCOUNT`,
+     * default 1000 (rules, an integer >= 1).
+     */
+    maxPerAccount: number;
+  };
   notify: {
     /** SMTP server for e-mail alerts, e.g. `smtp://user:pass@mail.example:587`. Env `CHAINSIFT_SMTP_URL`, default none (e-mail actions fail with CS_MAILER_UNCONFIGURED and are dead-lettered). */
     smtpUrl: string | undefined;
@@ -237,6 +245,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     },
     index: {
       bulkMaxDocs: int(env, "CHAINSIFT_BULK_MAX_DOCS", 2000, 1),
+    },
+    rules: {
+      maxPerAccount: int(env, "CHAINSIFT_MAX_RULES_PER_ACCOUNT", 1000, 1),
     },
     notify: {
       smtpUrl: env.CHAINSIFT_SMTP_URL || undefined,

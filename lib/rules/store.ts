@@ -25,7 +25,7 @@ import type { Config } from "../config.js";
 import type { Logger } from "../logger.js";
 import { connectRedisClient } from "../redis.js";
 import type { Rule, RuleInput } from "./model.js";
-import { RESERVED_RULE_FIELDS, type RulePatch } from "./validate.js";
+import { extraPropertyErrors, RESERVED_RULE_FIELDS, type RulePatch } from "./validate.js";
 
 /**
  * The Redis commands the store uses: a structural subset of a node-redis v5 client
@@ -35,6 +35,7 @@ export interface RuleRedis {
   get(key: string): Promise<string | null>;
   mGet(keys: string[]): Promise<(string | null)[]>;
   sMembers(key: string): Promise<string[]>;
+  zCard(key: string): Promise<number>;
   zRange(key: string, min: string, max: string, options: { BY: "LEX"; LIMIT: { offset: number; count: number } }): Promise<string[]>;
   watch(key: string): Promise<unknown>;
   unwatch(): Promise<unknown>;
@@ -80,7 +81,16 @@ export interface RuleStoreDeps {
   keyPrefix: string;
   /** Clock (default `() => new Date()`); decides `createdAt` and `updatedAt`. */
   now?: () => Date;
+  /**
+   * Most rules one account may have; a create beyond it fails with `CS_RULE_LIMIT_REACHED`.
+   * Default {@link DEFAULT_MAX_RULES_PER_ACCOUNT} (config `rules.maxPerAccount`, env
+   * `CHAINSIFT_MAX_RULES_PER_ACCOUNT`). An integer >= 1.
+   */
+  maxRulesPerAccount?: number;
 }
+
+/** Default of {@link RuleStoreDeps.maxRulesPerAccount}: 1000 rules per account. */
+export const DEFAULT_MAX_RULES_PER_ACCOUNT = 1000;
 
 /** A change notification, published on `<prefix>rules:changes` in the same transaction as the write. */
 export interface RuleChange {
@@ -128,9 +138,18 @@ export const MAX_LIST_LIMIT = 500;
  * - `CS_RULE_NOT_FOUND`: no rule with that id for that account (also another account's rule) — 404;
  * - `CS_RULE_VERSION_CONFLICT`: the expected version is not the stored one (stale PUT) — 409;
  * - `CS_RULE_IMMUTABLE_FIELD`: an update tried to change technology, blockchain or network — 400;
- * - `CS_RULE_INVALID_PAGE`: a list `limit` outside 1–500 or a malformed `cursor` — 400.
+ * - `CS_RULE_INVALID_PAGE`: a list `limit` outside 1–500 or a malformed `cursor` — 400;
+ * - `CS_RULE_LIMIT_REACHED`: a create for an account that already has {@link RuleStoreDeps.maxRulesPerAccount} rules — 409;
+ * - `CS_RULE_EXTRA_PROPERTIES`: an update would leave the rule with more additional top-level
+ *   properties than `RULE_LIMITS` allows (`details.field`: the property that crosses the limit) — 400.
  */
-export type RuleStoreErrorCode = "CS_RULE_NOT_FOUND" | "CS_RULE_VERSION_CONFLICT" | "CS_RULE_IMMUTABLE_FIELD" | "CS_RULE_INVALID_PAGE";
+export type RuleStoreErrorCode =
+  | "CS_RULE_NOT_FOUND"
+  | "CS_RULE_VERSION_CONFLICT"
+  | "CS_RULE_IMMUTABLE_FIELD"
+  | "CS_RULE_INVALID_PAGE"
+  | "CS_RULE_LIMIT_REACHED"
+  | "CS_RULE_EXTRA_PROPERTIES";
 
 /** The HTTP status an API should answer for each {@link RuleStoreErrorCode}. */
 export const RULE_STORE_ERROR_HTTP_STATUS: Readonly<Record<RuleStoreErrorCode, number>> = {
@@ -138,6 +157,8 @@ export const RULE_STORE_ERROR_HTTP_STATUS: Readonly<Record<RuleStoreErrorCode, n
   CS_RULE_VERSION_CONFLICT: 409,
   CS_RULE_IMMUTABLE_FIELD: 400,
   CS_RULE_INVALID_PAGE: 400,
+  CS_RULE_LIMIT_REACHED: 409,
+  CS_RULE_EXTRA_PROPERTIES: 400,
 };
 
 /** A refused store operation. Redis/connection failures are not wrapped: they surface as the client's own errors (answer 503). */
@@ -146,8 +167,11 @@ export class RuleStoreError extends Error {
     /** Stable code, see {@link RuleStoreErrorCode}. */
     readonly code: RuleStoreErrorCode,
     message: string,
-    /** Extra facts: `field` for `CS_RULE_IMMUTABLE_FIELD`, `currentVersion` for `CS_RULE_VERSION_CONFLICT`. */
-    readonly details: { field?: string; currentVersion?: number } = {},
+    /**
+     * Extra facts: `field` for `CS_RULE_IMMUTABLE_FIELD` and `CS_RULE_EXTRA_PROPERTIES` (a JSON path),
+     * `currentVersion` for `CS_RULE_VERSION_CONFLICT`, `limit` for `CS_RULE_LIMIT_REACHED`.
+     */
+    readonly details: { field?: string; currentVersion?: number; limit?: number } = {},
   ) {
     super(message);
     this.name = "RuleStoreError";
@@ -165,8 +189,12 @@ export interface RuleStore {
    * Stores a new rule: id = random UUID, `version` 1, `createdAt` = `updatedAt` = now. Defaults:
    * `state` `enabled`, `sendPendingAlerts` false, `description` null. A `version` in the input is
    * ignored, as are `id`, `accountId`, `createdAt`, `updatedAt`; other properties are kept verbatim.
-   * Publishes `{op: "upsert"}`.
+   * Publishes `{op: "upsert"}`. The account's rule count is checked in the same transaction
+   * (WATCH on the account's index), so concurrent creates never exceed the limit.
    * @param accountId owner (a non-empty string; the API passes the authenticated account's id).
+   * @throws {RuleStoreError} `CS_RULE_LIMIT_REACHED` when the account already has
+   *   {@link RuleStoreDeps.maxRulesPerAccount} rules (`details.limit`); `CS_RULE_VERSION_CONFLICT`
+   *   when the account's rules kept changing during 10 attempts.
    */
   create(accountId: string, input: RuleInput): Promise<Rule>;
   /** The rule, or `null` when there is none with that id, the id is not a UUID, or it belongs to another account. */
@@ -191,7 +219,9 @@ export interface RuleStore {
    * @param expectedVersion the version the client last saw; default `patch.version`; when neither is given, last write wins.
    * @returns the rule as now stored.
    * @throws {RuleStoreError} `CS_RULE_NOT_FOUND` (none, or another account's), `CS_RULE_VERSION_CONFLICT`
-   *   (stale version; `details.currentVersion`), `CS_RULE_IMMUTABLE_FIELD` (`details.field`).
+   *   (stale version; `details.currentVersion`), `CS_RULE_IMMUTABLE_FIELD` (`details.field`),
+   *   `CS_RULE_EXTRA_PROPERTIES` (the merged rule would have too many or too large additional
+   *   properties; `details.field`).
    */
   update(accountId: string, id: string, patch: RulePatch, expectedVersion?: number): Promise<Rule>;
   /**
@@ -283,6 +313,8 @@ export function createRuleStore(deps: RuleStoreDeps): RuleStore {
   const { redis } = deps;
   const now = deps.now ?? (() => new Date());
   const k = ruleKeys(deps.keyPrefix);
+  const maxRules = deps.maxRulesPerAccount ?? DEFAULT_MAX_RULES_PER_ACCOUNT;
+  if (!Number.isInteger(maxRules) || maxRules < 1) throw new RangeError(`maxRulesPerAccount must be an integer >= 1, got ${maxRules}`);
 
   // WATCH is per connection and EXEC clears every watch of the connection: run this store's
   // transactions one at a time so one never commits inside another's WATCH window.
@@ -294,17 +326,23 @@ export function createRuleStore(deps: RuleStoreDeps): RuleStore {
   }
 
   /**
-   * WATCHes a rule, reads it and lets `decide` queue a transaction (or finish without one). Retries on
-   * a WatchError (up to {@link MAX_ATTEMPTS} times, then `CS_RULE_VERSION_CONFLICT`); `decide` sees the
-   * fresh rule on every attempt, so an expected version is re-checked each time.
+   * WATCHes a key, reads what `decide` needs (`read`) and lets `decide` queue a transaction (or finish
+   * without one). Retries on a WatchError (up to {@link MAX_ATTEMPTS} times, then
+   * `CS_RULE_VERSION_CONFLICT` with `conflict` as message); `decide` sees fresh data on every
+   * attempt, so an expected version or a count is re-checked each time.
    */
-  async function watched<T>(id: string, decide: (current: Rule | null) => { tx?: RuleRedisMulti; result: T }): Promise<T> {
+  async function transact<R, T>(
+    key: string,
+    read: () => Promise<R>,
+    decide: (current: R) => { tx?: RuleRedisMulti; result: T },
+    conflict: string,
+  ): Promise<T> {
     for (let attempt = 1; ; attempt++) {
       const outcome = await serial(async (): Promise<{ done: true; result: T } | { done: false }> => {
-        await redis.watch(k.rule(id));
+        await redis.watch(key);
         let decision: { tx?: RuleRedisMulti; result: T };
         try {
-          decision = decide(parseRule(await redis.get(k.rule(id))));
+          decision = decide(await read());
         } catch (err) {
           await redis.unwatch().catch(() => {});
           throw err;
@@ -322,10 +360,15 @@ export function createRuleStore(deps: RuleStoreDeps): RuleStore {
         }
       });
       if (outcome.done) return outcome.result;
-      if (attempt >= MAX_ATTEMPTS) throw new RuleStoreError("CS_RULE_VERSION_CONFLICT", `rule ${id} kept changing concurrently; retry`);
+      if (attempt >= MAX_ATTEMPTS) throw new RuleStoreError("CS_RULE_VERSION_CONFLICT", conflict);
       // Back off a little (jittered, growing) outside the lock so the other writer can finish.
       await new Promise((r) => setTimeout(r, Math.random() * RETRY_BASE_MS * attempt));
     }
+  }
+
+  /** {@link transact} on one rule: WATCHes `rule:<id>` and hands `decide` the stored rule (or null). */
+  function watched<T>(id: string, decide: (current: Rule | null) => { tx?: RuleRedisMulti; result: T }): Promise<T> {
+    return transact(k.rule(id), async () => parseRule(await redis.get(k.rule(id))), decide, `rule ${id} kept changing concurrently; retry`);
   }
 
   function change(c: RuleChange): string {
@@ -361,18 +404,29 @@ export function createRuleStore(deps: RuleStoreDeps): RuleStore {
         createdAt: at,
         updatedAt: at,
       } as Rule;
-      const write = () =>
-        redis
-          .multi()
-          .set(k.rule(rule.id), JSON.stringify(rule))
-          .zAdd(k.accountRules(accountId), { score: 0, value: member(rule) })
-          .sAdd(k.rules, rule.id)
-          .publish(k.changes, change({ op: "upsert", id: rule.id, version: rule.version }))
-          .exec();
-      // Nothing is watched here; a WatchError can only be a WATCH left over from a connection lost
-      // mid-transaction (node-redis then fails the next EXEC once), so one retry is enough.
-      await serial(() => write().catch((err: unknown) => (isWatchError(err) ? write() : Promise.reject(err))));
-      return rule;
+      // WATCH the account's index: a concurrent create (or delete) for the account retries the count.
+      const accountKey = k.accountRules(accountId);
+      return transact(
+        accountKey,
+        () => redis.zCard(accountKey),
+        (count) => {
+          if (count >= maxRules) {
+            throw new RuleStoreError(
+              "CS_RULE_LIMIT_REACHED",
+              `the account has ${count} rules, the most it may have (${maxRules}); delete one first`,
+              { limit: maxRules },
+            );
+          }
+          const tx = redis
+            .multi()
+            .set(k.rule(rule.id), JSON.stringify(rule))
+            .zAdd(accountKey, { score: 0, value: member(rule) })
+            .sAdd(k.rules, rule.id)
+            .publish(k.changes, change({ op: "upsert", id: rule.id, version: rule.version }));
+          return { tx, result: rule };
+        },
+        "the account's rules kept changing concurrently; retry",
+      );
     },
 
     async get(accountId, id) {
@@ -429,6 +483,8 @@ export function createRuleStore(deps: RuleStoreDeps): RuleStore {
           }
         }
         const next = { ...current, ...fields, version: current.version + 1, updatedAt: now().toISOString() } as Rule;
+        const extra = extraPropertyErrors(next)[0];
+        if (extra) throw new RuleStoreError("CS_RULE_EXTRA_PROPERTIES", extra.message, { field: extra.path });
         const tx = redis
           .multi()
           .set(k.rule(id), JSON.stringify(next))
@@ -504,6 +560,8 @@ export interface ConnectedRuleStore {
 
 /** Options of {@link connectRuleStore}. */
 export interface ConnectRuleStoreOptions {
+  /** See {@link RuleStoreDeps.maxRulesPerAccount} (default {@link DEFAULT_MAX_RULES_PER_ACCOUNT}). */
+  maxRulesPerAccount?: number;
   /** Receives Redis connection errors after the first connection (as `warn`); default: ignored. */
   logger?: Logger;
   /** TCP connect timeout, ms (default 5000). */
@@ -519,7 +577,8 @@ export interface ConnectRuleStoreOptions {
  * (100 ms doubling, at most 5 s) and, while disconnected, commands fail at once instead of queueing
  * (so the API can answer 503 rather than hang). Subscriber connections inherit these settings.
  * @param config `redisUrl` (e.g. `redis://127.0.0.1:6379`) and `redisKeyPrefix` of a {@link Config}.
- * @throws the client's connection error when Redis cannot be reached.
+ * @throws the client's connection error when Redis cannot be reached; a `RangeError` (after closing
+ *   the connection) for a `maxRulesPerAccount` that is not an integer >= 1.
  */
 export async function connectRuleStore(
   config: Pick<Config, "redisUrl" | "redisKeyPrefix">,
@@ -532,8 +591,13 @@ export async function connectRuleStore(
   });
   const deps: RuleStoreDeps = { redis: client, keyPrefix: config.redisKeyPrefix };
   if (options.now) deps.now = options.now;
-  return {
-    store: createRuleStore(deps),
-    close,
-  };
+  if (options.maxRulesPerAccount !== undefined) deps.maxRulesPerAccount = options.maxRulesPerAccount;
+  let store: RuleStore;
+  try {
+    store = createRuleStore(deps);
+  } catch (err) {
+    await close();
+    throw err;
+  }
+  return { store, close };
 }

@@ -49,9 +49,55 @@ export const RULE_LIMITS = {
   /** Items of a Sub Field's subPayloads: 1 to 10 (chainsift; the contract gives no bound). */
   subPayloadsMin: 1,
   subPayloadsMax: 10,
-  /** Longest e-mail address (RFC 5321 path limit). */
+  /** Longest e-mail address (RFC 5321 path limit), in characters. */
   emailMaxLength: 254,
+  /** Recipients of one Email alert: 1 to 50 (chainsift: one alert never mails a crowd). */
+  recipientsMax: 50,
+  /** Longest rule `name`, in characters (Unicode code points, like JSON Schema `maxLength`). */
+  nameMaxLength: 256,
+  /** Longest rule `description`, in characters. */
+  descriptionMaxLength: 4096,
+  /** Longest target-definition `name` (an attribute path), at every level, in characters; it must not be empty either. */
+  definitionNameMaxLength: 256,
+  /** Longest `value` string, and longest element of an Equals any `value`, in characters. */
+  valueMaxLength: 1024,
+  /** Longest webhook or Slack `url`, in characters (what common HTTP stacks accept in a request line). */
+  urlMaxLength: 2048,
+  /** Longest Slack `text`, in characters (Slack truncates longer messages). */
+  slackTextMaxLength: 4000,
+  /** Longest Slack `channel` and `username`, in characters. */
+  slackNameMaxLength: 256,
+  /** Longest payload `fieldName`, at every level, in characters. */
+  fieldNameMaxLength: 256,
+  /** Additional top-level properties of a rule (besides the fields of {@link RULE_FIELDS}): at most 20. */
+  extraPropertiesMax: 20,
+  /** Size of the additional top-level properties together, as the UTF-8 bytes of the JSON object holding only them: at most 16 KiB. */
+  extraPropertiesMaxBytes: 16 * 1024,
+  /** Largest POST or PUT body of a rule, in bytes (the routes' `bodyLimit`; larger: 413 `CS_RULE_TOO_LARGE`). */
+  bodyMaxBytes: 64 * 1024,
 } as const;
+
+/**
+ * Top-level fields a rule has besides its additional properties: the contract's fields and the
+ * service-managed ones. Everything else at the top level is an additional property (limited by
+ * {@link RULE_LIMITS}`.extraPropertiesMax` and `.extraPropertiesMaxBytes`).
+ */
+export const RULE_FIELDS: readonly string[] = [
+  "name",
+  "maxConfirmationCount",
+  "technology",
+  "blockchain",
+  "network",
+  "config",
+  "description",
+  "version",
+  "state",
+  "sendPendingAlerts",
+  "id",
+  "accountId",
+  "createdAt",
+  "updatedAt",
+];
 
 /**
  * E-mail addresses accepted as Email recipients: `local@domain.tld` — no whitespace, exactly one
@@ -127,15 +173,24 @@ const NO_VALUE =
 
 const closed = { additionalProperties: false } as const;
 
+const DefinitionName = Type.String({
+  minLength: 1,
+  maxLength: RULE_LIMITS.definitionNameMaxLength,
+  description: "attribute of the entity (dotted path), 1 to 256 characters",
+});
+const ValueString = Type.String({ maxLength: RULE_LIMITS.valueMaxLength });
+const ValueList = Type.Array(ValueString);
+const FieldName = Type.String({ maxLength: RULE_LIMITS.fieldNameMaxLength });
+
 /** Third-level definition (item of a second-level Inspect's operatorParameters): name, operator (no Inspect), value, all required; nothing deeper. */
 export const ThirdLevelDefinitionSchema = Type.Union(
   [
     Type.Object(
-      { name: Type.String(), operator: Type.Enum(SCALAR_OPERATORS), value: Type.String() },
+      { name: DefinitionName, operator: Type.Enum(SCALAR_OPERATORS), value: ValueString },
       { ...closed, description: "third-level definition, string-valued operator" },
     ),
     Type.Object(
-      { name: Type.String(), operator: Type.Enum(ARRAY_OPERATOR_LIST), value: Type.Array(Type.String()) },
+      { name: DefinitionName, operator: Type.Enum(ARRAY_OPERATOR_LIST), value: ValueList },
       { ...closed, description: "third-level definition, Equals any operator" },
     ),
   ],
@@ -151,9 +206,9 @@ export const SecondLevelDefinitionSchema = Type.Union(
   [
     Type.Object(
       {
-        name: Type.String(),
+        name: DefinitionName,
         operator: Type.Enum(SCALAR_OPERATORS),
-        value: Type.String(),
+        value: ValueString,
         useScaledValue: Type.Optional(Type.Boolean()),
         operatorParameters: Type.Optional(Type.Null()),
       },
@@ -161,9 +216,9 @@ export const SecondLevelDefinitionSchema = Type.Union(
     ),
     Type.Object(
       {
-        name: Type.String(),
+        name: DefinitionName,
         operator: Type.Enum(ARRAY_OPERATOR_LIST),
-        value: Type.Array(Type.String()),
+        value: ValueList,
         useScaledValue: Type.Optional(Type.Boolean()),
         operatorParameters: Type.Optional(Type.Null()),
       },
@@ -171,7 +226,7 @@ export const SecondLevelDefinitionSchema = Type.Union(
     ),
     Type.Object(
       {
-        name: Type.String(),
+        name: DefinitionName,
         operator: Type.Enum(EQUALITY_OPERATOR_LIST),
         value: Type.Optional(Type.Null()),
         useScaledValue: Type.Optional(Type.Literal(false)),
@@ -181,9 +236,9 @@ export const SecondLevelDefinitionSchema = Type.Union(
     ),
     Type.Object(
       {
-        name: Type.String(),
+        name: DefinitionName,
         operator: Type.Literal("Inspect"),
-        value: Type.Optional(Type.Union([Type.String(), Type.Null()])),
+        value: Type.Optional(Type.Union([ValueString, Type.Null()])),
         useScaledValue: Type.Optional(Type.Boolean()),
         operatorParameters: Type.Array(ThirdLevelDefinitionSchema, {
           minItems: RULE_LIMITS.operatorParametersMin,
@@ -205,25 +260,25 @@ export const TargetDefinitionSchema = Type.Union(
   [
     Type.Object(
       {
-        name: Type.String(),
+        name: DefinitionName,
         operator: Type.Enum(SCALAR_OPERATORS),
-        value: Type.String(),
+        value: ValueString,
         operatorParameters: Type.Optional(Type.Null()),
       },
       { ...closed, description: "target definition, string-valued operator" },
     ),
     Type.Object(
       {
-        name: Type.String(),
+        name: DefinitionName,
         operator: Type.Enum(ARRAY_OPERATOR_LIST),
-        value: Type.Array(Type.String()),
+        value: ValueList,
         operatorParameters: Type.Optional(Type.Null()),
       },
       { ...closed, description: "target definition, Equals any operator" },
     ),
     Type.Object(
       {
-        name: Type.String(),
+        name: DefinitionName,
         operator: Type.Enum(EQUALITY_OPERATOR_LIST),
         value: Type.Optional(Type.Null()),
         operatorParameters: Type.Optional(Type.Null()),
@@ -232,9 +287,9 @@ export const TargetDefinitionSchema = Type.Union(
     ),
     Type.Object(
       {
-        name: Type.String(),
+        name: DefinitionName,
         operator: Type.Literal("Inspect"),
-        value: Type.Optional(Type.Union([Type.String(), Type.Null()])),
+        value: Type.Optional(Type.Union([ValueString, Type.Null()])),
         operatorParameters: Type.Array(SecondLevelDefinitionSchema, {
           minItems: RULE_LIMITS.operatorParametersMin,
           maxItems: RULE_LIMITS.operatorParametersMax,
@@ -247,18 +302,18 @@ export const TargetDefinitionSchema = Type.Union(
 );
 
 /** Payload item one level below a sub-payload: only `{fieldType: "Field", fieldName}`. */
-export const LeafPayloadItemSchema = Type.Object({ fieldType: Type.Literal("Field"), fieldName: Type.String() }, closed);
+export const LeafPayloadItemSchema = Type.Object({ fieldType: Type.Literal("Field"), fieldName: FieldName }, closed);
 
 /** Payload item of a sub-payload (same rules as the top level, children are leaves). */
 export const SubPayloadItemSchema = Type.Union([
   Type.Object(
-    { fieldType: Type.Literal("Field"), fieldName: Type.String(), subPayloads: Type.Optional(Type.Null()) },
+    { fieldType: Type.Literal("Field"), fieldName: FieldName, subPayloads: Type.Optional(Type.Null()) },
     { ...closed, description: "Field: subPayloads null or absent" },
   ),
   Type.Object(
     {
       fieldType: Type.Literal("Sub Field"),
-      fieldName: Type.String(),
+      fieldName: FieldName,
       subPayloads: Type.Array(LeafPayloadItemSchema, {
         minItems: RULE_LIMITS.subPayloadsMin,
         maxItems: RULE_LIMITS.subPayloadsMax,
@@ -272,13 +327,13 @@ export const SubPayloadItemSchema = Type.Union([
 /** Payload item: names a property of the matched entity sent with the alert; Sub Field steps into a nested property. */
 export const PayloadItemSchema = Type.Union([
   Type.Object(
-    { fieldType: Type.Literal("Field"), fieldName: Type.String(), subPayloads: Type.Optional(Type.Null()) },
+    { fieldType: Type.Literal("Field"), fieldName: FieldName, subPayloads: Type.Optional(Type.Null()) },
     { ...closed, description: "Field: subPayloads null or absent" },
   ),
   Type.Object(
     {
       fieldType: Type.Literal("Sub Field"),
-      fieldName: Type.String(),
+      fieldName: FieldName,
       subPayloads: Type.Array(SubPayloadItemSchema, {
         minItems: RULE_LIMITS.subPayloadsMin,
         maxItems: RULE_LIMITS.subPayloadsMax,
@@ -292,18 +347,26 @@ export const PayloadItemSchema = Type.Union([
 const PayloadSchema = Type.Optional(
   Type.Union([Type.Array(PayloadItemSchema, { maxItems: RULE_LIMITS.payloadMax, uniqueItems: true }), Type.Null()]),
 );
-const HttpUrlSchema = Type.String({ pattern: HTTP_URL_PATTERN, description: "absolute http(s) URL" });
+const HttpUrlSchema = Type.String({
+  pattern: HTTP_URL_PATTERN,
+  maxLength: RULE_LIMITS.urlMaxLength,
+  description: "absolute http(s) URL; {field} tokens only in the path, query and fragment",
+  examples: ["https://hooks.example.com/chainsift/{transactionHash}?block={blockNumber}"],
+});
 
 /** Parameters of an Email alert. Additional properties are allowed (and ignored). */
 export const EmailParametersSchema = Type.Object({
-  recipients: Type.Array(Type.String({ pattern: EMAIL_PATTERN, maxLength: RULE_LIMITS.emailMaxLength }), { minItems: 1 }),
+  recipients: Type.Array(Type.String({ pattern: EMAIL_PATTERN, maxLength: RULE_LIMITS.emailMaxLength, examples: ["ops@example.com"] }), {
+    minItems: 1,
+    maxItems: RULE_LIMITS.recipientsMax,
+  }),
 });
 /** Parameters of a Slack alert. Additional properties are allowed (and ignored). */
 export const SlackParametersSchema = Type.Object({
   url: HttpUrlSchema,
-  text: Type.String(),
-  channel: Type.String(),
-  username: Type.String(),
+  text: Type.String({ maxLength: RULE_LIMITS.slackTextMaxLength }),
+  channel: Type.String({ maxLength: RULE_LIMITS.slackNameMaxLength }),
+  username: Type.String({ maxLength: RULE_LIMITS.slackNameMaxLength }),
 });
 /** Parameters of a webhook alert (GET or POST). `{field}` tokens in the URL are replaced at delivery. */
 export const WebhookParametersSchema = Type.Object({ url: HttpUrlSchema });
@@ -333,14 +396,27 @@ export const RuleConfigSchema = Type.Object(
   closed,
 );
 
+/**
+ * Limits of the additional top-level properties, in the rule schemas. JSON Schema cannot count or
+ * measure only the properties that `properties` does not name, so `maxProperties` is the bound for
+ * a body carrying every field of {@link RULE_FIELDS} (a fetched rule PUT back) and the exact limits
+ * travel as annotations (`x-chainsift-…`, ignored by validators) and in the description.
+ */
+const extraPropertyLimits = {
+  maxProperties: RULE_FIELDS.length + RULE_LIMITS.extraPropertiesMax,
+  "x-chainsift-maxAdditionalProperties": RULE_LIMITS.extraPropertiesMax,
+  "x-chainsift-maxAdditionalPropertiesBytes": RULE_LIMITS.extraPropertiesMaxBytes,
+  "x-chainsift-maxBodyBytes": RULE_LIMITS.bodyMaxBytes,
+} as const;
+
 const ruleProperties = {
-  name: Type.String(),
+  name: Type.String({ maxLength: RULE_LIMITS.nameMaxLength }),
   maxConfirmationCount: Type.Integer({ minimum: 0 }),
   technology: Type.String({ description: "must name a chain this deployment serves" }),
   blockchain: Type.String({ description: "must name a chain this deployment serves" }),
   network: Type.String({ description: "must name a chain this deployment serves" }),
   config: RuleConfigSchema,
-  description: Type.Optional(Type.Union([Type.String(), Type.Null()])),
+  description: Type.Optional(Type.Union([Type.String({ maxLength: RULE_LIMITS.descriptionMaxLength }), Type.Null()])),
   version: Type.Optional(Type.Integer({ description: "ignored on create; on update, the version the client last saw (stale: 409)" })),
   state: Type.Optional(Type.Enum(RULE_STATES, { description: "`enabled` (evaluated, the default) or `disabled` (kept, never matches)" })),
   sendPendingAlerts: Type.Optional(Type.Boolean()),
@@ -351,7 +427,10 @@ const ruleProperties = {
  * (except the service-managed `id`, `accountId`, `createdAt`, `updatedAt`, which are ignored).
  * Defaults applied by {@link validateRuleInput}: `state` `enabled`, `sendPendingAlerts` false, `description` null.
  */
-export const RuleCreateSchema = Type.Object(ruleProperties, { description: "An alerting rule (additional properties allowed)." });
+export const RuleCreateSchema = Type.Object(ruleProperties, {
+  description: `An alerting rule. Additional top-level properties are allowed and stored verbatim: at most ${RULE_LIMITS.extraPropertiesMax}, together at most ${RULE_LIMITS.extraPropertiesMaxBytes} bytes of JSON; the whole body at most ${RULE_LIMITS.bodyMaxBytes} bytes.`,
+  ...extraPropertyLimits,
+});
 
 /**
  * Body of `PUT /alerting/rules/<rule_id>/`: any subset of the rule's fields, merged into the stored
@@ -359,7 +438,10 @@ export const RuleCreateSchema = Type.Object(ruleProperties, { description: "An a
  * stored version (else 409). `technology`, `blockchain`, `network` may be sent but must equal the
  * stored values (the store refuses a change with `CS_RULE_IMMUTABLE_FIELD`).
  */
-export const RuleUpdateSchema = Type.Partial(RuleCreateSchema, { description: "Fields of an alerting rule to change." });
+export const RuleUpdateSchema = Type.Partial(RuleCreateSchema, {
+  description: `Fields of an alerting rule to change. Additional top-level properties: at most ${RULE_LIMITS.extraPropertiesMax} in the body and in the rule they are merged into, together at most ${RULE_LIMITS.extraPropertiesMaxBytes} bytes of JSON; the whole body at most ${RULE_LIMITS.bodyMaxBytes} bytes.`,
+  ...extraPropertyLimits,
+});
 
 /** Static type of a body valid against {@link RuleCreateSchema}. */
 export type RuleCreateBody = Static<typeof RuleCreateSchema>;
@@ -383,7 +465,9 @@ const updateValidator = Compile(RuleUpdateSchema);
  * - `CS_RULE_OPERATOR_PARAMETERS`: operatorParameters missing for Inspect, not null for another operator, or not an array;
  * - `CS_RULE_TOO_DEEP`: nesting beyond what the schema allows (Inspect or operatorParameters at the third level; Sub Field or subPayloads one level below a sub-payload);
  * - `CS_RULE_PAYLOAD`: a payload item breaks the payload rules (fieldType, fieldName, subPayloads by fieldType, unknown property);
- * - `CS_RULE_ALERT_PARAMETERS`: an alert's parameters do not fit its type (missing field, bad e-mail address, URL not absolute http(s)).
+ * - `CS_RULE_ALERT_PARAMETERS`: an alert's parameters do not fit its type (missing field, bad e-mail address, URL not absolute http(s), a `{field}` template in a URL's host);
+ * - `CS_RULE_TOO_LONG`: a string is longer than its cap in {@link RULE_LIMITS} (name, description, definition names, values, URLs, Slack fields, payload field names; an over-long e-mail address is `CS_RULE_ALERT_PARAMETERS`, like any address that is not one);
+ * - `CS_RULE_EXTRA_PROPERTIES`: more than {@link RULE_LIMITS}`.extraPropertiesMax` additional top-level properties, or more than `.extraPropertiesMaxBytes` of them (path: the property that crosses the limit).
  */
 export type RuleValidationCode =
   | "CS_RULE_INVALID"
@@ -394,7 +478,9 @@ export type RuleValidationCode =
   | "CS_RULE_OPERATOR_PARAMETERS"
   | "CS_RULE_TOO_DEEP"
   | "CS_RULE_PAYLOAD"
-  | "CS_RULE_ALERT_PARAMETERS";
+  | "CS_RULE_ALERT_PARAMETERS"
+  | "CS_RULE_TOO_LONG"
+  | "CS_RULE_EXTRA_PROPERTIES";
 
 /** Every {@link RuleValidationCode}, for documentation and exhaustive tests. */
 export const RULE_VALIDATION_CODES: readonly RuleValidationCode[] = [
@@ -407,6 +493,8 @@ export const RULE_VALIDATION_CODES: readonly RuleValidationCode[] = [
   "CS_RULE_TOO_DEEP",
   "CS_RULE_PAYLOAD",
   "CS_RULE_ALERT_PARAMETERS",
+  "CS_RULE_TOO_LONG",
+  "CS_RULE_EXTRA_PROPERTIES",
 ];
 
 /** The HTTP status the API answers for a refused rule body (any {@link RuleValidationCode}). */
@@ -502,6 +590,53 @@ function isHttpUrl(url: string): boolean {
   }
 }
 
+/** Length of a string in Unicode code points (what JSON Schema `maxLength` counts), at most `max + 1` counted. */
+function codePoints(s: string, max: number): number {
+  if (s.length <= max) return s.length;
+  let n = 0;
+  for (const _ of s) if (++n > max) break;
+  return n;
+}
+
+const RULE_FIELD_SET = new Set(RULE_FIELDS);
+
+/**
+ * The additional top-level properties of a rule (or a PUT body, or a merged rule) that break the
+ * limits: more than {@link RULE_LIMITS}`.extraPropertiesMax` of them, or more than
+ * `.extraPropertiesMaxBytes` bytes of JSON together (the UTF-8 size of the object holding only
+ * them). At most one error per limit, at the path of the property that crosses it. The store runs
+ * this on the rule a PUT produces, which may carry the extra properties of several PUTs.
+ * @param rule a JSON object (other values have no additional properties).
+ * @returns `CS_RULE_EXTRA_PROPERTIES` errors, in document order; empty when within the limits.
+ */
+export function extraPropertyErrors(rule: unknown): RuleValidationError[] {
+  if (!isObject(rule)) return [];
+  const errors: RuleValidationError[] = [];
+  const add = (path: string, message: string) => errors.push({ code: "CS_RULE_EXTRA_PROPERTIES", path, message: `${path}: ${message}` });
+  let count = 0;
+  let bytes = 2; // "{}"
+  let countReported = false;
+  let sizeReported = false;
+  for (const [key, v] of Object.entries(rule)) {
+    if (RULE_FIELD_SET.has(key) || v === undefined) continue;
+    count++;
+    bytes +=
+      (count > 1 ? 1 : 0) + Buffer.byteLength(JSON.stringify(key), "utf8") + 1 + Buffer.byteLength(JSON.stringify(v) ?? "null", "utf8");
+    if (count > RULE_LIMITS.extraPropertiesMax && !countReported) {
+      countReported = true;
+      add(at("", key), `a rule has at most ${RULE_LIMITS.extraPropertiesMax} additional top-level properties; this is number ${count}`);
+    }
+    if (bytes > RULE_LIMITS.extraPropertiesMaxBytes && !sizeReported) {
+      sizeReported = true;
+      add(
+        at("", key),
+        `the additional top-level properties of a rule take at most ${RULE_LIMITS.extraPropertiesMaxBytes} bytes of JSON together; with this one they take at least ${bytes}`,
+      );
+    }
+  }
+  return errors;
+}
+
 const DEFINITION_KEYS: Record<1 | 2 | 3, ReadonlySet<string>> = {
   1: new Set(["name", "operator", "value", "operatorParameters"]),
   2: new Set(["name", "operator", "value", "useScaledValue", "operatorParameters"]),
@@ -518,18 +653,41 @@ class Walker {
     this.errors.push({ code, path, message: path === "" ? message : `${path}: ${message}` });
   }
 
-  /** A required (or optional) string property; reports and returns false when absent/wrong. */
-  string(o: Json, key: string, path: string, required: boolean, code: RuleValidationCode = "CS_RULE_INVALID"): boolean {
+  /**
+   * A required (or optional) string property; reports and returns false when absent, not a string,
+   * longer than `max` characters (`CS_RULE_TOO_LONG`) or empty while `nonEmpty`.
+   */
+  string(
+    o: Json,
+    key: string,
+    path: string,
+    required: boolean,
+    code: RuleValidationCode = "CS_RULE_INVALID",
+    max = Number.POSITIVE_INFINITY,
+    nonEmpty = false,
+  ): boolean {
     const p = at(path, key);
     if (!has(o, key)) {
       if (required) this.add(code, p, "is required (a string)");
       return false;
     }
-    if (typeof o[key] !== "string") {
-      this.add(code, p, `must be a string, got ${kind(o[key])}`);
+    const v = o[key];
+    if (typeof v !== "string") {
+      this.add(code, p, `must be a string, got ${kind(v)}`);
       return false;
     }
-    return true;
+    if (nonEmpty && v === "") {
+      this.add(code, p, "must not be empty");
+      return false;
+    }
+    return this.length(v, p, max);
+  }
+
+  /** Reports `CS_RULE_TOO_LONG` and returns false when `s` has more than `max` characters (code points). */
+  length(s: string, path: string, max: number): boolean {
+    if (s.length <= max || codePoints(s, max) <= max) return true;
+    this.add("CS_RULE_TOO_LONG", path, `must have at most ${max} characters, got ${[...s].length}`);
+    return false;
   }
 
   /** Checks that `v` is an array with a length in [min, max]; returns whether it is an array. */
@@ -562,7 +720,7 @@ class Walker {
       return;
     }
     const required = mode === "create";
-    this.string(body, "name", "", required);
+    this.string(body, "name", "", required, "CS_RULE_INVALID", RULE_LIMITS.nameMaxLength);
     if (has(body, "maxConfirmationCount") || required) {
       const v = body.maxConfirmationCount;
       if (!has(body, "maxConfirmationCount")) this.add("CS_RULE_INVALID", "maxConfirmationCount", "is required (an integer >= 0)");
@@ -574,8 +732,10 @@ class Walker {
     if (chainOk.every(Boolean) || (!required && chainOk.some(Boolean))) this.chain(body, chains);
     if (has(body, "config")) this.config(body.config, "config");
     else if (required) this.add("CS_RULE_INVALID", "config", "is required (an object with targetType, targetMap and alerts)");
-    if (has(body, "description") && body.description !== null && typeof body.description !== "string") {
-      this.add("CS_RULE_INVALID", "description", `must be a string or null, got ${kind(body.description)}`);
+    if (has(body, "description") && body.description !== null) {
+      if (typeof body.description !== "string") {
+        this.add("CS_RULE_INVALID", "description", `must be a string or null, got ${kind(body.description)}`);
+      } else this.length(body.description, "description", RULE_LIMITS.descriptionMaxLength);
     }
     if (has(body, "version") && !(typeof body.version === "number" && Number.isInteger(body.version))) {
       this.add("CS_RULE_INVALID", "version", `must be an integer, got ${JSON.stringify(body.version)}`);
@@ -586,6 +746,7 @@ class Walker {
     if (has(body, "sendPendingAlerts") && typeof body.sendPendingAlerts !== "boolean") {
       this.add("CS_RULE_INVALID", "sendPendingAlerts", `must be a boolean, got ${kind(body.sendPendingAlerts)}`);
     }
+    this.errors.push(...extraPropertyErrors(body));
   }
 
   /** The chain fields present (all three on create) must match one served chain; reports the first field that cannot. */
@@ -661,7 +822,7 @@ class Walker {
         this.add("CS_RULE_INVALID", at(path, key), `unknown property (allowed: ${list([...DEFINITION_KEYS[level]])})`);
       }
     }
-    this.string(def, "name", path, true);
+    this.string(def, "name", path, true, "CS_RULE_INVALID", RULE_LIMITS.definitionNameMaxLength, true);
 
     const opPath = at(path, "operator");
     let op: Operator | undefined;
@@ -730,7 +891,8 @@ class Walker {
       return;
     }
     if (op === "Inspect") {
-      if (present && v !== null && typeof v !== "string") {
+      if (typeof v === "string") this.length(v, p, RULE_LIMITS.valueMaxLength);
+      else if (present && v !== null) {
         this.add("CS_RULE_VALUE_TYPE", p, `must be a string, null or absent for operator "Inspect" (it is not used), got ${kind(v)}`);
       }
       return;
@@ -754,12 +916,13 @@ class Walker {
       else {
         v.forEach((item, i) => {
           if (typeof item !== "string") this.add("CS_RULE_VALUE_TYPE", at(p, i), `must be a string, got ${kind(item)}`);
+          else this.length(item, at(p, i), RULE_LIMITS.valueMaxLength);
         });
       }
     } else if (typeof v !== "string") {
       const hint = Array.isArray(v) ? ` (only ${list(ARRAY_OPERATORS)} take an array)` : "";
       this.add("CS_RULE_VALUE_TYPE", p, `must be a string for operator "${op}", got ${kind(v)}${hint}`);
-    }
+    } else this.length(v, p, RULE_LIMITS.valueMaxLength);
   }
 
   alert(a: unknown, path: string): void {
@@ -793,7 +956,7 @@ class Walker {
   parameters(type: AlertType, params: Json, path: string): void {
     const code = "CS_RULE_ALERT_PARAMETERS";
     const url = () => {
-      if (this.string(params, "url", path, true, code) && !isHttpUrl(params.url as string)) {
+      if (this.string(params, "url", path, true, code, RULE_LIMITS.urlMaxLength) && !isHttpUrl(params.url as string)) {
         const problem = urlProblem(params.url as string);
         const message = problem ?? "must be an absolute http:// or https:// URL with a valid host (name, IPv4 or [IPv6]) and port";
         this.add(code, at(path, "url"), `${message}, got ${JSON.stringify(params.url)}`);
@@ -803,10 +966,16 @@ class Walker {
       case "Email": {
         const rp = at(path, "recipients");
         if (!has(params, "recipients")) this.add(code, rp, "is required (an array of e-mail addresses)");
-        else if (this.array(params.recipients, rp, 1, Number.MAX_SAFE_INTEGER, code, code)) {
+        else if (Array.isArray(params.recipients) && params.recipients.length > RULE_LIMITS.recipientsMax) {
+          this.add(
+            "CS_RULE_ITEM_COUNT",
+            rp,
+            `must have 1 to ${RULE_LIMITS.recipientsMax} items, got ${params.recipients.length} (use a mailing list for more)`,
+          );
+        } else if (this.array(params.recipients, rp, 1, RULE_LIMITS.recipientsMax, code, code)) {
           params.recipients.forEach((r, i) => {
             if (typeof r !== "string") this.add(code, at(rp, i), `must be an e-mail address (a string), got ${kind(r)}`);
-            else if (r.length > RULE_LIMITS.emailMaxLength || !EMAIL_RE.test(r)) {
+            else if (codePoints(r, RULE_LIMITS.emailMaxLength) > RULE_LIMITS.emailMaxLength || !EMAIL_RE.test(r)) {
               this.add(code, at(rp, i), `must be an e-mail address like local@example.com, got ${JSON.stringify(r)}`);
             }
           });
@@ -815,7 +984,8 @@ class Walker {
       }
       case "Slack":
         url();
-        for (const k of ["text", "channel", "username"]) this.string(params, k, path, true, code);
+        this.string(params, "text", path, true, code, RULE_LIMITS.slackTextMaxLength);
+        for (const k of ["channel", "username"]) this.string(params, k, path, true, code, RULE_LIMITS.slackNameMaxLength);
         return;
       default:
         url();
@@ -843,7 +1013,7 @@ class Walker {
     } else if (level === 3 && item.fieldType === "Sub Field") {
       this.add("CS_RULE_TOO_DEEP", ftPath, 'payload items below a sub-payload must be "Field": sub-payloads nest at most two levels deep');
     } else fieldType = item.fieldType;
-    this.string(item, "fieldName", path, true, code);
+    this.string(item, "fieldName", path, true, code, RULE_LIMITS.fieldNameMaxLength);
     if (level === 3) return;
 
     const sp = at(path, "subPayloads");

@@ -25,7 +25,8 @@ export interface RulesErrorCodeInfo {
  * Every error code the rules routes answer with (besides the app-wide `CS_AUTH_REQUIRED`,
  * `CS_RATE_LIMITED`, `CS_BODY_INVALID`, `CS_BODY_TOO_LARGE`, `CS_UNSUPPORTED_MEDIA_TYPE`,
  * `CS_BACKEND_UNAVAILABLE`, `CS_INTERNAL`): the validation codes of lib/rules/validate.ts, the
- * store codes of lib/rules/store.ts, and `CS_RULE_ID_INVALID`. Stable: never renamed.
+ * store codes of lib/rules/store.ts, `CS_RULE_ID_INVALID` and `CS_RULE_TOO_LARGE` (a rule body over
+ * the routes' body limit). Stable: never renamed.
  */
 export const RULES_ERROR_CODES = {
   CS_RULE_ID_INVALID: { status: 400, description: "Alerting rules: the <rule_id> path segment is not a UUID (path params.rule_id)." },
@@ -82,9 +83,29 @@ export const RULES_ERROR_CODES = {
   },
   CS_RULE_ALERT_PARAMETERS: {
     status: 400,
-    description: "Alerting rules: an alert's parameters do not fit its type (missing field, bad e-mail address, URL not absolute http(s)).",
+    description:
+      "Alerting rules: an alert's parameters do not fit its type (missing field, bad e-mail address, URL not absolute http(s), a {field} template in a URL's scheme, user info, host or port).",
   },
-} as const satisfies Record<RuleValidationCode | RuleStoreErrorCode | "CS_RULE_ID_INVALID", RulesErrorCodeInfo>;
+  CS_RULE_TOO_LONG: {
+    status: 400,
+    description:
+      "Alerting rules: a string is longer than its cap (name 256, description 4096, definition names 256, values 1024, URLs 2048, Slack text 4000, channel and username 256, payload field names 256 characters).",
+  },
+  CS_RULE_EXTRA_PROPERTIES: {
+    status: 400,
+    description:
+      "Alerting rules: more than 20 additional top-level properties, or more than 16 KiB of them (JSON), in the body or in the rule a PUT would produce (path: the property that crosses the limit).",
+  },
+  CS_RULE_TOO_LARGE: {
+    status: 413,
+    description: "Alerting rules: the POST or PUT body of a rule exceeds 64 KiB.",
+  },
+  CS_RULE_LIMIT_REACHED: {
+    status: 409,
+    description:
+      "Alerting rules: the account already has the most rules it may have (CHAINSIFT_MAX_RULES_PER_ACCOUNT, default 1000); delete one first.",
+  },
+} as const satisfies Record<RuleValidationCode | RuleStoreErrorCode | "CS_RULE_ID_INVALID" | "CS_RULE_TOO_LARGE", RulesErrorCodeInfo>;
 
 /** One of the codes of {@link RULES_ERROR_CODES}. */
 export type RulesErrorCode = keyof typeof RULES_ERROR_CODES;

@@ -22,8 +22,10 @@
  * refuses a rule and response schemas never reshape one.
  *
  * Errors with rule codes ({@link RULES_ERROR_CODES}) are rendered by this plugin's error handler
- * as `{error: {code, message, path}, errors: […]}`; Redis failures become `CS_BACKEND_UNAVAILABLE`
- * (503) and everything else (401, 415, invalid JSON…) goes on to the app's error handler.
+ * as `{error: {code, message, path}, errors: […]}`; a POST or PUT body over 64 KiB (the routes'
+ * `bodyLimit`, `RULE_LIMITS.bodyMaxBytes`) is 413 `CS_RULE_TOO_LARGE`; Redis failures become
+ * `CS_BACKEND_UNAVAILABLE` (503) and everything else (401, 415, invalid JSON…) goes on to the
+ * app's error handler.
  * Trailing slashes are optional when the app is created with `routerOptions.ignoreTrailingSlash`
  * (as api/app.ts does).
  * @module
@@ -41,7 +43,7 @@ import {
   type RuleStore,
   type RuleStoreError,
 } from "../../../lib/rules/store.js";
-import { validateRuleInput } from "../../../lib/rules/validate.js";
+import { RULE_LIMITS, validateRuleInput } from "../../../lib/rules/validate.js";
 import { destinationKey } from "../../../pipeline/notify/health.js";
 import { createDeliveryLog, type DeliveryLog } from "../../../pipeline/notify/log.js";
 import { type ActionDeliveryStatus, actionDeliveryStatus, createDeliveryQueue } from "../../../pipeline/notify/queue.js";
@@ -170,6 +172,10 @@ function fromStoreError(err: RuleStoreError, id?: string): RulesApiError {
       return new RulesApiError({ code: err.code, message: err.message, path: err.details.field ?? null }, status);
     case "CS_RULE_INVALID_PAGE":
       return new RulesApiError({ code: err.code, message: err.message, path: "querystring.cursor" }, status);
+    case "CS_RULE_LIMIT_REACHED":
+      return new RulesApiError({ code: err.code, message: err.message, path: null }, status);
+    case "CS_RULE_EXTRA_PROPERTIES":
+      return new RulesApiError({ code: err.code, message: err.message, path: err.details.field ?? null }, status);
     default:
       return new RulesApiError({ code: "CS_RULE_INVALID", message: err.message, path: null }, 400);
   }
@@ -213,6 +219,10 @@ export function rulesRoutes(deps: RulesRoutesDeps): FastifyPluginAsync {
       if (isRuleStoreError(err)) {
         const mapped = fromStoreError(err);
         return reply.code(mapped.statusCode).type(JSON_TYPE).send(mapped.body());
+      }
+      if ((err as { code?: unknown }).code === "FST_ERR_CTP_BODY_TOO_LARGE") {
+        const tooLarge = rulesError("CS_RULE_TOO_LARGE", `a rule body may have at most ${RULE_LIMITS.bodyMaxBytes} bytes`);
+        return reply.code(tooLarge.statusCode).type(JSON_TYPE).send(tooLarge.body());
       }
       if (isRedisUnavailable(err)) {
         request.log.warn({ err }, "rules: redis unavailable");
@@ -263,10 +273,12 @@ export function rulesRoutes(deps: RulesRoutesDeps): FastifyPluginAsync {
           summary: "Create a rule",
           description:
             "Required: name, maxConfirmationCount, technology, blockchain, network, config. Defaults: state enabled, sendPendingAlerts false, description null. " +
-            "Additional top-level properties are stored verbatim. Refusals: 400 with a CS_RULE_* code and the JSON path of every problem.",
+            `Additional top-level properties are stored verbatim (at most ${RULE_LIMITS.extraPropertiesMax}, ${RULE_LIMITS.extraPropertiesMaxBytes} bytes of JSON). Refusals: 400 with a CS_RULE_* code and the JSON path of every problem; ` +
+            `413 CS_RULE_TOO_LARGE for a body over ${RULE_LIMITS.bodyMaxBytes} bytes; 409 CS_RULE_LIMIT_REACHED when the account has the most rules it may have.`,
           body: RuleCreateBodySchema,
-          response: { 201: RuleSchema, ...RULES_ERROR_RESPONSES },
+          response: { 201: RuleSchema, ...RULES_ERROR_RESPONSES, 409: RulesErrorBodySchema, 413: RulesErrorBodySchema },
         },
+        bodyLimit: RULE_LIMITS.bodyMaxBytes,
       },
       async (request, reply) => {
         const accountId = callerId(request);
@@ -285,11 +297,12 @@ export function rulesRoutes(deps: RulesRoutesDeps): FastifyPluginAsync {
           summary: "Change a rule",
           description:
             "Any subset of the fields, merged at the top level (config is replaced as a whole). With version, the change applies only if it is the stored version (else 409 CS_RULE_VERSION_CONFLICT). " +
-            "technology, blockchain and network cannot change.",
+            `technology, blockchain and network cannot change. 413 CS_RULE_TOO_LARGE for a body over ${RULE_LIMITS.bodyMaxBytes} bytes.`,
           params: RuleParams,
           body: RuleUpdateBodySchema,
-          response: { 200: RuleSchema, ...RULES_ERROR_RESPONSES, 409: RulesErrorBodySchema },
+          response: { 200: RuleSchema, ...RULES_ERROR_RESPONSES, 409: RulesErrorBodySchema, 413: RulesErrorBodySchema },
         },
+        bodyLimit: RULE_LIMITS.bodyMaxBytes,
       },
       async (request) => {
         const accountId = callerId(request);
@@ -355,16 +368,20 @@ export interface RulesBackends {
 
 /**
  * Connects what {@link rulesRoutes} needs from a config: a rule store on its own Redis connection
- * (`connectRuleStore`) and a delivery log on a second one, both under `config.redisKeyPrefix`.
+ * (`connectRuleStore`, limited to `config.rules.maxPerAccount` rules per account, default 1000) and a
+ * delivery log on a second one, both under `config.redisKeyPrefix`.
  * Like the store, the log's client fails commands at once while disconnected (503, not a hang) and
  * reconnects with backoff.
  * @throws the client's connection error when Redis cannot be reached (fail fast at startup).
  */
 export async function connectRulesBackends(
-  config: Pick<Config, "redisUrl" | "redisKeyPrefix">,
+  config: Pick<Config, "redisUrl" | "redisKeyPrefix"> & { rules?: Partial<Config["rules"]> },
   options: { logger?: Logger } = {},
 ): Promise<RulesBackends> {
-  const ruleConn = await connectRuleStore(config, options.logger ? { logger: options.logger } : {});
+  const ruleConn = await connectRuleStore(config, {
+    ...(options.logger ? { logger: options.logger } : {}),
+    ...(config.rules?.maxPerAccount !== undefined ? { maxRulesPerAccount: config.rules.maxPerAccount } : {}),
+  });
   let connected = false;
   const client = createClient({
     url: config.redisUrl,

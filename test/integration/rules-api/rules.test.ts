@@ -231,6 +231,75 @@ describe.skipIf(!up)("alerting rules API (real Redis)", () => {
     );
   });
 
+  it("refuses a rule body over 64 KiB with 413 CS_RULE_TOO_LARGE (POST and PUT), e.g. the reported rule of 200 KB name, 500 KB extras, 50 KB URL", async () => {
+    const huge = ruleBody({
+      name: "n".repeat(200_000),
+      ...Object.fromEntries(Array.from({ length: 50 }, (_, i) => [`pad${i}`, "p".repeat(10_000)])),
+    });
+    (huge.config as Loose).alerts[0].parameters.url = `https://hooks.example.com/${"u".repeat(50_000)}`;
+    expect(JSON.stringify(huge).length).toBeGreaterThan(700_000);
+    expectError(await call("POST", "/alerting/rules/", TOKEN_A, huge), 413, "CS_RULE_TOO_LARGE", null);
+    const rule = await create();
+    expectError(await call("PUT", `/alerting/rules/${rule.id}/`, TOKEN_A, { note: "x".repeat(65_536) }), 413, "CS_RULE_TOO_LARGE");
+    // Just under the limit is judged on its content (here: the description cap).
+    const under = ruleBody({ description: "d".repeat(60_000) });
+    expect(Buffer.byteLength(JSON.stringify(under))).toBeLessThan(65_536);
+    expectError(await call("POST", "/alerting/rules/", TOKEN_A, under), 400, "CS_RULE_TOO_LONG", "description");
+  });
+
+  it("refuses over-long strings (CS_RULE_TOO_LONG with the field's path) and a 21st extra property (CS_RULE_EXTRA_PROPERTIES)", async () => {
+    expectError(await call("POST", "/alerting/rules/", TOKEN_A, ruleBody({ name: "n".repeat(257) })), 400, "CS_RULE_TOO_LONG", "name");
+    expectError(
+      await call(
+        "POST",
+        "/alerting/rules/",
+        TOKEN_A,
+        withConfig((c) => (c.alerts[0].parameters.url = `http://127.0.0.1:9999/${"u".repeat(2048)}`)),
+      ),
+      400,
+      "CS_RULE_TOO_LONG",
+      "config.alerts[0].parameters.url",
+    );
+    const extras = (n: number) => Object.fromEntries(Array.from({ length: n }, (_, i) => [`x${i}`, i]));
+    expectError(await call("POST", "/alerting/rules/", TOKEN_A, ruleBody(extras(21))), 400, "CS_RULE_EXTRA_PROPERTIES", "x20");
+    // PUTs merge extra properties: the merged rule is held to the same limit.
+    const rule = await create(TOKEN_A, extras(20));
+    const put = await call("PUT", `/alerting/rules/${rule.id}/`, TOKEN_A, { x0: "replaced" });
+    expect(put.statusCode, put.body).toBe(200);
+    expectError(await call("PUT", `/alerting/rules/${rule.id}/`, TOKEN_A, { y: 1 }), 400, "CS_RULE_EXTRA_PROPERTIES", "y");
+    // A fetched rule (every service field + 20 extras) can be PUT back.
+    const fetched = (await call("GET", `/alerting/rules/${rule.id}/`)).json<Rule>();
+    const back = await call("PUT", `/alerting/rules/${rule.id}/`, TOKEN_A, fetched);
+    expect(back.statusCode, back.body).toBe(200);
+  });
+
+  it("limits rules per account: 409 CS_RULE_LIMIT_REACHED (config rules.maxPerAccount)", async () => {
+    const limited = await connectRulesBackends({ redisUrl: url, redisKeyPrefix: prefix, rules: { maxPerAccount: 2 } });
+    const app2 = Fastify({ logger: false, routerOptions: { ignoreTrailingSlash: true } });
+    await app2.register(errorsPlugin);
+    app2.decorateRequest("account", null);
+    const account = randomUUID();
+    app2.addHook("onRequest", async (request) => {
+      (request as unknown as { account: unknown }).account = { id: account, tokenId: "t", static: false };
+    });
+    await app2.register(rulesRoutes({ rules: limited.rules, deliveries: limited.deliveries, chains: [ANVIL] }));
+    try {
+      const post = () => app2.inject({ method: "POST", url: "/alerting/rules/", payload: ruleBody() });
+      const first = await post();
+      expect(first.statusCode, first.body).toBe(201);
+      expect((await post()).statusCode).toBe(201);
+      const third = await post();
+      expectError(third, 409, "CS_RULE_LIMIT_REACHED", null);
+      expect(third.json<ErrorBody>().error.message).toMatch(/2/);
+      const del = await app2.inject({ method: "DELETE", url: `/alerting/rules/${first.json<Rule>().id}/` });
+      expect(del.statusCode).toBe(204);
+      expect((await post()).statusCode).toBe(201);
+    } finally {
+      await app2.close();
+      await limited.close();
+    }
+  });
+
   it("GET one rule, with and without trailing slash, any letter case of the id", async () => {
     const rule = await create();
     for (const path of [`/alerting/rules/${rule.id}/`, `/alerting/rules/${rule.id}`, `/alerting/rules/${rule.id.toUpperCase()}/`]) {
@@ -545,7 +614,8 @@ describe.skipIf(!up)("alerting rules API (real Redis)", () => {
     expectError(await call("GET", `/alerting/rules/${rule.id}/deliveries/`, TOKEN_B), 404, "CS_RULE_NOT_FOUND");
 
     const empty = await call("GET", `/alerting/rules/${(await create()).id}/deliveries/`);
-    expect(empty.json()).toEqual({ total: 0, entries: [] });
+    // This app passes no deliveryStatus, so `destinations` (live status per action) is empty.
+    expect(empty.json()).toEqual({ total: 0, entries: [], destinations: [] });
   });
 
   it("documents the routes and bodies in the OpenAPI document", async () => {

@@ -6,6 +6,7 @@ import type { Rule, RuleInput } from "../../../lib/rules/model.js";
 import {
   type ConnectedRuleStore,
   connectRuleStore,
+  DEFAULT_MAX_RULES_PER_ACCOUNT,
   isRuleStoreError,
   RULE_STORE_ERROR_HTTP_STATUS,
   type RuleChange,
@@ -246,6 +247,55 @@ describe.skipIf(!up)("rule store (real Redis)", () => {
     await store.create(alice, input("after unsubscribe"));
     await new Promise((r) => setTimeout(r, 200));
     expect(changes).toHaveLength(3);
+  });
+
+  it("limits rules per account (CS_RULE_LIMIT_REACHED, 409), atomically across connections", async () => {
+    const carol = randomUUID();
+    const limited = [await connectRuleStore(config, { maxRulesPerAccount: 5 }), await connectRuleStore(config, { maxRulesPerAccount: 5 })];
+    try {
+      // 12 concurrent creates through two connections: exactly 5 succeed.
+      const results = await Promise.allSettled(Array.from({ length: 12 }, (_, i) => limited[i % 2]!.store.create(carol, input(`c${i}`))));
+      const made = results.filter((r) => r.status === "fulfilled");
+      expect(made).toHaveLength(5);
+      for (const r of results) {
+        if (r.status === "rejected") {
+          expect(isRuleStoreError(r.reason, "CS_RULE_LIMIT_REACHED")).toBe(true);
+          expect(r.reason.details).toEqual({ limit: 5 });
+        }
+      }
+      expect(await raw.zCard(k.accountRules(carol))).toBe(5);
+      expect((await conn.store.list(carol, { limit: 500 })).rules).toHaveLength(5);
+      // Other accounts are not affected; deleting one makes room again.
+      await limited[0]!.store.create(bob, input("bob's, unaffected"));
+      const first = (made[0] as PromiseFulfilledResult<Rule>).value;
+      expect(await limited[0]!.store.delete(carol, first.id)).toBe(true);
+      await limited[1]!.store.create(carol, input("room again"));
+      expect(await code(limited[0]!.store.create(carol, input("one too many")))).toBe("CS_RULE_LIMIT_REACHED");
+      expect(RULE_STORE_ERROR_HTTP_STATUS.CS_RULE_LIMIT_REACHED).toBe(409);
+    } finally {
+      for (const c of limited) await c.close();
+    }
+    expect(DEFAULT_MAX_RULES_PER_ACCOUNT).toBe(1000);
+    await expect(connectRuleStore(config, { maxRulesPerAccount: 0 })).rejects.toThrow(RangeError);
+  });
+
+  it("refuses an update that would leave more than 20 additional properties (CS_RULE_EXTRA_PROPERTIES, path)", async () => {
+    const { store } = conn;
+    const extras = (from: number, n: number) => Object.fromEntries(Array.from({ length: n }, (_, i) => [`x${from + i}`, from + i]));
+    const rule = await store.create(alice, input("extras", extras(0, 15)));
+    const v2 = await store.update(alice, rule.id, extras(10, 10)); // x10..x19: 5 new ones, 20 in all
+    expect(Object.keys(v2).filter((key) => key.startsWith("x"))).toHaveLength(20);
+    try {
+      await store.update(alice, rule.id, { x20: 1 });
+      throw new Error("accepted");
+    } catch (err) {
+      expect(isRuleStoreError(err, "CS_RULE_EXTRA_PROPERTIES")).toBe(true);
+      expect((err as { details: unknown }).details).toEqual({ field: "x20" });
+    }
+    expect(RULE_STORE_ERROR_HTTP_STATUS.CS_RULE_EXTRA_PROPERTIES).toBe(400);
+    expect(await store.get(alice, rule.id)).toEqual(v2);
+    // Replacing an existing one is fine.
+    expect((await store.update(alice, rule.id, { x0: "replaced" })).x0).toBe("replaced");
   });
 
   it("survives a restart: a new store instance sees every rule", async () => {

@@ -10,6 +10,12 @@ describe("loadConfig", () => {
     expect(c.api.tokens).toEqual([]);
     expect(c.chain).toEqual({ technology: "ethereum", blockchain: "ethereum", network: "mainnet" });
   });
+  it("limits rules per account: CHAINSIFT_MAX_RULES_PER_ACCOUNT, default 1000, at least 1", () => {
+    expect(loadConfig({}).rules.maxPerAccount).toBe(1000);
+    expect(loadConfig({ CHAINSIFT_MAX_RULES_PER_ACCOUNT: "5" }).rules.maxPerAccount).toBe(5);
+    expect(() => loadConfig({ CHAINSIFT_MAX_RULES_PER_ACCOUNT: "0" })).toThrow(ConfigError);
+    expect(() => loadConfig({ CHAINSIFT_MAX_RULES_PER_ACCOUNT: "many" })).toThrow(/CHAINSIFT_MAX_RULES_PER_ACCOUNT/);
+  });
   it("reads lists and integers", () => {
     const c = loadConfig({ KAFKA_BROKERS: "a:1, b:2", CHAINSIFT_API_TOKENS: "x,,y", CHAINSIFT_API_PORT: "0" });
     expect(c.kafka.brokers).toEqual(["a:1", "b:2"]);

@@ -3,8 +3,11 @@ import { Compile } from "typebox/compile";
 import { describe, expect, it } from "vitest";
 import type { ChainId } from "../../../../lib/config.js";
 import {
+  extraPropertyErrors,
   findRuleErrors,
   HTTP_URL_PATTERN,
+  RULE_FIELDS,
+  RULE_LIMITS,
   RULE_VALIDATION_CODES,
   RuleCreateSchema,
   RuleUpdateSchema,
@@ -826,6 +829,204 @@ describe("validateRuleInput: payload", () => {
       "CS_RULE_PAYLOAD",
       payload,
     );
+  });
+});
+
+describe("validateRuleInput: caps (RULE_LIMITS)", () => {
+  const a = (n: number) => "a".repeat(n);
+  const alerts = "config.alerts";
+
+  /** [what, set a string of length n, path]: each cap is refused one past it (CS_RULE_TOO_LONG) and accepted at it. */
+  const caps: Array<[string, number, (r: Body, v: string) => void, string]> = [
+    ["rule name", RULE_LIMITS.nameMaxLength, (r, v) => (r.name = v), "name"],
+    ["description", RULE_LIMITS.descriptionMaxLength, (r, v) => (r.description = v), "description"],
+    ["level-1 name", RULE_LIMITS.definitionNameMaxLength, (r, v) => (r.config.targetMap[0].name = v), "config.targetMap[0].name"],
+    [
+      "level-2 name",
+      RULE_LIMITS.definitionNameMaxLength,
+      (r, v) => (r.config.targetMap[2].operatorParameters[0].name = v),
+      `${tm2}.operatorParameters[0].name`,
+    ],
+    [
+      "level-3 name",
+      RULE_LIMITS.definitionNameMaxLength,
+      (r, v) => (r.config.targetMap[2].operatorParameters[1].operatorParameters[0].name = v),
+      `${tm2}.operatorParameters[1].operatorParameters[0].name`,
+    ],
+    ["a string value", RULE_LIMITS.valueMaxLength, (r, v) => (r.config.targetMap[0].value = v), "config.targetMap[0].value"],
+    ["an Equals any element", RULE_LIMITS.valueMaxLength, (r, v) => (r.config.targetMap[1].value[1] = v), "config.targetMap[1].value[1]"],
+    ["an Inspect value", RULE_LIMITS.valueMaxLength, (r, v) => (r.config.targetMap[2].value = v), `${tm2}.value`],
+    [
+      "a level-3 value",
+      RULE_LIMITS.valueMaxLength,
+      (r, v) => (r.config.targetMap[2].operatorParameters[1].operatorParameters[0].value = v),
+      `${tm2}.operatorParameters[1].operatorParameters[0].value`,
+    ],
+    [
+      "a webhook URL",
+      RULE_LIMITS.urlMaxLength,
+      (r, v) => (r.config.alerts[2].parameters.url = `https://hooks.example.com/${v}`.slice(0, v.length)),
+      `${alerts}[2].parameters.url`,
+    ],
+    [
+      "a Slack URL",
+      RULE_LIMITS.urlMaxLength,
+      (r, v) => (r.config.alerts[1].parameters.url = `https://hooks.slack.com/${v}`.slice(0, v.length)),
+      `${alerts}[1].parameters.url`,
+    ],
+    ["Slack text", RULE_LIMITS.slackTextMaxLength, (r, v) => (r.config.alerts[1].parameters.text = v), `${alerts}[1].parameters.text`],
+    [
+      "Slack channel",
+      RULE_LIMITS.slackNameMaxLength,
+      (r, v) => (r.config.alerts[1].parameters.channel = v),
+      `${alerts}[1].parameters.channel`,
+    ],
+    [
+      "Slack username",
+      RULE_LIMITS.slackNameMaxLength,
+      (r, v) => (r.config.alerts[1].parameters.username = v),
+      `${alerts}[1].parameters.username`,
+    ],
+    [
+      "a payload fieldName",
+      RULE_LIMITS.fieldNameMaxLength,
+      (r, v) => (r.config.alerts[3].payload[0].fieldName = v),
+      `${alerts}[3].payload[0].fieldName`,
+    ],
+    [
+      "a level-3 payload fieldName",
+      RULE_LIMITS.fieldNameMaxLength,
+      (r, v) => (r.config.alerts[3].payload[1].subPayloads[1].subPayloads[0].fieldName = v),
+      `${alerts}[3].payload[1].subPayloads[1].subPayloads[0].fieldName`,
+    ],
+  ];
+
+  it.each(caps)("%s: at most %i characters (CS_RULE_TOO_LONG one past it, with the field's path)", (_what, max, set, path) => {
+    only(
+      refuse((r) => set(r, a(max + 1))),
+      "CS_RULE_TOO_LONG",
+      path,
+    );
+    const body = validRule();
+    set(body, a(max));
+    expect(findRuleErrors(body, "create", chains)).toEqual([]);
+    expect(createSchema.Check(body)).toBe(true);
+  });
+
+  it("counts characters as Unicode code points, like JSON Schema maxLength", () => {
+    const body = validRule();
+    body.name = "🚨".repeat(RULE_LIMITS.nameMaxLength); // 512 UTF-16 code units
+    expect(findRuleErrors(body, "create", chains)).toEqual([]);
+    expect(createSchema.Check(body)).toBe(true);
+    only(
+      refuse((r) => (r.name = "🚨".repeat(RULE_LIMITS.nameMaxLength + 1))),
+      "CS_RULE_TOO_LONG",
+      "name",
+    );
+  });
+
+  it("refuses an empty definition name (the match stage could not evaluate it)", () => {
+    only(
+      refuse((r) => (r.config.targetMap[0].name = "")),
+      "CS_RULE_INVALID",
+      "config.targetMap[0].name",
+    );
+    only(
+      refuse((r) => (r.config.targetMap[2].operatorParameters[1].operatorParameters[0].name = "")),
+      "CS_RULE_INVALID",
+      `${tm2}.operatorParameters[1].operatorParameters[0].name`,
+    );
+  });
+
+  it("refuses more than 50 recipients", () => {
+    const many = (n: number) => Array.from({ length: n }, (_, i) => `ops${i}@example.com`);
+    only(
+      refuse((r) => (r.config.alerts[0].parameters.recipients = many(RULE_LIMITS.recipientsMax + 1))),
+      "CS_RULE_ITEM_COUNT",
+      `${alerts}[0].parameters.recipients`,
+    );
+    const body = validRule();
+    body.config.alerts[0].parameters.recipients = many(RULE_LIMITS.recipientsMax);
+    expect(validateRuleInput(body, "create", chains).ok).toBe(true);
+  });
+
+  it("refuses a 21st additional top-level property, at its path (service fields do not count)", () => {
+    const extras = (n: number) => Object.fromEntries(Array.from({ length: n }, (_, i) => [`x${i}`, i]));
+    const full = { ...validRule(), version: 3, id: "i", accountId: "a", createdAt: "c", updatedAt: "u", ...extras(20) };
+    expect(validateRuleInput(full, "create", chains).ok).toBe(true);
+    expect(createSchema.Check(full)).toBe(true);
+    expect(Object.keys(full)).toHaveLength(RULE_FIELDS.length + RULE_LIMITS.extraPropertiesMax);
+    // The schema's maxProperties (34) only bounds a body carrying every service field; the exact
+    // count travels as x-chainsift-maxAdditionalProperties (JSON Schema cannot count unnamed properties).
+    only(
+      refuse((r) => Object.assign(r, extras(21)), "create", false),
+      "CS_RULE_EXTRA_PROPERTIES",
+      "x20",
+    );
+    expect(createSchema.Check({ ...full, x20: 20 })).toBe(false);
+    only(
+      refuse((r) => Object.assign(r, extras(21)), "update", false),
+      "CS_RULE_EXTRA_PROPERTIES",
+      "x20",
+    );
+  });
+
+  it("refuses additional properties of more than 16 KiB of JSON together, at the property that crosses the limit", () => {
+    const half = a(RULE_LIMITS.extraPropertiesMaxBytes / 2);
+    only(
+      refuse((r) => Object.assign(r, { "my label": half, other: 1, big: half }), "create", false),
+      "CS_RULE_EXTRA_PROPERTIES",
+      "big",
+    );
+    // Exactly at the limit: {"k":"…"} is 8 bytes plus the string.
+    const body = { ...validRule(), k: a(RULE_LIMITS.extraPropertiesMaxBytes - 8) };
+    expect(Buffer.byteLength(JSON.stringify({ k: body.k }))).toBe(RULE_LIMITS.extraPropertiesMaxBytes);
+    expect(validateRuleInput(body, "create", chains).ok).toBe(true);
+    expect(extraPropertyErrors({ ...body, k: `${body.k}é` }).map((e) => [e.code, e.path])).toEqual([["CS_RULE_EXTRA_PROPERTIES", "k"]]);
+    // Multi-byte characters count as their UTF-8 bytes.
+    expect(extraPropertyErrors({ k: "é".repeat(RULE_LIMITS.extraPropertiesMaxBytes / 2) })).toHaveLength(1);
+  });
+
+  it("refuses the reported over-sized rule (200 KB name, 500 KB of extra properties, 50 KB URL) with one error per cap", () => {
+    const errors = refuse(
+      (r) => {
+        r.name = a(200_000);
+        Object.assign(r, Object.fromEntries(Array.from({ length: 50 }, (_, i) => [`pad${i}`, a(10_000)])));
+        r.config.alerts[2].parameters.url = `https://hooks.example.com/${a(50_000)}`;
+      },
+      "create",
+      false,
+    );
+    expect(errors.map((e) => [e.code, e.path])).toEqual([
+      ["CS_RULE_TOO_LONG", "name"],
+      ["CS_RULE_TOO_LONG", "config.alerts[2].parameters.url"],
+      ["CS_RULE_EXTRA_PROPERTIES", "pad1"],
+      ["CS_RULE_EXTRA_PROPERTIES", "pad20"],
+    ]);
+  });
+
+  it("publishes every cap in the schema (maxLength, maxItems, maxProperties and the x-chainsift annotations)", () => {
+    const json = JSON.parse(JSON.stringify(RuleCreateSchema));
+    const text = JSON.stringify(json);
+    expect(json.properties.name.maxLength).toBe(RULE_LIMITS.nameMaxLength);
+    expect(json.maxProperties).toBe(RULE_FIELDS.length + RULE_LIMITS.extraPropertiesMax);
+    expect(json["x-chainsift-maxAdditionalProperties"]).toBe(RULE_LIMITS.extraPropertiesMax);
+    expect(json["x-chainsift-maxAdditionalPropertiesBytes"]).toBe(RULE_LIMITS.extraPropertiesMaxBytes);
+    expect(json["x-chainsift-maxBodyBytes"]).toBe(RULE_LIMITS.bodyMaxBytes);
+    for (const n of [
+      RULE_LIMITS.descriptionMaxLength,
+      RULE_LIMITS.definitionNameMaxLength,
+      RULE_LIMITS.valueMaxLength,
+      RULE_LIMITS.urlMaxLength,
+      RULE_LIMITS.emailMaxLength,
+      RULE_LIMITS.slackTextMaxLength,
+      RULE_LIMITS.slackNameMaxLength,
+      RULE_LIMITS.fieldNameMaxLength,
+    ]) {
+      expect(text).toContain(`"maxLength":${n}`);
+    }
+    expect(text).toContain(`"maxItems":${RULE_LIMITS.recipientsMax}`);
+    expect(JSON.parse(JSON.stringify(RuleUpdateSchema)).maxProperties).toBe(json.maxProperties);
   });
 });
 
