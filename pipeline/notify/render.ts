@@ -24,11 +24,34 @@ export type NotifyAlert = Alert & {
 export const CS_TEMPLATE_UNKNOWN_FIELD = "CS_TEMPLATE_UNKNOWN_FIELD";
 /** A `{field}` token names an object or an array, which has no single URL rendering. Non-retryable. */
 export const CS_TEMPLATE_NOT_SCALAR = "CS_TEMPLATE_NOT_SCALAR";
+/**
+ * A `{field}` token stands in the scheme, user info, host or port of the URL template, where a
+ * value would choose the destination. Non-retryable. (Rule validation refuses such templates with
+ * `CS_RULE_ALERT_PARAMETERS`; this is the delivery side's own check, for rules stored before it.)
+ */
+export const CS_TEMPLATE_HOST = "CS_TEMPLATE_HOST";
+/**
+ * A token's value makes a path segment `.` or `..` (e.g. a token symbol `..` in `/api/{symbol}/x`),
+ * which URL parsing would remove together with the segment before it, so another path than the
+ * template's would be called. Non-retryable.
+ */
+export const CS_TEMPLATE_DOT_SEGMENT = "CS_TEMPLATE_DOT_SEGMENT";
 
 /** `{path}` tokens: anything between braces that contains no brace. */
 const TOKEN = /\{([^{}]*)\}/g;
 /** A valid token path: identifier segments separated by dots; segments after the first may be array indexes. */
 const TOKEN_PATH = /^[A-Za-z_$][\w$]*(\.[\w$]+)*$/;
+/**
+ * A URL's scheme, its `:`, any slashes (WHATWG URL parsing accepts any number of `/` or `\` after
+ * a special scheme such as `https:`), then the authority (user info, host, port), which ends at the
+ * first `/`, `\`, `?` or `#` (WHATWG URL Standard, "authority state").
+ */
+const SCHEME_AND_AUTHORITY = /^[A-Za-z][A-Za-z0-9+.-]*:[/\\]*[^/\\?#]*/;
+/**
+ * The spellings of a dot segment (WHATWG URL Standard, "single-dot URL path segment": `.` or
+ * `%2e`; "double-dot URL path segment": `..`, `.%2e`, `%2e.`, `%2e%2e`; ASCII case-insensitive).
+ */
+const DOT_SEGMENTS: ReadonlySet<string> = new Set([".", "%2e", "..", ".%2e", "%2e.", "%2e%2e"]);
 
 /**
  * Resolves a dotted path (`a`, `a.b`, `args.0.name`) against an object, following **own**
@@ -52,35 +75,93 @@ export function resolvePath(root: unknown, path: string): { found: true; value: 
   return cur === undefined ? { found: false } : { found: true, value: cur };
 }
 
+/** The encoded value of one `{rawPath}` token (see {@link renderUrl} for the errors). */
+function tokenValue(rawPath: string, entity: Record<string, unknown>): string {
+  const path = rawPath.trim();
+  if (!TOKEN_PATH.test(path)) {
+    throw new NonRetryableError(CS_TEMPLATE_UNKNOWN_FIELD, `URL token {${rawPath}} is not a field path`);
+  }
+  const r = resolvePath(entity, path);
+  if (!r.found) throw new NonRetryableError(CS_TEMPLATE_UNKNOWN_FIELD, `URL token {${path}}: the matched entity has no such field`);
+  const v = r.value;
+  if (v === null) return "";
+  if (typeof v === "object" || typeof v === "function" || typeof v === "symbol") {
+    throw new NonRetryableError(CS_TEMPLATE_NOT_SCALAR, `URL token {${path}} names an object or array, not a single value`);
+  }
+  return encodeURIComponent(String(v));
+}
+
+/**
+ * Throws {@link CS_TEMPLATE_DOT_SEGMENT} when a path segment of `url` that a token value wrote
+ * (wholly or partly) is a dot segment. The path runs from `pathAt` to the first `?` or `#`;
+ * segments are separated by `/` or `\` (the same for special schemes); ASCII tabs and newlines,
+ * which URL parsing strips, are ignored. The template's own dot segments are left alone.
+ * @param spans - `[start, end)` of every token value in `url` (empty values included).
+ */
+function assertNoDotSegment(url: string, pathAt: number, spans: ReadonlyArray<readonly [number, number]>): void {
+  const q = url.slice(pathAt).search(/[?#]/);
+  const pathEnd = q < 0 ? url.length : pathAt + q;
+  let start = pathAt;
+  for (let i = pathAt; i <= pathEnd; i++) {
+    if (i < pathEnd && url[i] !== "/" && url[i] !== "\\") continue;
+    const segment = url.slice(start, i);
+    const fromToken = spans.some(([s, e]) => s <= i && e >= start);
+    if (fromToken && DOT_SEGMENTS.has(segment.replace(/[\t\n\r]/g, "").toLowerCase())) {
+      throw new NonRetryableError(
+        CS_TEMPLATE_DOT_SEGMENT,
+        `a URL token makes the path segment ${JSON.stringify(segment)}, which URL parsing would remove; the URL would name another path`,
+      );
+    }
+    start = i + 1;
+  }
+}
+
 /**
  * Replaces every `{field}` / `{a.b}` / `{args.0.value.hex}` token of a webhook URL template by the
  * matched entity's value, encoded with `encodeURIComponent(String(value))` (so a value can never add
  * path segments, a query or a fragment). `null` renders as the empty string. Text outside tokens is
  * left exactly as written.
  *
+ * Values come from the chain (anyone can name a token `..`), so two renderings are refused rather
+ * than sent: a token in the scheme, user info, host or port (it would choose the destination), and
+ * a value that makes a path segment `.` or `..`. No encoding keeps such a segment: WHATWG URL
+ * parsing (`new URL`, and so undici and fetch on the wire) treats `%2e`/`%2E` as a dot there, and
+ * a double encoding (`%252E`) would hand the receiver another value than the entity's.
+ *
  * @param template The action's `parameters.url` (contract: "a token in braces such as
  *   {transactionHash} is replaced by the matching value of the matched entity").
  * @param entity The whole matched entity ({@link Alert.entity}).
  * @returns The URL to call (not yet validated as a URL; see `ssrf.ts`).
- * @throws {NonRetryableError} code {@link CS_TEMPLATE_UNKNOWN_FIELD} when a token is not a valid
- *   path or names a field the entity lacks; code {@link CS_TEMPLATE_NOT_SCALAR} when it names an
- *   object or array. Delivery of the action then fails for good (retrying would render the same URL).
+ * @throws {NonRetryableError} code {@link CS_TEMPLATE_HOST} when a token stands before the path
+ *   (or the template has no `scheme:` before its first token); {@link CS_TEMPLATE_UNKNOWN_FIELD}
+ *   when a token is not a valid path or names a field the entity lacks;
+ *   {@link CS_TEMPLATE_NOT_SCALAR} when it names an object or array; {@link CS_TEMPLATE_DOT_SEGMENT}
+ *   when a value makes a dot segment. Delivery of the action then fails for good (retrying would
+ *   render the same URL).
  */
 export function renderUrl(template: string, entity: Record<string, unknown>): string {
-  return template.replace(TOKEN, (_match, rawPath: string) => {
-    const path = rawPath.trim();
-    if (!TOKEN_PATH.test(path)) {
-      throw new NonRetryableError(CS_TEMPLATE_UNKNOWN_FIELD, `URL token {${rawPath}} is not a field path`);
+  // Nothing before the path is replaced, so the path starts at the same index in the template and in the result.
+  const pathAt = SCHEME_AND_AUTHORITY.exec(template)?.[0].length ?? -1;
+  const spans: Array<readonly [number, number]> = [];
+  let url = "";
+  let last = 0;
+  for (const m of template.matchAll(TOKEN)) {
+    if (pathAt < 0 || m.index < pathAt) {
+      throw new NonRetryableError(
+        CS_TEMPLATE_HOST,
+        `URL token ${m[0]} stands in the scheme, user info, host or port; tokens may only stand in the path, query or fragment`,
+      );
     }
-    const r = resolvePath(entity, path);
-    if (!r.found) throw new NonRetryableError(CS_TEMPLATE_UNKNOWN_FIELD, `URL token {${path}}: the matched entity has no such field`);
-    const v = r.value;
-    if (v === null) return "";
-    if (typeof v === "object" || typeof v === "function" || typeof v === "symbol") {
-      throw new NonRetryableError(CS_TEMPLATE_NOT_SCALAR, `URL token {${path}} names an object or array, not a single value`);
-    }
-    return encodeURIComponent(String(v));
-  });
+    url += template.slice(last, m.index);
+    const value = tokenValue(m[1] ?? "", entity);
+    spans.push([url.length, url.length + value.length]);
+    url += value;
+    last = m.index + m[0].length;
+  }
+  if (spans.length === 0) return template;
+  url += template.slice(last);
+  assertNoDotSegment(url, pathAt, spans);
+  return url;
 }
 
 /**

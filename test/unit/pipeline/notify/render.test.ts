@@ -1,4 +1,7 @@
 /** Unit tests of the pure renderers: URL templating, webhook body, chat body, e-mail. */
+import { type AddressInfo, createServer } from "node:net";
+import fc from "fast-check";
+import { request } from "undici";
 import { describe, expect, it } from "vitest";
 import { NonRetryableError } from "../../../../pipeline/errors.js";
 import {
@@ -64,6 +67,123 @@ describe("renderUrl", () => {
       expect.objectContaining({ code: "CS_TEMPLATE_NOT_SCALAR" }),
     );
     expect(() => renderUrl("https://x.example/{args}", alert.entity)).toThrow(expect.objectContaining({ code: "CS_TEMPLATE_NOT_SCALAR" }));
+  });
+
+  /** The code of the error `fn` throws (fails the test when it throws none or not a NonRetryableError). */
+  const codeOf = (fn: () => unknown): string => {
+    try {
+      fn();
+    } catch (e) {
+      expect(e).toBeInstanceOf(NonRetryableError);
+      return (e as NonRetryableError).code;
+    }
+    throw new Error("expected renderUrl to throw");
+  };
+
+  it("fails with CS_TEMPLATE_DOT_SEGMENT when a value makes a path segment . or .. (URL parsing would drop it)", () => {
+    for (const [template, v] of [
+      ["https://x.example/api/{v}/notify", ".."],
+      ["https://x.example/api/{v}/notify", "."],
+      ["https://x.example/api/{v}", ".."],
+      ["https://x.example/{v}/notify", ".."],
+      ["https://x.example/api/.{v}/notify", "."],
+      ["https://x.example/api/{v}./notify", "."],
+      ["https://x.example/api/%2e{v}/notify", "."],
+      ["https://x.example/api/%2E{v}/notify", ""],
+      ["https://x.example/api/.{v}./notify", ""],
+      ["https://x.example/api/{v}{v}/notify", "."],
+      ["https://x.example\\api\\{v}\\notify", ".."],
+      ["https://x.example/api/{v}\t/notify", ".."],
+    ] as const) {
+      expect(
+        codeOf(() => renderUrl(template, { v })),
+        `${template} with ${JSON.stringify(v)}`,
+      ).toBe("CS_TEMPLATE_DOT_SEGMENT");
+    }
+  });
+
+  it("lets dots through where they are no dot segment: longer runs, inside a segment, query, fragment, the template's own text", () => {
+    const r = (template: string, v: unknown) => renderUrl(template, { v });
+    expect(r("https://x.example/api/{v}/notify", "...")).toBe("https://x.example/api/.../notify");
+    expect(r("https://x.example/api/{v}/notify", "..a")).toBe("https://x.example/api/..a/notify");
+    expect(r("https://x.example/api/{v}/notify", "%2e%2e")).toBe("https://x.example/api/%252e%252e/notify");
+    expect(r("https://x.example/api/{v}/notify", "../..")).toBe("https://x.example/api/..%2F../notify");
+    expect(r("https://x.example/api?q={v}#{v}", "..")).toBe("https://x.example/api?q=..#..");
+    expect(r("https://x.example/api/../x/{v}", "a")).toBe("https://x.example/api/../x/a");
+    expect(r("https://x.example/api/{v}/notify", 1.5)).toBe("https://x.example/api/1.5/notify");
+  });
+
+  it("property: a rendered path keeps the template's segments after WHATWG URL parsing, or is refused", () => {
+    fc.assert(
+      fc.property(fc.oneof(fc.string(), fc.stringMatching(/^[.%2eE/\\?#]{0,6}$/)), (v) => {
+        let url: string;
+        try {
+          url = renderUrl("https://x.example/api/{v}/notify?x={v}", { v });
+        } catch (e) {
+          expect((e as NonRetryableError).code).toBe("CS_TEMPLATE_DOT_SEGMENT");
+          expect([".", ".."]).toContain(v);
+          return;
+        }
+        const parsed = new URL(url);
+        expect(parsed.host).toBe("x.example");
+        const segments = parsed.pathname.split("/");
+        expect(segments).toHaveLength(4);
+        expect([segments[1], segments[3]]).toEqual(["api", "notify"]);
+        expect(decodeURIComponent(segments[2] ?? "")).toBe(v);
+        expect(parsed.searchParams.get("x")).toBe(v);
+      }),
+      { numRuns: 500 },
+    );
+  });
+
+  it("on the wire (undici): an accepted rendering is sent with its path as rendered; %2E would not have survived", async () => {
+    const lines: string[] = [];
+    const server = createServer((socket) =>
+      socket.once("data", (d) => {
+        lines.push(d.toString("latin1").split("\r\n")[0] ?? "");
+        socket.end("HTTP/1.1 204 No Content\r\nConnection: close\r\n\r\n");
+      }),
+    );
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    const { port } = server.address() as AddressInfo;
+    try {
+      const send = async (url: string) => (await request(url)).body.dump();
+      const template = `http://127.0.0.1:${port}/api/{v}/notify`;
+      const values = ["...", "%2e%2e", "..%2f", "a/..", " .."];
+      for (const v of values) await send(renderUrl(template, { v }));
+      // What a naive %2E encoding of ".." would have sent:
+      await send(`http://127.0.0.1:${port}/api/%2E%2E/notify`);
+      expect(lines).toEqual([...values.map((v) => `GET /api/${encodeURIComponent(v)}/notify HTTP/1.1`), "GET /notify HTTP/1.1"]);
+    } finally {
+      server.close();
+    }
+  });
+
+  it("fails with CS_TEMPLATE_HOST when a token stands in the scheme, user info, host or port", () => {
+    for (const template of [
+      "https://{event}/x",
+      "https://hooks.{event}.example.com/x",
+      "https://x.example:{logIndex.num}/x",
+      "https://{event}@x.example/x",
+      "https://user:{event}@x.example/x",
+      "{event}://x.example/x",
+      "http{event}://x.example/x",
+      "https:{event}/x",
+      "https:/{event}/x",
+      "https:\\\\{event}/x",
+      "https://x.example{event}/x",
+      "//{event}/x",
+      "{event}",
+    ]) {
+      expect(
+        codeOf(() => renderUrl(template, alert.entity)),
+        template,
+      ).toBe("CS_TEMPLATE_HOST");
+    }
+    expect(renderUrl("https://[2001:db8::1]:8443/{event}", alert.entity)).toBe("https://[2001:db8::1]:8443/Transfer");
+    expect(renderUrl("https://x.example?e={event}", alert.entity)).toBe("https://x.example?e=Transfer");
+    expect(renderUrl("https://x.example#{event}", alert.entity)).toBe("https://x.example#Transfer");
+    expect(renderUrl("https:x.example/{event}", alert.entity)).toBe("https:x.example/Transfer");
   });
 
   it("resolvePath follows own properties and array indexes only", () => {
