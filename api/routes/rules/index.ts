@@ -3,12 +3,17 @@
  *
  * | method | path                                       | body                 | answer                                   |
  * | ------ | ------------------------------------------ | -------------------- | ---------------------------------------- |
- * | GET    | /alerting/rules/?limit=&cursor=            | –                    | 200 `{rules, nextCursor}` (oldest first) |
+ * | GET    | /alerting/rules/                           | –                    | 200 `{rules, nextCursor: null}`: all, streamed |
+ * | GET    | /alerting/rules/?limit=&cursor=            | –                    | 200 `{rules, nextCursor}`: one page      |
  * | GET    | /alerting/rules/:rule_id/                  | –                    | 200 rule                                 |
  * | POST   | /alerting/rules/                           | rule                 | 201 rule (+ `Location`)                  |
  * | PUT    | /alerting/rules/:rule_id/                  | fields to change     | 200 rule (version + 1)                   |
  * | DELETE | /alerting/rules/:rule_id/                  | –                    | 204                                      |
  * | GET    | /alerting/rules/:rule_id/deliveries/?limit=&offset= | –           | 200 `{total, entries, destinations}` (newest first) |
+ *
+ * Listing: the contract's endpoint 7 "lists all rules", so a plain GET answers every rule of the
+ * caller (oldest first) in one `{rules, nextCursor: null}` body, streamed page by page from the store
+ * (see {@link ruleListingChunks}); `limit` and/or `cursor` opt into one page at a time.
  *
  * Every route acts for the authenticated account (`request.account.id`, set by
  * api/plugins/auth.ts): another account's rule is answered exactly like a missing one, 404
@@ -30,6 +35,7 @@
  * (as api/app.ts does).
  * @module
  */
+import { Readable } from "node:stream";
 import type { FastifyPluginAsync, FastifyRequest } from "fastify";
 import { createClient } from "redis";
 import type { ChainId, Config } from "../../../lib/config.js";
@@ -37,9 +43,11 @@ import type { Logger } from "../../../lib/logger.js";
 import type { AlertDefinition } from "../../../lib/rules/model.js";
 import {
   connectRuleStore,
+  DEFAULT_LIST_LIMIT,
   isRuleStoreError,
   MAX_LIST_LIMIT,
   RULE_STORE_ERROR_HTTP_STATUS,
+  type RulePage,
   type RuleStore,
   type RuleStoreError,
 } from "../../../lib/rules/store.js";
@@ -82,6 +90,41 @@ export interface RulesRoutesDeps {
   deliveryStatus?: (ruleId: string, actions: readonly AlertDefinition[]) => Promise<ActionDeliveryStatus[]>;
   /** The chains this deployment serves; a rule's technology/blockchain/network must name one of them. */
   chains: ChainId[];
+  /**
+   * Rules read from the store per round trip while `GET /alerting/rules/` (without `limit` and
+   * `cursor`) streams every rule: an integer from 1 to `MAX_LIST_LIMIT` (500); default
+   * {@link LIST_STREAM_PAGE_SIZE}. It bounds the rules the route holds in memory at a time.
+   */
+  listPageSize?: number;
+}
+
+/** Default {@link RulesRoutesDeps.listPageSize}: 100 rules per Redis round trip (at most 6.4 MB at the 64 KiB body cap, ~100–500 KB for real rules). */
+export const LIST_STREAM_PAGE_SIZE = 100;
+
+/**
+ * The JSON text of a full listing, `{"rules":[…],"nextCursor":null}`, as chunks: the opening, one
+ * chunk per page (its rules serialized, comma-separated), the closing. Pages are fetched lazily: the
+ * next page is requested only when the consumer asks for the chunk after the current one, so a
+ * consumer that reads as the socket drains (`Readable.from`) holds at most one page of rules.
+ * Rules created while the listing runs are included when they sort after the current page (cursor
+ * pagination: each rule at most once, every rule that exists throughout exactly once).
+ * @param first the first page (already fetched, so that a failure there is still an error answer).
+ * @param next fetches the page after a `nextCursor`.
+ * @throws whatever `next` throws (the stream then fails; the client sees a truncated body).
+ */
+export async function* ruleListingChunks(first: RulePage, next: (cursor: string) => Promise<RulePage>): AsyncGenerator<string> {
+  yield '{"rules":[';
+  let page = first;
+  let sent = 0;
+  for (;;) {
+    if (page.rules.length > 0) {
+      yield (sent > 0 ? "," : "") + page.rules.map((r) => JSON.stringify(r)).join(",");
+      sent += page.rules.length;
+    }
+    if (page.nextCursor === null) break;
+    page = await next(page.nextCursor);
+  }
+  yield '],"nextCursor":null}';
 }
 
 /** Base path of the rules routes. */
@@ -208,6 +251,10 @@ const common = { tags: ["alerting"] };
 export function rulesRoutes(deps: RulesRoutesDeps): FastifyPluginAsync {
   const { rules, deliveries, deliveryStatus } = deps;
   const chains = deps.chains;
+  const pageSize = deps.listPageSize ?? LIST_STREAM_PAGE_SIZE;
+  if (!Number.isInteger(pageSize) || pageSize < 1 || pageSize > MAX_LIST_LIMIT) {
+    throw new RangeError(`listPageSize must be an integer from 1 to ${MAX_LIST_LIMIT}, got ${pageSize}`);
+  }
 
   return async (app) => {
     // Schemas below are for the OpenAPI document only (see the module comment).
@@ -238,16 +285,26 @@ export function rulesRoutes(deps: RulesRoutesDeps): FastifyPluginAsync {
         schema: {
           ...common,
           summary: "List the caller's rules",
-          description: `Oldest first (createdAt, then id). Page with ?limit= (1–${MAX_LIST_LIMIT}, default 50) and ?cursor= (the previous page's nextCursor).`,
+          description:
+            "Oldest first (createdAt, then id). Without limit and cursor: every rule of the caller in one answer (streamed), nextCursor null. " +
+            `Paging (opt-in): ?limit= (1–${MAX_LIST_LIMIT}, default ${DEFAULT_LIST_LIMIT} when only cursor is given) and ?cursor= (the previous page's nextCursor).`,
           querystring: RuleListQuery,
           response: { 200: RulePageSchema, ...RULES_ERROR_RESPONSES },
         },
       },
-      async (request) => {
+      async (request, reply) => {
         const accountId = callerId(request);
-        const limit = intQuery(request, "limit", 1, MAX_LIST_LIMIT, 50);
         const cursor = queryValue(request, "cursor");
-        return store(() => rules.list(accountId, { limit, cursor: cursor ?? null }));
+        if (queryValue(request, "limit") !== undefined || cursor !== undefined) {
+          const limit = intQuery(request, "limit", 1, MAX_LIST_LIMIT, DEFAULT_LIST_LIMIT);
+          return store(() => rules.list(accountId, { limit, cursor: cursor ?? null }));
+        }
+        // Every rule. The first page is read before anything is sent, so a store failure there is
+        // still a proper error answer (503); a single page is answered as it is.
+        const first = await store(() => rules.list(accountId, { limit: pageSize }));
+        if (first.nextCursor === null) return first;
+        const chunks = ruleListingChunks(first, (after) => store(() => rules.list(accountId, { limit: pageSize, cursor: after })));
+        return reply.type(JSON_TYPE).send(Readable.from(chunks, { objectMode: false }));
       },
     );
 

@@ -22,10 +22,16 @@ export const RuleParams = Type.Object({
   rule_id: Type.String({ format: "uuid", description: "Rule id (UUID); a malformed id answers 400 CS_RULE_ID_INVALID" }),
 });
 
-/** Query string of `GET /alerting/rules/`. */
+/** Query string of `GET /alerting/rules/`: both optional; without either, every rule is listed. */
 export const RuleListQuery = Type.Object({
-  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_LIST_LIMIT, default: 50, description: "Page size" })),
-  cursor: Type.Optional(Type.String({ description: "nextCursor of the previous page; absent for the first page" })),
+  limit: Type.Optional(
+    Type.Integer({
+      minimum: 1,
+      maximum: MAX_LIST_LIMIT,
+      description: `Page size: answer one page instead of every rule (50 when only cursor is given)`,
+    }),
+  ),
+  cursor: Type.Optional(Type.String({ description: "nextCursor of the previous page: answer the page after it" })),
 });
 
 /** Query string of `GET /alerting/rules/<rule_id>/deliveries/`. */
@@ -59,10 +65,12 @@ export const RuleSchema = Type.Intersect(
   { description: "An alerting rule as stored (additional top-level properties are returned verbatim)" },
 );
 
-/** Answer of `GET /alerting/rules/`. */
+/** Answer of `GET /alerting/rules/`: every rule (nextCursor null) or, with limit/cursor, one page. */
 export const RulePageSchema = Type.Object({
-  rules: Type.Array(RuleSchema, { description: "The caller's rules, oldest first (createdAt, then id)" }),
-  nextCursor: Type.Union([Type.String(), Type.Null()], { description: "Cursor of the next page, or null on the last page" }),
+  rules: Type.Array(RuleSchema, { description: "The caller's rules, oldest first (createdAt, then id): all of them, or one page" }),
+  nextCursor: Type.Union([Type.String(), Type.Null()], {
+    description: "Cursor of the next page; null on the last page and always null when every rule is listed",
+  }),
 });
 
 /** One entry of the delivery log (pipeline/notify/log.ts `DeliveryLogEntry`). */

@@ -12,7 +12,7 @@ import Fastify, { type FastifyInstance, type LightMyRequestResponse } from "fast
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { apiError } from "../../../api/errors.js";
 import { errorsPlugin } from "../../../api/plugins/errors.js";
-import { connectRulesBackends, type RulesBackends, rulesRoutes } from "../../../api/routes/rules/index.js";
+import { connectRulesBackends, type RulesBackends, type RulesRoutesDeps, rulesRoutes } from "../../../api/routes/rules/index.js";
 import type { ChainId } from "../../../lib/config.js";
 import type { Rule } from "../../../lib/rules/model.js";
 import type { DeliveryLogEntry } from "../../../pipeline/notify/log.js";
@@ -119,6 +119,21 @@ describe.skipIf(!up)("alerting rules API (real Redis)", () => {
     expect(body.errors[0]).toEqual(body.error);
     expect(res.headers["content-type"]).toMatch(/^application\/json/);
     return body;
+  }
+
+  /**
+   * A second app over other backends where every request acts for `account` (no token), like the
+   * main one otherwise; for limits and page sizes other than the main app's.
+   */
+  async function appFor(backends: RulesBackends, account: string, extra: Partial<RulesRoutesDeps> = {}): Promise<FastifyInstance> {
+    const other = Fastify({ logger: false, routerOptions: { ignoreTrailingSlash: true } });
+    await other.register(errorsPlugin);
+    other.decorateRequest("account", null);
+    other.addHook("onRequest", async (request) => {
+      (request as unknown as { account: unknown }).account = { id: account, tokenId: "t", static: false };
+    });
+    await other.register(rulesRoutes({ rules: backends.rules, deliveries: backends.deliveries, chains: [ANVIL], ...extra }));
+    return other;
   }
 
   async function create(token = TOKEN_A, overrides: Record<string, unknown> = {}): Promise<Rule> {
@@ -275,14 +290,7 @@ describe.skipIf(!up)("alerting rules API (real Redis)", () => {
 
   it("limits rules per account: 409 CS_RULE_LIMIT_REACHED (config rules.maxPerAccount)", async () => {
     const limited = await connectRulesBackends({ redisUrl: url, redisKeyPrefix: prefix, rules: { maxPerAccount: 2 } });
-    const app2 = Fastify({ logger: false, routerOptions: { ignoreTrailingSlash: true } });
-    await app2.register(errorsPlugin);
-    app2.decorateRequest("account", null);
-    const account = randomUUID();
-    app2.addHook("onRequest", async (request) => {
-      (request as unknown as { account: unknown }).account = { id: account, tokenId: "t", static: false };
-    });
-    await app2.register(rulesRoutes({ rules: limited.rules, deliveries: limited.deliveries, chains: [ANVIL] }));
+    const app2 = await appFor(limited, randomUUID());
     try {
       const post = () => app2.inject({ method: "POST", url: "/alerting/rules/", payload: ruleBody() });
       const first = await post();
@@ -335,6 +343,64 @@ describe.skipIf(!up)("alerting rules API (real Redis)", () => {
     // Account A never sees B's rules.
     const a = await call("GET", "/alerting/rules/?limit=500", TOKEN_A);
     expect(a.json<{ rules: Rule[] }>().rules.some((r) => made.includes(r.id))).toBe(false);
+  });
+
+  it("GET without parameters lists ALL rules (51 of them, streamed in pages of 20); limit=10 pages through all 51 exactly once", async () => {
+    const limited = await connectRulesBackends({ redisUrl: url, redisKeyPrefix: prefix });
+    const account = randomUUID();
+    const app2 = await appFor(limited, account, { listPageSize: 20 });
+    try {
+      const created: Rule[] = [];
+      for (let i = 0; i < 51; i++) created.push(await limited.rules.create(account, ruleBody({ name: `r${i}` }) as never));
+      // Listing order: createdAt, then id (rules created in the same millisecond sort by id).
+      const made = created
+        .map((r) => `${r.createdAt}|${r.id}`)
+        .sort()
+        .map((m) => m.slice(m.indexOf("|") + 1));
+
+      for (const path of ["/alerting/rules/", "/alerting/rules", "/alerting/rules/?limit=", "/alerting/rules/?cursor="]) {
+        const all = await app2.inject({ method: "GET", url: path });
+        expect(all.statusCode, all.body).toBe(200);
+        expect(all.headers["content-type"]).toMatch(/^application\/json/);
+        expect(all.headers["transfer-encoding"], "streamed, not buffered").toBe("chunked");
+        const body = all.json<{ rules: Rule[]; nextCursor: string | null }>();
+        expect(Object.keys(body)).toEqual(["rules", "nextCursor"]);
+        expect(body.nextCursor).toBeNull();
+        expect(body.rules.map((r) => r.id)).toEqual(made);
+        expect(body.rules[50]).toEqual(await limited.rules.get(account, made[50]!));
+      }
+
+      const seen: string[] = [];
+      const sizes: number[] = [];
+      let cursor: string | null = null;
+      do {
+        const q: string = cursor ? `?limit=10&cursor=${encodeURIComponent(cursor)}` : "?limit=10";
+        const res = await app2.inject({ method: "GET", url: `/alerting/rules/${q}` });
+        expect(res.statusCode, res.body).toBe(200);
+        const page = res.json<{ rules: Rule[]; nextCursor: string | null }>();
+        sizes.push(page.rules.length);
+        seen.push(...page.rules.map((r) => r.id));
+        cursor = page.nextCursor;
+      } while (cursor !== null);
+      expect(sizes).toEqual([10, 10, 10, 10, 10, 1]);
+      expect(seen).toEqual(made);
+      expect(new Set(seen).size).toBe(51);
+
+      // cursor alone: a page of the default size (50) after it.
+      const firstTen = (await app2.inject({ method: "GET", url: "/alerting/rules/?limit=10" })).json<{ nextCursor: string }>();
+      const rest = (await app2.inject({ method: "GET", url: `/alerting/rules/?cursor=${encodeURIComponent(firstTen.nextCursor)}` })).json<{
+        rules: Rule[];
+        nextCursor: string | null;
+      }>();
+      expect(rest.rules.map((r) => r.id)).toEqual(made.slice(10));
+      expect(rest.nextCursor).toBeNull();
+      // An account without rules: an empty list.
+      const none = await call("GET", "/alerting/rules/", TOKEN_A);
+      expect(none.statusCode).toBe(200);
+    } finally {
+      await app2.close();
+      await limited.close();
+    }
   });
 
   it("refuses bad page parameters with CS_RULE_INVALID_PAGE and the parameter's path", async () => {
@@ -634,13 +700,7 @@ describe.skipIf(!up)("alerting rules API (real Redis)", () => {
   it("answers 503 CS_BACKEND_UNAVAILABLE when Redis cannot be asked", async () => {
     const down = await connectRulesBackends({ redisUrl: url, redisKeyPrefix: prefix });
     await down.close();
-    const app2 = Fastify({ logger: false, routerOptions: { ignoreTrailingSlash: true } });
-    await app2.register(errorsPlugin);
-    app2.decorateRequest("account", null);
-    app2.addHook("onRequest", async (request) => {
-      (request as unknown as { account: unknown }).account = { id: ACCOUNT_A, tokenId: "t", static: false };
-    });
-    await app2.register(rulesRoutes({ rules: down.rules, deliveries: down.deliveries, chains: [ANVIL] }));
+    const app2 = await appFor(down, ACCOUNT_A);
     try {
       expectError(await app2.inject({ method: "GET", url: "/alerting/rules/" }), 503, "CS_BACKEND_UNAVAILABLE");
       expectError(await app2.inject({ method: "GET", url: `/alerting/rules/${randomUUID()}/` }), 503, "CS_BACKEND_UNAVAILABLE");
