@@ -3,6 +3,7 @@
  * and the pure input validation (no Redis, no I/O). See `docs/accounts.md`.
  * @module
  */
+import { isEmailAddress, MAX_EMAIL_LENGTH } from "../email.js";
 
 /** A registered account. Every search API request is made on behalf of one, through one of its tokens. */
 export interface Account {
@@ -43,8 +44,8 @@ export interface TokenInfo {
 
 /** Longest account or token name, in UTF-16 code units. */
 export const MAX_NAME_LENGTH = 100;
-/** Longest e-mail address, in characters (RFC 5321 path limit). */
-export const MAX_EMAIL_LENGTH = 254;
+/** Longest e-mail address, in characters (RFC 5321 path limit; `lib/email.ts`). */
+export { MAX_EMAIL_LENGTH };
 /** Number of secret characters shown as {@link TokenInfo.prefix}. */
 export const TOKEN_DISPLAY_PREFIX_LENGTH = 8;
 
@@ -94,7 +95,6 @@ export function isAccountError(err: unknown, code?: AccountErrorCode): err is Ac
 
 // biome-ignore lint/suspicious/noControlCharactersInRegex: rejecting control characters is the point
 const CONTROL_CHARS = /[\u0000-\u001f\u007f-\u009f]/;
-const EMAIL = /^[^\s@]+@[^\s@.]+(\.[^\s@.]+)+$/;
 const UUID_V4 = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
 
 /** Whether `id` is a lower-case UUID v4, the form of every account and token id (other strings can never name one). */
@@ -126,7 +126,7 @@ export function validateAccountInput(input: { name: unknown; email?: unknown }):
   const email = raw.trim();
   if (email.length > MAX_EMAIL_LENGTH)
     throw new AccountError("CS_ACCOUNT_INVALID", `email is longer than ${MAX_EMAIL_LENGTH} characters`, "email");
-  if (CONTROL_CHARS.test(email) || !EMAIL.test(email)) {
+  if (CONTROL_CHARS.test(email) || !isEmailAddress(email)) {
     throw new AccountError("CS_ACCOUNT_INVALID", `email ${JSON.stringify(email)} is not an address of the form name@domain.tld`, "email");
   }
   return { name, email };

@@ -17,6 +17,7 @@
 import { type Static, Type } from "typebox";
 import { Compile } from "typebox/compile";
 import type { ChainId } from "../config.js";
+import { EMAIL_PATTERN, isEmailAddress } from "../email.js";
 import {
   ALERT_TYPES,
   type AlertType,
@@ -99,13 +100,9 @@ export const RULE_FIELDS: readonly string[] = [
   "updatedAt",
 ];
 
-/**
- * E-mail addresses accepted as Email recipients: `local@domain.tld` — no whitespace, exactly one
- * `@`, a domain of at least two non-empty dot-separated labels; at most 254 characters. The same
- * rule as account e-mails (`lib/accounts/model.ts`). Deliberately loose: deliverability is decided
- * by the mail server, not by a regex.
- */
-export const EMAIL_PATTERN = "^[^\\s@]+@[^\\s@.]+(\\.[^\\s@.]+)+$";
+/** E-mail addresses accepted as Email recipients: the one syntax of `lib/email.ts`. */
+export { EMAIL_PATTERN };
+
 // The URL grammar, built from parts so it can be read. Every string it matches parses with the
 // WHATWG URL parser (`new URL`), which is what delivery uses: a test fuzzes this with strings
 // generated from the pattern. No look-arounds, so schema-driven generators can use it.
@@ -151,7 +148,6 @@ const USERINFO = "[A-Za-z0-9._~!$&'()*+,;=:%-]*@";
  */
 export const HTTP_URL_PATTERN = `^[Hh][Tt][Tt][Pp][Ss]?://(?:${USERINFO})?(?:${REG_NAME}|${IPV4}|\\[(?:${IPV6})\\])(?::${PORT})?(?:[/?#]\\S*)?$`;
 
-const EMAIL_RE = new RegExp(EMAIL_PATTERN, "u");
 const HTTP_URL_RE = new RegExp(HTTP_URL_PATTERN, "u");
 
 /** Operators whose value is a string (every operator but Inspect and the two Equals any). */
@@ -975,7 +971,7 @@ class Walker {
         } else if (this.array(params.recipients, rp, 1, RULE_LIMITS.recipientsMax, code, code)) {
           params.recipients.forEach((r, i) => {
             if (typeof r !== "string") this.add(code, at(rp, i), `must be an e-mail address (a string), got ${kind(r)}`);
-            else if (codePoints(r, RULE_LIMITS.emailMaxLength) > RULE_LIMITS.emailMaxLength || !EMAIL_RE.test(r)) {
+            else if (codePoints(r, RULE_LIMITS.emailMaxLength) > RULE_LIMITS.emailMaxLength || !isEmailAddress(r)) {
               this.add(code, at(rp, i), `must be an e-mail address like local@example.com, got ${JSON.stringify(r)}`);
             }
           });

@@ -1,85 +1,41 @@
 /**
- * Delivery of one alert action with retries: one attempt function per channel (undici for
- * `Webhook (GET)`, `Webhook (POST)` and `Slack`; nodemailer for `Email`) inside a retry loop with
- * exponential backoff and full jitter. The loop ({@link runWithRetry}) is a pure function of an
- * injected `attempt` and `sleep`, so it is unit-tested without real waits.
+ * Delivery of one alert action: {@link createDeliverer} picks the action's channel
+ * (`channels/`: webhook, Slack, e-mail) and makes one attempt ({@link Deliverer.attempt}, what the
+ * scheduler uses) or a whole retry loop ({@link Deliverer.deliver}) with exponential backoff and
+ * full jitter. The loop ({@link runWithRetry}) is a pure function of an injected `attempt` and
+ * `sleep`, so it is unit-tested without real waits.
  *
  * Outcomes ({@link DeliveryResult}):
  * - `ok: true` — delivered (2xx, or the SMTP server accepted the message);
  * - `ok: false, final: true` — refused for good (non-retryable 4xx, SMTP 5xx, SSRF refusal, bad
  *   template or action): retrying or replaying would fail the same way, so it is only logged;
  * - `ok: false, final: false, code: CS_DELIVERY_EXHAUSTED` (or `CS_MAILER_UNCONFIGURED`) — still
- *   deliverable later: the shell dead-letters the alert and `chainsift alerts replay` re-sends it.
+ *   deliverable later: it is dead-lettered and `chainsift alerts replay` re-sends it.
  * @module
  */
-import { createRequire } from "node:module";
-import { createTransport } from "nodemailer";
-import { type Dispatcher, request } from "undici";
+import type { Dispatcher } from "undici";
 import type { Logger } from "../../lib/logger.js";
 import type { AlertDefinition } from "../../lib/rules/model.js";
-import { NonRetryableError } from "../errors.js";
+import type { Attempt, Channel } from "./channels/channel.js";
+import { createEmailChannel, type MailerConfig } from "./channels/email.js";
+import { createHttpSender } from "./channels/http.js";
+import { createSlackChannel } from "./channels/slack.js";
+import { createWebhookChannel } from "./channels/webhook.js";
 import { describeDestination } from "./log.js";
-import { emailMessage, type NotifyAlert, renderUrl, slackBody, webhookJson } from "./render.js";
-import { webhookHeaders } from "./sign.js";
-import { checkDestination, createGuardedAgent, type DestinationPolicy, parseAllowlist } from "./ssrf.js";
+import {
+  type AttemptOutcome,
+  CS_DELIVERY_EXHAUSTED,
+  classifyRequestError,
+  type DeliveryResult,
+  invalid,
+  nonRetryableIn,
+} from "./outcome.js";
+import type { NotifyAlert } from "./render.js";
+import { createGuardedAgent, type DestinationPolicy, parseAllowlist } from "./ssrf.js";
 
-/** The retry budget ran out on a transient failure; dead-letter the alert for a later replay. */
-export const CS_DELIVERY_EXHAUSTED = "CS_DELIVERY_EXHAUSTED";
-/** The receiver answered a final status (3xx, or 4xx other than 408/429). Non-retryable. */
-export const CS_DELIVERY_REJECTED = "CS_DELIVERY_REJECTED";
-/** The receiver answered 5xx, 408 or 429 (retryable). */
-export const CS_DELIVERY_HTTP_STATUS = "CS_DELIVERY_HTTP_STATUS";
-/** Connect, response-headers, body or overall attempt timeout (retryable). */
-export const CS_DELIVERY_TIMEOUT = "CS_DELIVERY_TIMEOUT";
-/** DNS failure, refused or reset connection, TLS failure, other socket error (retryable). */
-export const CS_DELIVERY_NETWORK = "CS_DELIVERY_NETWORK";
-/** The SMTP server answered 4xx, or authentication failed (retryable). */
-export const CS_SMTP_TEMPORARY = "CS_SMTP_TEMPORARY";
-/** The SMTP server answered 5xx (e.g. 550 unknown mailbox). Non-retryable. */
-export const CS_SMTP_REJECTED = "CS_SMTP_REJECTED";
-/** The action's type or parameters are unusable (unknown type, missing url, no recipients). Non-retryable. */
-export const CS_ACTION_INVALID = "CS_ACTION_INVALID";
-/** An Email action while no SMTP server is configured; dead-letter it (final: false) and replay once configured. */
-export const CS_MAILER_UNCONFIGURED = "CS_MAILER_UNCONFIGURED";
-
-const pkg = createRequire(import.meta.url)("../../package.json") as { version: string };
-/** `User-Agent` of every webhook and chat request: `chainsift-notify/<package version>`. */
-export const USER_AGENT = `chainsift-notify/${pkg.version}`;
-
-/** Result of delivering one action of one alert. */
-export interface DeliveryResult {
-  /** Whether the receiver accepted the alert. */
-  ok: boolean;
-  /** Delivery attempts made (0 when the action could not be rendered, e.g. an unknown URL token). */
-  attempts: number;
-  /** HTTP status, or SMTP reply code, of the last attempt that got an answer. */
-  status?: number;
-  /** Why the last attempt failed (no response bodies beyond a 200-character excerpt; never secrets). */
-  error?: string;
-  /** Stable machine-readable code of the failure (`CS_…`). */
-  code?: string;
-  /**
-   * true when nothing more should be done with this action: delivered, or refused for good.
-   * false (only with `ok: false`) when it is worth sending again later: dead-letter it.
-   */
-  final: boolean;
-  /** Where it went, redacted for logs: URL without credentials and query, or `3 recipients`. */
-  destination?: string;
-}
-
-/** Outcome of one attempt. */
-export type AttemptOutcome =
-  | { ok: true; status?: number }
-  | {
-      ok: false;
-      /** Whether another attempt may succeed. */
-      retryable: boolean;
-      code: string;
-      error: string;
-      status?: number;
-      /** Server-requested wait before the next attempt (from `Retry-After`), in ms. */
-      retryAfterMs?: number;
-    };
+export { classifySmtpError, createSmtpTransport, type MailerConfig, type MailTransport, type OutgoingMail } from "./channels/email.js";
+export { USER_AGENT } from "./channels/http.js";
+export * from "./outcome.js";
 
 /** Retry budget. */
 export interface RetryPolicy {
@@ -111,116 +67,6 @@ export function retryDelayMs(
   const jittered = Math.floor(random() * ceiling);
   if (retryAfterMs === undefined) return jittered;
   return Math.min(policy.maxDelayMs, Math.max(retryAfterMs, jittered));
-}
-
-/**
- * Parses a `Retry-After` header value (RFC 9110 §10.2.3): either `delay-seconds` (non-negative
- * integer) or an HTTP-date (IMF-fixdate; the obsolete RFC 850 and asctime forms are accepted too).
- * @param nowMs Current time in ms since the epoch (for dates).
- * @returns The wait in ms (0 for a date in the past), or undefined when absent or unparseable.
- */
-export function parseRetryAfter(value: string | string[] | undefined | null, nowMs: number): number | undefined {
-  const v = (Array.isArray(value) ? value[0] : value)?.trim();
-  if (!v) return undefined;
-  if (/^\d+$/.test(v)) return Number(v) * 1000;
-  if (!/[a-z]/i.test(v)) return undefined;
-  const at = Date.parse(v);
-  if (Number.isNaN(at)) return undefined;
-  return Math.max(0, at - nowMs);
-}
-
-/**
- * Classifies an HTTP answer: 2xx → ok; 408, 429 and 5xx → retryable (with `Retry-After` when the
- * receiver sent one); anything else (3xx — redirects are not followed —, other 4xx) → final.
- * @param excerpt Start of the response body, included in the error message.
- */
-export function classifyHttpStatus(status: number, retryAfter: string | string[] | undefined, nowMs: number, excerpt = ""): AttemptOutcome {
-  if (status >= 200 && status < 300) return { ok: true, status };
-  const detail = excerpt ? `: ${excerpt}` : "";
-  if (status === 408 || status === 429 || status >= 500) {
-    const retryAfterMs = parseRetryAfter(retryAfter, nowMs);
-    return {
-      ok: false,
-      retryable: true,
-      status,
-      code: CS_DELIVERY_HTTP_STATUS,
-      error: `HTTP ${status}${detail}`,
-      ...(retryAfterMs === undefined ? {} : { retryAfterMs }),
-    };
-  }
-  return { ok: false, retryable: false, status, code: CS_DELIVERY_REJECTED, error: `HTTP ${status}${detail}` };
-}
-
-const TIMEOUT_CODES = new Set([
-  "UND_ERR_CONNECT_TIMEOUT",
-  "UND_ERR_HEADERS_TIMEOUT",
-  "UND_ERR_BODY_TIMEOUT",
-  "ETIMEDOUT",
-  "ESOCKETTIMEDOUT",
-]);
-
-/** The error or one of its causes that is a {@link NonRetryableError} (undici may wrap connect errors). */
-function nonRetryableIn(err: unknown): NonRetryableError | undefined {
-  let e: unknown = err;
-  for (let i = 0; i < 5 && e; i++) {
-    if (e instanceof NonRetryableError) return e;
-    e = (e as { cause?: unknown }).cause;
-  }
-  return undefined;
-}
-
-function errText(err: unknown): string {
-  if (err instanceof Error) {
-    const code = (err as NodeJS.ErrnoException).code;
-    return code && !err.message.includes(code) ? `${code}: ${err.message}` : err.message;
-  }
-  return String(err);
-}
-
-/**
- * Classifies an error thrown by an HTTP attempt: a {@link NonRetryableError} (also as a cause)
- * keeps its code and is final; timeouts → {@link CS_DELIVERY_TIMEOUT}; everything else (DNS,
- * refused, reset, TLS) → {@link CS_DELIVERY_NETWORK}; both retryable.
- */
-export function classifyRequestError(err: unknown): AttemptOutcome {
-  const nr = nonRetryableIn(err);
-  if (nr) return { ok: false, retryable: false, code: nr.code, error: nr.message };
-  const e = err as { code?: string; name?: string } | undefined;
-  if ((e?.code && TIMEOUT_CODES.has(e.code)) || e?.name === "TimeoutError") {
-    return { ok: false, retryable: true, code: CS_DELIVERY_TIMEOUT, error: errText(err) };
-  }
-  return { ok: false, retryable: true, code: CS_DELIVERY_NETWORK, error: errText(err) };
-}
-
-/**
- * Classifies a nodemailer error: reply code 4xx → retryable {@link CS_SMTP_TEMPORARY}; 5xx → final
- * {@link CS_SMTP_REJECTED}, except failed authentication (`EAUTH`, `ENOAUTH`: the operator's SMTP
- * credentials, not the alert, are wrong) which is retryable so the alert is dead-lettered and can be
- * replayed; an envelope error without reply code (no valid recipient) → final
- * {@link CS_ACTION_INVALID}; no reply code (connection, TLS, timeout) → retryable.
- * SMTP reply classes: RFC 5321 §4.2.1.
- */
-export function classifySmtpError(err: unknown): AttemptOutcome {
-  const nr = nonRetryableIn(err);
-  if (nr) return { ok: false, retryable: false, code: nr.code, error: nr.message };
-  const e = (err ?? {}) as { code?: string; responseCode?: number; response?: string; message?: string };
-  const status = typeof e.responseCode === "number" ? e.responseCode : undefined;
-  const message = oneLine(e.response || e.message || String(err), 300);
-  if (e.code === "EAUTH" || e.code === "ENOAUTH") {
-    return {
-      ok: false,
-      retryable: true,
-      code: CS_SMTP_TEMPORARY,
-      error: `SMTP authentication failed: ${message}`,
-      ...(status ? { status } : {}),
-    };
-  }
-  if (status !== undefined && status >= 400 && status < 500)
-    return { ok: false, retryable: true, status, code: CS_SMTP_TEMPORARY, error: message };
-  if (status !== undefined && status >= 500) return { ok: false, retryable: false, status, code: CS_SMTP_REJECTED, error: message };
-  if (e.code === "EENVELOPE") return { ok: false, retryable: false, code: CS_ACTION_INVALID, error: message };
-  if (e.code === "ETIMEDOUT") return { ok: false, retryable: true, code: CS_DELIVERY_TIMEOUT, error: message };
-  return { ok: false, retryable: true, code: CS_DELIVERY_NETWORK, error: e.code ? `${e.code}: ${message}` : message };
 }
 
 /** Hooks of {@link runWithRetry}. */
@@ -270,48 +116,6 @@ export async function runWithRetry(
     hooks.onRetry?.({ attempt: n, delayMs, outcome: out });
     await hooks.sleep(delayMs);
   }
-}
-
-/** A message handed to the mail transport (the subset of nodemailer's `SendMailOptions` used). */
-export interface OutgoingMail {
-  from: string;
-  to: string[];
-  subject: string;
-  text: string;
-  html: string;
-  messageId: string;
-  headers: Record<string, string>;
-}
-
-/** The mail transport used: a nodemailer transporter, or a test double. */
-export interface MailTransport {
-  sendMail(message: OutgoingMail): Promise<{ accepted?: unknown[]; rejected?: unknown[]; response?: string }>;
-  close?(): void;
-}
-
-/** E-mail settings of the operator. */
-export interface MailerConfig {
-  /** `From:` address, e.g. `chainsift <alerts@example.com>`. */
-  from: string;
-  /**
-   * SMTP server URL for nodemailer, e.g. `smtp://user:pass@mail.example.com:587` (STARTTLS when
-   * offered) or `smtps://…:465` (implicit TLS). Used when `transport` is not given.
-   */
-  smtpUrl?: string;
-  /** A ready transport (instead of `smtpUrl`). */
-  transport?: MailTransport;
-}
-
-/** Creates a nodemailer SMTP transport from a URL, with the given timeouts and file/URL access disabled. */
-export function createSmtpTransport(smtpUrl: string, timeoutMs = 10_000): MailTransport {
-  return createTransport({
-    url: smtpUrl,
-    connectionTimeout: timeoutMs,
-    greetingTimeout: timeoutMs,
-    socketTimeout: timeoutMs,
-    disableFileAccess: true,
-    disableUrlAccess: true,
-  }) as unknown as MailTransport;
 }
 
 /** Where per-account signing secrets come from (see `createSecretStore` in `sign.ts`). */
@@ -380,36 +184,7 @@ export interface AttemptResult extends DeliveryResult {
   retryAfterMs?: number;
 }
 
-function oneLine(s: string, max: number): string {
-  // biome-ignore lint/suspicious/noControlCharactersInRegex: stripping control characters is the point
-  const t = s.replace(/[\u0000-\u001f\u007f]+/g, " ").trim();
-  return t.length > max ? `${t.slice(0, max - 1)}…` : t;
-}
-
-/** Reads at most `maxBytes` of a response body, then discards the rest. */
-async function excerpt(body: Dispatcher.ResponseData["body"], maxBytes: number): Promise<string> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  try {
-    for await (const chunk of body) {
-      const b = Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk as Uint8Array);
-      chunks.push(b);
-      size += b.length;
-      if (size >= maxBytes) break;
-    }
-  } catch {
-    // the status is what matters
-  } finally {
-    if (!body.destroyed) body.destroy();
-  }
-  return oneLine(Buffer.concat(chunks).subarray(0, maxBytes).toString("utf8"), 200);
-}
-
 const defaultSleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
-
-function invalid(message: string): NonRetryableError {
-  return new NonRetryableError(CS_ACTION_INVALID, message);
-}
 
 /**
  * Creates a deliverer. Webhook and chat requests go through an SSRF-guarded undici Agent (no
@@ -428,108 +203,19 @@ export function createDeliverer(deps: DelivererDeps): Deliverer {
   const dispatcher: Dispatcher = deps.dispatcher ?? ownAgent!;
   const now = deps.now ?? (() => new Date());
   const sleep = deps.sleep ?? defaultSleep;
-  const mailer = deps.mailer;
-  let transport: MailTransport | undefined = mailer?.transport;
-
-  async function httpAttempt(method: "GET" | "POST", url: string, secret: string, alertId: string, body?: string): Promise<AttemptOutcome> {
-    const { url: u } = await checkDestination(url, destPolicy);
-    const timestampSec = Math.floor(now().getTime() / 1000);
-    const headers = webhookHeaders({
-      alertId,
-      secret,
-      timestampSec,
-      signedContent: body ?? `${u.pathname}${u.search}`,
-      userAgent: USER_AGENT,
-    });
-    if (body !== undefined) headers["content-type"] = "application/json";
-    const res = await request(u, {
-      method,
-      headers,
-      ...(body === undefined ? {} : { body }),
-      dispatcher,
-      signal: AbortSignal.timeout(timeoutMs),
-      headersTimeout: timeoutMs,
-      bodyTimeout: timeoutMs,
-    });
-    const ok = res.statusCode >= 200 && res.statusCode < 300;
-    let text = "";
-    if (ok) await res.body.dump({ limit: 64 * 1024 }).catch(() => {});
-    else text = await excerpt(res.body, 1024);
-    return classifyHttpStatus(res.statusCode, res.headers["retry-after"], now().getTime(), text);
-  }
-
-  async function mailAttempt(alert: NotifyAlert, recipients: string[], actionIndex: number): Promise<AttemptOutcome> {
-    if (!mailer) throw new Error("unreachable: no mailer");
-    transport ??= createSmtpTransport(mailer.smtpUrl!, timeoutMs);
-    const msg = emailMessage(alert, { recipients });
-    const domain = /@([^>\s]+)>?\s*$/.exec(mailer.from)?.[1] ?? "chainsift.invalid";
-    try {
-      await transport.sendMail({
-        from: mailer.from,
-        to: recipients,
-        subject: msg.subject,
-        text: msg.text,
-        html: msg.html,
-        // The same alert and action always get the same Message-ID, so mail clients can collapse re-sends.
-        messageId: `<${alert.id}.${actionIndex}@${domain}>`,
-        headers: { "X-Chainsift-Alert-Id": alert.id, "X-Chainsift-Rule-Id": alert.ruleId, "X-Chainsift-Sequence": String(alert.sequence) },
-      });
-      return { ok: true, status: 250 };
-    } catch (err) {
-      return classifySmtpError(err);
-    }
-  }
+  const send = createHttpSender({ dispatcher, policy: destPolicy, timeoutMs, now });
+  const channels: Channel[] = [
+    createWebhookChannel(send, deps.secrets),
+    createSlackChannel(send, deps.secrets),
+    createEmailChannel({ ...(deps.mailer ? { mailer: deps.mailer } : {}), timeoutMs }),
+  ];
+  const byType = new Map<string, Channel>(channels.flatMap((c) => c.types.map((t) => [t, c] as const)));
 
   /** Validates the action and returns the attempt function, or throws NonRetryableError. */
-  async function prepare(
-    alert: NotifyAlert,
-    action: AlertDefinition,
-    actionIndex: number,
-  ): Promise<((n: number) => Promise<AttemptOutcome>) | DeliveryResult> {
-    const p = (action?.parameters ?? {}) as unknown as Record<string, unknown>;
-    switch (action?.type) {
-      case "Webhook (GET)":
-      case "Webhook (POST)":
-      case "Slack": {
-        if (typeof p.url !== "string" || p.url === "") throw invalid(`${action.type} action has no url`);
-        const url = action.type === "Slack" ? p.url : renderUrl(p.url, alert.entity ?? {});
-        const body =
-          action.type === "Webhook (POST)"
-            ? webhookJson(alert)
-            : action.type === "Slack"
-              ? JSON.stringify(
-                  slackBody(alert, {
-                    url,
-                    text: String(p.text ?? ""),
-                    channel: String(p.channel ?? ""),
-                    username: String(p.username ?? ""),
-                  }),
-                )
-              : undefined;
-        const secret = await deps.secrets.getOrCreate(alert.accountId);
-        const method = action.type === "Webhook (GET)" ? "GET" : "POST";
-        return () => httpAttempt(method, url, secret, alert.id, body);
-      }
-      case "Email": {
-        const r = p.recipients;
-        if (!Array.isArray(r) || r.length === 0 || !r.every((x) => typeof x === "string" && /^[^\s@]+@[^\s@]+$/.test(x.trim()))) {
-          throw invalid("Email action needs a non-empty list of e-mail addresses in recipients");
-        }
-        if (!mailer || (!mailer.transport && !mailer.smtpUrl)) {
-          return {
-            ok: false,
-            attempts: 0,
-            final: false,
-            code: CS_MAILER_UNCONFIGURED,
-            error: "no SMTP server is configured for e-mail alerts",
-          };
-        }
-        const recipients = r.map((x: string) => x.trim());
-        return () => mailAttempt(alert, recipients, actionIndex);
-      }
-      default:
-        throw invalid(`unknown alert action type ${JSON.stringify((action as { type?: unknown })?.type)}`);
-    }
+  async function prepare(alert: NotifyAlert, action: AlertDefinition, actionIndex: number): Promise<Attempt | DeliveryResult> {
+    const channel = byType.get(String(action?.type));
+    if (!channel) throw invalid(`unknown alert action type ${JSON.stringify((action as { type?: unknown })?.type)}`);
+    return channel.prepare(alert, action, actionIndex);
   }
 
   /**
@@ -616,7 +302,7 @@ export function createDeliverer(deps: DelivererDeps): Deliverer {
     },
     async close() {
       await ownAgent?.close();
-      transport?.close?.();
+      await Promise.all(channels.map((c) => c.close?.()));
     },
   };
 }

@@ -1,0 +1,29 @@
+/**
+ * The interface every notification channel implements. A channel turns one action of one alert
+ * into an attempt function; the deliverer (`deliver.ts`) runs attempts and the scheduler retries
+ * them. A new channel is one file in this folder implementing {@link Channel}, added to the list
+ * in `createDeliverer`, plus its action type in the rule schema.
+ * @module
+ */
+import type { AlertDefinition, AlertType } from "../../../lib/rules/model.js";
+import type { AttemptOutcome, DeliveryResult } from "../outcome.js";
+import type { NotifyAlert } from "../render.js";
+
+/** One attempt (`n` = 1-based attempt number); may throw, which counts as a request error. */
+export type Attempt = (n: number) => Promise<AttemptOutcome>;
+
+/** A notification channel. */
+export interface Channel {
+  /** The action types it delivers (`AlertDefinition.type`). */
+  readonly types: readonly AlertType[];
+  /**
+   * Checks the action and renders what is sent, returning the attempt; or the result when no attempt
+   * can be made now (e.g. `CS_MAILER_UNCONFIGURED`).
+   * @throws {NonRetryableError} when the action cannot be delivered as written (bad template, missing
+   *   url, no valid recipient): the failure is final.
+   * @throws {Error} any other error is infrastructure (e.g. the secret store): retry later.
+   */
+  prepare(alert: NotifyAlert, action: AlertDefinition, actionIndex: number): Promise<Attempt | DeliveryResult>;
+  /** Releases connections and transports. */
+  close?(): Promise<void>;
+}
