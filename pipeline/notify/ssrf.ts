@@ -12,14 +12,20 @@
  *    resolution, so a DNS answer that changes between check 1 and the connect (DNS rebinding)
  *    is refused too. TLS still verifies the certificate against the URL's host name.
  *
- * Refused unless allowlisted: loopback, private, link-local, unspecified, multicast and reserved
- * ranges (table {@link FORBIDDEN_RANGES}), also when written as IPv4-mapped (`::ffff:a.b.c.d`,
- * RFC 4291 §2.5.5.2), IPv4-compatible (`::a.b.c.d`), NAT64 (`64:ff9b::/96`, RFC 6052) or 6to4
- * (`2002::/16`, RFC 3056) IPv6 addresses.
+ * Refused unless allowlisted: every address in a special-purpose range, as the `ipaddr.js` library
+ * classifies it (`range()`, its copy of the IANA IPv4 and IPv6 Special-Purpose Address Registries,
+ * RFC 6890): loopback, private, link-local, unspecified, multicast, documentation, benchmarking,
+ * reserved, … ({@link RANGE_CATEGORIES}); only `unicast` (global) addresses pass. An IPv4 address
+ * written inside IPv6 is judged by that IPv4 address: IPv4-mapped (`::ffff:0:0/96`, RFC 4291
+ * §2.5.5.2), IPv4-translated (`::ffff:0:0:0/96`, RFC 6145), NAT64 well-known prefix
+ * (`64:ff9b::/96`, RFC 6052) and 6to4 (`2002::/16`, RFC 3056); the deprecated IPv4-compatible
+ * form (`::a.b.c.d`, RFC 4291 §2.5.5.1) and the NAT64 local-use prefix (`64:ff9b:1::/48`, RFC 8215,
+ * translated by the network's own NAT64 at an operator-chosen position) are refused whole.
  * @module
  */
 import { lookup as dnsLookup, type LookupAddress, type LookupOptions } from "node:dns";
 import { BlockList, isIP } from "node:net";
+import ipaddr from "ipaddr.js";
 import { Agent } from "undici";
 import { NonRetryableError } from "../errors.js";
 
@@ -31,61 +37,102 @@ export const CS_DESTINATION_INVALID = "CS_DESTINATION_INVALID";
 /** Why an address is refused. */
 export type ForbiddenCategory = "loopback" | "unspecified" | "link-local" | "private" | "multicast" | "reserved";
 
-/** One refused range: `[network, prefix length, family, category, source]`. */
-export type ForbiddenRange = readonly [string, number, "ipv4" | "ipv6", ForbiddenCategory, string];
-
 /**
- * The refused ranges. IPv4 ranges are also refused in their IPv6 embeddings (mapped, compatible,
- * NAT64, 6to4). Sources: RFC 1122 §3.2.1.3 (0/8, 127/8), RFC 1918 (private IPv4), RFC 6598
- * (shared 100.64/10), RFC 3927 (IPv4 link-local), RFC 5771 (IPv4 multicast), RFC 1112 §4 and
- * RFC 919 (240/4, broadcast), RFC 6890 (192.0.0/24), RFC 2544 (198.18/15), RFC 4291 (IPv6
- * unspecified, loopback, link-local fe80::/10, multicast ff00::/8), RFC 3879 (site-local
- * fec0::/10), RFC 4193 (unique local fc00::/7).
+ * What each range name of `ipaddr.js` (`IPv4#range()` / `IPv6#range()`, version pinned in
+ * package.json) means here: a {@link ForbiddenCategory}, `"embedded"` (an IPv6 range that carries
+ * an IPv4 address: judged by that address), or null for `unicast` (global: allowed). A name missing
+ * here (a newer library version) is refused as `reserved`. The ranges, with their sources, as
+ * `ipaddr.js` 2.5.0 defines them:
  */
-export const FORBIDDEN_RANGES: readonly ForbiddenRange[] = [
-  ["127.0.0.0", 8, "ipv4", "loopback", "RFC 1122"],
-  ["0.0.0.0", 8, "ipv4", "unspecified", "RFC 1122"],
-  ["169.254.0.0", 16, "ipv4", "link-local", "RFC 3927"],
-  ["10.0.0.0", 8, "ipv4", "private", "RFC 1918"],
-  ["172.16.0.0", 12, "ipv4", "private", "RFC 1918"],
-  ["192.168.0.0", 16, "ipv4", "private", "RFC 1918"],
-  ["100.64.0.0", 10, "ipv4", "private", "RFC 6598"],
-  ["192.0.0.0", 24, "ipv4", "reserved", "RFC 6890"],
-  ["198.18.0.0", 15, "ipv4", "reserved", "RFC 2544"],
-  ["224.0.0.0", 4, "ipv4", "multicast", "RFC 5771"],
-  ["240.0.0.0", 4, "ipv4", "reserved", "RFC 1112"],
-  ["::1", 128, "ipv6", "loopback", "RFC 4291"],
-  ["::", 128, "ipv6", "unspecified", "RFC 4291"],
-  ["fe80::", 10, "ipv6", "link-local", "RFC 4291"],
-  ["fc00::", 7, "ipv6", "private", "RFC 4193"],
-  ["fec0::", 10, "ipv6", "private", "RFC 3879"],
-  ["ff00::", 8, "ipv6", "multicast", "RFC 4291"],
-];
+export const RANGE_CATEGORIES: Readonly<Record<string, ForbiddenCategory | "embedded" | null>> = {
+  /** 0.0.0.0/8 (RFC 1122 §3.2.1.3), ::/128 (RFC 4291). */
+  unspecified: "unspecified",
+  /** 255.255.255.255/32 (RFC 919, RFC 8190). */
+  broadcast: "reserved",
+  /** 224.0.0.0/4 (RFC 5771), ff00::/8 (RFC 4291). */
+  multicast: "multicast",
+  /** 169.254.0.0/16 (RFC 3927), fe80::/10 (RFC 4291). */
+  linkLocal: "link-local",
+  /** 127.0.0.0/8 (RFC 1122), ::1/128 (RFC 4291). */
+  loopback: "loopback",
+  /** 100.64.0.0/10, shared address space (RFC 6598). */
+  carrierGradeNat: "private",
+  /** 10.0.0.0/8, 172.16.0.0/12, 192.168.0.0/16 (RFC 1918). */
+  private: "private",
+  /**
+   * IPv4: 192.0.0.0/24 (RFC 6890), 192.0.2.0/24, 198.51.100.0/24, 203.0.113.0/24 (documentation,
+   * RFC 5737), 192.88.99.0/24 (6to4 relay anycast, RFC 7526), 198.18.0.0/15 (benchmarking, RFC
+   * 2544), 240.0.0.0/4 (RFC 1112); IPv6: 2001::/23 (IETF protocol assignments, RFC 2928),
+   * 2001:db8::/32 (documentation, RFC 3849), 3fff::/20 (documentation, RFC 9637).
+   */
+  reserved: "reserved",
+  /** 192.31.196.0/24, 192.175.48.0/24 (AS112 DNS sinks, RFC 7534, RFC 7535). */
+  as112: "reserved",
+  /** 192.52.193.0/24, 2001:3::/32 (AMT relays, RFC 7450). */
+  amt: "reserved",
+  /** fc00::/7, unique local (RFC 4193). */
+  uniqueLocal: "private",
+  /** fec0::/10, deprecated site-local (RFC 3879). */
+  deprecatedSiteLocal: "private",
+  /** 100::/64, discard-only (RFC 6666). */
+  discard: "reserved",
+  /** 2001::/32, Teredo (RFC 4380). */
+  teredo: "reserved",
+  /** 2001:2::/48, benchmarking (RFC 5180). */
+  benchmarking: "reserved",
+  /** 2001:4:112::/48, 2620:4f:8000::/48 (AS112-v6, RFC 7534, RFC 7535). */
+  as112v6: "reserved",
+  /** 2001:10::/28, deprecated ORCHID (RFC 4843). */
+  deprecatedOrchid: "reserved",
+  /** 2001:20::/28, ORCHIDv2 (RFC 7343). */
+  orchid2: "reserved",
+  /** 2001:30::/28, drone remote ID entity tags (RFC 9374). */
+  droneRemoteIdProtocolEntityTags: "reserved",
+  /** 5f00::/16, SRv6 SIDs (RFC 9602). */
+  segmentRouting: "reserved",
+  /** ::ffff:0:0/96, IPv4-mapped (RFC 4291 §2.5.5.2). */
+  ipv4Mapped: "embedded",
+  /** ::ffff:0:0:0/96, IPv4-translated (RFC 6145). */
+  rfc6145: "embedded",
+  /** 64:ff9b::/96, NAT64 well-known prefix (RFC 6052); 64:ff9b:1::/48, local-use (RFC 8215): refused as private. */
+  rfc6052: "embedded",
+  /** 2002::/16, 6to4 (RFC 3056): the IPv4 address is bits 16–47. */
+  "6to4": "embedded",
+  /** Everything else: global unicast, allowed. */
+  unicast: null,
+};
 
-/** Order in which categories are reported when several apply. */
-const CATEGORY_ORDER: readonly ForbiddenCategory[] = ["loopback", "unspecified", "link-local", "private", "multicast", "reserved"];
+/** The NAT64 well-known prefix 64:ff9b::/96 (RFC 6052 §2.1), the part of `rfc6052` with a fixed IPv4 position. */
+const NAT64_WELL_KNOWN: [ipaddr.IPv6, number] = ipaddr.IPv6.parseCIDR("64:ff9b::/96");
 
-function ipv4Hex(addr: string): [string, string] {
-  const b = addr.split(".").map(Number) as [number, number, number, number];
-  const h = (x: number, y: number) => ((x << 8) | y).toString(16);
-  return [h(b[0], b[1]), h(b[2], b[3])];
+/** The category of a range name of `ipaddr.js`; unknown names are `reserved` (refuse what is not known to be global). */
+function rangeCategory(name: string): ForbiddenCategory | "embedded" | null {
+  return Object.hasOwn(RANGE_CATEGORIES, name) ? (RANGE_CATEGORIES[name] ?? null) : "reserved";
 }
 
-const CATEGORY_LISTS: ReadonlyMap<ForbiddenCategory, BlockList> = (() => {
-  const lists = new Map<ForbiddenCategory, BlockList>(CATEGORY_ORDER.map((c) => [c, new BlockList()]));
-  for (const [net, prefix, family, category] of FORBIDDEN_RANGES) {
-    const list = lists.get(category)!;
-    list.addSubnet(net, prefix, family);
-    if (family === "ipv4") {
-      const [hi, lo] = ipv4Hex(net);
-      list.addSubnet(`::ffff:${net}`, 96 + prefix, "ipv6"); // IPv4-mapped
-      list.addSubnet(`::${net}`, 96 + prefix, "ipv6"); // IPv4-compatible (deprecated)
-      list.addSubnet(`64:ff9b::${net}`, 96 + prefix, "ipv6"); // NAT64 well-known prefix
-      list.addSubnet(`2002:${hi}:${lo}::`, 16 + prefix, "ipv6"); // 6to4
-    }
+/** The IPv4 address in the last 32 bits of an IPv6 address (`parts[6..7]`), or, with `at = 1`, in bits 16–47 (6to4). */
+function ipv4At(ip: ipaddr.IPv6, at = 6): ipaddr.IPv4 {
+  const hi = ip.parts[at] ?? 0;
+  const lo = ip.parts[at + 1] ?? 0;
+  return new ipaddr.IPv4([hi >> 8, hi & 0xff, lo >> 8, lo & 0xff]);
+}
+
+/** The forbidden category of a parsed address, or null when it is global unicast. */
+function classify(ip: ipaddr.IPv4 | ipaddr.IPv6): ForbiddenCategory | null {
+  const name = ip.range();
+  const category = rangeCategory(name);
+  if (ip.kind() === "ipv4") return category === "embedded" ? "reserved" : category;
+  const v6 = ip as ipaddr.IPv6;
+  if (category === "embedded") {
+    if (name === "rfc6052" && !v6.match(NAT64_WELL_KNOWN)) return "private"; // 64:ff9b:1::/48, local use
+    return classify(name === "6to4" ? ipv4At(v6, 1) : ipv4At(v6));
   }
-  return lists;
-})();
+  if (category === null && v6.parts.slice(0, 6).every((p) => p === 0)) {
+    // IPv4-compatible ::a.b.c.d (deprecated, RFC 4291 §2.5.5.1): the IPv4 address's category, else reserved.
+    return classify(ipv4At(v6)) ?? "reserved";
+  }
+  return category;
+}
 
 /** Strips IPv6 brackets and a zone index (`fe80::1%eth0`). */
 function bareAddress(address: string): string {
@@ -96,7 +143,8 @@ function bareAddress(address: string): string {
 }
 
 /**
- * The category that makes an IP address forbidden, or null when it is a public address.
+ * The category that makes an IP address forbidden, or null when it is a global unicast address
+ * (see {@link RANGE_CATEGORIES}).
  * @param address A literal IPv4 or IPv6 address (brackets and zone index tolerated).
  * @throws {TypeError} when `address` is not an IP address.
  */
@@ -104,9 +152,17 @@ export function forbiddenCategory(address: string): ForbiddenCategory | null {
   const a = bareAddress(address);
   const v = isIP(a);
   if (v === 0) throw new TypeError(`not an IP address: ${JSON.stringify(address)}`);
-  const family = v === 4 ? "ipv4" : "ipv6";
-  for (const c of CATEGORY_ORDER) if (CATEGORY_LISTS.get(c)!.check(a, family)) return c;
-  return null;
+  // IPv6 goes through the WHATWG serializer first (all hex, no dotted quad): ipaddr.js reads the
+  // dotted form `::a.b.c.d` as IPv4-mapped (::ffff:a.b.c.d), not as the address those bits spell.
+  let canonical = a;
+  if (v === 6) {
+    try {
+      canonical = new URL(`http://[${a}]/`).hostname.slice(1, -1);
+    } catch {
+      return "reserved"; // Node calls it IPv6 but WHATWG does not: refuse what cannot be judged
+    }
+  }
+  return classify(ipaddr.parse(canonical));
 }
 
 /** A parsed operator allowlist: exceptions to the refused ranges. */

@@ -136,7 +136,10 @@ describe("runWithRetry", () => {
   });
 });
 
-/** Deliverer over a MockAgent; the receiver is the public documentation address 203.0.113.10 (RFC 5737). */
+/**
+ * Deliverer over a MockAgent; the receiver is the documentation address 203.0.113.10 (RFC 5737),
+ * allowlisted: the SSRF guard refuses documentation ranges like every special-purpose range.
+ */
 describe("createDeliverer (MockAgent)", () => {
   const ORIGIN = "http://203.0.113.10";
   const SECRET = "whsec_unit";
@@ -153,6 +156,7 @@ describe("createDeliverer (MockAgent)", () => {
       random: () => 0.5,
       now: () => NOW,
       resolve: async (host) => (host === "hooks.slack.example" ? [{ address: "203.0.113.20", family: 4 }] : []),
+      allowlist: ["203.0.113.0/24"],
       ...over,
     });
 

@@ -1,7 +1,16 @@
 /** Unit tests of the SSRF guard: address categories, allowlist, URL checks, and the connect-time lookup. */
 import type { LookupAddress } from "node:dns";
+import fc from "fast-check";
+import ipaddr from "ipaddr.js";
 import { describe, expect, it } from "vitest";
-import { checkDestination, forbiddenCategory, guardedLookup, parseAllowlist, type ResolveAll } from "../../../../pipeline/notify/ssrf.js";
+import {
+  checkDestination,
+  forbiddenCategory,
+  guardedLookup,
+  parseAllowlist,
+  RANGE_CATEGORIES,
+  type ResolveAll,
+} from "../../../../pipeline/notify/ssrf.js";
 
 /** A resolver answering from a fixed table (no DNS). */
 const fakeDns =
@@ -57,6 +66,88 @@ describe("forbiddenCategory", () => {
     "2002:808:808::",
   ])("%s is public", (addr) => {
     expect(forbiddenCategory(addr)).toBeNull();
+  });
+
+  it.each([
+    // IPv4 documentation (TEST-NET-1..3, RFC 5737), 6to4 relay anycast (RFC 7526), AS112 (RFC 7534/7535), AMT (RFC 7450)
+    ["192.0.2.1", "reserved"],
+    ["198.51.100.7", "reserved"],
+    ["203.0.113.255", "reserved"],
+    ["192.88.99.1", "reserved"],
+    ["192.31.196.1", "reserved"],
+    ["192.175.48.1", "reserved"],
+    ["192.52.193.1", "reserved"],
+    ["198.19.255.255", "reserved"],
+    // IPv6 documentation (RFC 3849, RFC 9637), discard (RFC 6666), Teredo (RFC 4380), benchmarking (RFC 5180), ORCHID, SRv6 SIDs
+    ["2001:db8::1", "reserved"],
+    ["2001:db8:ffff::1", "reserved"],
+    ["3fff::1", "reserved"],
+    ["100::1", "reserved"],
+    ["2001::1", "reserved"],
+    ["2001:2::1", "reserved"],
+    ["2001:20::1", "reserved"],
+    ["5f00::1", "reserved"],
+    // NAT64 local-use prefix (RFC 8215): translated by the network's own NAT64, which may reach private IPv4
+    ["64:ff9b:1::1", "private"],
+    ["64:ff9b:1:ffff::8.8.8.8", "private"],
+    // The new IPv4 ranges in every IPv6 embedding: mapped (::ffff:0:0/96), translated (::ffff:0:0:0/96, RFC 6145),
+    // NAT64 well-known prefix (64:ff9b::/96, RFC 6052), 6to4 (2002::/16), IPv4-compatible (::/96)
+    ["::ffff:192.0.2.1", "reserved"],
+    ["::ffff:c633:6407", "reserved"],
+    ["::ffff:0:203.0.113.9", "reserved"],
+    ["::ffff:0:127.0.0.1", "loopback"],
+    ["::ffff:0:a00:1", "private"],
+    ["64:ff9b::192.0.2.1", "reserved"],
+    ["64:ff9b::198.51.100.1", "reserved"],
+    ["64:ff9b::169.254.169.254", "link-local"],
+    ["2002:c000:201::", "reserved"],
+    ["2002:cb00:7101::1", "reserved"],
+    ["::192.0.2.1", "reserved"],
+    ["::8.8.8.8", "reserved"],
+    ["::127.0.0.1", "loopback"],
+    ["::a00:1", "private"],
+    ["::ffff:0:0", "unspecified"],
+  ])("%s is %s (special-purpose ranges from ipaddr.js)", (addr, category) => {
+    expect(forbiddenCategory(addr)).toBe(category);
+  });
+
+  it("refuses the first and the last address of every special-purpose range ipaddr.js knows", () => {
+    type Subnet = [ipaddr.IPv4 | ipaddr.IPv6, number];
+    const registries = [
+      (ipaddr.IPv4.prototype as unknown as { SpecialRanges: Record<string, Subnet | Subnet[]> }).SpecialRanges,
+      (ipaddr.IPv6.prototype as unknown as { SpecialRanges: Record<string, Subnet | Subnet[]> }).SpecialRanges,
+    ];
+    const checked: string[] = [];
+    for (const registry of registries) {
+      for (const [name, entry] of Object.entries(registry)) {
+        const subnets: Subnet[] = Array.isArray(entry[0]) ? (entry as Subnet[]) : [entry as Subnet];
+        for (const [net, bits] of subnets) {
+          const cidr = `${net.toString()}/${bits}`;
+          const Family = net.kind() === "ipv4" ? ipaddr.IPv4 : ipaddr.IPv6;
+          for (const a of [Family.networkAddressFromCIDR(cidr), Family.broadcastAddressFromCIDR(cidr)]) {
+            expect(forbiddenCategory(a.toString()), `${a.toString()} (${name} ${cidr})`).not.toBeNull();
+          }
+          checked.push(name);
+        }
+      }
+    }
+    expect(new Set(checked)).toEqual(new Set(Object.keys(RANGE_CATEGORIES).filter((n) => n !== "unicast")));
+  });
+
+  it("property: an IPv4 address written inside IPv6 (mapped, translated, NAT64 well-known, 6to4) is judged as the IPv4 address", () => {
+    fc.assert(
+      fc.property(fc.ipV4(), (v4) => {
+        const [a, b, c, d] = v4.split(".").map(Number) as [number, number, number, number];
+        const hi = ((a << 8) | b).toString(16);
+        const lo = ((c << 8) | d).toString(16);
+        const expected = forbiddenCategory(v4);
+        for (const v6 of [`::ffff:${v4}`, `::ffff:${hi}:${lo}`, `::ffff:0:${hi}:${lo}`, `64:ff9b::${v4}`, `2002:${hi}:${lo}::1`]) {
+          expect(forbiddenCategory(v6), `${v6} (${v4})`).toBe(expected);
+        }
+        expect(forbiddenCategory(`::${v4}`)).toBe(expected ?? "reserved");
+      }),
+      { numRuns: 2000 },
+    );
   });
 
   it("throws on a non-address", () => {
@@ -117,6 +208,11 @@ describe("checkDestination", () => {
       "http://[fe80::1]/",
       "http://[fd00::1]/",
       "http://0.0.0.0/",
+      "http://192.0.2.10/",
+      "http://[2001:db8::10]/",
+      "http://[::ffff:198.51.100.1]/",
+      "http://[64:ff9b::203.0.113.1]/",
+      "http://[64:ff9b:1::a00:1]/",
     ]) {
       await expect(checkDestination(url, { resolve }), url).rejects.toEqual(forbidden);
     }
@@ -138,6 +234,9 @@ describe("checkDestination", () => {
       checkDestination("https://metadata.example.com/", { allowlist: ["metadata.example.com"], resolve }),
     ).resolves.toMatchObject({ addresses: [] });
     await expect(checkDestination("http://127.0.0.2/", { allowlist: ["127.0.0.1"], resolve })).rejects.toEqual(forbidden);
+    await expect(checkDestination("http://192.0.2.10/", { allowlist: ["192.0.2.0/24"], resolve })).resolves.toBeDefined();
+    await expect(checkDestination("http://[2001:db8::10]/", { allowlist: ["2001:db8::/32"], resolve })).resolves.toBeDefined();
+    await expect(checkDestination("http://[::ffff:192.0.2.10]/", { allowlist: ["192.0.2.10"], resolve })).resolves.toBeDefined();
   });
 
   it("refuses other schemes, credentials and garbage as CS_DESTINATION_INVALID", async () => {
