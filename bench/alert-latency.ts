@@ -1,13 +1,20 @@
 /**
- * `npm run bench -- alert-latency [--blocks 50] [--per-block 10] [--poll-ms 20]`: time from a
- * block's appearance at the node (anvil, `anvil_mine` returned) to the arrival of each alert's
- * webhook at a local receiver, through the whole real path: ingest (following the head, polling
- * every `--poll-ms`) → Kafka → decode → match (maxConfirmationCount 0) → notify → HTTP POST.
+ * `npm run bench -- alert-latency [--blocks 50] [--per-block 10] [--poll-ms 20] [--dead-destinations N]`:
+ * time from a block's appearance at the node (anvil, `anvil_mine` returned) to the arrival of each
+ * alert's webhook at a local receiver, through the whole real path: ingest (following the head,
+ * polling every `--poll-ms`) → Kafka → decode → match (maxConfirmationCount 0) → notify → HTTP POST.
  * Prints p50/p90/p99/max over all alerts. Target: p99 ≤ 250 ms over ≥ 500 alerts.
+ *
+ * With `--dead-destinations N` (N ≥ 1) the same run then adds N rules matching the same transfers
+ * whose webhooks are dead local endpoints (alternately one that accepts the request and never
+ * answers, and a closed port: connection refused), each its own destination, measures the healthy
+ * rule's alerts over the same number of blocks again and prints both figures and
+ * p99(dead) / p99(none) against the target ≤ 1.2. The notify settings are the configuration's
+ * (`CHAINSIFT_NOTIFY_*`, defaults: 10 s timeout, unhealthy after 3 failures in a row).
  * Needs the stack (`npm run stack -- up`).
  * @module
  */
-import { createServer } from "node:http";
+import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { performance } from "node:perf_hooks";
 import { ContractFactory, Interface, JsonRpcProvider } from "ethers";
@@ -19,6 +26,7 @@ import { startMatchStage } from "../pipeline/match/stage.js";
 import { startNotifyStage } from "../pipeline/notify/stage.js";
 import { startPipeline } from "../pipeline/runtime.js";
 import { createHarness, waitFor } from "../test/support/harness.js";
+import { percentile } from "./support/load.js";
 
 function arg(args: string[], name: string, fallback: number): number {
   const i = args.indexOf(`--${name}`);
@@ -26,8 +34,54 @@ function arg(args: string[], name: string, fallback: number): number {
   return Number.isFinite(v) && v > 0 ? v : fallback;
 }
 
-function percentile(sorted: number[], p: number): number {
-  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)] ?? Number.NaN;
+const listen = (server: Server, port = 0) =>
+  new Promise<number>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(port, "127.0.0.1", () => resolve((server.address() as AddressInfo).port));
+  });
+
+/** A webhook receiver on 127.0.0.1 that reads every request and never answers it ({@link startHangingEndpoint}). */
+export interface HangingEndpoint {
+  /** `http://127.0.0.1:<port>` */
+  base: string;
+  /** Requests received so far. */
+  requests(): number;
+  /** Most requests open at the same time so far. */
+  maxOpen(): number;
+  /** Drops every open connection and stops listening. */
+  close(): Promise<void>;
+}
+
+/** Starts a {@link HangingEndpoint} on a free port of 127.0.0.1. */
+export async function startHangingEndpoint(): Promise<HangingEndpoint> {
+  let requests = 0;
+  let open = 0;
+  let maxOpen = 0;
+  const server = createServer((req, res) => {
+    requests++;
+    maxOpen = Math.max(maxOpen, ++open);
+    res.on("close", () => open--);
+    req.resume();
+  });
+  const port = await listen(server);
+  return {
+    base: `http://127.0.0.1:${port}`,
+    requests: () => requests,
+    maxOpen: () => maxOpen,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}
+
+/** A port of 127.0.0.1 that nothing listens on (connecting is refused): one the OS just gave out and got back. */
+export async function closedPort(): Promise<number> {
+  const server = createServer();
+  const port = await listen(server);
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
 }
 
 /** Runs the benchmark and prints its figures. */
@@ -35,6 +89,7 @@ export async function benchAlertLatency(args: string[]): Promise<void> {
   const blocks = arg(args, "blocks", 50);
   const perBlock = arg(args, "per-block", 10);
   const pollMs = arg(args, "poll-ms", 20);
+  const deadCount = Math.floor(arg(args, "dead-destinations", 0));
   const h = createHarness();
   h.config.chain = { technology: "ethereum", blockchain: "ethereum", network: "anvil" };
   h.config.notify = { ...h.config.notify, allowlist: ["127.0.0.1"] };
@@ -54,8 +109,7 @@ export async function benchAlertLatency(args: string[]): Promise<void> {
       res.writeHead(200).end();
     });
   });
-  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
-  const hook = `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`;
+  const hook = `http://127.0.0.1:${await listen(server)}/hook`;
 
   const anvil = await startAnvil({ blockTimeSec: 0 });
   const provider = new JsonRpcProvider(anvil.rpcUrl, undefined, { staticNetwork: true });
@@ -80,21 +134,25 @@ export async function benchAlertLatency(args: string[]): Promise<void> {
   const rules = await connectRuleStore(h.config);
   const match = await startMatchStage({ bus: pipeline.bus, config: h.config, logger: h.logger, rules: rules.store });
   const notify = await startNotifyStage({ bus: pipeline.bus, config: h.config, logger: h.logger });
-  const rule = await rules.store.create("bench", {
-    name: "every CST transfer",
-    maxConfirmationCount: 0,
-    sendPendingAlerts: false,
-    ...h.config.chain,
-    config: {
-      targetType: "Event",
-      targetMap: [
-        { name: "event", operator: "Equals", value: "Transfer" },
-        { name: "address", operator: "Equals (ignore case)", value: tokenAddress },
-      ],
-      alerts: [{ type: "Webhook (POST)", parameters: { url: hook } }],
-    },
-  });
-  await waitFor(async () => match.index.get(rule.id), 10_000, 20);
+  /** A rule on every CST transfer, posting to `url`. */
+  const everyTransfer = async (name: string, url: string) => {
+    const rule = await rules.store.create("bench", {
+      name,
+      maxConfirmationCount: 0,
+      sendPendingAlerts: false,
+      ...h.config.chain,
+      config: {
+        targetType: "Event",
+        targetMap: [
+          { name: "event", operator: "Equals", value: "Transfer" },
+          { name: "address", operator: "Equals (ignore case)", value: tokenAddress },
+        ],
+        alerts: [{ type: "Webhook (POST)", parameters: { url } }],
+      },
+    });
+    await waitFor(async () => match.index.get(rule.id), 10_000, 20);
+  };
+  await everyTransfer("every CST transfer", hook);
   const { ingester, close } = await pipeline.createIngester(anvil.rpcUrl);
   const controller = new AbortController();
   const following = ingester.follow({ from: 0, pollIntervalMs: pollMs, signal: controller.signal });
@@ -113,24 +171,50 @@ export async function benchAlertLatency(args: string[]): Promise<void> {
   const warmBlock = Number(await provider.send("eth_blockNumber", []));
   await waitFor(async () => (arrivals.get(warmBlock)?.length ?? 0) >= perBlock, 60_000, 10);
 
-  const latencies: number[] = [];
-  let missing = 0;
-  for (let b = 0; b < blocks; b++) {
-    await sendTransfers(perBlock);
-    await provider.send("anvil_mine", ["0x1"]);
-    const t0 = performance.now();
-    const number = Number(await provider.send("eth_blockNumber", []));
-    try {
-      await waitFor(async () => (arrivals.get(number)?.length ?? 0) >= perBlock, 10_000, 2);
-    } catch {
-      missing += perBlock - (arrivals.get(number)?.length ?? 0);
+  /** Mines `blocks` blocks of `perBlock` transfers, each after the previous one's alerts arrived (or 10 s). */
+  const measure = async () => {
+    const latencies: number[] = [];
+    let missing = 0;
+    for (let b = 0; b < blocks; b++) {
+      await sendTransfers(perBlock);
+      await provider.send("anvil_mine", ["0x1"]);
+      const t0 = performance.now();
+      const number = Number(await provider.send("eth_blockNumber", []));
+      try {
+        await waitFor(async () => (arrivals.get(number)?.length ?? 0) >= perBlock, 10_000, 2);
+      } catch {
+        missing += perBlock - (arrivals.get(number)?.length ?? 0);
+      }
+      for (const at of arrivals.get(number) ?? []) latencies.push(at - t0);
     }
-    for (const at of arrivals.get(number) ?? []) latencies.push(at - t0);
+    return { latencies: latencies.sort((a, b) => a - b), missing };
+  };
+  const none = await measure();
+
+  const hanging: HangingEndpoint[] = [];
+  let dead: Awaited<ReturnType<typeof measure>> | undefined;
+  if (deadCount > 0) {
+    const urls: string[] = [];
+    for (let i = 0; i < deadCount; i++) {
+      if (i % 2 === 0) {
+        const endpoint = await startHangingEndpoint();
+        hanging.push(endpoint);
+        urls.push(`${endpoint.base}/hook`);
+      } else urls.push(`http://127.0.0.1:${await closedPort()}/hook`);
+    }
+    for (const [i, url] of urls.entries()) await everyTransfer(`dead destination ${i + 1}`, url);
+    dead = await measure();
   }
+  const stats = notify.scheduler.stats();
+  const unhealthy = (await notify.queue.destinations()).filter((d) => d.health.unhealthy).length;
+
   controller.abort();
   await following.catch(() => {});
   await close();
+  // The hung endpoints close after the notify stage (which waits up to one timeout for the attempts
+  // in flight): closed first, the stage would keep attempting them while it stops and log them unhealthy.
   await notify.stop();
+  await Promise.all(hanging.map((e) => e.close()));
   await match.stop();
   await rules.close();
   await pipeline.stop();
@@ -138,12 +222,31 @@ export async function benchAlertLatency(args: string[]): Promise<void> {
   server.close();
   await h.cleanup();
 
-  latencies.sort((a, b) => a - b);
   const f = (x: number) => `${x.toFixed(1)} ms`;
+  const report = (r: { latencies: number[]; missing: number }, target: string) => {
+    console.log(`alerts received : ${r.latencies.length} (missing ${r.missing})`);
+    console.log(`latency p50     : ${f(percentile(r.latencies, 0.5))}`);
+    console.log(`latency p90     : ${f(percentile(r.latencies, 0.9))}`);
+    console.log(`latency p99     : ${f(percentile(r.latencies, 0.99))}${target}`);
+    console.log(`latency max     : ${f(r.latencies.at(-1) ?? Number.NaN)}`);
+  };
   console.log(`bench alert-latency: ${blocks} blocks x ${perBlock} matching transfers, maxConfirmationCount 0, head poll ${pollMs} ms`);
-  console.log(`alerts received : ${latencies.length} (missing ${missing})`);
-  console.log(`latency p50     : ${f(percentile(latencies, 50))}`);
-  console.log(`latency p90     : ${f(percentile(latencies, 90))}`);
-  console.log(`latency p99     : ${f(percentile(latencies, 99))} (target <= 250 ms)`);
-  console.log(`latency max     : ${f(latencies.at(-1) ?? Number.NaN)}`);
+  if (!dead) {
+    report(none, " (target <= 250 ms)");
+    return;
+  }
+  const n = h.config.notify;
+  console.log("-- healthy rule alone (0 dead destinations)");
+  report(none, " (target <= 250 ms)");
+  console.log(
+    `-- healthy rule next to ${deadCount} dead destinations (${hanging.length} never answering, ${deadCount - hanging.length} refusing; ` +
+      `notify timeout ${n.timeoutMs} ms, unhealthy after ${n.unhealthyAfter}, ${n.destinationConcurrency} per destination)`,
+  );
+  report(dead, "");
+  const ratio = percentile(dead.latencies, 0.99) / percentile(none.latencies, 0.99);
+  console.log(`p99 dead / none : ${ratio.toFixed(2)} (target <= 1.2) ${ratio <= 1.2 ? "met" : "missed"}`);
+  console.log(
+    `notify          : ${stats.delivered} delivered, ${stats.retried} retries scheduled, ${stats.deadLettered} dead-lettered; ` +
+      `${unhealthy} destinations unhealthy; requests to the never-answering endpoints: ${hanging.map((e) => e.requests()).join(", ")}`,
+  );
 }
