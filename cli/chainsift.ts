@@ -307,7 +307,7 @@ export const commands: CliCommand[] = [
     path: ["alerts", "replay"],
     summary: "re-send dead-lettered alerts (only their undelivered actions)",
     usage: "[--rule <rule-id>] [--idle-ms <ms>]",
-    details: "Reads the dead-letter topic with its own consumer group, so each dead letter is replayed once.",
+    details: "Reads the dead-letter topic with its own consumer group (one per --rule), so each dead letter is replayed once per group.",
     options: { rule: { type: "string" }, "idle-ms": { type: "string" } },
     run: async (ctx, args) => {
       const idle = args.values["idle-ms"] === undefined ? undefined : Number(args.values["idle-ms"]);

@@ -11,7 +11,13 @@ import type { Bus } from "../kafka/bus.js";
 /** Options of {@link replayAlertDeadLetters}. */
 export interface ReplayOptions {
   bus: Bus;
-  /** Consumer group that remembers what was replayed. Default `<groupPrefix>...alerts-replay`. */
+  /**
+   * Consumer group that remembers what was replayed. Default `<groupPrefix>...alerts-replay`, or
+   * `…alerts-replay-rule-<ruleId>` with {@link ReplayOptions.ruleId}: a replay of one rule commits
+   * past the letters of every rule it reads, so it must not use the group of the all-rules replay
+   * (it would swallow the other rules' letters). A later all-rules replay reads that rule's
+   * letters again; the redelivery guard skips the actions already delivered.
+   */
   groupId?: string;
   /** Stop after this long without a new message. Default 3000 ms. */
   idleMs?: number;
@@ -30,7 +36,9 @@ export interface ReplayResult {
 /** Replays the notify stage's dead letters; resolves when the topic has been idle for `idleMs`. */
 export async function replayAlertDeadLetters(opts: ReplayOptions): Promise<ReplayResult> {
   const { bus } = opts;
-  const consumer = bus.kafka.consumer({ groupId: opts.groupId ?? bus.groupId("alerts-replay") });
+  const consumer = bus.kafka.consumer({
+    groupId: opts.groupId ?? bus.groupId(opts.ruleId ? `alerts-replay-rule-${opts.ruleId}` : "alerts-replay"),
+  });
   const producer = bus.kafka.producer({ idempotent: true, maxInFlightRequests: 1 });
   await Promise.all([consumer.connect(), producer.connect()]);
   const result: ReplayResult = { read: 0, replayed: 0 };

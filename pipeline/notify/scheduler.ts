@@ -36,7 +36,7 @@ import { type DeliveryLog, deliveryLogEntry } from "./log.js";
 import type { DeliveryJob, DeliveryQueue } from "./queue.js";
 import { alertFromAvro } from "./stage.js";
 
-/** A queued job was not attempted within its time budget because its destination was unhealthy. */
+/** A queued job's time budget ran out while its destination was unhealthy (it waited for a probe instead of being attempted). */
 export const CS_DESTINATION_UNHEALTHY = "CS_DESTINATION_UNHEALTHY";
 
 /** Tuning of {@link startScheduler}. */
@@ -268,7 +268,7 @@ export function startScheduler(deps: SchedulerDeps): Scheduler {
           attempts: job.attempts,
           code: CS_DESTINATION_UNHEALTHY,
           message:
-            `destination ${job.destination} unhealthy since ${since}; not attempted within the ${windowMs} ms budget (last: ${health.lastCode || job.lastCode || "?"} ${health.lastError || job.lastError || ""})`.trim(),
+            `destination ${job.destination} unhealthy since ${since}; the ${windowMs} ms budget ran out while waiting for it to recover, after ${job.attempts} attempt(s) of this delivery (last: ${health.lastCode || job.lastCode || "?"} ${health.lastError || job.lastError || ""})`.trim(),
           ...(job.lastStatus === undefined ? {} : { status: job.lastStatus }),
         })),
       );
