@@ -17,7 +17,12 @@ export const MAX_EMAIL_LENGTH = 254;
 
 const EMAIL_RE = new RegExp(EMAIL_PATTERN, "u");
 
-/** Whether `s` matches {@link EMAIL_PATTERN} and is at most {@link MAX_EMAIL_LENGTH} characters. */
+/**
+ * Whether `s` matches {@link EMAIL_PATTERN} and is at most {@link MAX_EMAIL_LENGTH} characters,
+ * counted as Unicode code points like the `maxLength` of the published rule schema (an emoji is one
+ * character, two UTF-16 code units).
+ */
 export function isEmailAddress(s: string): boolean {
-  return s.length <= MAX_EMAIL_LENGTH && EMAIL_RE.test(s);
+  const short = s.length <= MAX_EMAIL_LENGTH || (s.length <= 2 * MAX_EMAIL_LENGTH && [...s].length <= MAX_EMAIL_LENGTH);
+  return short && EMAIL_RE.test(s);
 }

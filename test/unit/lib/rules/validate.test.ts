@@ -938,6 +938,19 @@ describe("validateRuleInput: caps (RULE_LIMITS)", () => {
     );
   });
 
+  it("counts e-mail address length in code points too (254), like the schema", () => {
+    const local = "📧".repeat(200); // 200 code points, 400 UTF-16 units
+    const body = validRule();
+    body.config.alerts[0].parameters.recipients = [`${local}@example.com`];
+    expect(findRuleErrors(body, "create", chains)).toEqual([]);
+    expect(createSchema.Check(body)).toBe(true);
+    only(
+      refuse((r) => (r.config.alerts[0].parameters.recipients = [`${"📧".repeat(243)}@example.com`])),
+      "CS_RULE_ALERT_PARAMETERS",
+      `${alerts}[0].parameters.recipients[0]`,
+    );
+  });
+
   it("refuses more than 50 recipients", () => {
     const many = (n: number) => Array.from({ length: n }, (_, i) => `ops${i}@example.com`);
     only(
