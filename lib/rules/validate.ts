@@ -10,11 +10,14 @@
  *   After the walker, the compiled schema runs as a backstop: a body the walker accepts but the schema
  *   refuses is still refused (`CS_RULE_INVALID`). The unit tests check that both agree.
  *
- * What the schema cannot know, the chains this deployment serves, is checked by the walker only.
+ * The chains a deployment serves are checked by the walker; {@link ruleSchemasFor} builds the
+ * schemas of one deployment (chain fields as enumerations) for its OpenAPI document, which then
+ * describe exactly what the walker accepts, except the count and size of the additional top-level
+ * properties and the body size (annotations `x-chainsift-*`: JSON Schema cannot express them).
  * See `docs/rules.md` for the rules in prose and every error code.
  * @module
  */
-import { type Static, Type } from "typebox";
+import { type Static, type TSchema, Type } from "typebox";
 import { Compile } from "typebox/compile";
 import type { ChainId } from "../config.js";
 import { EMAIL_PATTERN, isEmailAddress } from "../email.js";
@@ -423,10 +426,8 @@ const ruleProperties = {
  * (except the service-managed `id`, `accountId`, `createdAt`, `updatedAt`, which are ignored).
  * Defaults applied by {@link validateRuleInput}: `state` `enabled`, `sendPendingAlerts` false, `description` null.
  */
-export const RuleCreateSchema = Type.Object(ruleProperties, {
-  description: `An alerting rule. Additional top-level properties are allowed and stored verbatim: at most ${RULE_LIMITS.extraPropertiesMax}, together at most ${RULE_LIMITS.extraPropertiesMaxBytes} bytes of JSON; the whole body at most ${RULE_LIMITS.bodyMaxBytes} bytes.`,
-  ...extraPropertyLimits,
-});
+const createDescription = `An alerting rule. Additional top-level properties are allowed and stored verbatim: at most ${RULE_LIMITS.extraPropertiesMax}, together at most ${RULE_LIMITS.extraPropertiesMaxBytes} bytes of JSON; the whole body at most ${RULE_LIMITS.bodyMaxBytes} bytes.`;
+export const RuleCreateSchema = Type.Object(ruleProperties, { description: createDescription, ...extraPropertyLimits });
 
 /**
  * Body of `PUT /alerting/rules/<rule_id>/`: any subset of the rule's fields, merged into the stored
@@ -434,10 +435,45 @@ export const RuleCreateSchema = Type.Object(ruleProperties, {
  * stored version (else 409). `technology`, `blockchain`, `network` may be sent but must equal the
  * stored values (the store refuses a change with `CS_RULE_IMMUTABLE_FIELD`).
  */
-export const RuleUpdateSchema = Type.Partial(RuleCreateSchema, {
-  description: `Fields of an alerting rule to change. Additional top-level properties: at most ${RULE_LIMITS.extraPropertiesMax} in the body and in the rule they are merged into, together at most ${RULE_LIMITS.extraPropertiesMaxBytes} bytes of JSON; the whole body at most ${RULE_LIMITS.bodyMaxBytes} bytes.`,
-  ...extraPropertyLimits,
-});
+const updateDescription = `Fields of an alerting rule to change. Additional top-level properties: at most ${RULE_LIMITS.extraPropertiesMax} in the body and in the rule they are merged into, together at most ${RULE_LIMITS.extraPropertiesMaxBytes} bytes of JSON; the whole body at most ${RULE_LIMITS.bodyMaxBytes} bytes.`;
+export const RuleUpdateSchema = Type.Partial(RuleCreateSchema, { description: updateDescription, ...extraPropertyLimits });
+
+/** The rule body schemas of one deployment, see {@link ruleSchemasFor}. */
+export interface RuleSchemas {
+  /** Body of `POST /alerting/rules/`: {@link RuleCreateSchema} with the served chains. */
+  create: TSchema;
+  /** Body of `PUT /alerting/rules/<rule_id>/`: {@link RuleUpdateSchema} with the served chains. */
+  update: TSchema;
+}
+
+/**
+ * {@link RuleCreateSchema} and {@link RuleUpdateSchema} for a deployment that serves `chains`, for
+ * its OpenAPI document: `technology`, `blockchain` and `network` are enumerations of the served
+ * values, and when the served chains are not every combination of those values (e.g. two networks
+ * of different blockchains) an `anyOf` of the served combinations is added, so the schema accepts
+ * exactly the chain fields {@link validateRuleInput} accepts (`CS_RULE_UNKNOWN_CHAIN` otherwise).
+ * With no chain served, nothing is accepted (like the validator). Pure; build once per app.
+ * @param chains the chains this deployment serves (as passed to {@link validateRuleInput}).
+ */
+export function ruleSchemasFor(chains: readonly ChainId[]): RuleSchemas {
+  const fields = ["technology", "blockchain", "network"] as const;
+  const combos = [...new Map(chains.map((c) => [JSON.stringify([c.technology, c.blockchain, c.network]), c])).values()];
+  const values = (f: (typeof fields)[number]) => [...new Set(combos.map((c) => c[f]))];
+  const enumOf = (f: (typeof fields)[number]) =>
+    Type.Enum(values(f), { description: `a ${f} this deployment serves (with the other two, one of the served chains)` });
+  const product = fields.reduce((n, f) => n * values(f).length, 1);
+  const combinations =
+    combos.length === product
+      ? {}
+      : {
+          anyOf: combos.map((c) => ({
+            properties: { technology: { const: c.technology }, blockchain: { const: c.blockchain }, network: { const: c.network } },
+          })),
+        };
+  const properties = { ...ruleProperties, technology: enumOf("technology"), blockchain: enumOf("blockchain"), network: enumOf("network") };
+  const create = Type.Object(properties, { description: createDescription, ...extraPropertyLimits, ...combinations });
+  return { create, update: Type.Partial(create, { description: updateDescription, ...extraPropertyLimits, ...combinations }) };
+}
 
 /** Static type of a body valid against {@link RuleCreateSchema}. */
 export type RuleCreateBody = Static<typeof RuleCreateSchema>;

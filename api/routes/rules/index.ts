@@ -63,13 +63,12 @@ import {
   DeliveryPageSchema,
   MAX_DELIVERIES_LIMIT,
   RULES_ERROR_RESPONSES,
-  RuleCreateBodySchema,
   RuleListQuery,
   RulePageSchema,
   RuleParams,
   RuleSchema,
   RulesErrorBodySchema,
-  RuleUpdateBodySchema,
+  ruleBodySchemas,
 } from "./schema.js";
 
 export { RULES_ERROR_CODES, RulesApiError, type RulesErrorCode, type RulesErrorDetail } from "./errors.js";
@@ -251,6 +250,7 @@ const common = { tags: ["alerting"] };
 export function rulesRoutes(deps: RulesRoutesDeps): FastifyPluginAsync {
   const { rules, deliveries, deliveryStatus } = deps;
   const chains = deps.chains;
+  const bodies = ruleBodySchemas(chains);
   const pageSize = deps.listPageSize ?? LIST_STREAM_PAGE_SIZE;
   if (!Number.isInteger(pageSize) || pageSize < 1 || pageSize > MAX_LIST_LIMIT) {
     throw new RangeError(`listPageSize must be an integer from 1 to ${MAX_LIST_LIMIT}, got ${pageSize}`);
@@ -332,7 +332,7 @@ export function rulesRoutes(deps: RulesRoutesDeps): FastifyPluginAsync {
             "Required: name, maxConfirmationCount, technology, blockchain, network, config. Defaults: state enabled, sendPendingAlerts false, description null. " +
             `Additional top-level properties are stored verbatim (at most ${RULE_LIMITS.extraPropertiesMax}, ${RULE_LIMITS.extraPropertiesMaxBytes} bytes of JSON). Refusals: 400 with a CS_RULE_* code and the JSON path of every problem; ` +
             `413 CS_RULE_TOO_LARGE for a body over ${RULE_LIMITS.bodyMaxBytes} bytes; 409 CS_RULE_LIMIT_REACHED when the account has the most rules it may have.`,
-          body: RuleCreateBodySchema,
+          body: bodies.create,
           response: { 201: RuleSchema, ...RULES_ERROR_RESPONSES, 409: RulesErrorBodySchema, 413: RulesErrorBodySchema },
         },
         bodyLimit: RULE_LIMITS.bodyMaxBytes,
@@ -356,7 +356,7 @@ export function rulesRoutes(deps: RulesRoutesDeps): FastifyPluginAsync {
             "Any subset of the fields, merged at the top level (config is replaced as a whole). With version, the change applies only if it is the stored version (else 409 CS_RULE_VERSION_CONFLICT). " +
             `technology, blockchain and network cannot change. 413 CS_RULE_TOO_LARGE for a body over ${RULE_LIMITS.bodyMaxBytes} bytes.`,
           params: RuleParams,
-          body: RuleUpdateBodySchema,
+          body: bodies.update,
           response: { 200: RuleSchema, ...RULES_ERROR_RESPONSES, 409: RulesErrorBodySchema, 413: RulesErrorBodySchema },
         },
         bodyLimit: RULE_LIMITS.bodyMaxBytes,

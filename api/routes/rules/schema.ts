@@ -7,7 +7,7 @@
  */
 import { Type } from "typebox";
 import { MAX_LIST_LIMIT } from "../../../lib/rules/store.js";
-import { RuleCreateSchema, RuleUpdateSchema } from "../../../lib/rules/validate.js";
+import { RuleCreateSchema, ruleSchemasFor } from "../../../lib/rules/validate.js";
 import { RULES_ERROR_CODES } from "./errors.js";
 
 /** Largest `limit` of the deliveries endpoint (the delivery log's own bound). */
@@ -42,10 +42,15 @@ export const DeliveryListQuery = Type.Object({
   offset: Type.Optional(Type.Integer({ minimum: 0, default: 0, description: "Entries to skip, from the newest" })),
 });
 
-/** Body of `POST /alerting/rules/` (documentation of lib/rules/validate.ts `RuleCreateSchema`). */
-export const RuleCreateBodySchema = RuleCreateSchema;
-/** Body of `PUT /alerting/rules/<rule_id>/` (documentation of lib/rules/validate.ts `RuleUpdateSchema`). */
-export const RuleUpdateBodySchema = RuleUpdateSchema;
+/**
+ * Bodies of `POST /alerting/rules/` (`create`) and `PUT /alerting/rules/<rule_id>/` (`update`) for a
+ * deployment serving `chains`: lib/rules/validate.ts `ruleSchemasFor`, i.e. `RuleCreateSchema` and
+ * `RuleUpdateSchema` with technology/blockchain/network limited to the served chains. They describe
+ * exactly what `validateRuleInput` accepts (enumerations, patterns, lengths, counts, required
+ * fields), except what JSON Schema cannot say, carried as `x-chainsift-*` annotations: the count
+ * and size of the additional top-level properties and the body size (docs/rules.md, "The JSON Schema").
+ */
+export const ruleBodySchemas = ruleSchemasFor;
 
 /** A stored rule, as every rules route returns it: the rule fields (extra properties included) plus the service's own. */
 export const RuleSchema = Type.Intersect(
