@@ -27,7 +27,7 @@ import { loadConfig } from "../lib/config.js";
 import { createLogger } from "../lib/logger.js";
 import { RECORD_KINDS } from "../lib/records.js";
 import { createDecoder } from "../pipeline/decode/decoder.js";
-import { lookupToken } from "../pipeline/decode/tokens.js";
+import { lookupToken } from "../lib/chain/tokens.js";
 import { INDEX_REORGS_STAGE } from "../pipeline/index/indexer.js";
 import { indexName } from "../pipeline/index/mappings.js";
 import { createRpcSource } from "../pipeline/ingest/rpc.js";

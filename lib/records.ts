@@ -179,7 +179,7 @@ export interface TraceRecord {
 /**
  * One frame of a transaction's call trace (internal call), as indexed for search: the flattened
  * callTracer frame plus, when its input decodes against the built-in ABI set
- * (pipeline/match/methods.ts), the decoded call. `_id`: `<transactionHash>_c_<traceAddress joined by _>`
+ * (lib/chain/methods.ts), the decoded call. `_id`: `<transactionHash>_c_<traceAddress joined by _>`
  * (`…_c_` alone for the top-level frame); `_routing`/`_parent`: the transaction hash.
  */
 export interface CallRecord {

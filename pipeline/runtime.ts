@@ -6,6 +6,7 @@
  */
 import { Client } from "@elastic/elasticsearch";
 import type { Registry } from "prom-client";
+import type { DecodeMethodOptions } from "../lib/chain/methods.js";
 import type { Config } from "../lib/config.js";
 import type { Logger } from "../lib/logger.js";
 import { type ConnectedRedis, connectRedisClient } from "../lib/redis.js";
@@ -17,7 +18,6 @@ import { type ChainSource, createRpcSource } from "./ingest/rpc.js";
 import { type ChainState, createRedisChainState } from "./ingest/state.js";
 import { type Bus, createBus, createRecordProducer, type RecordProducer } from "./kafka/bus.js";
 import type { RunningConsumer } from "./kafka/consumer.js";
-import type { DecodeMethodOptions } from "./match/methods.js";
 import { startMatchStage } from "./match/stage.js";
 import type { TokenMetadataSource } from "./match/tokens.js";
 import { startNotifyStage } from "./notify/stage.js";

@@ -16,7 +16,7 @@
 import { AbiCoder, type EventFragment, formatUnits, hexlify, Interface, ParamType, toUtf8Bytes } from "ethers";
 import type { EventArg, EventRecord, LogRecord } from "../../lib/records.js";
 import { EVENT_SPECS, type EventSpec } from "./events.js";
-import { lookupToken, type TokenInfo, type TokenLookup } from "./tokens.js";
+import { lookupToken, type TokenInfo, type TokenLookup } from "../../lib/chain/tokens.js";
 
 /** Dependencies of {@link createDecoder}; every field is optional. */
 export interface DecoderDeps {

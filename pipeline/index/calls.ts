@@ -4,9 +4,10 @@
  * decoded against the built-in ABI set where its input matches (pure).
  * @module
  */
+
+import { type CallFrame, callEntity, flattenCallTrace } from "../../lib/chain/calltrace.js";
+import type { DecodeMethodOptions } from "../../lib/chain/methods.js";
 import type { CallRecord, TraceRecord } from "../../lib/records.js";
-import { type CallFrame, callEntity, flattenCallTrace } from "../match/entities.js";
-import type { DecodeMethodOptions } from "../match/methods.js";
 
 /**
  * Flattens and decodes a trace record into call records, in pre-order (top-level frame first).

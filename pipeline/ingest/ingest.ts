@@ -14,13 +14,14 @@
  * @module
  */
 import { Counter, Registry } from "prom-client";
+import { MalformedRpcDataError } from "../../lib/chain/rpc-values.js";
 import type { Logger } from "../../lib/logger.js";
 import { logId, type ReorgRecord } from "../../lib/records.js";
 import { isRetryable } from "../errors.js";
 import { type OutgoingRecord, type RecordProducer, seqHeaders } from "../kafka/bus.js";
 import type { ChainSource } from "./rpc.js";
 import { type BlockRef, type ChainState, createMemoryChainState } from "./state.js";
-import { type BlockBundle, MalformedRpcDataError, type RawRpcObject, toBlockBundle } from "./transform.js";
+import { type BlockBundle, type RawRpcObject, toBlockBundle } from "./transform.js";
 
 /**
  * The records of one block as Kafka messages (pure); with `seq`, every message carries it in the

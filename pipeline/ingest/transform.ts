@@ -4,76 +4,15 @@
  * Field semantics: https://ethereum.github.io/execution-apis/api-documentation/
  * @module
  */
-import { getAddress } from "ethers";
+import { checksum, hexString, MalformedRpcDataError, optionalAddress, optionalQuantity, quantity } from "../../lib/chain/rpc-values.js";
 import type { BlockRecord, LogRecord, Quantity, TraceRecord, TransactionRecord } from "../../lib/records.js";
 
 /** A raw JSON-RPC object with hex-encoded quantities. */
 export type RawRpcObject = Record<string, unknown>;
 
-/** Raised when a node returns an object that lacks a required field or holds a malformed value. */
-export class MalformedRpcDataError extends Error {
-  constructor(
-    /** Dotted path of the offending field, e.g. `block.transactions[3].hash`. */
-    readonly path: string,
-    message: string,
-  ) {
-    super(`${path}: ${message}`);
-    this.name = "MalformedRpcDataError";
-  }
-}
-
-const HEX_QUANTITY = /^0x[0-9a-fA-F]+$/;
-
-/** Parses a hex quantity (`0x…`) into a {@link Quantity}; `raw` is re-rendered without leading zeros. */
-export function quantity(value: unknown, path: string): Quantity {
-  if (typeof value !== "string" || !HEX_QUANTITY.test(value)) {
-    throw new MalformedRpcDataError(path, `expected a hex quantity, got ${JSON.stringify(value)}`);
-  }
-  const n = BigInt(value);
-  return { num: Number(n), raw: `0x${n.toString(16)}` };
-}
-
-/** Like {@link quantity} but null when the field is absent or null. */
-export function optionalQuantity(value: unknown, path: string): Quantity | null {
-  return value === undefined || value === null ? null : quantity(value, path);
-}
-
 /** Renders unix seconds as ISO 8601 UTC without zone (the contract's `<timestamp>`), e.g. `2023-04-13T08:39:11`. */
 export function isoTimestamp(seconds: number): string {
   return new Date(seconds * 1000).toISOString().slice(0, 19);
-}
-
-const addressCache = new Map<string, string>();
-
-/**
- * EIP-55 checksummed form of an address (https://eips.ethereum.org/EIPS/eip-55), memoised.
- * @throws {MalformedRpcDataError} when the value is not a 20-byte hex address.
- */
-export function checksum(value: unknown, path: string): string {
-  if (typeof value !== "string") throw new MalformedRpcDataError(path, `expected an address, got ${JSON.stringify(value)}`);
-  const key = value.toLowerCase();
-  let out = addressCache.get(key);
-  if (out === undefined) {
-    try {
-      out = getAddress(key);
-    } catch {
-      throw new MalformedRpcDataError(path, `expected a 20-byte hex address, got ${JSON.stringify(value)}`);
-    }
-    if (addressCache.size > 100_000) addressCache.clear();
-    addressCache.set(key, out);
-  }
-  return out;
-}
-
-function optionalAddress(value: unknown, path: string): string | null {
-  return value === undefined || value === null ? null : checksum(value, path);
-}
-
-function hexString(value: unknown, path: string): string {
-  if (typeof value !== "string" || !value.startsWith("0x")) {
-    throw new MalformedRpcDataError(path, `expected a 0x-prefixed hex string, got ${JSON.stringify(value)}`);
-  }
-  return value.toLowerCase();
 }
 
 /**

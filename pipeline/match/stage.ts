@@ -21,6 +21,8 @@
  */
 
 import { createClient } from "redis";
+import { type CallFrame, callEntity, flattenCallTrace } from "../../lib/chain/calltrace.js";
+import type { DecodeMethodOptions } from "../../lib/chain/methods.js";
 import type { Config } from "../../lib/config.js";
 import type { Logger } from "../../lib/logger.js";
 import type { BlockRecord, EventRecord, LogRecord, ReorgRecord, TraceRecord, TransactionRecord } from "../../lib/records.js";
@@ -33,19 +35,15 @@ import { alertToAvro } from "../notify/stage.js";
 import { createCanonicalView } from "./canon.js";
 import { createConfirmationTracker, type EmittedAlert, type MatchedEntity, type MatchInput } from "./confirmations.js";
 import {
-  type CallFrame,
-  callEntity,
   contractEntitiesFromTrace,
   contractEntity,
   type EntityBase,
   eventEntity,
-  flattenCallTrace,
   logEntity,
   methodEntity,
   transactionEntity,
 } from "./entities.js";
 import { createRuleIndex, type RuleIndex } from "./index.js";
-import type { DecodeMethodOptions } from "./methods.js";
 import { createTokenTracker, type TokenMetadataSource, tokenListMetadataSource } from "./tokens.js";
 
 /** Dependencies of {@link startMatchStage}. */

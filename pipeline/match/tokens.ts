@@ -12,7 +12,7 @@
  */
 import type { ChainId } from "../../lib/config.js";
 import type { EventRecord } from "../../lib/records.js";
-import { lookupToken } from "../decode/tokens.js";
+import { lookupToken } from "../../lib/chain/tokens.js";
 import type { TokenEntity } from "./entities.js";
 import { type MatchRedis, runScript, script } from "./redis.js";
 
@@ -39,7 +39,7 @@ export interface TokenMetadataSource {
 }
 
 /**
- * A {@link TokenMetadataSource} backed by the bundled token list (`pipeline/decode/tokens.ts`):
+ * A {@link TokenMetadataSource} backed by the bundled token list (`lib/chain/tokens.ts`):
  * symbol and decimals of listed ERC-20 tokens, name always null, everything null for others.
  * For tests and as a fallback; production uses eth_call.
  * @param chainId EIP-155 chain id, default 1.

@@ -21,7 +21,7 @@ import type { Config } from "../../lib/config.js";
 import { createLogger, type Logger } from "../../lib/logger.js";
 import { connectRuleStore, type RuleStore } from "../../lib/rules/store.js";
 import { createDecoder } from "../../pipeline/decode/decoder.js";
-import { lookupToken, type TokenInfo } from "../../pipeline/decode/tokens.js";
+import { lookupToken, type TokenInfo } from "../../lib/chain/tokens.js";
 import { type MatchStage, type MatchStageDeps, startMatchStage } from "../../pipeline/match/stage.js";
 import { type NotifyStage, startNotifyStage } from "../../pipeline/notify/stage.js";
 import { type Pipeline, startPipeline } from "../../pipeline/runtime.js";

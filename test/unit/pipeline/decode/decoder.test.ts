@@ -8,7 +8,7 @@ import { formatUnits, id } from "ethers";
 import { describe, expect, it } from "vitest";
 import { type EventRecord, eventId, type LogRecord } from "../../../../lib/records.js";
 import { createDecoder, supportedEvents } from "../../../../pipeline/decode/decoder.js";
-import { lookupToken, TOKEN_LIST_VERSION } from "../../../../pipeline/decode/tokens.js";
+import { lookupToken, TOKEN_LIST_VERSION } from "../../../../lib/chain/tokens.js";
 import { toBlockBundle } from "../../../../pipeline/ingest/transform.js";
 import { eventSchema } from "../../../../topics/schemas.js";
 import { hasMainnetFixtures, loadCompleteBlocks, SKIP_NO_FIXTURES } from "../../../support/fixtures.js";

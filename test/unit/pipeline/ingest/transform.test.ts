@@ -1,7 +1,8 @@
 import { describe, expect, it } from "vitest";
+import { MalformedRpcDataError, quantity } from "../../../../lib/chain/rpc-values.js";
 import { logId } from "../../../../lib/records.js";
 import { bundleToMessages } from "../../../../pipeline/ingest/ingest.js";
-import { isoTimestamp, MalformedRpcDataError, quantity, toBlockBundle } from "../../../../pipeline/ingest/transform.js";
+import { isoTimestamp, toBlockBundle } from "../../../../pipeline/ingest/transform.js";
 import { hasMainnetFixtures, loadCompleteBlocks, SKIP_NO_FIXTURES } from "../../../support/fixtures.js";
 
 const fixtures = hasMainnetFixtures();

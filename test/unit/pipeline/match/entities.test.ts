@@ -8,23 +8,19 @@ import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { getAddress, id } from "ethers";
 import { describe, expect, it } from "vitest";
+import { type CallFrame, callEntity, flattenCallTrace, type TraceEntity, traceContextOf } from "../../../../lib/chain/calltrace.js";
+import { decodeMethod, supportedMethods } from "../../../../lib/chain/methods.js";
 import { eventId, logId, type TransactionRecord } from "../../../../lib/records.js";
 import { createDecoder } from "../../../../pipeline/decode/decoder.js";
 import { toBlockBundle } from "../../../../pipeline/ingest/transform.js";
 import {
-  type CallFrame,
-  callEntity,
   contractEntitiesFromTrace,
   contractEntity,
   eventEntity,
-  flattenCallTrace,
   logEntity,
   methodEntity,
-  type TraceEntity,
-  traceContextOf,
   transactionEntity,
 } from "../../../../pipeline/match/entities.js";
-import { decodeMethod, supportedMethods } from "../../../../pipeline/match/methods.js";
 import { hasMainnetFixtures, loadCompleteBlocks, MAINNET_DIR, SKIP_NO_FIXTURES } from "../../../support/fixtures.js";
 
 const CHAINSTORAGE = join(MAINNET_DIR, "coinbase-chainstorage");

@@ -11,7 +11,7 @@
  * @module
  */
 import { type FunctionFragment, hexlify, Interface, type ParamType, toUtf8Bytes } from "ethers";
-import { lookupToken, type TokenInfo, type TokenLookup } from "../decode/tokens.js";
+import { lookupToken, type TokenInfo, type TokenLookup } from "./tokens.js";
 
 /** One function of the built-in ABI set. */
 export interface MethodSpec {
@@ -96,7 +96,7 @@ export interface DecodedMethod {
 export interface DecodeMethodOptions {
   /** EIP-155 chain id for token decimals lookups. Default 1. */
   chainId?: number;
-  /** Token lookup for `scaled`; default the bundled token list (`pipeline/decode/tokens.ts`). */
+  /** Token lookup for `scaled`; default the bundled token list (`lib/chain/tokens.ts`). */
   tokens?: TokenLookup;
 }
 
