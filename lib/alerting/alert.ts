@@ -1,7 +1,15 @@
 /**
- * The alert record the match stage produces and the notify stage delivers.
+ * The alert: what the match stage emits when a rule matched an entity, and what the notify stage
+ * delivers. {@link Alert} is the one shape; its wire formats are derived from it:
+ *
+ * | shape | where | module |
+ * |---|---|---|
+ * | {@link Alert} | in memory (match and notify stages, renderers, delivery log) | this one |
+ * | `AlertAvro` | the alerts topic (`topics/schemas.ts` alertSchema) and the delivery queue | `avro.ts` |
+ * | `WebhookBody` | the JSON body of `Webhook (POST)` (version 1) | `webhook.ts` |
  * @module
  */
+import { createHash } from "node:crypto";
 import type { ChainId } from "../config.js";
 import type { AlertDefinition, TargetType } from "../rules/model.js";
 
@@ -15,10 +23,15 @@ export type AlertStatus = "pending" | "confirmed" | "removed";
 
 /** One alert: a rule matched an entity in a block, in a given status. */
 export interface Alert {
-  /** Stable idempotency key: hex SHA-256 of `ruleId|entityId|blockHash|status`. Receivers deduplicate by it. */
+  /** Stable idempotency key: hex SHA-256 of `ruleId|entityId|blockHash|status` ({@link alertId}). Receivers deduplicate by it. */
   id: string;
   ruleId: string;
   ruleVersion: number;
+  /**
+   * The rule's name when the match was first seen (the match stage's snapshot), for e-mail subjects
+   * and chat messages (webhooks never send it); null or absent when unknown (the rule id stands in).
+   */
+  ruleName?: string | null;
   accountId: string;
   /** Per-rule sequence number, strictly increasing in the order the match stage emits alerts of the rule. */
   sequence: number;
@@ -30,6 +43,7 @@ export interface Alert {
   targetType: TargetType;
   /** Id of the matched entity (e.g. the event `_id`, a transaction hash). */
   entityId: string;
+  /** Hash of the block of the entity, lower-case hex. */
   blockHash: string;
   blockNumber: number;
   /** The fields selected by the rule's payload items, or the documented default payload. */
@@ -40,4 +54,12 @@ export interface Alert {
   actions: AlertDefinition[];
   /** ISO 8601 UTC time the match stage emitted the alert. */
   emittedAt: string;
+}
+
+/**
+ * The idempotency key of an alert ({@link Alert.id}): hex SHA-256 of `ruleId|entityId|blockHash|status`.
+ * @param blockHash - as the alert carries it (lower-case hex).
+ */
+export function alertId(ruleId: string, entityId: string, blockHash: string, status: AlertStatus): string {
+  return createHash("sha256").update(`${ruleId}|${entityId}|${blockHash}|${status}`).digest("hex");
 }

@@ -50,8 +50,7 @@
  * (then a sweep of another instance may claim it). Receivers deduplicate by the alert id.
  * @module
  */
-import { createHash } from "node:crypto";
-import type { Alert, AlertStatus } from "../../lib/alerting/alert.js";
+import { type Alert, type AlertStatus, alertId } from "../../lib/alerting/alert.js";
 import type { ChainId } from "../../lib/config.js";
 import type { Quantity } from "../../lib/records.js";
 import type { Rule } from "../../lib/rules/model.js";
@@ -163,11 +162,6 @@ export interface ConfirmationTracker {
    * @param opts.limit at most this many per call (default 500); opts.leaseMs default `outboxVisibilityMs`.
    */
   claimUnacked(opts?: { limit?: number; leaseMs?: number }): Promise<EmittedAlert[]>;
-}
-
-/** The idempotency key of an alert: hex SHA-256 of `ruleId|entityId|blockHash|status` ({@link Alert.id}). */
-export function alertId(ruleId: string, entityId: string, blockHash: string, status: AlertStatus): string {
-  return createHash("sha256").update(`${ruleId}|${entityId}|${blockHash}|${status}`).digest("hex");
 }
 
 /** `head − block + 1`, at least 1 (a head below the block counts as the block). */

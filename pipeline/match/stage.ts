@@ -21,6 +21,7 @@
  */
 
 import { createClient } from "redis";
+import { alertToAvro } from "../../lib/alerting/avro.js";
 import { type CallFrame, callEntity, flattenCallTrace } from "../../lib/chain/calltrace.js";
 import type { DecodeMethodOptions } from "../../lib/chain/methods.js";
 import type { Config } from "../../lib/config.js";
@@ -31,7 +32,6 @@ import { connectRuleStore, type RuleStore } from "../../lib/rules/store.js";
 import { createRedisChainState } from "../ingest/state.js";
 import { type Bus, createRecordProducer, messageSeq } from "../kafka/bus.js";
 import { type RunningConsumer, runConsumer } from "../kafka/consumer.js";
-import { alertToAvro } from "../notify/stage.js";
 import { createCanonicalView } from "./canon.js";
 import { createConfirmationTracker, type EmittedAlert, type MatchedEntity, type MatchInput } from "./confirmations.js";
 import {

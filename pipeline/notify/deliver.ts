@@ -14,6 +14,7 @@
  * @module
  */
 import type { Dispatcher } from "undici";
+import type { Alert } from "../../lib/alerting/alert.js";
 import type { Logger } from "../../lib/logger.js";
 import type { AlertDefinition } from "../../lib/rules/model.js";
 import type { Attempt, Channel } from "./channels/channel.js";
@@ -30,7 +31,6 @@ import {
   invalid,
   nonRetryableIn,
 } from "./outcome.js";
-import type { NotifyAlert } from "./render.js";
 import { createGuardedAgent, type DestinationPolicy, parseAllowlist } from "./ssrf.js";
 
 export { classifySmtpError, createSmtpTransport, type MailerConfig, type MailTransport, type OutgoingMail } from "./channels/email.js";
@@ -156,13 +156,13 @@ export interface Deliverer {
    * alert, retrying as configured. Resolves with the outcome; rejects only when the secret store
    * fails (an infrastructure failure: the shell should retry the batch, not dead-letter).
    */
-  deliver(alert: NotifyAlert, action: AlertDefinition, actionIndex: number): Promise<DeliveryResult>;
+  deliver(alert: Alert, action: AlertDefinition, actionIndex: number): Promise<DeliveryResult>;
   /**
    * Makes **one** attempt of action `actionIndex` of an alert, without retrying: the unit of work of
    * the notify scheduler, which keeps the retry schedule itself (`scheduler.ts`). Resolves with the
    * outcome; rejects only when the secret store fails (infrastructure: retry later).
    */
-  attempt(alert: NotifyAlert, action: AlertDefinition, actionIndex: number): Promise<AttemptResult>;
+  attempt(alert: Alert, action: AlertDefinition, actionIndex: number): Promise<AttemptResult>;
   /** Closes the HTTP agent and the SMTP transport. */
   close(): Promise<void>;
 }
@@ -212,7 +212,7 @@ export function createDeliverer(deps: DelivererDeps): Deliverer {
   const byType = new Map<string, Channel>(channels.flatMap((c) => c.types.map((t) => [t, c] as const)));
 
   /** Validates the action and returns the attempt function, or throws NonRetryableError. */
-  async function prepare(alert: NotifyAlert, action: AlertDefinition, actionIndex: number): Promise<Attempt | DeliveryResult> {
+  async function prepare(alert: Alert, action: AlertDefinition, actionIndex: number): Promise<Attempt | DeliveryResult> {
     const channel = byType.get(String(action?.type));
     if (!channel) throw invalid(`unknown alert action type ${JSON.stringify((action as { type?: unknown })?.type)}`);
     return channel.prepare(alert, action, actionIndex);
@@ -224,7 +224,7 @@ export function createDeliverer(deps: DelivererDeps): Deliverer {
    * when the secret store fails.
    */
   async function begin(
-    alert: NotifyAlert,
+    alert: Alert,
     action: AlertDefinition,
     actionIndex: number,
   ): Promise<{ destination: string; run?: (n: number) => Promise<AttemptOutcome>; result?: DeliveryResult }> {

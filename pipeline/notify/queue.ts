@@ -29,8 +29,8 @@
  * @module
  */
 
+import type { AlertAvro } from "../../lib/alerting/avro.js";
 import { type DestinationHealth, HEALTHY } from "./health.js";
-import type { AlertAvro } from "./stage.js";
 
 /** One action of one alert waiting for delivery. */
 export interface DeliveryJob {

@@ -1,24 +1,14 @@
 /**
  * Pure rendering of an {@link Alert} for each delivery channel: the templated webhook URL, the
- * JSON body of webhooks, the chat (Slack) message and the e-mail. No I/O; every function here is
- * deterministic in its inputs. The layouts are documented in `docs/alerting-delivery.md`.
+ * chat (Slack) message and the e-mail (the JSON body of webhooks is `lib/alerting/webhook.ts`).
+ * No I/O; every function here is deterministic in its inputs. The layouts are documented in `docs/alerting-delivery.md`.
  * @module
  */
 
-import type { Alert, AlertStatus } from "../../lib/alerting/alert.js";
+import type { Alert } from "../../lib/alerting/alert.js";
 import type { ChainId } from "../../lib/config.js";
-import type { SlackParameters, TargetType } from "../../lib/rules/model.js";
+import type { SlackParameters } from "../../lib/rules/model.js";
 import { NonRetryableError } from "../errors.js";
-
-/**
- * The input of the notify stage: an {@link Alert}, optionally with the rule's name (the Alert
- * record does not carry it; the shell may add it from the rule store). Only the subject and text
- * of e-mails and chat messages use `ruleName`; webhooks never send it.
- */
-export type NotifyAlert = Alert & {
-  /** Human-readable rule name, used in e-mail subjects and chat messages; default: the rule id. */
-  ruleName?: string | null;
-};
 
 /** A `{field}` token names a field that the matched entity does not have. Non-retryable. */
 export const CS_TEMPLATE_UNKNOWN_FIELD = "CS_TEMPLATE_UNKNOWN_FIELD";
@@ -164,59 +154,6 @@ export function renderUrl(template: string, entity: Record<string, unknown>): st
   return url;
 }
 
-/**
- * JSON body of `Webhook (POST)` (and the reference layout of every alert), version 1. Field order
- * is fixed. `payload` holds the fields selected by the rule's payload items.
- */
-export interface WebhookBody {
-  /** Idempotency key: hex SHA-256 of `ruleId|entityId|blockHash|status`; also the `Idempotency-Key` header. */
-  id: string;
-  ruleId: string;
-  ruleVersion: number;
-  /** Per-rule sequence number, strictly increasing in emission order; use it to order alerts of a rule. */
-  sequence: number;
-  status: AlertStatus;
-  /** head − block + 1 when emitted (0 for `removed`). */
-  confirmations: number;
-  maxConfirmationCount: number;
-  chain: ChainId;
-  targetType: TargetType;
-  entityId: string;
-  blockHash: string;
-  blockNumber: number;
-  payload: Record<string, unknown>;
-  /** ISO 8601 UTC time the match stage emitted the alert. */
-  emittedAt: string;
-}
-
-/** Builds the {@link WebhookBody} of an alert (drops `accountId`, `entity`, `actions`, `ruleName`). */
-export function webhookBody(alert: Alert): WebhookBody {
-  return {
-    id: alert.id,
-    ruleId: alert.ruleId,
-    ruleVersion: alert.ruleVersion,
-    sequence: alert.sequence,
-    status: alert.status,
-    confirmations: alert.confirmations,
-    maxConfirmationCount: alert.maxConfirmationCount,
-    chain: { technology: alert.chain.technology, blockchain: alert.chain.blockchain, network: alert.chain.network },
-    targetType: alert.targetType,
-    entityId: alert.entityId,
-    blockHash: alert.blockHash,
-    blockNumber: alert.blockNumber,
-    payload: alert.payload,
-    emittedAt: alert.emittedAt,
-  };
-}
-
-/**
- * The exact bytes sent (and signed) as the body of `Webhook (POST)`: `JSON.stringify` of
- * {@link webhookBody}, with any `bigint` written as a decimal string.
- */
-export function webhookJson(alert: Alert): string {
-  return JSON.stringify(webhookBody(alert), (_k, v) => (typeof v === "bigint" ? v.toString() : v));
-}
-
 /** Longest rendering of one payload value in chat and e-mail (characters); longer values end in `…`. */
 const MAX_VALUE_CHARS = 500;
 /** Most payload lines shown in chat and e-mail; the rest is summarised as `… n more`. */
@@ -288,7 +225,7 @@ function chainText(c: ChainId): string {
 }
 
 /** Confirmations a match needs: maxConfirmationCount, at least 1 (0 and 1 both confirm at first sight). */
-function threshold(alert: Pick<NotifyAlert, "maxConfirmationCount">): number {
+function threshold(alert: Pick<Alert, "maxConfirmationCount">): number {
   return Math.max(1, alert.maxConfirmationCount);
 }
 
@@ -305,13 +242,13 @@ export function summaryLine(alert: Alert): string {
   return `${alert.status}: ${where} (${conf})`;
 }
 
-function ruleText(alert: NotifyAlert): string {
+function ruleText(alert: Alert): string {
   const name = alert.ruleName ? oneLine(alert.ruleName) : "";
   return name ? `${clip(name, 200)} (${alert.ruleId}, v${alert.ruleVersion})` : `${alert.ruleId} (v${alert.ruleVersion})`;
 }
 
 /** The header lines of chat and e-mail bodies: `[label, value]` pairs. */
-function detailPairs(alert: NotifyAlert): [string, string][] {
+function detailPairs(alert: Alert): [string, string][] {
   return [
     ["Rule", ruleText(alert)],
     ["Status", alert.status],
@@ -352,7 +289,7 @@ export interface SlackBodyOptions {
  * are mrkdwn-escaped, the operator's `parameters.text` is not. Without blocks (default) the body
  * also suits Slack-compatible receivers (Mattermost, Rocket.Chat).
  */
-export function slackBody(alert: NotifyAlert, params: SlackParameters, options: SlackBodyOptions = {}): SlackBody {
+export function slackBody(alert: Alert, params: SlackParameters, options: SlackBodyOptions = {}): SlackBody {
   const lines = payloadLines(alert.payload);
   const head = `*${slackEscape(summaryLine(alert))}*\nRule ${slackEscape(ruleText(alert))} · alert ${alert.id.slice(0, 12)} · #${alert.sequence}`;
   const fields = lines.map((l) => `• ${slackEscape(l.key)}: ${slackEscape(l.value)}`).join("\n");
@@ -399,7 +336,7 @@ export function htmlEscape(s: string): string {
  * fields (per {@link payloadLines}). `params` is accepted for symmetry with the other channels;
  * recipients are used by the deliverer.
  */
-export function emailMessage(alert: NotifyAlert, _params?: { recipients: string[] }): EmailMessage {
+export function emailMessage(alert: Alert, _params?: { recipients: string[] }): EmailMessage {
   const name = alert.ruleName ? `${clip(oneLine(alert.ruleName), 120)} — ` : "";
   const subject = clip(oneLine(`[chainsift] ${alert.status}: ${name}${entityLabel(alert)} in block ${alert.blockNumber}`), 250);
   const details = detailPairs(alert);

@@ -29,12 +29,12 @@ import {
   Histogram as PHistogram,
   type Registry,
 } from "prom-client";
+import { alertFromAvro } from "../../lib/alerting/avro.js";
 import type { Logger } from "../../lib/logger.js";
 import { CS_DELIVERY_EXHAUSTED, type Deliverer, type RetryPolicy, retryDelayMs } from "./deliver.js";
 import { afterFailure, afterSuccess, type DestinationHealth, type HealthPolicy } from "./health.js";
 import { type DeliveryLog, deliveryLogEntry } from "./log.js";
 import type { DeliveryJob, DeliveryQueue } from "./queue.js";
-import { alertFromAvro } from "./stage.js";
 
 /** A queued job's time budget ran out while its destination was unhealthy (it waited for a probe instead of being attempted). */
 export const CS_DESTINATION_UNHEALTHY = "CS_DESTINATION_UNHEALTHY";

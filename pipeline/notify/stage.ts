@@ -9,9 +9,10 @@
 
 import type { Registry } from "prom-client";
 import { createClient } from "redis";
+import type { Alert } from "../../lib/alerting/alert.js";
+import { type AlertAvro, AlertMalformedError, alertFromAvro } from "../../lib/alerting/avro.js";
 import type { Config } from "../../lib/config.js";
 import type { Logger } from "../../lib/logger.js";
-import type { AlertDefinition } from "../../lib/rules/model.js";
 import { NonRetryableError } from "../errors.js";
 import { type Bus, createRecordProducer } from "../kafka/bus.js";
 import { deadLetter, type HandlerFailure, type InputRecord, type RunningConsumer, runConsumer } from "../kafka/consumer.js";
@@ -19,86 +20,8 @@ import { createDeliverer, type Deliverer } from "./deliver.js";
 import { destinationKey } from "./health.js";
 import { createDeliveryLog, type DeliveryLog } from "./log.js";
 import { createDeliveryQueue, type DeliveryJob, type DeliveryQueue, laneOf } from "./queue.js";
-import type { NotifyAlert } from "./render.js";
 import { defaultRetryWindowMs, type Scheduler, type SchedulerOptions, startScheduler } from "./scheduler.js";
 import { createSecretStore } from "./sign.js";
-
-/** The Avro record of an alert (see `topics/schemas.ts` alertSchema). */
-export interface AlertAvro {
-  id: string;
-  ruleId: string;
-  ruleVersion: number;
-  ruleName: string | null;
-  accountId: string;
-  sequence: number;
-  status: NotifyAlert["status"];
-  confirmations: number;
-  maxConfirmationCount: number;
-  chain: NotifyAlert["chain"];
-  targetType: string;
-  entityId: string;
-  blockHash: string;
-  blockNumber: number;
-  payloadJson: string;
-  entityJson: string;
-  actionsJson: string;
-  emittedAt: string;
-}
-
-/** Alert → Avro record (pure). */
-export function alertToAvro(a: NotifyAlert): AlertAvro {
-  return {
-    id: a.id,
-    ruleId: a.ruleId,
-    ruleVersion: a.ruleVersion,
-    ruleName: a.ruleName ?? null,
-    accountId: a.accountId,
-    sequence: a.sequence,
-    status: a.status,
-    confirmations: a.confirmations,
-    maxConfirmationCount: a.maxConfirmationCount,
-    chain: a.chain,
-    targetType: a.targetType,
-    entityId: a.entityId,
-    blockHash: a.blockHash,
-    blockNumber: a.blockNumber,
-    payloadJson: JSON.stringify(a.payload),
-    entityJson: JSON.stringify(a.entity),
-    actionsJson: JSON.stringify(a.actions),
-    emittedAt: a.emittedAt,
-  };
-}
-
-/**
- * Avro record → alert (pure).
- * @throws {NonRetryableError} `CS_ALERT_MALFORMED` when a JSON part does not parse.
- */
-export function alertFromAvro(r: AlertAvro): NotifyAlert {
-  try {
-    return {
-      id: r.id,
-      ruleId: r.ruleId,
-      ruleVersion: r.ruleVersion,
-      ruleName: r.ruleName,
-      accountId: r.accountId,
-      sequence: Number(r.sequence),
-      status: r.status,
-      confirmations: r.confirmations,
-      maxConfirmationCount: r.maxConfirmationCount,
-      chain: r.chain,
-      targetType: r.targetType as NotifyAlert["targetType"],
-      entityId: r.entityId,
-      blockHash: r.blockHash,
-      blockNumber: Number(r.blockNumber),
-      payload: JSON.parse(r.payloadJson) as Record<string, unknown>,
-      entity: JSON.parse(r.entityJson) as Record<string, unknown>,
-      actions: JSON.parse(r.actionsJson) as AlertDefinition[],
-      emittedAt: r.emittedAt,
-    };
-  } catch (err) {
-    throw new NonRetryableError("CS_ALERT_MALFORMED", `alert ${r.id}: ${(err as Error).message}`, { cause: err });
-  }
-}
 
 /** Dependencies of {@link startNotifyStage}. */
 export interface NotifyStageDeps {
@@ -128,7 +51,7 @@ export interface NotifyStage extends RunningConsumer {
  */
 export function jobsOfAlert(
   avro: AlertAvro,
-  alert: NotifyAlert,
+  alert: Alert,
   source: Pick<InputRecord, "topic" | "partition" | "offset" | "message">,
   nowMs: number,
   windowMs: number,
@@ -227,7 +150,11 @@ export async function startNotifyStage(deps: NotifyStageDeps): Promise<NotifySta
           const alert = alertFromAvro(avro);
           jobs.push(...jobsOfAlert(avro, alert, input, now, windowMs));
         } catch (err) {
-          failures.push({ input, error: err as NonRetryableError });
+          const malformed = err instanceof AlertMalformedError;
+          failures.push({
+            input,
+            error: malformed ? new NonRetryableError(err.code, err.message, { cause: err }) : (err as NonRetryableError),
+          });
         }
       }
       if (jobs.length > 0) {

@@ -5,9 +5,9 @@
  * in `createDeliverer`, plus its action type in the rule schema.
  * @module
  */
+import type { Alert } from "../../../lib/alerting/alert.js";
 import type { AlertDefinition, AlertType } from "../../../lib/rules/model.js";
 import type { AttemptOutcome, DeliveryResult } from "../outcome.js";
-import type { NotifyAlert } from "../render.js";
 
 /** One attempt (`n` = 1-based attempt number); may throw, which counts as a request error. */
 export type Attempt = (n: number) => Promise<AttemptOutcome>;
@@ -23,7 +23,7 @@ export interface Channel {
    *   url, no valid recipient): the failure is final.
    * @throws {Error} any other error is infrastructure (e.g. the secret store): retry later.
    */
-  prepare(alert: NotifyAlert, action: AlertDefinition, actionIndex: number): Promise<Attempt | DeliveryResult>;
+  prepare(alert: Alert, action: AlertDefinition, actionIndex: number): Promise<Attempt | DeliveryResult>;
   /** Releases connections and transports. */
   close?(): Promise<void>;
 }

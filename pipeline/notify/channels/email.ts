@@ -5,6 +5,7 @@
  * @module
  */
 import { createTransport } from "nodemailer";
+import type { Alert } from "../../../lib/alerting/alert.js";
 import { isEmailAddress } from "../../../lib/email.js";
 import {
   type AttemptOutcome,
@@ -18,7 +19,7 @@ import {
   nonRetryableIn,
   oneLine,
 } from "../outcome.js";
-import { emailMessage, type NotifyAlert } from "../render.js";
+import { emailMessage } from "../render.js";
 import type { Channel } from "./channel.js";
 
 /**
@@ -107,7 +108,7 @@ export function createEmailChannel(deps: EmailChannelDeps): Channel {
   const { mailer, timeoutMs } = deps;
   let transport: MailTransport | undefined = mailer?.transport;
 
-  async function send(alert: NotifyAlert, recipients: string[], actionIndex: number): Promise<AttemptOutcome> {
+  async function send(alert: Alert, recipients: string[], actionIndex: number): Promise<AttemptOutcome> {
     if (!mailer) throw new Error("unreachable: no mailer");
     transport ??= createSmtpTransport(mailer.smtpUrl!, timeoutMs);
     const msg = emailMessage(alert, { recipients });

@@ -1,12 +1,13 @@
 /**
  * The `Webhook (GET)` and `Webhook (POST)` channels: the action's URL with its `{field}` tokens
  * filled from the matched entity (`renderUrl`), called with GET and no body, or POST with the alert
- * as JSON (`webhookJson`); signed per account (docs/alerting-delivery.md).
+ * as JSON (`webhookJson`, lib/alerting/webhook.ts); signed per account (docs/alerting-delivery.md).
  * @module
  */
+import { webhookJson } from "../../../lib/alerting/webhook.js";
 import type { SecretSource } from "../deliver.js";
 import { invalid } from "../outcome.js";
-import { renderUrl, webhookJson } from "../render.js";
+import { renderUrl } from "../render.js";
 import type { Channel } from "./channel.js";
 import type { HttpSender } from "./http.js";
 

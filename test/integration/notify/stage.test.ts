@@ -6,9 +6,10 @@
 import { createServer, type IncomingMessage, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { alertToAvro } from "../../../lib/alerting/avro.js";
 import { type Bus, createBus, createRecordProducer } from "../../../pipeline/kafka/bus.js";
 import { replayAlertDeadLetters } from "../../../pipeline/notify/replay.js";
-import { alertToAvro, type NotifyStage, startNotifyStage } from "../../../pipeline/notify/stage.js";
+import { type NotifyStage, startNotifyStage } from "../../../pipeline/notify/stage.js";
 import { createHarness, type Harness, servicesUp, skipMessage, waitFor } from "../../support/harness.js";
 import { sampleAlert } from "../../unit/pipeline/notify/fixtures.js";
 

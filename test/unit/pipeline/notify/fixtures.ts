@@ -4,7 +4,7 @@
  * @module
  */
 import { createHash } from "node:crypto";
-import type { NotifyAlert } from "../../../../pipeline/notify/render.js";
+import type { Alert as NotifyAlert } from "../../../../lib/alerting/alert.js";
 
 export const RULE_ID = "6f1c2d3e-4b5a-4c6d-8e7f-9a0b1c2d3e4f";
 export const ACCOUNT_ID = "0a1b2c3d-4e5f-4a6b-8c7d-8e9fa0b1c2d3";

@@ -3,18 +3,17 @@ import { type AddressInfo, createServer } from "node:net";
 import fc from "fast-check";
 import { request } from "undici";
 import { describe, expect, it } from "vitest";
+import type { Alert as NotifyAlert } from "../../../../lib/alerting/alert.js";
+import { webhookBody, webhookJson } from "../../../../lib/alerting/webhook.js";
 import { NonRetryableError } from "../../../../pipeline/errors.js";
 import {
   emailMessage,
   entityLabel,
-  type NotifyAlert,
   payloadLines,
   renderUrl,
   resolvePath,
   slackBody,
   summaryLine,
-  webhookBody,
-  webhookJson,
 } from "../../../../pipeline/notify/render.js";
 import { BLOCK_HASH, FROM, RULE_ID, sampleAlert, TO, TX_HASH, USDT } from "./fixtures.js";
 

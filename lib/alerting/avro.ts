@@ -1,0 +1,64 @@
+/**
+ * The alert's Avro record (topic `<chain>.alerts`, schema `alertSchema` in `topics/schemas.ts`),
+ * derived from {@link Alert}: the same fields, with the parts whose shape depends on the rule and
+ * the target type (`payload`, `entity`, `actions`) carried as JSON strings (`payloadJson`, …).
+ * The match stage produces it; the notify stage consumes it and keeps it, byte for byte, in its
+ * delivery jobs (for dead letters).
+ * @module
+ */
+import type { TargetType } from "../rules/model.js";
+import type { Alert } from "./alert.js";
+
+/** The parts of an {@link Alert} that travel as JSON strings. */
+type JsonParts = "payload" | "entity" | "actions";
+
+/** The Avro record of an {@link Alert}. */
+export type AlertAvro = Omit<Alert, JsonParts | "ruleName" | "targetType"> & {
+  /** Always present on the wire; null when unknown. */
+  ruleName: string | null;
+  /** An Avro string; {@link alertFromAvro} reads it as a target type. */
+  targetType: string;
+} & { [K in JsonParts as `${K}Json`]: string };
+
+/** An alert record whose JSON parts do not parse. Code `CS_ALERT_MALFORMED`. */
+export class AlertMalformedError extends Error {
+  /** Stable machine-readable code. */
+  readonly code = "CS_ALERT_MALFORMED";
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = "AlertMalformedError";
+  }
+}
+
+/** {@link Alert} → its Avro record (pure). */
+export function alertToAvro(alert: Alert): AlertAvro {
+  const { payload, entity, actions, ruleName, ...plain } = alert;
+  return {
+    ...plain,
+    ruleName: ruleName ?? null,
+    payloadJson: JSON.stringify(payload),
+    entityJson: JSON.stringify(entity),
+    actionsJson: JSON.stringify(actions),
+  };
+}
+
+/**
+ * Avro record → {@link Alert} (pure). `sequence` and `blockNumber` (Avro longs) become numbers.
+ * @throws {AlertMalformedError} when a JSON part does not parse.
+ */
+export function alertFromAvro(record: AlertAvro): Alert {
+  const { payloadJson, entityJson, actionsJson, ...plain } = record;
+  try {
+    return {
+      ...plain,
+      sequence: Number(record.sequence),
+      targetType: record.targetType as TargetType,
+      blockNumber: Number(record.blockNumber),
+      payload: JSON.parse(payloadJson) as Alert["payload"],
+      entity: JSON.parse(entityJson) as Alert["entity"],
+      actions: JSON.parse(actionsJson) as Alert["actions"],
+    };
+  } catch (err) {
+    throw new AlertMalformedError(`alert ${record.id}: ${(err as Error).message}`, { cause: err });
+  }
+}
