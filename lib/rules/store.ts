@@ -25,7 +25,7 @@ import type { Config } from "../config.js";
 import type { Logger } from "../logger.js";
 import { connectRedisClient } from "../redis.js";
 import type { Rule, RuleInput } from "./model.js";
-import { extraPropertyErrors, RESERVED_RULE_FIELDS, type RulePatch } from "./validate.js";
+import { extraPropertyErrors, RESERVED_RULE_FIELDS, RULE_FIELDS, type RulePatch } from "./validate.js";
 
 /**
  * The Redis commands the store uses: a structural subset of a node-redis v5 client
@@ -220,8 +220,9 @@ export interface RuleStore {
    * @returns the rule as now stored.
    * @throws {RuleStoreError} `CS_RULE_NOT_FOUND` (none, or another account's), `CS_RULE_VERSION_CONFLICT`
    *   (stale version; `details.currentVersion`), `CS_RULE_IMMUTABLE_FIELD` (`details.field`),
-   *   `CS_RULE_EXTRA_PROPERTIES` (the merged rule would have too many or too large additional
-   *   properties; `details.field`).
+   *   `CS_RULE_EXTRA_PROPERTIES` (the patch sets additional properties and the merged rule would
+   *   have too many or too large ones; `details.field`; a patch without additional properties is
+   *   never refused for them, so rules stored before the limits stay editable).
    */
   update(accountId: string, id: string, patch: RulePatch, expectedVersion?: number): Promise<Rule>;
   /**
@@ -483,7 +484,9 @@ export function createRuleStore(deps: RuleStoreDeps): RuleStore {
           }
         }
         const next = { ...current, ...fields, version: current.version + 1, updatedAt: now().toISOString() } as Rule;
-        const extra = extraPropertyErrors(next)[0];
+        // Only a patch that sets additional properties can break their limits; one that does not
+        // leaves them as they are (a rule stored before the limits existed stays editable).
+        const extra = Object.keys(fields).some((key) => !RULE_FIELDS.includes(key)) ? extraPropertyErrors(next)[0] : undefined;
         if (extra) throw new RuleStoreError("CS_RULE_EXTRA_PROPERTIES", extra.message, { field: extra.path });
         const tx = redis
           .multi()

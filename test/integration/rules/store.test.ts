@@ -296,6 +296,12 @@ describe.skipIf(!up)("rule store (real Redis)", () => {
     expect(await store.get(alice, rule.id)).toEqual(v2);
     // Replacing an existing one is fine.
     expect((await store.update(alice, rule.id, { x0: "replaced" })).x0).toBe("replaced");
+
+    // A rule stored before the limits (the store does not validate input) stays editable: a patch
+    // without additional properties passes, one with any is held to the limits.
+    const legacy = await store.create(alice, input("legacy", extras(0, 25)));
+    expect((await store.update(alice, legacy.id, { name: "renamed", state: "disabled" })).version).toBe(2);
+    expect(await code(store.update(alice, legacy.id, { x0: "changed" }))).toBe("CS_RULE_EXTRA_PROPERTIES");
   });
 
   it("survives a restart: a new store instance sees every rule", async () => {
