@@ -6,7 +6,7 @@
  * before sequence numbers existed) always applies, as the latest.
  * @module
  */
-import type { ChainHead } from "./confirmations.js";
+import type { ChainHead } from "./confirmations/decide.js";
 
 /** The canonical chain as the match stage knows it. */
 export interface CanonicalView {

@@ -21,6 +21,7 @@
  */
 
 import { createClient } from "redis";
+import type { Alert } from "../../lib/alerting/alert.js";
 import { alertToAvro } from "../../lib/alerting/avro.js";
 import { type CallFrame, callEntity, flattenCallTrace } from "../../lib/chain/calltrace.js";
 import type { DecodeMethodOptions } from "../../lib/chain/methods.js";
@@ -33,7 +34,8 @@ import { createRedisChainState } from "../ingest/state.js";
 import { type Bus, createRecordProducer, messageSeq } from "../kafka/bus.js";
 import { type RunningConsumer, runConsumer } from "../kafka/consumer.js";
 import { createCanonicalView } from "./canon.js";
-import { createConfirmationTracker, type EmittedAlert, type MatchedEntity, type MatchInput } from "./confirmations.js";
+import type { MatchedEntity, MatchInput } from "./confirmations/decide.js";
+import { createConfirmationTracker } from "./confirmations/tracker.js";
 import {
   contractEntitiesFromTrace,
   contractEntity,
@@ -70,7 +72,7 @@ export interface MatchStageDeps {
    * Test hook: runs after the tracker has recorded alerts and before they are published (not for
    * sweeps). A test makes it hang or throw to simulate a crash between the two.
    */
-  beforePublish?: (alerts: readonly EmittedAlert[]) => Promise<void>;
+  beforePublish?: (alerts: readonly Alert[]) => Promise<void>;
 }
 
 /** A running match stage. */
@@ -168,7 +170,7 @@ export async function startMatchStage(deps: MatchStageDeps): Promise<MatchStage>
   };
   const canonical = (n: number) => view.hashAt(n) ?? durable.get(n);
 
-  const send = async (alerts: readonly EmittedAlert[]) => {
+  const send = async (alerts: readonly Alert[]) => {
     await producer.send(
       alerts.map((a) => ({
         kind: "alerts" as const,
@@ -178,7 +180,7 @@ export async function startMatchStage(deps: MatchStageDeps): Promise<MatchStage>
       })),
     );
   };
-  const ack = async (alerts: readonly EmittedAlert[]) => {
+  const ack = async (alerts: readonly Alert[]) => {
     try {
       await tracker.ack(alerts.map((a) => a.id));
     } catch (err) {
@@ -188,7 +190,7 @@ export async function startMatchStage(deps: MatchStageDeps): Promise<MatchStage>
   };
   // Alerts this process is publishing: a sweep skips them even when they outlive the grace period.
   const inFlight = new Set<string>();
-  const publish = async (alerts: readonly EmittedAlert[]) => {
+  const publish = async (alerts: readonly Alert[]) => {
     if (alerts.length === 0) return;
     for (const a of alerts) inFlight.add(a.id);
     try {

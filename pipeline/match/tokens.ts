@@ -10,10 +10,12 @@
  * the confirmation tracker drops the Token match, and the token is not produced again.
  * @module
  */
+
+import { lookupToken } from "../../lib/chain/tokens.js";
 import type { ChainId } from "../../lib/config.js";
 import type { EventRecord } from "../../lib/records.js";
-import { lookupToken } from "../../lib/chain/tokens.js";
 import type { TokenEntity } from "./entities.js";
+import { chainKeyPrefix } from "./keys.js";
 import { type MatchRedis, runScript, script } from "./redis.js";
 
 /** Token metadata; each field null when unknown (call reverted, not implemented, not decodable). */
@@ -79,11 +81,6 @@ export interface TokenTracker {
 
 const SEEN = script(`return redis.call('EXISTS', KEYS[1])`);
 const RECORD = script(`if redis.call('SET', KEYS[1], ARGV[1], 'NX') then return 1 else return 0 end`);
-
-/** The key prefix of one chain's match-stage keys: `<keyPrefix>match:<technology>/<blockchain>/<network>:`. */
-export function chainKeyPrefix(keyPrefix: string, chain: ChainId): string {
-  return `${keyPrefix}match:${chain.technology}/${chain.blockchain}/${chain.network}:`;
-}
 
 /** Creates a {@link TokenTracker}. */
 export function createTokenTracker(deps: TokenTrackerDeps): TokenTracker {

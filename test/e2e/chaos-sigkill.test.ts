@@ -8,7 +8,7 @@
  * topic must hold, for every canonical token Transfer past the confirmation threshold, exactly one
  * distinct `confirmed` alert id, on its canonical block; no `confirmed` alert of a block that is
  * not canonical; and a `removed` alert for every `pending` alert of a block that is not canonical
- * (pipeline/match/confirmations.ts: a tracked match whose block leaves the chain before its
+ * (pipeline/match/confirmations/decide.ts: a tracked match whose block leaves the chain before its
  * threshold is dropped, with `removed` when `pending` went out; the threshold here is larger than
  * any reorg depth, so every orphaned match is still tracked when its block leaves the chain).
  *

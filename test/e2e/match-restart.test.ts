@@ -14,11 +14,10 @@ import { id as eventTopic } from "ethers";
 import type { Consumer } from "kafkajs";
 import { createClient } from "redis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { alertId } from "../../lib/alerting/alert.js";
+import { alertId, type Alert as EmittedAlert } from "../../lib/alerting/alert.js";
 import { type AlertAvro, alertToAvro } from "../../lib/alerting/avro.js";
 import type { RuleInput } from "../../lib/rules/model.js";
-import type { EmittedAlert } from "../../pipeline/match/confirmations.js";
-import { chainKeyPrefix } from "../../pipeline/match/tokens.js";
+import { chainKeyPrefix } from "../../pipeline/match/keys.js";
 import { type AnvilEnv, type AnvilEnvBase, startAnvilEnv } from "../support/anvil-env.js";
 import { servicesUp, skipMessage, waitFor } from "../support/harness.js";
 

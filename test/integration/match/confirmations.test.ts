@@ -1,5 +1,5 @@
 /**
- * Integration tests of the confirmation tracker (pipeline/match/confirmations.ts) against the real
+ * Integration tests of the confirmation tracker (pipeline/match/confirmations/) against the real
  * Redis (REDIS_URL, default redis://127.0.0.1:6379), under a unique key prefix deleted afterwards
  * (never FLUSH). Covers pending/confirmed timing, maxConfirmationCount 0 and 1, reorgs, duplicate
  * processing, concurrent instances and restarts, and the transactional outbox (every emitted alert
@@ -8,17 +8,16 @@
 import { createHash, randomUUID } from "node:crypto";
 import { createClient, type RedisClientType } from "redis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { Alert } from "../../../lib/alerting/alert.js";
+import type { Alert, Alert as EmittedAlert } from "../../../lib/alerting/alert.js";
 import type { ChainId } from "../../../lib/config.js";
 import type { Rule } from "../../../lib/rules/model.js";
+import type { ChainHead, MatchedEntity } from "../../../pipeline/match/confirmations/decide.js";
 import {
-  type ChainHead,
   type ConfirmationTracker,
   type ConfirmationTrackerDeps,
   createConfirmationTracker,
-  type EmittedAlert,
-  type MatchedEntity,
-} from "../../../pipeline/match/confirmations.js";
+} from "../../../pipeline/match/confirmations/tracker.js";
+import { luaScript, runLua } from "../../../pipeline/match/lua.js";
 import { deletePrefix, keysOf, redisSkipMessage, redisUp } from "../accounts/redis.js";
 
 const REDIS_URL = process.env.REDIS_URL ?? "redis://127.0.0.1:6379";
@@ -364,3 +363,30 @@ async function t2(a: ConfirmationTracker, b: ConfirmationTracker, h: ChainHead):
   const [x, y] = await Promise.all([a.onHead(h, canonicalOf()), b.onHead(h, canonicalOf())]);
   return [...x, ...y];
 }
+
+describe.skipIf(!up)("Lua layouts of the tracker's scripts (real Redis, pipeline/match/lua.ts)", () => {
+  it("binds every fixed and item value to its name", async () => {
+    // Reads no key: the key names are only echoed back.
+    const echo = luaScript(
+      { keys: ["first", "second"], args: ["ttl"], item: { keys: ["state", "guard"], args: ["member", "status", "n"] } },
+      `
+local out = { first, second, ttl, tostring(itemCount) }
+for i = 1, itemCount do
+  local it = item(i)
+  out[#out + 1] = it.state .. ',' .. it.guard .. ',' .. it.member .. ',' .. it.status .. ',' .. it.n
+end
+return out
+`,
+    );
+    const items = [1, 2, 3].map((i) => ({ state: `s${i}`, guard: `g${i}`, member: `m${i}`, status: `st${i}`, n: i }));
+    expect(await runLua(client, echo, { first: "f", second: "g", ttl: 60 }, items)).toEqual([
+      "f",
+      "g",
+      "60",
+      "3",
+      "s1,g1,m1,st1,1",
+      "s2,g2,m2,st2,2",
+      "s3,g3,m3,st3,3",
+    ]);
+  });
+});
