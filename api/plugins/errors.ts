@@ -8,13 +8,17 @@
  * - {@link ApiError} (our routes and plugins): its code(s) and status.
  * - `AccountError` (admin routes, lib/accounts): its code, the status of
  *   `ACCOUNT_ERROR_HTTP_STATUS`, and its `field` as path.
+ * - `RuleStoreError` (rules routes, lib/rules/store.ts): its code with the status of
+ *   `RULES_ERROR_CODES` and the path and message of api/routes/rules/errors.ts `ruleStoreErrorDetail`.
+ * - Redis unreachable ({@link isRedisUnavailable}: node-redis offline/closed/timeout errors, socket
+ *   errors) → 503 CS_BACKEND_UNAVAILABLE, naming the route's `config.backend` (default `Redis`).
  * - Fastify schema validation errors: on routes declaring `config.validationErrorCode` (admin
  *   routes), that code with the failing part's path; otherwise by the top-level key of the failing
  *   body part — `size` → CS_SIZE_INVALID, `sort` → CS_SORT_INVALID, `_source` → CS_SOURCE_INVALID,
  *   `query` → CS_QUERY_INVALID, `search_after` → CS_SEARCH_AFTER_INVALID, `aggs`/`aggregations` →
  *   CS_AGG_INVALID, an unknown key or a non-object body → CS_BODY_INVALID.
  * - Fastify body parsing: invalid/empty-but-required JSON → CS_BODY_INVALID, too large →
- *   CS_BODY_TOO_LARGE (413), wrong Content-Type → CS_UNSUPPORTED_MEDIA_TYPE (415), other 4xx → CS_BAD_REQUEST.
+ *   CS_BODY_TOO_LARGE (413) or the route's `config.bodyTooLarge`, wrong Content-Type → CS_UNSUPPORTED_MEDIA_TYPE (415), other 4xx → CS_BAD_REQUEST.
  * - Router errors before any route or hook ({@link frameworkErrorHandler}): bad percent-encoding in
  *   the path → 400 CS_URL_INVALID, an over-long path parameter → 414 CS_URL_TOO_LONG.
  * - Connection-level client errors (before any request object exists; {@link clientErrorHandler}):
@@ -31,15 +35,56 @@ import type { Duplex } from "node:stream";
 import { errors as esErrors } from "@elastic/elasticsearch";
 import type { FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest } from "fastify";
 import { ACCOUNT_ERROR_HTTP_STATUS, AccountError } from "../../lib/accounts/model.js";
+import { isRuleStoreError } from "../../lib/rules/store.js";
 import { jsonPath, unknownKeyMessage } from "../dsl/validate.js";
 import { ApiError, type ApiErrorDetail, ERROR_CODES, type ErrorCode, errorBody } from "../errors.js";
+import { ruleStoreErrorDetail } from "../routes/rules/errors.js";
 import { globalPlugin } from "./plugin.js";
 
 declare module "fastify" {
   interface FastifyContextConfig {
     /** Code of every body/params validation failure of the route (instead of the search body mapping). */
     validationErrorCode?: ErrorCode;
+    /** The answer to a body over the route's `bodyLimit` (instead of 413 CS_BODY_TOO_LARGE). */
+    bodyTooLarge?: { code: ErrorCode; message: string };
+    /** What the route reads from Redis, named in the 503 message when Redis is unreachable (default `Redis`). */
+    backend?: string;
   }
+}
+
+/** The per-route settings of {@link mapError} (a route's `config`, see `FastifyContextConfig`). */
+export interface ErrorRouteConfig {
+  /** See `FastifyContextConfig.validationErrorCode`. */
+  validationErrorCode?: ErrorCode | undefined;
+  /** See `FastifyContextConfig.bodyTooLarge`. */
+  bodyTooLarge?: { code: ErrorCode; message: string } | undefined;
+  /** See `FastifyContextConfig.backend`. */
+  backend?: string | undefined;
+}
+
+/** node-redis errors (and socket errors) that mean "Redis cannot be asked right now". */
+const REDIS_UNAVAILABLE_NAMES = new Set([
+  "ClientOfflineError",
+  "ClientClosedError",
+  "ConnectionTimeoutError",
+  "SocketClosedUnexpectedlyError",
+  "SocketTimeoutError",
+  "ReconnectStrategyError",
+  "DisconnectsClientError",
+  "TimeoutError",
+]);
+const SOCKET_CODES = new Set(["ECONNREFUSED", "ECONNRESET", "ETIMEDOUT", "EPIPE", "EHOSTUNREACH", "ENOTFOUND", "EAI_AGAIN"]);
+
+/**
+ * Whether `err` says that Redis is unreachable (client offline or closed, connection lost or timed
+ * out), as opposed to a refused operation or a bug. The API's one Redis-down classifier.
+ * @param err - anything thrown.
+ * @returns true for node-redis connection errors and socket errors (`ECONNREFUSED`, …).
+ */
+export function isRedisUnavailable(err: unknown): boolean {
+  if (!(err instanceof Error)) return false;
+  const code = (err as { code?: unknown }).code;
+  return REDIS_UNAVAILABLE_NAMES.has(err.constructor.name) || REDIS_UNAVAILABLE_NAMES.has(err.name) || SOCKET_CODES.has(String(code));
 }
 
 /** Result of {@link mapError}: the HTTP status and the problems to report. */
@@ -178,12 +223,18 @@ function esReason(err: InstanceType<typeof esErrors.ResponseError>): string {
 
 /**
  * Maps any thrown value to a status and problems (pure; used by the error handler).
- * @param validationCode - the route's `config.validationErrorCode`, for schema validation errors.
+ * @param err - anything thrown by a route, hook, plugin or Fastify itself.
+ * @param route - the route's `config` ({@link ErrorRouteConfig}), e.g. its `validationErrorCode`.
+ * @returns the status, the details and whether the error is unexpected.
  */
-export function mapError(err: unknown, validationCode?: ErrorCode): MappedError {
+export function mapError(err: unknown, route: ErrorRouteConfig = {}): MappedError {
   if (err instanceof ApiError) return { status: err.statusCode, details: err.details, unexpected: err.statusCode >= 500 };
   if (err instanceof AccountError) {
     return { status: ACCOUNT_ERROR_HTTP_STATUS[err.code], details: [detail(err.code, err.message, err.field ?? null)], unexpected: false };
+  }
+  if (isRuleStoreError(err)) {
+    const d = ruleStoreErrorDetail(err);
+    return { status: ERROR_CODES[d.code].status, details: [d], unexpected: false };
   }
   if (err instanceof esErrors.ResponseError) {
     const status = err.statusCode ?? err.meta?.statusCode ?? 500;
@@ -207,12 +258,15 @@ export function mapError(err: unknown, validationCode?: ErrorCode): MappedError 
   }
   const e = err as { validation?: ValidationItem[]; validationContext?: string; code?: string; statusCode?: number } | undefined;
   if (e && Array.isArray(e.validation)) {
-    const details = mapValidation(e.validation, e.validationContext, validationCode);
+    const details = mapValidation(e.validation, e.validationContext, route.validationErrorCode);
     const first = details[0] as ApiErrorDetail;
     return { status: ERROR_CODES[first.code].status, details, unexpected: false };
   }
+  if (isRedisUnavailable(err))
+    return single("CS_BACKEND_UNAVAILABLE", `${route.backend ?? "Redis"} is temporarily unavailable; retry later`);
   switch (e?.code) {
     case "FST_ERR_CTP_BODY_TOO_LARGE":
+      if (route.bodyTooLarge) return single(route.bodyTooLarge.code, route.bodyTooLarge.message);
       return single("CS_BODY_TOO_LARGE", "the body is too large");
     case "FST_ERR_CTP_INVALID_MEDIA_TYPE":
       return single("CS_UNSUPPORTED_MEDIA_TYPE", "send the body as Content-Type: application/json");
@@ -292,7 +346,7 @@ export function frameworkErrorHandler(err: Error, request: FastifyRequest, reply
 /** Installs the error handler and the not-found handler on the whole app. */
 export const errorsPlugin: FastifyPluginAsync = globalPlugin(async (app) => {
   app.setErrorHandler(async (err, request, reply) => {
-    const mapped = mapError(err, request.routeOptions.config?.validationErrorCode);
+    const mapped = mapError(err, request.routeOptions.config ?? {});
     if (mapped.unexpected) {
       if (mapped.status === 503) request.log.warn({ err }, "backend unavailable");
       else request.log.error({ err }, "request failed");

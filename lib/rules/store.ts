@@ -134,32 +134,27 @@ export const DEFAULT_LIST_LIMIT = 50;
 export const MAX_LIST_LIMIT = 500;
 
 /**
- * Stable codes of {@link RuleStoreError}; the API maps them with {@link RULE_STORE_ERROR_HTTP_STATUS}:
- * - `CS_RULE_NOT_FOUND`: no rule with that id for that account (also another account's rule) — 404;
- * - `CS_RULE_VERSION_CONFLICT`: the expected version is not the stored one (stale PUT) — 409;
- * - `CS_RULE_IMMUTABLE_FIELD`: an update tried to change technology, blockchain or network — 400;
- * - `CS_RULE_INVALID_PAGE`: a list `limit` outside 1–500 or a malformed `cursor` — 400;
- * - `CS_RULE_LIMIT_REACHED`: a create for an account that already has {@link RuleStoreDeps.maxRulesPerAccount} rules — 409;
+ * Stable codes of {@link RuleStoreError} (the API answers each with the status of its code in
+ * api/routes/rules/errors.ts `RULES_ERROR_CODES`):
+ * - `CS_RULE_NOT_FOUND`: no rule with that id for that account (also another account's rule);
+ * - `CS_RULE_VERSION_CONFLICT`: the expected version is not the stored one (stale PUT);
+ * - `CS_RULE_IMMUTABLE_FIELD`: an update tried to change technology, blockchain or network;
+ * - `CS_RULE_INVALID_PAGE`: a list `limit` outside 1–500 or a malformed `cursor`;
+ * - `CS_RULE_LIMIT_REACHED`: a create for an account that already has {@link RuleStoreDeps.maxRulesPerAccount} rules;
  * - `CS_RULE_EXTRA_PROPERTIES`: an update would leave the rule with more additional top-level
- *   properties than `RULE_LIMITS` allows (`details.field`: the property that crosses the limit) — 400.
+ *   properties than `RULE_LIMITS` allows (`details.field`: the property that crosses the limit).
  */
-export type RuleStoreErrorCode =
-  | "CS_RULE_NOT_FOUND"
-  | "CS_RULE_VERSION_CONFLICT"
-  | "CS_RULE_IMMUTABLE_FIELD"
-  | "CS_RULE_INVALID_PAGE"
-  | "CS_RULE_LIMIT_REACHED"
-  | "CS_RULE_EXTRA_PROPERTIES";
+export const RULE_STORE_ERROR_CODES = [
+  "CS_RULE_NOT_FOUND",
+  "CS_RULE_VERSION_CONFLICT",
+  "CS_RULE_IMMUTABLE_FIELD",
+  "CS_RULE_INVALID_PAGE",
+  "CS_RULE_LIMIT_REACHED",
+  "CS_RULE_EXTRA_PROPERTIES",
+] as const;
 
-/** The HTTP status an API should answer for each {@link RuleStoreErrorCode}. */
-export const RULE_STORE_ERROR_HTTP_STATUS: Readonly<Record<RuleStoreErrorCode, number>> = {
-  CS_RULE_NOT_FOUND: 404,
-  CS_RULE_VERSION_CONFLICT: 409,
-  CS_RULE_IMMUTABLE_FIELD: 400,
-  CS_RULE_INVALID_PAGE: 400,
-  CS_RULE_LIMIT_REACHED: 409,
-  CS_RULE_EXTRA_PROPERTIES: 400,
-};
+/** One of {@link RULE_STORE_ERROR_CODES}. */
+export type RuleStoreErrorCode = (typeof RULE_STORE_ERROR_CODES)[number];
 
 /** A refused store operation. Redis/connection failures are not wrapped: they surface as the client's own errors (answer 503). */
 export class RuleStoreError extends Error {
@@ -169,9 +164,10 @@ export class RuleStoreError extends Error {
     message: string,
     /**
      * Extra facts: `field` for `CS_RULE_IMMUTABLE_FIELD` and `CS_RULE_EXTRA_PROPERTIES` (a JSON path),
-     * `currentVersion` for `CS_RULE_VERSION_CONFLICT`, `limit` for `CS_RULE_LIMIT_REACHED`.
+     * `currentVersion` for `CS_RULE_VERSION_CONFLICT`, `limit` for `CS_RULE_LIMIT_REACHED`, `id`
+     * (the rule id asked for) for `CS_RULE_NOT_FOUND` and `CS_RULE_VERSION_CONFLICT` of an update.
      */
-    readonly details: { field?: string; currentVersion?: number; limit?: number } = {},
+    readonly details: { field?: string; currentVersion?: number; limit?: number; id?: string } = {},
   ) {
     super(message);
     this.name = "RuleStoreError";
@@ -467,12 +463,14 @@ export function createRuleStore(deps: RuleStoreDeps): RuleStore {
     async update(accountId, id, patch, expectedVersion) {
       const expected = expectedVersion ?? (typeof patch.version === "number" ? patch.version : undefined);
       const fields = stripReserved(patch as Record<string, unknown>);
-      if (typeof id !== "string" || !UUID.test(id)) throw new RuleStoreError("CS_RULE_NOT_FOUND", `no rule with id ${JSON.stringify(id)}`);
+      if (typeof id !== "string" || !UUID.test(id))
+        throw new RuleStoreError("CS_RULE_NOT_FOUND", `no rule with id ${JSON.stringify(id)}`, { id });
       return watched(id, (current) => {
         if (!current || current.accountId !== accountId)
-          throw new RuleStoreError("CS_RULE_NOT_FOUND", `no rule with id ${JSON.stringify(id)}`);
+          throw new RuleStoreError("CS_RULE_NOT_FOUND", `no rule with id ${JSON.stringify(id)}`, { id });
         if (expected !== undefined && expected !== current.version) {
           throw new RuleStoreError("CS_RULE_VERSION_CONFLICT", `rule ${id} is at version ${current.version}, not ${expected}`, {
+            id,
             currentVersion: current.version,
           });
         }

@@ -488,7 +488,7 @@ const updateValidator = Compile(RuleUpdateSchema);
 // ---------------------------------------------------------------------------------------------
 
 /**
- * Stable codes of {@link RuleValidationError} (all answered with HTTP 400):
+ * Stable codes of {@link RuleValidationError} (the API answers each with 400, api/routes/rules/errors.ts):
  * - `CS_RULE_INVALID`: generic — wrong type, missing required field, unknown property where none are allowed, value not in an enumeration;
  * - `CS_RULE_UNKNOWN_CHAIN`: technology/blockchain/network do not name a chain this deployment serves;
  * - `CS_RULE_ITEM_COUNT`: an array has too few or too many items (targetMap, alerts, payload, operatorParameters, subPayloads);
@@ -528,9 +528,6 @@ export const RULE_VALIDATION_CODES: readonly RuleValidationCode[] = [
   "CS_RULE_TOO_LONG",
   "CS_RULE_EXTRA_PROPERTIES",
 ];
-
-/** The HTTP status the API answers for a refused rule body (any {@link RuleValidationCode}). */
-export const RULE_VALIDATION_HTTP_STATUS = 400;
 
 /** One reason a rule body was refused. */
 export interface RuleValidationError {

@@ -1,25 +1,17 @@
 /**
  * Error codes of the alerting-rules routes (`/alerting/rules/…`), their HTTP status and meaning,
- * and the error the routes throw for them.
+ * and how rule-specific failures become API error details.
  *
- * {@link RULES_ERROR_CODES} is meant to be merged into `ERROR_CODES` of api/errors.ts (and the
- * error table of docs/api.md). Until then `ApiError` cannot carry these codes (its constructor
- * looks the status up in `ERROR_CODES`), so the routes throw {@link RulesApiError} and the rules
- * plugin renders it itself, in the same body shape as every other error:
- * `{error: {code, message, path}, errors: [{code, message, path}, …]}`.
+ * {@link RULES_ERROR_CODES} is merged into `ERROR_CODES` of api/errors.ts (and the error table of
+ * docs/api.md), so the routes throw the ordinary `ApiError` and the app's one error handler
+ * (api/plugins/errors.ts) renders them, `RuleStoreError`s included (via {@link ruleStoreErrorDetail}).
+ * This module imports api/errors.ts for types only: api/errors.ts imports the table from here.
  * @module
  */
 
-import type { RuleStoreErrorCode } from "../../../lib/rules/store.js";
+import { RULE_STORE_ERROR_CODES, type RuleStoreError, type RuleStoreErrorCode } from "../../../lib/rules/store.js";
 import type { RuleValidationCode, RuleValidationError } from "../../../lib/rules/validate.js";
-
-/** One documented error code: HTTP status and a one-line description (same shape as api/errors.ts `ErrorCodeInfo`). */
-export interface RulesErrorCodeInfo {
-  /** HTTP status answered with this code. */
-  status: number;
-  /** Human-readable meaning. */
-  description: string;
-}
+import type { ApiErrorDetail, ErrorCodeInfo } from "../../errors.js";
 
 /**
  * Every error code the rules routes answer with (besides the app-wide `CS_AUTH_REQUIRED`,
@@ -105,66 +97,54 @@ export const RULES_ERROR_CODES = {
     description:
       "Alerting rules: the account already has the most rules it may have (CHAINSIFT_MAX_RULES_PER_ACCOUNT, default 1000); delete one first.",
   },
-} as const satisfies Record<RuleValidationCode | RuleStoreErrorCode | "CS_RULE_ID_INVALID" | "CS_RULE_TOO_LARGE", RulesErrorCodeInfo>;
+} as const satisfies Record<RuleValidationCode | RuleStoreErrorCode | "CS_RULE_ID_INVALID" | "CS_RULE_TOO_LARGE", ErrorCodeInfo>;
 
 /** One of the codes of {@link RULES_ERROR_CODES}. */
 export type RulesErrorCode = keyof typeof RULES_ERROR_CODES;
 
-/** One problem found in a rules request (same shape as api/errors.ts `ApiErrorDetail`). */
-export interface RulesErrorDetail {
-  /** Stable code, see {@link RULES_ERROR_CODES}. */
-  code: RulesErrorCode;
-  /** Human-readable explanation; not stable. */
-  message: string;
-  /** JSON path of the offending part of the request (`config.targetMap[0].value`, `params.rule_id`, `querystring.limit`), or null. */
-  path: string | null;
+/** The HTTP status the API answers for each `RuleStoreErrorCode` of lib/rules/store.ts (from {@link RULES_ERROR_CODES}). */
+export const RULE_STORE_ERROR_HTTP_STATUS: Readonly<Record<RuleStoreErrorCode, number>> = Object.fromEntries(
+  RULE_STORE_ERROR_CODES.map((code) => [code, RULES_ERROR_CODES[code].status]),
+) as Record<RuleStoreErrorCode, number>;
+
+/**
+ * The details of a refused rule body: every validation problem, in document order (`path` `""`,
+ * the body itself, becomes null); one `CS_RULE_INVALID` when the list is empty.
+ * @param errors - `validateRuleInput(…).errors` (lib/rules/validate.ts).
+ * @returns at least one detail, for `new ApiError(…)`.
+ */
+export function ruleValidationDetails(errors: readonly RuleValidationError[]): ApiErrorDetail[] {
+  const details = errors.map((e) => ({ code: e.code, message: e.message, path: e.path === "" ? null : e.path }));
+  return details.length > 0 ? details : [{ code: "CS_RULE_INVALID", message: "the rule is invalid", path: null }];
 }
 
 /**
- * An error of the rules routes with a code of {@link RULES_ERROR_CODES}; the rules plugin renders it
- * as `{error, errors}` with the code's status.
+ * The API error detail of a refused store operation (its status is the code's in
+ * {@link RULES_ERROR_CODES}): the path it concerns (`params.rule_id`, `version`, the field,
+ * `querystring.cursor`) and a message for the client; `details.id` (the rule id) names the rule.
+ * @param err - a `RuleStoreError` of lib/rules/store.ts.
+ * @returns the detail the error handler answers.
  */
-export class RulesApiError extends Error {
-  /** HTTP status answered (the status of the first detail's code). */
-  readonly statusCode: number;
-  /** Code of the first problem. */
-  readonly code: RulesErrorCode;
-  /** JSON path of the first problem, or null. */
-  readonly path: string | null;
-  /** All problems (at least one). */
-  readonly details: RulesErrorDetail[];
-
-  /**
-   * @param details - one or more problems; the first one gives `code`, `path` and the status.
-   * @param status - the HTTP status, when it must not be the first code's status of {@link RULES_ERROR_CODES}
-   *   (e.g. taken from lib/rules/store.ts `RULE_STORE_ERROR_HTTP_STATUS`; they agree).
-   * @throws {RangeError} when `details` is empty.
-   */
-  constructor(details: RulesErrorDetail | RulesErrorDetail[], status?: number) {
-    const list = Array.isArray(details) ? details : [details];
-    const first = list[0];
-    if (!first) throw new RangeError("RulesApiError needs at least one detail");
-    super(first.message);
-    this.name = "RulesApiError";
-    this.code = first.code;
-    this.path = first.path;
-    this.details = list;
-    this.statusCode = status ?? RULES_ERROR_CODES[first.code].status;
+export function ruleStoreErrorDetail(err: RuleStoreError): ApiErrorDetail {
+  const { id, currentVersion, field } = err.details;
+  switch (err.code) {
+    case "CS_RULE_NOT_FOUND":
+      return { code: err.code, message: id ? `no rule with id ${id}` : err.message, path: "params.rule_id" };
+    case "CS_RULE_VERSION_CONFLICT": {
+      const message =
+        currentVersion === undefined
+          ? `${err.message} (the rule kept changing concurrently)`
+          : `version conflict: rule ${id ?? ""} is at version ${currentVersion}; fetch it again and retry with "version": ${currentVersion}`;
+      return { code: err.code, message, path: "version" };
+    }
+    case "CS_RULE_INVALID_PAGE":
+      return { code: err.code, message: err.message, path: "querystring.cursor" };
+    case "CS_RULE_LIMIT_REACHED":
+      return { code: err.code, message: err.message, path: null };
+    case "CS_RULE_IMMUTABLE_FIELD":
+    case "CS_RULE_EXTRA_PROPERTIES":
+      return { code: err.code, message: err.message, path: field ?? null };
+    default:
+      return { code: "CS_RULE_INVALID", message: err.message, path: null };
   }
-
-  /** The JSON error body: `{error: <first detail>, errors: <all details>}`. */
-  body(): { error: RulesErrorDetail; errors: RulesErrorDetail[] } {
-    return { error: this.details[0] as RulesErrorDetail, errors: this.details };
-  }
-}
-
-/** Shorthand for `new RulesApiError({code, message, path})`. */
-export function rulesError(code: RulesErrorCode, message: string, path: string | null = null): RulesApiError {
-  return new RulesApiError({ code, message, path });
-}
-
-/** The error of a refused rule body: every validation problem, in document order (`path` `""`, the body itself, becomes null). */
-export function validationError(errors: readonly RuleValidationError[]): RulesApiError {
-  const details = errors.map((e) => ({ code: e.code, message: e.message, path: e.path === "" ? null : e.path }));
-  return new RulesApiError(details.length > 0 ? details : [{ code: "CS_RULE_INVALID", message: "the rule is invalid", path: null }]);
 }

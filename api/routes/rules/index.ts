@@ -26,37 +26,29 @@
  * accepts everything and a `JSON.stringify` serializer, so Fastify/Ajv never strips, coerces or
  * refuses a rule and response schemas never reshape one.
  *
- * Errors with rule codes ({@link RULES_ERROR_CODES}) are rendered by this plugin's error handler
- * as `{error: {code, message, path}, errors: […]}`; a POST or PUT body over 64 KiB (the routes'
- * `bodyLimit`, `RULE_LIMITS.bodyMaxBytes`) is 413 `CS_RULE_TOO_LARGE`; Redis failures become
- * `CS_BACKEND_UNAVAILABLE` (503) and everything else (401, 415, invalid JSON…) goes on to the
- * app's error handler.
+ * Errors: the routes throw the ordinary `ApiError` with the codes of {@link RULES_ERROR_CODES} and
+ * leave store refusals (`RuleStoreError`) and Redis failures to the app's one error handler
+ * (api/plugins/errors.ts), which answers `{error: {code, message, path}, errors: […]}`; the routes'
+ * `config` ({@link RULES_ROUTE_CONFIG}) makes a POST or PUT body over 64 KiB (the routes'
+ * `bodyLimit`, `RULE_LIMITS.bodyMaxBytes`) 413 `CS_RULE_TOO_LARGE` and names "the rule store" in
+ * the 503 `CS_BACKEND_UNAVAILABLE` message.
  * Trailing slashes are optional when the app is created with `routerOptions.ignoreTrailingSlash`
  * (as api/app.ts does).
  * @module
  */
 import { Readable } from "node:stream";
-import type { FastifyPluginAsync, FastifyRequest } from "fastify";
+import type { FastifyContextConfig, FastifyPluginAsync, FastifyRequest } from "fastify";
 import { createClient } from "redis";
 import type { ChainId, Config } from "../../../lib/config.js";
 import type { Logger } from "../../../lib/logger.js";
 import type { AlertDefinition } from "../../../lib/rules/model.js";
-import {
-  connectRuleStore,
-  DEFAULT_LIST_LIMIT,
-  isRuleStoreError,
-  MAX_LIST_LIMIT,
-  RULE_STORE_ERROR_HTTP_STATUS,
-  type RulePage,
-  type RuleStore,
-  type RuleStoreError,
-} from "../../../lib/rules/store.js";
+import { connectRuleStore, DEFAULT_LIST_LIMIT, MAX_LIST_LIMIT, type RulePage, type RuleStore } from "../../../lib/rules/store.js";
 import { RULE_LIMITS, validateRuleInput } from "../../../lib/rules/validate.js";
 import { destinationKey } from "../../../pipeline/notify/health.js";
 import { createDeliveryLog, type DeliveryLog } from "../../../pipeline/notify/log.js";
 import { type ActionDeliveryStatus, actionDeliveryStatus, createDeliveryQueue } from "../../../pipeline/notify/queue.js";
-import { apiError } from "../../errors.js";
-import { RulesApiError, rulesError, validationError } from "./errors.js";
+import { ApiError, apiError } from "../../errors.js";
+import { ruleValidationDetails } from "./errors.js";
 import {
   DEFAULT_DELIVERIES_LIMIT,
   DeliveryListQuery,
@@ -71,7 +63,7 @@ import {
   ruleBodySchemas,
 } from "./schema.js";
 
-export { RULES_ERROR_CODES, RulesApiError, type RulesErrorCode, type RulesErrorDetail } from "./errors.js";
+export { RULES_ERROR_CODES, type RulesErrorCode } from "./errors.js";
 
 /** Dependencies of {@link rulesRoutes}. */
 export interface RulesRoutesDeps {
@@ -133,29 +125,6 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const DIGITS = /^[0-9]{1,16}$/;
 const JSON_TYPE = "application/json; charset=utf-8";
 
-/** node-redis errors (and socket errors) that mean "Redis cannot be asked right now". */
-const REDIS_UNAVAILABLE_NAMES = new Set([
-  "ClientOfflineError",
-  "ClientClosedError",
-  "ConnectionTimeoutError",
-  "SocketClosedUnexpectedlyError",
-  "SocketTimeoutError",
-  "ReconnectStrategyError",
-  "DisconnectsClientError",
-  "TimeoutError",
-]);
-const SOCKET_CODES = new Set(["ECONNREFUSED", "ECONNRESET", "ETIMEDOUT", "EPIPE", "EHOSTUNREACH", "ENOTFOUND", "EAI_AGAIN"]);
-
-/**
- * Whether `err` says that Redis is unreachable (client offline or closed, connection lost or timed
- * out), as opposed to a refused operation or a bug.
- */
-export function isRedisUnavailable(err: unknown): boolean {
-  if (!(err instanceof Error)) return false;
-  const code = (err as { code?: unknown }).code;
-  return REDIS_UNAVAILABLE_NAMES.has(err.constructor.name) || REDIS_UNAVAILABLE_NAMES.has(err.name) || SOCKET_CODES.has(String(code));
-}
-
 /** The authenticated account's id (api/plugins/auth.ts attaches `request.account`); 401 when there is none. */
 function callerId(request: FastifyRequest): string {
   const account = (request as unknown as { account?: { id?: unknown } | null }).account;
@@ -167,20 +136,20 @@ function callerId(request: FastifyRequest): string {
 function ruleIdOf(request: FastifyRequest): string {
   const id = (request.params as { rule_id?: unknown }).rule_id;
   if (typeof id !== "string" || !UUID.test(id)) {
-    throw rulesError("CS_RULE_ID_INVALID", `rule_id must be a UUID, got ${JSON.stringify(id ?? "")}`, "params.rule_id");
+    throw apiError("CS_RULE_ID_INVALID", `rule_id must be a UUID, got ${JSON.stringify(id ?? "")}`, "params.rule_id");
   }
   return id.toLowerCase();
 }
 
-function notFound(id: string): RulesApiError {
-  return rulesError("CS_RULE_NOT_FOUND", `no rule with id ${id}`, "params.rule_id");
+function notFound(id: string): ApiError {
+  return apiError("CS_RULE_NOT_FOUND", `no rule with id ${id}`, "params.rule_id");
 }
 
 /** A single query-string value (repeated parameters are refused), or undefined when absent or empty. */
 function queryValue(request: FastifyRequest, name: string): string | undefined {
   const v = (request.query as Record<string, unknown> | undefined)?.[name];
   if (v === undefined || v === "") return undefined;
-  if (typeof v !== "string") throw rulesError("CS_RULE_INVALID_PAGE", `${name} must be given once`, `querystring.${name}`);
+  if (typeof v !== "string") throw apiError("CS_RULE_INVALID_PAGE", `${name} must be given once`, `querystring.${name}`);
   return v;
 }
 
@@ -191,60 +160,33 @@ function intQuery(request: FastifyRequest, name: string, min: number, max: numbe
   const n = DIGITS.test(raw) ? Number(raw) : Number.NaN;
   if (!Number.isSafeInteger(n) || n < min || n > max) {
     const range = max === Number.MAX_SAFE_INTEGER ? `>= ${min}` : `from ${min} to ${max}`;
-    throw rulesError("CS_RULE_INVALID_PAGE", `${name} must be an integer ${range}, got ${JSON.stringify(raw)}`, `querystring.${name}`);
+    throw apiError("CS_RULE_INVALID_PAGE", `${name} must be an integer ${range}, got ${JSON.stringify(raw)}`, `querystring.${name}`);
   }
   return n;
-}
-
-/** Maps a {@link RuleStoreError} to the API error (status from `RULE_STORE_ERROR_HTTP_STATUS`), with the path it concerns. */
-function fromStoreError(err: RuleStoreError, id?: string): RulesApiError {
-  const status = RULE_STORE_ERROR_HTTP_STATUS[err.code];
-  switch (err.code) {
-    case "CS_RULE_NOT_FOUND":
-      return new RulesApiError({ code: err.code, message: id ? `no rule with id ${id}` : err.message, path: "params.rule_id" }, status);
-    case "CS_RULE_VERSION_CONFLICT": {
-      const current = err.details.currentVersion;
-      const message =
-        current === undefined
-          ? `${err.message} (the rule kept changing concurrently)`
-          : `version conflict: rule ${id ?? ""} is at version ${current}; fetch it again and retry with "version": ${current}`;
-      return new RulesApiError({ code: err.code, message, path: "version" }, status);
-    }
-    case "CS_RULE_IMMUTABLE_FIELD":
-      return new RulesApiError({ code: err.code, message: err.message, path: err.details.field ?? null }, status);
-    case "CS_RULE_INVALID_PAGE":
-      return new RulesApiError({ code: err.code, message: err.message, path: "querystring.cursor" }, status);
-    case "CS_RULE_LIMIT_REACHED":
-      return new RulesApiError({ code: err.code, message: err.message, path: null }, status);
-    case "CS_RULE_EXTRA_PROPERTIES":
-      return new RulesApiError({ code: err.code, message: err.message, path: err.details.field ?? null }, status);
-    default:
-      return new RulesApiError({ code: "CS_RULE_INVALID", message: err.message, path: null }, 400);
-  }
-}
-
-/** Runs a store operation, turning its refusals into API errors. */
-async function store<T>(op: () => Promise<T>, id?: string): Promise<T> {
-  try {
-    return await op();
-  } catch (err) {
-    if (isRuleStoreError(err)) throw fromStoreError(err, id);
-    throw err;
-  }
 }
 
 // No per-route `security`: the document's global `bearerAuth` (api/plugins/openapi.ts) applies.
 const common = { tags: ["alerting"] };
 
 /**
- * Builds the plugin of the alerting-rules routes (encapsulated: its validator, serializer and
- * error handler apply to these routes only).
+ * The `config` of every rules route, read by the app's error handler (api/plugins/errors.ts): a
+ * body over the routes' `bodyLimit` is 413 `CS_RULE_TOO_LARGE`, and a Redis outage is 503
+ * `CS_BACKEND_UNAVAILABLE` naming the rule store.
+ */
+export const RULES_ROUTE_CONFIG = {
+  bodyTooLarge: { code: "CS_RULE_TOO_LARGE", message: `a rule body may have at most ${RULE_LIMITS.bodyMaxBytes} bytes` },
+  backend: "the rule store",
+} as const satisfies FastifyContextConfig;
+
+/**
+ * Builds the plugin of the alerting-rules routes (encapsulated: its validator and serializer apply
+ * to these routes only).
  *
  * ```ts
  * await app.register(rulesRoutes({ rules, deliveries, chains }));
  * ```
- * Needs an authentication hook that sets `request.account` (api/plugins/auth.ts) and, for the
- * app-wide error codes (401, invalid JSON, 503), the app's error handler (api/plugins/errors.ts).
+ * Needs an authentication hook that sets `request.account` (api/plugins/auth.ts) and the app's
+ * error handler (api/plugins/errors.ts), which answers every error of these routes.
  * @param deps see {@link RulesRoutesDeps}.
  */
 export function rulesRoutes(deps: RulesRoutesDeps): FastifyPluginAsync {
@@ -261,27 +203,10 @@ export function rulesRoutes(deps: RulesRoutesDeps): FastifyPluginAsync {
     app.setValidatorCompiler(() => () => true);
     app.setSerializerCompiler(() => (data) => JSON.stringify(data));
 
-    app.setErrorHandler(async (err, request, reply) => {
-      if (err instanceof RulesApiError) return reply.code(err.statusCode).type(JSON_TYPE).send(err.body());
-      if (isRuleStoreError(err)) {
-        const mapped = fromStoreError(err);
-        return reply.code(mapped.statusCode).type(JSON_TYPE).send(mapped.body());
-      }
-      if ((err as { code?: unknown }).code === "FST_ERR_CTP_BODY_TOO_LARGE") {
-        const tooLarge = rulesError("CS_RULE_TOO_LARGE", `a rule body may have at most ${RULE_LIMITS.bodyMaxBytes} bytes`);
-        return reply.code(tooLarge.statusCode).type(JSON_TYPE).send(tooLarge.body());
-      }
-      if (isRedisUnavailable(err)) {
-        request.log.warn({ err }, "rules: redis unavailable");
-        throw apiError("CS_BACKEND_UNAVAILABLE", "the rule store is temporarily unavailable; retry later");
-      }
-      // Everything else (authentication, body parsing, unexpected errors): the app's error handler.
-      throw err;
-    });
-
     app.get(
       `${RULES_PREFIX}/`,
       {
+        config: RULES_ROUTE_CONFIG,
         schema: {
           ...common,
           summary: "List the caller's rules",
@@ -297,13 +222,13 @@ export function rulesRoutes(deps: RulesRoutesDeps): FastifyPluginAsync {
         const cursor = queryValue(request, "cursor");
         if (queryValue(request, "limit") !== undefined || cursor !== undefined) {
           const limit = intQuery(request, "limit", 1, MAX_LIST_LIMIT, DEFAULT_LIST_LIMIT);
-          return store(() => rules.list(accountId, { limit, cursor: cursor ?? null }));
+          return rules.list(accountId, { limit, cursor: cursor ?? null });
         }
         // Every rule. The first page is read before anything is sent, so a store failure there is
         // still a proper error answer (503); a single page is answered as it is.
-        const first = await store(() => rules.list(accountId, { limit: pageSize }));
+        const first = await rules.list(accountId, { limit: pageSize });
         if (first.nextCursor === null) return first;
-        const chunks = ruleListingChunks(first, (after) => store(() => rules.list(accountId, { limit: pageSize, cursor: after })));
+        const chunks = ruleListingChunks(first, (after) => rules.list(accountId, { limit: pageSize, cursor: after }));
         return reply.type(JSON_TYPE).send(Readable.from(chunks, { objectMode: false }));
       },
     );
@@ -311,12 +236,13 @@ export function rulesRoutes(deps: RulesRoutesDeps): FastifyPluginAsync {
     app.get(
       `${RULES_PREFIX}/:rule_id/`,
       {
+        config: RULES_ROUTE_CONFIG,
         schema: { ...common, summary: "Get one rule", params: RuleParams, response: { 200: RuleSchema, ...RULES_ERROR_RESPONSES } },
       },
       async (request) => {
         const accountId = callerId(request);
         const id = ruleIdOf(request);
-        const rule = await store(() => rules.get(accountId, id), id);
+        const rule = await rules.get(accountId, id);
         if (!rule) throw notFound(id);
         return rule;
       },
@@ -325,6 +251,7 @@ export function rulesRoutes(deps: RulesRoutesDeps): FastifyPluginAsync {
     app.post(
       `${RULES_PREFIX}/`,
       {
+        config: RULES_ROUTE_CONFIG,
         schema: {
           ...common,
           summary: "Create a rule",
@@ -340,8 +267,8 @@ export function rulesRoutes(deps: RulesRoutesDeps): FastifyPluginAsync {
       async (request, reply) => {
         const accountId = callerId(request);
         const checked = validateRuleInput(request.body, "create", chains);
-        if (!checked.ok) throw validationError(checked.errors);
-        const rule = await store(() => rules.create(accountId, checked.value));
+        if (!checked.ok) throw new ApiError(ruleValidationDetails(checked.errors));
+        const rule = await rules.create(accountId, checked.value);
         return reply.code(201).header("location", `${RULES_PREFIX}/${rule.id}/`).send(rule);
       },
     );
@@ -349,6 +276,7 @@ export function rulesRoutes(deps: RulesRoutesDeps): FastifyPluginAsync {
     app.put(
       `${RULES_PREFIX}/:rule_id/`,
       {
+        config: RULES_ROUTE_CONFIG,
         schema: {
           ...common,
           summary: "Change a rule",
@@ -365,20 +293,21 @@ export function rulesRoutes(deps: RulesRoutesDeps): FastifyPluginAsync {
         const accountId = callerId(request);
         const id = ruleIdOf(request);
         const checked = validateRuleInput(request.body, "update", chains);
-        if (!checked.ok) throw validationError(checked.errors);
-        return store(() => rules.update(accountId, id, checked.value), id);
+        if (!checked.ok) throw new ApiError(ruleValidationDetails(checked.errors));
+        return rules.update(accountId, id, checked.value);
       },
     );
 
     app.delete(
       `${RULES_PREFIX}/:rule_id/`,
       {
+        config: RULES_ROUTE_CONFIG,
         schema: { ...common, summary: "Delete a rule", params: RuleParams, response: { 204: { type: "null" }, ...RULES_ERROR_RESPONSES } },
       },
       async (request, reply) => {
         const accountId = callerId(request);
         const id = ruleIdOf(request);
-        const deleted = await store(() => rules.delete(accountId, id), id);
+        const deleted = await rules.delete(accountId, id);
         if (!deleted) throw notFound(id);
         return reply.code(204).send();
       },
@@ -387,6 +316,7 @@ export function rulesRoutes(deps: RulesRoutesDeps): FastifyPluginAsync {
     app.get(
       `${RULES_PREFIX}/:rule_id/deliveries/`,
       {
+        config: RULES_ROUTE_CONFIG,
         schema: {
           ...common,
           summary: "Delivery log of a rule",
@@ -401,7 +331,7 @@ export function rulesRoutes(deps: RulesRoutesDeps): FastifyPluginAsync {
         const id = ruleIdOf(request);
         const limit = intQuery(request, "limit", 1, MAX_DELIVERIES_LIMIT, DEFAULT_DELIVERIES_LIMIT);
         const offset = intQuery(request, "offset", 0, Number.MAX_SAFE_INTEGER, 0);
-        const rule = await store(() => rules.get(accountId, id), id);
+        const rule = await rules.get(accountId, id);
         if (!rule) throw notFound(id);
         const [page, destinations] = await Promise.all([
           deliveries ? deliveries.list(rule.id, { limit, offset }) : { total: 0, entries: [] },

@@ -1,6 +1,7 @@
 import { randomBytes, randomUUID } from "node:crypto";
 import { createClient } from "redis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { RULE_STORE_ERROR_HTTP_STATUS } from "../../../api/routes/rules/errors.js";
 import { loadConfig } from "../../../lib/config.js";
 import type { Rule, RuleInput } from "../../../lib/rules/model.js";
 import {
@@ -8,7 +9,6 @@ import {
   connectRuleStore,
   DEFAULT_MAX_RULES_PER_ACCOUNT,
   isRuleStoreError,
-  RULE_STORE_ERROR_HTTP_STATUS,
   type RuleChange,
   type RuleStoreErrorCode,
   ruleKeys,
