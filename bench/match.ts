@@ -22,7 +22,7 @@ import type { Rule, TargetDefinition, TargetType } from "../lib/rules/model.js";
 import { createDecoder } from "../pipeline/decode/decoder.js";
 import { toBlockBundle } from "../pipeline/ingest/transform.js";
 import { eventEntity, methodEntity, transactionEntity } from "../pipeline/match/entities.js";
-import { createRuleIndex } from "../pipeline/match/index.js";
+import { createRuleIndex } from "../pipeline/match/rule-index.js";
 import { hasMainnetFixtures, loadCompleteBlocks } from "../test/support/fixtures.js";
 
 interface Item {

@@ -45,7 +45,7 @@ import {
   methodEntity,
   transactionEntity,
 } from "./entities.js";
-import { createRuleIndex, type RuleIndex } from "./index.js";
+import { createRuleIndex, type RuleIndex } from "./rule-index.js";
 import { createTokenTracker, type TokenMetadataSource, tokenListMetadataSource } from "./tokens.js";
 
 /** Dependencies of {@link startMatchStage}. */

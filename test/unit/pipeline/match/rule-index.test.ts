@@ -1,5 +1,5 @@
 /**
- * Unit tests of the rule index (pipeline/match/index.ts): candidates never miss a matching rule
+ * Unit tests of the rule index (pipeline/match/rule-index.ts): candidates never miss a matching rule
  * (property-style against brute force over random rules and entities, seeded PRNG), respect state,
  * chain and target type, and stay small when many rules are bucketed.
  */
@@ -8,7 +8,7 @@ import { describe, expect, it } from "vitest";
 import type { ChainId } from "../../../../lib/config.js";
 import type { Rule, TargetDefinition, TargetType } from "../../../../lib/rules/model.js";
 import { evaluate } from "../../../../pipeline/match/evaluate.js";
-import { createRuleIndex } from "../../../../pipeline/match/index.js";
+import { createRuleIndex } from "../../../../pipeline/match/rule-index.js";
 
 const CHAIN: ChainId = { technology: "ethereum", blockchain: "ethereum", network: "mainnet" };
 
