@@ -7,6 +7,7 @@
 import { Client } from "@elastic/elasticsearch";
 import type { Registry } from "prom-client";
 import type { DecodeMethodOptions } from "../lib/chain/methods.js";
+import { type ChainState, createRedisChainState } from "../lib/chain/state.js";
 import type { Config } from "../lib/config.js";
 import type { Logger } from "../lib/logger.js";
 import { type ConnectedRedis, connectRedisClient } from "../lib/redis.js";
@@ -15,7 +16,6 @@ import { startDecodeStage } from "./decode/stage.js";
 import { ensureIndices, startIndexStage } from "./index/indexer.js";
 import { createIngester, type Ingester } from "./ingest/ingest.js";
 import { type ChainSource, createRpcSource } from "./ingest/rpc.js";
-import { type ChainState, createRedisChainState } from "./ingest/state.js";
 import { type Bus, createBus, createRecordProducer, type RecordProducer } from "./kafka/bus.js";
 import type { RunningConsumer } from "./kafka/consumer.js";
 import { startMatchStage } from "./match/stage.js";
@@ -49,7 +49,7 @@ export interface Pipeline {
   consumers: RunningConsumer[];
   /**
    * Ingest's durable state of this chain in Redis (position, canonical map, sequence numbers;
-   * pipeline/ingest/state.ts), shared by the ingesters and the index stage's canonical check.
+   * lib/chain/state.ts), shared by the ingesters and the index stage's canonical check.
    */
   chainState(): Promise<ChainState>;
   /** Creates an ingester reading from a JSON-RPC URL (the caller drives it), with the durable {@link Pipeline.chainState}. */

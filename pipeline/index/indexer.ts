@@ -24,7 +24,7 @@
  *    a document the new branch already wrote under the same `_id` (same transaction) is never
  *    deleted, and the delete's tombstone (kept `index.gc_deletes`, 60 s) refuses a late orphaned write.
  * 3. **Canonical check around each bulk.** Before a bulk, records whose height ingest's canonical
- *    map (Redis, pipeline/ingest/state.ts) holds another hash for are skipped; after it, the map is
+ *    map (Redis, lib/chain/state.ts) holds another hash for are skipped; after it, the map is
  *    read again and records orphaned meanwhile are deleted (version = their own sequence + 1).
  *    Ingest changes the map before it produces the `reorgs` record, so a record written after the
  *    removal's search (a lagging partition) is caught by this second read, and one written before
@@ -32,12 +32,12 @@
  * @module
  */
 import type { Client } from "@elastic/elasticsearch";
+import type { CanonicalReader } from "../../lib/chain/state.js";
 import type { ChainId } from "../../lib/config.js";
 import type { Logger } from "../../lib/logger.js";
 import { callId, type RecordKind, type ReorgRecord, recordId, type TraceRecord } from "../../lib/records.js";
 import { TOPICS, type TopicKind } from "../../topics/index.js";
 import { NonRetryableError, RetryableError } from "../errors.js";
-import type { CanonicalReader } from "../ingest/state.js";
 import { type Bus, messageSeq } from "../kafka/bus.js";
 import { type HandlerFailure, type InputRecord, type RunningConsumer, runConsumer } from "../kafka/consumer.js";
 import { callRecords } from "./calls.js";
@@ -137,7 +137,7 @@ export interface IndexerDeps {
   /** Refresh the touched indices after each batch (tests; default false, ES refreshes every second). */
   refresh?: boolean;
   /**
-   * Ingest's canonical map (pipeline/ingest/state.ts) for the canonical check around each bulk.
+   * Ingest's canonical map (lib/chain/state.ts) for the canonical check around each bulk.
    * Default none: no check (records of orphaned blocks are then removed by `reorgs` records alone,
    * which misses a record indexed after its reorg was handled).
    */

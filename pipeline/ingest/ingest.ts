@@ -15,12 +15,12 @@
  */
 import { Counter, Registry } from "prom-client";
 import { MalformedRpcDataError } from "../../lib/chain/rpc-values.js";
+import { type BlockRef, type ChainState, createMemoryChainState } from "../../lib/chain/state.js";
 import type { Logger } from "../../lib/logger.js";
 import { logId, type ReorgRecord } from "../../lib/records.js";
 import { isRetryable } from "../errors.js";
 import { type OutgoingRecord, type RecordProducer, seqHeaders } from "../kafka/bus.js";
 import type { ChainSource } from "./rpc.js";
-import { type BlockRef, type ChainState, createMemoryChainState } from "./state.js";
 import { type BlockBundle, type RawRpcObject, toBlockBundle } from "./transform.js";
 
 /**
@@ -114,7 +114,7 @@ export interface IngesterDeps {
   /** Give up a block after this many transient failures (the error is thrown). Default: never give up (Infinity). */
   maxAttempts?: number;
   /**
-   * Durable position, canonical map and sequence numbers (pipeline/ingest/state.ts). Default: in
+   * Durable position, canonical map and sequence numbers (lib/chain/state.ts). Default: in
    * memory (nothing survives the process; tests and one-off tools only).
    */
   state?: ChainState;
@@ -313,7 +313,7 @@ export function createIngester(deps: IngesterDeps): Ingester {
     }
     if (produced.length > 0) {
       const refs = produced.map((b) => ({ number: b.block.number.num, hash: b.block.hash }));
-      // canon first: the index stage treats a record as orphaned only once canon says so (state.ts).
+      // canon first: the index stage treats a record as orphaned only once canon says so (lib/chain/state.ts).
       if (expect) await withRetry("record canonical hashes", () => state.expect(refs), signal);
       const first = await withRetry("reserve sequence numbers", () => state.reserveSeq(produced.length), signal);
       for (const [i, b] of produced.entries()) messages.push(...bundleToMessages(b, first + i));

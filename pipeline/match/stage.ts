@@ -25,12 +25,12 @@ import type { Alert } from "../../lib/alerting/alert.js";
 import { alertToAvro } from "../../lib/alerting/avro.js";
 import { type CallFrame, callEntity, flattenCallTrace } from "../../lib/chain/calltrace.js";
 import type { DecodeMethodOptions } from "../../lib/chain/methods.js";
+import { createRedisChainState } from "../../lib/chain/state.js";
 import type { Config } from "../../lib/config.js";
 import type { Logger } from "../../lib/logger.js";
 import type { BlockRecord, EventRecord, LogRecord, ReorgRecord, TraceRecord, TransactionRecord } from "../../lib/records.js";
 import type { TargetType } from "../../lib/rules/model.js";
 import { connectRuleStore, type RuleStore } from "../../lib/rules/store.js";
-import { createRedisChainState } from "../ingest/state.js";
 import { type Bus, createRecordProducer, messageSeq } from "../kafka/bus.js";
 import { type RunningConsumer, runConsumer } from "../kafka/consumer.js";
 import { createCanonicalView } from "./canon.js";
@@ -158,7 +158,7 @@ export async function startMatchStage(deps: MatchStageDeps): Promise<MatchStage>
   const view = createCanonicalView(CANON_WINDOW);
   // A restarted instance does not consume again the blocks and reorgs records its predecessor
   // committed: heights this process has not seen are answered by ingest's durable canonical map
-  // (pipeline/ingest/state.ts), the same one the index stage checks. What the view knows wins.
+  // (lib/chain/state.ts), the same one the index stage checks. What the view knows wins.
   const ingestCanon = createRedisChainState(redis, config.redisKeyPrefix, config.chain);
   const durable = new Map<number, string>();
   const learn = async (heights: Iterable<number>) => {

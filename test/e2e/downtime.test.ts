@@ -2,7 +2,7 @@
  * Downtime: the pipeline (decode + index) keeps running while only the follower is stopped; during
  * the downtime the node reorganises the blocks the follower produced last and mines more. A NEW
  * ingester (pipeline.createIngester) following WITHOUT `from` must resume from its durable position
- * in Redis (pipeline/ingest/state.ts), find the reorg that happened while it was down, announce the
+ * in Redis (lib/chain/state.ts), find the reorg that happened while it was down, announce the
  * orphaned blocks, and ingest everything mined meanwhile: compareWithChain over 0..N then proves the
  * API serves exactly the node's canonical chain (every height, no duplicate `_id` or height, no
  * orphaned hash).

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type ChainState, createRedisChainState } from "../../../lib/chain/state.js";
 import { type ConnectedRedis, connectRedisClient } from "../../../lib/redis.js";
-import { type ChainState, createRedisChainState } from "../../../pipeline/ingest/state.js";
 import { createHarness, type Harness, servicesUp, skipMessage } from "../../support/harness.js";
 
 const up = await servicesUp();

@@ -1,10 +1,10 @@
 import { keccak256, toUtf8Bytes } from "ethers";
 import { describe, expect, it } from "vitest";
+import { createMemoryChainState } from "../../../../lib/chain/state.js";
 import { createLogger } from "../../../../lib/logger.js";
 import type { ReorgRecord } from "../../../../lib/records.js";
 import { createIngester, findForkPoint } from "../../../../pipeline/ingest/ingest.js";
 import type { ChainSource, FetchedBlock } from "../../../../pipeline/ingest/rpc.js";
-import { createMemoryChainState } from "../../../../pipeline/ingest/state.js";
 import type { OutgoingRecord, RecordProducer } from "../../../../pipeline/kafka/bus.js";
 import { SEQ_HEADER } from "../../../../topics/index.js";
 import { hasMainnetFixtures, loadMainnetBlocks, SKIP_NO_FIXTURES } from "../../../support/fixtures.js";

@@ -23,7 +23,7 @@
  * follows from the change is produced (see {@link ChainState.announce} and {@link ChainState.expect}).
  * @module
  */
-import type { ChainId } from "../../lib/config.js";
+import type { ChainId } from "../config.js";
 
 /** A produced block: height and hash. */
 export interface BlockRef {
