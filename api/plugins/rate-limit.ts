@@ -1,7 +1,8 @@
 /**
- * Per-token rate limits with `@fastify/rate-limit` and its Redis store (an ioredis client, the
- * store the library documents), so every API process shares the same budgets and they survive
- * restarts of the API.
+ * Per-token rate limits with `@fastify/rate-limit` over a Redis store of our own
+ * ({@link redisRateLimitStore}: the app's node-redis client, lib/redis.ts; the library's built-in
+ * store needs ioredis), so every API process shares the same budgets and they survive restarts of
+ * the API.
  *
  * The library is registered with `global: false` and driven by {@link FastifyInstance.enforceRateLimit},
  * which the authentication hook (api/plugins/auth.ts) calls once it knows the caller:
@@ -19,11 +20,13 @@
  * Redis keys: `<nameSpace><key>`, e.g. `cs:ratelimit:token:<uuid>`, each with the window as TTL.
  * @module
  */
-import rateLimit from "@fastify/rate-limit";
+import { createHash } from "node:crypto";
+import rateLimit, { type FastifyRateLimitOptions, type FastifyRateLimitStore, type FastifyRateLimitStoreCtor } from "@fastify/rate-limit";
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from "fastify";
-import type { Redis } from "ioredis";
+import { type RedisClient, withTimeout } from "../../lib/redis.js";
 import { apiError } from "../errors.js";
 import { globalPlugin } from "./plugin.js";
+import { REDIS_COMMAND_TIMEOUT_MS } from "./redis.js";
 
 declare module "fastify" {
   interface FastifyInstance {
@@ -43,8 +46,8 @@ export interface RateLimitPluginOptions {
   max: number;
   /** Window length in milliseconds (config.api.rateLimitWindowMs). */
   timeWindowMs: number;
-  /** ioredis client holding the counters. */
-  redis: Redis;
+  /** node-redis client holding the counters (the app's `redis`). */
+  redis: Pick<RedisClient, "eval" | "evalSha">;
   /** Prefix of the Redis keys, e.g. `cs:ratelimit:` (config.redisKeyPrefix + `ratelimit:`). */
   nameSpace: string;
 }
@@ -54,14 +57,80 @@ export function rateLimitKey(request: FastifyRequest): string {
   return request.account ? `token:${request.account.tokenId}` : `ip:${request.ip}`;
 }
 
+/**
+ * One request counted in a fixed window: INCR the key; the first request of a window sets the TTL
+ * (PEXPIRE, the window); a key left without TTL gets one again. Answers `{count, ttl ms}`.
+ */
+const INCR_SCRIPT = `local current = redis.call('INCR', KEYS[1])
+local ttl = redis.call('PTTL', KEYS[1])
+if current == 1 or ttl < 0 then
+  redis.call('PEXPIRE', KEYS[1], ARGV[1])
+  ttl = tonumber(ARGV[1])
+end
+return {current, ttl}`;
+const INCR_SHA = createHash("sha1").update(INCR_SCRIPT).digest("hex");
+
+/**
+ * A `@fastify/rate-limit` store class (its `store` option) counting in Redis through a node-redis
+ * client: one {@link INCR_SCRIPT} round trip per request (EVALSHA, EVAL when the script cache was
+ * flushed), bounded by {@link REDIS_COMMAND_TIMEOUT_MS}. Fixed windows only: the library's
+ * `continueExceeding` and `exponentialBackoff` are refused.
+ * @param redis - the client holding the counters.
+ * @param nameSpace - prefix of every key, e.g. `cs:ratelimit:`; a route-level child store appends `<method><url>-`.
+ * @returns the store constructor; constructing it throws when `continueExceeding` or `exponentialBackoff` is set.
+ */
+export function redisRateLimitStore(redis: RateLimitPluginOptions["redis"], nameSpace: string): FastifyRateLimitStoreCtor {
+  return class extends RedisRateLimitStore {
+    constructor(options: FastifyRateLimitOptions & { continueExceeding?: boolean; exponentialBackoff?: boolean }) {
+      if (options.continueExceeding || options.exponentialBackoff) {
+        throw new Error("the Redis rate-limit store counts fixed windows: continueExceeding and exponentialBackoff are not supported");
+      }
+      super(redis, nameSpace);
+    }
+  };
+}
+
+/** The store of {@link redisRateLimitStore}: keys under `prefix`. */
+class RedisRateLimitStore implements FastifyRateLimitStore {
+  constructor(
+    private readonly redis: RateLimitPluginOptions["redis"],
+    private readonly prefix: string,
+  ) {}
+
+  incr(key: string, callback: (error: Error | null, result?: { current: number; ttl: number }) => void, timeWindow: number): void {
+    this.count(this.prefix + key, timeWindow).then(
+      (result) => callback(null, result),
+      (err: unknown) => callback(err instanceof Error ? err : new Error(String(err))),
+    );
+  }
+
+  child(routeOptions: Parameters<FastifyRateLimitStore["child"]>[0]): FastifyRateLimitStore {
+    // The library passes its merged parameters; their `routeInfo` is the route (as its own Redis store reads it).
+    const route = (routeOptions as unknown as { routeInfo?: { method?: string; url?: string } }).routeInfo ?? {};
+    return new RedisRateLimitStore(this.redis, `${this.prefix}${route.method ?? ""}${route.url ?? ""}-`);
+  }
+
+  private async count(key: string, windowMs: number): Promise<{ current: number; ttl: number }> {
+    const args = { keys: [key], arguments: [String(windowMs)] };
+    const reply = await withTimeout(
+      this.redis.evalSha(INCR_SHA, args).catch((err: unknown) => {
+        if (err instanceof Error && err.message.startsWith("NOSCRIPT")) return this.redis.eval(INCR_SCRIPT, args);
+        throw err;
+      }),
+      REDIS_COMMAND_TIMEOUT_MS,
+    );
+    const [current, ttl] = reply as [number, number];
+    return { current, ttl };
+  }
+}
+
 /** Registers `@fastify/rate-limit` (not globally) and decorates the app with `enforceRateLimit`. */
 export const rateLimitPlugin: FastifyPluginAsync<RateLimitPluginOptions> = globalPlugin(async (app, opts) => {
   await app.register(rateLimit, {
     global: false,
     max: opts.max,
     timeWindow: opts.timeWindowMs,
-    redis: opts.redis,
-    nameSpace: opts.nameSpace,
+    store: redisRateLimitStore(opts.redis, opts.nameSpace),
     keyGenerator: rateLimitKey,
     skipOnError: false,
   });

@@ -38,9 +38,9 @@
  */
 import { Readable } from "node:stream";
 import type { FastifyContextConfig, FastifyPluginAsync, FastifyRequest } from "fastify";
-import { createClient } from "redis";
 import type { ChainId, Config } from "../../../lib/config.js";
 import type { Logger } from "../../../lib/logger.js";
+import { type ConnectedRedis, type RedisClient, sharedOrConnect } from "../../../lib/redis.js";
 import type { AlertDefinition } from "../../../lib/rules/model.js";
 import { connectRuleStore, DEFAULT_LIST_LIMIT, MAX_LIST_LIMIT, type RulePage, type RuleStore } from "../../../lib/rules/store.js";
 import { RULE_LIMITS, validateRuleInput } from "../../../lib/rules/validate.js";
@@ -349,42 +349,51 @@ export interface RulesBackends {
   deliveries: DeliveryLog;
   /** Delivery status of a rule's actions, read from the notify stage's queue on the log's connection. */
   deliveryStatus: NonNullable<RulesRoutesDeps["deliveryStatus"]>;
-  /** Closes both Redis connections (idempotent). */
+  /** Closes the Redis connections opened here (idempotent); a client passed in stays open. */
   close(): Promise<void>;
+}
+
+/** Options of {@link connectRulesBackends}. */
+export interface ConnectRulesBackendsOptions {
+  /** Receives Redis connection errors after the first connection (as `warn`). */
+  logger?: Logger;
+  /**
+   * A connected client for the delivery log and the queue reads (e.g. the API's shared `app.redis`),
+   * left open by `close`. Default: a connection of its own (`connectRedisClient`).
+   */
+  redis?: RedisClient;
 }
 
 /**
  * Connects what {@link rulesRoutes} needs from a config: a rule store on its own Redis connection
  * (`connectRuleStore`, limited to `config.rules.maxPerAccount` rules per account, default 1000) and a
- * delivery log on a second one, both under `config.redisKeyPrefix`.
- * Like the store, the log's client fails commands at once while disconnected (503, not a hang) and
- * reconnects with backoff.
+ * delivery log on `options.redis` (or a second connection), both under `config.redisKeyPrefix`.
+ * Both clients fail commands at once while disconnected (503, not a hang) and reconnect with backoff
+ * (lib/redis.ts).
+ * @param config - `redisUrl`, `redisKeyPrefix` and optionally `rules.maxPerAccount`.
+ * @param options - see {@link ConnectRulesBackendsOptions}.
+ * @returns the store, the log, the delivery status reader and `close`.
  * @throws the client's connection error when Redis cannot be reached (fail fast at startup).
  */
 export async function connectRulesBackends(
   config: Pick<Config, "redisUrl" | "redisKeyPrefix"> & { rules?: Partial<Config["rules"]> },
-  options: { logger?: Logger } = {},
+  options: ConnectRulesBackendsOptions = {},
 ): Promise<RulesBackends> {
   const ruleConn = await connectRuleStore(config, {
     ...(options.logger ? { logger: options.logger } : {}),
     ...(config.rules?.maxPerAccount !== undefined ? { maxRulesPerAccount: config.rules.maxPerAccount } : {}),
   });
-  let connected = false;
-  const client = createClient({
-    url: config.redisUrl,
-    disableOfflineQueue: true,
-    socket: { connectTimeout: 5000, reconnectStrategy: (retries) => (connected ? Math.min(100 * 2 ** retries, 5000) : false) },
-  });
-  client.on("error", (err: unknown) => {
-    if (connected) options.logger?.warn({ err }, "rules: delivery log redis connection error");
-  });
+  let log: ConnectedRedis;
   try {
-    await client.connect();
+    log = await sharedOrConnect(options.redis, config.redisUrl, {
+      label: "rules: delivery log",
+      ...(options.logger ? { logger: options.logger } : {}),
+    });
   } catch (err) {
     await ruleConn.close();
     throw err;
   }
-  connected = true;
+  const { client } = log;
   let closing: Promise<void> | undefined;
   const queue = createDeliveryQueue(client, config.redisKeyPrefix);
   return {
@@ -392,7 +401,7 @@ export async function connectRulesBackends(
     deliveries: createDeliveryLog({ redis: client, keyPrefix: config.redisKeyPrefix }),
     deliveryStatus: (ruleId, actions) => actionDeliveryStatus(queue, ruleId, actions, destinationKey),
     close() {
-      closing ??= Promise.all([ruleConn.close(), client.isOpen ? client.close() : Promise.resolve()]).then(() => {});
+      closing ??= Promise.all([ruleConn.close(), log.close()]).then(() => {});
       return closing;
     },
   };

@@ -5,7 +5,7 @@
  */
 import { randomBytes } from "node:crypto";
 import type { FastifyInstance } from "fastify";
-import { Redis } from "ioredis";
+import { createClient } from "redis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildApi } from "../../../api/app.js";
 import type { Account, TokenInfo } from "../../../lib/accounts/model.js";
@@ -171,7 +171,8 @@ describe.skipIf(!up)("accounts, admin endpoints and rate limits (real Redis)", (
   });
 
   it("503 CS_BACKEND_UNAVAILABLE, not 401, when Redis cannot be asked (accounts, rate limits, readiness)", async () => {
-    const dead = new Redis("redis://127.0.0.1:1", { lazyConnect: true, enableOfflineQueue: false, maxRetriesPerRequest: 0 });
+    // Never connected: every command fails at once (node-redis ClientClosedError).
+    const dead = createClient({ url: "redis://127.0.0.1:1", disableOfflineQueue: true, socket: { reconnectStrategy: false } });
     dead.on("error", () => {});
     const failing = {
       async authenticate() {
@@ -190,7 +191,7 @@ describe.skipIf(!up)("accounts, admin endpoints and rate limits (real Redis)", (
       expect((await broken.inject({ method: "GET", url: "/healthz" })).statusCode).toBe(200);
     } finally {
       await broken.close();
-      dead.disconnect();
+      if (dead.isOpen) dead.destroy();
     }
   });
 

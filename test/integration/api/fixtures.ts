@@ -17,6 +17,7 @@ import {
   recordId,
   type TransactionRecord,
 } from "../../../lib/records.js";
+import { connectRedisClient } from "../../../lib/redis.js";
 import { INDEX_SETTINGS, indexName, MAPPINGS } from "../../../pipeline/index/mappings.js";
 
 /** Whether Elasticsearch answers `_cluster/health` at `url` within 3 s. */
@@ -31,16 +32,15 @@ export async function esReachable(url: string): Promise<boolean> {
 
 /** Whether Redis answers PING at `url` within 3 s. */
 export async function redisReachable(url: string): Promise<boolean> {
-  const { Redis } = await import("ioredis");
-  const client = new Redis(url, { lazyConnect: true, connectTimeout: 3000, maxRetriesPerRequest: 0, retryStrategy: () => null });
-  client.on("error", () => {});
   try {
-    await client.connect();
-    return (await client.ping()) === "PONG";
+    const { client, close } = await connectRedisClient(url, { connectTimeoutMs: 3000 });
+    try {
+      return (await client.ping()) === "PONG";
+    } finally {
+      await close();
+    }
   } catch {
     return false;
-  } finally {
-    client.disconnect();
   }
 }
 
@@ -232,20 +232,18 @@ export async function indexFixtures(es: Client, chain: ChainId, prefix: string):
 
 /** Deletes every Redis key under `prefix` (SCAN + DEL; never a flush). Best effort. */
 export async function deleteRedisKeys(url: string, prefix: string): Promise<void> {
-  const { Redis } = await import("ioredis");
-  const client = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 1 });
-  client.on("error", () => {});
+  let connected: Awaited<ReturnType<typeof connectRedisClient>> | undefined;
   try {
-    await client.connect();
+    connected = await connectRedisClient(url);
     let cursor = "0";
     do {
-      const [next, keys] = await client.scan(cursor, "MATCH", `${prefix}*`, "COUNT", 500);
-      cursor = next;
-      if (keys.length > 0) await client.del(...keys);
+      const reply = await connected.client.scan(cursor, { MATCH: `${prefix}*`, COUNT: 500 });
+      cursor = reply.cursor;
+      if (reply.keys.length > 0) await connected.client.del(reply.keys);
     } while (cursor !== "0");
   } catch {
     // best effort
   } finally {
-    client.disconnect();
+    await connected?.close();
   }
 }
