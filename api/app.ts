@@ -11,11 +11,11 @@
 import type { Client } from "@elastic/elasticsearch";
 import { TypeBoxValidatorCompiler } from "@fastify/type-provider-typebox";
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyServerOptions } from "fastify";
-import type { Redis } from "ioredis";
 import type { Registry } from "prom-client";
 import type { AccountStore } from "../lib/accounts/store.js";
 import type { ChainId, Config } from "../lib/config.js";
 import type { Logger } from "../lib/logger.js";
+import type { RedisClient } from "../lib/redis.js";
 import pkg from "../package.json" with { type: "json" };
 import { accountsPlugin } from "./plugins/accounts.js";
 import { authPlugin } from "./plugins/auth.js";
@@ -78,16 +78,18 @@ export interface ApiDeps {
    */
   es?: Client;
   /**
-   * The account and token store to authenticate against (and leave open). Default: a store
-   * connected with `connectAccountStore(config)` (Redis at `config.redisUrl`, keys under
-   * `config.redisKeyPrefix`), closed when the app closes.
+   * The account and token store to authenticate against (and leave open). Default: a store over
+   * the app's Redis client (`app.redis`, keys under `config.redisKeyPrefix`).
    */
   accounts?: AccountStore;
   /**
-   * An ioredis client for the rate-limit counters and the readiness check (left open on close).
-   * Default: a client connected to `config.redisUrl`, closed when the app closes.
+   * The node-redis client (lib/redis.ts) for the rate-limit counters, the readiness check, the
+   * default account store and the rules routes' delivery log, e.g. the process's shared client
+   * (lib/common.ts); left open on close. Default: a client connected to `config.redisUrl` with
+   * `connectRedisClient`, closed when the app closes. The rule store always opens its own
+   * connection (its WATCH/MULTI transactions are per connection).
    */
-  redis?: Redis;
+  redis?: RedisClient;
   /**
    * A prom-client registry to register the API metrics in (e.g. a process-wide one). Default: a
    * registry of this app, with the prom-client default metrics.
@@ -111,8 +113,11 @@ export interface ApiDeps {
  * Responses: serialized with `JSON.stringify` (route response schemas document, never reshape).
  * Slow clients: see {@link serverTimeouts}; an expired headers or request timeout is answered 408
  * `CS_REQUEST_TIMEOUT` and the connection closed (api/plugins/errors.ts `clientErrorHandler`).
+ * @param deps - the configuration and the optional clients, stores and registry ({@link ApiDeps}).
+ * @returns the app, plugins and routes registered, not listening.
  * @throws when a plugin fails to register, e.g. an invalid ES URL, or Redis unreachable (the
- *   account store and the rate limiter connect at startup, failing fast).
+ *   app's Redis client, when not given, and the rule store's connection are opened at startup,
+ *   failing fast).
  */
 export async function buildApi(deps: ApiDeps): Promise<FastifyInstance> {
   const { config } = deps;
@@ -150,7 +155,7 @@ export async function buildApi(deps: ApiDeps): Promise<FastifyInstance> {
       ...(deps.es ? { client: deps.es } : {}),
     });
     await app.register(redisPlugin, { url: config.redisUrl, ...(deps.redis ? { client: deps.redis } : {}) });
-    await app.register(accountsPlugin, { config, ...(deps.accounts ? { store: deps.accounts } : {}) });
+    await app.register(accountsPlugin, { config, ...(deps.accounts ? { store: deps.accounts } : { redis: app.redis }) });
     await app.register(rateLimitPlugin, {
       max: config.api.rateLimitMax,
       timeWindowMs: config.api.rateLimitWindowMs,
@@ -181,7 +186,7 @@ export async function buildApi(deps: ApiDeps): Promise<FastifyInstance> {
       await scope.register(adminRoutes);
     });
     await app.register(rulesBackendsPlugin, {
-      open: () => connectRulesBackends(config, { logger: app.log as unknown as Logger }),
+      open: () => connectRulesBackends(config, { logger: app.log as unknown as Logger, redis: app.redis }),
     });
     const { rules, deliveries, deliveryStatus } = app.rulesBackends;
     await app.register(rulesRoutes({ rules, deliveries, deliveryStatus, chains }));
