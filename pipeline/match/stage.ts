@@ -1,18 +1,18 @@
 /**
- * The match stage's Kafka shell: a stateful consumer of blocks (chain heads), transactions, logs
- * and events. It keeps every enabled rule in a {@link RuleIndex} (full load from the rule store at
- * start, the store's change feed, and a periodic full reload), turns records into entities of each
- * target type, evaluates them, tracks confirmations in Redis and publishes alerts to the alerts
- * topic (keyed by rule id). Alerts are published before the consumed offsets are committed.
+ * The match stage's Kafka shell: a stateful consumer of blocks (chain heads), reorgs,
+ * transactions, logs, events and traces. Per batch it turns records into entities
+ * ({@link entitiesOf}, pure), asks the {@link RuleIndex} for the rules that match them, records the
+ * matches with the confirmation tracker and publishes the alerts it emits, before the consumed
+ * offsets are committed. Blocks and reorgs move the chain head, which confirms or removes tracked
+ * matches. The parts:
  *
- * Crash safety (transactional outbox, see confirmations.ts): the tracker stores every alert it
- * emits in a Redis outbox in the same atomic script that records it as emitted. The stage
- * publishes the returned alerts, then acks them (removes them from the outbox). An outbox sweep,
- * once before consuming and then every `outboxSweepIntervalMs`, re-publishes alerts left
- * unacknowledged for `outboxGraceMs` (their emitter died, or its publish failed, in between) and
- * acks them. Nothing emitted is lost; an alert id is published twice only when a process dies
- * after publishing and before acking (or a publish outlives the grace period and another
- * instance's sweep claims it); the notify stage's delivery log then sends each action once.
+ * | module | what |
+ * |---|---|
+ * | `entities.ts` | entities per record (`entitiesOf`); Token entities need Redis (`tokens.ts`) |
+ * | `rule-index.ts`, `rule-sync.ts` | the enabled rules, kept equal to the rule store |
+ * | `chain-view.ts` | the canonical chain (blocks and reorgs topics, ingest's durable map) |
+ * | `confirmations/` | pending / confirmed / removed, exactly once, in Redis |
+ * | `publisher.ts` | publish and ack emitted alerts; the outbox sweep (crash safety) |
  *
  * Entity sources: Event ← events; Token ← first Transfer of a contract (events); Log ← logs;
  * Transaction, Method and Contract ← transactions; Trace, Call and Contract (factory-created too)
@@ -22,30 +22,21 @@
 
 import { createClient } from "redis";
 import type { Alert } from "../../lib/alerting/alert.js";
-import { alertToAvro } from "../../lib/alerting/avro.js";
-import { type CallFrame, callEntity, flattenCallTrace } from "../../lib/chain/calltrace.js";
 import type { DecodeMethodOptions } from "../../lib/chain/methods.js";
 import { createRedisChainState } from "../../lib/chain/state.js";
 import type { Config } from "../../lib/config.js";
 import type { Logger } from "../../lib/logger.js";
-import type { BlockRecord, EventRecord, LogRecord, ReorgRecord, TraceRecord, TransactionRecord } from "../../lib/records.js";
-import type { TargetType } from "../../lib/rules/model.js";
+import type { BlockRecord, EventRecord, ReorgRecord, TraceRecord } from "../../lib/records.js";
 import { connectRuleStore, type RuleStore } from "../../lib/rules/store.js";
 import { type Bus, createRecordProducer, messageSeq } from "../kafka/bus.js";
 import { type RunningConsumer, runConsumer } from "../kafka/consumer.js";
-import { createCanonicalView } from "./canon.js";
+import { createChainView } from "./chain-view.js";
 import type { MatchedEntity, MatchInput } from "./confirmations/decide.js";
 import { createConfirmationTracker } from "./confirmations/tracker.js";
-import {
-  contractEntitiesFromTrace,
-  contractEntity,
-  type EntityBase,
-  eventEntity,
-  logEntity,
-  methodEntity,
-  transactionEntity,
-} from "./entities.js";
+import { entitiesOf, type TypedEntity } from "./entities.js";
+import { createAlertPublisher } from "./publisher.js";
 import { createRuleIndex, type RuleIndex } from "./rule-index.js";
+import { startRuleSync } from "./rule-sync.js";
 import { createTokenTracker, type TokenMetadataSource, tokenListMetadataSource } from "./tokens.js";
 
 /** Dependencies of {@link startMatchStage}. */
@@ -66,7 +57,7 @@ export interface MatchStageDeps {
    * instance) re-publishes it. Longer than a normal publish + ack; default 10000 ms.
    */
   outboxGraceMs?: number;
-  /** Interval of the outbox sweep. Default 5000 ms. */
+  /** Interval of the outbox sweep (the first runs before consuming). Default 5000 ms. */
   outboxSweepIntervalMs?: number;
   /**
    * Test hook: runs after the tracker has recorded alerts and before they are published (not for
@@ -84,15 +75,13 @@ export interface MatchStage extends RunningConsumer {
   sweepOutbox(): Promise<number>;
 }
 
-/** How many recent canonical block hashes are kept in memory. */
-const CANON_WINDOW = 1024;
 /**
- * Heights below each head whose canonical hash is looked up in ingest's durable map when this
- * process has not seen them (after a restart): at least the deepest confirmation threshold in use.
+ * Starts the match stage: loads the rules, sweeps the outbox once, then consumes.
+ * @param deps - bus, config (`chain`, `redisUrl`, `redisKeyPrefix`), logger, and optionally the
+ *   rule store, token metadata and intervals ({@link MatchStageDeps}).
+ * @returns the running stage; `stop()` stops consuming and sweeping and closes what the stage opened.
+ * @throws when Redis, the rule store or Kafka cannot be reached at startup.
  */
-const LEARN_DEPTH = 256;
-
-/** Starts the match stage. */
 export async function startMatchStage(deps: MatchStageDeps): Promise<MatchStage> {
   const { bus, config } = deps;
   const log = deps.logger.child({ stage: "match" });
@@ -101,144 +90,42 @@ export async function startMatchStage(deps: MatchStageDeps): Promise<MatchStage>
   await redis.connect();
   const connected = deps.rules ? undefined : await connectRuleStore(config);
   const rules = deps.rules ?? (connected?.store as RuleStore);
+  const keyed = { redis, keyPrefix: config.redisKeyPrefix, chain: config.chain };
   const index = createRuleIndex({ chain: config.chain });
-  const outboxGraceMs = Math.max(0, deps.outboxGraceMs ?? 10_000);
-  const tracker = createConfirmationTracker({
-    redis,
-    keyPrefix: config.redisKeyPrefix,
-    chain: config.chain,
-    outboxVisibilityMs: outboxGraceMs,
-  });
-  const tokens = createTokenTracker({
-    redis,
-    keyPrefix: config.redisKeyPrefix,
-    chain: config.chain,
-    metadata: deps.tokens ?? tokenListMetadataSource(1),
-  });
+  const tracker = createConfirmationTracker({ ...keyed, outboxVisibilityMs: Math.max(0, deps.outboxGraceMs ?? 10_000) });
+  const tokens = createTokenTracker({ ...keyed, metadata: deps.tokens ?? tokenListMetadataSource(1) });
+  const chain = createChainView(createRedisChainState(redis, config.redisKeyPrefix, config.chain));
   const producer = await createRecordProducer(bus);
-
-  const upsert = (rule: Parameters<RuleIndex["upsert"]>[0]) => {
-    try {
-      index.upsert(rule);
-    } catch (err) {
-      log.error({ err, ruleId: rule.id }, "rule cannot be compiled; ignored");
-    }
-  };
-  const reload = async () => {
-    const all = await rules.all();
-    const ids = new Set(all.map((r) => r.id));
-    for (const r of all) upsert(r);
-    // Rules deleted while a notification was missed: drop what the store no longer has.
-    for (const held of heldIds) if (!ids.has(held)) index.remove(held);
-    heldIds = ids;
-  };
-  let heldIds = new Set<string>();
-  await reload();
-  const unsubscribe = await rules.subscribe(
-    (change) => {
-      void (async () => {
-        if (change.op === "delete") {
-          index.remove(change.id);
-          await tracker.dropRule(change.id);
-          return;
-        }
-        const rule = await rules.getById(change.id);
-        if (!rule) return;
-        upsert(rule);
-        heldIds.add(rule.id);
-        if (rule.state !== "enabled") await tracker.dropRule(rule.id);
-      })().catch((err) => log.warn({ err, change }, "rule change not applied; the periodic reload will"));
-    },
-    { onReconnect: () => void reload().catch((err) => log.warn({ err }, "reload failed")) },
-  );
-  const timer = setInterval(() => void reload().catch((err) => log.warn({ err }, "reload failed")), deps.reloadIntervalMs ?? 30_000);
-  timer.unref();
-
-  // Chain state from the blocks and reorgs topics.
-  const view = createCanonicalView(CANON_WINDOW);
-  // A restarted instance does not consume again the blocks and reorgs records its predecessor
-  // committed: heights this process has not seen are answered by ingest's durable canonical map
-  // (lib/chain/state.ts), the same one the index stage checks. What the view knows wins.
-  const ingestCanon = createRedisChainState(redis, config.redisKeyPrefix, config.chain);
-  const durable = new Map<number, string>();
-  const learn = async (heights: Iterable<number>) => {
-    const unknown = [...new Set(heights)].filter((n) => n >= 0 && view.hashAt(n) === undefined && !durable.has(n));
-    if (unknown.length === 0) return;
-    for (const [n, h] of await ingestCanon.hashesAt(unknown)) if (h !== undefined) durable.set(n, h.toLowerCase());
-    const top = view.head()?.number;
-    if (top !== undefined) for (const n of durable.keys()) if (n < top - CANON_WINDOW) durable.delete(n);
-  };
-  const canonical = (n: number) => view.hashAt(n) ?? durable.get(n);
-
-  const send = async (alerts: readonly Alert[]) => {
-    await producer.send(
-      alerts.map((a) => ({
-        kind: "alerts" as const,
-        key: a.ruleId,
-        // ruleName is part of the tracker's snapshot; the index only fills it for templates stored without one.
-        record: alertToAvro({ ...a, ruleName: a.ruleName ?? index.get(a.ruleId)?.name ?? null }),
-      })),
-    );
-  };
-  const ack = async (alerts: readonly Alert[]) => {
-    try {
-      await tracker.ack(alerts.map((a) => a.id));
-    } catch (err) {
-      // Published already: failing the batch would not help. The sweep re-publishes them (duplicates).
-      log.warn({ err, alerts: alerts.length }, "outbox ack failed; the outbox sweep will publish these alerts again");
-    }
-  };
-  // Alerts this process is publishing: a sweep skips them even when they outlive the grace period.
-  const inFlight = new Set<string>();
-  const publish = async (alerts: readonly Alert[]) => {
-    if (alerts.length === 0) return;
-    for (const a of alerts) inFlight.add(a.id);
-    try {
-      await deps.beforePublish?.(alerts);
-      await send(alerts);
-      await ack(alerts);
-    } finally {
-      for (const a of alerts) inFlight.delete(a.id);
-    }
-  };
-
-  const SWEEP_BATCH = 500;
-  let sweeping: Promise<number> | undefined;
-  const sweepOnce = async (): Promise<number> => {
-    let total = 0;
-    for (;;) {
-      const claimed = await tracker.claimUnacked({ limit: SWEEP_BATCH });
-      const orphans = claimed.filter((a) => !inFlight.has(a.id));
-      if (orphans.length > 0) {
-        await send(orphans);
-        await ack(orphans);
-        total += orphans.length;
-        log.warn(
-          { alerts: orphans.length, ids: orphans.slice(0, 10).map((a) => a.id) },
-          "re-published alerts left unacknowledged in the outbox",
-        );
-      }
-      if (claimed.length < SWEEP_BATCH) return total;
-    }
-  };
-  const sweepOutbox = (): Promise<number> => {
-    sweeping ??= sweepOnce().finally(() => {
-      sweeping = undefined;
-    });
-    return sweeping;
-  };
+  const sync = await startRuleSync({ rules, index, tracker, logger: log, reloadIntervalMs: deps.reloadIntervalMs });
+  const publisher = createAlertPublisher({
+    tracker,
+    producer,
+    ruleName: (id) => index.get(id)?.name,
+    logger: log,
+    beforePublish: deps.beforePublish,
+  });
   // Alerts a previous process emitted but did not publish, before consuming anything.
-  await sweepOutbox().catch((err) => log.warn({ err }, "outbox sweep failed; retried periodically"));
+  await publisher.sweep().catch((err) => log.warn({ err }, "outbox sweep failed; retried periodically"));
+  publisher.startSweeping(deps.outboxSweepIntervalMs ?? 5_000);
 
-  const matchAll = (type: TargetType, entity: EntityBase, out: MatchInput[]) => {
-    for (const rule of index.match(type, entity)) out.push({ rule, entity: entity as unknown as MatchedEntity });
+  /** The entities of a record, Token included; none for a trace whose frames are not JSON. */
+  const entitiesWithToken = async (input: { topicKind: "events" | "transactions" | "logs" | "traces"; record: unknown }) => {
+    let entities: TypedEntity[];
+    try {
+      entities = entitiesOf(input, deps.decode);
+    } catch (err) {
+      if (!(err instanceof SyntaxError)) throw err;
+      log.warn({ transactionHash: (input.record as TraceRecord).transactionHash }, "trace record with unparsable frameJson skipped");
+      return [];
+    }
+    if (input.topicKind !== "events") return entities;
+    const ev = input.record as EventRecord;
+    const token = await tokens.observe(ev).catch((err) => {
+      log.warn({ err, address: ev.address }, "token metadata unavailable; the next Transfer retries");
+      return null;
+    });
+    return token ? [...entities, { type: "Token" as const, entity: token }] : entities;
   };
-
-  let stopped = false;
-  const sweepTimer = setInterval(() => {
-    if (!stopped) void sweepOutbox().catch((err) => log.warn({ err }, "outbox sweep failed; retried periodically"));
-  }, deps.outboxSweepIntervalMs ?? 5_000);
-  sweepTimer.unref();
 
   const running = await runConsumer({
     bus,
@@ -250,70 +137,27 @@ export async function startMatchStage(deps: MatchStageDeps): Promise<MatchStage>
       if (kind === "blocks" || kind === "reorgs") {
         for (const input of inputs) {
           const seq = messageSeq(input.message);
-          if (kind === "blocks") {
-            const b = input.record as BlockRecord;
-            view.observeBlock(b.number.num, b.hash, seq);
-          } else {
-            // An orphaned block: its tracked matches are dropped (removed alerts) by the next onHead.
-            const r = input.record as ReorgRecord;
-            view.observeReorg(r.number, r.orphanedHash, r.replacedBy, seq);
-          }
-          const head = view.head();
-          if (head) {
-            await learn(Array.from({ length: LEARN_DEPTH }, (_, i) => head.number - i));
-            await publish(await tracker.onHead(head, canonical));
-          }
+          if (kind === "blocks") chain.observeBlock(input.record as BlockRecord, seq);
+          else chain.observeReorg(input.record as ReorgRecord, seq);
+          const head = chain.head();
+          if (!head) continue;
+          await chain.learn();
+          await publisher.publish(await tracker.onHead(head, chain.canonical));
         }
         return [];
       }
+      if (kind !== "transactions" && kind !== "logs" && kind !== "events" && kind !== "traces") return [];
+      await chain.learn(inputs.map((i) => (i.record as { blockNumber?: { num: number } }).blockNumber?.num ?? -1));
       const matches: MatchInput[] = [];
-      const head = view.head();
-      await learn(inputs.map((i) => (i.record as { blockNumber?: { num: number } }).blockNumber?.num ?? -1));
       for (const input of inputs) {
         // A record of a block known to be orphaned (its partition lagged behind the reorg) matches nothing.
-        const at = input.record as { blockNumber?: { num: number }; blockHash?: string };
-        if (at.blockNumber && at.blockHash) {
-          const c = canonical(at.blockNumber.num);
-          if (c !== undefined && c !== at.blockHash.toLowerCase()) continue;
-        }
-        if (kind === "transactions") {
-          const tx = input.record as TransactionRecord;
-          matchAll("Transaction", transactionEntity(tx), matches);
-          const method = methodEntity(tx, deps.decode);
-          if (method) matchAll("Method", method, matches);
-          const contract = contractEntity(tx);
-          if (contract) matchAll("Contract", contract, matches);
-        } else if (kind === "logs") {
-          const l = input.record as LogRecord;
-          matchAll("Log", logEntity(l), matches);
-        } else if (kind === "traces") {
-          const t = input.record as TraceRecord;
-          let frame: CallFrame;
-          try {
-            frame = JSON.parse(t.frameJson) as CallFrame;
-          } catch {
-            log.warn({ transactionHash: t.transactionHash }, "trace record with unparsable frameJson skipped");
-            continue;
-          }
-          const frames = flattenCallTrace(frame, { ...t, transactionFrom: t.transactionFrom });
-          for (const f of frames) {
-            matchAll("Trace", f, matches);
-            const call = callEntity(f, deps.decode);
-            if (call) matchAll("Call", call, matches);
-          }
-          for (const c of contractEntitiesFromTrace(frames, { transactionFrom: t.transactionFrom })) matchAll("Contract", c, matches);
-        } else if (kind === "events") {
-          const ev = input.record as EventRecord;
-          matchAll("Event", eventEntity(ev), matches);
-          const token = await tokens.observe(ev).catch((err) => {
-            log.warn({ err, address: ev.address }, "token metadata unavailable; the next Transfer retries");
-            return null;
-          });
-          if (token) matchAll("Token", token, matches);
+        if (chain.isOrphaned(input.record)) continue;
+        for (const { type, entity } of await entitiesWithToken({ topicKind: kind, record: input.record })) {
+          for (const rule of index.match(type, entity)) matches.push({ rule, entity: entity as unknown as MatchedEntity });
         }
       }
       // A head below an entity's block (its block record not consumed yet) counts as that block.
-      if (matches.length > 0) await publish(await tracker.onMatches(matches, head ?? 0));
+      if (matches.length > 0) await publisher.publish(await tracker.onMatches(matches, chain.head() ?? 0));
       return [];
     },
   });
@@ -321,15 +165,13 @@ export async function startMatchStage(deps: MatchStageDeps): Promise<MatchStage>
   return {
     ...running,
     index,
-    reload,
-    sweepOutbox,
+    reload: sync.reload,
+    sweepOutbox: publisher.sweep,
     async stop() {
-      stopped = true;
-      clearInterval(timer);
-      clearInterval(sweepTimer);
+      const sweepsStopped = publisher.stop();
       await running.stop();
-      await sweeping?.catch(() => {});
-      await unsubscribe().catch(() => {});
+      await sweepsStopped;
+      await sync.stop();
       await producer.disconnect();
       await connected?.close();
       await redis.quit().catch(() => {});
