@@ -19,12 +19,20 @@
  * | Call | a callTracer frame whose input decodes (`lib/chain/calltrace.ts`) | `<txHash>_c` + `_<i>` per traceAddress step |
  * @module
  */
-import type { CallEntity, TraceContext, TraceEntity } from "../../lib/chain/calltrace.js";
+import {
+  type CallEntity,
+  type CallFrame,
+  callEntity,
+  flattenCallTrace,
+  type TraceContext,
+  type TraceEntity,
+} from "../../lib/chain/calltrace.js";
 import { type DecodeMethodOptions, decodeMethod, type MethodArg } from "../../lib/chain/methods.js";
 import { checksum } from "../../lib/chain/rpc-values.js";
-import type { EventRecord, LogRecord, Quantity, TransactionRecord } from "../../lib/records.js";
+import type { EventRecord, LogRecord, Quantity, TraceRecord, TransactionRecord } from "../../lib/records.js";
 import { eventId, logId } from "../../lib/records.js";
 import type { TargetType } from "../../lib/rules/model.js";
+import type { TopicKind } from "../../topics/index.js";
 
 /** Fields every entity has. */
 export interface EntityBase {
@@ -226,6 +234,63 @@ export function contractEntitiesFromTrace(
       blockNumber: f.blockNumber,
       timestamp: f.timestamp,
     });
+  }
+  return out;
+}
+
+/** An entity with its target type. */
+export type TypedEntity = { [K in TargetType]: { type: K; entity: EntityByTargetType[K] } }[TargetType];
+
+/** A consumed record: its topic kind and the decoded record (as the Kafka shell hands it over). */
+export interface SourceRecord {
+  topicKind: TopicKind;
+  record: unknown;
+}
+
+/**
+ * The entities of one consumed record, in the order the match stage evaluates them (pure):
+ *
+ * | topic | entities |
+ * |---|---|
+ * | transactions | Transaction, then Method and Contract when the transaction has them |
+ * | logs | Log |
+ * | events | Event (the Token entity of a first Transfer needs Redis: `tokens.ts`) |
+ * | traces | per frame a Trace, then its Call when the input decodes; then the Contracts created |
+ * | other topics | none |
+ *
+ * @param decode - chain id and token lookup for decoded Method/Call arguments.
+ * @throws {SyntaxError} when a trace record's `frameJson` is not JSON; {@link MalformedRpcDataError}
+ *   (lib/chain/rpc-values.ts) when a frame in it is malformed.
+ */
+export function entitiesOf(source: SourceRecord, decode?: DecodeMethodOptions): TypedEntity[] {
+  const out: TypedEntity[] = [];
+  switch (source.topicKind) {
+    case "transactions": {
+      const tx = source.record as TransactionRecord;
+      out.push({ type: "Transaction", entity: transactionEntity(tx) });
+      const method = methodEntity(tx, decode);
+      if (method) out.push({ type: "Method", entity: method });
+      const contract = contractEntity(tx);
+      if (contract) out.push({ type: "Contract", entity: contract });
+      break;
+    }
+    case "logs":
+      out.push({ type: "Log", entity: logEntity(source.record as LogRecord) });
+      break;
+    case "events":
+      out.push({ type: "Event", entity: eventEntity(source.record as EventRecord) });
+      break;
+    case "traces": {
+      const t = source.record as TraceRecord;
+      const frames = flattenCallTrace(JSON.parse(t.frameJson) as CallFrame, t);
+      for (const f of frames) {
+        out.push({ type: "Trace", entity: f });
+        const call = callEntity(f, decode);
+        if (call) out.push({ type: "Call", entity: call });
+      }
+      for (const c of contractEntitiesFromTrace(frames, { transactionFrom: t.transactionFrom })) out.push({ type: "Contract", entity: c });
+      break;
+    }
   }
   return out;
 }

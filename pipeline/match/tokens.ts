@@ -10,13 +10,13 @@
  * the confirmation tracker drops the Token match, and the token is not produced again.
  * @module
  */
-
 import { lookupToken } from "../../lib/chain/tokens.js";
 import type { ChainId } from "../../lib/config.js";
 import type { EventRecord } from "../../lib/records.js";
 import type { TokenEntity } from "./entities.js";
 import { chainKeyPrefix } from "./keys.js";
-import { type MatchRedis, runScript, script } from "./redis.js";
+import { luaScript, runLua } from "./lua.js";
+import type { MatchRedis } from "./redis.js";
 
 /** Token metadata; each field null when unknown (call reverted, not implemented, not decodable). */
 export interface TokenMetadata {
@@ -79,8 +79,13 @@ export interface TokenTracker {
   observe(ev: EventRecord): Promise<TokenEntity | null>;
 }
 
-const SEEN = script(`return redis.call('EXISTS', KEYS[1])`);
-const RECORD = script(`if redis.call('SET', KEYS[1], ARGV[1], 'NX') then return 1 else return 0 end`);
+/** 1 when the token's sighting is recorded. */
+const SEEN = luaScript({ keys: ["token"], args: [] }, `return redis.call('EXISTS', token)`);
+/** Records the first sighting; 1 when this call recorded it, 0 when one was recorded already. */
+const RECORD = luaScript(
+  { keys: ["token"], args: ["sighting"] },
+  `if redis.call('SET', token, sighting, 'NX') then return 1 else return 0 end`,
+);
 
 /** Creates a {@link TokenTracker}. */
 export function createTokenTracker(deps: TokenTrackerDeps): TokenTracker {
@@ -97,13 +102,13 @@ export function createTokenTracker(deps: TokenTrackerDeps): TokenTracker {
       const lower = ev.address.toLowerCase();
       if (known.has(lower)) return null;
       const key = base + lower;
-      if (Number(await runScript(deps.redis, SEEN, [key], [])) === 1) {
+      if (Number(await runLua(deps.redis, SEEN, { token: key })) === 1) {
         remember(lower);
         return null;
       }
       const meta = await deps.metadata.fetch(ev.address, ev.standard, { blockNumber: ev.blockNumber.num, blockHash: ev.blockHash });
       const sighting = JSON.stringify({ blockHash: ev.blockHash, blockNumber: ev.blockNumber.num, transactionHash: ev.transactionHash });
-      const recorded = Number(await runScript(deps.redis, RECORD, [key], [sighting])) === 1;
+      const recorded = Number(await runLua(deps.redis, RECORD, { token: key, sighting })) === 1;
       remember(lower);
       if (!recorded) return null;
       const decimals = typeof meta.decimals === "number" && Number.isInteger(meta.decimals) && meta.decimals >= 0 && meta.decimals <= 255;
