@@ -24,9 +24,9 @@
 import { Client } from "@elastic/elasticsearch";
 import { validateSearchBody } from "../api/dsl/validate.js";
 import { buildSearchRequest, type SearchTarget } from "../api/search/search.js";
+import { indexName } from "../es/mappings.js";
 import { type ChainId, loadConfig } from "../lib/config.js";
 import type { EventRecord, LogRecord, RecordKind, TransactionRecord } from "../lib/records.js";
-import { indexName } from "../pipeline/index/mappings.js";
 import { hasMainnetFixtures, loadCompleteBlocks, SKIP_NO_FIXTURES } from "../test/support/fixtures.js";
 import { type ApiChild, type ReadyChild, readProcCpuMs, spawnApi, spawnPassthrough } from "./support/api-child.js";
 import { type BenchDoc, benchPrefix, bulkLoad, deleteBenchIndices, fixtureDocs, numberArg, stringArg } from "./support/data.js";

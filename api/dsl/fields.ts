@@ -4,8 +4,9 @@
  * for one of the requested record kinds and it is searchable.
  * @module
  */
+
+import { MAPPINGS, type MappedField, mappedFields } from "../../es/mappings.js";
 import type { RecordKind } from "../../lib/records.js";
-import { MAPPINGS, type MappedField, mappedFields } from "../../pipeline/index/mappings.js";
 
 /** ES field types that have doc values and can be sorted on (text and nested cannot). */
 export const SORTABLE_TYPES: ReadonlySet<string> = new Set(["keyword", "long", "integer", "double", "date", "boolean"]);

@@ -17,8 +17,8 @@
  * @module
  */
 import type { estypes } from "@elastic/elasticsearch";
+import { kindOfIndex } from "../../es/mappings.js";
 import { PARENT_FIELD, parentOf, type RecordByKind, type RecordKind } from "../../lib/records.js";
-import { kindOfIndex } from "../../pipeline/index/mappings.js";
 
 /** Shard counts of a search (ES `_shards`, without failure details). */
 export interface ShardsInfo {

@@ -33,8 +33,9 @@
  * takes the parse-and-shape path instead, which gives the same envelope.
  * @module
  */
+
+import { kindOfIndex } from "../../es/mappings.js";
 import { PARENT_FIELD, type RecordKind } from "../../lib/records.js";
-import { kindOfIndex } from "../../pipeline/index/mappings.js";
 
 /** The answer of a size ≥ 0 search, ready to send. */
 export interface RawEnvelope {

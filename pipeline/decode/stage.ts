@@ -3,9 +3,10 @@
  * produces events keyed `<transactionHash>_e_<logIndex>`. Logs of unknown events produce nothing.
  * @module
  */
+
+import { NonRetryableError } from "../../lib/errors.js";
 import type { Logger } from "../../lib/logger.js";
 import { eventId, type LogRecord } from "../../lib/records.js";
-import { NonRetryableError } from "../errors.js";
 import { type Bus, createRecordProducer, messageSeq, type OutgoingRecord, seqHeaders } from "../kafka/bus.js";
 import { type HandlerFailure, type InputRecord, type RunningConsumer, runConsumer } from "../kafka/consumer.js";
 import type { Decoder } from "./decoder.js";

@@ -32,16 +32,16 @@
  * @module
  */
 import type { Client } from "@elastic/elasticsearch";
+import { INDEX_SETTINGS, indexName, MAPPINGS } from "../../es/mappings.js";
 import type { CanonicalReader } from "../../lib/chain/state.js";
 import type { ChainId } from "../../lib/config.js";
+import { NonRetryableError, RetryableError } from "../../lib/errors.js";
 import type { Logger } from "../../lib/logger.js";
 import { callId, type RecordKind, type ReorgRecord, recordId, type TraceRecord } from "../../lib/records.js";
 import { TOPICS, type TopicKind } from "../../topics/index.js";
-import { NonRetryableError, RetryableError } from "../errors.js";
 import { type Bus, messageSeq } from "../kafka/bus.js";
 import { type HandlerFailure, type InputRecord, type RunningConsumer, runConsumer } from "../kafka/consumer.js";
 import { callRecords } from "./calls.js";
-import { INDEX_SETTINGS, indexName, MAPPINGS } from "./mappings.js";
 
 /** One document to index. */
 export interface IndexDoc {

@@ -16,9 +16,9 @@
 import { Counter, Registry } from "prom-client";
 import { MalformedRpcDataError } from "../../lib/chain/rpc-values.js";
 import { type BlockRef, type ChainState, createMemoryChainState } from "../../lib/chain/state.js";
+import { isRetryable } from "../../lib/errors.js";
 import type { Logger } from "../../lib/logger.js";
 import { logId, type ReorgRecord } from "../../lib/records.js";
-import { isRetryable } from "../errors.js";
 import { type OutgoingRecord, type RecordProducer, seqHeaders } from "../kafka/bus.js";
 import type { ChainSource } from "./rpc.js";
 import { type BlockBundle, type RawRpcObject, toBlockBundle } from "./transform.js";

@@ -6,7 +6,7 @@
  * @module
  */
 import { type JsonRpcApiProviderOptions, type JsonRpcPayload, JsonRpcProvider, type JsonRpcResult } from "ethers";
-import { RetryableError } from "../errors.js";
+import { RetryableError } from "../../lib/errors.js";
 import type { RawRpcObject } from "./transform.js";
 
 /** A block as fetched: the raw block and its receipts in transaction order. */

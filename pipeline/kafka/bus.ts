@@ -7,9 +7,9 @@
 import { SchemaRegistry, SchemaType } from "@kafkajs/confluent-schema-registry";
 import { type Admin, Kafka, logLevel as KafkaLogLevel, type KafkaMessage, Partitioners, type Producer } from "kafkajs";
 import type { ChainId, Config } from "../../lib/config.js";
+import { NonRetryableError } from "../../lib/errors.js";
 import type { Logger } from "../../lib/logger.js";
 import { SEQ_HEADER, subjectOf, TOPICS, type TopicKind, topicName } from "../../topics/index.js";
-import { NonRetryableError } from "../errors.js";
 
 /** Shared Kafka plumbing of one process. */
 export interface Bus {

@@ -5,9 +5,9 @@
  * @module
  */
 import type { Consumer, KafkaMessage } from "kafkajs";
+import { isRetryable, type NonRetryableError } from "../../lib/errors.js";
 import type { Logger } from "../../lib/logger.js";
 import type { TopicKind } from "../../topics/index.js";
-import { isRetryable, type NonRetryableError } from "../errors.js";
 import { type Bus, createRecordProducer, type RecordProducer } from "./bus.js";
 
 /** One decoded input message. */

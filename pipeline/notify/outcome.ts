@@ -4,7 +4,7 @@
  * HTTP answers and request errors.
  * @module
  */
-import { NonRetryableError } from "../errors.js";
+import { NonRetryableError } from "../../lib/errors.js";
 
 /** The retry budget ran out on a transient failure; dead-letter the alert for a later replay. */
 export const CS_DELIVERY_EXHAUSTED = "CS_DELIVERY_EXHAUSTED";

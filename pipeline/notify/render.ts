@@ -7,8 +7,8 @@
 
 import type { Alert } from "../../lib/alerting/alert.js";
 import type { ChainId } from "../../lib/config.js";
+import { NonRetryableError } from "../../lib/errors.js";
 import type { SlackParameters } from "../../lib/rules/model.js";
-import { NonRetryableError } from "../errors.js";
 
 /** A `{field}` token names a field that the matched entity does not have. Non-retryable. */
 export const CS_TEMPLATE_UNKNOWN_FIELD = "CS_TEMPLATE_UNKNOWN_FIELD";

@@ -27,7 +27,7 @@ import { lookup as dnsLookup, type LookupAddress, type LookupOptions } from "nod
 import { BlockList, isIP } from "node:net";
 import ipaddr from "ipaddr.js";
 import { Agent } from "undici";
-import { NonRetryableError } from "../errors.js";
+import { NonRetryableError } from "../../lib/errors.js";
 
 /** The destination is in a forbidden range and not allowlisted. Non-retryable. */
 export const CS_DESTINATION_FORBIDDEN = "CS_DESTINATION_FORBIDDEN";

@@ -4,9 +4,10 @@
  * several chains: the path picks one of them, per request.
  * @module
  */
+
+import { indexName } from "../../../es/mappings.js";
 import type { ChainId } from "../../../lib/config.js";
 import { RECORD_KINDS, type RecordKind } from "../../../lib/records.js";
-import { indexName } from "../../../pipeline/index/mappings.js";
 import { apiError } from "../../errors.js";
 import type { SearchTarget } from "../../search/search.js";
 

@@ -10,9 +10,9 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildApi } from "../../../api/app.js";
 import type { ErrorBody } from "../../../api/errors.js";
 import type { HitsEnvelope } from "../../../api/search/envelope.js";
+import { indexName } from "../../../es/mappings.js";
 import { type ChainId, type Config, loadConfig } from "../../../lib/config.js";
 import type { Quantity } from "../../../lib/records.js";
-import { indexName } from "../../../pipeline/index/mappings.js";
 import { blocks, deleteRedisKeys, esReachable, FIRST_BLOCK, indexFixtures, redisReachable, TX_PER_BLOCK, txs } from "./fixtures.js";
 
 const base = loadConfig();

@@ -5,6 +5,7 @@
  */
 import type { Client, estypes } from "@elastic/elasticsearch";
 import { id as keccakText } from "ethers";
+import { INDEX_SETTINGS, indexName, MAPPINGS } from "../../../es/mappings.js";
 import type { ChainId } from "../../../lib/config.js";
 import {
   type BlockRecord,
@@ -18,7 +19,6 @@ import {
   type TransactionRecord,
 } from "../../../lib/records.js";
 import { connectRedisClient } from "../../../lib/redis.js";
-import { INDEX_SETTINGS, indexName, MAPPINGS } from "../../../pipeline/index/mappings.js";
 
 /** Whether Elasticsearch answers `_cluster/health` at `url` within 3 s. */
 export async function esReachable(url: string): Promise<boolean> {

@@ -20,9 +20,9 @@ import { type SearchPlan, validateSearchBody } from "../../../api/dsl/validate.j
 import { type HitsEnvelope, type ShapeOptions, shapeEnvelope } from "../../../api/search/envelope.js";
 import { type RawEnvelope, shapeRawEnvelope } from "../../../api/search/raw.js";
 import { buildSearchRequest, type SearchTarget, searchBytes } from "../../../api/search/search.js";
+import { INDEX_SETTINGS, indexName, MAPPINGS } from "../../../es/mappings.js";
 import { type Config, loadConfig } from "../../../lib/config.js";
 import { type EventRecord, type RecordKind, recordId } from "../../../lib/records.js";
-import { INDEX_SETTINGS, indexName, MAPPINGS } from "../../../pipeline/index/mappings.js";
 import {
   BINANCE,
   BUILDER,

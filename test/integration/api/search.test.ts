@@ -13,9 +13,9 @@ import { buildApi } from "../../../api/app.js";
 import type { ErrorBody } from "../../../api/errors.js";
 import type { HitsEnvelope } from "../../../api/search/envelope.js";
 import { streamSearch } from "../../../api/search/stream.js";
+import { indexName } from "../../../es/mappings.js";
 import { type Config, loadConfig } from "../../../lib/config.js";
 import type { BlockRecord, Quantity, RecordKind, TransactionRecord } from "../../../lib/records.js";
-import { indexName } from "../../../pipeline/index/mappings.js";
 import {
   approvalTx,
   BINANCE,

@@ -6,11 +6,11 @@
  */
 import type { KafkaMessage } from "kafkajs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { indexName } from "../../../es/mappings.js";
 import { type ChainState, createRedisChainState } from "../../../lib/chain/state.js";
 import type { BlockRecord, ReorgRecord, TransactionRecord } from "../../../lib/records.js";
 import { connectRedisClient } from "../../../lib/redis.js";
 import { createIndexer, ensureIndices, type Indexer } from "../../../pipeline/index/indexer.js";
-import { indexName } from "../../../pipeline/index/mappings.js";
 import type { InputRecord } from "../../../pipeline/kafka/consumer.js";
 import { SEQ_HEADER, type TopicKind } from "../../../topics/index.js";
 import { createHarness, type Harness, servicesUp, skipMessage } from "../../support/harness.js";

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { indexName } from "../../../es/mappings.js";
 import { eventId, type LogRecord } from "../../../lib/records.js";
-import { indexName } from "../../../pipeline/index/mappings.js";
 import { createBus, createRecordProducer } from "../../../pipeline/kafka/bus.js";
 import { type Pipeline, startPipeline } from "../../../pipeline/runtime.js";
 import { hasMainnetFixtures, loadCompleteBlocks } from "../../support/fixtures.js";

@@ -3,8 +3,8 @@
  * started after it sees only records produced afterwards, never those of earlier runs.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { indexName } from "../../../es/mappings.js";
 import type { BlockRecord } from "../../../lib/records.js";
-import { indexName } from "../../../pipeline/index/mappings.js";
 import { createBus, createRecordProducer, skipExistingRecords } from "../../../pipeline/kafka/bus.js";
 import { type Pipeline, startPipeline } from "../../../pipeline/runtime.js";
 import { createHarness, type Harness, servicesUp, skipMessage, waitFor } from "../../support/harness.js";

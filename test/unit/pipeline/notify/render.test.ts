@@ -5,7 +5,7 @@ import { request } from "undici";
 import { describe, expect, it } from "vitest";
 import type { Alert as NotifyAlert } from "../../../../lib/alerting/alert.js";
 import { webhookBody, webhookJson } from "../../../../lib/alerting/webhook.js";
-import { NonRetryableError } from "../../../../pipeline/errors.js";
+import { NonRetryableError } from "../../../../lib/errors.js";
 import {
   emailMessage,
   entityLabel,

@@ -1,8 +1,8 @@
 import { describe, expect, it } from "vitest";
-import { loadConfig } from "../../../../lib/config.js";
-import { toIndexDocs } from "../../../../pipeline/index/indexer.js";
-import { indexName, kindOfIndex, mappedFields } from "../../../../pipeline/index/mappings.js";
-import type { InputRecord } from "../../../../pipeline/kafka/consumer.js";
+import { indexName, kindOfIndex, mappedFields } from "../../../es/mappings.js";
+import { loadConfig } from "../../../lib/config.js";
+import { toIndexDocs } from "../../../pipeline/index/indexer.js";
+import type { InputRecord } from "../../../pipeline/kafka/consumer.js";
 
 const chain = loadConfig({}).chain;
 
