@@ -9,29 +9,9 @@
  * with the probe interval growing like the per-delivery backoff.
  * @module
  */
-import type { AlertDefinition } from "../../lib/rules/model.js";
+import type { DestinationHealth } from "../../lib/alerting/destinations.js";
 
-/** What the notify stage knows about one destination. */
-export interface DestinationHealth {
-  /** Failed attempts in a row (any alert, any rule), reset by a success. */
-  consecutiveFailures: number;
-  /** true once {@link HealthPolicy.unhealthyAfter} attempts in a row failed. */
-  unhealthy: boolean;
-  /** When it became unhealthy (ms since the epoch); 0 when healthy. */
-  unhealthySinceMs: number;
-  /** Earliest time of the next probe while unhealthy (ms since the epoch); 0 when healthy. */
-  nextProbeAtMs: number;
-  /** Current wait between probes, in ms (doubles per failed probe); 0 when healthy. */
-  probeDelayMs: number;
-  /** Code of the last failure (`CS_DELIVERY_TIMEOUT`, …), "" when none. */
-  lastCode: string;
-  /** Message of the last failure (at most 200 characters), "" when none. */
-  lastError: string;
-  /** Time of the last failure, ms since the epoch; 0 when none. */
-  lastFailureAtMs: number;
-  /** Time of the last success, ms since the epoch; 0 when none. */
-  lastSuccessAtMs: number;
-}
+export { type DestinationHealth, destinationKey, HEALTHY } from "../../lib/alerting/destinations.js";
 
 /** When a destination counts as unhealthy and how often it is probed then. */
 export interface HealthPolicy {
@@ -45,19 +25,6 @@ export interface HealthPolicy {
 
 /** Defaults of {@link HealthPolicy}. */
 export const DEFAULT_HEALTH: Readonly<HealthPolicy> = { unhealthyAfter: 3, probeBaseDelayMs: 2000, probeMaxDelayMs: 60_000 };
-
-/** A destination nothing is known about (healthy). */
-export const HEALTHY: Readonly<DestinationHealth> = {
-  consecutiveFailures: 0,
-  unhealthy: false,
-  unhealthySinceMs: 0,
-  nextProbeAtMs: 0,
-  probeDelayMs: 0,
-  lastCode: "",
-  lastError: "",
-  lastFailureAtMs: 0,
-  lastSuccessAtMs: 0,
-};
 
 /** The state after a successful delivery: healthy, failure count reset, the last error kept for the log. */
 export function afterSuccess(h: DestinationHealth, nowMs: number): DestinationHealth {
@@ -101,26 +68,4 @@ export function afterFailure(
     probeDelayMs,
     nextProbeAtMs: nowMs + Math.min(wait, policy.probeMaxDelayMs),
   };
-}
-
-/**
- * The destination an action delivers to, for health and concurrency: the origin
- * (`scheme://host:port`, lower-case host, default port omitted as WHATWG URL does) of a webhook or
- * chat URL — `{field}` tokens are allowed only in the path and query, so the origin of the
- * template is the origin of every URL rendered from it —, `smtp` for e-mail (the operator's one
- * SMTP server), and `invalid` when the URL does not parse (such an action fails for good on its
- * first attempt).
- */
-export function destinationKey(action: AlertDefinition | undefined): string {
-  if (action?.type === "Email") return "smtp";
-  const url = (action?.parameters as { url?: unknown } | undefined)?.url;
-  if (typeof url !== "string") return "invalid";
-  try {
-    // Tokens replaced by a letter so that `https://h/{a}` parses; a token in the host would change
-    // the origin per alert, which rule validation and renderUrl refuse.
-    const origin = new URL(url.replace(/\{[^{}]*\}/g, "x")).origin;
-    return origin === "null" ? "invalid" : origin;
-  } catch {
-    return "invalid";
-  }
 }

@@ -30,7 +30,9 @@
  */
 
 import type { AlertAvro } from "../../lib/alerting/avro.js";
-import { type DestinationHealth, HEALTHY } from "./health.js";
+import { type DestinationHealth, HEALTHY, parseHealth, queueKeys } from "../../lib/alerting/destinations.js";
+
+export { type ActionDeliveryStatus, actionDeliveryStatus, laneOf, queueKeys } from "../../lib/alerting/destinations.js";
 
 /** One action of one alert waiting for delivery. */
 export interface DeliveryJob {
@@ -79,27 +81,6 @@ export interface QueueRedis {
     value: string,
     options?: { expiration?: { type: "PX" | "EX"; value: number }; condition?: "NX" },
   ): Promise<string | null>;
-}
-
-/** The lane of a rule's action: `<ruleId>:<actionIndex>`. */
-export function laneOf(ruleId: string, actionIndex: number): string {
-  return `${ruleId}:${actionIndex}`;
-}
-
-/** Key names (exported for tests and cleanup). */
-export function queueKeys(keyPrefix: string) {
-  const p = `${keyPrefix}notify:`;
-  return {
-    prefix: p,
-    lane: (lane: string) => `${p}lane:${lane}`,
-    due: `${p}due`,
-    lease: (lane: string) => `${p}lease:${lane}`,
-    queued: (jobId: string) => `${p}queued:${jobId}`,
-    dest: (destination: string) => `${p}dest:${destination}`,
-    probe: (destination: string) => `${p}probe:${destination}`,
-    destinations: `${p}destinations`,
-    delivered: (jobId: string) => `${keyPrefix}notify:delivered:${jobId}`,
-  };
 }
 
 /** Lifetime of the `queued:` and `dest:` keys, in seconds (7 days, as the redelivery guard). */
@@ -232,24 +213,6 @@ function parseJob(raw: string): DeliveryJob | undefined {
   }
 }
 
-function parseHealth(h: Record<string, string>): DestinationHealth {
-  const num = (k: keyof DestinationHealth) => {
-    const v = Number(h[k]);
-    return Number.isFinite(v) ? v : 0;
-  };
-  return {
-    consecutiveFailures: num("consecutiveFailures"),
-    unhealthy: h.unhealthy === "1",
-    unhealthySinceMs: num("unhealthySinceMs"),
-    nextProbeAtMs: num("nextProbeAtMs"),
-    probeDelayMs: num("probeDelayMs"),
-    lastCode: h.lastCode ?? "",
-    lastError: h.lastError ?? "",
-    lastFailureAtMs: num("lastFailureAtMs"),
-    lastSuccessAtMs: num("lastSuccessAtMs"),
-  };
-}
-
 /** Redis replies of HGETALL inside a script come back as a flat [field, value, …] list. */
 function pairsToRecord(reply: unknown): Record<string, string> {
   if (!Array.isArray(reply)) return (reply ?? {}) as Record<string, string>;
@@ -353,61 +316,4 @@ export function createDeliveryQueue(redis: QueueRedis, keyPrefix: string): Deliv
       await redis.eval(RELEASE, { keys: [k.probe(destination)], arguments: [owner] });
     },
   };
-}
-
-/** What the deliveries endpoint shows about one action of a rule: its destination's health and its queue. */
-export interface ActionDeliveryStatus {
-  /** Index of the action in the rule's `config.alerts`. */
-  actionIndex: number;
-  /** Destination key: the URL origin (`scheme://host:port`, no path, query or credentials), `smtp`, or `invalid`. */
-  destination: string;
-  /** Whether the destination is marked unhealthy (deliveries wait for a probe). */
-  unhealthy: boolean;
-  /** Failed attempts in a row at this destination (any rule). */
-  consecutiveFailures: number;
-  /** ISO time it became unhealthy, or null. */
-  unhealthySince: string | null;
-  /** ISO time of the next probe while unhealthy, or null. */
-  nextProbeAt: string | null;
-  /** Code and message of the destination's last failure, or null. */
-  lastCode: string | null;
-  lastError: string | null;
-  /** ISO times of the destination's last failure and last success, or null. */
-  lastFailureAt: string | null;
-  lastSuccessAt: string | null;
-  /** Deliveries of this rule and action waiting in the queue (the one being attempted included). */
-  pending: number;
-}
-
-const iso = (ms: number) => (ms > 0 ? new Date(ms).toISOString() : null);
-
-/**
- * The delivery status of each action of a rule (see {@link ActionDeliveryStatus}).
- * @param destinationOf Destination key of an action (`destinationKey` of `health.ts`).
- */
-export async function actionDeliveryStatus<A>(
-  queue: DeliveryQueue,
-  ruleId: string,
-  actions: readonly A[],
-  destinationOf: (action: A) => string,
-): Promise<ActionDeliveryStatus[]> {
-  return Promise.all(
-    actions.map(async (action, actionIndex) => {
-      const destination = destinationOf(action);
-      const [h, pending] = await Promise.all([queue.health(destination), queue.laneLength(laneOf(ruleId, actionIndex))]);
-      return {
-        actionIndex,
-        destination,
-        unhealthy: h.unhealthy,
-        consecutiveFailures: h.consecutiveFailures,
-        unhealthySince: iso(h.unhealthySinceMs),
-        nextProbeAt: iso(h.nextProbeAtMs),
-        lastCode: h.lastCode || null,
-        lastError: h.lastError || null,
-        lastFailureAt: iso(h.lastFailureAtMs),
-        lastSuccessAt: iso(h.lastSuccessAtMs),
-        pending,
-      };
-    }),
-  );
 }

@@ -38,15 +38,14 @@
  */
 import { Readable } from "node:stream";
 import type { FastifyContextConfig, FastifyPluginAsync, FastifyRequest } from "fastify";
+import { createDeliveryLog, type DeliveryLog } from "../../../lib/alerting/deliveries.js";
+import { type ActionDeliveryStatus, actionDeliveryStatus } from "../../../lib/alerting/destinations.js";
 import type { ChainId, Config } from "../../../lib/config.js";
 import type { Logger } from "../../../lib/logger.js";
 import { type ConnectedRedis, type RedisClient, sharedOrConnect } from "../../../lib/redis.js";
 import type { AlertDefinition } from "../../../lib/rules/model.js";
 import { connectRuleStore, DEFAULT_LIST_LIMIT, MAX_LIST_LIMIT, type RulePage, type RuleStore } from "../../../lib/rules/store.js";
 import { RULE_LIMITS, validateRuleInput } from "../../../lib/rules/validate.js";
-import { destinationKey } from "../../../pipeline/notify/health.js";
-import { createDeliveryLog, type DeliveryLog } from "../../../pipeline/notify/log.js";
-import { type ActionDeliveryStatus, actionDeliveryStatus, createDeliveryQueue } from "../../../pipeline/notify/queue.js";
 import { ApiError, apiError } from "../../errors.js";
 import { ruleValidationDetails } from "./errors.js";
 import {
@@ -70,13 +69,13 @@ export interface RulesRoutesDeps {
   /** The rule store (lib/rules/store.ts), e.g. `(await connectRuleStore(config)).store`. */
   rules: RuleStore;
   /**
-   * The delivery log (pipeline/notify/log.ts) the notify stage writes to. Absent: the deliveries
+   * The delivery log (lib/alerting/deliveries.ts) the notify stage writes to. Absent: the deliveries
    * endpoint still checks the rule's ownership, then answers an empty page `{total: 0, entries: []}`.
    */
   deliveries?: DeliveryLog;
   /**
    * Live delivery status of a rule's actions (destination health, queued deliveries) from the notify
-   * stage's queue (pipeline/notify/queue.ts). Absent: the deliveries endpoint answers `destinations: []`.
+   * stage's queue (lib/alerting/destinations.ts). Absent: the deliveries endpoint answers `destinations: []`.
    */
   deliveryStatus?: (ruleId: string, actions: readonly AlertDefinition[]) => Promise<ActionDeliveryStatus[]>;
   /** The chains this deployment serves; a rule's technology/blockchain/network must name one of them. */
@@ -395,11 +394,10 @@ export async function connectRulesBackends(
   }
   const { client } = log;
   let closing: Promise<void> | undefined;
-  const queue = createDeliveryQueue(client, config.redisKeyPrefix);
   return {
     rules: ruleConn.store,
     deliveries: createDeliveryLog({ redis: client, keyPrefix: config.redisKeyPrefix }),
-    deliveryStatus: (ruleId, actions) => actionDeliveryStatus(queue, ruleId, actions, destinationKey),
+    deliveryStatus: (ruleId, actions) => actionDeliveryStatus(client, config.redisKeyPrefix, ruleId, actions),
     close() {
       closing ??= Promise.all([ruleConn.close(), log.close()]).then(() => {});
       return closing;
