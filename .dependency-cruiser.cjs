@@ -1,0 +1,68 @@
+/**
+ * The import rules of the layering drawn in docs/architecture.md, checked by `npm run lint`
+ * (`depcruise`). Type-only imports count: a layer that may not import a folder may not import its
+ * types either.
+ *
+ *   bench/, cli/, test/, pipeline/runtime.ts   may import anything
+ *   api/                                      everything but pipeline/ (and cli/, bench/, test/)
+ *   pipeline/<stage>/                         lib/, topics/, es/, pipeline/kafka/ and its own folder
+ *   topics/, es/                              lib/ and their own folder
+ *   lib/                                      lib/ only (never api/, pipeline/, cli/, bench/, test/, topics/, es/)
+ *
+ * npm packages and node: built-ins are allowed everywhere.
+ * @type {import('dependency-cruiser').IConfiguration}
+ */
+const external = ["core", "npm", "npm-dev", "npm-optional", "npm-peer", "npm-bundled", "npm-no-pkg", "npm-unknown"];
+
+module.exports = {
+  forbidden: [
+    {
+      name: "api-not-pipeline",
+      severity: "error",
+      comment: "The API reads the contracts (lib/, topics/, es/), never a stage or the pipeline runtime.",
+      from: { path: "^api/" },
+      to: { path: "^(pipeline|cli|bench|test)/" },
+    },
+    {
+      name: "stage-only-contracts",
+      severity: "error",
+      comment:
+        "A stage (pipeline/<stage>/, also pipeline/kafka/) imports lib/, topics/, es/, pipeline/kafka/ and its own folder: no stage imports another stage.",
+      from: { path: "^pipeline/([^/]+)/" },
+      to: { pathNot: "^(lib|topics|es)/|^pipeline/(kafka|$1)/", dependencyTypesNot: external },
+    },
+    {
+      name: "contracts-only-lib",
+      severity: "error",
+      comment: "topics/ (Kafka contract) and es/ (Elasticsearch contract) import only lib/ and their own folder.",
+      from: { path: "^(topics|es)/" },
+      to: { pathNot: "^lib/|^$1/", dependencyTypesNot: external },
+    },
+    {
+      name: "lib-self-contained",
+      severity: "error",
+      comment: "lib/ is the bottom layer: it imports only lib/ (and packages).",
+      from: { path: "^lib/" },
+      to: { pathNot: "^lib/", dependencyTypesNot: external },
+    },
+    {
+      name: "no-unresolvable",
+      severity: "error",
+      comment: "An import that does not resolve (a moved file) would hide a broken rule.",
+      from: {},
+      to: { couldNotResolve: true },
+    },
+  ],
+  options: {
+    doNotFollow: { path: "node_modules" },
+    exclude: { path: "^(node_modules|\\.stack)/" },
+    tsPreCompilationDeps: true,
+    tsConfig: { fileName: "tsconfig.json" },
+    enhancedResolveOptions: {
+      exportsFields: ["exports"],
+      conditionNames: ["import", "require", "node", "default", "types"],
+      extensions: [".ts", ".js", ".mjs", ".cjs", ".json", ".d.ts"],
+      mainFields: ["module", "main", "types", "typings"],
+    },
+  },
+};
