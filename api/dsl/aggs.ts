@@ -23,6 +23,8 @@
  * @module
  */
 import type { RecordKind } from "../../lib/records.js";
+import { jsonPath } from "../../lib/validation/path.js";
+import { isJsonObject, ProblemCollector, type ValidationResult } from "../../lib/validation/problems.js";
 import type { ApiErrorDetail, ErrorCode } from "../errors.js";
 import { type FieldCatalog, type FieldInfo, fieldCatalog } from "./fields.js";
 
@@ -51,7 +53,7 @@ export const ALLOWED_AGGS: readonly string[] = [...BUCKET_AGGS, ...METRIC_AGGS];
 export type EsAggs = Record<string, Record<string, unknown>>;
 
 /** Result of {@link validateAggs}: the sanitized aggregations, or every problem found. */
-export type AggsResult = { ok: true; value: EsAggs } | { ok: false; errors: ApiErrorDetail[] };
+export type AggsResult = ValidationResult<EsAggs, ApiErrorDetail>;
 
 /** `calendar_interval` values ES accepts, with the shortest length of one interval in ms (DST days are 23 h). */
 const HOUR = 3_600_000;
@@ -78,17 +80,8 @@ const DATE_OFFSET = /^[+-]?\d{1,9}(ms|s|m|h|d)$/;
 const TIME_ZONE = /^(?:[+-]\d{2}:\d{2}|[A-Za-z][A-Za-z0-9_+\-/]{0,63})$/;
 const AGG_NAME = /^[A-Za-z0-9_-]{1,64}$/;
 const NUMERIC = new Set(["long", "integer", "double"]);
-const IDENT = /^[A-Za-z_$][A-Za-z0-9_$]*$/;
-
-function path(base: string, key: string | number): string {
-  if (typeof key === "number") return `${base}[${key}]`;
-  if (IDENT.test(key)) return base === "" ? key : `${base}.${key}`;
-  return `${base}[${JSON.stringify(key)}]`;
-}
-
-function isPlainObject(v: unknown): v is Record<string, unknown> {
-  return typeof v === "object" && v !== null && !Array.isArray(v);
-}
+/** Most problems one `aggs` value reports. */
+const MAX_PROBLEMS = 50;
 
 function isInt(v: unknown, min: number, max = Number.MAX_SAFE_INTEGER): v is number {
   return typeof v === "number" && Number.isInteger(v) && v >= min && v <= max;
@@ -96,13 +89,9 @@ function isInt(v: unknown, min: number, max = Number.MAX_SAFE_INTEGER): v is num
 
 interface Ctx {
   catalog: FieldCatalog;
-  errors: ApiErrorDetail[];
+  /** The problems found (at most {@link MAX_PROBLEMS}). */
+  out: ProblemCollector<ErrorCode, string | null>;
   count: number;
-}
-
-function fail(ctx: Ctx, code: ErrorCode, message: string, p: string): undefined {
-  if (ctx.errors.length < 50) ctx.errors.push({ code, message, path: p });
-  return undefined;
 }
 
 /** One validated aggregation: its ES body and the number of buckets it returns, if known before searching (0 for metrics). */
@@ -123,17 +112,16 @@ const NEED_TEXT: Record<FieldNeed, string> = {
 
 /** Checks `field` of an aggregation; reports and returns undefined when refused. */
 function aggField(ctx: Ctx, value: unknown, need: FieldNeed, p: string): FieldInfo | undefined {
-  if (typeof value !== "string") return fail(ctx, "CS_AGG_INVALID", "field must be a string naming a mapped field", p);
+  if (typeof value !== "string") return ctx.out.fail("CS_AGG_INVALID", "field must be a string naming a mapped field", p);
   const info = ctx.catalog.fields.get(value);
   if (!info) {
     const why = ctx.catalog.objectPaths.has(value)
       ? `${value} is an object, name one of its leaf fields`
       : `unknown field ${JSON.stringify(value)}`;
-    return fail(ctx, "CS_AGG_INVALID", `${why} for ${ctx.catalog.kinds.join(",")}`, p);
+    return ctx.out.fail("CS_AGG_INVALID", `${why} for ${ctx.catalog.kinds.join(",")}`, p);
   }
   if (info.nestedPath !== undefined)
-    return fail(
-      ctx,
+    return ctx.out.fail(
       "CS_AGG_INVALID",
       `${value} is inside the nested path ${info.nestedPath}; aggregations on nested fields are not supported`,
       p,
@@ -141,14 +129,14 @@ function aggField(ctx: Ctx, value: unknown, need: FieldNeed, p: string): FieldIn
   if (!info.sortable) {
     const why =
       info.type === "text" ? `${value} is a text field${info.rawKeyword ? `; use ${info.rawKeyword}` : ""}` : `${value} has no doc values`;
-    return fail(ctx, "CS_AGG_INVALID", `cannot aggregate on ${value}: ${why}`, p);
+    return ctx.out.fail("CS_AGG_INVALID", `cannot aggregate on ${value}: ${why}`, p);
   }
   const ok =
     need === "aggregatable" ||
     (need === "numeric" && NUMERIC.has(info.type)) ||
     (need === "numericOrDate" && (NUMERIC.has(info.type) || info.type === "date")) ||
     (need === "date" && info.type === "date");
-  if (!ok) return fail(ctx, "CS_AGG_INVALID", `this aggregation needs ${NEED_TEXT[need]}; ${value} is ${info.type}`, p);
+  if (!ok) return ctx.out.fail("CS_AGG_INVALID", `this aggregation needs ${NEED_TEXT[need]}; ${value} is ${info.type}`, p);
   return info;
 }
 
@@ -157,26 +145,28 @@ function onlyKeys(ctx: Ctx, spec: Record<string, unknown>, allowed: readonly str
   const bad = Object.keys(spec).find((k) => !allowed.includes(k));
   if (bad === undefined) return true;
   const what = bad === "script" ? "scripts are not supported" : `unknown ${type} option ${bad}; allowed: ${allowed.join(", ")}`;
-  fail(ctx, "CS_AGG_INVALID", what, path(p, bad));
+  ctx.out.fail("CS_AGG_INVALID", what, jsonPath(p, bad));
   return false;
 }
 
 /** `order` of a bucket aggregation: `{key: "asc"|"desc"}` or an array of such, keys from `keys` (or metric sub-aggregations). */
 function order(ctx: Ctx, value: unknown, keys: readonly string[], metricNames: ReadonlySet<string>, p: string): unknown {
-  const items: Array<[unknown, string]> = Array.isArray(value) ? value.map((v, i) => [v, path(p, i)]) : [[value, p]];
-  if (items.length === 0 || items.length > 4) return fail(ctx, "CS_AGG_INVALID", 'order takes one to four {<key>: "asc"|"desc"} maps', p);
+  const items: Array<[unknown, string]> = Array.isArray(value) ? value.map((v, i) => [v, jsonPath(p, i)]) : [[value, p]];
+  if (items.length === 0 || items.length > 4)
+    return ctx.out.fail("CS_AGG_INVALID", 'order takes one to four {<key>: "asc"|"desc"} maps', p);
   const out: Array<Record<string, string>> = [];
   for (const [item, ip] of items) {
-    const entries = isPlainObject(item) ? Object.entries(item) : [];
+    const entries = isJsonObject(item) ? Object.entries(item) : [];
     const entry = entries[0];
-    if (entries.length !== 1 || !entry) return fail(ctx, "CS_AGG_INVALID", 'an order item is a map with one key: {"_count": "desc"}', ip);
+    if (entries.length !== 1 || !entry)
+      return ctx.out.fail("CS_AGG_INVALID", 'an order item is a map with one key: {"_count": "desc"}', ip);
     const [key, dir] = entry;
-    const kp = path(ip, key);
+    const kp = jsonPath(ip, key);
     if (!keys.includes(key) && !metricNames.has(key)) {
       const subs = metricNames.size > 0 ? ` or a metric sub-aggregation (${[...metricNames].join(", ")})` : "";
-      return fail(ctx, "CS_AGG_INVALID", `cannot order by ${key}; use ${keys.join(" or ")}${subs}`, kp);
+      return ctx.out.fail("CS_AGG_INVALID", `cannot order by ${key}; use ${keys.join(" or ")}${subs}`, kp);
     }
-    if (dir !== "asc" && dir !== "desc") return fail(ctx, "CS_AGG_INVALID", 'order direction must be "asc" or "desc"', kp);
+    if (dir !== "asc" && dir !== "desc") return ctx.out.fail("CS_AGG_INVALID", 'order direction must be "asc" or "desc"', kp);
     out.push({ [key]: dir });
   }
   return Array.isArray(value) ? out : out[0];
@@ -189,45 +179,45 @@ function bounds(
   date: boolean,
   p: string,
 ): { body: Record<string, unknown>; min: number; max: number } | undefined {
-  if (!isPlainObject(value) || !onlyKeys(ctx, value, ["min", "max"], "bounds", p) || value.min === undefined || value.max === undefined)
-    return fail(ctx, "CS_AGG_INVALID", "bounds take {min, max}", p);
+  if (!isJsonObject(value) || !onlyKeys(ctx, value, ["min", "max"], "bounds", p) || value.min === undefined || value.max === undefined)
+    return ctx.out.fail("CS_AGG_INVALID", "bounds take {min, max}", p);
   const num = (v: unknown): number =>
     typeof v === "number" && Number.isFinite(v) ? v : date && typeof v === "string" ? Date.parse(v) : Number.NaN;
   const min = num(value.min);
   const max = num(value.max);
   const kind = date ? "dates (ISO 8601 or epoch milliseconds)" : "finite numbers";
-  if (Number.isNaN(min)) return fail(ctx, "CS_AGG_INVALID", `min must be one of ${kind}`, path(p, "min"));
-  if (Number.isNaN(max)) return fail(ctx, "CS_AGG_INVALID", `max must be one of ${kind}`, path(p, "max"));
-  if (min > max) return fail(ctx, "CS_AGG_INVALID", "min must not be greater than max", p);
+  if (Number.isNaN(min)) return ctx.out.fail("CS_AGG_INVALID", `min must be one of ${kind}`, jsonPath(p, "min"));
+  if (Number.isNaN(max)) return ctx.out.fail("CS_AGG_INVALID", `max must be one of ${kind}`, jsonPath(p, "max"));
+  if (min > max) return ctx.out.fail("CS_AGG_INVALID", "min must not be greater than max", p);
   return { body: { min: value.min, max: value.max }, min, max };
 }
 
 function termsAgg(ctx: Ctx, spec: Record<string, unknown>, metricNames: ReadonlySet<string>, p: string): Checked | undefined {
   if (!onlyKeys(ctx, spec, ["field", "size", "min_doc_count", "order", "missing"], "terms", p)) return undefined;
-  if (!aggField(ctx, spec.field, "aggregatable", path(p, "field"))) return undefined;
+  if (!aggField(ctx, spec.field, "aggregatable", jsonPath(p, "field"))) return undefined;
   const body: Record<string, unknown> = { field: spec.field };
   let size = 10;
   if (spec.size !== undefined) {
-    if (!isInt(spec.size, 1)) return fail(ctx, "CS_AGG_INVALID", "terms.size must be a positive integer", path(p, "size"));
+    if (!isInt(spec.size, 1)) return ctx.out.fail("CS_AGG_INVALID", "terms.size must be a positive integer", jsonPath(p, "size"));
     if (spec.size > AGG_LIMITS.maxTermsSize)
-      return fail(ctx, "CS_AGG_TOO_MANY_BUCKETS", `terms.size is at most ${AGG_LIMITS.maxTermsSize}`, path(p, "size"));
+      return ctx.out.fail("CS_AGG_TOO_MANY_BUCKETS", `terms.size is at most ${AGG_LIMITS.maxTermsSize}`, jsonPath(p, "size"));
     size = spec.size;
     body.size = size;
   }
   if (spec.min_doc_count !== undefined) {
     if (!isInt(spec.min_doc_count, 0))
-      return fail(ctx, "CS_AGG_INVALID", "min_doc_count must be an integer >= 0", path(p, "min_doc_count"));
+      return ctx.out.fail("CS_AGG_INVALID", "min_doc_count must be an integer >= 0", jsonPath(p, "min_doc_count"));
     body.min_doc_count = spec.min_doc_count;
   }
   if (spec.order !== undefined) {
-    const o = order(ctx, spec.order, ["_count", "_key"], metricNames, path(p, "order"));
+    const o = order(ctx, spec.order, ["_count", "_key"], metricNames, jsonPath(p, "order"));
     if (o === undefined) return undefined;
     body.order = o;
   }
   if (spec.missing !== undefined) {
     const m = spec.missing;
     if (!(typeof m === "string" || typeof m === "boolean" || (typeof m === "number" && Number.isFinite(m))))
-      return fail(ctx, "CS_AGG_INVALID", "missing must be a string, number or boolean", path(p, "missing"));
+      return ctx.out.fail("CS_AGG_INVALID", "missing must be a string, number or boolean", jsonPath(p, "missing"));
     body.missing = m;
   }
   return { body, buckets: size };
@@ -243,29 +233,33 @@ function histogramCommon(
 ): { min: number; max: number } | undefined | false {
   let hard: { min: number; max: number } | undefined;
   if (spec.hard_bounds !== undefined) {
-    const b = bounds(ctx, spec.hard_bounds, date, path(p, "hard_bounds"));
+    const b = bounds(ctx, spec.hard_bounds, date, jsonPath(p, "hard_bounds"));
     if (!b) return false;
     body.hard_bounds = b.body;
     hard = b;
   }
   if (spec.extended_bounds !== undefined) {
     if (!hard)
-      return fail(ctx, "CS_AGG_INVALID", "extended_bounds needs hard_bounds (which cap the buckets)", path(p, "extended_bounds")) ?? false;
-    const b = bounds(ctx, spec.extended_bounds, date, path(p, "extended_bounds"));
+      return (
+        ctx.out.fail("CS_AGG_INVALID", "extended_bounds needs hard_bounds (which cap the buckets)", jsonPath(p, "extended_bounds")) ?? false
+      );
+    const b = bounds(ctx, spec.extended_bounds, date, jsonPath(p, "extended_bounds"));
     if (!b) return false;
     body.extended_bounds = b.body;
   }
   if (spec.min_doc_count !== undefined) {
     if (!isInt(spec.min_doc_count, 0))
-      return fail(ctx, "CS_AGG_INVALID", "min_doc_count must be an integer >= 0", path(p, "min_doc_count")) ?? false;
+      return ctx.out.fail("CS_AGG_INVALID", "min_doc_count must be an integer >= 0", jsonPath(p, "min_doc_count")) ?? false;
     body.min_doc_count = spec.min_doc_count;
   }
   if (body.min_doc_count === 0 && !hard)
-    return fail(ctx, "CS_AGG_TOO_MANY_BUCKETS", "min_doc_count 0 (empty buckets) needs hard_bounds", path(p, "min_doc_count")) ?? false;
+    return (
+      ctx.out.fail("CS_AGG_TOO_MANY_BUCKETS", "min_doc_count 0 (empty buckets) needs hard_bounds", jsonPath(p, "min_doc_count")) ?? false
+    );
   // ES defaults histograms to min_doc_count 0 (empty buckets between the extremes); without hard bounds, only non-empty ones.
   body.min_doc_count ??= hard ? 0 : 1;
   if (spec.order !== undefined) {
-    const o = order(ctx, spec.order, ["_count", "_key"], new Set(), path(p, "order"));
+    const o = order(ctx, spec.order, ["_count", "_key"], new Set(), jsonPath(p, "order"));
     if (o === undefined) return false;
     body.order = o;
   }
@@ -275,15 +269,15 @@ function histogramCommon(
 function histogramAgg(ctx: Ctx, spec: Record<string, unknown>, p: string): Checked | undefined {
   const allowed = ["field", "interval", "offset", "min_doc_count", "hard_bounds", "extended_bounds", "order"];
   if (!onlyKeys(ctx, spec, allowed, "histogram", p)) return undefined;
-  if (!aggField(ctx, spec.field, "numeric", path(p, "field"))) return undefined;
+  if (!aggField(ctx, spec.field, "numeric", jsonPath(p, "field"))) return undefined;
   const body: Record<string, unknown> = { field: spec.field };
   const interval = spec.interval;
   if (typeof interval !== "number" || !Number.isFinite(interval) || interval <= 0)
-    return fail(ctx, "CS_AGG_INVALID", "histogram.interval must be a number > 0", path(p, "interval"));
+    return ctx.out.fail("CS_AGG_INVALID", "histogram.interval must be a number > 0", jsonPath(p, "interval"));
   body.interval = interval;
   if (spec.offset !== undefined) {
     if (typeof spec.offset !== "number" || !Number.isFinite(spec.offset))
-      return fail(ctx, "CS_AGG_INVALID", "offset must be a finite number", path(p, "offset"));
+      return ctx.out.fail("CS_AGG_INVALID", "offset must be a finite number", jsonPath(p, "offset"));
     body.offset = spec.offset;
   }
   const hard = histogramCommon(ctx, spec, body, false, p);
@@ -304,44 +298,46 @@ function dateHistogramAgg(ctx: Ctx, spec: Record<string, unknown>, p: string): C
     "order",
   ];
   if (!onlyKeys(ctx, spec, allowed, "date_histogram", p)) return undefined;
-  if (!aggField(ctx, spec.field, "date", path(p, "field"))) return undefined;
+  if (!aggField(ctx, spec.field, "date", jsonPath(p, "field"))) return undefined;
   const body: Record<string, unknown> = { field: spec.field };
   const cal = spec.calendar_interval;
   const fixed = spec.fixed_interval;
   let intervalMs: number;
   if ((cal === undefined) === (fixed === undefined))
-    return fail(ctx, "CS_AGG_INVALID", "date_histogram needs exactly one of calendar_interval or fixed_interval", p);
+    return ctx.out.fail("CS_AGG_INVALID", "date_histogram needs exactly one of calendar_interval or fixed_interval", p);
   if (cal !== undefined) {
     const ms = typeof cal === "string" && Object.hasOwn(CALENDAR_INTERVALS, cal) ? CALENDAR_INTERVALS[cal] : undefined;
     if (ms === undefined)
-      return fail(
-        ctx,
+      return ctx.out.fail(
         "CS_AGG_INVALID",
         `calendar_interval must be one of ${Object.keys(CALENDAR_INTERVALS).join(", ")}`,
-        path(p, "calendar_interval"),
+        jsonPath(p, "calendar_interval"),
       );
     body.calendar_interval = cal;
     intervalMs = ms;
   } else {
     const m = typeof fixed === "string" ? FIXED_INTERVAL.exec(fixed) : null;
     if (!m)
-      return fail(
-        ctx,
+      return ctx.out.fail(
         "CS_AGG_INVALID",
         "fixed_interval must be a positive integer with a unit ms, s, m, h or d (e.g. 30m)",
-        path(p, "fixed_interval"),
+        jsonPath(p, "fixed_interval"),
       );
     body.fixed_interval = fixed;
     intervalMs = Number(m[1]) * (FIXED_UNITS[m[2] as string] as number);
   }
   if (spec.time_zone !== undefined) {
     if (typeof spec.time_zone !== "string" || !TIME_ZONE.test(spec.time_zone))
-      return fail(ctx, "CS_AGG_INVALID", "time_zone must be an offset (+01:00) or a zone id (Europe/Paris, UTC)", path(p, "time_zone"));
+      return ctx.out.fail(
+        "CS_AGG_INVALID",
+        "time_zone must be an offset (+01:00) or a zone id (Europe/Paris, UTC)",
+        jsonPath(p, "time_zone"),
+      );
     body.time_zone = spec.time_zone;
   }
   if (spec.offset !== undefined) {
     if (typeof spec.offset !== "string" || !DATE_OFFSET.test(spec.offset))
-      return fail(ctx, "CS_AGG_INVALID", "offset must be a duration such as +6h or -30m", path(p, "offset"));
+      return ctx.out.fail("CS_AGG_INVALID", "offset must be a duration such as +6h or -30m", jsonPath(p, "offset"));
     body.offset = spec.offset;
   }
   const hard = histogramCommon(ctx, spec, body, true, p);
@@ -353,15 +349,14 @@ function metricAgg(ctx: Ctx, type: string, spec: Record<string, unknown>, p: str
   const allowed = type === "cardinality" ? ["field", "precision_threshold"] : ["field"];
   if (!onlyKeys(ctx, spec, allowed, type, p)) return undefined;
   const need: FieldNeed = type === "cardinality" ? "aggregatable" : type === "min" || type === "max" ? "numericOrDate" : "numeric";
-  if (!aggField(ctx, spec.field, need, path(p, "field"))) return undefined;
+  if (!aggField(ctx, spec.field, need, jsonPath(p, "field"))) return undefined;
   const body: Record<string, unknown> = { field: spec.field };
   if (spec.precision_threshold !== undefined) {
     if (!isInt(spec.precision_threshold, 0, AGG_LIMITS.maxPrecisionThreshold))
-      return fail(
-        ctx,
+      return ctx.out.fail(
         "CS_AGG_INVALID",
         `precision_threshold must be an integer 0..${AGG_LIMITS.maxPrecisionThreshold}`,
-        path(p, "precision_threshold"),
+        jsonPath(p, "precision_threshold"),
       );
     body.precision_threshold = spec.precision_threshold;
   }
@@ -380,23 +375,23 @@ function subKey(node: Record<string, unknown>): "aggs" | "aggregations" | undefi
  * known (sum over siblings of buckets × (1 + buckets of the children)); undefined when refused.
  */
 function level(ctx: Ctx, aggs: unknown, p: string, depth: number): { value: EsAggs; buckets: number } | undefined {
-  if (!isPlainObject(aggs)) return fail(ctx, "CS_AGG_INVALID", "aggregations must be a map {<name>: {<type>: {…}}}", p);
+  if (!isJsonObject(aggs)) return ctx.out.fail("CS_AGG_INVALID", "aggregations must be a map {<name>: {<type>: {…}}}", p);
   const names = Object.keys(aggs);
   if (names.length === 0) return { value: {}, buckets: 0 }; // as in ES: no aggregations
   if (depth > AGG_LIMITS.maxDepth)
-    return fail(ctx, "CS_AGG_TOO_MANY_BUCKETS", `aggregations nest at most ${AGG_LIMITS.maxDepth} levels deep`, p);
+    return ctx.out.fail("CS_AGG_TOO_MANY_BUCKETS", `aggregations nest at most ${AGG_LIMITS.maxDepth} levels deep`, p);
   const value: EsAggs = {};
   let buckets = 0;
   let ok = true;
   for (const name of names) {
-    const np = path(p, name);
+    const np = jsonPath(p, name);
     ctx.count += 1;
     if (ctx.count > AGG_LIMITS.maxAggs) {
-      fail(ctx, "CS_AGG_TOO_MANY_BUCKETS", `at most ${AGG_LIMITS.maxAggs} aggregations in one search`, np);
+      ctx.out.fail("CS_AGG_TOO_MANY_BUCKETS", `at most ${AGG_LIMITS.maxAggs} aggregations in one search`, np);
       return undefined;
     }
     if (!AGG_NAME.test(name)) {
-      fail(ctx, "CS_AGG_INVALID", "aggregation names are 1-64 characters of A-Z, a-z, 0-9, _ and -", np);
+      ctx.out.fail("CS_AGG_INVALID", "aggregation names are 1-64 characters of A-Z, a-z, 0-9, _ and -", np);
       ok = false;
       continue;
     }
@@ -413,28 +408,28 @@ function level(ctx: Ctx, aggs: unknown, p: string, depth: number): { value: EsAg
 
 /** Validates one aggregation object `{<type>: {…}, aggs?: {…}}`. */
 function one(ctx: Ctx, node: unknown, p: string, depth: number): { node: Record<string, unknown>; buckets: number } | undefined {
-  if (!isPlainObject(node))
-    return fail(ctx, "CS_AGG_INVALID", 'an aggregation is an object {<type>: {…}}, e.g. {"terms": {"field": "from"}}', p);
+  if (!isJsonObject(node))
+    return ctx.out.fail("CS_AGG_INVALID", 'an aggregation is an object {<type>: {…}}, e.g. {"terms": {"field": "from"}}', p);
   const sub = subKey(node);
-  if ("aggs" in node && "aggregations" in node) return fail(ctx, "CS_AGG_INVALID", "use either aggs or aggregations, not both", p);
+  if ("aggs" in node && "aggregations" in node) return ctx.out.fail("CS_AGG_INVALID", "use either aggs or aggregations, not both", p);
   const types = Object.keys(node).filter((k) => k !== sub);
   const type = types[0];
   if (types.length !== 1 || type === undefined) {
     const extra = types.find((t) => t === "meta") ? "meta is not supported; " : "";
-    return fail(ctx, "CS_AGG_INVALID", `${extra}an aggregation has exactly one type key, got ${types.length} (${types.join(", ")})`, p);
+    return ctx.out.fail("CS_AGG_INVALID", `${extra}an aggregation has exactly one type key, got ${types.length} (${types.join(", ")})`, p);
   }
-  const tp = path(p, type);
+  const tp = jsonPath(p, type);
   if (!ALLOWED_AGGS.includes(type))
-    return fail(ctx, "CS_AGG_UNSUPPORTED", `aggregation ${type} is not supported; allowed: ${ALLOWED_AGGS.join(", ")}`, tp);
+    return ctx.out.fail("CS_AGG_UNSUPPORTED", `aggregation ${type} is not supported; allowed: ${ALLOWED_AGGS.join(", ")}`, tp);
   const spec = node[type];
-  if (!isPlainObject(spec)) return fail(ctx, "CS_AGG_INVALID", `${type} takes an object of options`, tp);
+  if (!isJsonObject(spec)) return ctx.out.fail("CS_AGG_INVALID", `${type} takes an object of options`, tp);
   const isBucket = (BUCKET_AGGS as readonly string[]).includes(type);
   if (sub && !isBucket)
-    return fail(ctx, "CS_AGG_INVALID", `${type} is a metric aggregation and cannot have sub-aggregations`, path(p, sub));
+    return ctx.out.fail("CS_AGG_INVALID", `${type} is a metric aggregation and cannot have sub-aggregations`, jsonPath(p, sub));
   // Sub-aggregations first: a terms order may name one of their metric aggregations.
   let children: { value: EsAggs; buckets: number } | undefined;
   if (sub) {
-    children = level(ctx, node[sub], path(p, sub), depth + 1);
+    children = level(ctx, node[sub], jsonPath(p, sub), depth + 1);
     if (!children) return undefined;
   }
   const metricNames = new Set(
@@ -461,8 +456,7 @@ function one(ctx: Ctx, node: unknown, p: string, depth: number): { node: Record<
   const own = checked.buckets ?? (isBucket ? 1 : 0);
   const buckets = isBucket ? own * (1 + (children?.buckets ?? 0)) : 0;
   if (buckets > AGG_LIMITS.maxBuckets) {
-    return fail(
-      ctx,
+    return ctx.out.fail(
       "CS_AGG_TOO_MANY_BUCKETS",
       `this aggregation can return ${buckets} buckets (its own times those of its sub-aggregations); the cap is ${AGG_LIMITS.maxBuckets}`,
       p,
@@ -482,11 +476,11 @@ function one(ctx: Ctx, node: unknown, p: string, depth: number): { node: Record<
  *   found (`CS_AGG_UNSUPPORTED`, `CS_AGG_INVALID`, `CS_AGG_TOO_MANY_BUCKETS`).
  */
 export function validateAggs(aggs: unknown, kinds: readonly RecordKind[], p = "aggs"): AggsResult {
-  const ctx: Ctx = { catalog: fieldCatalog(kinds), errors: [], count: 0 };
+  const ctx: Ctx = { catalog: fieldCatalog(kinds), out: new ProblemCollector(MAX_PROBLEMS), count: 0 };
   const result = level(ctx, aggs, p, 1);
-  if (!result || ctx.errors.length > 0) {
-    const errors = ctx.errors.length > 0 ? ctx.errors : [{ code: "CS_AGG_INVALID" as const, message: "invalid aggregations", path: p }];
-    return { ok: false, errors };
+  if (!result || !ctx.out.ok) {
+    if (ctx.out.ok) ctx.out.add("CS_AGG_INVALID", "invalid aggregations", p);
+    return { ok: false, errors: ctx.out.problems };
   }
   if (result.buckets > AGG_LIMITS.maxBuckets) {
     return {
@@ -509,13 +503,13 @@ export function validateAggs(aggs: unknown, kinds: readonly RecordKind[], p = "a
  */
 export function countBuckets(aggregations: unknown): number {
   if (Array.isArray(aggregations)) return aggregations.reduce<number>((n, v) => n + countBuckets(v), 0);
-  if (!isPlainObject(aggregations)) return 0;
+  if (!isJsonObject(aggregations)) return 0;
   let n = 0;
   for (const [k, v] of Object.entries(aggregations)) {
     if (k === "buckets") {
-      const list = Array.isArray(v) ? v : isPlainObject(v) ? Object.values(v) : [];
+      const list = Array.isArray(v) ? v : isJsonObject(v) ? Object.values(v) : [];
       n += list.length + list.reduce<number>((m, b) => m + countBuckets(b), 0);
-    } else if (isPlainObject(v) || Array.isArray(v)) n += countBuckets(v);
+    } else if (isJsonObject(v) || Array.isArray(v)) n += countBuckets(v);
   }
   return n;
 }

@@ -13,11 +13,13 @@
  * Elasticsearch body keys (`from`, `highlight`, `script_fields`, `runtime_mappings`, …) are refused
  * with `CS_BODY_INVALID`.
  *
- * JSON paths: object keys that are identifiers are joined with `.`, other keys (e.g. dotted field
- * names) are written `["number.num"]`, array indexes `[1]`; e.g. `query.bool.filter[1].term["blockNumber.num"]`.
+ * JSON paths, problems and results: the validation kit of lib/validation (`jsonPath`,
+ * `ProblemCollector`, `ValidationResult`); e.g. `query.bool.filter[1].term["blockNumber.num"]`.
  * @module
  */
 import type { RecordKind } from "../../lib/records.js";
+import { jsonPath } from "../../lib/validation/path.js";
+import { isJsonObject, ProblemCollector, type ValidationResult as Result } from "../../lib/validation/problems.js";
 import type { ApiErrorDetail, ErrorCode } from "../errors.js";
 import { type EsAggs, validateAggs } from "./aggs.js";
 import { type FieldCatalog, type FieldInfo, fieldCatalog, RANGE_TYPES } from "./fields.js";
@@ -112,8 +114,8 @@ export interface SearchPlan {
   aggs?: EsAggs;
 }
 
-/** Either the validated value or every problem found (at least one). */
-export type ValidationResult<T> = { ok: true; value: T } | { ok: false; errors: ApiErrorDetail[] };
+/** Either the validated value or every problem found (at least one): lib/validation's result with API error details. */
+export type ValidationResult<T> = Result<T, ApiErrorDetail>;
 
 /** Options of {@link validateSearchBody}. */
 export interface ValidateOptions {
@@ -128,22 +130,6 @@ const BOOL_OCCURS = new Set(["filter", "must", "must_not", "should"]);
 const RANGE_BOUNDS = new Set(["gte", "gt", "lte", "lt"]);
 const SCORE_MODES = new Set(["avg", "sum", "min", "max", "none"]);
 const MSM = /^-?\d+%?$/;
-const IDENT = /^[A-Za-z_$][A-Za-z0-9_$]*$/;
-
-/**
- * Appends a key or array index to a JSON path: `jsonPath("query", "bool")` → `query.bool`,
- * `jsonPath("query.term", "number.num")` → `query.term["number.num"]`, `jsonPath("sort", 0)` → `sort[0]`.
- * @param base - the path so far; "" for the root.
- */
-export function jsonPath(base: string, key: string | number): string {
-  if (typeof key === "number") return `${base}[${key}]`;
-  if (IDENT.test(key)) return base === "" ? key : `${base}.${key}`;
-  return `${base}[${JSON.stringify(key)}]`;
-}
-
-function isPlainObject(v: unknown): v is Record<string, unknown> {
-  return typeof v === "object" && v !== null && !Array.isArray(v);
-}
 
 function isScalar(v: unknown): v is string | number | boolean {
   return typeof v === "string" || (typeof v === "number" && Number.isFinite(v)) || typeof v === "boolean";
@@ -153,10 +139,10 @@ function kindsLabel(catalog: FieldCatalog): string {
   return catalog.kinds.join(",");
 }
 
-class Collector {
-  readonly errors: ApiErrorDetail[] = [];
-  add(code: ErrorCode, message: string, path: string | null): void {
-    if (this.errors.length < LIMITS.maxErrors) this.errors.push({ code, message, path });
+/** The problems of one search body (at most {@link LIMITS.maxErrors}). */
+class Collector extends ProblemCollector<ErrorCode, string | null> {
+  constructor() {
+    super(LIMITS.maxErrors);
   }
 }
 
@@ -169,7 +155,7 @@ interface QueryContext {
 
 /** The single `[field, value]` entry of a `{field: value}` clause body, or an error. */
 function singleField(ctx: QueryContext, clause: string, body: unknown, path: string): [string, unknown] | undefined {
-  if (!isPlainObject(body)) {
+  if (!isJsonObject(body)) {
     ctx.out.add("CS_QUERY_INVALID", `${clause} must be an object {<field>: …}`, path);
     return undefined;
   }
@@ -251,7 +237,7 @@ function checkValue(ctx: QueryContext, info: FieldInfo, value: unknown, path: st
 /** Validates one clause object `{name: body}`; returns the sanitized clause or undefined (errors recorded). */
 function clause(ctx: QueryContext, node: unknown, path: string, depth: number, nested: string | undefined): EsQuery | undefined {
   if (ctx.aborted) return undefined;
-  if (!isPlainObject(node)) {
+  if (!isJsonObject(node)) {
     ctx.out.add("CS_QUERY_INVALID", 'a query clause must be an object with exactly one key, e.g. {"term": {…}}', path);
     return undefined;
   }
@@ -297,7 +283,7 @@ function clause(ctx: QueryContext, node: unknown, path: string, depth: number, n
     case "exists":
       return existsClause(ctx, body, p, nested);
     case "match_all":
-      if (!isPlainObject(body) || Object.keys(body).length > 0) {
+      if (!isJsonObject(body) || Object.keys(body).length > 0) {
         ctx.out.add("CS_QUERY_INVALID", "match_all takes an empty object {}", p);
         return undefined;
       }
@@ -308,7 +294,7 @@ function clause(ctx: QueryContext, node: unknown, path: string, depth: number, n
 }
 
 function boolClause(ctx: QueryContext, body: unknown, p: string, depth: number, nested: string | undefined): EsQuery | undefined {
-  if (!isPlainObject(body)) {
+  if (!isJsonObject(body)) {
     ctx.out.add("CS_QUERY_INVALID", "bool must be an object with filter, must, must_not, should or minimum_should_match", p);
     return undefined;
   }
@@ -321,7 +307,7 @@ function boolClause(ctx: QueryContext, body: unknown, p: string, depth: number, 
         const list = value.map((c, i) => clause(ctx, c, jsonPath(kp, i), depth + 1, nested));
         if (list.some((c) => c === undefined)) ok = false;
         else out[key] = list;
-      } else if (isPlainObject(value)) {
+      } else if (isJsonObject(value)) {
         const c = clause(ctx, value, kp, depth + 1, nested);
         if (c === undefined) ok = false;
         else out[key] = c;
@@ -351,7 +337,7 @@ function termClause(ctx: QueryContext, body: unknown, p: string, nested: string 
   const fp = jsonPath(p, field);
   let value: unknown = spec;
   let vp = fp;
-  if (isPlainObject(spec)) {
+  if (isJsonObject(spec)) {
     const extra = Object.keys(spec).filter((k) => k !== "value");
     if (extra.length > 0 || !("value" in spec)) {
       const bad = extra[0];
@@ -384,7 +370,7 @@ function termsClause(ctx: QueryContext, body: unknown, p: string, nested: string
   const [field, values] = entry;
   const fp = jsonPath(p, field);
   if (!Array.isArray(values)) {
-    if (isPlainObject(values) && ("index" in values || "id" in values || "path" in values)) {
+    if (isJsonObject(values) && ("index" in values || "id" in values || "path" in values)) {
       ctx.out.add("CS_QUERY_UNSUPPORTED_CLAUSE", "terms lookup ({index, id, path}) is not supported; list the values", fp);
     } else {
       ctx.out.add("CS_QUERY_INVALID", "terms takes {<field>: [<value>, …]}", fp);
@@ -437,7 +423,7 @@ function rangeClause(ctx: QueryContext, body: unknown, p: string, nested: string
     ctx.out.add("CS_QUERY_INVALID", `range needs a numeric or date field; ${field} is ${info.type}`, fp);
     return undefined;
   }
-  if (!isPlainObject(spec) || Object.keys(spec).length === 0) {
+  if (!isJsonObject(spec) || Object.keys(spec).length === 0) {
     ctx.out.add("CS_QUERY_INVALID", "range takes {<field>: {gte?, gt?, lte?, lt?}} with at least one bound", fp);
     return undefined;
   }
@@ -462,7 +448,7 @@ function idsClause(ctx: QueryContext, body: unknown, p: string, nested: string |
     ctx.out.add("CS_QUERY_NESTED_FIELD", "ids cannot be used inside a nested query", p);
     return undefined;
   }
-  if (!isPlainObject(body) || !Array.isArray(body.values) || Object.keys(body).length !== 1) {
+  if (!isJsonObject(body) || !Array.isArray(body.values) || Object.keys(body).length !== 1) {
     ctx.out.add("CS_QUERY_INVALID", 'ids takes {"values": [<id>, …]}', p);
     return undefined;
   }
@@ -480,7 +466,7 @@ function idsClause(ctx: QueryContext, body: unknown, p: string, nested: string |
 }
 
 function nestedClause(ctx: QueryContext, body: unknown, p: string, depth: number, nested: string | undefined): EsQuery | undefined {
-  if (!isPlainObject(body)) {
+  if (!isJsonObject(body)) {
     ctx.out.add("CS_QUERY_INVALID", 'nested takes {"path": <nested path>, "query": <clause>}', p);
     return undefined;
   }
@@ -532,7 +518,7 @@ function nestedClause(ctx: QueryContext, body: unknown, p: string, depth: number
 }
 
 function existsClause(ctx: QueryContext, body: unknown, p: string, nested: string | undefined): EsQuery | undefined {
-  if (!isPlainObject(body) || typeof body.field !== "string" || Object.keys(body).length !== 1) {
+  if (!isJsonObject(body) || typeof body.field !== "string" || Object.keys(body).length !== 1) {
     ctx.out.add("CS_QUERY_INVALID", 'exists takes {"field": <field>}', p);
     return undefined;
   }
@@ -566,7 +552,7 @@ function matchClause(ctx: QueryContext, body: unknown, p: string, nested: string
     return undefined;
   }
   if (typeof spec === "string") return { match: { [field]: { query: spec } } };
-  if (!isPlainObject(spec) || typeof spec.query !== "string") {
+  if (!isJsonObject(spec) || typeof spec.query !== "string") {
     ctx.out.add("CS_QUERY_INVALID", 'match takes {<field>: <text>} or {<field>: {"query": <text>, "operator"?: "and"|"or"}}', fp);
     return undefined;
   }
@@ -595,11 +581,11 @@ function matchClause(ctx: QueryContext, body: unknown, p: string, nested: string
 export function validateQuery(query: unknown, kinds: readonly RecordKind[], path = "query"): ValidationResult<EsQuery | undefined> {
   const out = new Collector();
   const value = queryInto(query, fieldCatalog(kinds), out, path);
-  return out.errors.length > 0 ? { ok: false, errors: out.errors } : { ok: true, value };
+  return out.result(value);
 }
 
 function queryInto(query: unknown, catalog: FieldCatalog, out: Collector, path: string): EsQuery | undefined {
-  if (isPlainObject(query) && Object.keys(query).length === 0) return undefined;
+  if (isJsonObject(query) && Object.keys(query).length === 0) return undefined;
   const ctx: QueryContext = { catalog, out, clauses: 0, aborted: false };
   return clause(ctx, query, path, 1, undefined);
 }
@@ -613,7 +599,7 @@ function queryInto(query: unknown, catalog: FieldCatalog, out: Collector, path: 
 export function validateSort(sort: unknown, kinds: readonly RecordKind[], path = "sort"): ValidationResult<EsSortClause[] | undefined> {
   const out = new Collector();
   const value = sortInto(sort, fieldCatalog(kinds), out, path);
-  return out.errors.length > 0 ? { ok: false, errors: out.errors } : { ok: true, value };
+  return out.result(value);
 }
 
 function sortField(catalog: FieldCatalog, out: Collector, field: string, order: SortOrder, path: string): EsSortClause | undefined {
@@ -645,7 +631,7 @@ function sortField(catalog: FieldCatalog, out: Collector, field: string, order: 
 function sortOrder(out: Collector, spec: unknown, path: string): SortOrder | undefined {
   let order: unknown = spec;
   let op = path;
-  if (isPlainObject(spec)) {
+  if (isJsonObject(spec)) {
     const extra = Object.keys(spec).find((k) => k !== "order");
     if (extra !== undefined) {
       out.add("CS_SORT_INVALID", `unknown sort option ${extra}; only order is accepted`, jsonPath(path, extra));
@@ -662,7 +648,7 @@ function sortOrder(out: Collector, spec: unknown, path: string): SortOrder | und
 
 function sortInto(sort: unknown, catalog: FieldCatalog, out: Collector, path: string): EsSortClause[] | undefined {
   const items: Array<[unknown, string]> = Array.isArray(sort) ? sort.map((s, i) => [s, jsonPath(path, i)]) : [[sort, path]];
-  if (!Array.isArray(sort) && !isPlainObject(sort)) {
+  if (!Array.isArray(sort) && !isJsonObject(sort)) {
     out.add("CS_SORT_INVALID", 'sort must be a map {<field>: "asc"|"desc"} or an array of such maps', path);
     return undefined;
   }
@@ -673,7 +659,7 @@ function sortInto(sort: unknown, catalog: FieldCatalog, out: Collector, path: st
       if (c) result.push(c);
       continue;
     }
-    if (!isPlainObject(item) || Object.keys(item).length === 0) {
+    if (!isJsonObject(item) || Object.keys(item).length === 0) {
       out.add("CS_SORT_INVALID", 'a sort item must be a non-empty map {<field>: "asc"|"desc"}', ip);
       continue;
     }
@@ -716,7 +702,7 @@ export function validateSource(source: unknown, kinds: readonly RecordKind[], pa
   const out = new Collector();
   if (!Array.isArray(source)) {
     out.add("CS_SOURCE_INVALID", "_source must be an array of field paths", path);
-    return { ok: false, errors: out.errors };
+    return { ok: false, errors: out.problems };
   }
   const catalog = fieldCatalog(kinds);
   const paths: string[] = [];
@@ -729,8 +715,7 @@ export function validateSource(source: unknown, kinds: readonly RecordKind[], pa
       out.add("CS_SOURCE_INVALID", `unknown _source field ${JSON.stringify(p)} for ${kindsLabel(catalog)}${multi}`, ip);
     } else if (!paths.includes(p)) paths.push(p);
   });
-  if (out.errors.length > 0) return { ok: false, errors: out.errors };
-  return { ok: true, value: paths.length > 0 ? paths : undefined };
+  return out.result(paths.length > 0 ? paths : undefined);
 }
 
 /**
@@ -742,7 +727,7 @@ export function validateSource(source: unknown, kinds: readonly RecordKind[], pa
  */
 export function validateSearchBody(body: unknown, opts: ValidateOptions): ValidationResult<SearchPlan> {
   if (body === undefined) return { ok: true, value: { size: LIMITS.defaultSize } };
-  if (!isPlainObject(body)) {
+  if (!isJsonObject(body)) {
     return { ok: false, errors: [{ code: "CS_BODY_INVALID", message: "the body must be a JSON object", path: null }] };
   }
   const catalog = fieldCatalog(opts.kinds);
@@ -752,20 +737,20 @@ export function validateSearchBody(body: unknown, opts: ValidateOptions): Valida
   }
   let query: EsQuery | undefined;
   if (body.query !== undefined) {
-    if (!isPlainObject(body.query)) out.add("CS_QUERY_INVALID", "query must be an object (a query clause)", "query");
+    if (!isJsonObject(body.query)) out.add("CS_QUERY_INVALID", "query must be an object (a query clause)", "query");
     else query = queryInto(body.query, catalog, out, "query");
   }
   const sort = body.sort === undefined ? undefined : sortInto(body.sort, catalog, out, "sort");
   const size = validateSize(body.size, opts.maxSize);
-  if (!size.ok) for (const e of size.errors) out.add(e.code, e.message, e.path);
+  if (!size.ok) out.addAll(size.errors);
   const source = validateSource(body._source, opts.kinds);
-  if (!source.ok) for (const e of source.errors) out.add(e.code, e.message, e.path);
+  if (!source.ok) out.addAll(source.errors);
   let searchAfter: SearchPlan["searchAfter"];
   // With an invalid sort, its own errors say enough: search_after cannot be checked against it.
   if (body.search_after !== undefined && (body.sort === undefined || sort !== undefined)) {
     const sa = validateSearchAfter(body.search_after, sort, size.ok ? size.value : undefined, opts.kinds);
     if (sa.ok) searchAfter = sa.value;
-    else for (const e of sa.errors) out.add(e.code, e.message, e.path);
+    else out.addAll(sa.errors);
   }
   let aggs: EsAggs | undefined;
   if (body.aggs !== undefined && body.aggregations !== undefined) {
@@ -774,9 +759,9 @@ export function validateSearchBody(body: unknown, opts: ValidateOptions): Valida
     const key = body.aggs !== undefined ? "aggs" : "aggregations";
     const checked = validateAggs(body[key], opts.kinds, key);
     if (checked.ok) aggs = checked.value;
-    else for (const e of checked.errors) out.add(e.code, e.message, e.path);
+    else out.addAll(checked.errors);
   }
-  if (out.errors.length > 0) return { ok: false, errors: out.errors };
+  if (!out.ok) return { ok: false, errors: out.problems };
   const plan: SearchPlan = { size: size.ok ? size.value : LIMITS.defaultSize };
   if (query) plan.query = query;
   if (sort) plan.sort = sort;

@@ -36,7 +36,8 @@ import { errors as esErrors } from "@elastic/elasticsearch";
 import type { FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest } from "fastify";
 import { ACCOUNT_ERROR_HTTP_STATUS, AccountError } from "../../lib/accounts/model.js";
 import { isRuleStoreError } from "../../lib/rules/store.js";
-import { jsonPath, unknownKeyMessage } from "../dsl/validate.js";
+import { jsonPath, pointerSegments, segmentsPath } from "../../lib/validation/path.js";
+import { unknownKeyMessage } from "../dsl/validate.js";
 import { ApiError, type ApiErrorDetail, ERROR_CODES, type ErrorCode, errorBody } from "../errors.js";
 import { ruleStoreErrorDetail } from "../routes/rules/errors.js";
 import { globalPlugin } from "./plugin.js";
@@ -124,19 +125,6 @@ function single(code: ErrorCode, message: string, path: string | null = null): M
   return { status, details: [detail(code, message, path)], unexpected: status >= 500 };
 }
 
-/** Decodes a JSON Pointer (`/sort/0/x`) into path segments. */
-function pointerSegments(pointer: string): string[] {
-  if (pointer === "") return [];
-  return pointer
-    .slice(1)
-    .split("/")
-    .map((s) => s.replace(/~1/g, "/").replace(/~0/g, "~"));
-}
-
-function segmentsToPath(prefix: string, segments: string[]): string {
-  return segments.reduce<string>((p, s) => jsonPath(p, /^\d+$/.test(s) ? Number(s) : s), prefix);
-}
-
 /** The JSON path of a validation item: the failing value, or for `required` the missing property. */
 function itemPath(prefix: string, item: ValidationItem): string {
   const segments = pointerSegments(item.instancePath ?? "");
@@ -146,7 +134,7 @@ function itemPath(prefix: string, item: ValidationItem): string {
   const extra = item.keyword === "additionalProperties" ? item.params?.additionalProperties : undefined;
   const extraKey = Array.isArray(extra) ? extra[0] : extra;
   if (typeof extraKey === "string") segments.push(extraKey);
-  return segmentsToPath(prefix, segments);
+  return segmentsPath(prefix, segments);
 }
 
 /**
@@ -184,7 +172,7 @@ export function mapValidation(items: readonly ValidationItem[], context: string 
   for (const item of items) {
     const segments = pointerSegments(item.instancePath ?? "");
     if (context !== "body") {
-      push(detail("CS_BAD_REQUEST", `${context ?? "request"} ${item.message ?? "is invalid"}`, segmentsToPath(context ?? "", segments)));
+      push(detail("CS_BAD_REQUEST", `${context ?? "request"} ${item.message ?? "is invalid"}`, segmentsPath(context ?? "", segments)));
       continue;
     }
     const extra = item.keyword === "additionalProperties" ? item.params?.additionalProperties : undefined;
@@ -204,7 +192,7 @@ export function mapValidation(items: readonly ValidationItem[], context: string 
       push(detail("CS_BODY_INVALID", unknownKeyMessage(top), jsonPath("", top)));
       continue;
     }
-    push(detail(keyCode, `${top} ${item.message ?? "is invalid"}`, segmentsToPath("", segments)));
+    push(detail(keyCode, `${top} ${item.message ?? "is invalid"}`, segmentsPath("", segments)));
   }
   return out.length > 0 ? out : [detail("CS_BODY_INVALID", "the body is invalid", null)];
 }

@@ -21,6 +21,8 @@ import { type Static, type TSchema, Type } from "typebox";
 import { Compile } from "typebox/compile";
 import type { ChainId } from "../config.js";
 import { EMAIL_PATTERN, isEmailAddress } from "../email.js";
+import { jsonPath, pointerToPath } from "../validation/path.js";
+import { isJsonObject, ProblemCollector, type ValidationResult } from "../validation/problems.js";
 import {
   ALERT_TYPES,
   type AlertType,
@@ -548,7 +550,7 @@ export interface RuleValidationError {
 export type RulePatch = Partial<RuleInput>;
 
 /** Result of {@link validateRuleInput}: the normalised body, or every reason it was refused (in document order). */
-export type RuleValidationResult<T> = { ok: true; value: T } | { ok: false; errors: RuleValidationError[] };
+export type RuleValidationResult<T> = ValidationResult<T, RuleValidationError>;
 
 /**
  * Top-level fields the service manages. Sent values are ignored (dropped from the validated value),
@@ -562,19 +564,6 @@ export const RESERVED_RULE_FIELDS: readonly string[] = ["id", "accountId", "crea
 
 type Json = Record<string, unknown>;
 
-const IDENTIFIER = /^[A-Za-z_$][A-Za-z0-9_$]*$/;
-
-/** `path` + property or index, in the notation of {@link RuleValidationError.path}. */
-function at(path: string, key: string | number): string {
-  if (typeof key === "number") return `${path}[${key}]`;
-  if (!IDENTIFIER.test(key)) return `${path}[${JSON.stringify(key)}]`;
-  return path === "" ? key : `${path}.${key}`;
-}
-
-function isObject(v: unknown): v is Json {
-  return typeof v === "object" && v !== null && !Array.isArray(v);
-}
-
 function has(o: Json, key: string): boolean {
   return Object.hasOwn(o, key);
 }
@@ -586,7 +575,7 @@ function kind(v: unknown): string {
 /** Canonical JSON (object keys sorted) so deep-equal values, whatever their key order, compare equal. */
 function canonical(v: unknown): string {
   if (Array.isArray(v)) return `[${v.map(canonical).join(",")}]`;
-  if (isObject(v)) {
+  if (isJsonObject(v)) {
     return `{${Object.keys(v)
       .sort()
       .map((k) => `${JSON.stringify(k)}:${canonical(v[k])}`)
@@ -639,7 +628,7 @@ const RULE_FIELD_SET = new Set(RULE_FIELDS);
  * @returns `CS_RULE_EXTRA_PROPERTIES` errors, in document order; empty when within the limits.
  */
 export function extraPropertyErrors(rule: unknown): RuleValidationError[] {
-  if (!isObject(rule)) return [];
+  if (!isJsonObject(rule)) return [];
   const errors: RuleValidationError[] = [];
   const add = (path: string, message: string) => errors.push({ code: "CS_RULE_EXTRA_PROPERTIES", path, message: `${path}: ${message}` });
   let count = 0;
@@ -653,12 +642,15 @@ export function extraPropertyErrors(rule: unknown): RuleValidationError[] {
       (count > 1 ? 1 : 0) + Buffer.byteLength(JSON.stringify(key), "utf8") + 1 + Buffer.byteLength(JSON.stringify(v) ?? "null", "utf8");
     if (count > RULE_LIMITS.extraPropertiesMax && !countReported) {
       countReported = true;
-      add(at("", key), `a rule has at most ${RULE_LIMITS.extraPropertiesMax} additional top-level properties; this is number ${count}`);
+      add(
+        jsonPath("", key),
+        `a rule has at most ${RULE_LIMITS.extraPropertiesMax} additional top-level properties; this is number ${count}`,
+      );
     }
     if (bytes > RULE_LIMITS.extraPropertiesMaxBytes && !sizeReported) {
       sizeReported = true;
       add(
-        at("", key),
+        jsonPath("", key),
         `the additional top-level properties of a rule take at most ${RULE_LIMITS.extraPropertiesMaxBytes} bytes of JSON together; with this one they take at least ${bytes}`,
       );
     }
@@ -676,10 +668,12 @@ const LEAF_PAYLOAD_KEYS = new Set(["fieldType", "fieldName"]);
 const CONFIG_KEYS = new Set(["targetType", "targetMap", "alerts"]);
 
 class Walker {
-  readonly errors: RuleValidationError[] = [];
+  /** The problems found, in document order. */
+  readonly out = new ProblemCollector<RuleValidationCode, string>();
 
+  /** Records a problem at `path`; its message starts with the path. */
   add(code: RuleValidationCode, path: string, message: string): void {
-    this.errors.push({ code, path, message: path === "" ? message : `${path}: ${message}` });
+    this.out.add(code, path === "" ? message : `${path}: ${message}`, path);
   }
 
   /**
@@ -695,7 +689,7 @@ class Walker {
     max = Number.POSITIVE_INFINITY,
     nonEmpty = false,
   ): boolean {
-    const p = at(path, key);
+    const p = jsonPath(path, key);
     if (!has(o, key)) {
       if (required) this.add(code, p, "is required (a string)");
       return false;
@@ -739,12 +733,12 @@ class Walker {
       const key = canonical(item);
       const first = seen.get(key);
       if (first === undefined) seen.set(key, i);
-      else this.add("CS_RULE_DUPLICATE_ITEM", at(path, i), `duplicates ${at(path, first)} (items must be unique)`);
+      else this.add("CS_RULE_DUPLICATE_ITEM", jsonPath(path, i), `duplicates ${jsonPath(path, first)} (items must be unique)`);
     });
   }
 
   rule(body: unknown, mode: "create" | "update", chains: readonly ChainId[]): void {
-    if (!isObject(body)) {
+    if (!isJsonObject(body)) {
       this.add("CS_RULE_INVALID", "", `the rule must be a JSON object, got ${kind(body)}`);
       return;
     }
@@ -775,7 +769,7 @@ class Walker {
     if (has(body, "sendPendingAlerts") && typeof body.sendPendingAlerts !== "boolean") {
       this.add("CS_RULE_INVALID", "sendPendingAlerts", `must be a boolean, got ${kind(body.sendPendingAlerts)}`);
     }
-    this.errors.push(...extraPropertyErrors(body));
+    this.out.addAll(extraPropertyErrors(body));
   }
 
   /** The chain fields present (all three on create) must match one served chain; reports the first field that cannot. */
@@ -797,39 +791,39 @@ class Walker {
   }
 
   config(cfg: unknown, path: string): void {
-    if (!isObject(cfg)) {
+    if (!isJsonObject(cfg)) {
       this.add("CS_RULE_INVALID", path, `must be an object, got ${kind(cfg)}`);
       return;
     }
     for (const key of Object.keys(cfg)) {
       if (!CONFIG_KEYS.has(key))
-        this.add("CS_RULE_INVALID", at(path, key), "unknown property (config allows only targetType, targetMap, alerts)");
+        this.add("CS_RULE_INVALID", jsonPath(path, key), "unknown property (config allows only targetType, targetMap, alerts)");
     }
-    const tt = at(path, "targetType");
+    const tt = jsonPath(path, "targetType");
     if (!has(cfg, "targetType")) this.add("CS_RULE_INVALID", tt, `is required (one of ${list(TARGET_TYPES)})`);
     else if (!(TARGET_TYPES as readonly unknown[]).includes(cfg.targetType)) {
       this.add("CS_RULE_INVALID", tt, `must be one of ${list(TARGET_TYPES)}, got ${JSON.stringify(cfg.targetType)}`);
     }
-    const tm = at(path, "targetMap");
+    const tm = jsonPath(path, "targetMap");
     if (!has(cfg, "targetMap")) this.add("CS_RULE_INVALID", tm, "is required (an array of 1 to 10 target definitions)");
     else if (this.array(cfg.targetMap, tm, RULE_LIMITS.targetMapMin, RULE_LIMITS.targetMapMax, "CS_RULE_INVALID", "CS_RULE_ITEM_COUNT")) {
       this.unique(cfg.targetMap, tm);
       cfg.targetMap.forEach((d, i) => {
-        this.definition(d, at(tm, i), 1);
+        this.definition(d, jsonPath(tm, i), 1);
       });
     }
-    const al = at(path, "alerts");
+    const al = jsonPath(path, "alerts");
     if (!has(cfg, "alerts")) this.add("CS_RULE_INVALID", al, "is required (an array of 1 to 10 alert definitions)");
     else if (this.array(cfg.alerts, al, RULE_LIMITS.alertsMin, RULE_LIMITS.alertsMax, "CS_RULE_INVALID", "CS_RULE_ITEM_COUNT")) {
       this.unique(cfg.alerts, al);
       cfg.alerts.forEach((a, i) => {
-        this.alert(a, at(al, i));
+        this.alert(a, jsonPath(al, i));
       });
     }
   }
 
   definition(def: unknown, path: string, level: 1 | 2 | 3): void {
-    if (!isObject(def)) {
+    if (!isJsonObject(def)) {
       this.add("CS_RULE_INVALID", path, `must be an object, got ${kind(def)}`);
       return;
     }
@@ -838,22 +832,22 @@ class Walker {
       if (key === "useScaledValue") {
         this.add(
           "CS_RULE_INVALID",
-          at(path, key),
+          jsonPath(path, key),
           "useScaledValue is allowed only in second-level definitions (items of a top-level Inspect)",
         );
       } else if (level === 3 && key === "operatorParameters") {
         this.add(
           "CS_RULE_TOO_DEEP",
-          at(path, key),
+          jsonPath(path, key),
           "third-level definitions have no operatorParameters: Inspect goes at most two levels deep",
         );
       } else {
-        this.add("CS_RULE_INVALID", at(path, key), `unknown property (allowed: ${list([...DEFINITION_KEYS[level]])})`);
+        this.add("CS_RULE_INVALID", jsonPath(path, key), `unknown property (allowed: ${list([...DEFINITION_KEYS[level]])})`);
       }
     }
     this.string(def, "name", path, true, "CS_RULE_INVALID", RULE_LIMITS.definitionNameMaxLength, true);
 
-    const opPath = at(path, "operator");
+    const opPath = jsonPath(path, "operator");
     let op: Operator | undefined;
     if (!has(def, "operator")) this.add("CS_RULE_INVALID", opPath, `is required (one of ${list(OPERATORS)})`);
     else if (!(OPERATORS as readonly unknown[]).includes(def.operator)) {
@@ -865,11 +859,11 @@ class Walker {
     this.value(def, path, op, level);
 
     if (level === 2 && has(def, "useScaledValue") && typeof def.useScaledValue !== "boolean") {
-      this.add("CS_RULE_INVALID", at(path, "useScaledValue"), `must be a boolean, got ${kind(def.useScaledValue)}`);
+      this.add("CS_RULE_INVALID", jsonPath(path, "useScaledValue"), `must be a boolean, got ${kind(def.useScaledValue)}`);
     }
     if (level === 3) return;
 
-    const ppPath = at(path, "operatorParameters");
+    const ppPath = jsonPath(path, "operatorParameters");
     const pp = def.operatorParameters;
     const present = has(def, "operatorParameters") && pp !== null;
     const next = (level + 1) as 2 | 3;
@@ -887,7 +881,7 @@ class Walker {
         )
       ) {
         pp.forEach((d, i) => {
-          this.definition(d, at(ppPath, i), next);
+          this.definition(d, jsonPath(ppPath, i), next);
         });
       }
     } else if (op !== undefined) {
@@ -897,7 +891,7 @@ class Walker {
       // Unknown operator: still report what is wrong below, without guessing which rule applies.
       if (Array.isArray(pp)) {
         pp.forEach((d, i) => {
-          this.definition(d, at(ppPath, i), next);
+          this.definition(d, jsonPath(ppPath, i), next);
         });
       } else this.add("CS_RULE_OPERATOR_PARAMETERS", ppPath, `must be an array or null, got ${kind(pp)}`);
     }
@@ -910,7 +904,7 @@ class Walker {
    * ordering operators always need one, and so does every operator at level 3 (the contract).
    */
   value(def: Json, path: string, op: Operator | undefined, level: 1 | 2 | 3): void {
-    const p = at(path, "value");
+    const p = jsonPath(path, "value");
     const present = has(def, "value");
     const v = def.value;
     if (op === undefined) {
@@ -944,8 +938,8 @@ class Walker {
       if (!Array.isArray(v)) this.add("CS_RULE_VALUE_TYPE", p, `must be an array of strings for operator "${op}", got ${kind(v)}`);
       else {
         v.forEach((item, i) => {
-          if (typeof item !== "string") this.add("CS_RULE_VALUE_TYPE", at(p, i), `must be a string, got ${kind(item)}`);
-          else this.length(item, at(p, i), RULE_LIMITS.valueMaxLength);
+          if (typeof item !== "string") this.add("CS_RULE_VALUE_TYPE", jsonPath(p, i), `must be a string, got ${kind(item)}`);
+          else this.length(item, jsonPath(p, i), RULE_LIMITS.valueMaxLength);
         });
       }
     } else if (typeof v !== "string") {
@@ -955,28 +949,28 @@ class Walker {
   }
 
   alert(a: unknown, path: string): void {
-    if (!isObject(a)) {
+    if (!isJsonObject(a)) {
       this.add("CS_RULE_INVALID", path, `must be an object, got ${kind(a)}`);
       return;
     }
-    const tp = at(path, "type");
+    const tp = jsonPath(path, "type");
     let type: AlertType | undefined;
     if (!has(a, "type")) this.add("CS_RULE_INVALID", tp, `is required (one of ${list(ALERT_TYPES)})`);
     else if (!(ALERT_TYPES as readonly unknown[]).includes(a.type)) {
       this.add("CS_RULE_INVALID", tp, `must be one of ${list(ALERT_TYPES)}, got ${JSON.stringify(a.type)}`);
     } else type = a.type as AlertType;
 
-    const pp = at(path, "parameters");
+    const pp = jsonPath(path, "parameters");
     if (!has(a, "parameters")) this.add("CS_RULE_ALERT_PARAMETERS", pp, "is required (an object; its content depends on type)");
-    else if (!isObject(a.parameters)) this.add("CS_RULE_ALERT_PARAMETERS", pp, `must be an object, got ${kind(a.parameters)}`);
+    else if (!isJsonObject(a.parameters)) this.add("CS_RULE_ALERT_PARAMETERS", pp, `must be an object, got ${kind(a.parameters)}`);
     else if (type !== undefined) this.parameters(type, a.parameters, pp);
 
     if (has(a, "payload") && a.payload !== null) {
-      const p = at(path, "payload");
+      const p = jsonPath(path, "payload");
       if (this.array(a.payload, p, 0, RULE_LIMITS.payloadMax, "CS_RULE_PAYLOAD", "CS_RULE_ITEM_COUNT")) {
         this.unique(a.payload, p);
         a.payload.forEach((item, i) => {
-          this.payloadItem(item, at(p, i), 1);
+          this.payloadItem(item, jsonPath(p, i), 1);
         });
       }
     }
@@ -988,12 +982,12 @@ class Walker {
       if (this.string(params, "url", path, true, code, RULE_LIMITS.urlMaxLength) && !isHttpUrl(params.url as string)) {
         const problem = urlProblem(params.url as string);
         const message = problem ?? "must be an absolute http:// or https:// URL with a valid host (name, IPv4 or [IPv6]) and port";
-        this.add(code, at(path, "url"), `${message}, got ${JSON.stringify(params.url)}`);
+        this.add(code, jsonPath(path, "url"), `${message}, got ${JSON.stringify(params.url)}`);
       }
     };
     switch (type) {
       case "Email": {
-        const rp = at(path, "recipients");
+        const rp = jsonPath(path, "recipients");
         if (!has(params, "recipients")) this.add(code, rp, "is required (an array of e-mail addresses)");
         else if (Array.isArray(params.recipients) && params.recipients.length > RULE_LIMITS.recipientsMax) {
           this.add(
@@ -1003,9 +997,9 @@ class Walker {
           );
         } else if (this.array(params.recipients, rp, 1, RULE_LIMITS.recipientsMax, code, code)) {
           params.recipients.forEach((r, i) => {
-            if (typeof r !== "string") this.add(code, at(rp, i), `must be an e-mail address (a string), got ${kind(r)}`);
+            if (typeof r !== "string") this.add(code, jsonPath(rp, i), `must be an e-mail address (a string), got ${kind(r)}`);
             else if (codePoints(r, RULE_LIMITS.emailMaxLength) > RULE_LIMITS.emailMaxLength || !isEmailAddress(r)) {
-              this.add(code, at(rp, i), `must be an e-mail address like local@example.com, got ${JSON.stringify(r)}`);
+              this.add(code, jsonPath(rp, i), `must be an e-mail address like local@example.com, got ${JSON.stringify(r)}`);
             }
           });
         }
@@ -1023,7 +1017,7 @@ class Walker {
 
   payloadItem(item: unknown, path: string, level: 1 | 2 | 3): void {
     const code = "CS_RULE_PAYLOAD";
-    if (!isObject(item)) {
+    if (!isJsonObject(item)) {
       this.add(code, path, `must be an object, got ${kind(item)}`);
       return;
     }
@@ -1031,10 +1025,10 @@ class Walker {
     for (const key of Object.keys(item)) {
       if (allowed.has(key)) continue;
       if (level === 3 && key === "subPayloads") {
-        this.add("CS_RULE_TOO_DEEP", at(path, key), "payload items below a sub-payload have only fieldType (Field) and fieldName");
-      } else this.add(code, at(path, key), `unknown property (allowed: ${list([...allowed])})`);
+        this.add("CS_RULE_TOO_DEEP", jsonPath(path, key), "payload items below a sub-payload have only fieldType (Field) and fieldName");
+      } else this.add(code, jsonPath(path, key), `unknown property (allowed: ${list([...allowed])})`);
     }
-    const ftPath = at(path, "fieldType");
+    const ftPath = jsonPath(path, "fieldType");
     let fieldType: "Field" | "Sub Field" | undefined;
     if (!has(item, "fieldType")) this.add(code, ftPath, 'is required ("Field" or "Sub Field")');
     else if (item.fieldType !== "Field" && item.fieldType !== "Sub Field") {
@@ -1045,13 +1039,13 @@ class Walker {
     this.string(item, "fieldName", path, true, code, RULE_LIMITS.fieldNameMaxLength);
     if (level === 3) return;
 
-    const sp = at(path, "subPayloads");
+    const sp = jsonPath(path, "subPayloads");
     const present = has(item, "subPayloads") && item.subPayloads !== null;
     const next = (level + 1) as 2 | 3;
     const descend = (items: unknown[]) => {
       this.unique(items, sp);
       items.forEach((child, i) => {
-        this.payloadItem(child, at(sp, i), next);
+        this.payloadItem(child, jsonPath(sp, i), next);
       });
     };
     if (fieldType === "Sub Field") {
@@ -1068,16 +1062,6 @@ class Walker {
   }
 }
 
-/** `/config/targetMap/0/value` (JSON Pointer) → `config.targetMap[0].value`. */
-function pointerToPath(pointer: string): string {
-  if (pointer === "") return "";
-  return pointer
-    .slice(1)
-    .split("/")
-    .map((s) => s.replace(/~1/g, "/").replace(/~0/g, "~"))
-    .reduce((path, seg) => at(path, /^(0|[1-9][0-9]*)$/.test(seg) ? Number(seg) : seg), "");
-}
-
 /**
  * The hand-written checks of {@link validateRuleInput} alone, without the schema backstop (exported
  * so tests can prove the checks and the published schema agree). Same parameters as
@@ -1087,7 +1071,7 @@ function pointerToPath(pointer: string): string {
 export function findRuleErrors(body: unknown, mode: "create" | "update", chains: readonly ChainId[]): RuleValidationError[] {
   const walker = new Walker();
   walker.rule(body, mode, chains);
-  return walker.errors;
+  return walker.out.problems;
 }
 
 /**

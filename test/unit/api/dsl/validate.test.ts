@@ -1,6 +1,5 @@
 import { describe, expect, it } from "vitest";
 import {
-  jsonPath,
   LIMITS,
   type SearchPlan,
   validateQuery,
@@ -11,6 +10,7 @@ import {
 } from "../../../../api/dsl/validate.js";
 import type { ApiErrorDetail } from "../../../../api/errors.js";
 import type { RecordKind } from "../../../../lib/records.js";
+import { jsonPath } from "../../../../lib/validation/path.js";
 
 const MAX_SIZE = 10_000;
 
