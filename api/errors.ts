@@ -14,9 +14,10 @@
  * @module
  */
 
-/** One documented error code: HTTP status and a one-line description (rendered in docs/api.md). */
+import { ACCOUNT_ERROR_CODES, type AccountErrorCode } from "../lib/accounts/model.js";
 import { RULES_ERROR_CODES } from "./routes/rules/errors.js";
 
+/** One documented error code: HTTP status and a one-line description (rendered in docs/api.md). */
 export interface ErrorCodeInfo {
   /** HTTP status code answered with this code. */
   status: number;
@@ -141,6 +142,11 @@ export const ERROR_CODES = {
 
 /** One of the stable error codes of {@link ERROR_CODES}. */
 export type ErrorCode = keyof typeof ERROR_CODES;
+
+/** The HTTP status the API answers for each `AccountErrorCode` of lib/accounts/model.ts (from {@link ERROR_CODES}). */
+export const ACCOUNT_ERROR_HTTP_STATUS: Readonly<Record<AccountErrorCode, number>> = Object.fromEntries(
+  ACCOUNT_ERROR_CODES.map((code) => [code, ERROR_CODES[code].status]),
+) as Record<AccountErrorCode, number>;
 
 /** One problem found in a request. */
 export interface ApiErrorDetail {

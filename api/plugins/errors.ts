@@ -34,11 +34,11 @@ import { STATUS_CODES } from "node:http";
 import type { Duplex } from "node:stream";
 import { errors as esErrors } from "@elastic/elasticsearch";
 import type { FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest } from "fastify";
-import { ACCOUNT_ERROR_HTTP_STATUS, AccountError } from "../../lib/accounts/model.js";
+import { AccountError } from "../../lib/accounts/model.js";
 import { isRuleStoreError } from "../../lib/rules/store.js";
 import { jsonPath, pointerSegments, segmentsPath } from "../../lib/validation/path.js";
 import { unknownKeyMessage } from "../dsl/validate.js";
-import { ApiError, type ApiErrorDetail, ERROR_CODES, type ErrorCode, errorBody } from "../errors.js";
+import { ACCOUNT_ERROR_HTTP_STATUS, ApiError, type ApiErrorDetail, ERROR_CODES, type ErrorCode, errorBody } from "../errors.js";
 import { ruleStoreErrorDetail } from "../routes/rules/errors.js";
 import { globalPlugin } from "./plugin.js";
 

@@ -50,29 +50,24 @@ export { MAX_EMAIL_LENGTH };
 export const TOKEN_DISPLAY_PREFIX_LENGTH = 8;
 
 /**
- * Stable machine-readable codes of {@link AccountError}; the API maps them to HTTP statuses with
- * {@link ACCOUNT_ERROR_HTTP_STATUS}.
- * - `CS_ACCOUNT_NOT_FOUND`: no account has that id (404)
- * - `CS_TOKEN_NOT_FOUND`: no token has that id (404)
- * - `CS_ACCOUNT_INVALID`: bad account name or e-mail (400)
- * - `CS_TOKEN_INVALID`: bad token name or expiry (400)
- * - `CS_ACCOUNT_DISABLED`: a token cannot be issued to a disabled account (409)
+ * Stable machine-readable codes of {@link AccountError} (the API answers each with the status of
+ * its code in api/errors.ts `ERROR_CODES`, see `ACCOUNT_ERROR_HTTP_STATUS` there):
+ * - `CS_ACCOUNT_NOT_FOUND`: no account has that id
+ * - `CS_TOKEN_NOT_FOUND`: no token has that id
+ * - `CS_ACCOUNT_INVALID`: bad account name or e-mail
+ * - `CS_TOKEN_INVALID`: bad token name or expiry
+ * - `CS_ACCOUNT_DISABLED`: a token cannot be issued to a disabled account
  */
-export type AccountErrorCode =
-  | "CS_ACCOUNT_NOT_FOUND"
-  | "CS_TOKEN_NOT_FOUND"
-  | "CS_ACCOUNT_INVALID"
-  | "CS_TOKEN_INVALID"
-  | "CS_ACCOUNT_DISABLED";
+export const ACCOUNT_ERROR_CODES = [
+  "CS_ACCOUNT_NOT_FOUND",
+  "CS_TOKEN_NOT_FOUND",
+  "CS_ACCOUNT_INVALID",
+  "CS_TOKEN_INVALID",
+  "CS_ACCOUNT_DISABLED",
+] as const;
 
-/** The HTTP status an API should answer for each {@link AccountErrorCode}. */
-export const ACCOUNT_ERROR_HTTP_STATUS: Readonly<Record<AccountErrorCode, number>> = {
-  CS_ACCOUNT_NOT_FOUND: 404,
-  CS_TOKEN_NOT_FOUND: 404,
-  CS_ACCOUNT_INVALID: 400,
-  CS_TOKEN_INVALID: 400,
-  CS_ACCOUNT_DISABLED: 409,
-};
+/** One of {@link ACCOUNT_ERROR_CODES}. */
+export type AccountErrorCode = (typeof ACCOUNT_ERROR_CODES)[number];
 
 /** A refused account or token operation. Redis/connection failures are not wrapped: they surface as the client's own errors. */
 export class AccountError extends Error {

@@ -1,9 +1,9 @@
 import { errors as esErrors } from "@elastic/elasticsearch";
 import { describe, expect, it } from "vitest";
-import { ApiError, ERROR_CODES, errorBody } from "../../../../api/errors.js";
+import { ACCOUNT_ERROR_HTTP_STATUS, ApiError, ERROR_CODES, errorBody } from "../../../../api/errors.js";
 import { bearerToken, tokenChecker } from "../../../../api/plugins/auth.js";
 import { clientErrorAnswer, mapError, mapValidation } from "../../../../api/plugins/errors.js";
-import { ACCOUNT_ERROR_HTTP_STATUS, AccountError, type AccountErrorCode } from "../../../../lib/accounts/model.js";
+import { AccountError, type AccountErrorCode } from "../../../../lib/accounts/model.js";
 
 function esResponse(statusCode: number, body: unknown) {
   // The transport's DiagnosticResult shape, as the client builds it.

@@ -1,13 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { describe, expect, it } from "vitest";
-import {
-  ACCOUNT_ERROR_HTTP_STATUS,
-  AccountError,
-  isAccountError,
-  isId,
-  validateAccountInput,
-  validateTokenInput,
-} from "../../../../lib/accounts/model.js";
+import { ACCOUNT_ERROR_HTTP_STATUS } from "../../../../api/errors.js";
+import { AccountError, isAccountError, isId, validateAccountInput, validateTokenInput } from "../../../../lib/accounts/model.js";
 
 function codeOf(fn: () => unknown): { code: string; field: string | undefined } {
   try {
