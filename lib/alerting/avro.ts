@@ -6,6 +6,7 @@
  * delivery jobs (for dead letters).
  * @module
  */
+import { NonRetryableError } from "../errors.js";
 import type { TargetType } from "../rules/model.js";
 import type { Alert } from "./alert.js";
 
@@ -19,16 +20,6 @@ export type AlertAvro = Omit<Alert, JsonParts | "ruleName" | "targetType"> & {
   /** An Avro string; {@link alertFromAvro} reads it as a target type. */
   targetType: string;
 } & { [K in JsonParts as `${K}Json`]: string };
-
-/** An alert record whose JSON parts do not parse. Code `CS_ALERT_MALFORMED`. */
-export class AlertMalformedError extends Error {
-  /** Stable machine-readable code. */
-  readonly code = "CS_ALERT_MALFORMED";
-  constructor(message: string, options?: { cause?: unknown }) {
-    super(message, options);
-    this.name = "AlertMalformedError";
-  }
-}
 
 /** {@link Alert} → its Avro record (pure). */
 export function alertToAvro(alert: Alert): AlertAvro {
@@ -44,7 +35,7 @@ export function alertToAvro(alert: Alert): AlertAvro {
 
 /**
  * Avro record → {@link Alert} (pure). `sequence` and `blockNumber` (Avro longs) become numbers.
- * @throws {AlertMalformedError} when a JSON part does not parse.
+ * @throws {NonRetryableError} `CS_ALERT_MALFORMED` when a JSON part does not parse.
  */
 export function alertFromAvro(record: AlertAvro): Alert {
   const { payloadJson, entityJson, actionsJson, ...plain } = record;
@@ -59,6 +50,6 @@ export function alertFromAvro(record: AlertAvro): Alert {
       actions: JSON.parse(actionsJson) as Alert["actions"],
     };
   } catch (err) {
-    throw new AlertMalformedError(`alert ${record.id}: ${(err as Error).message}`, { cause: err });
+    throw new NonRetryableError("CS_ALERT_MALFORMED", `alert ${record.id}: ${(err as Error).message}`, { cause: err });
   }
 }

@@ -65,7 +65,8 @@ export interface SchedulerOptions {
 export interface SchedulerDeps {
   queue: DeliveryQueue;
   deliverer: Deliverer;
-  log: DeliveryLog;
+  /** The delivery log: the redelivery guard and one entry per finished job. */
+  deliveryLog: DeliveryLog;
   /** Sends a job's alert (original bytes) to the dead-letter topic; rejects when Kafka fails (the job then stays queued). */
   deadLetter: (jobs: Array<{ job: DeliveryJob; code: string; message: string }>) => Promise<void>;
   logger: Logger;
@@ -176,7 +177,7 @@ const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
 /** Starts the scheduler loop. */
 export function startScheduler(deps: SchedulerDeps): Scheduler {
-  const { queue, deliverer, log, options } = deps;
+  const { queue, deliverer, deliveryLog, options } = deps;
   const nowMs = deps.nowMs ?? Date.now;
   const random = deps.random ?? Math.random;
   const logger = deps.logger.child({ stage: "notify" });
@@ -224,7 +225,7 @@ export function startScheduler(deps: SchedulerDeps): Scheduler {
     for (const it of items) {
       const alert = alertFromAvro(it.job.alert);
       const action = alert.actions[it.job.actionIndex];
-      await log.record(
+      await deliveryLog.record(
         it.job.ruleId,
         deliveryLogEntry(
           alert,
@@ -334,7 +335,7 @@ export function startScheduler(deps: SchedulerDeps): Scheduler {
   async function attemptHead(job: DeliveryJob): Promise<void> {
     const alert = alertFromAvro(job.alert);
     const action = alert.actions[job.actionIndex];
-    if (await log.alreadyDelivered(job.alertId, job.actionIndex)) {
+    if (await deliveryLog.alreadyDelivered(job.alertId, job.actionIndex)) {
       await queue.pop(job.lane, owner, [job.id], nowMs(), true);
       return;
     }
@@ -345,8 +346,8 @@ export function startScheduler(deps: SchedulerDeps): Scheduler {
     const channel = channelOf(job);
     metrics.attempts.inc({ outcome: r.ok ? "ok" : r.retryable ? "retryable" : "final" });
     if (r.ok) {
-      await log.markDelivered(job.alertId, job.actionIndex, at);
-      await log.record(job.ruleId, deliveryLogEntry(alert, action ?? ({} as never), job.actionIndex, { ...r, attempts }, at));
+      await deliveryLog.markDelivered(job.alertId, job.actionIndex, at);
+      await deliveryLog.record(job.ruleId, deliveryLogEntry(alert, action ?? ({} as never), job.actionIndex, { ...r, attempts }, at));
       const h = await queue.health(job.destination);
       if (h.consecutiveFailures > 0 || h.unhealthy) {
         const next = afterSuccess(h, now);
@@ -362,7 +363,7 @@ export function startScheduler(deps: SchedulerDeps): Scheduler {
     }
     if (!r.retryable) {
       if (r.final) {
-        await log.record(job.ruleId, deliveryLogEntry(alert, action ?? ({} as never), job.actionIndex, { ...r, attempts }, at));
+        await deliveryLog.record(job.ruleId, deliveryLogEntry(alert, action ?? ({} as never), job.actionIndex, { ...r, attempts }, at));
         await queue.pop(job.lane, owner, [job.id], now, true);
         metrics.deliveries.inc({ channel, outcome: "refused" });
         stats.refused++;

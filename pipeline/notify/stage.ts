@@ -10,9 +10,9 @@
 import type { Registry } from "prom-client";
 import { createClient } from "redis";
 import type { Alert } from "../../lib/alerting/alert.js";
-import { type AlertAvro, AlertMalformedError, alertFromAvro } from "../../lib/alerting/avro.js";
+import { type AlertAvro, alertFromAvro } from "../../lib/alerting/avro.js";
 import type { Config } from "../../lib/config.js";
-import { NonRetryableError } from "../../lib/errors.js";
+import type { NonRetryableError } from "../../lib/errors.js";
 import type { Logger } from "../../lib/logger.js";
 import { type Bus, createRecordProducer } from "../kafka/bus.js";
 import { deadLetter, type HandlerFailure, type InputRecord, type RunningConsumer, runConsumer } from "../kafka/consumer.js";
@@ -37,7 +37,7 @@ export interface NotifyStageDeps {
 /** A running notify stage. */
 export interface NotifyStage extends RunningConsumer {
   /** The delivery log (also read by the API's deliveries endpoint). */
-  log: DeliveryLog;
+  deliveryLog: DeliveryLog;
   /** The delivery queue (lanes, destination health). */
   queue: DeliveryQueue;
   /** The scheduler delivering the queue. */
@@ -83,7 +83,7 @@ export async function startNotifyStage(deps: NotifyStageDeps): Promise<NotifySta
   const redis = createClient({ url: config.redisUrl });
   redis.on("error", (err) => logger.warn({ err }, "notify: redis error"));
   await redis.connect();
-  const log = createDeliveryLog({ redis, keyPrefix: config.redisKeyPrefix });
+  const deliveryLog = createDeliveryLog({ redis, keyPrefix: config.redisKeyPrefix });
   const queue = createDeliveryQueue(redis, config.redisKeyPrefix);
   const n = config.notify;
   const retry = { maxAttempts: n.maxAttempts, baseDelayMs: n.baseDelayMs, maxDelayMs: n.maxDelayMs };
@@ -102,7 +102,7 @@ export async function startNotifyStage(deps: NotifyStageDeps): Promise<NotifySta
   const scheduler = startScheduler({
     queue,
     deliverer,
-    log,
+    deliveryLog,
     logger,
     ...(deps.registry ? { registry: deps.registry } : {}),
     options: {
@@ -150,11 +150,7 @@ export async function startNotifyStage(deps: NotifyStageDeps): Promise<NotifySta
           const alert = alertFromAvro(avro);
           jobs.push(...jobsOfAlert(avro, alert, input, now, windowMs));
         } catch (err) {
-          const malformed = err instanceof AlertMalformedError;
-          failures.push({
-            input,
-            error: malformed ? new NonRetryableError(err.code, err.message, { cause: err }) : (err as NonRetryableError),
-          });
+          failures.push({ input, error: err as NonRetryableError });
         }
       }
       if (jobs.length > 0) {
@@ -167,7 +163,7 @@ export async function startNotifyStage(deps: NotifyStageDeps): Promise<NotifySta
   return {
     ...running,
     deadLettered: () => running.deadLettered() + scheduler.stats().deadLettered,
-    log,
+    deliveryLog,
     queue,
     scheduler,
     async stop() {

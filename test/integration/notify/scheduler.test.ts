@@ -131,7 +131,7 @@ describe.skipIf(!up)("notify scheduler (real Redis, local receivers)", () => {
     const s = startScheduler({
       queue,
       deliverer,
-      log,
+      deliveryLog: log,
       logger,
       options: options(over),
       ...(registry ? { registry } : {}),

@@ -81,7 +81,7 @@ describe.skipIf(!up.ok)("notify stage (real Kafka + Redis, local receivers)", ()
     expect(post.headers["idempotency-key"]).toBe(alert.id);
     expect(String(post.headers["x-chainsift-signature"])).toMatch(/^v1=[0-9a-f]{64}$/);
     expect(get.url).toBe(`/get?tx=${encodeURIComponent(String(alert.entity.transactionHash))}`);
-    const log = await stage.log.list(alert.ruleId, { limit: 10, offset: 0 });
+    const log = await stage.deliveryLog.list(alert.ruleId, { limit: 10, offset: 0 });
     expect(log.entries.filter((e) => e.alertId === alert.id && e.ok)).toHaveLength(2);
   });
 
@@ -94,7 +94,7 @@ describe.skipIf(!up.ok)("notify stage (real Kafka + Redis, local receivers)", ()
       actions: [{ type: "Webhook (POST)", parameters: { url: `${base}/later` } }],
     });
     await produce(alert);
-    await waitFor(async () => (await stage.log.list(alert.ruleId, { limit: 10, offset: 0 })).entries.length >= 1, 30_000);
+    await waitFor(async () => (await stage.deliveryLog.list(alert.ruleId, { limit: 10, offset: 0 })).entries.length >= 1, 30_000);
     expect(stage.deadLettered()).toBe(1);
     expect(received).toHaveLength(0);
 

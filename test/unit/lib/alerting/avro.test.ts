@@ -4,7 +4,8 @@
  */
 import avro from "avsc";
 import { describe, expect, it } from "vitest";
-import { AlertMalformedError, alertFromAvro, alertToAvro } from "../../../../lib/alerting/avro.js";
+import { alertFromAvro, alertToAvro } from "../../../../lib/alerting/avro.js";
+import { NonRetryableError } from "../../../../lib/errors.js";
 import { alertSchema } from "../../../../topics/schemas.js";
 import { sampleAlert } from "../../pipeline/notify/fixtures.js";
 
@@ -22,7 +23,8 @@ describe("alert Avro record", () => {
   it("writes an unknown rule name as null and refuses a JSON part that does not parse", () => {
     expect(alertToAvro(sampleAlert()).ruleName).toBeNull();
     const bad = { ...alertToAvro(sampleAlert()), payloadJson: "{" };
-    expect(() => alertFromAvro(bad)).toThrow(AlertMalformedError);
+    expect(() => alertFromAvro(bad)).toThrow(NonRetryableError);
+    expect(() => alertFromAvro(bad)).toThrow(expect.objectContaining({ code: "CS_ALERT_MALFORMED" }));
     expect(() => alertFromAvro(bad)).toThrow(/^alert [0-9a-f]{64}: /);
   });
 });
