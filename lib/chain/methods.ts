@@ -11,6 +11,7 @@
  * @module
  */
 import { type FunctionFragment, hexlify, Interface, type ParamType, toUtf8Bytes } from "ethers";
+import type { EventArg } from "../records.js";
 import { lookupToken, type TokenInfo, type TokenLookup } from "./tokens.js";
 
 /** One function of the built-in ABI set. */
@@ -62,22 +63,11 @@ export const METHOD_SPECS: readonly MethodSpec[] = [
   },
 ];
 
-/** One decoded function argument; `value` has the same shape as an event argument's. */
-export interface MethodArg {
-  name: string;
-  /** Zero-based position in the signature. */
-  pos: number;
-  value: {
-    /** Addresses lower-case hex; integers minimal `0x` hex (`-0x…` when negative); bools `0x1`/`0x0`; bytes as-is; arrays a JSON array of element renderings. */
-    hex: string;
-    /** Numeric value of integers and bools (nearest double beyond 2^53); else null. */
-    num: number | null;
-    /** `num` / 10^decimals of the called token for amount arguments when its decimals are known; else null. */
-    scaled: number | null;
-    /** Solidity type, e.g. `uint256`, `address[]`. */
-    type: string;
-  };
-}
+/**
+ * One decoded function argument: the shape of a decoded event argument ({@link EventArg}), with
+ * `pos` the position in the function signature and `scaled` using the called token's decimals.
+ */
+export type MethodArg = EventArg;
 
 /** The result of decoding calldata against {@link METHOD_SPECS}. */
 export interface DecodedMethod {

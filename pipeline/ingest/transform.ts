@@ -5,7 +5,7 @@
  * @module
  */
 import { checksum, hexString, MalformedRpcDataError, optionalAddress, optionalQuantity, quantity } from "../../lib/chain/rpc-values.js";
-import type { BlockRecord, LogRecord, Quantity, TraceRecord, TransactionRecord } from "../../lib/records.js";
+import type { BlockRecord, LogRecord, TraceRecord, TransactionRecord } from "../../lib/records.js";
 
 /** A raw JSON-RPC object with hex-encoded quantities. */
 export type RawRpcObject = Record<string, unknown>;

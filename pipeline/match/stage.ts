@@ -68,6 +68,7 @@ export interface MatchStageDeps {
 
 /** A running match stage. */
 export interface MatchStage extends RunningConsumer {
+  /** The enabled rules of the served chain, as the stage matches them. */
   index: RuleIndex;
   /** Reloads every rule from the store now. */
   reload(): Promise<void>;
