@@ -13,8 +13,8 @@
  * - Redis unreachable ({@link isRedisUnavailable}: node-redis offline/closed/timeout errors, socket
  *   errors) → 503 CS_BACKEND_UNAVAILABLE, naming the route's `config.backend` (default `Redis`).
  * - Fastify schema validation errors: on routes declaring `config.validationErrorCode` (admin
- *   routes), that code with the failing part's path; otherwise by the top-level key of the failing
- *   body part — `size` → CS_SIZE_INVALID, `sort` → CS_SORT_INVALID, `_source` → CS_SOURCE_INVALID,
+ *   routes; rules routes per request part), that code with the failing part's path; otherwise by
+ *   the top-level key of the failing body part — `size` → CS_SIZE_INVALID, `sort` → CS_SORT_INVALID, `_source` → CS_SOURCE_INVALID,
  *   `query` → CS_QUERY_INVALID, `search_after` → CS_SEARCH_AFTER_INVALID, `aggs`/`aggregations` →
  *   CS_AGG_INVALID, an unknown key or a non-object body → CS_BODY_INVALID.
  * - Fastify body parsing: invalid/empty-but-required JSON → CS_BODY_INVALID, too large →
@@ -44,8 +44,11 @@ import { globalPlugin } from "./plugin.js";
 
 declare module "fastify" {
   interface FastifyContextConfig {
-    /** Code of every body/params validation failure of the route (instead of the search body mapping). */
-    validationErrorCode?: ErrorCode;
+    /**
+     * Code of every validation failure of the route (instead of the search body mapping), or one
+     * code per request part (a part without one gets the default mapping).
+     */
+    validationErrorCode?: ErrorCode | ValidationErrorCodes;
     /** The answer to a body over the route's `bodyLimit` (instead of 413 CS_BODY_TOO_LARGE). */
     bodyTooLarge?: { code: ErrorCode; message: string };
     /** What the route reads from Redis, named in the 503 message when Redis is unreachable (default `Redis`). */
@@ -53,10 +56,13 @@ declare module "fastify" {
   }
 }
 
+/** Validation error codes per request part, see `FastifyContextConfig.validationErrorCode`. */
+export type ValidationErrorCodes = Partial<Record<"body" | "params" | "querystring" | "headers", ErrorCode>>;
+
 /** The per-route settings of {@link mapError} (a route's `config`, see `FastifyContextConfig`). */
 export interface ErrorRouteConfig {
   /** See `FastifyContextConfig.validationErrorCode`. */
-  validationErrorCode?: ErrorCode | undefined;
+  validationErrorCode?: ErrorCode | ValidationErrorCodes | undefined;
   /** See `FastifyContextConfig.bodyTooLarge`. */
   bodyTooLarge?: { code: ErrorCode; message: string } | undefined;
   /** See `FastifyContextConfig.backend`. */
@@ -246,7 +252,9 @@ export function mapError(err: unknown, route: ErrorRouteConfig = {}): MappedErro
   }
   const e = err as { validation?: ValidationItem[]; validationContext?: string; code?: string; statusCode?: number } | undefined;
   if (e && Array.isArray(e.validation)) {
-    const details = mapValidation(e.validation, e.validationContext, route.validationErrorCode);
+    const codes = route.validationErrorCode;
+    const code = typeof codes === "object" ? codes[e.validationContext as keyof ValidationErrorCodes] : codes;
+    const details = mapValidation(e.validation, e.validationContext, code);
     const first = details[0] as ApiErrorDetail;
     return { status: ERROR_CODES[first.code].status, details, unexpected: false };
   }

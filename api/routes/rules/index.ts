@@ -21,10 +21,12 @@
  *
  * Validation: bodies are parsed as plain JSON and checked by `validateRuleInput`
  * (lib/rules/validate.ts) only, which keeps additional top-level properties, coerces nothing and
- * reports every problem with a code and a JSON path. The route schemas (TypeBox) exist for the
- * OpenAPI document only: this plugin's encapsulated scope installs a validator compiler that
- * accepts everything and a `JSON.stringify` serializer, so Fastify/Ajv never strips, coerces or
- * refuses a rule and response schemas never reshape one.
+ * reports every problem with a code and a JSON path. Path and query parameters are checked by
+ * Fastify against the route schemas (TypeBox, ./schema.ts), with a strict conversion
+ * ({@link rulesValidatorCompiler}); their failures are 400 `CS_RULE_ID_INVALID` (params) and
+ * `CS_RULE_INVALID_PAGE` (query string) via the routes' `config.validationErrorCode`. This
+ * plugin's encapsulated scope installs that compiler and a `JSON.stringify` serializer, so Fastify
+ * never strips, coerces or refuses a rule and response schemas never reshape one.
  *
  * Errors: the routes throw the ordinary `ApiError` with the codes of {@link RULES_ERROR_CODES} and
  * leave store refusals (`RuleStoreError`) and Redis failures to the app's one error handler
@@ -37,7 +39,9 @@
  * @module
  */
 import { Readable } from "node:stream";
-import type { FastifyContextConfig, FastifyPluginAsync, FastifyRequest } from "fastify";
+import type { FastifyContextConfig, FastifyPluginAsync, FastifyRequest, FastifySchemaCompiler } from "fastify";
+import type { TSchema } from "typebox";
+import { Compile } from "typebox/compile";
 import { createDeliveryLog, type DeliveryLog } from "../../../lib/alerting/deliveries.js";
 import { type ActionDeliveryStatus, actionDeliveryStatus } from "../../../lib/alerting/destinations.js";
 import type { ChainId, Config } from "../../../lib/config.js";
@@ -120,7 +124,6 @@ export async function* ruleListingChunks(first: RulePage, next: (cursor: string)
 /** Base path of the rules routes. */
 export const RULES_PREFIX = "/alerting/rules";
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const DIGITS = /^[0-9]{1,16}$/;
 const JSON_TYPE = "application/json; charset=utf-8";
 
@@ -131,48 +134,51 @@ function callerId(request: FastifyRequest): string {
   throw apiError("CS_AUTH_REQUIRED", "a valid bearer token is required: Authorization: Bearer <token>");
 }
 
-/** `:rule_id`, lower-cased (ids are issued lower-case); 400 `CS_RULE_ID_INVALID` unless it is a UUID. */
+/** `:rule_id` (a UUID: checked by the route's params schema), lower-cased (ids are issued lower-case). */
 function ruleIdOf(request: FastifyRequest): string {
-  const id = (request.params as { rule_id?: unknown }).rule_id;
-  if (typeof id !== "string" || !UUID.test(id)) {
-    throw apiError("CS_RULE_ID_INVALID", `rule_id must be a UUID, got ${JSON.stringify(id ?? "")}`, "params.rule_id");
-  }
-  return id.toLowerCase();
+  return (request.params as { rule_id: string }).rule_id.toLowerCase();
 }
 
 function notFound(id: string): ApiError {
   return apiError("CS_RULE_NOT_FOUND", `no rule with id ${id}`, "params.rule_id");
 }
 
-/** A single query-string value (repeated parameters are refused), or undefined when absent or empty. */
-function queryValue(request: FastifyRequest, name: string): string | undefined {
-  const v = (request.query as Record<string, unknown> | undefined)?.[name];
-  if (v === undefined || v === "") return undefined;
-  if (typeof v !== "string") throw apiError("CS_RULE_INVALID_PAGE", `${name} must be given once`, `querystring.${name}`);
-  return v;
-}
-
-/** An integer query parameter in [min, max] (decimal digits only), or `fallback` when absent. */
-function intQuery(request: FastifyRequest, name: string, min: number, max: number, fallback: number): number {
-  const raw = queryValue(request, name);
-  if (raw === undefined) return fallback;
-  const n = DIGITS.test(raw) ? Number(raw) : Number.NaN;
-  if (!Number.isSafeInteger(n) || n < min || n > max) {
-    const range = max === Number.MAX_SAFE_INTEGER ? `>= ${min}` : `from ${min} to ${max}`;
-    throw apiError("CS_RULE_INVALID_PAGE", `${name} must be an integer ${range}, got ${JSON.stringify(raw)}`, `querystring.${name}`);
-  }
-  return n;
-}
+/**
+ * The validator compiler of the rules routes. Bodies pass unchecked (`validateRuleInput` checks
+ * them). Params and query strings are checked against their TypeBox schema after a strict
+ * conversion, instead of TypeBox's lenient one (which turns `1.5` into 1 and `""` into 0): an
+ * empty query value counts as absent, a string of 1–16 decimal digits becomes a number where the
+ * schema wants an integer, and nothing else is converted (`1.5`, `-1`, `1e2`, a repeated
+ * parameter stay as they are and fail the check).
+ * @param route - Fastify's schema definition: the part's `schema` and `httpPart`.
+ * @returns the validator of that part.
+ */
+export const rulesValidatorCompiler: FastifySchemaCompiler<TSchema> = ({ schema, httpPart }) => {
+  if (httpPart === "body") return () => true;
+  const check = Compile(schema);
+  const properties = (schema as { properties?: Record<string, { type?: unknown }> }).properties ?? {};
+  return (input: unknown) => {
+    const value: Record<string, unknown> = { ...(input as Record<string, unknown>) };
+    for (const [key, v] of Object.entries(value)) {
+      if (v === "" && httpPart === "querystring") delete value[key];
+      else if (typeof v === "string" && properties[key]?.type === "integer" && DIGITS.test(v)) value[key] = Number(v);
+    }
+    return check.Check(value) ? { value } : { error: check.Errors(value) as never };
+  };
+};
 
 // No per-route `security`: the document's global `bearerAuth` (api/plugins/openapi.ts) applies.
 const common = { tags: ["alerting"] };
 
 /**
- * The `config` of every rules route, read by the app's error handler (api/plugins/errors.ts): a
- * body over the routes' `bodyLimit` is 413 `CS_RULE_TOO_LARGE`, and a Redis outage is 503
- * `CS_BACKEND_UNAVAILABLE` naming the rule store.
+ * The `config` of every rules route, read by the app's error handler (api/plugins/errors.ts): an
+ * invalid `:rule_id` is 400 `CS_RULE_ID_INVALID` and an invalid query parameter 400
+ * `CS_RULE_INVALID_PAGE` (at `params.rule_id`, `querystring.<name>`), a body over the routes'
+ * `bodyLimit` is 413 `CS_RULE_TOO_LARGE`, and a Redis outage is 503 `CS_BACKEND_UNAVAILABLE`
+ * naming the rule store.
  */
 export const RULES_ROUTE_CONFIG = {
+  validationErrorCode: { params: "CS_RULE_ID_INVALID", querystring: "CS_RULE_INVALID_PAGE" },
   bodyTooLarge: { code: "CS_RULE_TOO_LARGE", message: `a rule body may have at most ${RULE_LIMITS.bodyMaxBytes} bytes` },
   backend: "the rule store",
 } as const satisfies FastifyContextConfig;
@@ -198,8 +204,8 @@ export function rulesRoutes(deps: RulesRoutesDeps): FastifyPluginAsync {
   }
 
   return async (app) => {
-    // Schemas below are for the OpenAPI document only (see the module comment).
-    app.setValidatorCompiler(() => () => true);
+    // Params and query strings are validated, bodies by validateRuleInput (see the module comment).
+    app.setValidatorCompiler(rulesValidatorCompiler);
     app.setSerializerCompiler(() => (data) => JSON.stringify(data));
 
     app.get(
@@ -218,10 +224,9 @@ export function rulesRoutes(deps: RulesRoutesDeps): FastifyPluginAsync {
       },
       async (request, reply) => {
         const accountId = callerId(request);
-        const cursor = queryValue(request, "cursor");
-        if (queryValue(request, "limit") !== undefined || cursor !== undefined) {
-          const limit = intQuery(request, "limit", 1, MAX_LIST_LIMIT, DEFAULT_LIST_LIMIT);
-          return rules.list(accountId, { limit, cursor: cursor ?? null });
+        const { limit, cursor } = request.query as { limit?: number; cursor?: string };
+        if (limit !== undefined || cursor !== undefined) {
+          return rules.list(accountId, { limit: limit ?? DEFAULT_LIST_LIMIT, cursor: cursor ?? null });
         }
         // Every rule. The first page is read before anything is sent, so a store failure there is
         // still a proper error answer (503); a single page is answered as it is.
@@ -328,8 +333,7 @@ export function rulesRoutes(deps: RulesRoutesDeps): FastifyPluginAsync {
       async (request) => {
         const accountId = callerId(request);
         const id = ruleIdOf(request);
-        const limit = intQuery(request, "limit", 1, MAX_DELIVERIES_LIMIT, DEFAULT_DELIVERIES_LIMIT);
-        const offset = intQuery(request, "offset", 0, Number.MAX_SAFE_INTEGER, 0);
+        const { limit = DEFAULT_DELIVERIES_LIMIT, offset = 0 } = request.query as { limit?: number; offset?: number };
         const rule = await rules.get(accountId, id);
         if (!rule) throw notFound(id);
         const [page, destinations] = await Promise.all([

@@ -1,8 +1,8 @@
 /**
- * TypeBox schemas of the alerting-rules routes, for the OpenAPI document only: the rules plugin
- * installs a no-op validator and a `JSON.stringify` serializer in its scope, so these schemas never
- * validate, strip, coerce or reshape anything. Bodies are checked by `validateRuleInput`
- * (lib/rules/validate.ts), path and query parameters by the route handlers.
+ * TypeBox schemas of the alerting-rules routes: they document the routes in the OpenAPI document
+ * and validate the path and query parameters (api/routes/rules/index.ts `rulesValidatorCompiler`).
+ * Bodies are checked by `validateRuleInput` (lib/rules/validate.ts) only, and responses are
+ * serialized with `JSON.stringify`, so these schemas never strip, coerce or reshape a rule.
  * @module
  */
 import { Type } from "typebox";
