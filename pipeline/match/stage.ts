@@ -128,6 +128,16 @@ export async function startMatchStage(deps: MatchStageDeps): Promise<MatchStage>
     return token ? [...entities, { type: "Token" as const, entity: token }] : entities;
   };
 
+  // Emitting (the tracker takes each rule's next `sequence` numbers in Redis) and publishing form one
+  // critical section per process: partitions are handled concurrently, and a batch that took lower
+  // numbers must not reach the alerts topic after one that took higher numbers, or a rule's alerts
+  // would be delivered out of `sequence` order (docs/alerting-delivery.md, Ordering).
+  let turn: Promise<unknown> = Promise.resolve();
+  const emitAndPublish = (emit: () => Promise<readonly Alert[]>): Promise<void> => {
+    const mine = turn.then(async () => publisher.publish(await emit()));
+    turn = mine.catch(() => {});
+    return mine;
+  };
   const running = await runConsumer({
     bus,
     logger: deps.logger,
@@ -143,7 +153,7 @@ export async function startMatchStage(deps: MatchStageDeps): Promise<MatchStage>
           const head = chain.head();
           if (!head) continue;
           await chain.learn();
-          await publisher.publish(await tracker.onHead(head, chain.canonical));
+          await emitAndPublish(() => tracker.onHead(head, chain.canonical));
         }
         return [];
       }
@@ -158,7 +168,7 @@ export async function startMatchStage(deps: MatchStageDeps): Promise<MatchStage>
         }
       }
       // A head below an entity's block (its block record not consumed yet) counts as that block.
-      if (matches.length > 0) await publisher.publish(await tracker.onMatches(matches, chain.head() ?? 0));
+      if (matches.length > 0) await emitAndPublish(() => tracker.onMatches(matches, chain.head() ?? 0));
       return [];
     },
   });
