@@ -9,7 +9,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo, Socket } from "node:net";
 import { Registry } from "prom-client";
 import { createClient } from "redis";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import type { Alert as NotifyAlert } from "../../../lib/alerting/alert.js";
 import { alertToAvro } from "../../../lib/alerting/avro.js";
 import { loadConfig } from "../../../lib/config.js";
@@ -115,6 +115,12 @@ describe.skipIf(!up)("notify scheduler (real Redis, local receivers)", () => {
     await deliverer?.close();
     if (redis.isOpen) await redis.quit();
     await deletePrefix(url, prefix);
+  });
+
+  // The concurrency bound is per process: a scheduler left running by an earlier test (one that
+  // failed before its stop) would add its own attempts, so each test starts with none running.
+  beforeEach(async () => {
+    await Promise.allSettled(schedulers.splice(0).map((s) => s.stop()));
   });
 
   const options = (over: Partial<SchedulerOptions> = {}): SchedulerOptions => ({
