@@ -14,7 +14,6 @@ import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyServ
 import type { Registry } from "prom-client";
 import type { AccountStore } from "../lib/accounts/store.js";
 import type { ChainId, Config } from "../lib/config.js";
-import type { Logger } from "../lib/logger.js";
 import type { RedisClient } from "../lib/redis.js";
 import pkg from "../package.json" with { type: "json" };
 import { accountsPlugin } from "./plugins/accounts.js";
@@ -29,7 +28,7 @@ import { redisPlugin } from "./plugins/redis.js";
 import { rulesBackendsPlugin } from "./plugins/rules.js";
 import { adminRoutes } from "./routes/admin/index.js";
 import { healthRoutes } from "./routes/health.js";
-import { connectRulesBackends, rulesRoutes } from "./routes/rules/index.js";
+import { rulesRoutes } from "./routes/rules/index.js";
 import { searchRoutes } from "./routes/search/index.js";
 import { chainLabel } from "./routes/search/target.js";
 
@@ -185,9 +184,7 @@ export async function buildApi(deps: ApiDeps): Promise<FastifyInstance> {
       });
       await scope.register(adminRoutes);
     });
-    await app.register(rulesBackendsPlugin, {
-      open: () => connectRulesBackends(config, { logger: app.log as unknown as Logger, redis: app.redis }),
-    });
+    await app.register(rulesBackendsPlugin, { config, redis: app.redis });
     const { rules, deliveries, deliveryStatus } = app.rulesBackends;
     await app.register(rulesRoutes({ rules, deliveries, deliveryStatus, chains }));
   } catch (err) {

@@ -1,17 +1,24 @@
 /**
  * The alerting-rules backends of the API as a plugin: opens the rule store and the delivery log
- * (api/routes/rules/index.ts `RulesBackends`, e.g. from `connectRulesBackends`) when registered,
- * decorates the app with `rulesBackends` for the rules routes, and closes them in an `onClose` hook,
- * so `app.close()` releases their Redis connections like every other plugin's.
+ * ({@link connectRulesBackends}) when registered, decorates the app with `rulesBackends` for the
+ * rules routes (api/routes/rules/index.ts), and closes them in an `onClose` hook, so `app.close()`
+ * releases their Redis connections like every other plugin's.
  *
  * ```ts
- * await app.register(rulesBackendsPlugin, { open: () => connectRulesBackends(config, { logger }) });
- * await app.register(rulesRoutes({ ...app.rulesBackends, chains }));
+ * await app.register(rulesBackendsPlugin, { config, redis: app.redis });
+ * const { rules, deliveries, deliveryStatus } = app.rulesBackends;
+ * await app.register(rulesRoutes({ rules, deliveries, deliveryStatus, chains }));
  * ```
  * @module
  */
 import type { FastifyPluginAsync } from "fastify";
-import type { RulesBackends } from "../routes/rules/index.js";
+import { createDeliveryLog, type DeliveryLog } from "../../lib/alerting/deliveries.js";
+import { actionDeliveryStatus } from "../../lib/alerting/destinations.js";
+import type { Config } from "../../lib/config.js";
+import type { Logger } from "../../lib/logger.js";
+import { type ConnectedRedis, type RedisClient, sharedOrConnect } from "../../lib/redis.js";
+import { connectRuleStore, type RuleStore } from "../../lib/rules/store.js";
+import type { RulesRoutesDeps } from "../routes/rules/index.js";
 import { globalPlugin } from "./plugin.js";
 
 declare module "fastify" {
@@ -21,18 +28,86 @@ declare module "fastify" {
   }
 }
 
-/** Options of {@link rulesBackendsPlugin}. */
-export interface RulesBackendsPluginOptions {
-  /**
-   * Opens the backends, called once at registration; a rejection (Redis unreachable) fails the
-   * registration. What it returns is closed when the app closes.
-   */
-  open: () => Promise<RulesBackends>;
+/** What {@link connectRulesBackends} reads of the configuration. */
+export type RulesBackendsConfig = Pick<Config, "redisUrl" | "redisKeyPrefix"> & { rules?: Partial<Config["rules"]> };
+
+/** The rule store and delivery log of the rules routes (`rulesRoutes`), with the Redis connections they own. */
+export interface RulesBackends {
+  rules: RuleStore;
+  deliveries: DeliveryLog;
+  /** Delivery status of a rule's actions, read from the notify stage's queue on the log's connection. */
+  deliveryStatus: NonNullable<RulesRoutesDeps["deliveryStatus"]>;
+  /** Closes the Redis connections opened here (idempotent); a client passed in stays open. */
+  close(): Promise<void>;
 }
 
-/** Registers `app.rulesBackends` (non-encapsulated) and closes it on `onClose`. */
+/** Options of {@link connectRulesBackends}. */
+export interface ConnectRulesBackendsOptions {
+  /** Receives Redis connection errors after the first connection (as `warn`). */
+  logger?: Logger;
+  /**
+   * A connected client for the delivery log and the queue reads (e.g. the API's shared `app.redis`),
+   * left open by `close`. Default: a connection of its own (`connectRedisClient`).
+   */
+  redis?: RedisClient;
+}
+
+/**
+ * Connects what the rules routes (`rulesRoutes`) need from a config: a rule store on its own Redis connection
+ * (`connectRuleStore`, limited to `config.rules.maxPerAccount` rules per account, default 1000) and a
+ * delivery log on `options.redis` (or a second connection), both under `config.redisKeyPrefix`.
+ * Both clients fail commands at once while disconnected (503, not a hang) and reconnect with backoff
+ * (lib/redis.ts).
+ * @param config - `redisUrl`, `redisKeyPrefix` and optionally `rules.maxPerAccount`.
+ * @param options - see {@link ConnectRulesBackendsOptions}.
+ * @returns the store, the log, the delivery status reader and `close`.
+ * @throws the client's connection error when Redis cannot be reached (fail fast at startup).
+ */
+export async function connectRulesBackends(config: RulesBackendsConfig, options: ConnectRulesBackendsOptions = {}): Promise<RulesBackends> {
+  const ruleConn = await connectRuleStore(config, {
+    ...(options.logger ? { logger: options.logger } : {}),
+    ...(config.rules?.maxPerAccount !== undefined ? { maxRulesPerAccount: config.rules.maxPerAccount } : {}),
+  });
+  let log: ConnectedRedis;
+  try {
+    log = await sharedOrConnect(options.redis, config.redisUrl, {
+      label: "rules: delivery log",
+      ...(options.logger ? { logger: options.logger } : {}),
+    });
+  } catch (err) {
+    await ruleConn.close();
+    throw err;
+  }
+  const { client } = log;
+  let closing: Promise<void> | undefined;
+  return {
+    rules: ruleConn.store,
+    deliveries: createDeliveryLog({ redis: client, keyPrefix: config.redisKeyPrefix }),
+    deliveryStatus: (ruleId, actions) => actionDeliveryStatus(client, config.redisKeyPrefix, ruleId, actions),
+    close() {
+      closing ??= Promise.all([ruleConn.close(), log.close()]).then(() => {});
+      return closing;
+    },
+  };
+}
+
+/** Options of {@link rulesBackendsPlugin}. */
+export interface RulesBackendsPluginOptions {
+  /** `redisUrl`, `redisKeyPrefix` and optionally `rules.maxPerAccount`. */
+  config: RulesBackendsConfig;
+  /** A connected client for the delivery log (the app's `app.redis`), left open; default: a connection of its own. */
+  redis?: RedisClient;
+}
+
+/**
+ * Registers `app.rulesBackends` (non-encapsulated), opened with {@link connectRulesBackends} (the
+ * app's logger; a failure to connect fails the registration), and closes them on `onClose`.
+ */
 export const rulesBackendsPlugin: FastifyPluginAsync<RulesBackendsPluginOptions> = globalPlugin(async (app, opts) => {
-  const backends = await opts.open();
+  const backends = await connectRulesBackends(opts.config, {
+    logger: app.log as unknown as Logger,
+    ...(opts.redis ? { redis: opts.redis } : {}),
+  });
   app.decorate("rulesBackends", backends);
   app.addHook("onClose", async () => {
     await backends.close();

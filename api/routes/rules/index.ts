@@ -42,13 +42,11 @@ import { Readable } from "node:stream";
 import type { FastifyContextConfig, FastifyPluginAsync, FastifyRequest, FastifySchemaCompiler } from "fastify";
 import type { TSchema } from "typebox";
 import { Compile } from "typebox/compile";
-import { createDeliveryLog, type DeliveryLog } from "../../../lib/alerting/deliveries.js";
-import { type ActionDeliveryStatus, actionDeliveryStatus } from "../../../lib/alerting/destinations.js";
-import type { ChainId, Config } from "../../../lib/config.js";
-import type { Logger } from "../../../lib/logger.js";
-import { type ConnectedRedis, type RedisClient, sharedOrConnect } from "../../../lib/redis.js";
+import type { DeliveryLog } from "../../../lib/alerting/deliveries.js";
+import type { ActionDeliveryStatus } from "../../../lib/alerting/destinations.js";
+import type { ChainId } from "../../../lib/config.js";
 import type { AlertDefinition } from "../../../lib/rules/model.js";
-import { connectRuleStore, DEFAULT_LIST_LIMIT, MAX_LIST_LIMIT, type RulePage, type RuleStore } from "../../../lib/rules/store.js";
+import { DEFAULT_LIST_LIMIT, MAX_LIST_LIMIT, type RulePage, type RuleStore } from "../../../lib/rules/store.js";
 import { RULE_LIMITS, validateRuleInput } from "../../../lib/rules/validate.js";
 import { ApiError, apiError } from "../../errors.js";
 import { ruleValidationDetails } from "./errors.js";
@@ -343,68 +341,5 @@ export function rulesRoutes(deps: RulesRoutesDeps): FastifyPluginAsync {
         return { ...page, destinations };
       },
     );
-  };
-}
-
-/** The rule store and delivery log of {@link rulesRoutes}, with the Redis connections they own. */
-export interface RulesBackends {
-  rules: RuleStore;
-  deliveries: DeliveryLog;
-  /** Delivery status of a rule's actions, read from the notify stage's queue on the log's connection. */
-  deliveryStatus: NonNullable<RulesRoutesDeps["deliveryStatus"]>;
-  /** Closes the Redis connections opened here (idempotent); a client passed in stays open. */
-  close(): Promise<void>;
-}
-
-/** Options of {@link connectRulesBackends}. */
-export interface ConnectRulesBackendsOptions {
-  /** Receives Redis connection errors after the first connection (as `warn`). */
-  logger?: Logger;
-  /**
-   * A connected client for the delivery log and the queue reads (e.g. the API's shared `app.redis`),
-   * left open by `close`. Default: a connection of its own (`connectRedisClient`).
-   */
-  redis?: RedisClient;
-}
-
-/**
- * Connects what {@link rulesRoutes} needs from a config: a rule store on its own Redis connection
- * (`connectRuleStore`, limited to `config.rules.maxPerAccount` rules per account, default 1000) and a
- * delivery log on `options.redis` (or a second connection), both under `config.redisKeyPrefix`.
- * Both clients fail commands at once while disconnected (503, not a hang) and reconnect with backoff
- * (lib/redis.ts).
- * @param config - `redisUrl`, `redisKeyPrefix` and optionally `rules.maxPerAccount`.
- * @param options - see {@link ConnectRulesBackendsOptions}.
- * @returns the store, the log, the delivery status reader and `close`.
- * @throws the client's connection error when Redis cannot be reached (fail fast at startup).
- */
-export async function connectRulesBackends(
-  config: Pick<Config, "redisUrl" | "redisKeyPrefix"> & { rules?: Partial<Config["rules"]> },
-  options: ConnectRulesBackendsOptions = {},
-): Promise<RulesBackends> {
-  const ruleConn = await connectRuleStore(config, {
-    ...(options.logger ? { logger: options.logger } : {}),
-    ...(config.rules?.maxPerAccount !== undefined ? { maxRulesPerAccount: config.rules.maxPerAccount } : {}),
-  });
-  let log: ConnectedRedis;
-  try {
-    log = await sharedOrConnect(options.redis, config.redisUrl, {
-      label: "rules: delivery log",
-      ...(options.logger ? { logger: options.logger } : {}),
-    });
-  } catch (err) {
-    await ruleConn.close();
-    throw err;
-  }
-  const { client } = log;
-  let closing: Promise<void> | undefined;
-  return {
-    rules: ruleConn.store,
-    deliveries: createDeliveryLog({ redis: client, keyPrefix: config.redisKeyPrefix }),
-    deliveryStatus: (ruleId, actions) => actionDeliveryStatus(client, config.redisKeyPrefix, ruleId, actions),
-    close() {
-      closing ??= Promise.all([ruleConn.close(), log.close()]).then(() => {});
-      return closing;
-    },
   };
 }

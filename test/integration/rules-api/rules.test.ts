@@ -13,7 +13,8 @@ import Fastify, { type FastifyInstance, type LightMyRequestResponse } from "fast
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { apiError } from "../../../api/errors.js";
 import { errorsPlugin } from "../../../api/plugins/errors.js";
-import { connectRulesBackends, type RulesBackends, type RulesRoutesDeps, rulesRoutes } from "../../../api/routes/rules/index.js";
+import { connectRulesBackends, type RulesBackends } from "../../../api/plugins/rules.js";
+import { type RulesRoutesDeps, rulesRoutes } from "../../../api/routes/rules/index.js";
 import type { ChainId } from "../../../lib/config.js";
 import type { Rule } from "../../../lib/rules/model.js";
 import { validateRuleInput } from "../../../lib/rules/validate.js";
