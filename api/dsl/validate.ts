@@ -723,7 +723,18 @@ export function validateSource(source: unknown, kinds: readonly RecordKind[], pa
  * `undefined` (no body) is the same as `{}`: the first 10 records, unsorted.
  * Unknown top-level keys are `CS_BODY_INVALID` at the key's path; a body that is not an object is
  * `CS_BODY_INVALID` with path null. All problems are collected (at most {@link LIMITS.maxErrors}).
- * @returns the {@link SearchPlan}, or every problem found.
+ *
+ * ```ts
+ * const checked = validateSearchBody(request.body, { kinds: ["tx"], maxSize: config.api.maxSize });
+ * if (!checked.ok) throw new ApiError(checked.errors);
+ * ```
+ * @param body - the parsed JSON body (anything), `undefined` for none.
+ * @param opts - the requested record kinds and the largest `size` ({@link ValidateOptions}).
+ * @returns `{ok: true, value}` with the {@link SearchPlan} (sanitized ES query, sort, size,
+ *   `_source`, `search_after`, aggregations), or `{ok: false, errors}`: every problem found as an
+ *   API error detail `{code, message, path}` (codes `CS_BODY_INVALID`, `CS_QUERY_*`, `CS_SORT_INVALID`,
+ *   `CS_SIZE_INVALID`, `CS_SOURCE_INVALID`, `CS_SEARCH_AFTER_INVALID`, `CS_AGG_*`; api/errors.ts).
+ * @throws never: every problem is returned.
  */
 export function validateSearchBody(body: unknown, opts: ValidateOptions): ValidationResult<SearchPlan> {
   if (body === undefined) return { ok: true, value: { size: LIMITS.defaultSize } };

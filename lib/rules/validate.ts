@@ -1089,9 +1089,18 @@ export function findRuleErrors(body: unknown, mode: "create" | "update", chains:
  *
  * Never throws: every problem found is returned, each with a stable code and the JSON path of the
  * deepest offending value (see {@link RuleValidationError}).
+ *
+ * ```ts
+ * const checked = validateRuleInput(request.body, "create", [config.chain]);
+ * if (!checked.ok) throw new ApiError(ruleValidationDetails(checked.errors)); // api/routes/rules
+ * ```
  * @param body the parsed JSON body (anything).
  * @param mode `"create"` (POST) or `"update"` (PUT).
  * @param chains the chains this deployment serves (usually `[config.chain]`).
+ * @returns `{ok: true, value}`: the {@link RuleInput} (create, defaults applied) or {@link RulePatch}
+ *   (update), reserved fields dropped; or `{ok: false, errors}`: every {@link RuleValidationError}
+ *   (`{code, message, path}`, codes {@link RuleValidationCode}) in document order.
+ * @throws never: every problem is returned.
  */
 export function validateRuleInput(body: unknown, mode: "create", chains: readonly ChainId[]): RuleValidationResult<RuleInput>;
 export function validateRuleInput(body: unknown, mode: "update", chains: readonly ChainId[]): RuleValidationResult<RulePatch>;
