@@ -183,124 +183,81 @@ const ValueString = Type.String({ maxLength: RULE_LIMITS.valueMaxLength });
 const ValueList = Type.Array(ValueString);
 const FieldName = Type.String({ maxLength: RULE_LIMITS.fieldNameMaxLength });
 
+/** What differs between the nesting levels of a target definition: the label of its variants and its description. */
+const DEFINITION_LEVELS = {
+  1: {
+    label: "target definition",
+    description: "Target definition: an attribute of the entity, an operator and a value (or nested conditions for Inspect).",
+  },
+  2: { label: "second-level definition", description: "Second-level definition: same as the top level plus useScaledValue." },
+  3: { label: "third-level definition", description: "Third-level definition: no Inspect, value required." },
+} as const;
+
+/**
+ * The schema of a target definition at nesting `level`, the one description of all three levels.
+ * Every level has the string-valued and the Equals any operators (`value` required); levels 1 and 2
+ * also an equality operator without value and Inspect (its `operatorParameters` are `inner`
+ * definitions), and take `operatorParameters: null` otherwise; level 2 alone has `useScaledValue`
+ * (not `true` without a value); level 3 has no `operatorParameters` at all.
+ * @param level - 1 (targetMap item), 2 (item of a top-level Inspect), 3 (item of a second-level Inspect).
+ * @param inner - the schema of the next level's definitions (levels 1 and 2).
+ * @returns a union of closed objects, one per operator family.
+ */
+function definitionSchema(level: 1 | 2 | 3, inner?: TSchema): TSchema {
+  const { label, description } = DEFINITION_LEVELS[level];
+  const scaled = (schema: TSchema): Record<string, TSchema> => (level === 2 ? { useScaledValue: Type.Optional(schema) } : {});
+  const noParameters: Record<string, TSchema> = level < 3 ? { operatorParameters: Type.Optional(Type.Null()) } : {};
+  const variant = (properties: Record<string, TSchema>, what: string) =>
+    Type.Object({ name: DefinitionName, ...properties }, { ...closed, description: `${label}, ${what}` });
+  const variants = [
+    variant(
+      { operator: Type.Enum(SCALAR_OPERATORS), value: ValueString, ...scaled(Type.Boolean()), ...noParameters },
+      "string-valued operator",
+    ),
+    variant(
+      { operator: Type.Enum(ARRAY_OPERATOR_LIST), value: ValueList, ...scaled(Type.Boolean()), ...noParameters },
+      "Equals any operator",
+    ),
+  ];
+  if (inner) {
+    variants.push(
+      variant(
+        { operator: Type.Enum(EQUALITY_OPERATOR_LIST), value: Type.Optional(Type.Null()), ...scaled(Type.Literal(false)), ...noParameters },
+        level === 2 ? `${NO_VALUE}; not with useScaledValue true` : NO_VALUE,
+      ),
+      variant(
+        {
+          operator: Type.Literal("Inspect"),
+          value: Type.Optional(Type.Union([ValueString, Type.Null()])),
+          ...scaled(Type.Boolean()),
+          operatorParameters: Type.Array(inner, {
+            minItems: RULE_LIMITS.operatorParametersMin,
+            maxItems: RULE_LIMITS.operatorParametersMax,
+          }),
+        },
+        "Inspect",
+      ),
+    );
+  }
+  return Type.Union(variants, { description });
+}
+
 /** Third-level definition (item of a second-level Inspect's operatorParameters): name, operator (no Inspect), value, all required; nothing deeper. */
-export const ThirdLevelDefinitionSchema = Type.Union(
-  [
-    Type.Object(
-      { name: DefinitionName, operator: Type.Enum(SCALAR_OPERATORS), value: ValueString },
-      { ...closed, description: "third-level definition, string-valued operator" },
-    ),
-    Type.Object(
-      { name: DefinitionName, operator: Type.Enum(ARRAY_OPERATOR_LIST), value: ValueList },
-      { ...closed, description: "third-level definition, Equals any operator" },
-    ),
-  ],
-  { description: "Third-level definition: no Inspect, value required." },
-);
+export const ThirdLevelDefinitionSchema = definitionSchema(3);
 
 /**
  * Second-level definition (item of a top-level Inspect's operatorParameters); the only level with
  * `useScaledValue`. Like the top level, an equality operator may come without `value`, but not
  * together with `useScaledValue: true` (the scaled amount of an argument without value is meaningless).
  */
-export const SecondLevelDefinitionSchema = Type.Union(
-  [
-    Type.Object(
-      {
-        name: DefinitionName,
-        operator: Type.Enum(SCALAR_OPERATORS),
-        value: ValueString,
-        useScaledValue: Type.Optional(Type.Boolean()),
-        operatorParameters: Type.Optional(Type.Null()),
-      },
-      { ...closed, description: "second-level definition, string-valued operator" },
-    ),
-    Type.Object(
-      {
-        name: DefinitionName,
-        operator: Type.Enum(ARRAY_OPERATOR_LIST),
-        value: ValueList,
-        useScaledValue: Type.Optional(Type.Boolean()),
-        operatorParameters: Type.Optional(Type.Null()),
-      },
-      { ...closed, description: "second-level definition, Equals any operator" },
-    ),
-    Type.Object(
-      {
-        name: DefinitionName,
-        operator: Type.Enum(EQUALITY_OPERATOR_LIST),
-        value: Type.Optional(Type.Null()),
-        useScaledValue: Type.Optional(Type.Literal(false)),
-        operatorParameters: Type.Optional(Type.Null()),
-      },
-      { ...closed, description: `second-level definition, ${NO_VALUE}; not with useScaledValue true` },
-    ),
-    Type.Object(
-      {
-        name: DefinitionName,
-        operator: Type.Literal("Inspect"),
-        value: Type.Optional(Type.Union([ValueString, Type.Null()])),
-        useScaledValue: Type.Optional(Type.Boolean()),
-        operatorParameters: Type.Array(ThirdLevelDefinitionSchema, {
-          minItems: RULE_LIMITS.operatorParametersMin,
-          maxItems: RULE_LIMITS.operatorParametersMax,
-        }),
-      },
-      { ...closed, description: "second-level definition, Inspect" },
-    ),
-  ],
-  { description: "Second-level definition: same as the top level plus useScaledValue." },
-);
+export const SecondLevelDefinitionSchema = definitionSchema(2, ThirdLevelDefinitionSchema);
 
 /**
  * Top-level target definition (targetMap item). `value` is a string (ordering and Equals operators),
  * an array of strings (Equals any), absent or null for an equality operator (holds when the
  * attribute has no value), and absent, null or an unused string for Inspect.
  */
-export const TargetDefinitionSchema = Type.Union(
-  [
-    Type.Object(
-      {
-        name: DefinitionName,
-        operator: Type.Enum(SCALAR_OPERATORS),
-        value: ValueString,
-        operatorParameters: Type.Optional(Type.Null()),
-      },
-      { ...closed, description: "target definition, string-valued operator" },
-    ),
-    Type.Object(
-      {
-        name: DefinitionName,
-        operator: Type.Enum(ARRAY_OPERATOR_LIST),
-        value: ValueList,
-        operatorParameters: Type.Optional(Type.Null()),
-      },
-      { ...closed, description: "target definition, Equals any operator" },
-    ),
-    Type.Object(
-      {
-        name: DefinitionName,
-        operator: Type.Enum(EQUALITY_OPERATOR_LIST),
-        value: Type.Optional(Type.Null()),
-        operatorParameters: Type.Optional(Type.Null()),
-      },
-      { ...closed, description: `target definition, ${NO_VALUE}` },
-    ),
-    Type.Object(
-      {
-        name: DefinitionName,
-        operator: Type.Literal("Inspect"),
-        value: Type.Optional(Type.Union([ValueString, Type.Null()])),
-        operatorParameters: Type.Array(SecondLevelDefinitionSchema, {
-          minItems: RULE_LIMITS.operatorParametersMin,
-          maxItems: RULE_LIMITS.operatorParametersMax,
-        }),
-      },
-      { ...closed, description: "target definition, Inspect" },
-    ),
-  ],
-  { description: "Target definition: an attribute of the entity, an operator and a value (or nested conditions for Inspect)." },
-);
+export const TargetDefinitionSchema = definitionSchema(1, SecondLevelDefinitionSchema);
 
 /** Payload item one level below a sub-payload: only `{fieldType: "Field", fieldName}`. */
 export const LeafPayloadItemSchema = Type.Object({ fieldType: Type.Literal("Field"), fieldName: FieldName }, closed);
