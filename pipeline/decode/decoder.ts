@@ -14,9 +14,9 @@
  * @module
  */
 import { AbiCoder, type EventFragment, formatUnits, hexlify, Interface, ParamType, toUtf8Bytes } from "ethers";
+import { lookupToken, type TokenInfo, type TokenLookup } from "../../lib/chain/tokens.js";
 import type { EventArg, EventRecord, LogRecord } from "../../lib/records.js";
 import { EVENT_SPECS, type EventSpec } from "./events.js";
-import { lookupToken, type TokenInfo, type TokenLookup } from "../../lib/chain/tokens.js";
 
 /** Dependencies of {@link createDecoder}; every field is optional. */
 export interface DecoderDeps {

@@ -6,9 +6,9 @@
 import avro from "avsc";
 import { formatUnits, id } from "ethers";
 import { describe, expect, it } from "vitest";
+import { lookupToken, TOKEN_LIST_VERSION } from "../../../../lib/chain/tokens.js";
 import { type EventRecord, eventId, type LogRecord } from "../../../../lib/records.js";
 import { createDecoder, supportedEvents } from "../../../../pipeline/decode/decoder.js";
-import { lookupToken, TOKEN_LIST_VERSION } from "../../../../lib/chain/tokens.js";
 import { toBlockBundle } from "../../../../pipeline/ingest/transform.js";
 import { eventSchema } from "../../../../topics/schemas.js";
 import { hasMainnetFixtures, loadCompleteBlocks, SKIP_NO_FIXTURES } from "../../../support/fixtures.js";
