@@ -3,7 +3,7 @@
  * @module
  */
 import type { FastifyInstance } from "fastify";
-import type { Config } from "../lib/config.js";
+import type { Common } from "../lib/common.js";
 import { type ApiDeps, buildApi } from "./app.js";
 
 /** A listening API. */
@@ -15,17 +15,32 @@ export interface RunningApi {
 }
 
 /**
+ * What {@link startApi} takes from the process context (lib/common.ts): the configuration, and when
+ * present the root logger, the metrics registry, the shared Redis client and the shutdown path.
+ * A whole {@link Common} fits; tests pass `{config}`.
+ */
+export type ApiCommon = Pick<Common, "config"> & Partial<Pick<Common, "logger" | "metrics" | "redis" | "shutdown">>;
+
+/** Optional dependencies of {@link startApi}: those of {@link ApiDeps} except the configuration; each wins over the context's. */
+export type StartApiDeps = Omit<ApiDeps, "config">;
+
+/**
  * Builds the API ({@link buildApi}) and listens on `config.api.host` / `config.api.port`
- * (port 0 picks a free port). Two call shapes: `startApi(config, {es?, accounts?, …})` or
- * `startApi({config, es?, accounts?, …})`.
- * @param configOrDeps - the process configuration, or all {@link ApiDeps}.
- * @param deps - with a bare config: the optional dependencies (see {@link ApiDeps}).
+ * (port 0 picks a free port). The app uses the context's logger, metrics registry and Redis client
+ * (`common.redis()`, left open) unless `deps` names others, and registers `app.close()` as a stop
+ * of `common.shutdown` when there is one.
+ * @param common - the process context, or at least `{config}` ({@link ApiCommon}).
+ * @param deps - optional clients, stores, chains and logger ({@link StartApiDeps}).
+ * @returns the app and its base URL.
  * @throws when Redis is unreachable at startup (see {@link buildApi}), or when the address is in
  *   use or cannot be bound (the app is closed first).
  */
-export async function startApi(configOrDeps: Config | ApiDeps, deps: Omit<ApiDeps, "config"> = {}): Promise<RunningApi> {
-  const all: ApiDeps = isDeps(configOrDeps) ? configOrDeps : { ...deps, config: configOrDeps };
-  const { config } = all;
+export async function startApi(common: ApiCommon, deps: StartApiDeps = {}): Promise<RunningApi> {
+  const { config } = common;
+  const all: ApiDeps = { ...deps, config };
+  if (all.logger === undefined && common.logger) all.logger = common.logger;
+  if (!all.metricsRegistry && common.metrics) all.metricsRegistry = common.metrics;
+  if (!all.redis && common.redis) all.redis = await common.redis();
   const app = await buildApi(all);
   try {
     await app.listen({ host: config.api.host, port: config.api.port });
@@ -33,12 +48,9 @@ export async function startApi(configOrDeps: Config | ApiDeps, deps: Omit<ApiDep
     await app.close();
     throw err;
   }
+  common.shutdown?.add("api", () => app.close());
   const address = app.server.address();
   const port = typeof address === "object" && address !== null ? address.port : config.api.port;
   const host = config.api.host.includes(":") ? `[${config.api.host}]` : config.api.host;
   return { app, url: `http://${host}:${port}` };
-}
-
-function isDeps(v: Config | ApiDeps): v is ApiDeps {
-  return "config" in v && typeof (v as ApiDeps).config === "object" && !("chain" in v);
 }

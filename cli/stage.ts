@@ -3,58 +3,52 @@
  * process (operators scale and restart stages independently; `npm start` runs them all in one).
  * `ingest` follows the head of `CHAINSIFT_RPC_URL` from its durable position (the block after the
  * last one it produced; the node's head on a first start; `--from N` to start elsewhere).
- * Configuration comes from the environment (docs/configuration.md). Stops cleanly on SIGINT/SIGTERM
- * (offsets of processed batches are committed). Prints `{"stage","pid","ready":true}` on stdout
- * once consuming.
+ * Configuration comes from the environment (docs/configuration.md) through the process context
+ * ({@link createCommon}), whose Redis client and metrics registry the stage uses. Stops cleanly on
+ * SIGINT/SIGTERM (offsets of processed batches are committed). Prints `{"stage","pid","ready":true}`
+ * on stdout once consuming.
  * @module
  */
-import { loadConfig } from "../lib/config.js";
-import { createLogger } from "../lib/logger.js";
-import { startPipeline } from "../pipeline/runtime.js";
+import { createCommon } from "../lib/common.js";
+import { STAGES, type Stage, startPipeline } from "../pipeline/runtime.js";
 
-const STAGES = ["ingest", "decode", "index", "match", "notify"] as const;
-type Stage = (typeof STAGES)[number];
+const stage = process.argv[2] as Stage | undefined;
+const fromArg = process.argv.indexOf("--from");
+const from = fromArg > 0 ? Number(process.argv[fromArg + 1]) : undefined;
+if (!stage || !STAGES.includes(stage)) {
+  console.error(`usage: npm run stage -- <${STAGES.join("|")}> [--from N (ingest)]`);
+  process.exit(2);
+}
+if (stage === "ingest" && from !== undefined && !(Number.isInteger(from) && from >= 0)) {
+  console.error("--from: expected a non-negative integer");
+  process.exit(2);
+}
 
-async function main(): Promise<void> {
-  const stage = process.argv[2] as Stage | undefined;
-  if (!stage || !STAGES.includes(stage)) {
-    console.error(`usage: npm run stage -- <${STAGES.join("|")}> [--from N (ingest)]`);
-    process.exit(2);
-  }
-  const config = loadConfig();
-  const logger = createLogger(config.logLevel, `chainsift-${stage}`);
-  const pipeline = await startPipeline({ config, logger, stages: stage === "ingest" ? [] : [stage] });
-  const controller = new AbortController();
-  let following: Promise<unknown> | undefined;
-  let closeIngester: (() => Promise<void>) | undefined;
+const common = createCommon({ name: `chainsift-${stage}` });
+const { config, shutdown } = common;
+try {
+  const pipeline = await startPipeline({
+    config,
+    logger: common.logger,
+    redis: common.redis,
+    metricsRegistry: common.metrics,
+    stages: stage === "ingest" ? [] : [stage],
+  });
+  shutdown.add("pipeline", () => pipeline.stop());
   if (stage === "ingest") {
-    const fromArg = process.argv.indexOf("--from");
-    const from = fromArg > 0 ? Number(process.argv[fromArg + 1]) : undefined;
-    if (from !== undefined && !(Number.isInteger(from) && from >= 0)) {
-      console.error("--from: expected a non-negative integer");
-      process.exit(2);
-    }
     const { ingester, close } = await pipeline.createIngester(config.ingest.rpcUrl);
-    closeIngester = close;
-    following = ingester.follow({ from, pollIntervalMs: config.ingest.pollIntervalMs, signal: controller.signal });
-    following.catch((err) => {
-      console.error(err);
-      process.exit(1);
+    shutdown.add("ingester", close);
+    const following = ingester.follow({ from, pollIntervalMs: config.ingest.pollIntervalMs, signal: shutdown.signal });
+    // Stopped first: the follower ends once the shutdown signal aborts it.
+    shutdown.add("follower", () => following.catch(() => {}));
+    following.catch((err: unknown) => {
+      if (shutdown.started) return;
+      common.logger.error({ err }, "the follower failed");
+      void shutdown.run("error", 1);
     });
   }
   console.log(JSON.stringify({ stage, pid: process.pid, ready: true }));
-  const stop = async () => {
-    controller.abort();
-    await following?.catch(() => {});
-    await closeIngester?.();
-    await pipeline.stop();
-    process.exit(0);
-  };
-  process.once("SIGINT", () => void stop());
-  process.once("SIGTERM", () => void stop());
+} catch (err) {
+  common.logger.error({ err }, `stage ${stage} did not start`);
+  await shutdown.run("error", 1);
 }
-
-main().catch((err) => {
-  console.error(err);
-  process.exit(1);
-});

@@ -21,24 +21,19 @@ import { randomBytes } from "node:crypto";
 import { resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { Client } from "@elastic/elasticsearch";
-import { collectDefaultMetrics, Registry } from "prom-client";
 import { startApi } from "../api/server.js";
 import { indexName } from "../es/mappings.js";
-import { loadConfig } from "../lib/config.js";
-import { createLogger } from "../lib/logger.js";
+import { lookupToken } from "../lib/chain/tokens.js";
+import { type Common, createCommon, embeddedOverlay } from "../lib/common.js";
 import { RECORD_KINDS } from "../lib/records.js";
 import { createDecoder } from "../pipeline/decode/decoder.js";
-import { lookupToken } from "../lib/chain/tokens.js";
 import { INDEX_REORGS_STAGE } from "../pipeline/index/indexer.js";
 import { createRpcSource } from "../pipeline/ingest/rpc.js";
 import { createBus, skipExistingRecords } from "../pipeline/kafka/bus.js";
 import { rpcTokenMetadataSource } from "../pipeline/match/token-metadata.js";
-import { type Pipeline, startPipeline } from "../pipeline/runtime.js";
+import { CONSUMING_STAGES, startPipeline } from "../pipeline/runtime.js";
 import { startAnvil } from "./devchain/anvil.js";
 import { startTraffic, TOKEN_DECIMALS, TOKEN_SYMBOL } from "./devchain/traffic.js";
-
-/** The consuming stages npm start runs. */
-const STAGES = ["decode", "index", "match", "notify"] as const;
 
 const HELP = `chainsift — npm start [-- options]
   --rpc-url <url>   EVM JSON-RPC node (default: an embedded anvil chain with generated traffic)
@@ -63,115 +58,86 @@ function intArg(name: string, v: string | undefined): number | undefined {
   return n;
 }
 
-async function main(): Promise<void> {
-  const { values } = parseArgs({
-    options: {
-      "rpc-url": { type: "string" },
-      from: { type: "string" },
-      to: { type: "string" },
-      blocks: { type: "string" },
-      "no-stack": { type: "boolean", default: false },
-      "no-api": { type: "boolean", default: false },
-      "no-resume": { type: "boolean", default: false },
-      help: { type: "boolean", default: false },
-    },
-    strict: true,
-  });
-  if (values.help) {
-    console.log(HELP);
-    return;
-  }
-  const from = intArg("from", values.from);
-  const to = intArg("to", values.to);
-  const blocks = values.blocks?.split(",").map((b) => intArg("blocks", b.trim()) as number);
-  if (to !== undefined && from === undefined) {
-    console.error("--to needs --from");
-    process.exit(2);
-  }
+const { values } = parseArgs({
+  options: {
+    "rpc-url": { type: "string" },
+    from: { type: "string" },
+    to: { type: "string" },
+    blocks: { type: "string" },
+    "no-stack": { type: "boolean", default: false },
+    "no-api": { type: "boolean", default: false },
+    "no-resume": { type: "boolean", default: false },
+    help: { type: "boolean", default: false },
+  },
+  strict: true,
+});
+if (values.help) {
+  console.log(HELP);
+  process.exit(0);
+}
+const from = intArg("from", values.from);
+const to = intArg("to", values.to);
+const blocks = values.blocks?.split(",").map((b) => intArg("blocks", b.trim()) as number);
+if (to !== undefined && from === undefined) {
+  console.error("--to needs --from");
+  process.exit(2);
+}
+const embedded = !values["rpc-url"] && !process.env.CHAINSIFT_RPC_URL;
 
-  const env = { ...process.env };
-  const embedded = !values["rpc-url"] && !env.CHAINSIFT_RPC_URL;
-  if (embedded && !env.CHAINSIFT_NETWORK) env.CHAINSIFT_NETWORK = "anvil";
-  // On the embedded dev chain, webhooks to receivers on this machine are the point: allow loopback.
-  if (embedded && env.CHAINSIFT_NOTIFY_ALLOWLIST === undefined) env.CHAINSIFT_NOTIFY_ALLOWLIST = "127.0.0.1,::1,localhost";
-  // anvil traces every block cheaply: Trace and Call rules work out of the box on the embedded chain.
-  if (embedded && env.CHAINSIFT_INGEST_TRACES === undefined) env.CHAINSIFT_INGEST_TRACES = "true";
-  const config = loadConfig(env);
-  const logger = createLogger(config.logLevel);
-
-  if (!values["no-stack"]) {
-    const r = spawnSync("bash", [resolve(import.meta.dirname, "../scripts/stack.sh"), "up"], { stdio: "inherit" });
-    if (r.status !== 0) {
-      console.error("the stack did not come up; see `npm run stack -- logs`");
-      process.exit(1);
-    }
+if (!values["no-stack"]) {
+  const r = spawnSync("bash", [resolve(import.meta.dirname, "../scripts/stack.sh"), "up"], { stdio: "inherit" });
+  if (r.status !== 0) {
+    console.error("the stack did not come up; see `npm run stack -- logs`");
+    process.exit(1);
   }
+}
 
-  /** Stopped in reverse start order: API, ingester, pipeline, traffic, anvil. */
-  const stops: Array<() => Promise<unknown>> = [];
-  const controller = new AbortController();
+const common = createCommon(embedded ? { overlay: embeddedOverlay } : {});
+main(common).catch((err: unknown) => {
+  common.logger.error({ err }, "npm start failed");
+  void common.shutdown.run("error", 1);
+});
+
+/** Starts everything; each part registers its stop (stopped in reverse: API, ingester, pipeline, traffic, anvil, Redis). */
+async function main({ config, logger, shutdown, ...common }: Common): Promise<void> {
   let rpcUrl = values["rpc-url"] ?? config.ingest.rpcUrl;
   let tokens = lookupToken;
   let chainId = 1;
   if (embedded) {
     const anvil = await startAnvil({ blockTimeSec: 1, logger });
-    stops.push(() => anvil.stop());
+    shutdown.add("anvil", () => anvil.stop());
     rpcUrl = anvil.rpcUrl;
     chainId = anvil.chainId;
     const traffic = await startTraffic({ rpcUrl, intervalMs: 1000, logger });
-    stops.push(() => traffic.stop());
+    shutdown.add("traffic", () => traffic.stop());
     const token = traffic.token.toLowerCase();
     // The embedded token is not on any token list: teach the decoder its decimals.
     tokens = (address, cid) => (address === token ? { symbol: TOKEN_SYMBOL, decimals: TOKEN_DECIMALS } : lookupToken(address, cid));
     logger.info({ rpcUrl, token: traffic.token, nft: traffic.nft }, "embedded chain: anvil with generated traffic");
-  }
-
-  if (!embedded) {
+    await forgetEarlierRuns(config, logger);
+  } else {
     // The chain id picks token decimals (token lists are per chain) before any stage starts.
     const probe = createRpcSource({ rpcUrl });
     chainId = await probe.chainId();
     probe.destroy();
   }
-  if (embedded) {
-    // The embedded chain starts again from block 0 on every run: drop the previous run's records
-    // so searches show only this chain (topics keep their history; consumer offsets move past it).
-    const es = new Client({ node: config.elasticsearch.url });
-    await es.indices.delete({
-      index: RECORD_KINDS.map((k) => indexName(config.chain, k, config.elasticsearch.indexPrefix)),
-      ignore_unavailable: true,
-    });
-    await es.close();
-    // ... and start every stage after the records already in the topics (a stage stopped before
-    // it committed, or a consumer group that is new, would otherwise replay earlier runs).
-    const bus = await createBus({ config, logger, setup: false });
-    try {
-      await skipExistingRecords(bus, [...STAGES, INDEX_REORGS_STAGE]);
-    } catch (err) {
-      throw new Error(
-        `cannot move the stages' consumer groups (${bus.groupId("<stage>")}) past earlier runs: ${(err as Error).message}. ` +
-          "Is another npm start (or npm run stage) still running against this stack? Stop it first.",
-        { cause: err },
-      );
-    }
-  }
-  // One registry for the process: the API's /metrics also serves the notify stage's metrics.
-  const metricsRegistry = new Registry();
-  collectDefaultMetrics({ register: metricsRegistry });
-  const pipeline: Pipeline = await startPipeline({
+  // One registry and one Redis client for the process: the API's /metrics also serves the notify stage's metrics.
+  const pipeline = await startPipeline({
     config,
     logger,
-    metricsRegistry,
+    redis: common.redis,
+    metricsRegistry: common.metrics,
     decoder: createDecoder({ chainId, tokens }),
-    stages: [...STAGES],
+    stages: [...CONSUMING_STAGES],
     // Token entities (first sighting of a token contract) carry name/symbol/decimals read on chain.
     tokenMetadata: rpcTokenMetadataSource(rpcUrl),
     methodDecoding: { chainId, tokens },
   });
-  stops.push(() => pipeline.stop());
+  shutdown.add("pipeline", () => pipeline.stop());
   // The embedded chain is new on every run: its follower position from an earlier run means nothing.
   if (embedded) await (await pipeline.chainState()).reset();
   const { ingester, close } = await pipeline.createIngester(rpcUrl);
-  stops.push(close);
+  shutdown.add("ingester", close);
 
   let token = config.api.tokens[0];
   if (!values["no-api"]) {
@@ -179,8 +145,7 @@ async function main(): Promise<void> {
       token = randomBytes(24).toString("base64url");
       config.api.tokens = [token];
     }
-    const api = await startApi({ config, logger, metricsRegistry });
-    stops.push(() => api.app.close());
+    const api = await startApi({ config, logger, shutdown, ...common });
     const base = `${api.url}/${config.chain.technology}/${config.chain.blockchain}/${config.chain.network}/es`;
     console.log(`
 chainsift is running.
@@ -190,31 +155,40 @@ chainsift is running.
 `);
   }
 
-  const shutdown = async (signal: string) => {
-    logger.info({ signal }, "shutting down");
-    controller.abort();
-    for (const stop of stops.reverse()) await stop().catch((err) => logger.warn({ err }, "stop failed"));
-    process.exit(0);
-  };
-  process.once("SIGINT", () => void shutdown("SIGINT"));
-  process.once("SIGTERM", () => void shutdown("SIGTERM"));
-
+  const { signal } = shutdown;
   if (blocks) {
-    const stats = await ingester.ingestBlocks(blocks, controller.signal);
+    const stats = await ingester.ingestBlocks(blocks, signal);
     logger.info(stats, "blocks ingested; the API keeps serving (Ctrl-C to stop)");
   } else if (from !== undefined && to !== undefined) {
-    const stats = await ingester.backfill(from, to, { signal: controller.signal, resume: !values["no-resume"] });
+    const stats = await ingester.backfill(from, to, { signal, resume: !values["no-resume"] });
     logger.info(stats, "backfill done; the API keeps serving (Ctrl-C to stop)");
   } else {
-    await ingester.follow({
-      from: from ?? (embedded ? 0 : undefined),
-      pollIntervalMs: config.ingest.pollIntervalMs,
-      signal: controller.signal,
-    });
+    await ingester.follow({ from: from ?? (embedded ? 0 : undefined), pollIntervalMs: config.ingest.pollIntervalMs, signal });
   }
 }
 
-main().catch((err) => {
-  console.error(err);
-  process.exit(1);
-});
+/**
+ * The embedded chain starts again from block 0 on every run: drops the previous run's records so
+ * searches show only this chain (topics keep their history), and moves every stage's consumer group
+ * past the records already in the topics (a stage stopped before it committed, or a consumer group
+ * that is new, would otherwise replay earlier runs).
+ * @throws when Elasticsearch or Kafka cannot be reached, or another process holds the consumer groups.
+ */
+async function forgetEarlierRuns(config: Common["config"], logger: Common["logger"]): Promise<void> {
+  const es = new Client({ node: config.elasticsearch.url });
+  await es.indices.delete({
+    index: RECORD_KINDS.map((k) => indexName(config.chain, k, config.elasticsearch.indexPrefix)),
+    ignore_unavailable: true,
+  });
+  await es.close();
+  const bus = await createBus({ config, logger, setup: false });
+  try {
+    await skipExistingRecords(bus, [...CONSUMING_STAGES, INDEX_REORGS_STAGE]);
+  } catch (err) {
+    throw new Error(
+      `cannot move the stages' consumer groups (${bus.groupId("<stage>")}) past earlier runs: ${(err as Error).message}. ` +
+        "Is another npm start (or npm run stage) still running against this stack? Stop it first.",
+      { cause: err },
+    );
+  }
+}

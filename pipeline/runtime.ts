@@ -10,7 +10,7 @@ import type { DecodeMethodOptions } from "../lib/chain/methods.js";
 import { type ChainState, createRedisChainState } from "../lib/chain/state.js";
 import type { Config } from "../lib/config.js";
 import type { Logger } from "../lib/logger.js";
-import { type ConnectedRedis, connectRedisClient } from "../lib/redis.js";
+import { lazyRedis, type RedisClient } from "../lib/redis.js";
 import { createDecoder, type Decoder } from "./decode/decoder.js";
 import { startDecodeStage } from "./decode/stage.js";
 import { ensureIndices, startIndexStage } from "./index/indexer.js";
@@ -22,16 +22,32 @@ import { startMatchStage } from "./match/stage.js";
 import type { TokenMetadataSource } from "./match/tokens.js";
 import { startNotifyStage } from "./notify/stage.js";
 
+/** The consuming stages, in pipeline order (`npm start` runs them all). */
+export const CONSUMING_STAGES = ["decode", "index", "match", "notify"] as const;
+/** A consuming stage. */
+export type ConsumingStage = (typeof CONSUMING_STAGES)[number];
+/** Every stage `npm run stage -- <stage>` can run: ingest (the producer) and the consuming stages. */
+export const STAGES = ["ingest", ...CONSUMING_STAGES] as const;
+/** A stage name. */
+export type Stage = (typeof STAGES)[number];
+
 /** Dependencies of {@link startPipeline}. */
 export interface PipelineDeps {
   config: Config;
   logger: Logger;
+  /**
+   * The process's shared Redis client (lib/common.ts `redis`), asked for only when a stage or the
+   * chain state needs it and left open on stop. Default: one client of the pipeline, connected on
+   * first use to `config.redisUrl` and closed on stop. The match stage's rule store still opens its
+   * own connection (WATCH/MULTI).
+   */
+  redis?: () => Promise<RedisClient>;
   /** Elasticsearch client; created from config when absent (and closed on stop). */
   es?: Client;
   /** Decoder; `createDecoder()` when absent. */
   decoder?: Decoder;
   /** Which consuming stages to run. Default decode and index (match and notify need Redis and rules). */
-  stages?: Array<"decode" | "index" | "match" | "notify">;
+  stages?: ConsumingStage[];
   /** Chain id and token decimals for the match stage's decoded Method/Call arguments; default mainnet and the bundled token list. */
   methodDecoding?: DecodeMethodOptions;
   /** Token metadata for the match stage's Token entities (e.g. `rpcTokenMetadataSource(rpcUrl)`); default the bundled mainnet token list. */
@@ -60,7 +76,14 @@ export interface Pipeline {
   stop(): Promise<void>;
 }
 
-/** Sets up topics, schemas and indices, then starts the consuming stages. */
+/**
+ * Sets up topics, schemas and indices, then starts the consuming stages.
+ * @param deps - configuration, logger, the shared Redis client and metrics registry, and the
+ *   stage options ({@link PipelineDeps}).
+ * @returns the running pipeline; `stop()` stops the stages and closes what the pipeline opened.
+ * @throws when Kafka, the schema registry, Elasticsearch or (for index, match, notify) Redis cannot
+ *   be reached at startup.
+ */
 export async function startPipeline(deps: PipelineDeps): Promise<Pipeline> {
   const { config, logger } = deps;
   const ownEs = !deps.es;
@@ -69,11 +92,9 @@ export async function startPipeline(deps: PipelineDeps): Promise<Pipeline> {
   await ensureIndices(es, config.chain, config.elasticsearch.indexPrefix);
   const stages = deps.stages ?? ["decode", "index"];
   const consumers: RunningConsumer[] = [];
-  let redis: Promise<ConnectedRedis> | undefined;
-  const chainState = async (): Promise<ChainState> => {
-    redis ??= connectRedisClient(config.redisUrl, { logger, label: "ingest state" });
-    return createRedisChainState((await redis).client, config.redisKeyPrefix, config.chain);
-  };
+  const ownRedis = deps.redis ? undefined : lazyRedis(config.redisUrl, { logger, label: "pipeline" });
+  const redis = deps.redis ?? (() => (ownRedis as NonNullable<typeof ownRedis>).client());
+  const chainState = async (): Promise<ChainState> => createRedisChainState(await redis(), config.redisKeyPrefix, config.chain);
   if (stages.includes("decode")) {
     consumers.push(await startDecodeStage({ bus, decoder: deps.decoder ?? createDecoder(), logger }));
   }
@@ -90,19 +111,19 @@ export async function startPipeline(deps: PipelineDeps): Promise<Pipeline> {
       }),
     );
   }
+  // The match and notify stages share the bus and the Redis client (neither closes it).
+  const shared = async () => ({ bus, config, logger, redis: await redis() });
   if (stages.includes("match")) {
     consumers.push(
       await startMatchStage({
-        bus,
-        config,
-        logger,
+        ...(await shared()),
         ...(deps.tokenMetadata ? { tokens: deps.tokenMetadata } : {}),
         ...(deps.methodDecoding ? { decode: deps.methodDecoding } : {}),
       }),
     );
   }
   if (stages.includes("notify")) {
-    consumers.push(await startNotifyStage({ bus, config, logger, ...(deps.metricsRegistry ? { registry: deps.metricsRegistry } : {}) }));
+    consumers.push(await startNotifyStage({ ...(await shared()), ...(deps.metricsRegistry ? { registry: deps.metricsRegistry } : {}) }));
   }
   const producers: RecordProducer[] = [];
   return {
@@ -134,7 +155,7 @@ export async function startPipeline(deps: PipelineDeps): Promise<Pipeline> {
     async stop() {
       await Promise.allSettled(consumers.map((c) => c.stop()));
       await Promise.allSettled(producers.map((p) => p.disconnect()));
-      if (redis) await (await redis.catch(() => undefined))?.close();
+      await ownRedis?.close();
       if (ownEs) await es.close();
     },
   };

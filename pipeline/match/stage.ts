@@ -20,13 +20,13 @@
  * @module
  */
 
-import { createClient } from "redis";
 import type { Alert } from "../../lib/alerting/alert.js";
 import type { DecodeMethodOptions } from "../../lib/chain/methods.js";
 import { createRedisChainState } from "../../lib/chain/state.js";
 import type { Config } from "../../lib/config.js";
 import type { Logger } from "../../lib/logger.js";
 import type { BlockRecord, EventRecord, ReorgRecord, TraceRecord } from "../../lib/records.js";
+import { type RedisClient, sharedOrConnect } from "../../lib/redis.js";
 import { connectRuleStore, type RuleStore } from "../../lib/rules/store.js";
 import { type Bus, createRecordProducer, messageSeq } from "../kafka/bus.js";
 import { type RunningConsumer, runConsumer } from "../kafka/consumer.js";
@@ -46,6 +46,12 @@ export interface MatchStageDeps {
   bus: Bus;
   config: Pick<Config, "chain" | "redisUrl" | "redisKeyPrefix">;
   logger: Logger;
+  /**
+   * A connected Redis client for confirmations, tokens and ingest's canonical map, e.g. the
+   * process's shared one (lib/common.ts); left open on stop. Default: a client of the stage
+   * (`connectRedisClient` on `config.redisUrl`), closed on stop.
+   */
+  redis?: RedisClient;
   /** Rule store; connected from config when absent (and closed on stop). */
   rules?: RuleStore;
   /** Token metadata for Token entities. Default: the bundled token list (mainnet, chain id 1). */
@@ -79,16 +85,15 @@ export interface MatchStage extends RunningConsumer {
 /**
  * Starts the match stage: loads the rules, sweeps the outbox once, then consumes.
  * @param deps - bus, config (`chain`, `redisUrl`, `redisKeyPrefix`), logger, and optionally the
- *   rule store, token metadata and intervals ({@link MatchStageDeps}).
+ *   shared Redis client, rule store, token metadata and intervals ({@link MatchStageDeps}).
  * @returns the running stage; `stop()` stops consuming and sweeping and closes what the stage opened.
  * @throws when Redis, the rule store or Kafka cannot be reached at startup.
  */
 export async function startMatchStage(deps: MatchStageDeps): Promise<MatchStage> {
   const { bus, config } = deps;
   const log = deps.logger.child({ stage: "match" });
-  const redis = createClient({ url: config.redisUrl });
-  redis.on("error", (err) => log.warn({ err }, "redis error"));
-  await redis.connect();
+  const own = await sharedOrConnect(deps.redis, config.redisUrl, { logger: log, label: "match" });
+  const redis = own.client;
   const connected = deps.rules ? undefined : await connectRuleStore(config);
   const rules = deps.rules ?? (connected?.store as RuleStore);
   const keyed = { redis, keyPrefix: config.redisKeyPrefix, chain: config.chain };
@@ -185,7 +190,7 @@ export async function startMatchStage(deps: MatchStageDeps): Promise<MatchStage>
       await sync.stop();
       await producer.disconnect();
       await connected?.close();
-      await redis.quit().catch(() => {});
+      await own.close();
     },
   };
 }

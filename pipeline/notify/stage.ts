@@ -8,12 +8,12 @@
  */
 
 import type { Registry } from "prom-client";
-import { createClient } from "redis";
 import type { Alert } from "../../lib/alerting/alert.js";
 import { type AlertAvro, alertFromAvro } from "../../lib/alerting/avro.js";
 import type { Config } from "../../lib/config.js";
 import type { NonRetryableError } from "../../lib/errors.js";
 import type { Logger } from "../../lib/logger.js";
+import { type RedisClient, sharedOrConnect } from "../../lib/redis.js";
 import { type Bus, createRecordProducer } from "../kafka/bus.js";
 import { deadLetter, type HandlerFailure, type InputRecord, type RunningConsumer, runConsumer } from "../kafka/consumer.js";
 import { createDeliverer, type Deliverer } from "./deliver.js";
@@ -30,8 +30,14 @@ export interface NotifyStageDeps {
   logger: Logger;
   /** Replaces the deliverer built from config (tests). */
   deliverer?: Deliverer;
-  /** Registry for the stage's metrics (`chainsift_notify_*`); default a private one. */
+  /** Registry for the stage's metrics (`chainsift_notify_*`), e.g. the process's (lib/common.ts); default a private one. */
   registry?: Registry;
+  /**
+   * A connected Redis client for the delivery queue, log and secrets, e.g. the process's shared one
+   * (lib/common.ts); left open on stop. Default: a client of the stage (`connectRedisClient` on
+   * `config.redisUrl`), closed on stop.
+   */
+  redis?: RedisClient;
 }
 
 /** A running notify stage. */
@@ -77,12 +83,18 @@ export function jobsOfAlert(
   }));
 }
 
-/** Starts the notify stage: the alerts consumer and the delivery scheduler. */
+/**
+ * Starts the notify stage: the alerts consumer and the delivery scheduler.
+ * @param deps - bus, config (`notify`, `redisUrl`, `redisKeyPrefix`), logger, and optionally the
+ *   shared Redis client, metrics registry and a deliverer ({@link NotifyStageDeps}).
+ * @returns the running stage; `stop()` stops consuming, then the scheduler, and closes what the
+ *   stage opened.
+ * @throws when Redis (without `deps.redis`) or Kafka cannot be reached at startup.
+ */
 export async function startNotifyStage(deps: NotifyStageDeps): Promise<NotifyStage> {
   const { config, logger } = deps;
-  const redis = createClient({ url: config.redisUrl });
-  redis.on("error", (err) => logger.warn({ err }, "notify: redis error"));
-  await redis.connect();
+  const own = await sharedOrConnect(deps.redis, config.redisUrl, { logger, label: "notify" });
+  const redis = own.client;
   const deliveryLog = createDeliveryLog({ redis, keyPrefix: config.redisKeyPrefix });
   const queue = createDeliveryQueue(redis, config.redisKeyPrefix);
   const n = config.notify;
@@ -171,7 +183,7 @@ export async function startNotifyStage(deps: NotifyStageDeps): Promise<NotifySta
       await scheduler.stop();
       await dlq.disconnect().catch(() => {});
       await deliverer.close?.();
-      await redis.quit().catch(() => {});
+      await own.close();
     },
   };
 }

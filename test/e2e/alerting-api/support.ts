@@ -139,7 +139,7 @@ async function withApi(env: AnvilEnv, slack: Receiver, smtp: SmtpReceiver): Prom
   env.onStop(() => secretsRedis.close());
   const secrets = createSecretStore({ redis: secretsRedis, keyPrefix: config.redisKeyPrefix });
 
-  const running = await startApi({ config, es: env.h.es, logger: false });
+  const running = await startApi({ config }, { es: env.h.es, logger: false });
   env.onStop(() => running.app.close());
 
   const adminToken = config.api.adminToken!;

@@ -91,7 +91,7 @@ describe.skipIf(!up)("slow and idle clients (real server, raw sockets)", () => {
   let searchPath: string;
 
   beforeAll(async () => {
-    api = await startApi({ config, logger: false });
+    api = await startApi({ config }, { logger: false });
     searchPath = `/${config.chain.technology}/${config.chain.blockchain}/${config.chain.network}/es/block/search/`;
   });
 
