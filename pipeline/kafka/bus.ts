@@ -158,20 +158,23 @@ export async function skipExistingRecords(bus: Bus, stages: readonly string[]): 
   await admin.connect();
   try {
     const existing = new Set(await admin.listTopics());
-    for (const stage of stages) {
-      for (const kind of Object.keys(TOPICS) as TopicKind[]) {
-        const topic = bus.topic(kind);
-        if (!existing.has(topic)) continue;
-        // Explicit high watermarks: kafkajs resetOffsets({earliest: false}) commits the marker -1,
-        // which a joining consumer reads as "no offset" (and then starts from the beginning).
-        const ends = await admin.fetchTopicOffsets(topic);
-        await admin.setOffsets({
-          groupId: bus.groupId(stage),
-          topic,
-          partitions: ends.map((p) => ({ partition: p.partition, offset: p.high })),
-        });
-      }
-    }
+    const topics = (Object.keys(TOPICS) as TopicKind[]).map((kind) => bus.topic(kind)).filter((t) => existing.has(t));
+    // Explicit high watermarks: kafkajs resetOffsets({earliest: false}) commits the marker -1,
+    // which a joining consumer reads as "no offset" (and then starts from the beginning).
+    const ends = new Map(await Promise.all(topics.map(async (t) => [t, await admin.fetchTopicOffsets(t)] as const)));
+    // Each setOffsets takes seconds (a group coordinator round trip); the groups are independent,
+    // so they run at once (sequentially, a second `npm start` spent ~200 s here before its banner).
+    await Promise.all(
+      stages.map(async (stage) => {
+        for (const topic of topics) {
+          await admin.setOffsets({
+            groupId: bus.groupId(stage),
+            topic,
+            partitions: (ends.get(topic) ?? []).map((p) => ({ partition: p.partition, offset: p.high })),
+          });
+        }
+      }),
+    );
   } finally {
     await admin.disconnect();
   }
