@@ -46,8 +46,11 @@ describe.skipIf(!up.ok)("Kafka + schema registry + Elasticsearch (real stack)", 
     const encoded = await pipeline.bus.encode("logs", usdtLog);
     expect(encoded[0]).toBe(0); // Confluent magic byte
     expect(await pipeline.bus.decode(encoded)).toEqual(usdtLog);
-    const subjects = (await (await fetch(`${h.config.schemaRegistryUrl}/subjects`)).json()) as string[];
-    expect(subjects).toContain(`${pipeline.bus.topic("logs")}-value`);
+    // The subject itself, not the /subjects list: Apicurio pages that list at 1000 entries, which a
+    // long-lived registry shared by many test runs exceeds.
+    const res = await fetch(`${h.config.schemaRegistryUrl}/subjects/${encodeURIComponent(`${pipeline.bus.topic("logs")}-value`)}/versions`);
+    expect(res.status).toBe(200);
+    expect(((await res.json()) as number[]).length).toBeGreaterThan(0);
   });
 
   it("refuses a record that does not fit the schema", async () => {
