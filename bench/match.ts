@@ -24,6 +24,7 @@ import { toBlockBundle } from "../pipeline/ingest/transform.js";
 import { eventEntity, methodEntity, transactionEntity } from "../pipeline/match/entities.js";
 import { createRuleIndex } from "../pipeline/match/rule-index.js";
 import { hasMainnetFixtures, loadCompleteBlocks } from "../test/support/fixtures.js";
+import { prng } from "./support/prng.js";
 
 interface Item {
   type: TargetType;
@@ -31,17 +32,6 @@ interface Item {
 }
 
 const CHAIN = { technology: "ethereum", blockchain: "ethereum", network: "mainnet" };
-
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 function randomAddress(rnd: () => number): string {
   let s = "0x";

@@ -31,18 +31,7 @@ import { startPipeline } from "../pipeline/runtime.js";
 import { createHarness, waitFor } from "../test/support/harness.js";
 import { numberArg } from "./support/data.js";
 import { percentile } from "./support/load.js";
-
-/** mulberry32: a small seeded PRNG, uniform in [0, 1). */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+import { prng } from "./support/prng.js";
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 

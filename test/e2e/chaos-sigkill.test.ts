@@ -22,6 +22,7 @@ import type { FastifyInstance } from "fastify";
 import type { Consumer } from "kafkajs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildApi } from "../../api/app.js";
+import { prng } from "../../bench/support/prng.js";
 import { type AnvilHandle, startAnvil } from "../../cli/devchain/anvil.js";
 import { rpcCall } from "../../cli/devchain/rpc.js";
 import { startTraffic, type TrafficHandle } from "../../cli/devchain/traffic.js";
@@ -53,18 +54,6 @@ const TEST_TIMEOUT_MS = 300_000;
 const ROOT = fileURLToPath(new URL("../../", import.meta.url));
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-/** mulberry32: a small seeded PRNG, floats in [0, 1). */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 /** One stage process. */
 interface Proc {

@@ -5,24 +5,13 @@
  */
 import { getAddress } from "ethers";
 import { describe, expect, it } from "vitest";
+import { prng } from "../../../../bench/support/prng.js";
 import type { ChainId } from "../../../../lib/config.js";
 import type { Rule, TargetDefinition, TargetType } from "../../../../lib/rules/model.js";
 import { evaluate } from "../../../../pipeline/match/evaluate.js";
 import { createRuleIndex } from "../../../../pipeline/match/rule-index.js";
 
 const CHAIN: ChainId = { technology: "ethereum", blockchain: "ethereum", network: "mainnet" };
-
-/** mulberry32: a small seeded PRNG, so failures reproduce. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 function makeRule(id: string, targetType: TargetType, targetMap: TargetDefinition[], extra: Partial<Rule> = {}): Rule {
   return {

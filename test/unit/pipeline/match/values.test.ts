@@ -4,6 +4,7 @@
  * the exact bigint path on random inputs (seeded PRNG), scalar expansion of typed values.
  */
 import { describe, expect, it } from "vitest";
+import { prng } from "../../../../bench/support/prng.js";
 import { evaluate } from "../../../../pipeline/match/evaluate.js";
 import {
   attributeKeys,
@@ -17,17 +18,6 @@ import {
   toDec,
   valueKey,
 } from "../../../../pipeline/match/values.js";
-
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 describe("numeric keys", () => {
   it("equal numbers give equal keys whatever the notation", () => {
