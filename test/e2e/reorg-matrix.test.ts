@@ -20,15 +20,13 @@
 import { Interface, Wallet } from "ethers";
 import type { FastifyInstance } from "fastify";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { buildApi } from "../../api/app.js";
-import { type AnvilHandle, startAnvil } from "../../cli/devchain/anvil.js";
+import type { AnvilHandle } from "../../cli/devchain/anvil.js";
 import { rpcCall } from "../../cli/devchain/rpc.js";
-import { startTraffic, type TrafficHandle } from "../../cli/devchain/traffic.js";
+import type { TrafficHandle } from "../../cli/devchain/traffic.js";
 import { createDecoder } from "../../pipeline/decode/decoder.js";
-import type { Ingester } from "../../pipeline/ingest/ingest.js";
-import { type Pipeline, startPipeline } from "../../pipeline/runtime.js";
 import { type ChainComparison, compareWithChain } from "../support/canonical.js";
-import { createHarness, type Harness, servicesUp, skipMessage, waitFor } from "../support/harness.js";
+import { type FollowedChain, startFollowedChain } from "../support/followed-chain.js";
+import { type Harness, servicesUp, skipMessage, waitFor } from "../support/harness.js";
 
 const up = await servicesUp();
 if (!up.ok) console.warn(skipMessage(up.missing));
@@ -43,12 +41,7 @@ describe.skipIf(!up.ok)("Reorg matrix (anvil with ERC-20 traffic, decode + index
   let h: Harness;
   let anvil: AnvilHandle;
   let traffic: TrafficHandle;
-  let pipeline: Pipeline;
   let app: FastifyInstance;
-  let ingester: Ingester;
-  let closeIngester: () => Promise<void>;
-  const controller = new AbortController();
-  let following: Promise<unknown>;
   const decoder = createDecoder({ chainId: 31337 });
   /** A key only this test signs with (its nonces are not raced by the traffic generator). */
   const wallet = Wallet.createRandom();
@@ -158,27 +151,13 @@ describe.skipIf(!up.ok)("Reorg matrix (anvil with ERC-20 traffic, decode + index
     }
   };
 
+  let env: FollowedChain;
   beforeAll(async () => {
-    h = createHarness();
-    h.config.api.rateLimitMax = 1_000_000;
-    anvil = await startAnvil({ blockTimeSec: 0.25 });
-    traffic = await startTraffic({ rpcUrl: anvil.rpcUrl, intervalMs: 200, nft: false });
-    setupHeight = await headNumber();
-    pipeline = await startPipeline({ config: h.config, logger: h.logger, es: h.es, decoder, stages: ["decode", "index"] });
-    ({ ingester, close: closeIngester } = await pipeline.createIngester(anvil.rpcUrl));
-    following = ingester.follow({ from: 0, pollIntervalMs: 100, signal: controller.signal });
-    app = await buildApi({ config: h.config, es: h.es, logger: false });
+    env = await startFollowedChain(decoder);
+    ({ h, anvil, traffic, app, setupHeight } = env);
   });
   afterAll(async () => {
-    controller.abort();
-    await following?.catch(() => {});
-    await traffic?.stop();
-    await closeIngester?.();
-    await app?.close();
-    await pipeline?.stop();
-    await anvil?.stop();
-    await (await pipeline?.chainState())?.reset().catch(() => {});
-    await h?.cleanup();
+    await env?.stop();
   });
 
   /** ERC-20 transfers from the deployer (an unlocked dev account), one per new block, as anvil_reorg tx entries. */
