@@ -7,6 +7,7 @@ import { benchAlertLatency } from "./alert-latency.js";
 import { benchIngest } from "./ingest.js";
 import { benchMatch } from "./match.js";
 import { benchReorg } from "./reorg.js";
+import { benchRules } from "./rules.js";
 import { benchSearch } from "./search.js";
 import { benchStream } from "./stream.js";
 
@@ -17,6 +18,7 @@ const benches: Record<string, (args: string[]) => Promise<void>> = {
   search: benchSearch,
   stream: benchStream,
   reorg: benchReorg,
+  rules: benchRules,
 };
 const [name, ...args] = process.argv.slice(2);
 const run = name ? benches[name] : undefined;

@@ -1,0 +1,410 @@
+/**
+ * The alerting-rule schema: size limits, the URL grammar and the TypeBox schemas of a rule body
+ * (POST and PUT), plain JSON Schema that the API publishes in its OpenAPI document and that
+ * lib/rules/validate.ts checks bodies against. Conditional rules are written as unions of mutually
+ * exclusive variants (`anyOf`), so the document needs no `if`/`then`; the definition schemas of the
+ * three nesting levels come from one function ({@link definitionSchema}), and so do the payload
+ * item schemas of the three levels ({@link payloadItemSchema}).
+ *
+ * {@link ruleSchemasFor} builds the schemas of one deployment (chain fields as enumerations). What
+ * JSON Schema cannot express travels as annotations (`x-chainsift-*`): the count and size of the
+ * additional top-level properties and the body size. See `docs/rules.md` for the rules in prose.
+ * @module
+ */
+import { type Static, type TSchema, Type } from "typebox";
+import type { ChainId } from "../config.js";
+import { EMAIL_PATTERN } from "../email.js";
+import { ARRAY_OPERATORS, EQUALITY_OPERATORS, OPERATORS, type Operator, RULE_STATES, TARGET_TYPES } from "./model.js";
+
+// ---------------------------------------------------------------------------------------------
+// Limits and patterns
+// ---------------------------------------------------------------------------------------------
+
+/** Size limits of a rule (contract "Limits", plus the bounds chainsift adds for nested arrays). */
+export const RULE_LIMITS = {
+  /** targetMap items: 1 to 10 (contract). */
+  targetMapMin: 1,
+  targetMapMax: 10,
+  /** alerts: 1 to 10 (contract). */
+  alertsMin: 1,
+  alertsMax: 10,
+  /** payload items per alert: at most 10 (contract). */
+  payloadMax: 10,
+  /** Items of an Inspect's operatorParameters: 1 to 10 (chainsift; the contract gives no bound). */
+  operatorParametersMin: 1,
+  operatorParametersMax: 10,
+  /** Items of a Sub Field's subPayloads: 1 to 10 (chainsift; the contract gives no bound). */
+  subPayloadsMin: 1,
+  subPayloadsMax: 10,
+  /** Longest e-mail address (RFC 5321 path limit), in characters. */
+  emailMaxLength: 254,
+  /** Recipients of one Email alert: 1 to 50 (chainsift: one alert never mails a crowd). */
+  recipientsMax: 50,
+  /** Longest rule `name`, in characters (Unicode code points, like JSON Schema `maxLength`). */
+  nameMaxLength: 256,
+  /** Longest rule `description`, in characters. */
+  descriptionMaxLength: 4096,
+  /** Longest target-definition `name` (an attribute path), at every level, in characters; it must not be empty either. */
+  definitionNameMaxLength: 256,
+  /** Longest `value` string, and longest element of an Equals any `value`, in characters. */
+  valueMaxLength: 1024,
+  /** Longest webhook or Slack `url`, in characters (what common HTTP stacks accept in a request line). */
+  urlMaxLength: 2048,
+  /** Longest Slack `text`, in characters (Slack truncates longer messages). */
+  slackTextMaxLength: 4000,
+  /** Longest Slack `channel` and `username`, in characters. */
+  slackNameMaxLength: 256,
+  /** Longest payload `fieldName`, at every level, in characters. */
+  fieldNameMaxLength: 256,
+  /** Additional top-level properties of a rule (besides the fields of {@link RULE_FIELDS}): at most 20. */
+  extraPropertiesMax: 20,
+  /** Size of the additional top-level properties together, as the UTF-8 bytes of the JSON object holding only them: at most 16 KiB. */
+  extraPropertiesMaxBytes: 16 * 1024,
+  /** Largest POST or PUT body of a rule, in bytes (the routes' `bodyLimit`; larger: 413 `CS_RULE_TOO_LARGE`). */
+  bodyMaxBytes: 64 * 1024,
+} as const;
+
+/**
+ * Top-level fields a rule has besides its additional properties: the contract's fields and the
+ * service-managed ones. Everything else at the top level is an additional property (limited by
+ * {@link RULE_LIMITS}`.extraPropertiesMax` and `.extraPropertiesMaxBytes`).
+ */
+export const RULE_FIELDS: readonly string[] = [
+  "name",
+  "maxConfirmationCount",
+  "technology",
+  "blockchain",
+  "network",
+  "config",
+  "description",
+  "version",
+  "state",
+  "sendPendingAlerts",
+  "id",
+  "accountId",
+  "createdAt",
+  "updatedAt",
+];
+
+/** E-mail addresses accepted as Email recipients: the one syntax of `lib/email.ts`. */
+export { EMAIL_PATTERN };
+
+// The URL grammar, built from parts so it can be read. Every string it matches parses with the
+// WHATWG URL parser (`new URL`), which is what delivery uses: a test fuzzes this with strings
+// generated from the pattern. No look-arounds, so schema-driven generators can use it.
+/** A character of a host label (WHATWG hosts allow `_`; hyphens anywhere: CheckHyphens is off). */
+const LABEL_CHAR = "[A-Za-z0-9_-]";
+/**
+ * A host label that does not start with the IDNA prefix `xn--` (any case): the URL parser decodes
+ * such labels as Punycode and refuses most of them. `first` is the class of the first character
+ * when it is not an `x`.
+ */
+const notPunycodeLabel = (first: string) =>
+  `(?:${first}${LABEL_CHAR}*|[Xx](?:[A-MO-Za-mo-z0-9_-]${LABEL_CHAR}*)?|[Xx][Nn](?:[A-Za-z0-9_]${LABEL_CHAR}*)?|[Xx][Nn]-(?:[A-Za-z0-9_]${LABEL_CHAR}*)?)`;
+/** A registered name: dot-separated labels, the last one starting with a letter (else the parser reads an IPv4 number). */
+const REG_NAME = `(?:${notPunycodeLabel("[A-WYZa-wyz0-9_-]")}\\.)*${notPunycodeLabel("[A-WYZa-wyz]")}`;
+const DEC_OCTET = "(?:25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])";
+const IPV4 = `(?:${DEC_OCTET}\\.){3}${DEC_OCTET}`;
+const H16 = "[0-9A-Fa-f]{1,4}";
+const LS32 = `(?:${H16}:${H16}|${IPV4})`;
+/** RFC 3986 `IPv6address` (no zone id). */
+const IPV6 = [
+  `(?:${H16}:){6}${LS32}`,
+  `::(?:${H16}:){5}${LS32}`,
+  `(?:${H16})?::(?:${H16}:){4}${LS32}`,
+  `(?:(?:${H16}:){0,1}${H16})?::(?:${H16}:){3}${LS32}`,
+  `(?:(?:${H16}:){0,2}${H16})?::(?:${H16}:){2}${LS32}`,
+  `(?:(?:${H16}:){0,3}${H16})?::${H16}:${LS32}`,
+  `(?:(?:${H16}:){0,4}${H16})?::${LS32}`,
+  `(?:(?:${H16}:){0,5}${H16})?::${H16}`,
+  `(?:(?:${H16}:){0,6}${H16})?::`,
+].join("|");
+const PORT = "(?:[0-9]{1,4}|[1-5][0-9]{4}|6[0-4][0-9]{3}|65[0-4][0-9]{2}|655[0-2][0-9]|6553[0-5])";
+/** RFC 3986 user info characters (no `{}`: no templates). */
+const USERINFO = "[A-Za-z0-9._~!$&'()*+,;=:%-]*@";
+
+/**
+ * URLs accepted for webhooks and Slack: `http://` or `https://` (scheme in any case), optional user
+ * info, a host (a registered name, an IPv4 address or a bracketed IPv6 address), an optional port
+ * (0–65535), then optionally a path, query or fragment without whitespace. `{field}` tokens (replaced
+ * by the matched entity's values at delivery) are allowed only after the host and port, in the
+ * path, query and fragment: a `{` or `}` in the scheme, user info, host or port is refused, so a
+ * token can never choose the server a webhook calls. Whether the host may be called (SSRF: private
+ * addresses, metadata endpoints) is decided at delivery time.
+ */
+export const HTTP_URL_PATTERN = `^[Hh][Tt][Tt][Pp][Ss]?://(?:${USERINFO})?(?:${REG_NAME}|${IPV4}|\\[(?:${IPV6})\\])(?::${PORT})?(?:[/?#]\\S*)?$`;
+
+/** Operators whose value is a string (every operator but Inspect and the two Equals any). */
+const SCALAR_OPERATORS = OPERATORS.filter((o) => o !== "Inspect" && !ARRAY_OPERATORS.includes(o)) as Exclude<
+  Operator,
+  "Inspect" | "Equals any" | "Equals any (ignore case)"
+>[];
+const ARRAY_OPERATOR_LIST = ["Equals any", "Equals any (ignore case)"] as const;
+const EQUALITY_OPERATOR_LIST = EQUALITY_OPERATORS as Exclude<
+  Operator,
+  "Inspect" | "Greater" | "Greater or Equal" | "Less" | "Less or Equal"
+>[];
+const NO_VALUE =
+  "equality operator without value (absent or null): holds when the attribute has no value (missing, null, or an array without a non-null element)";
+
+// ---------------------------------------------------------------------------------------------
+// TypeBox schemas
+// ---------------------------------------------------------------------------------------------
+
+const closed = { additionalProperties: false } as const;
+
+const DefinitionName = Type.String({
+  minLength: 1,
+  maxLength: RULE_LIMITS.definitionNameMaxLength,
+  description: "attribute of the entity (dotted path), 1 to 256 characters",
+});
+const ValueString = Type.String({ maxLength: RULE_LIMITS.valueMaxLength });
+const ValueList = Type.Array(ValueString);
+const FieldName = Type.String({ maxLength: RULE_LIMITS.fieldNameMaxLength });
+
+/** What differs between the nesting levels of a target definition: the label of its variants and its description. */
+const DEFINITION_LEVELS = {
+  1: {
+    label: "target definition",
+    description: "Target definition: an attribute of the entity, an operator and a value (or nested conditions for Inspect).",
+  },
+  2: { label: "second-level definition", description: "Second-level definition: same as the top level plus useScaledValue." },
+  3: { label: "third-level definition", description: "Third-level definition: no Inspect, value required." },
+} as const;
+
+/**
+ * The schema of a target definition at nesting `level`, the one description of all three levels.
+ * Every level has the string-valued and the Equals any operators (`value` required); levels 1 and 2
+ * also an equality operator without value and Inspect (its `operatorParameters` are `inner`
+ * definitions), and take `operatorParameters: null` otherwise; level 2 alone has `useScaledValue`
+ * (not `true` without a value); level 3 has no `operatorParameters` at all.
+ * @param level - 1 (targetMap item), 2 (item of a top-level Inspect), 3 (item of a second-level Inspect).
+ * @param inner - the schema of the next level's definitions (levels 1 and 2).
+ * @returns a union of closed objects, one per operator family.
+ */
+function definitionSchema(level: 1 | 2 | 3, inner?: TSchema): TSchema {
+  const { label, description } = DEFINITION_LEVELS[level];
+  const scaled = (schema: TSchema): Record<string, TSchema> => (level === 2 ? { useScaledValue: Type.Optional(schema) } : {});
+  const noParameters: Record<string, TSchema> = level < 3 ? { operatorParameters: Type.Optional(Type.Null()) } : {};
+  const variant = (properties: Record<string, TSchema>, what: string) =>
+    Type.Object({ name: DefinitionName, ...properties }, { ...closed, description: `${label}, ${what}` });
+  const variants = [
+    variant(
+      { operator: Type.Enum(SCALAR_OPERATORS), value: ValueString, ...scaled(Type.Boolean()), ...noParameters },
+      "string-valued operator",
+    ),
+    variant(
+      { operator: Type.Enum(ARRAY_OPERATOR_LIST), value: ValueList, ...scaled(Type.Boolean()), ...noParameters },
+      "Equals any operator",
+    ),
+  ];
+  if (inner) {
+    variants.push(
+      variant(
+        { operator: Type.Enum(EQUALITY_OPERATOR_LIST), value: Type.Optional(Type.Null()), ...scaled(Type.Literal(false)), ...noParameters },
+        level === 2 ? `${NO_VALUE}; not with useScaledValue true` : NO_VALUE,
+      ),
+      variant(
+        {
+          operator: Type.Literal("Inspect"),
+          value: Type.Optional(Type.Union([ValueString, Type.Null()])),
+          ...scaled(Type.Boolean()),
+          operatorParameters: Type.Array(inner, {
+            minItems: RULE_LIMITS.operatorParametersMin,
+            maxItems: RULE_LIMITS.operatorParametersMax,
+          }),
+        },
+        "Inspect",
+      ),
+    );
+  }
+  return Type.Union(variants, { description });
+}
+
+/** Third-level definition (item of a second-level Inspect's operatorParameters): name, operator (no Inspect), value, all required; nothing deeper. */
+export const ThirdLevelDefinitionSchema = definitionSchema(3);
+
+/**
+ * Second-level definition (item of a top-level Inspect's operatorParameters); the only level with
+ * `useScaledValue`. Like the top level, an equality operator may come without `value`, but not
+ * together with `useScaledValue: true` (the scaled amount of an argument without value is meaningless).
+ */
+export const SecondLevelDefinitionSchema = definitionSchema(2, ThirdLevelDefinitionSchema);
+
+/**
+ * Top-level target definition (targetMap item). `value` is a string (ordering and Equals operators),
+ * an array of strings (Equals any), absent or null for an equality operator (holds when the
+ * attribute has no value), and absent, null or an unused string for Inspect.
+ */
+export const TargetDefinitionSchema = definitionSchema(1, SecondLevelDefinitionSchema);
+
+/**
+ * The schema of a payload item at one level, the one description of all three levels: with `inner`
+ * (the next level's item schema), a union of `Field` (`subPayloads` null or absent) and `Sub Field`
+ * (`subPayloads`: 1 to 10 unique `inner` items); without, the leaf `{fieldType: "Field", fieldName}`.
+ * @param inner - the schema of the items of a `Sub Field`'s `subPayloads`; absent at the last level.
+ * @returns a closed object (leaf) or a union of two closed objects.
+ */
+function payloadItemSchema(inner?: TSchema): TSchema {
+  if (!inner) return Type.Object({ fieldType: Type.Literal("Field"), fieldName: FieldName }, closed);
+  return Type.Union([
+    Type.Object(
+      { fieldType: Type.Literal("Field"), fieldName: FieldName, subPayloads: Type.Optional(Type.Null()) },
+      { ...closed, description: "Field: subPayloads null or absent" },
+    ),
+    Type.Object(
+      {
+        fieldType: Type.Literal("Sub Field"),
+        fieldName: FieldName,
+        subPayloads: Type.Array(inner, { minItems: RULE_LIMITS.subPayloadsMin, maxItems: RULE_LIMITS.subPayloadsMax, uniqueItems: true }),
+      },
+      { ...closed, description: "Sub Field: subPayloads required" },
+    ),
+  ]);
+}
+
+/** Payload item one level below a sub-payload: only `{fieldType: "Field", fieldName}`. */
+export const LeafPayloadItemSchema = payloadItemSchema();
+
+/** Payload item of a sub-payload (same rules as the top level, children are leaves). */
+export const SubPayloadItemSchema = payloadItemSchema(LeafPayloadItemSchema);
+
+/** Payload item: names a property of the matched entity sent with the alert; Sub Field steps into a nested property. */
+export const PayloadItemSchema = payloadItemSchema(SubPayloadItemSchema);
+
+const PayloadSchema = Type.Optional(
+  Type.Union([Type.Array(PayloadItemSchema, { maxItems: RULE_LIMITS.payloadMax, uniqueItems: true }), Type.Null()]),
+);
+const HttpUrlSchema = Type.String({
+  pattern: HTTP_URL_PATTERN,
+  maxLength: RULE_LIMITS.urlMaxLength,
+  description: "absolute http(s) URL; {field} tokens only in the path, query and fragment",
+  examples: ["https://hooks.example.com/chainsift/{transactionHash}?block={blockNumber}"],
+});
+
+/** Parameters of an Email alert. Additional properties are allowed (and ignored). */
+export const EmailParametersSchema = Type.Object({
+  recipients: Type.Array(Type.String({ pattern: EMAIL_PATTERN, maxLength: RULE_LIMITS.emailMaxLength, examples: ["ops@example.com"] }), {
+    minItems: 1,
+    maxItems: RULE_LIMITS.recipientsMax,
+  }),
+});
+/** Parameters of a Slack alert. Additional properties are allowed (and ignored). */
+export const SlackParametersSchema = Type.Object({
+  url: HttpUrlSchema,
+  text: Type.String({ maxLength: RULE_LIMITS.slackTextMaxLength }),
+  channel: Type.String({ maxLength: RULE_LIMITS.slackNameMaxLength }),
+  username: Type.String({ maxLength: RULE_LIMITS.slackNameMaxLength }),
+});
+/** Parameters of a webhook alert (GET or POST). `{field}` tokens in the URL are replaced at delivery. */
+export const WebhookParametersSchema = Type.Object({ url: HttpUrlSchema });
+
+/** Alert definition (alerts item): the action and what it sends. Additional properties are allowed. */
+export const AlertDefinitionSchema = Type.Union([
+  Type.Object({ type: Type.Literal("Email"), parameters: EmailParametersSchema, payload: PayloadSchema }),
+  Type.Object({ type: Type.Literal("Slack"), parameters: SlackParametersSchema, payload: PayloadSchema }),
+  Type.Object({
+    type: Type.Enum(["Webhook (GET)", "Webhook (POST)"] as const),
+    parameters: WebhookParametersSchema,
+    payload: PayloadSchema,
+  }),
+]);
+
+/** Rule config: no additional properties; targetType, targetMap and alerts all required. */
+export const RuleConfigSchema = Type.Object(
+  {
+    targetType: Type.Enum(TARGET_TYPES),
+    targetMap: Type.Array(TargetDefinitionSchema, {
+      minItems: RULE_LIMITS.targetMapMin,
+      maxItems: RULE_LIMITS.targetMapMax,
+      uniqueItems: true,
+    }),
+    alerts: Type.Array(AlertDefinitionSchema, { minItems: RULE_LIMITS.alertsMin, maxItems: RULE_LIMITS.alertsMax, uniqueItems: true }),
+  },
+  closed,
+);
+
+/**
+ * Limits of the additional top-level properties, in the rule schemas. JSON Schema cannot count or
+ * measure only the properties that `properties` does not name, so `maxProperties` is the bound for
+ * a body carrying every field of {@link RULE_FIELDS} (a fetched rule PUT back) and the exact limits
+ * travel as annotations (`x-chainsift-…`, ignored by validators) and in the description.
+ */
+const extraPropertyLimits = {
+  maxProperties: RULE_FIELDS.length + RULE_LIMITS.extraPropertiesMax,
+  "x-chainsift-maxAdditionalProperties": RULE_LIMITS.extraPropertiesMax,
+  "x-chainsift-maxAdditionalPropertiesBytes": RULE_LIMITS.extraPropertiesMaxBytes,
+  "x-chainsift-maxBodyBytes": RULE_LIMITS.bodyMaxBytes,
+} as const;
+
+const ruleProperties = {
+  name: Type.String({ maxLength: RULE_LIMITS.nameMaxLength }),
+  maxConfirmationCount: Type.Integer({ minimum: 0 }),
+  technology: Type.String({ description: "must name a chain this deployment serves" }),
+  blockchain: Type.String({ description: "must name a chain this deployment serves" }),
+  network: Type.String({ description: "must name a chain this deployment serves" }),
+  config: RuleConfigSchema,
+  description: Type.Optional(Type.Union([Type.String({ maxLength: RULE_LIMITS.descriptionMaxLength }), Type.Null()])),
+  version: Type.Optional(Type.Integer({ description: "ignored on create; on update, the version the client last saw (stale: 409)" })),
+  state: Type.Optional(Type.Enum(RULE_STATES, { description: "`enabled` (evaluated, the default) or `disabled` (kept, never matches)" })),
+  sendPendingAlerts: Type.Optional(Type.Boolean()),
+};
+
+/**
+ * Body of `POST /alerting/rules/`. Additional top-level properties are allowed and stored verbatim
+ * (except the service-managed `id`, `accountId`, `createdAt`, `updatedAt`, which are ignored).
+ * Defaults applied by {@link validateRuleInput}: `state` `enabled`, `sendPendingAlerts` false, `description` null.
+ */
+const createDescription = `An alerting rule. Additional top-level properties are allowed and stored verbatim: at most ${RULE_LIMITS.extraPropertiesMax}, together at most ${RULE_LIMITS.extraPropertiesMaxBytes} bytes of JSON; the whole body at most ${RULE_LIMITS.bodyMaxBytes} bytes.`;
+export const RuleCreateSchema = Type.Object(ruleProperties, { description: createDescription, ...extraPropertyLimits });
+
+/**
+ * Body of `PUT /alerting/rules/<rule_id>/`: any subset of the rule's fields, merged into the stored
+ * rule at the top level (`config` is replaced as a whole). `version`, when sent, must equal the
+ * stored version (else 409). `technology`, `blockchain`, `network` may be sent but must equal the
+ * stored values (the store refuses a change with `CS_RULE_IMMUTABLE_FIELD`).
+ */
+const updateDescription = `Fields of an alerting rule to change. Additional top-level properties: at most ${RULE_LIMITS.extraPropertiesMax} in the body and in the rule they are merged into, together at most ${RULE_LIMITS.extraPropertiesMaxBytes} bytes of JSON; the whole body at most ${RULE_LIMITS.bodyMaxBytes} bytes.`;
+export const RuleUpdateSchema = Type.Partial(RuleCreateSchema, { description: updateDescription, ...extraPropertyLimits });
+
+/** The rule body schemas of one deployment, see {@link ruleSchemasFor}. */
+export interface RuleSchemas {
+  /** Body of `POST /alerting/rules/`: {@link RuleCreateSchema} with the served chains. */
+  create: TSchema;
+  /** Body of `PUT /alerting/rules/<rule_id>/`: {@link RuleUpdateSchema} with the served chains. */
+  update: TSchema;
+}
+
+/**
+ * {@link RuleCreateSchema} and {@link RuleUpdateSchema} for a deployment that serves `chains`, for
+ * its OpenAPI document: `technology`, `blockchain` and `network` are enumerations of the served
+ * values, and when the served chains are not every combination of those values (e.g. two networks
+ * of different blockchains) an `anyOf` of the served combinations is added, so the schema accepts
+ * exactly the chain fields {@link validateRuleInput} accepts (`CS_RULE_UNKNOWN_CHAIN` otherwise).
+ * With no chain served, nothing is accepted (like the validator). Pure; build once per app.
+ * @param chains the chains this deployment serves (as passed to {@link validateRuleInput}).
+ */
+export function ruleSchemasFor(chains: readonly ChainId[]): RuleSchemas {
+  const fields = ["technology", "blockchain", "network"] as const;
+  const combos = [...new Map(chains.map((c) => [JSON.stringify([c.technology, c.blockchain, c.network]), c])).values()];
+  const values = (f: (typeof fields)[number]) => [...new Set(combos.map((c) => c[f]))];
+  const enumOf = (f: (typeof fields)[number]) =>
+    Type.Enum(values(f), { description: `a ${f} this deployment serves (with the other two, one of the served chains)` });
+  const product = fields.reduce((n, f) => n * values(f).length, 1);
+  const combinations =
+    combos.length === product
+      ? {}
+      : {
+          anyOf: combos.map((c) => ({
+            properties: { technology: { const: c.technology }, blockchain: { const: c.blockchain }, network: { const: c.network } },
+          })),
+        };
+  const properties = { ...ruleProperties, technology: enumOf("technology"), blockchain: enumOf("blockchain"), network: enumOf("network") };
+  const create = Type.Object(properties, { description: createDescription, ...extraPropertyLimits, ...combinations });
+  return { create, update: Type.Partial(create, { description: updateDescription, ...extraPropertyLimits, ...combinations }) };
+}
+
+/** Static type of a body valid against {@link RuleCreateSchema}. */
+export type RuleCreateBody = Static<typeof RuleCreateSchema>;
+/** Static type of a body valid against {@link RuleUpdateSchema}. */
+export type RuleUpdateBody = Static<typeof RuleUpdateSchema>;
