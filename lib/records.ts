@@ -54,6 +54,61 @@ export interface BlockRecord {
   uncles: string[];
   /** EIP-4895 withdrawals count; null before the Shanghai fork. */
   withdrawalsCount: number | null;
+  /** The 256-byte bloom filter of the block's logs (hex). Null when the node omits it. */
+  logsBloom: string | null;
+  /**
+   * Total difficulty of the chain up to this block. Null when the node omits it: Erigon never
+   * returns it, geth dropped it after the merge (it stays 58750003716598352816469 from then on).
+   */
+  totalDifficulty: Quantity | null;
+  /** Hash of the RLP of the uncle headers (`sha3Uncles`). */
+  sha3Uncles: string | null;
+  /** `mixHash`; since the merge (EIP-4399) it carries the beacon chain's `prevRandao`. */
+  mixHash: string | null;
+  /** EIP-4895 withdrawals trie root; null before Shanghai. */
+  withdrawalsRoot: string | null;
+  /** EIP-4895 withdrawals, in block order; null before Shanghai (an empty list after it). */
+  withdrawals: WithdrawalRecord[] | null;
+  /** EIP-4788 parent beacon block root; null before Cancun. */
+  parentBeaconBlockRoot: string | null;
+  /** EIP-4844 blob gas used by the block's blob transactions; null before Cancun. */
+  blobGasUsed: Quantity | null;
+  /** EIP-4844 excess blob gas; null before Cancun. */
+  excessBlobGas: Quantity | null;
+  /** EIP-7685 hash of the execution-layer requests; null before Prague. */
+  requestsHash: string | null;
+}
+
+/** An EIP-4895 withdrawal from the beacon chain (https://eips.ethereum.org/EIPS/eip-4895), nested in its block. */
+export interface WithdrawalRecord {
+  /** Monotonic withdrawal index. */
+  index: Quantity;
+  validatorIndex: Quantity;
+  /** Recipient, EIP-55. */
+  address: string;
+  /** Amount in gwei (not wei). */
+  amount: Quantity;
+}
+
+/** An EIP-2930 access list entry (https://eips.ethereum.org/EIPS/eip-2930). */
+export interface AccessListEntry {
+  /** EIP-55. */
+  address: string;
+  /** 32-byte storage slots (hex). */
+  storageKeys: string[];
+}
+
+/** An EIP-7702 authorization (https://eips.ethereum.org/EIPS/eip-7702) of a set-code (type 4) transaction. */
+export interface AuthorizationRecord {
+  chainId: Quantity;
+  /** The code the authority delegates to, EIP-55. */
+  address: string;
+  nonce: Quantity;
+  yParity: Quantity;
+  /** Signature `r` (hex, as the node returns it). */
+  r: string;
+  /** Signature `s` (hex). */
+  s: string;
 }
 
 /**
@@ -91,6 +146,32 @@ export interface TransactionRecord {
   contractAddress: string | null;
   /** Number of logs in the receipt. */
   logCount: number;
+  /** EIP-155 chain id; null for legacy transactions signed without it (and when the node omits it). */
+  chainId: Quantity | null;
+  /** Signature `v` (legacy: 27/28 or EIP-155 `chainId * 2 + 35/36`; typed: the y parity). */
+  v: Quantity | null;
+  /** Signature `r` (hex, as the node returns it: an opaque 32-byte value, so no `{num, raw}`). */
+  r: string | null;
+  /** Signature `s` (hex). */
+  s: string | null;
+  /** Signature y parity of typed transactions (EIP-2930 and later); null for legacy ones. */
+  yParity: Quantity | null;
+  /** EIP-2930 access list (types 1 to 4); null for legacy transactions. */
+  accessList: AccessListEntry[] | null;
+  /** EIP-4844 maximum fee per blob gas, in wei (type 3); null otherwise. */
+  maxFeePerBlobGas: Quantity | null;
+  /** EIP-4844 blob versioned hashes (type 3); null otherwise. */
+  blobVersionedHashes: string[] | null;
+  /** EIP-7702 authorization list (type 4); null otherwise. */
+  authorizationList: AuthorizationRecord[] | null;
+  /** Receipt: post-transaction state root, before Byzantium (EIP-658 replaced it with `status`); null after. */
+  root: string | null;
+  /** Receipt: the 256-byte bloom filter of the transaction's logs (hex); null without a receipt. */
+  logsBloom: string | null;
+  /** Receipt: EIP-4844 blob gas used (type 3); null otherwise. */
+  blobGasUsed: Quantity | null;
+  /** Receipt: EIP-4844 blob gas price, in wei (type 3); null otherwise. */
+  blobGasPrice: Quantity | null;
 }
 
 /**

@@ -23,6 +23,8 @@ const quantity = {
 const Q = `${NS}.Quantity`;
 const optQ = { type: ["null", Q], default: null };
 const optString = { type: ["null", "string"], default: null };
+/** A nullable array of `items`, default null (fields added after the first release must have defaults: BACKWARD compatibility). */
+const optArray = (items: unknown) => ({ type: ["null", { type: "array", items }], default: null });
 
 /** Schema of topic `<chain>.blocks`. */
 export const blockSchema: AvroSchema = {
@@ -48,6 +50,29 @@ export const blockSchema: AvroSchema = {
     { name: "transactionCount", type: "int" },
     { name: "uncles", type: { type: "array", items: "string" } },
     { name: "withdrawalsCount", type: ["null", "int"], default: null },
+    // Added later (chainsift 0.2): every one nullable with a default, so old messages still decode.
+    { name: "logsBloom", ...optString },
+    { name: "totalDifficulty", ...optQ },
+    { name: "sha3Uncles", ...optString },
+    { name: "mixHash", ...optString },
+    { name: "withdrawalsRoot", ...optString },
+    {
+      name: "withdrawals",
+      ...optArray({
+        type: "record",
+        name: "Withdrawal",
+        fields: [
+          { name: "index", type: Q },
+          { name: "validatorIndex", type: Q },
+          { name: "address", type: "string" },
+          { name: "amount", type: Q },
+        ],
+      }),
+    },
+    { name: "parentBeaconBlockRoot", ...optString },
+    { name: "blobGasUsed", ...optQ },
+    { name: "excessBlobGas", ...optQ },
+    { name: "requestsHash", ...optString },
   ],
 };
 
@@ -79,6 +104,44 @@ export const transactionSchema: AvroSchema = {
     { name: "effectiveGasPrice", ...optQ },
     { name: "contractAddress", ...optString },
     { name: "logCount", type: "int" },
+    // Added later (chainsift 0.2): every one nullable with a default, so old messages still decode.
+    { name: "chainId", ...optQ },
+    { name: "v", ...optQ },
+    { name: "r", ...optString },
+    { name: "s", ...optString },
+    { name: "yParity", ...optQ },
+    {
+      name: "accessList",
+      ...optArray({
+        type: "record",
+        name: "AccessListEntry",
+        fields: [
+          { name: "address", type: "string" },
+          { name: "storageKeys", type: { type: "array", items: "string" } },
+        ],
+      }),
+    },
+    { name: "maxFeePerBlobGas", ...optQ },
+    { name: "blobVersionedHashes", ...optArray("string") },
+    {
+      name: "authorizationList",
+      ...optArray({
+        type: "record",
+        name: "Authorization",
+        fields: [
+          { name: "chainId", type: Q },
+          { name: "address", type: "string" },
+          { name: "nonce", type: Q },
+          { name: "yParity", type: Q },
+          { name: "r", type: "string" },
+          { name: "s", type: "string" },
+        ],
+      }),
+    },
+    { name: "root", ...optString },
+    { name: "logsBloom", ...optString },
+    { name: "blobGasUsed", ...optQ },
+    { name: "blobGasPrice", ...optQ },
   ],
 };
 

@@ -108,13 +108,19 @@ export function toIndexDocs(inputs: InputRecord[], chain: ChainId, indexPrefix: 
 }
 
 /**
- * Creates each kind's index with its explicit mapping and settings when missing.
- * @throws when Elasticsearch refuses (e.g. a conflicting existing mapping).
+ * Creates each kind's index with its explicit mapping and settings when missing, and adds the
+ * fields a newer chainsift maps to an existing index (PUT `_mapping` adds fields and never changes
+ * existing ones: https://www.elastic.co/guide/en/elasticsearch/reference/8.19/indices-put-mapping.html),
+ * so an upgrade indexes its new record fields into the old indices (`dynamic: strict` would refuse them).
+ * @throws when Elasticsearch refuses (e.g. a mapping that conflicts with the existing one).
  */
 export async function ensureIndices(es: Client, chain: ChainId, indexPrefix: string): Promise<void> {
   for (const kind of Object.keys(MAPPINGS) as RecordKind[]) {
     const index = indexName(chain, kind, indexPrefix);
-    if (await es.indices.exists({ index })) continue;
+    if (await es.indices.exists({ index })) {
+      await es.indices.putMapping({ index, ...(MAPPINGS[kind] as object) });
+      continue;
+    }
     try {
       await es.indices.create({ index, settings: INDEX_SETTINGS as never, mappings: MAPPINGS[kind] as never });
     } catch (err) {

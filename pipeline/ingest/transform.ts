@@ -4,8 +4,24 @@
  * Field semantics: https://ethereum.github.io/execution-apis/api-documentation/
  * @module
  */
-import { checksum, hexString, MalformedRpcDataError, optionalAddress, optionalQuantity, quantity } from "../../lib/chain/rpc-values.js";
-import type { BlockRecord, LogRecord, TraceRecord, TransactionRecord } from "../../lib/records.js";
+import {
+  checksum,
+  hexString,
+  MalformedRpcDataError,
+  optionalAddress,
+  optionalHexString,
+  optionalQuantity,
+  quantity,
+} from "../../lib/chain/rpc-values.js";
+import type {
+  AccessListEntry,
+  AuthorizationRecord,
+  BlockRecord,
+  LogRecord,
+  TraceRecord,
+  TransactionRecord,
+  WithdrawalRecord,
+} from "../../lib/records.js";
 
 /** A raw JSON-RPC object with hex-encoded quantities. */
 export type RawRpcObject = Record<string, unknown>;
@@ -42,6 +58,59 @@ export function toBlockRecord(block: RawRpcObject): BlockRecord {
     transactionCount: txs.length,
     uncles: Array.isArray(block.uncles) ? block.uncles.map((u, i) => hexString(u, `block.uncles[${i}]`)) : [],
     withdrawalsCount: Array.isArray(block.withdrawals) ? block.withdrawals.length : null,
+    logsBloom: optionalHexString(block.logsBloom, "block.logsBloom"),
+    totalDifficulty: optionalQuantity(block.totalDifficulty, "block.totalDifficulty"),
+    sha3Uncles: optionalHexString(block.sha3Uncles, "block.sha3Uncles"),
+    mixHash: optionalHexString(block.mixHash, "block.mixHash"),
+    withdrawalsRoot: optionalHexString(block.withdrawalsRoot, "block.withdrawalsRoot"),
+    withdrawals: optionalList(block.withdrawals, "block.withdrawals", toWithdrawal),
+    parentBeaconBlockRoot: optionalHexString(block.parentBeaconBlockRoot, "block.parentBeaconBlockRoot"),
+    blobGasUsed: optionalQuantity(block.blobGasUsed, "block.blobGasUsed"),
+    excessBlobGas: optionalQuantity(block.excessBlobGas, "block.excessBlobGas"),
+    requestsHash: optionalHexString(block.requestsHash, "block.requestsHash"),
+  };
+}
+
+/**
+ * Converts an optional JSON-RPC list with `item`, null when the node omits it.
+ * @throws {MalformedRpcDataError} when present but not an array, or an item is malformed.
+ */
+function optionalList<T>(value: unknown, path: string, item: (raw: RawRpcObject, path: string) => T): T[] | null {
+  if (value === undefined || value === null) return null;
+  if (!Array.isArray(value)) throw new MalformedRpcDataError(path, "expected an array");
+  return value.map((v, i) => {
+    const at = `${path}[${i}]`;
+    if (typeof v !== "object" || v === null) throw new MalformedRpcDataError(at, "expected an object");
+    return item(v as RawRpcObject, at);
+  });
+}
+
+/** One EIP-4895 withdrawal. */
+function toWithdrawal(w: RawRpcObject, path: string): WithdrawalRecord {
+  return {
+    index: quantity(w.index, `${path}.index`),
+    validatorIndex: quantity(w.validatorIndex, `${path}.validatorIndex`),
+    address: checksum(w.address, `${path}.address`),
+    amount: quantity(w.amount, `${path}.amount`),
+  };
+}
+
+/** One EIP-2930 access list entry. */
+function toAccessListEntry(e: RawRpcObject, path: string): AccessListEntry {
+  const keys = e.storageKeys;
+  if (!Array.isArray(keys)) throw new MalformedRpcDataError(`${path}.storageKeys`, "expected an array");
+  return { address: checksum(e.address, `${path}.address`), storageKeys: keys.map((k, i) => hexString(k, `${path}.storageKeys[${i}]`)) };
+}
+
+/** One EIP-7702 authorization. */
+function toAuthorization(a: RawRpcObject, path: string): AuthorizationRecord {
+  return {
+    chainId: quantity(a.chainId, `${path}.chainId`),
+    address: checksum(a.address, `${path}.address`),
+    nonce: quantity(a.nonce, `${path}.nonce`),
+    yParity: quantity(a.yParity, `${path}.yParity`),
+    r: hexString(a.r, `${path}.r`),
+    s: hexString(a.s, `${path}.s`),
   };
 }
 
@@ -85,6 +154,19 @@ export function toTransactionRecord(
     effectiveGasPrice: receipt ? optionalQuantity(receipt.effectiveGasPrice, `${path}.receipt.effectiveGasPrice`) : null,
     contractAddress: receipt ? optionalAddress(receipt.contractAddress, `${path}.receipt.contractAddress`) : null,
     logCount: receipt && Array.isArray(receipt.logs) ? receipt.logs.length : 0,
+    chainId: optionalQuantity(tx.chainId, `${path}.chainId`),
+    v: optionalQuantity(tx.v, `${path}.v`),
+    r: optionalHexString(tx.r, `${path}.r`),
+    s: optionalHexString(tx.s, `${path}.s`),
+    yParity: optionalQuantity(tx.yParity, `${path}.yParity`),
+    accessList: optionalList(tx.accessList, `${path}.accessList`, toAccessListEntry),
+    maxFeePerBlobGas: optionalQuantity(tx.maxFeePerBlobGas, `${path}.maxFeePerBlobGas`),
+    blobVersionedHashes: optionalList(tx.blobVersionedHashes, `${path}.blobVersionedHashes`, (h, at) => hexString(h, at)),
+    authorizationList: optionalList(tx.authorizationList, `${path}.authorizationList`, toAuthorization),
+    root: receipt ? optionalHexString(receipt.root, `${path}.receipt.root`) : null,
+    logsBloom: receipt ? optionalHexString(receipt.logsBloom, `${path}.receipt.logsBloom`) : null,
+    blobGasUsed: receipt ? optionalQuantity(receipt.blobGasUsed, `${path}.receipt.blobGasUsed`) : null,
+    blobGasPrice: receipt ? optionalQuantity(receipt.blobGasPrice, `${path}.receipt.blobGasPrice`) : null,
   };
 }
 

@@ -207,6 +207,30 @@ describe.skipIf(!fixtures || !up.ok)("mainnet fixtures → ingest → Kafka → 
     expect(env.hits.hits[0]?._source.number).toEqual({ num: 17_000_000, raw: "0x1036640" });
   });
 
+  it("serves the fields of later forks: withdrawals (nested in the block), typed-transaction fields, receipt blooms", async () => {
+    const withWithdrawals = blocks.filter((fb) => Array.isArray(fb.block.withdrawals)).map((fb) => fb.number);
+    expect(withWithdrawals.length).toBeGreaterThan(0);
+    const anyWithdrawal = { nested: { path: "withdrawals", query: { range: { "withdrawals.amount.num": { gt: 0 } } } } };
+    const found = await search("block", { query: anyWithdrawal, size: 50, sort: { "number.num": "asc" } });
+    expect(found.hits.hits.map((h) => (h._source.number as { num: number }).num)).toEqual(withWithdrawals);
+    const shanghai = blocks.find((fb) => fb.number === 17_053_184)!;
+    const w0 = (shanghai.block.withdrawals as Array<Record<string, string>>)[0]!;
+    const byValidator = await search("block", {
+      query: { nested: { path: "withdrawals", query: { term: { "withdrawals.validatorIndex.num": Number(w0.validatorIndex) } } } },
+    });
+    expect(byValidator.hits.hits.map((h) => h._id)).toContain(shanghai.hash);
+    const typed = (shanghai.block.transactions as Array<Record<string, unknown>>).filter((t) => t.type === "0x2").length;
+    const inBlock = { term: { blockHash: shanghai.hash } };
+    // Typed transactions sign with v = y parity (0 or 1); legacy EIP-155 ones with v = chainId * 2 + 35/36.
+    const parityV = await search("tx", { query: { bool: { filter: [inBlock, { terms: { "v.num": [0, 1] } }] } }, size: 0 });
+    expect(parityV.hits.total).toBe(
+      typed + (shanghai.block.transactions as Array<Record<string, unknown>>).filter((t) => t.type === "0x1" || t.type === "0x3").length,
+    );
+    const tx = await search("tx", { query: inBlock, size: 1 });
+    expect(tx.hits.hits[0]?._source.logsBloom).toMatch(/^0x[0-9a-f]{512}$/);
+    expect(tx.hits.hits[0]?._source.chainId).toEqual({ num: 1, raw: "0x1" });
+  });
+
   it("sorts by blockNumber.num desc and streams size -1 over a range", async () => {
     const sorted = await search("tx", { sort: { "blockNumber.num": "desc" }, size: 5 });
     expect(sorted.hits.hits[0]?._source.blockNumber).toMatchObject({ num: blocks.at(-1)!.number });

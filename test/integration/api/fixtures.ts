@@ -19,6 +19,7 @@ import {
   type TransactionRecord,
 } from "../../../lib/records.js";
 import { connectRedisClient } from "../../../lib/redis.js";
+import { ABSENT_BLOCK_FIELDS, ABSENT_TRANSACTION_FIELDS } from "../../support/records.js";
 
 /** Whether Elasticsearch answers `_cluster/health` at `url` within 3 s. */
 export async function esReachable(url: string): Promise<boolean> {
@@ -94,6 +95,7 @@ export const blocks: BlockRecord[] = TX_PER_BLOCK.map((count, i) => ({
   transactionCount: count,
   uncles: [],
   withdrawalsCount: null,
+  ...ABSENT_BLOCK_FIELDS,
 }));
 
 const SENDERS = [VITALIK, BINANCE, VITALIK, BUILDER];
@@ -127,6 +129,7 @@ export const txs: TransactionRecord[] = blocks.flatMap((b, bi) =>
       effectiveGasPrice: q(28_000_000_000),
       contractAddress: null,
       logCount: to === USDT ? 1 : 0,
+      ...ABSENT_TRANSACTION_FIELDS,
     };
   }),
 );

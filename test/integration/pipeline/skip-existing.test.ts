@@ -8,6 +8,7 @@ import type { BlockRecord } from "../../../lib/records.js";
 import { createBus, createRecordProducer, skipExistingRecords } from "../../../pipeline/kafka/bus.js";
 import { type Pipeline, startPipeline } from "../../../pipeline/runtime.js";
 import { createHarness, type Harness, servicesUp, skipMessage, waitFor } from "../../support/harness.js";
+import { ABSENT_BLOCK_FIELDS } from "../../support/records.js";
 
 const up = await servicesUp();
 if (!up.ok) console.warn(skipMessage(up.missing));
@@ -33,6 +34,7 @@ const block = (n: number): BlockRecord => ({
   transactionCount: 0,
   uncles: [],
   withdrawalsCount: 0,
+  ...ABSENT_BLOCK_FIELDS,
 });
 
 describe.skipIf(!up.ok)("skipExistingRecords (real Kafka)", () => {
