@@ -3,6 +3,7 @@
  * passes the result (or parts of it) down as a dependency object; nothing else reads `process.env`.
  * @module
  */
+import { hostname } from "node:os";
 
 /** Which chain a deployment (or one pipeline) serves; the three URL segments of the search API. */
 export interface ChainId {
@@ -21,8 +22,19 @@ export interface Config {
   kafka: {
     /** Bootstrap brokers. Env `KAFKA_BROKERS` (comma-separated), default `127.0.0.1:9092`. */
     brokers: string[];
-    /** Kafka client id prefix. Env `KAFKA_CLIENT_ID`, default `chainsift`. */
+    /**
+     * First part of every Kafka client id of the process. Each kafkajs client's id is
+     * `<clientId>-<role>-<instanceId>`, role being the stage (`decode`, `index`, …) for its
+     * consumer, so `kafka-consumer-groups --describe` tells which process holds which partition
+     * (pipeline/kafka/bus.ts). Env `KAFKA_CLIENT_ID`, default `chainsift`.
+     */
     clientId: string;
+    /**
+     * This process's instance name, the last part of its Kafka client ids. Env
+     * `CHAINSIFT_INSTANCE_ID`, default `<hostname>-<pid>` (`os.hostname()`; in a container the
+     * hostname is the container's, so the default is unique per replica).
+     */
+    instanceId: string;
     /** Prepended to every topic name (tests isolate themselves with it). Env `CHAINSIFT_TOPIC_PREFIX`, default empty. */
     topicPrefix: string;
     /** Prepended to every consumer group id. Env `CHAINSIFT_GROUP_PREFIX`, default `chainsift`. */
@@ -212,6 +224,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     kafka: {
       brokers: list(env, "KAFKA_BROKERS", ["127.0.0.1:9092"]),
       clientId: str(env, "KAFKA_CLIENT_ID", "chainsift"),
+      instanceId: str(env, "CHAINSIFT_INSTANCE_ID", `${hostname()}-${process.pid}`),
       topicPrefix: str(env, "CHAINSIFT_TOPIC_PREFIX", ""),
       groupPrefix: str(env, "CHAINSIFT_GROUP_PREFIX", "chainsift"),
     },

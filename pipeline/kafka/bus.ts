@@ -13,7 +13,15 @@ import { SEQ_HEADER, subjectOf, TOPICS, type TopicKind, topicName } from "../../
 
 /** Shared Kafka plumbing of one process. */
 export interface Bus {
+  /** The process's kafkajs client (admin, producers), client id {@link kafkaClientId}`(config)`. */
   kafka: Kafka;
+  /**
+   * A kafkajs client of its own for one role of the process, e.g. a stage's consumer: client id
+   * {@link kafkaClientId}`(config, role)`, so Kafka's tools show which stage of which process holds
+   * a partition. The same client for the same role (kafkajs opens connections per consumer or
+   * producer, not per client, so this costs no connection).
+   */
+  client(role: string): Kafka;
   registry: SchemaRegistry;
   chain: ChainId;
   /** Full topic name of a topic kind (with the configured prefix). */
@@ -71,18 +79,32 @@ export async function ensureTopics(admin: Admin, chain: ChainId, prefix: string)
 }
 
 /**
+ * The Kafka client id of a process, or of one role in it: `<clientId>-<role>-<instanceId>`, e.g.
+ * `chainsift-decode-host1-4242`; `<clientId>-<instanceId>` without a role. Kafka shows it as
+ * CLIENT-ID in `kafka-consumer-groups --describe` (docs/stack.md).
+ * @param kafka - `config.kafka`: the prefix `clientId` and the process's `instanceId`.
+ * @param role - e.g. the stage name; none for the process-wide client.
+ */
+export function kafkaClientId(kafka: Pick<Config["kafka"], "clientId" | "instanceId">, role?: string): string {
+  return [kafka.clientId, role, kafka.instanceId].filter((part) => part !== undefined && part !== "").join("-");
+}
+
+/**
  * Connects to Kafka and the schema registry; unless `setup` is false, creates the chain's topics
  * and registers every value schema (idempotent: registering an identical schema returns its id).
  */
 export async function createBus(opts: BusOptions): Promise<Bus> {
   const { config, logger } = opts;
-  const kafka = new Kafka({
-    clientId: config.kafka.clientId,
-    brokers: config.kafka.brokers,
-    logLevel: KafkaLogLevel.WARN,
-    logCreator: kafkaLogCreator(logger),
-    retry: { retries: 8, initialRetryTime: 200 },
-  });
+  const newKafka = (clientId: string) =>
+    new Kafka({
+      clientId,
+      brokers: config.kafka.brokers,
+      logLevel: KafkaLogLevel.WARN,
+      logCreator: kafkaLogCreator(logger),
+      retry: { retries: 8, initialRetryTime: 200 },
+    });
+  const kafka = newKafka(kafkaClientId(config.kafka));
+  const clients = new Map<string, Kafka>();
   const registry = new SchemaRegistry({ host: config.schemaRegistryUrl, retry: { retries: 5 } });
   const prefix = config.kafka.topicPrefix;
   const topic = (kind: TopicKind) => topicName(config.chain, kind, prefix);
@@ -114,6 +136,14 @@ export async function createBus(opts: BusOptions): Promise<Bus> {
 
   return {
     kafka,
+    client(role) {
+      let client = clients.get(role);
+      if (!client) {
+        client = newKafka(kafkaClientId(config.kafka, role));
+        clients.set(role, client);
+      }
+      return client;
+    },
     registry,
     chain: config.chain,
     topic,

@@ -100,7 +100,8 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 export async function runConsumer(opts: ConsumerOptions): Promise<RunningConsumer> {
   const { bus, logger, stage, handler } = opts;
   const log = logger.child({ stage });
-  const consumer = bus.kafka.consumer({
+  // Its own client id per stage (`chainsift-<stage>-<instance>`): Kafka's tools show who holds what.
+  const consumer = bus.client(stage).consumer({
     groupId: bus.groupId(stage),
     maxBytesPerPartition: opts.maxBytesPerPartition ?? 4 * 1024 * 1024,
     allowAutoTopicCreation: false,
