@@ -7,6 +7,8 @@
 #   scripts/stack.sh status [service...]          one line each; exit 0 if all up, 3 otherwise
 #   scripts/stack.sh logs   [-f] [service...]     tail -n 100 of the service log(s)
 #   scripts/stack.sh env                          export lines for chainsift: eval "$(... env)"
+#   scripts/stack.sh kafka <tool> [args...]       Kafka's own CLI against the stack's broker; tools:
+#                                                 consumer-groups, topics, get-offsets (docs/stack.md)
 # Services: redis, kafka, elasticsearch (alias es), registry (aliases apicurio, schema-registry).
 # Without service arguments a command applies to all four.
 #
@@ -16,6 +18,8 @@
 #   kafka          Apache Kafka 3.9.1, KRaft single node (broker+controller): the jars of
 #                  org.apache.kafka:kafka_2.13:3.9.1 (+ reload4j logging), resolved with Maven from
 #                  scripts/stack/kafka-pom.xml, started as `java kafka.Kafka server.properties`.
+#                  Its command-line tools (`kafka` command): org.apache.kafka:kafka-tools:3.9.1 from
+#                  scripts/stack/kafka-tools-pom.xml, in a folder of their own (dist/kafka-tools-3.9.1).
 #   elasticsearch  Elasticsearch 8.19.4, Maven Central artifact
 #                  org.elasticsearch.distribution.integ-test-zip:elasticsearch:8.19.4:zip
 #                  (minimal distribution, no bundled JDK: runs on the system Java 17; security off).
@@ -49,6 +53,7 @@ readonly ALL_SERVICES=(redis kafka elasticsearch registry)
 SCRIPT_DIR=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")" && pwd)
 readonly SCRIPT_DIR
 readonly KAFKA_POM="$SCRIPT_DIR/stack/kafka-pom.xml"
+readonly KAFKA_TOOLS_POM="$SCRIPT_DIR/stack/kafka-tools-pom.xml"
 
 STACK_HOME=${CHAINSIFT_STACK_HOME:-${HOME:?HOME is not set}/.cache/chainsift/stack}
 KAFKA_PORT=${KAFKA_PORT:-9092}
@@ -71,7 +76,7 @@ die() {
 }
 
 usage() {
-  sed -n '2,12p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
+  sed -n '2,14p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
 }
 
 for _var in KAFKA_PORT KAFKA_CONTROLLER_PORT ES_PORT ES_TRANSPORT_PORT REGISTRY_PORT REDIS_PORT STACK_TIMEOUT; do
@@ -83,6 +88,7 @@ unset _var
 readonly STACK_HOME
 readonly DIST="$STACK_HOME/dist" RUN="$STACK_HOME/run"
 readonly KAFKA_HOME="$DIST/kafka-$KAFKA_VERSION"
+readonly KAFKA_TOOLS_HOME="$DIST/kafka-tools-$KAFKA_VERSION"
 readonly ES_HOME="$DIST/elasticsearch-$ES_VERSION"
 readonly REGISTRY_HOME="$DIST/apicurio-registry-$APICURIO_VERSION"
 readonly REGISTRY_JAR="$REGISTRY_HOME/apicurio-registry-app-$APICURIO_VERSION-runner.jar"
@@ -321,21 +327,34 @@ run_mvn() {
 
 readonly MARKER=.chainsift-complete
 
-fetch_kafka() {
-  local want tmp
-  want="kafka $KAFKA_VERSION $(cksum <"$KAFKA_POM")"
-  if [[ -f $KAFKA_HOME/$MARKER && $(cat "$KAFKA_HOME/$MARKER") == "$want" ]]; then return 0; fi
+# fetch_maven_libs <name> <pom> <home> <jar that must be there>: the runtime dependencies of the
+# pom into <home>/libs; redone when the pom changes (its checksum is in the marker).
+fetch_maven_libs() {
+  local name=$1 pom=$2 home=$3 jar=$4 want tmp
+  want="$name $KAFKA_VERSION $(cksum <"$pom")"
+  if [[ -f $home/$MARKER && $(cat "$home/$MARKER") == "$want" ]]; then return 0; fi
   need_mvn
-  say "downloading Kafka $KAFKA_VERSION jars from Maven Central -> $KAFKA_HOME"
-  tmp="$DIST/.tmp-kafka"
+  say "downloading $name $KAFKA_VERSION jars from Maven Central -> $home"
+  tmp="$DIST/.tmp-$name"
   rm -rf "$tmp"
   mkdir -p "$tmp"
-  cp "$KAFKA_POM" "$tmp/pom.xml"
+  cp "$pom" "$tmp/pom.xml"
   run_mvn "$tmp" -f pom.xml dependency:copy-dependencies -DoutputDirectory="$tmp/libs" -DincludeScope=runtime
-  [[ -f $tmp/libs/kafka_2.13-$KAFKA_VERSION.jar ]] || die "kafka_2.13-$KAFKA_VERSION.jar missing after download"
-  rm -rf "$KAFKA_HOME"
-  mv "$tmp" "$KAFKA_HOME"
-  echo "$want" >"$KAFKA_HOME/$MARKER"
+  [[ -f $tmp/libs/$jar ]] || die "$jar missing after download"
+  rm -rf "$home"
+  mv "$tmp" "$home"
+  echo "$want" >"$home/$MARKER"
+}
+
+# The broker's jars, then the command-line tools' (their own folder: fetching them never touches
+# the jars of a running broker).
+fetch_kafka() {
+  fetch_maven_libs kafka "$KAFKA_POM" "$KAFKA_HOME" "kafka_2.13-$KAFKA_VERSION.jar"
+  fetch_kafka_tools
+}
+
+fetch_kafka_tools() {
+  fetch_maven_libs kafka-tools "$KAFKA_TOOLS_POM" "$KAFKA_TOOLS_HOME" "kafka-tools-$KAFKA_VERSION.jar"
 }
 
 fetch_elasticsearch() {
@@ -830,6 +849,39 @@ cmd_logs() {
   fi
 }
 
+# `kafka <tool> [args...]`: one of Kafka's command-line tools (the classes the official tarball's
+# bin/kafka-<tool>.sh scripts run in 3.9) against the stack's broker: --bootstrap-server is added
+# unless given. Fetches the tools' jars first when missing (without touching running services).
+cmd_kafka() {
+  local tool=${1:-} class
+  (($# > 0)) && shift
+  case ${tool#kafka-} in
+    consumer-groups) class=org.apache.kafka.tools.consumer.group.ConsumerGroupCommand ;;
+    topics) class=org.apache.kafka.tools.TopicCommand ;;
+    get-offsets) class=org.apache.kafka.tools.GetOffsetShell ;;
+    *)
+      printf 'usage: stack.sh kafka <consumer-groups|topics|get-offsets> [args...]\n' >&2
+      printf '  e.g. stack.sh kafka consumer-groups --describe --all-groups\n       stack.sh kafka topics --list\n' >&2
+      exit 2
+      ;;
+  esac
+  find_java
+  if [[ ! -f $KAFKA_TOOLS_HOME/$MARKER ]]; then
+    take_lock
+    mkdir -p "$DIST"
+    fetch_kafka_tools >&2
+    exec 9>&- # release the lock: the tool may run for long (e.g. --describe in a loop)
+  fi
+  local a bootstrap=(--bootstrap-server "127.0.0.1:$KAFKA_PORT")
+  for a in "$@"; do
+    if [[ $a == --bootstrap-server || $a == --bootstrap-server=* ]]; then bootstrap=(); fi
+  done
+  # The tools log WARN and above to stderr (their log4j default would be INFO on stdout).
+  exec "$JAVA" -Xmx256m -cp "$KAFKA_TOOLS_HOME/libs/*" \
+    -Dlog4j.configuration="file:$SCRIPT_DIR/stack/kafka-tools-log4j.properties" \
+    "$class" "${bootstrap[@]}" "$@"
+}
+
 cmd_env() {
   cat <<EOF
 export KAFKA_BROKERS=127.0.0.1:$KAFKA_PORT
@@ -848,6 +900,7 @@ main() {
     status) cmd_status "$@" ;;
     logs) cmd_logs "$@" ;;
     env) cmd_env ;;
+    kafka) cmd_kafka "$@" ;;
     help | -h | --help) usage ;;
     "")
       usage >&2
