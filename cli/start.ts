@@ -18,7 +18,6 @@
 
 import { spawnSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { Client } from "@elastic/elasticsearch";
 import { startApi } from "../api/server.js";
@@ -34,6 +33,7 @@ import { rpcTokenMetadataSource } from "../pipeline/match/token-metadata.js";
 import { CONSUMING_STAGES, startPipeline } from "../pipeline/runtime.js";
 import { startAnvil } from "./devchain/anvil.js";
 import { startTraffic, TOKEN_DECIMALS, TOKEN_SYMBOL } from "./devchain/traffic.js";
+import { repoFile } from "./repo-file.js";
 
 const HELP = `chainsift — npm start [-- options]
   --rpc-url <url>   EVM JSON-RPC node (default: an embedded anvil chain with generated traffic)
@@ -85,7 +85,7 @@ if (to !== undefined && from === undefined) {
 const embedded = !values["rpc-url"] && !process.env.CHAINSIFT_RPC_URL;
 
 if (!values["no-stack"]) {
-  const r = spawnSync("bash", [resolve(import.meta.dirname, "../scripts/stack.sh"), "up"], { stdio: "inherit" });
+  const r = spawnSync("bash", [repoFile("scripts/stack.sh"), "up"], { stdio: "inherit" });
   if (r.status !== 0) {
     console.error("the stack did not come up; see `npm run stack -- logs`");
     process.exit(1);

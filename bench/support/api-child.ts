@@ -28,6 +28,8 @@ export interface SpawnApiOptions {
   startTimeoutMs?: number;
   /** Extra Node flags of the child after those of the `api` script, e.g. `["--cpu-prof", "--cpu-prof-dir=/tmp/prof"]`. */
   nodeFlags?: readonly string[];
+  /** The API's entry point: `cli/api.ts` (default, under tsx) or the build's `dist/cli/api.js` (plain node). */
+  script?: string;
 }
 
 /** Memory figures of a process, in bytes (from `/proc/<pid>/status`). */
@@ -155,15 +157,18 @@ export function apiNodeFlags(): string[] {
   return (pkg.scripts?.api ?? "").split(/\s+/).filter((t) => /^--max-[a-z-]+=\d+$/.test(t));
 }
 
-/** Options of {@link spawnReadyChild}. */
+/** Options of {@link spawnReadyChild} and {@link spawnJsonReadyChild}. */
 export interface SpawnReadyChildOptions {
   /** What the child is, for error messages, e.g. `API` or `pass-through`. */
   label: string;
-  /** Script to run, relative to the repository root, e.g. `cli/api.ts`. */
+  /**
+   * Script to run, relative to the repository root: a `.ts` file runs under `node --import tsx`
+   * (e.g. `cli/api.ts`), anything else under plain `node` (the build, e.g. `dist/cli/api.js`).
+   */
   script: string;
   /** Arguments of the script. */
   args?: readonly string[];
-  /** Node flags before `--import tsx`. */
+  /** Node flags (before `--import tsx` for a `.ts` script). */
   nodeFlags?: readonly string[];
   /** Environment of the child (default: this process's). */
   env?: NodeJS.ProcessEnv;
@@ -183,13 +188,42 @@ export interface ReadyChild {
 
 /**
  * Spawns `node <nodeFlags> --import tsx <script> <args>` (same node binary as this process, cwd the
- * repository root) and waits for its ready line: the first stdout line that is a JSON object
- * `{"url": string, "pid": number}`. The child's stderr is passed through; its other stdout lines
- * (log lines) are discarded, and stdout keeps being drained so that the child never blocks on a full pipe.
+ * repository root; no `--import tsx` for a built `.js` script) and waits for its ready line: the
+ * first stdout line that is a JSON object `{"url": string, "pid": number}`. The child's stderr is
+ * passed through; its other stdout lines (log lines) are discarded, and stdout keeps being drained
+ * so that the child never blocks on a full pipe.
  * @throws when the child exits or stays silent for `startTimeoutMs` before it is ready (it is stopped then).
  */
 export async function spawnReadyChild(opts: SpawnReadyChildOptions): Promise<ReadyChild> {
-  const child = spawn(process.execPath, [...(opts.nodeFlags ?? []), "--import", "tsx", resolve(ROOT, opts.script), ...(opts.args ?? [])], {
+  const child = await spawnJsonReadyChild(opts, (msg) => typeof msg.url === "string");
+  return { url: child.line.url as string, pid: child.pid, stop: child.stop };
+}
+
+/** A child started by {@link spawnJsonReadyChild}. */
+export interface JsonReadyChild {
+  /** The ready line, parsed. */
+  line: Record<string, unknown>;
+  /** Process id of the child (the node process itself: no wrapper in between). */
+  pid: number;
+  /** Milliseconds from the spawn to the ready line (start-up time, as `performance.now()` measures it here). */
+  readyMs: number;
+  /** Sends SIGTERM and waits for the exit (SIGKILL after 5 s). Idempotent. */
+  stop(): Promise<void>;
+}
+
+/**
+ * Spawns a script like {@link spawnReadyChild} and waits for the first stdout line that is a JSON
+ * object with a numeric `pid` for which `isReady` holds, e.g. `cli/stage.ts`'s
+ * `{"stage": "decode", "pid": N, "ready": true}`.
+ * @throws when the child exits or stays silent for `startTimeoutMs` before it is ready (it is stopped then).
+ */
+export async function spawnJsonReadyChild(
+  opts: SpawnReadyChildOptions,
+  isReady: (line: Record<string, unknown>) => boolean,
+): Promise<JsonReadyChild> {
+  const loader = opts.script.endsWith(".ts") ? ["--import", "tsx"] : [];
+  const started = performance.now();
+  const child = spawn(process.execPath, [...(opts.nodeFlags ?? []), ...loader, resolve(ROOT, opts.script), ...(opts.args ?? [])], {
     cwd: ROOT,
     env: opts.env ?? process.env,
     stdio: ["ignore", "pipe", "inherit"],
@@ -204,9 +238,10 @@ export async function spawnReadyChild(opts: SpawnReadyChildOptions): Promise<Rea
   };
   const lines = createInterface({ input: child.stdout as NonNullable<typeof child.stdout> });
   const startTimeoutMs = opts.startTimeoutMs ?? 60_000;
-  let ready: { url: string; pid: number };
+  let ready: Record<string, unknown>;
+  let readyMs = Number.NaN;
   try {
-    ready = await new Promise<{ url: string; pid: number }>((resolveReady, reject) => {
+    ready = await new Promise<Record<string, unknown>>((resolveReady, reject) => {
       const timer = setTimeout(
         () => reject(new Error(`the ${opts.label} child did not start within ${startTimeoutMs} ms`)),
         startTimeoutMs,
@@ -216,10 +251,16 @@ export async function spawnReadyChild(opts: SpawnReadyChildOptions): Promise<Rea
       );
       lines.on("line", (line) => {
         try {
-          const msg = JSON.parse(line) as { url?: unknown; pid?: unknown };
-          if (typeof msg.url === "string" && typeof msg.pid === "number") {
+          const msg = JSON.parse(line) as unknown;
+          if (
+            typeof msg === "object" &&
+            msg !== null &&
+            typeof (msg as { pid?: unknown }).pid === "number" &&
+            isReady(msg as Record<string, unknown>)
+          ) {
+            readyMs = performance.now() - started;
             clearTimeout(timer);
-            resolveReady({ url: msg.url, pid: msg.pid });
+            resolveReady(msg as Record<string, unknown>);
           }
         } catch {
           // a log line that is not JSON: ignore
@@ -234,8 +275,9 @@ export async function spawnReadyChild(opts: SpawnReadyChildOptions): Promise<Rea
   lines.removeAllListeners("line");
   let stopping: Promise<void> | undefined;
   return {
-    url: ready.url,
-    pid: ready.pid,
+    line: ready,
+    pid: ready.pid as number,
+    readyMs,
     stop() {
       stopping ??= stopChild().finally(() => lines.close());
       return stopping;
@@ -244,7 +286,8 @@ export async function spawnReadyChild(opts: SpawnReadyChildOptions): Promise<Rea
 }
 
 /**
- * Spawns `node <api flags> --import tsx cli/api.ts` — what `npm run api` runs — (same node binary as this process)
+ * Spawns `node <api flags> --import tsx cli/api.ts` — what `npm run api` runs — (same node binary as this process;
+ * `opts.script` `dist/cli/api.js`: the build under plain node, as `npm run api:prod`)
  * listening on 127.0.0.1 on a free port, and waits for its ready line ({@link spawnReadyChild}). The child gets this
  * process's environment plus the index prefix, the token, host/port, `LOG_LEVEL`, its own Redis
  * key prefix and a rate limit the benchmarks cannot reach (`CHAINSIFT_RATE_LIMIT_MAX=1e9`).
@@ -254,7 +297,7 @@ export async function spawnReadyChild(opts: SpawnReadyChildOptions): Promise<Rea
 export async function spawnApi(opts: SpawnApiOptions): Promise<ApiChild> {
   const child = await spawnReadyChild({
     label: "API",
-    script: "cli/api.ts",
+    script: opts.script ?? "cli/api.ts",
     nodeFlags: [...apiNodeFlags(), ...(opts.nodeFlags ?? [])],
     env: {
       ...process.env,
