@@ -1,6 +1,6 @@
 /**
  * `npm run bench -- <name> [options]`: runs one benchmark and prints its figures.
- * Benchmarks: ingest, search, stream, match, alert-latency, reorg (docs/benchmarks.md).
+ * Benchmarks: ingest, search, stream, match, alert-latency, reorg, startup (docs/benchmarks.md).
  * @module
  */
 import { benchAlertLatency } from "./alert-latency.js";
@@ -9,6 +9,7 @@ import { benchMatch } from "./match.js";
 import { benchReorg } from "./reorg.js";
 import { benchRules } from "./rules.js";
 import { benchSearch } from "./search.js";
+import { benchStartup } from "./startup.js";
 import { benchStream } from "./stream.js";
 
 const benches: Record<string, (args: string[]) => Promise<void>> = {
@@ -19,6 +20,7 @@ const benches: Record<string, (args: string[]) => Promise<void>> = {
   stream: benchStream,
   reorg: benchReorg,
   rules: benchRules,
+  startup: benchStartup,
 };
 const [name, ...args] = process.argv.slice(2);
 const run = name ? benches[name] : undefined;
