@@ -4,7 +4,9 @@
  *
  * - `config`: read once from the environment (lib/config.ts), with an optional typed overlay
  *   (e.g. {@link embeddedOverlay} for `npm start` on the embedded chain);
- * - `logger`: the root pino logger (stages and the API take children);
+ * - `logger`: the root pino logger (stages and the API take children), JSON lines or, in a terminal,
+ *   human-readable ones (`LOG_FORMAT`); `logOutput`, where its lines go (a progress bar redirects
+ *   them while it owns the terminal);
  * - `metrics`: one prom-client registry per process, with the default process metrics; the API
  *   serves it at `/metrics` and the stages register theirs in it;
  * - `redis`: one node-redis client per process, connected on first use (lib/redis.ts) and closed on
@@ -21,7 +23,7 @@
  */
 import { collectDefaultMetrics, Registry } from "prom-client";
 import { type Config, loadConfig } from "./config.js";
-import { createLogger, type Logger } from "./logger.js";
+import { createLogger, createLogOutput, type Logger, type LogOutput } from "./logger.js";
 import { lazyRedis, type RedisClient } from "./redis.js";
 
 /** Options of {@link createCommon}. */
@@ -68,6 +70,8 @@ export interface Shutdown {
 export interface Common {
   config: Config;
   logger: Logger;
+  /** Where {@link Common.logger}'s lines go: stdout, or what a terminal display redirects them to. */
+  logOutput: LogOutput;
   /** The process's prom-client registry (default metrics collected). */
   metrics: Registry;
   /**
@@ -91,7 +95,8 @@ export function createCommon(options: CommonOptions = {}): Common {
   const env = options.env ?? process.env;
   const loaded = loadConfig(env);
   const config = options.overlay ? options.overlay(loaded, env) : loaded;
-  const logger = createLogger(config.logLevel, options.name);
+  const logOutput = createLogOutput();
+  const logger = createLogger(config.logLevel, options.name, { format: config.logFormat, output: logOutput });
   const metrics = new Registry();
   collectDefaultMetrics({ register: metrics });
   const shutdown = createShutdown(logger, options.exit ?? ((code) => process.exit(code)));
@@ -105,7 +110,7 @@ export function createCommon(options: CommonOptions = {}): Common {
     process.on("SIGINT", onSignal);
     process.on("SIGTERM", onSignal);
   }
-  return { config, logger, metrics, redis: () => redis.client(), shutdown };
+  return { config, logger, logOutput, metrics, redis: () => redis.client(), shutdown };
 }
 
 /**

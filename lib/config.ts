@@ -113,6 +113,13 @@ export interface Config {
     concurrency: number;
     /** Fetch call traces (debug_traceBlockByNumber, callTracer) for Trace/Call alerting targets. Env `CHAINSIFT_INGEST_TRACES` (`true`/`false`), default false (`npm start` on the embedded chain: true). */
     traces: boolean;
+    /**
+     * How often, in ms, a backfill without a terminal (stdout not a TTY: a pipe, a file, a
+     * container log) logs a `backfill progress` line (blocks done / total, blocks/s, records/s,
+     * ETA); in a terminal a progress bar is redrawn instead. Env `CHAINSIFT_PROGRESS_INTERVAL_MS`,
+     * default 5000 (ms, an integer >= 1).
+     */
+    progressIntervalMs: number;
   };
   index: {
     /** Largest bulk request, in documents. Env `CHAINSIFT_BULK_MAX_DOCS`, default 2000. */
@@ -157,7 +164,19 @@ export interface Config {
   };
   /** pino level. Env `LOG_LEVEL`, default `info`. */
   logLevel: string;
+  /**
+   * How log lines are written to stdout. Env `LOG_FORMAT`: `json` (one pino JSON object per line,
+   * for log collectors), `pretty` (human-readable lines by pino-pretty: time, level, message, fields)
+   * or `auto` = default: `pretty` when stdout is a terminal (TTY), `json` otherwise.
+   * @throws {ConfigError} from {@link loadConfig} for any other value.
+   */
+  logFormat: LogFormat;
 }
+
+/** The values of `LOG_FORMAT` ({@link Config.logFormat}). */
+export const LOG_FORMATS = ["auto", "json", "pretty"] as const;
+/** `auto`, `json` or `pretty` ({@link Config.logFormat}). */
+export type LogFormat = (typeof LOG_FORMATS)[number];
 
 /** Thrown when an environment variable holds a value that cannot be used. */
 export class ConfigError extends Error {
@@ -196,6 +215,14 @@ function bool(env: NodeJS.ProcessEnv, name: string, fallback: boolean): boolean 
   throw new ConfigError(name, `expected true or false, got ${JSON.stringify(raw)}`);
 }
 
+function oneOf<T extends string>(env: NodeJS.ProcessEnv, name: string, values: readonly T[], fallback: T): T {
+  const raw = env[name];
+  if (raw === undefined || raw === "") return fallback;
+  const value = values.find((v) => v === raw.toLowerCase());
+  if (value === undefined) throw new ConfigError(name, `expected one of ${values.join(", ")}, got ${JSON.stringify(raw)}`);
+  return value;
+}
+
 function str(env: NodeJS.ProcessEnv, name: string, fallback: string): string {
   const raw = env[name];
   return raw === undefined || raw === "" ? fallback : raw;
@@ -203,8 +230,8 @@ function str(env: NodeJS.ProcessEnv, name: string, fallback: string): string {
 
 /**
  * Reads the configuration from an environment (default `process.env`).
- * @throws {ConfigError} when a numeric variable is not a valid integer (or below its minimum), or
- *   when `CHAINSIFT_API_HEADERS_TIMEOUT_MS` exceeds `CHAINSIFT_API_REQUEST_TIMEOUT_MS`.
+ * @throws {ConfigError} when a numeric variable is not a valid integer (or below its minimum), when
+ *   `LOG_FORMAT` is not `auto`, `json` or `pretty`, or when `CHAINSIFT_API_HEADERS_TIMEOUT_MS` exceeds `CHAINSIFT_API_REQUEST_TIMEOUT_MS`.
  */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const headersTimeoutMs = int(env, "CHAINSIFT_API_HEADERS_TIMEOUT_MS", 10_000, 1);
@@ -255,6 +282,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       pollIntervalMs: int(env, "CHAINSIFT_POLL_INTERVAL_MS", 1000, 1),
       concurrency: int(env, "CHAINSIFT_INGEST_CONCURRENCY", 4, 1),
       traces: bool(env, "CHAINSIFT_INGEST_TRACES", false),
+      progressIntervalMs: int(env, "CHAINSIFT_PROGRESS_INTERVAL_MS", 5000, 1),
     },
     index: {
       bulkMaxDocs: int(env, "CHAINSIFT_BULK_MAX_DOCS", 2000, 1),
@@ -276,5 +304,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       maxInFlight: int(env, "CHAINSIFT_NOTIFY_MAX_IN_FLIGHT", 64, 1),
     },
     logLevel: str(env, "LOG_LEVEL", "info"),
+    logFormat: oneOf(env, "LOG_FORMAT", LOG_FORMATS, "auto"),
   };
 }

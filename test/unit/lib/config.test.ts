@@ -54,4 +54,13 @@ describe("loadConfig", () => {
     expect(() => loadConfig({ CHAINSIFT_MAX_SIZE: "ten" })).toThrow(ConfigError);
     expect(() => loadConfig({ CHAINSIFT_MAX_SIZE: "0" })).toThrow(/CHAINSIFT_MAX_SIZE/);
   });
+  it("reads LOG_FORMAT (auto, json, pretty; default auto) and the progress interval", () => {
+    expect(loadConfig({}).logFormat).toBe("auto");
+    expect(loadConfig({ LOG_FORMAT: "json" }).logFormat).toBe("json");
+    expect(loadConfig({ LOG_FORMAT: "Pretty" }).logFormat).toBe("pretty");
+    expect(() => loadConfig({ LOG_FORMAT: "yaml" })).toThrow(/LOG_FORMAT/);
+    expect(loadConfig({}).ingest.progressIntervalMs).toBe(5000);
+    expect(loadConfig({ CHAINSIFT_PROGRESS_INTERVAL_MS: "250" }).ingest.progressIntervalMs).toBe(250);
+    expect(() => loadConfig({ CHAINSIFT_PROGRESS_INTERVAL_MS: "0" })).toThrow(ConfigError);
+  });
 });

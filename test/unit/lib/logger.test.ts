@@ -1,0 +1,51 @@
+import { describe, expect, it } from "vitest";
+import { createLogger, isPretty, type LogOutput } from "../../../lib/logger.js";
+
+/** An output collecting lines; `redirect` sends them to a second list. */
+function collect() {
+  const lines: string[] = [];
+  const redirected: string[] = [];
+  let to: ((l: string) => void) | undefined;
+  const output: LogOutput = {
+    write: (l) => (to ? to(l) : lines.push(l)),
+    redirect: (fn) => {
+      to = fn;
+    },
+  };
+  return { lines, redirected, output, redirectHere: () => output.redirect((l) => redirected.push(l)) };
+}
+
+describe("logger format", () => {
+  it("pretty in a terminal by default, JSON otherwise; LOG_FORMAT forces either", () => {
+    expect(isPretty("auto", true)).toBe(true);
+    expect(isPretty("auto", false)).toBe(false);
+    expect(isPretty("json", true)).toBe(false);
+    expect(isPretty("pretty", false)).toBe(true);
+  });
+
+  it("writes JSON lines", () => {
+    const c = collect();
+    createLogger("info", "t", { format: "json", tty: true, output: c.output }).info({ block: 7 }, "hello");
+    expect(JSON.parse(c.lines[0] as string)).toMatchObject({ level: 30, name: "t", block: 7, msg: "hello" });
+  });
+
+  it("writes human-readable lines: level, name, message and fields on one line", () => {
+    const c = collect();
+    createLogger("info", "t", { format: "pretty", tty: false, output: c.output }).warn({ block: 7 }, "hello");
+    expect(c.lines).toHaveLength(1);
+    expect(c.lines[0]).toMatch(/^\[\d\d:\d\d:\d\d\.\d{3}\] WARN \(t\): hello \{"block":7\}\n$/);
+  });
+
+  it("sends lines where the output is redirected, then back", () => {
+    const c = collect();
+    const logger = createLogger("info", "t", { format: "pretty", tty: false, output: c.output });
+    c.redirectHere();
+    logger.info("during");
+    c.output.redirect(undefined);
+    logger.info("after");
+    expect(c.redirected).toHaveLength(1);
+    expect(c.redirected[0]).toContain("during");
+    expect(c.lines).toHaveLength(1);
+    expect(c.lines[0]).toContain("after");
+  });
+});
