@@ -10,6 +10,7 @@ import type { ChainId, Config } from "../../lib/config.js";
 import { NonRetryableError } from "../../lib/errors.js";
 import type { Logger } from "../../lib/logger.js";
 import { SEQ_HEADER, subjectOf, TOPICS, type TopicKind, topicName } from "../../topics/index.js";
+import { installKafkajsWarningFilter, kafkaLogCreator } from "./log.js";
 
 /** Shared Kafka plumbing of one process. */
 export interface Bus {
@@ -46,15 +47,6 @@ export interface BusOptions {
   logger: Logger;
   /** Create missing topics and register schemas (default true). */
   setup?: boolean;
-}
-
-function kafkaLogCreator(logger: Logger) {
-  return () =>
-    ({ level, log }: { level: number; log: { message: string } & Record<string, unknown> }) => {
-      const { message, ...rest } = log;
-      if (level <= KafkaLogLevel.ERROR) logger.error(rest, `kafka: ${message}`);
-      else if (level === KafkaLogLevel.WARN) logger.warn(rest, `kafka: ${message}`);
-    };
 }
 
 /**
@@ -95,6 +87,7 @@ export function kafkaClientId(kafka: Pick<Config["kafka"], "clientId" | "instanc
  */
 export async function createBus(opts: BusOptions): Promise<Bus> {
   const { config, logger } = opts;
+  installKafkajsWarningFilter();
   const newKafka = (clientId: string) =>
     new Kafka({
       clientId,
