@@ -33,6 +33,7 @@ import { rpcTokenMetadataSource } from "../pipeline/match/token-metadata.js";
 import { CONSUMING_STAGES, startPipeline } from "../pipeline/runtime.js";
 import { startAnvil } from "./devchain/anvil.js";
 import { startTraffic, TOKEN_DECIMALS, TOKEN_SYMBOL } from "./devchain/traffic.js";
+import { createBackfillDisplay } from "./progress.js";
 import { repoFile } from "./repo-file.js";
 
 const HELP = `chainsift — npm start [-- options]
@@ -160,8 +161,16 @@ chainsift is running.
     const stats = await ingester.ingestBlocks(blocks, signal);
     logger.info(stats, "blocks ingested; the API keeps serving (Ctrl-C to stop)");
   } else if (from !== undefined && to !== undefined) {
-    const stats = await ingester.backfill(from, to, { signal, resume: !values["no-resume"] });
-    logger.info(stats, "backfill done; the API keeps serving (Ctrl-C to stop)");
+    // A progress bar in a terminal, progress lines otherwise (cli/progress.ts).
+    const progress = createBackfillDisplay({ logger, logOutput: common.logOutput, intervalMs: config.ingest.progressIntervalMs });
+    shutdown.add("progress display", () => progress.stop());
+    try {
+      const stats = await ingester.backfill(from, to, { signal, resume: !values["no-resume"], onProgress: progress.update });
+      progress.stop();
+      logger.info(stats, "backfill done; the API keeps serving (Ctrl-C to stop)");
+    } finally {
+      progress.stop();
+    }
   } else {
     await ingester.follow({ from: from ?? (embedded ? 0 : undefined), pollIntervalMs: config.ingest.pollIntervalMs, signal });
   }

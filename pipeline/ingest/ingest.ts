@@ -147,9 +147,32 @@ export interface FollowOptions {
   finalizedEveryPolls?: number;
 }
 
+/** How far a backfill is, as reported to {@link BackfillOptions.onProgress}. */
+export interface BackfillProgress {
+  /** First block of the range. */
+  from: number;
+  /** Last block of the range (inclusive). */
+  to: number;
+  /** Blocks in the range: `to - from + 1`. */
+  total: number;
+  /**
+   * Blocks of the range done: produced, missing on the node or dead-lettered by this run, plus
+   * those an earlier run of the range produced (a resumed backfill starts above 0).
+   */
+  done: number;
+  /** Records (Kafka messages: blocks, transactions, logs, traces) this run produced so far. */
+  records: number;
+}
+
 /** Options of a backfill. */
 export interface BackfillOptions {
   signal?: AbortSignal;
+  /**
+   * Progress reports, for a display (the ingester itself prints nothing): once before the first
+   * block is fetched, then after every produced chunk of `concurrency` blocks; the last report has
+   * `done === total` unless the signal aborted the run. Must not throw.
+   */
+  onProgress?: (progress: BackfillProgress) => void;
   /**
    * Resume after the last block an earlier run of the same `from..to` produced (its progress is in
    * the {@link ChainState}). Default true; false re-reads the whole range.
@@ -175,18 +198,17 @@ export interface Ingester {
   follow(opts?: FollowOptions): Promise<IngestStats>;
 }
 
+/** Resolves after `ms`, or at once when `signal` aborts; the abort listener is removed either way. */
 const sleep = (ms: number, signal?: AbortSignal) =>
   new Promise<void>((resolve) => {
     if (signal?.aborted) return resolve();
-    const t = setTimeout(resolve, ms);
-    signal?.addEventListener(
-      "abort",
-      () => {
-        clearTimeout(t);
-        resolve();
-      },
-      { once: true },
-    );
+    const done = () => {
+      clearTimeout(t);
+      signal?.removeEventListener("abort", done);
+      resolve();
+    };
+    const t = setTimeout(done, ms);
+    signal?.addEventListener("abort", done, { once: true });
   });
 
 /** The ingest stage's metrics (found in the registry when already registered there). */
@@ -301,8 +323,9 @@ export function createIngester(deps: IngesterDeps): Ingester {
    * Produces the records of several fetched blocks, in block order, in as few requests as fit,
    * each block's messages with its own sequence number. With `expect`, the blocks are first
    * recorded as canonical in the state (the follower does; backfills do not).
+   * @returns the number of records (messages) produced, dead letters not counted.
    */
-  async function produceChunk(fetched: Fetched[], stats: IngestStats, signal?: AbortSignal, expect = false): Promise<void> {
+  async function produceChunk(fetched: Fetched[], stats: IngestStats, signal?: AbortSignal, expect = false): Promise<number> {
     const messages: OutgoingRecord[] = [];
     const produced: BlockBundle[] = [];
     for (const f of fetched) {
@@ -324,6 +347,7 @@ export function createIngester(deps: IngesterDeps): Ingester {
       stats.transactions += bundle.transactions.length;
       stats.logs += bundle.logs.length;
     }
+    return messages.length;
   }
 
   const emptyStats = (): IngestStats => ({
@@ -391,7 +415,11 @@ export function createIngester(deps: IngesterDeps): Ingester {
         }
       }
       const numbers = Array.from({ length: to - start + 1 }, (_, i) => start + i);
-      const stats = await ingestNumbers(numbers, o.signal, (last) => state.setBackfillProgress(from, to, last));
+      const onProgress = o.onProgress;
+      const report =
+        onProgress &&
+        ((done: number, records: number) => onProgress({ from, to, total: to - from + 1, done: start - from + done, records }));
+      const stats = await ingestNumbers(numbers, o.signal, (last) => state.setBackfillProgress(from, to, last), report);
       stats.resumedPast = start - from;
       return stats;
     },
@@ -496,13 +524,21 @@ export function createIngester(deps: IngesterDeps): Ingester {
     },
   };
 
-  /** Ingests the given heights in order, `concurrency` fetches at a time; `onProduced` after each chunk. */
+  /**
+   * Ingests the given heights in order, `concurrency` fetches at a time; `onProduced` after each
+   * chunk, then `onProgress` with the heights done and the records produced so far (also once
+   * before the first chunk).
+   */
   async function ingestNumbers(
     numbers: number[],
     signal?: AbortSignal,
     onProduced?: (last: number) => Promise<void>,
+    onProgress?: (done: number, records: number) => void,
   ): Promise<IngestStats> {
     const stats = emptyStats();
+    let done = 0;
+    let records = 0;
+    onProgress?.(done, records);
     const fetchChunk = (i: number) => Promise.all(numbers.slice(i, i + concurrency).map((n) => fetchOne(n, signal)));
     // The next chunk is fetched while the current one is produced (one request per chunk).
     let next: Promise<Fetched[]> | undefined = numbers.length > 0 ? fetchChunk(0) : undefined;
@@ -510,9 +546,11 @@ export function createIngester(deps: IngesterDeps): Ingester {
       const fetched = await next;
       next = i + concurrency < numbers.length ? fetchChunk(i + concurrency) : undefined;
       next?.catch(() => {}); // surfaced when awaited
-      await produceChunk(fetched, stats, signal);
+      records += await produceChunk(fetched, stats, signal);
       const last = fetched.at(-1)?.number;
       if (onProduced && last !== undefined) await withRetry("record backfill progress", () => onProduced(last), signal);
+      done += fetched.length;
+      onProgress?.(done, records);
     }
     log.info(stats, "backfill done");
     return stats;
