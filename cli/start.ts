@@ -157,23 +157,27 @@ chainsift is running.
   }
 
   const { signal } = shutdown;
-  if (blocks) {
-    const stats = await ingester.ingestBlocks(blocks, signal);
-    logger.info(stats, "blocks ingested; the API keeps serving (Ctrl-C to stop)");
-  } else if (from !== undefined && to !== undefined) {
-    // A progress bar in a terminal, progress lines otherwise (cli/progress.ts).
-    const progress = createBackfillDisplay({ logger, logOutput: common.logOutput, intervalMs: config.ingest.progressIntervalMs });
-    shutdown.add("progress display", () => progress.stop());
-    try {
-      const stats = await ingester.backfill(from, to, { signal, resume: !values["no-resume"], onProgress: progress.update });
-      progress.stop();
+  // A progress bar in a terminal, progress lines otherwise (cli/progress.ts); backfills only.
+  const progress = createBackfillDisplay({ logger, logOutput: common.logOutput, intervalMs: config.ingest.progressIntervalMs });
+  const ingesting = (async () => {
+    if (blocks) {
+      const stats = await ingester.ingestBlocks(blocks, signal);
+      logger.info(stats, "blocks ingested; the API keeps serving (Ctrl-C to stop)");
+    } else if (from !== undefined && to !== undefined) {
+      const stats = await ingester
+        .backfill(from, to, { signal, resume: !values["no-resume"], onProgress: progress.update })
+        .finally(() => progress.stop());
       logger.info(stats, "backfill done; the API keeps serving (Ctrl-C to stop)");
-    } finally {
-      progress.stop();
+    } else {
+      await ingester.follow({ from: from ?? (embedded ? 0 : undefined), pollIntervalMs: config.ingest.pollIntervalMs, signal });
     }
-  } else {
-    await ingester.follow({ from: from ?? (embedded ? 0 : undefined), pollIntervalMs: config.ingest.pollIntervalMs, signal });
-  }
+  })();
+  // Stopped first, before the ingester's producer is closed: the loop ends once the signal aborts
+  // it, so a Ctrl-C never cuts a block's produce request short (which failed the run with "The
+  // producer is disconnected").
+  shutdown.add("ingest loop", () => ingesting.catch(() => {}));
+  shutdown.add("progress display", () => progress.stop());
+  await ingesting;
 }
 
 /**

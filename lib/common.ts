@@ -15,7 +15,7 @@
  * - `shutdown`: one signal and shutdown path. The first SIGINT or SIGTERM aborts
  *   {@link Shutdown.signal}, runs the registered stop functions in reverse order of registration
  *   (the last started stops first), closes Redis last and exits (0, or 1 when a stop failed or the
- *   shutdown was started for an error). Later signals are logged and ignored: a Ctrl-C reaches
+ *   shutdown was started for an error). Later signals are logged (at debug: they are expected) and ignored: a Ctrl-C reaches
  *   every process of the group (npm, tsx, node) and `timeout` sends its signal twice, so a second
  *   copy must not cut the stops short (consumers that do not leave their groups hold them for the
  *   session timeout).
@@ -104,7 +104,7 @@ export function createCommon(options: CommonOptions = {}): Common {
   shutdown.add("redis", () => redis.close());
   if (options.signals !== false) {
     const onSignal = (signal: NodeJS.Signals) => {
-      if (shutdown.started) logger.warn({ signal }, "already shutting down");
+      if (shutdown.started) logger.debug({ signal }, "already shutting down");
       else void shutdown.run(signal);
     };
     process.on("SIGINT", onSignal);
