@@ -7,11 +7,14 @@
  * progress (a bar in a terminal, `backfill progress` log lines otherwise; cli/progress.ts), and exits.
  * Configuration comes from the environment (docs/configuration.md) through the process context
  * ({@link createCommon}), whose Redis client and metrics registry the stage uses. Stops cleanly on
- * SIGINT/SIGTERM (offsets of processed batches are committed). Prints `{"stage","pid","ready":true}`
- * on stdout once consuming.
+ * SIGINT/SIGTERM (offsets of processed batches are committed). Serves `/metrics`, `/healthz` and
+ * `/readyz` on `CHAINSIFT_METRICS_HOST:CHAINSIFT_METRICS_PORT` (docs/metrics.md). Prints
+ * `{"stage","pid","ready":true,"metrics":"http://…"}` on stdout once started (`metrics` absent with
+ * port -1).
  * @module
  */
 import { createCommon } from "../lib/common.js";
+import { serveProcessMetrics } from "../lib/metrics.js";
 import { STAGES, type Stage, startPipeline } from "../pipeline/runtime.js";
 import { createBackfillDisplay } from "./progress.js";
 
@@ -36,6 +39,7 @@ if (to !== undefined && (stage !== "ingest" || from === undefined || !(Number.is
 const common = createCommon({ name: `chainsift-${stage}` });
 const { config, shutdown } = common;
 try {
+  const server = await serveProcessMetrics(common);
   const pipeline = await startPipeline({
     config,
     logger: common.logger,
@@ -73,7 +77,8 @@ try {
       void shutdown.run("error", 1);
     });
   }
-  console.log(JSON.stringify({ stage, pid: process.pid, ready: true }));
+  for (const check of pipeline.readiness) server?.addReadiness(check);
+  console.log(JSON.stringify({ stage, pid: process.pid, ready: true, ...(server ? { metrics: server.url } : {}) }));
 } catch (err) {
   common.logger.error({ err }, `stage ${stage} did not start`);
   await shutdown.run("error", 1);

@@ -24,6 +24,7 @@ import { startApi } from "../api/server.js";
 import { indexName } from "../es/mappings.js";
 import { lookupToken } from "../lib/chain/tokens.js";
 import { type Common, createCommon, embeddedOverlay } from "../lib/common.js";
+import { serveProcessMetrics } from "../lib/metrics.js";
 import { RECORD_KINDS } from "../lib/records.js";
 import { createDecoder } from "../pipeline/decode/decoder.js";
 import { INDEX_REORGS_STAGE } from "../pipeline/index/indexer.js";
@@ -101,6 +102,8 @@ main(common).catch((err: unknown) => {
 
 /** Starts everything; each part registers its stop (stopped in reverse: API, ingester, pipeline, traffic, anvil, Redis). */
 async function main({ config, logger, shutdown, ...common }: Common): Promise<void> {
+  // /metrics, /healthz, /readyz of the whole process (docs/metrics.md); the API serves /metrics too.
+  const metricsServer = await serveProcessMetrics({ config, logger, shutdown, ...common });
   let rpcUrl = values["rpc-url"] ?? config.ingest.rpcUrl;
   let tokens = lookupToken;
   let chainId = 1;
@@ -122,7 +125,7 @@ async function main({ config, logger, shutdown, ...common }: Common): Promise<vo
     chainId = await probe.chainId();
     probe.destroy();
   }
-  // One registry and one Redis client for the process: the API's /metrics also serves the notify stage's metrics.
+  // One registry and one Redis client for the process: the API's /metrics serves every stage's metrics too.
   const pipeline = await startPipeline({
     config,
     logger,
@@ -139,6 +142,7 @@ async function main({ config, logger, shutdown, ...common }: Common): Promise<vo
   if (embedded) await (await pipeline.chainState()).reset();
   const { ingester, close } = await pipeline.createIngester(rpcUrl);
   shutdown.add("ingester", close);
+  for (const check of pipeline.readiness) metricsServer?.addReadiness(check);
 
   let token = config.api.tokens[0];
   if (!values["no-api"]) {

@@ -125,6 +125,21 @@ export interface Config {
     /** Largest bulk request, in documents. Env `CHAINSIFT_BULK_MAX_DOCS`, default 2000. */
     bulkMaxDocs: number;
   };
+  metrics: {
+    /**
+     * Interface the pipeline processes' metrics server binds (`/metrics`, `/healthz`, `/readyz`;
+     * lib/metrics.ts, docs/metrics.md). Env `CHAINSIFT_METRICS_HOST`, default `127.0.0.1`; `0.0.0.0`
+     * in a container that Prometheus scrapes from outside.
+     */
+    host: string;
+    /**
+     * TCP port of that server. Env `CHAINSIFT_METRICS_PORT`, default 0: a free port, logged at start
+     * and printed on `npm run stage`'s ready line, so several stages run side by side on one
+     * machine; set a fixed port (e.g. 9464, as docker-compose does) for Prometheus. `-1` turns the
+     * server off.
+     */
+    port: number;
+  };
   rules: {
     /**
      * Most alerting rules one account may have, counting enabled and disabled ones; creating one more
@@ -286,6 +301,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     },
     index: {
       bulkMaxDocs: int(env, "CHAINSIFT_BULK_MAX_DOCS", 2000, 1),
+    },
+    metrics: {
+      host: str(env, "CHAINSIFT_METRICS_HOST", "127.0.0.1"),
+      port: int(env, "CHAINSIFT_METRICS_PORT", 0, -1),
     },
     rules: {
       maxPerAccount: int(env, "CHAINSIFT_MAX_RULES_PER_ACCOUNT", 1000, 1),

@@ -10,11 +10,13 @@ import type { DecodeMethodOptions } from "../lib/chain/methods.js";
 import { type ChainState, createRedisChainState } from "../lib/chain/state.js";
 import type { Config } from "../lib/config.js";
 import type { Logger } from "../lib/logger.js";
+import type { ReadinessCheck } from "../lib/metrics.js";
 import { lazyRedis, type RedisClient } from "../lib/redis.js";
 import { createDecoder, type Decoder } from "./decode/decoder.js";
 import { startDecodeStage } from "./decode/stage.js";
 import { ensureIndices, startIndexStage } from "./index/indexer.js";
 import { createIngester, type Ingester } from "./ingest/ingest.js";
+import { ingestMetricsOf } from "./ingest/metrics.js";
 import { type ChainSource, createRpcSource } from "./ingest/rpc.js";
 import { type Bus, createBus, createRecordProducer, type RecordProducer } from "./kafka/bus.js";
 import type { RunningConsumer } from "./kafka/consumer.js";
@@ -54,7 +56,10 @@ export interface PipelineDeps {
   tokenMetadata?: TokenMetadataSource;
   /** Refresh indices after each bulk (tests). Default false. */
   refresh?: boolean;
-  /** prom-client registry for the stages' metrics (e.g. the one the API serves at `/metrics`); default a private one per stage. */
+  /**
+   * prom-client registry for the stages' and the ingesters' metrics (docs/metrics.md), e.g. the
+   * process's (lib/common.ts), which the metrics server and the API serve; default a private one per stage.
+   */
   metricsRegistry?: Registry;
 }
 
@@ -63,6 +68,13 @@ export interface Pipeline {
   bus: Bus;
   es: Client;
   consumers: RunningConsumer[];
+  /**
+   * One readiness check per started stage (`/readyz`, lib/metrics.ts): a consuming stage is ready
+   * while its consumers are in their groups; `ingest` (added by {@link Pipeline.createIngester})
+   * while it has read the node's head or produced a block within the last max(10 s, 5 poll
+   * intervals) (a finished backfill is therefore not ready).
+   */
+  readiness: ReadinessCheck[];
   /**
    * Ingest's durable state of this chain in Redis (position, canonical map, sequence numbers;
    * lib/chain/state.ts), shared by the ingesters and the index stage's canonical check.
@@ -92,14 +104,24 @@ export async function startPipeline(deps: PipelineDeps): Promise<Pipeline> {
   await ensureIndices(es, config.chain, config.elasticsearch.indexPrefix);
   const stages = deps.stages ?? ["decode", "index"];
   const consumers: RunningConsumer[] = [];
+  const readiness: ReadinessCheck[] = [];
+  /** Adds a started stage's consumer and its readiness check. */
+  const started = (stage: string, consumer: RunningConsumer) => {
+    consumers.push(consumer);
+    readiness.push({ name: stage, ready: () => consumer.ready() });
+  };
   const ownRedis = deps.redis ? undefined : lazyRedis(config.redisUrl, { logger, label: "pipeline" });
   const redis = deps.redis ?? (() => (ownRedis as NonNullable<typeof ownRedis>).client());
   const chainState = async (): Promise<ChainState> => createRedisChainState(await redis(), config.redisKeyPrefix, config.chain);
+  const registry = deps.metricsRegistry;
+  /** The registry, as an optional dependency of a stage (absent: the stage keeps a private one). */
+  const metrics = registry ? { registry } : {};
   if (stages.includes("decode")) {
-    consumers.push(await startDecodeStage({ bus, decoder: deps.decoder ?? createDecoder(), logger }));
+    started("decode", await startDecodeStage({ bus, decoder: deps.decoder ?? createDecoder(), logger, ...metrics }));
   }
   if (stages.includes("index")) {
-    consumers.push(
+    started(
+      "index",
       await startIndexStage({
         bus,
         es,
@@ -108,13 +130,15 @@ export async function startPipeline(deps: PipelineDeps): Promise<Pipeline> {
         logger,
         refresh: deps.refresh,
         canonical: await chainState(),
+        ...metrics,
       }),
     );
   }
   // The match and notify stages share the bus and the Redis client (neither closes it).
-  const shared = async () => ({ bus, config, logger, redis: await redis() });
+  const shared = async () => ({ bus, config, logger, redis: await redis(), ...metrics });
   if (stages.includes("match")) {
-    consumers.push(
+    started(
+      "match",
       await startMatchStage({
         ...(await shared()),
         ...(deps.tokenMetadata ? { tokens: deps.tokenMetadata } : {}),
@@ -123,17 +147,18 @@ export async function startPipeline(deps: PipelineDeps): Promise<Pipeline> {
     );
   }
   if (stages.includes("notify")) {
-    consumers.push(await startNotifyStage({ ...(await shared()), ...(deps.metricsRegistry ? { registry: deps.metricsRegistry } : {}) }));
+    started("notify", await startNotifyStage(await shared()));
   }
   const producers: RecordProducer[] = [];
   return {
     bus,
     es,
     consumers,
+    readiness,
     chainState,
     async createIngester(rpcUrl, opts) {
-      const source = createRpcSource({ rpcUrl });
-      const producer = await createRecordProducer(bus);
+      const source = createRpcSource({ rpcUrl, ...metrics });
+      const producer = await createRecordProducer(bus, registry ? { metrics: { registry, stage: "ingest" } } : {});
       producers.push(producer);
       const ingester = createIngester({
         source,
@@ -142,7 +167,13 @@ export async function startPipeline(deps: PipelineDeps): Promise<Pipeline> {
         concurrency: opts?.concurrency ?? config.ingest.concurrency,
         traces: opts?.traces ?? config.ingest.traces,
         state: await chainState(),
+        ...metrics,
       });
+      if (registry) {
+        const seen = ingestMetricsOf(registry).position;
+        const freshMs = Math.max(10_000, 5 * config.ingest.pollIntervalMs);
+        readiness.push({ name: "ingest", ready: () => seen.activeAtMs !== null && Date.now() - seen.activeAtMs < freshMs });
+      }
       return {
         ingester,
         source,

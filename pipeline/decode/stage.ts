@@ -4,6 +4,7 @@
  * @module
  */
 
+import type { Registry } from "prom-client";
 import { NonRetryableError } from "../../lib/errors.js";
 import type { Logger } from "../../lib/logger.js";
 import { eventId, type LogRecord } from "../../lib/records.js";
@@ -37,14 +38,18 @@ export interface DecodeStageDeps {
   bus: Bus;
   decoder: Decoder;
   logger: Logger;
+  /** Registry of the shell's metrics (pipeline/kafka/metrics.ts), e.g. the process's; default a private one. */
+  registry?: Registry;
 }
 
 /** Starts the decode stage: logs topic → events topic. */
 export async function startDecodeStage(deps: DecodeStageDeps): Promise<RunningConsumer> {
-  const producer = await createRecordProducer(deps.bus);
+  const registry = deps.registry;
+  const producer = await createRecordProducer(deps.bus, registry ? { metrics: { registry, stage: "decode" } } : {});
   const running = await runConsumer({
     bus: deps.bus,
     logger: deps.logger,
+    ...(registry ? { registry } : {}),
     stage: "decode",
     topics: ["logs"],
     handler: async (inputs) => {

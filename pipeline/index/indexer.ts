@@ -32,6 +32,7 @@
  * @module
  */
 import type { Client } from "@elastic/elasticsearch";
+import { Registry } from "prom-client";
 import { INDEX_SETTINGS, indexName, MAPPINGS } from "../../es/mappings.js";
 import type { CanonicalReader } from "../../lib/chain/state.js";
 import type { ChainId } from "../../lib/config.js";
@@ -42,6 +43,7 @@ import { TOPICS, type TopicKind } from "../../topics/index.js";
 import { type Bus, messageSeq } from "../kafka/bus.js";
 import { type HandlerFailure, type InputRecord, type RunningConsumer, runConsumer } from "../kafka/consumer.js";
 import { callRecords } from "./calls.js";
+import { indexMetricsOf } from "./metrics.js";
 
 /** One document to index. */
 export interface IndexDoc {
@@ -148,6 +150,8 @@ export interface IndexerDeps {
    * which misses a record indexed after its reorg was handled).
    */
   canonical?: CanonicalReader;
+  /** Registry of the stage's metrics (`chainsift_index_*`, and the shell's), e.g. the process's; default a private one. */
+  registry?: Registry;
 }
 
 /** What {@link Indexer.indexBatch} did, beyond the failures it returns. */
@@ -187,6 +191,12 @@ export function createIndexer(deps: IndexerDeps): Indexer {
   const { es } = deps;
   const counts: IndexCounts = { written: 0, superseded: 0, skippedOrphaned: 0, deletedOrphaned: 0 };
   const indices = allIndices(deps.chain, deps.indexPrefix);
+  const metrics = indexMetricsOf(deps.registry ?? new Registry());
+  const kindOfIndex = new Map(indices.map((i) => [i.index, i.kind] as const));
+  /** Counts documents of one result, by their index's record kind. */
+  const countDocs = (result: string, docIndices: Iterable<string | undefined>) => {
+    for (const index of docIndices) metrics.documents.inc({ kind: kindOfIndex.get(index ?? "") ?? "unknown", result });
+  };
   const retryable = (what: string) => (err: unknown) => {
     throw new RetryableError(`${what}: ${(err as Error).message}`, { cause: err });
   };
@@ -227,8 +237,10 @@ export function createIndexer(deps: IndexerDeps): Indexer {
         .catch(retryable("bulk delete failed"));
       for (const item of res.items) {
         const r = item.delete;
-        if (r?.result === "deleted") deleted++;
-        else if (r?.error && !isBenign(r.status, "delete"))
+        if (r?.result === "deleted") {
+          deleted++;
+          countDocs("deleted_orphaned", [r._index]);
+        } else if (r?.error && !isBenign(r.status, "delete"))
           throw new RetryableError(`delete of ${r._id} failed: ${JSON.stringify(r.error)}`);
       }
     }
@@ -292,6 +304,10 @@ export function createIndexer(deps: IndexerDeps): Indexer {
       const all = toIndexDocs(inputs, deps.chain, deps.indexPrefix, failures);
       const stale = await orphanedAmong(all);
       counts.skippedOrphaned += stale.size;
+      countDocs(
+        "skipped_orphaned",
+        [...stale].map((d) => d.index),
+      );
       const docs = stale.size === 0 ? all : all.filter((d) => !stale.has(d));
       if (docs.length === 0) return failures;
       let throttled = 0;
@@ -306,6 +322,7 @@ export function createIndexer(deps: IndexerDeps): Indexer {
           ? (byKey.get(keyOf(op._index, op._id, external ? (op.version ?? op._version) : undefined)) ??
             byKey.get(keyOf(op._index, op._id, undefined)))
           : undefined;
+      const endTimer = metrics.bulkSeconds.startTimer();
       try {
         await es.helpers.bulk<IndexDoc>({
           datasource: docs,
@@ -332,11 +349,13 @@ export function createIndexer(deps: IndexerDeps): Indexer {
               throttled++;
               return;
             }
+            const op = (dropped.operation as { index?: { _index?: string; _id?: string; version?: number } }).index;
             if (isBenign(dropped.status, "index")) {
               counts.superseded++;
+              countDocs("superseded", [op?._index]);
               return;
             }
-            const op = (dropped.operation as { index?: { _index?: string; _id?: string; version?: number } }).index;
+            metrics.rejections.inc({ reason: (dropped.error as { type?: string } | undefined)?.type ?? `status_${dropped.status}` });
             const d = find(op, true);
             if (!d) throw new Error(`bulk item ${op?._id} refused and not found in the batch: ${JSON.stringify(dropped.error)}`);
             failures.push({
@@ -346,8 +365,17 @@ export function createIndexer(deps: IndexerDeps): Indexer {
           },
         });
       } catch (err) {
+        endTimer();
+        metrics.bulkRequests.inc({ outcome: "failed" });
         throw new RetryableError(`bulk request failed: ${(err as Error).message}`, { cause: err });
       }
+      endTimer();
+      metrics.bulkRequests.inc({ outcome: "ok" });
+      if (throttled > 0) metrics.rejections.inc({ reason: "throttled" }, throttled);
+      countDocs(
+        "written",
+        written.map((d) => d.index),
+      );
       if (throttled > 0) throw new RetryableError(`${throttled} documents still rejected with 429 after retries`);
       counts.written += written.length;
       // Orphaned while the bulk ran (ingest announced a reorg meanwhile): delete what was just written,
@@ -384,12 +412,18 @@ export async function startIndexStage(deps: IndexStageDeps): Promise<RunningCons
   const indexer = createIndexer(deps);
   const topics = deps.topics ?? ["blocks", "transactions", "logs", "events", "traces", "reorgs"];
   const records = topics.filter((t) => t !== "reorgs");
-  const common = { bus: deps.bus, logger: deps.logger, handler: (inputs: InputRecord[]) => indexer.indexBatch(inputs) };
+  const common = {
+    bus: deps.bus,
+    logger: deps.logger,
+    handler: (inputs: InputRecord[]) => indexer.indexBatch(inputs),
+    ...(deps.registry ? { registry: deps.registry } : {}),
+  };
   const main = await runConsumer({ ...common, stage: "index", topics: records });
   const removals = topics.includes("reorgs") ? await runConsumer({ ...common, stage: INDEX_REORGS_STAGE, topics: ["reorgs"] }) : undefined;
   return {
     consumer: main.consumer,
     deadLettered: () => main.deadLettered() + (removals?.deadLettered() ?? 0),
+    ready: () => main.ready() && (removals?.ready() ?? true),
     async stop() {
       await Promise.all([main.stop(), removals?.stop()]);
     },

@@ -13,13 +13,14 @@
  * down. Backfills record their progress there too and resume when run again.
  * @module
  */
-import { Counter, Registry } from "prom-client";
+import { Registry } from "prom-client";
 import { MalformedRpcDataError } from "../../lib/chain/rpc-values.js";
 import { type BlockRef, type ChainState, createMemoryChainState } from "../../lib/chain/state.js";
 import { isRetryable } from "../../lib/errors.js";
 import type { Logger } from "../../lib/logger.js";
 import { logId, type ReorgRecord } from "../../lib/records.js";
 import { type OutgoingRecord, type RecordProducer, seqHeaders } from "../kafka/bus.js";
+import { ingestMetricsOf } from "./metrics.js";
 import type { ChainSource } from "./rpc.js";
 import { type BlockBundle, type RawRpcObject, toBlockBundle } from "./transform.js";
 
@@ -119,8 +120,8 @@ export interface IngesterDeps {
    */
   state?: ChainState;
   /**
-   * Registry for `chainsift_ingest_reorgs_total{depth="window"|"beyond_window"}` and
-   * `chainsift_ingest_orphaned_blocks_total`. Default: a private registry (not exported).
+   * Registry of the `chainsift_ingest_*` metrics (pipeline/ingest/metrics.ts: head and position,
+   * reorgs, retries), e.g. the process's. Default: a private registry (not exported).
    */
   registry?: Registry;
 }
@@ -211,32 +212,6 @@ const sleep = (ms: number, signal?: AbortSignal) =>
     signal?.addEventListener("abort", done, { once: true });
   });
 
-/** The ingest stage's metrics (found in the registry when already registered there). */
-function ingestMetrics(registry: Registry) {
-  const find = <T>(name: string, make: () => T): T => (registry.getSingleMetric(name) as T | undefined) ?? make();
-  return {
-    reorgs: find(
-      "chainsift_ingest_reorgs_total",
-      () =>
-        new Counter({
-          name: "chainsift_ingest_reorgs_total",
-          help: "Chain reorganisations the follower found; depth=beyond_window when deeper than its window of produced hashes",
-          labelNames: ["depth"] as const,
-          registers: [registry],
-        }),
-    ),
-    orphaned: find(
-      "chainsift_ingest_orphaned_blocks_total",
-      () =>
-        new Counter({
-          name: "chainsift_ingest_orphaned_blocks_total",
-          help: "Produced blocks announced as orphaned on the reorgs topic",
-          registers: [registry],
-        }),
-    ),
-  };
-}
-
 /** Creates the ingest stage. */
 export function createIngester(deps: IngesterDeps): Ingester {
   const { source, producer } = deps;
@@ -244,15 +219,26 @@ export function createIngester(deps: IngesterDeps): Ingester {
   const concurrency = deps.concurrency ?? 4;
   const maxAttempts = deps.maxAttempts ?? Number.POSITIVE_INFINITY;
   const state = deps.state ?? createMemoryChainState();
-  const metrics = ingestMetrics(deps.registry ?? new Registry());
+  const metrics = ingestMetricsOf(deps.registry ?? new Registry());
+  const seen = metrics.position;
 
-  async function withRetry<T>(what: string, fn: () => Promise<T>, signal?: AbortSignal): Promise<T> {
+  /**
+   * Runs `fn`, retrying transient failures with a doubling delay (up to 30 s), each retry counted
+   * in `chainsift_ingest_retries_total{target}` (`target`: what `fn` talks to).
+   */
+  async function withRetry<T>(
+    what: string,
+    fn: () => Promise<T>,
+    signal?: AbortSignal,
+    target: "rpc" | "kafka" | "redis" = "redis",
+  ): Promise<T> {
     let delay = deps.retryInitialMs ?? 500;
     for (let attempt = 1; ; attempt++) {
       try {
         return await fn();
       } catch (err) {
         if (!isRetryable(err) || err instanceof MalformedRpcDataError || attempt >= maxAttempts || signal?.aborted) throw err;
+        metrics.retries.inc({ target });
         log.warn({ err, attempt, retryInMs: delay }, `${what} failed; retrying`);
         await sleep(delay, signal);
         delay = Math.min(delay * 2, 30_000);
@@ -278,7 +264,7 @@ export function createIngester(deps: IngesterDeps): Ingester {
 
   async function fetchOne(number: number, signal?: AbortSignal): Promise<Fetched> {
     const tracesP = deps.traces ? fetchTraces(number) : undefined;
-    const fetched = await withRetry(`fetch block ${number}`, () => source.fetchBlock(number), signal);
+    const fetched = await withRetry(`fetch block ${number}`, () => source.fetchBlock(number), signal, "rpc");
     const traces = await tracesP;
     if (!fetched) return { number, bundle: null };
     try {
@@ -315,6 +301,7 @@ export function createIngester(deps: IngesterDeps): Ingester {
           },
         ]),
       signal,
+      "kafka",
     );
     stats.deadLettered++;
   }
@@ -340,9 +327,14 @@ export function createIngester(deps: IngesterDeps): Ingester {
       if (expect) await withRetry("record canonical hashes", () => state.expect(refs), signal);
       const first = await withRetry("reserve sequence numbers", () => state.reserveSeq(produced.length), signal);
       for (const [i, b] of produced.entries()) messages.push(...bundleToMessages(b, first + i));
-      await withRetry(`produce ${produced.length} blocks`, () => producer.send(messages), signal);
+      await withRetry(`produce ${produced.length} blocks`, () => producer.send(messages), signal, "kafka");
     }
     for (const bundle of produced) {
+      if (seen.last === null || bundle.block.number.num >= seen.last) {
+        seen.last = bundle.block.number.num;
+        seen.lastTimestampMs = Date.parse(`${bundle.block.timestamp}Z`);
+      }
+      seen.activeAtMs = Date.now();
       stats.blocks++;
       stats.transactions += bundle.transactions.length;
       stats.logs += bundle.logs.length;
@@ -388,7 +380,7 @@ export function createIngester(deps: IngesterDeps): Ingester {
         } satisfies ReorgRecord,
       }),
     );
-    await withRetry(`announce ${records.length} orphaned blocks`, () => producer.send(records), signal);
+    await withRetry(`announce ${records.length} orphaned blocks`, () => producer.send(records), signal, "kafka");
   }
 
   const ingester: Ingester = {
@@ -433,7 +425,7 @@ export function createIngester(deps: IngesterDeps): Ingester {
       const produced = position.produced;
       let finalized: number | null = null;
       let polls = 0;
-      const nodeHash = (n: number) => withRetry(`hash of block ${n}`, () => source.blockHash(n), signal);
+      const nodeHash = (n: number) => withRetry(`hash of block ${n}`, () => source.blockHash(n), signal, "rpc");
 
       /** Handles a reorg found at height `n`: announce, unwind, and return the first height to re-ingest. */
       const reorg = async (n: number): Promise<number> => {
@@ -442,6 +434,7 @@ export function createIngester(deps: IngesterDeps): Ingester {
         stats.reorgs++;
         stats.orphaned += fork.orphaned.length;
         metrics.orphaned.inc(fork.orphaned.length);
+        metrics.reorgDepth.observe(fork.orphaned.length);
         const range = { from: fork.ancestor + 1, to: n, depth: fork.orphaned.length };
         if (fork.beyondWindow) {
           stats.deepReorgs++;
@@ -481,15 +474,19 @@ export function createIngester(deps: IngesterDeps): Ingester {
         next = position.tip.number + 1;
         log.info({ tip: position.tip }, "resuming after the last produced block");
       } else {
-        next = await withRetry("eth_blockNumber", () => source.headNumber(), signal);
+        next = await withRetry("eth_blockNumber", () => source.headNumber(), signal, "rpc");
       }
 
       log.info({ from: next }, "following the head");
       while (!signal?.aborted) {
-        const head = await withRetry("eth_blockNumber", () => source.headNumber(), signal).catch((err) => {
+        const head = await withRetry("eth_blockNumber", () => source.headNumber(), signal, "rpc").catch((err) => {
           if (signal?.aborted) return -1;
           throw err;
         });
+        if (head >= 0) {
+          seen.head = head;
+          seen.activeAtMs = Date.now();
+        }
         if (finalizedEvery > 0 && polls++ % finalizedEvery === 0) {
           finalized = (await source.finalizedNumber?.().catch(() => null)) ?? null;
         }
@@ -536,6 +533,14 @@ export function createIngester(deps: IngesterDeps): Ingester {
     onProgress?: (done: number, records: number) => void,
   ): Promise<IngestStats> {
     const stats = emptyStats();
+    // The head once, for the lag gauges (a backfill does not poll it); best effort.
+    await source
+      .headNumber()
+      .then((head) => {
+        seen.head = head;
+        seen.activeAtMs = Date.now();
+      })
+      .catch(() => {});
     let done = 0;
     let records = 0;
     onProgress?.(done, records);

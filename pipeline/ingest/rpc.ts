@@ -6,7 +6,9 @@
  * @module
  */
 import { type JsonRpcApiProviderOptions, type JsonRpcPayload, JsonRpcProvider, type JsonRpcResult } from "ethers";
+import type { Registry } from "prom-client";
 import { RetryableError } from "../../lib/errors.js";
+import { ingestMetricsOf } from "./metrics.js";
 import type { RawRpcObject } from "./transform.js";
 
 /** A block as fetched: the raw block and its receipts in transaction order. */
@@ -57,6 +59,11 @@ export interface RpcSourceOptions {
   batchMaxCount?: number;
   /** How long ethers gathers calls into one batch. Default 2 ms (ethers' own default is 10 ms). */
   batchStallTimeMs?: number;
+  /**
+   * Registry of `chainsift_ingest_rpc_requests_total` and `chainsift_ingest_rpc_duration_seconds`
+   * (pipeline/ingest/metrics.ts), e.g. the process's. Default: not measured.
+   */
+  registry?: Registry;
 }
 
 const METHOD_NOT_FOUND = -32601;
@@ -107,12 +114,19 @@ export function createRpcSource(opts: RpcSourceOptions): ChainSource {
   let blockReceiptsSupported: boolean | undefined;
   let tracesSupported = true;
 
+  const metrics = opts.registry ? ingestMetricsOf(opts.registry) : undefined;
   const send = async <T>(method: string, params: unknown[]): Promise<T> => {
+    const endTimer = metrics?.rpcSeconds.startTimer({ method });
+    let outcome = "ok";
     try {
       return (await provider.send(method, params)) as T;
     } catch (err) {
-      if (rpcErrorCode(err) === METHOD_NOT_FOUND) throw err;
+      outcome = rpcErrorCode(err) === METHOD_NOT_FOUND ? "unsupported" : "error";
+      if (outcome === "unsupported") throw err;
       throw new RetryableError(`${method} failed: ${(err as Error).message}`, { cause: err });
+    } finally {
+      endTimer?.();
+      metrics?.rpcRequests.inc({ method, outcome });
     }
   };
 

@@ -6,11 +6,13 @@
  */
 import { SchemaRegistry, SchemaType } from "@kafkajs/confluent-schema-registry";
 import { type Admin, Kafka, logLevel as KafkaLogLevel, type KafkaMessage, Partitioners, type Producer } from "kafkajs";
+import type { Registry } from "prom-client";
 import type { ChainId, Config } from "../../lib/config.js";
 import { NonRetryableError } from "../../lib/errors.js";
 import type { Logger } from "../../lib/logger.js";
 import { SEQ_HEADER, subjectOf, TOPICS, type TopicKind, topicName } from "../../topics/index.js";
 import { installKafkajsWarningFilter, kafkaLogCreator } from "./log.js";
+import { kafkaMetricsOf } from "./metrics.js";
 
 /** Shared Kafka plumbing of one process. */
 export interface Bus {
@@ -239,6 +241,17 @@ export interface RecordProducer {
   producer: Producer;
 }
 
+/** Options of {@link createRecordProducer}. */
+export interface RecordProducerOptions {
+  /** Largest request, in bytes of keys and values. Default 768 KiB. */
+  maxRequestBytes?: number;
+  /**
+   * Count what `send` delivered in `chainsift_records_produced_total{stage,topic}` of this registry
+   * (pipeline/kafka/metrics.ts). Default: not counted.
+   */
+  metrics?: { registry: Registry; stage: string };
+}
+
 /**
  * Creates a connected idempotent producer. `send` splits large batches into requests of at most
  * `maxRequestBytes` (default 768 KiB of keys and values) so no record batch exceeds the broker's
@@ -247,8 +260,9 @@ export interface RecordProducer {
  * Idempotence: (`idempotent: true`, one request in flight, acks=all:
  * https://kafka.js.org/docs/producing#options) so a retried send never duplicates.
  */
-export async function createRecordProducer(bus: Bus, opts: { maxRequestBytes?: number } = {}): Promise<RecordProducer> {
+export async function createRecordProducer(bus: Bus, opts: RecordProducerOptions = {}): Promise<RecordProducer> {
   const maxRequestBytes = opts.maxRequestBytes ?? 768 * 1024;
+  const counted = opts.metrics && { produced: kafkaMetricsOf(opts.metrics.registry).produced, stage: opts.metrics.stage };
   const producer = bus.kafka.producer({
     idempotent: true,
     maxInFlightRequests: 1,
@@ -288,6 +302,11 @@ export async function createRecordProducer(bus: Bus, opts: { maxRequestBytes?: n
         bytes += value.length + r.key.length;
       }
       await flush();
+      if (counted) {
+        const perKind = new Map<TopicKind, number>();
+        for (const r of records) perKind.set(r.kind, (perKind.get(r.kind) ?? 0) + 1);
+        for (const [kind, n] of perKind) counted.produced.inc({ stage: counted.stage, topic: kind }, n);
+      }
     },
     async disconnect() {
       await producer.disconnect();

@@ -5,10 +5,12 @@
  * @module
  */
 import type { Consumer, KafkaMessage } from "kafkajs";
+import { Registry } from "prom-client";
 import { isRetryable, type NonRetryableError } from "../../lib/errors.js";
 import type { Logger } from "../../lib/logger.js";
 import type { TopicKind } from "../../topics/index.js";
 import { type Bus, createRecordProducer, type RecordProducer } from "./bus.js";
+import { kafkaMetricsOf } from "./metrics.js";
 
 /** One decoded input message. */
 export interface InputRecord<T = unknown> {
@@ -52,6 +54,11 @@ export interface ConsumerOptions {
   partitionsConsumedConcurrently?: number;
   /** Consumer group session timeout (heartbeats continue while a handler runs). Default 30000 ms. */
   sessionTimeoutMs?: number;
+  /**
+   * Registry of the shell's metrics (`chainsift_consumer_*`, `chainsift_records_produced_total`,
+   * pipeline/kafka/metrics.ts), e.g. the process's (lib/common.ts). Default: a private one, never served.
+   */
+  registry?: Registry;
 }
 
 /** A running consumer. */
@@ -59,6 +66,11 @@ export interface RunningConsumer {
   consumer: Consumer;
   /** Messages dead-lettered so far. */
   deadLettered(): number;
+  /**
+   * Whether the consumer is consuming: true from joining its group (kafkajs `GROUP_JOIN`) until it
+   * crashes, stops or disconnects (the `/readyz` of lib/metrics.ts).
+   */
+  ready(): boolean;
   stop(): Promise<void>;
 }
 
@@ -108,10 +120,22 @@ export async function runConsumer(opts: ConsumerOptions): Promise<RunningConsume
     sessionTimeout: opts.sessionTimeoutMs ?? 30_000,
     rebalanceTimeout: Math.max(60_000, opts.sessionTimeoutMs ?? 0),
   });
-  const dlq = await createRecordProducer(bus);
+  const registry = opts.registry ?? new Registry();
+  const metrics = kafkaMetricsOf(registry);
+  const dlq = await createRecordProducer(bus, { metrics: { registry, stage } });
   const kindOfTopic = new Map(opts.topics.map((k) => [bus.topic(k), k] as const));
   let deadLettered = 0;
   let stopping = false;
+  let joined = false;
+  consumer.on(consumer.events.GROUP_JOIN, () => {
+    joined = true;
+  });
+  for (const gone of [consumer.events.CRASH, consumer.events.STOP, consumer.events.DISCONNECT]) {
+    consumer.on(gone, () => {
+      joined = false;
+    });
+  }
+  const untrackLag = metrics.trackLag(bus, bus.groupId(stage));
 
   await consumer.connect();
   await consumer.subscribe({ topics: [...kindOfTopic.keys()], fromBeginning: opts.fromBeginning ?? true });
@@ -124,6 +148,7 @@ export async function runConsumer(opts: ConsumerOptions): Promise<RunningConsume
     autoCommitInterval: 500,
     eachBatch: async ({ batch, resolveOffset, heartbeat, commitOffsetsIfNecessary, isRunning, isStale }) => {
       const topicKind = kindOfTopic.get(batch.topic) as TopicKind;
+      const labels = { stage, topic: topicKind };
       const inputs: InputRecord[] = [];
       const failures: HandlerFailure[] = [];
       for (const message of batch.messages) {
@@ -143,6 +168,7 @@ export async function runConsumer(opts: ConsumerOptions): Promise<RunningConsume
         }
       }
       let delay = opts.retryInitialMs ?? 500;
+      const endTimer = metrics.handlerSeconds.startTimer(labels);
       for (;;) {
         if (!isRunning() || isStale() || stopping) return;
         try {
@@ -163,15 +189,19 @@ export async function runConsumer(opts: ConsumerOptions): Promise<RunningConsume
             for (const input of inputs) failures.push({ input, error: err as NonRetryableError });
             break;
           }
+          metrics.retries.inc({ stage });
           log.warn({ err, topic: batch.topic, partition: batch.partition, retryInMs: delay }, "batch failed; retrying");
           await sleep(delay);
           delay = Math.min(delay * 2, 30_000);
           await heartbeat();
         }
       }
+      if (inputs.length > 0) endTimer();
+      metrics.consumed.inc(labels, batch.messages.length);
       for (const f of failures) {
         await deadLetter(dlq, stage, f.input, { code: f.error.code, message: f.error.message });
         deadLettered++;
+        metrics.deadLetters.inc({ stage, code: f.error.code });
         log.warn(
           { topic: f.input.topic, partition: f.input.partition, offset: f.input.offset, code: f.error.code },
           `dead-lettered: ${f.error.message}`,
@@ -187,8 +217,10 @@ export async function runConsumer(opts: ConsumerOptions): Promise<RunningConsume
   return {
     consumer,
     deadLettered: () => deadLettered,
+    ready: () => joined && !stopping,
     async stop() {
       stopping = true;
+      await untrackLag();
       await consumer.disconnect();
       await dlq.disconnect();
     },

@@ -20,6 +20,7 @@
  * @module
  */
 
+import { Registry } from "prom-client";
 import type { Alert } from "../../lib/alerting/alert.js";
 import type { DecodeMethodOptions } from "../../lib/chain/methods.js";
 import { createRedisChainState } from "../../lib/chain/state.js";
@@ -34,6 +35,8 @@ import { createChainView } from "./chain-view.js";
 import type { MatchedEntity, MatchInput } from "./confirmations/decide.js";
 import { createConfirmationTracker } from "./confirmations/tracker.js";
 import { entitiesOf, type TypedEntity } from "./entities.js";
+import { confirmationKeys } from "./keys.js";
+import { countAlerts, matchMetricsOf } from "./metrics.js";
 import { createAlertPublisher } from "./publisher.js";
 import { createRuleIndex, type RuleIndex } from "./rule-index.js";
 import { startRuleSync } from "./rule-sync.js";
@@ -46,6 +49,8 @@ export interface MatchStageDeps {
   bus: Bus;
   config: Pick<Config, "chain" | "redisUrl" | "redisKeyPrefix">;
   logger: Logger;
+  /** Registry of the stage's metrics (`chainsift_match_*`, and the shell's), e.g. the process's; default a private one. */
+  registry?: Registry;
   /**
    * A connected Redis client for confirmations, tokens and ingest's canonical map, e.g. the
    * process's shared one (lib/common.ts); left open on stop. Default: a client of the stage
@@ -101,7 +106,11 @@ export async function startMatchStage(deps: MatchStageDeps): Promise<MatchStage>
   const tracker = createConfirmationTracker({ ...keyed, outboxVisibilityMs: Math.max(0, deps.outboxGraceMs ?? 10_000) });
   const tokens = createTokenTracker({ ...keyed, metadata: deps.tokens ?? tokenListMetadataSource(1) });
   const chain = createChainView(createRedisChainState(redis, config.redisKeyPrefix, config.chain));
-  const producer = await createRecordProducer(bus);
+  const registry = deps.registry ?? new Registry();
+  const producer = await createRecordProducer(bus, { metrics: { registry, stage: "match" } });
+  const metrics = matchMetricsOf(registry);
+  const outboxKey = confirmationKeys(config.redisKeyPrefix, config.chain).outbox;
+  const unwatch = metrics.watch({ rules: () => index.stats().rules, outboxSize: () => redis.hLen(outboxKey) });
   const sync = await startRuleSync({ rules, index, tracker, logger: log, reloadIntervalMs: deps.reloadIntervalMs });
   const publisher = createAlertPublisher({
     tracker,
@@ -139,13 +148,18 @@ export async function startMatchStage(deps: MatchStageDeps): Promise<MatchStage>
   // would be delivered out of `sequence` order (docs/alerting-delivery.md, Ordering).
   let turn: Promise<unknown> = Promise.resolve();
   const emitAndPublish = (emit: () => Promise<readonly Alert[]>): Promise<void> => {
-    const mine = turn.then(async () => publisher.publish(await emit()));
+    const mine = turn.then(async () => {
+      const alerts = await emit();
+      countAlerts(metrics, alerts);
+      await publisher.publish(alerts);
+    });
     turn = mine.catch(() => {});
     return mine;
   };
   const running = await runConsumer({
     bus,
     logger: deps.logger,
+    registry,
     stage: "match",
     topics: ["blocks", "transactions", "logs", "events", "traces", "reorgs"],
     handler: async (inputs) => {
@@ -169,7 +183,10 @@ export async function startMatchStage(deps: MatchStageDeps): Promise<MatchStage>
         // A record of a block known to be orphaned (its partition lagged behind the reorg) matches nothing.
         if (chain.isOrphaned(input.record)) continue;
         for (const { type, entity } of await entitiesWithToken({ topicKind: kind, record: input.record })) {
-          for (const rule of index.match(type, entity)) matches.push({ rule, entity: entity as unknown as MatchedEntity });
+          metrics.entities.inc({ type });
+          const matched = index.match(type, entity);
+          if (matched.length > 0) metrics.matches.inc({ type }, matched.length);
+          for (const rule of matched) matches.push({ rule, entity: entity as unknown as MatchedEntity });
         }
       }
       // A head below an entity's block (its block record not consumed yet) counts as that block.
@@ -184,6 +201,7 @@ export async function startMatchStage(deps: MatchStageDeps): Promise<MatchStage>
     reload: sync.reload,
     sweepOutbox: publisher.sweep,
     async stop() {
+      unwatch();
       const sweepsStopped = publisher.stop();
       await running.stop();
       await sweepsStopped;

@@ -148,6 +148,7 @@ export async function startNotifyStage(deps: NotifyStageDeps): Promise<NotifySta
   const running = await runConsumer({
     bus: deps.bus,
     logger,
+    ...(deps.registry ? { registry: deps.registry } : {}),
     stage: "notify",
     topics: ["alerts"],
     // Enqueue only: a Redis failure throws (retryable: the batch is retried, nothing committed);

@@ -1,0 +1,104 @@
+/**
+ * The ingest stage's metric families (docs/metrics.md). What ingest produces is counted by the
+ * Kafka shell's `chainsift_records_produced_total{stage="ingest",topic}` (pipeline/kafka/metrics.ts);
+ * here: the chain head and ingest's position, reorgs, JSON-RPC requests and retries. One ingester
+ * per registry is assumed for the position gauges (a second one would overwrite them).
+ * @module
+ */
+import { Counter, Gauge, Histogram, type Registry } from "prom-client";
+import { memoPerRegistry } from "../../lib/metrics.js";
+
+/** Where ingest is, as the gauges show it (null until known). */
+export interface IngestPosition {
+  /** Highest block number the node announced (`eth_blockNumber`). */
+  head: number | null;
+  /** When the node's head was last read or a block last produced, ms since the epoch (readiness of ingest). */
+  activeAtMs: number | null;
+  /** Highest block number produced to Kafka. */
+  last: number | null;
+  /** Timestamp of block `last`, ms since the epoch (from the block header). */
+  lastTimestampMs: number | null;
+}
+
+/** The ingest stage's families in one registry. */
+export interface IngestMetrics {
+  /** Feeds the head and position gauges; update it in place. */
+  position: IngestPosition;
+  /** `chainsift_ingest_reorgs_total{depth}`: reorgs found; depth=window or beyond_window. */
+  reorgs: Counter<"depth">;
+  /** `chainsift_ingest_orphaned_blocks_total`: produced blocks announced as orphaned. */
+  orphaned: Counter;
+  /** `chainsift_ingest_reorg_depth_blocks`: depth of each reorg found (orphaned blocks). */
+  reorgDepth: Histogram;
+  /** `chainsift_ingest_rpc_requests_total{method,outcome}`: JSON-RPC calls by method and outcome (ok, error, unsupported). */
+  rpcRequests: Counter<"method" | "outcome">;
+  /** `chainsift_ingest_rpc_duration_seconds{method}`: one JSON-RPC call, from the call to its answer (batching included). */
+  rpcSeconds: Histogram<"method">;
+  /** `chainsift_ingest_retries_total{target}`: retries after transient failures, by what failed (rpc, kafka, redis). */
+  retries: Counter<"target">;
+}
+
+/** The ingest stage's families of a registry, created on the first call. */
+export const ingestMetricsOf = memoPerRegistry((registry: Registry): IngestMetrics => {
+  const registers = [registry];
+  const position: IngestPosition = { head: null, activeAtMs: null, last: null, lastTimestampMs: null };
+  /** A gauge computed on scrape; NaN (unknown) while `value()` is null, e.g. the head during a backfill before its first read. */
+  const computed = (name: string, help: string, value: () => number | null) =>
+    new Gauge({
+      name,
+      help,
+      registers,
+      collect() {
+        this.set(value() ?? Number.NaN);
+      },
+    });
+  computed("chainsift_ingest_head_block", "Highest block number the node announced (eth_blockNumber)", () => position.head);
+  computed("chainsift_ingest_last_block", "Highest block number ingest produced to Kafka", () => position.last);
+  computed("chainsift_ingest_head_lag_blocks", "Head block - last block produced", () =>
+    position.head === null || position.last === null ? null : Math.max(0, position.head - position.last),
+  );
+  computed(
+    "chainsift_ingest_head_lag_seconds",
+    "Age of the last block produced: now - its header timestamp (at the head it moves between 0 and the block time)",
+    () => (position.lastTimestampMs === null ? null : Math.max(0, (Date.now() - position.lastTimestampMs) / 1000)),
+  );
+  return {
+    position,
+    reorgs: new Counter({
+      name: "chainsift_ingest_reorgs_total",
+      help: "Chain reorganisations the follower found; depth=beyond_window when deeper than its window of produced hashes",
+      labelNames: ["depth"] as const,
+      registers,
+    }),
+    orphaned: new Counter({
+      name: "chainsift_ingest_orphaned_blocks_total",
+      help: "Produced blocks announced as orphaned on the reorgs topic",
+      registers,
+    }),
+    reorgDepth: new Histogram({
+      name: "chainsift_ingest_reorg_depth_blocks",
+      help: "Depth of each reorg found, in orphaned blocks",
+      buckets: [1, 2, 3, 4, 6, 8, 16, 32, 64, 128],
+      registers,
+    }),
+    rpcRequests: new Counter({
+      name: "chainsift_ingest_rpc_requests_total",
+      help: "JSON-RPC calls by method and outcome (ok, error, unsupported: method not found)",
+      labelNames: ["method", "outcome"] as const,
+      registers,
+    }),
+    rpcSeconds: new Histogram({
+      name: "chainsift_ingest_rpc_duration_seconds",
+      help: "Duration of one JSON-RPC call, from the call to its answer (calls are batched over HTTP)",
+      labelNames: ["method"] as const,
+      buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+      registers,
+    }),
+    retries: new Counter({
+      name: "chainsift_ingest_retries_total",
+      help: "Retries after a transient failure, by what failed (rpc, kafka, redis)",
+      labelNames: ["target"] as const,
+      registers,
+    }),
+  };
+});
