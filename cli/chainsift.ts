@@ -5,6 +5,7 @@
  *   accounts create --name <n> [--email <e>]     accounts list     accounts disable <account-id>
  *   tokens issue --account <id> [--name <n>] [--expires-in-days <d>]
  *   tokens list --account <id>                   tokens revoke <token-id>
+ *   status [--max-lag <records>] [--max-head-lag <blocks>] [--max-dead-letters <n>]   (cli/status.ts)
  * Every command takes `--json` (one JSON document on stdout) and `--help`.
  * Exit codes: 0 success, 1 failure (not found, disabled, Redis unreachable, …), 2 usage error.
  *
@@ -21,6 +22,7 @@ import { type Config, ConfigError, loadConfig } from "../lib/config.js";
 import { createLogger } from "../lib/logger.js";
 import { createBus } from "../pipeline/kafka/bus.js";
 import { replayAlertDeadLetters } from "../pipeline/notify/replay.js";
+import { gatherStatus, renderStatus, type StatusThresholds } from "./status.js";
 
 /** Exit status of a successful command. */
 export const EXIT_OK = 0;
@@ -317,6 +319,37 @@ export const commands: CliCommand[] = [
       if (args.values.json) printJson(ctx.output, result);
       else ctx.output.out(`read ${result.read} dead letters, replayed ${result.replayed} alerts`);
       return EXIT_OK;
+    },
+  },
+  {
+    path: ["status"],
+    summary: "services' health, head vs ingested, consumer-group lag, dead letters of the last hour; exit 1 when unhealthy",
+    usage: "[--max-lag <records>] [--max-head-lag <blocks>] [--max-dead-letters <n>]",
+    details:
+      "Unhealthy (exit 1): a service does not answer within 3 s (Kafka, Elasticsearch or red, schema registry, Redis,\n" +
+      "the JSON-RPC node of CHAINSIFT_RPC_URL), or a given threshold is exceeded. See docs/metrics.md.",
+    options: { "max-lag": { type: "string" }, "max-head-lag": { type: "string" }, "max-dead-letters": { type: "string" } },
+    run: async (ctx, args) => {
+      const limit = (name: string) => {
+        const raw = args.values[name];
+        if (raw === undefined) return undefined;
+        const n = Number(raw);
+        if (!Number.isInteger(n) || n < 0) throw new UsageError(`--${name}: expected a non-negative integer`);
+        return n;
+      };
+      const thresholds: StatusThresholds = {};
+      for (const [name, key] of [
+        ["max-lag", "maxLag"],
+        ["max-head-lag", "maxHeadLag"],
+        ["max-dead-letters", "maxDeadLetters"],
+      ] as const) {
+        const n = limit(name);
+        if (n !== undefined) thresholds[key] = n;
+      }
+      const status = await gatherStatus(ctx.config, thresholds);
+      if (args.json) printJson(ctx.output, status);
+      else ctx.output.out(renderStatus(status));
+      return status.healthy ? EXIT_OK : EXIT_FAILURE;
     },
   },
 ];
