@@ -109,6 +109,7 @@ interface Metrics {
   unhealthy: Gauge<"destination">;
   inFlight: Gauge;
   latency: Histogram<"channel">;
+  fromBlock: Histogram<"channel" | "status">;
 }
 
 function metricsIn(registry: Registry | undefined): Metrics {
@@ -167,6 +168,17 @@ function metricsIn(registry: Registry | undefined): Metrics {
           help: "Time from enqueueing a job to its successful delivery.",
           labelNames: ["channel"] as const,
           buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300],
+          registers,
+        }),
+    ),
+    fromBlock: get(
+      "chainsift_notify_block_to_delivery_seconds",
+      () =>
+        new PHistogram({
+          name: "chainsift_notify_block_to_delivery_seconds",
+          help: "Time from the matched block's header timestamp to the successful delivery, by channel and alert status (confirmed alerts include the wait for their confirmations)",
+          labelNames: ["channel", "status"] as const,
+          buckets: [1, 2.5, 5, 10, 15, 30, 60, 120, 300, 600, 1800, 3600],
           registers,
         }),
     ),
@@ -358,6 +370,9 @@ export function startScheduler(deps: SchedulerDeps): Scheduler {
       await queue.pop(job.lane, owner, [job.id], now, true);
       metrics.deliveries.inc({ channel, outcome: "delivered" });
       metrics.latency.observe({ channel }, Math.max(0, now - job.enqueuedAtMs) / 1000);
+      // Records carry ISO 8601 UTC timestamps without a zone suffix (lib/records.ts).
+      const blockAtMs = typeof alert.entity.timestamp === "string" ? Date.parse(`${alert.entity.timestamp}Z`) : Number.NaN;
+      if (Number.isFinite(blockAtMs)) metrics.fromBlock.observe({ channel, status: alert.status }, Math.max(0, now - blockAtMs) / 1000);
       stats.delivered++;
       return;
     }

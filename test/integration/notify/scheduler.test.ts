@@ -174,7 +174,8 @@ describe.skipIf(!up)("notify scheduler (real Redis, local receivers)", () => {
     const alerts = alertsOf(ruleId, actions, 2);
     expect(await enqueue(alerts)).toBe(4);
     expect(await enqueue(alerts)).toBe(0); // Kafka redelivery of queued alerts: nothing added
-    const s = start();
+    const registry = new Registry();
+    const s = start({}, registry);
     await waitFor(async () => (await log.list(ruleId)).total >= 4, 15_000);
     const page = await log.list(ruleId);
     expect(page.entries.map((e) => `${e.sequence}/${e.actionIndex}/${e.ok}`).sort()).toEqual([
@@ -194,6 +195,23 @@ describe.skipIf(!up)("notify scheduler (real Redis, local receivers)", () => {
     await waitFor(async () => (await log.list(ruleId)).total >= 5, 10_000);
     expect(rx.delivered).toHaveLength(2);
     expect(s.stats().delivered).toBe(2);
+    // The metrics count the same: 2 delivered (POST), 3 refused (GET with an unknown template field:
+    // twice, and once more for the replayed alert),
+    // and both deliveries observed from their block's timestamp (the fixture entity's) and from enqueueing.
+    const sample = async (name: string, labels: Record<string, string>) =>
+      (
+        (await registry.getSingleMetric(name)!.get()).values as Array<{
+          labels: Record<string, string | number>;
+          value: number;
+          metricName?: string;
+        }>
+      ).filter((v) => Object.entries(labels).every(([k, x]) => v.labels[k] === x));
+    expect((await sample("chainsift_notify_deliveries_total", { channel: "Webhook (POST)", outcome: "delivered" }))[0]?.value).toBe(2);
+    expect((await sample("chainsift_notify_deliveries_total", { channel: "Webhook (GET)", outcome: "refused" }))[0]?.value).toBe(3);
+    const fromBlock = await sample("chainsift_notify_block_to_delivery_seconds", { channel: "Webhook (POST)", status: "confirmed" });
+    expect(fromBlock.find((v) => v.metricName === "chainsift_notify_block_to_delivery_seconds_count")?.value).toBe(2);
+    // 2026-01-02T03:04:00Z is in the past: every observation lies above the 1 s bucket's bound.
+    expect(fromBlock.find((v) => v.metricName?.endsWith("_bucket") && v.labels.le === 1)?.value).toBe(0);
     await s.stop();
   });
 
