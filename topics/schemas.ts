@@ -18,8 +18,12 @@ const quantity = {
   fields: [
     { name: "num", type: "double" },
     { name: "raw", type: "string" },
+    // Added later: the exact value as a decimal string (topics/wire.ts fills it; Kafka only).
+    { name: "dec", type: ["null", "string"], default: null },
   ],
 };
+/** The block time as Avro `timestamp-millis` (UTC), next to the ISO `timestamp` (topics/wire.ts fills it; Kafka only). */
+const timestampMs = { name: "timestampMs", type: ["null", { type: "long", logicalType: "timestamp-millis" }], default: null };
 const Q = `${NS}.Quantity`;
 const optQ = { type: ["null", Q], default: null };
 const optString = { type: ["null", "string"], default: null };
@@ -73,6 +77,7 @@ export const blockSchema: AvroSchema = {
     { name: "blobGasUsed", ...optQ },
     { name: "excessBlobGas", ...optQ },
     { name: "requestsHash", ...optString },
+    timestampMs,
   ],
 };
 
@@ -142,6 +147,7 @@ export const transactionSchema: AvroSchema = {
     { name: "logsBloom", ...optString },
     { name: "blobGasUsed", ...optQ },
     { name: "blobGasPrice", ...optQ },
+    timestampMs,
   ],
 };
 
@@ -161,6 +167,7 @@ export const logSchema: AvroSchema = {
     { name: "logIndex", type: Q },
     { name: "removed", type: "boolean" },
     { name: "timestamp", type: "string" },
+    timestampMs,
   ],
 };
 
@@ -193,6 +200,8 @@ export const eventSchema: AvroSchema = {
                   { name: "num", type: ["null", "double"], default: null },
                   { name: "scaled", type: ["null", "double"], default: null },
                   { name: "type", type: "string" },
+                  // Added later: the exact integer value of an int/uint argument, decimal (topics/wire.ts).
+                  { name: "dec", type: ["null", "string"], default: null },
                 ],
               },
             },
@@ -209,6 +218,7 @@ export const eventSchema: AvroSchema = {
     { name: "error", ...optString },
     { name: "str", type: "string" },
     { name: "timestamp", type: "string" },
+    timestampMs,
   ],
 };
 
@@ -287,6 +297,7 @@ export const traceSchema: AvroSchema = {
     { name: "blockNumber", type: Q },
     { name: "timestamp", type: "string" },
     { name: "frameJson", type: "string" },
+    timestampMs,
   ],
 };
 

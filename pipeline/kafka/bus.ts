@@ -11,6 +11,7 @@ import type { ChainId, Config } from "../../lib/config.js";
 import { NonRetryableError } from "../../lib/errors.js";
 import type { Logger } from "../../lib/logger.js";
 import { SEQ_HEADER, subjectOf, TOPICS, type TopicKind, topicName } from "../../topics/index.js";
+import { fromWire, toWire } from "../../topics/wire.js";
 import { installKafkajsWarningFilter, kafkaLogCreator } from "./log.js";
 import { kafkaMetricsOf } from "./metrics.js";
 
@@ -145,7 +146,7 @@ export async function createBus(opts: BusOptions): Promise<Bus> {
     async encode(kind, record) {
       const id = await register(kind);
       try {
-        return await registry.encode(id, record);
+        return await registry.encode(id, toWire(record));
       } catch (err) {
         throw new NonRetryableError("CS_AVRO_ENCODE", `record does not fit the ${kind} schema: ${(err as Error).message}`, { cause: err });
       }
@@ -155,7 +156,7 @@ export async function createBus(opts: BusOptions): Promise<Bus> {
         throw new NonRetryableError("CS_AVRO_DECODE", "message is not Confluent-framed Avro (missing magic byte or schema id)");
       }
       try {
-        return await registry.decode(value);
+        return fromWire(await registry.decode(value));
       } catch (err) {
         const msg = (err as Error).message ?? String(err);
         // An unreachable registry is transient; anything else is the message's fault.
