@@ -185,8 +185,8 @@ export async function buildApi(deps: ApiDeps): Promise<FastifyInstance> {
       await scope.register(adminRoutes);
     });
     await app.register(rulesBackendsPlugin, { config, redis: app.redis });
-    const { rules, deliveries, deliveryStatus } = app.rulesBackends;
-    await app.register(rulesRoutes({ rules, deliveries, deliveryStatus, chains }));
+    const { rules, deliveries, deliveryStatus, traceSource } = app.rulesBackends;
+    await app.register(rulesRoutes({ rules, deliveries, deliveryStatus, traceSource, chains }));
   } catch (err) {
     // Release what the plugins registered so far opened (ES client, Redis connections).
     await app.close().catch(() => {});

@@ -111,7 +111,12 @@ export interface Config {
     pollIntervalMs: number;
     /** Blocks fetched concurrently during a backfill. Env `CHAINSIFT_INGEST_CONCURRENCY`, default 4. */
     concurrency: number;
-    /** Fetch call traces (debug_traceBlockByNumber, callTracer) for Trace/Call alerting targets. Env `CHAINSIFT_INGEST_TRACES` (`true`/`false`), default false (`npm start` on the embedded chain: true). */
+    /**
+     * Fetch call traces for the Trace and Call alerting targets, wherever the node has them: at start
+     * ingest probes `debug_traceBlockByNumber` (callTracer), then parity-style `trace_block`, and uses
+     * the first the node answers (start log line and metric `chainsift_ingest_trace_source`). Env
+     * `CHAINSIFT_INGEST_TRACES` (`true`/`false`), default true; false skips them (cheaper ingest).
+     */
     traces: boolean;
     /**
      * How often, in ms, a backfill without a terminal (stdout not a TTY: a pipe, a file, a
@@ -296,7 +301,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       rpcUrl: str(env, "CHAINSIFT_RPC_URL", "http://127.0.0.1:8545"),
       pollIntervalMs: int(env, "CHAINSIFT_POLL_INTERVAL_MS", 1000, 1),
       concurrency: int(env, "CHAINSIFT_INGEST_CONCURRENCY", 4, 1),
-      traces: bool(env, "CHAINSIFT_INGEST_TRACES", false),
+      traces: bool(env, "CHAINSIFT_INGEST_TRACES", true),
       progressIntervalMs: int(env, "CHAINSIFT_PROGRESS_INTERVAL_MS", 5000, 1),
     },
     index: {

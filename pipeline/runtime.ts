@@ -7,7 +7,7 @@
 import { Client } from "@elastic/elasticsearch";
 import type { Registry } from "prom-client";
 import type { DecodeMethodOptions } from "../lib/chain/methods.js";
-import { type ChainState, createRedisChainState } from "../lib/chain/state.js";
+import { type ChainState, createRedisChainState, ingestKeyPrefix } from "../lib/chain/state.js";
 import type { Config } from "../lib/config.js";
 import type { Logger } from "../lib/logger.js";
 import type { ReadinessCheck } from "../lib/metrics.js";
@@ -17,7 +17,7 @@ import { startDecodeStage } from "./decode/stage.js";
 import { ensureIndices, startIndexStage } from "./index/indexer.js";
 import { createIngester, type Ingester } from "./ingest/ingest.js";
 import { ingestMetricsOf } from "./ingest/metrics.js";
-import { type ChainSource, createRpcSource } from "./ingest/rpc.js";
+import { type ChainSource, createRpcSource, type TraceSource } from "./ingest/rpc.js";
 import { type Bus, createBus, createRecordProducer, type RecordProducer } from "./kafka/bus.js";
 import type { RunningConsumer } from "./kafka/consumer.js";
 import { startMatchStage } from "./match/stage.js";
@@ -84,7 +84,13 @@ export interface Pipeline {
   createIngester(
     rpcUrl: string,
     opts?: { concurrency?: number; traces?: boolean },
-  ): Promise<{ ingester: Ingester; source: ChainSource; close(): Promise<void> }>;
+  ): Promise<{
+    ingester: Ingester;
+    source: ChainSource;
+    /** Where call traces come from (probed at creation): the node's method, `none`, or `off` (traces switched off). */
+    traceSource: TraceSource | "off";
+    close(): Promise<void>;
+  }>;
   stop(): Promise<void>;
 }
 
@@ -160,12 +166,18 @@ export async function startPipeline(deps: PipelineDeps): Promise<Pipeline> {
       const source = createRpcSource({ rpcUrl, ...metrics });
       const producer = await createRecordProducer(bus, registry ? { metrics: { registry, stage: "ingest" } } : {});
       producers.push(producer);
+      // Traces wherever the node has them: probe once (debug, then parity), say which, remember it for the API.
+      const wanted = opts?.traces ?? config.ingest.traces;
+      const traceSource: TraceSource | "off" = wanted ? await probeTraceSource(source) : "off";
+      logger.info({ stage: "ingest", traceSource }, traceSourceMessage(traceSource));
+      if (registry) ingestMetricsOf(registry).traceSource.set({ source: traceSource }, 1);
+      await (await redis()).set(`${ingestKeyPrefix(config.redisKeyPrefix, config.chain)}traces`, traceSource);
       const ingester = createIngester({
         source,
         producer,
         logger,
         concurrency: opts?.concurrency ?? config.ingest.concurrency,
-        traces: opts?.traces ?? config.ingest.traces,
+        traces: traceSource === "debug_traceBlockByNumber" || traceSource === "trace_block",
         state: await chainState(),
         ...metrics,
       });
@@ -177,6 +189,7 @@ export async function startPipeline(deps: PipelineDeps): Promise<Pipeline> {
       return {
         ingester,
         source,
+        traceSource,
         async close() {
           source.destroy();
           await producer.disconnect();
@@ -190,4 +203,28 @@ export async function startPipeline(deps: PipelineDeps): Promise<Pipeline> {
       if (ownEs) await es.close();
     },
   };
+}
+
+/** The node's trace method, probed at its head (a node that cannot answer the head counts as `none`). */
+async function probeTraceSource(source: ChainSource): Promise<TraceSource> {
+  if (!source.probeTraces) return "none";
+  try {
+    return await source.probeTraces(await source.headNumber());
+  } catch {
+    return "none";
+  }
+}
+
+/** The start banner's line about call traces. */
+function traceSourceMessage(source: TraceSource | "off"): string {
+  switch (source) {
+    case "debug_traceBlockByNumber":
+      return "call traces: debug_traceBlockByNumber (callTracer)";
+    case "trace_block":
+      return "call traces: trace_block (parity-style, converted to callTracer frames)";
+    case "off":
+      return "call traces: off (CHAINSIFT_INGEST_TRACES=false): Trace and Call rules never fire";
+    default:
+      return "call traces: UNAVAILABLE — the node has neither debug_traceBlockByNumber nor trace_block; Trace and Call rules never fire on this chain";
+  }
 }

@@ -14,6 +14,7 @@
 import type { FastifyPluginAsync } from "fastify";
 import { createDeliveryLog, type DeliveryLog } from "../../lib/alerting/deliveries.js";
 import { actionDeliveryStatus } from "../../lib/alerting/destinations.js";
+import { ingestKeyPrefix } from "../../lib/chain/state.js";
 import type { Config } from "../../lib/config.js";
 import type { Logger } from "../../lib/logger.js";
 import { type ConnectedRedis, type RedisClient, sharedOrConnect } from "../../lib/redis.js";
@@ -37,6 +38,8 @@ export interface RulesBackends {
   deliveries: DeliveryLog;
   /** Delivery status of a rule's actions, read from the notify stage's queue on the log's connection. */
   deliveryStatus: NonNullable<RulesRoutesDeps["deliveryStatus"]>;
+  /** The trace source ingest recorded for a chain (lib/chain/state.ts `ingestKeyPrefix` + `traces`). */
+  traceSource: NonNullable<RulesRoutesDeps["traceSource"]>;
   /** Closes the Redis connections opened here (idempotent); a client passed in stays open. */
   close(): Promise<void>;
 }
@@ -84,6 +87,7 @@ export async function connectRulesBackends(config: RulesBackendsConfig, options:
     rules: ruleConn.store,
     deliveries: createDeliveryLog({ redis: client, keyPrefix: config.redisKeyPrefix }),
     deliveryStatus: (ruleId, actions) => actionDeliveryStatus(client, config.redisKeyPrefix, ruleId, actions),
+    traceSource: (chain) => client.get(`${ingestKeyPrefix(config.redisKeyPrefix, chain)}traces`),
     close() {
       closing ??= Promise.all([ruleConn.close(), log.close()]).then(() => {});
       return closing;

@@ -36,6 +36,8 @@ export interface IngestMetrics {
   rpcSeconds: Histogram<"method">;
   /** `chainsift_ingest_retries_total{target}`: retries after transient failures, by what failed (rpc, kafka, redis). */
   retries: Counter<"target">;
+  /** `chainsift_ingest_trace_source{source}`: 1 for the trace method in use (debug_traceBlockByNumber, trace_block, none, off). */
+  traceSource: Gauge<"source">;
 }
 
 /** The ingest stage's families of a registry, created on the first call. */
@@ -98,6 +100,12 @@ export const ingestMetricsOf = memoPerRegistry((registry: Registry): IngestMetri
       name: "chainsift_ingest_retries_total",
       help: "Retries after a transient failure, by what failed (rpc, kafka, redis)",
       labelNames: ["target"] as const,
+      registers,
+    }),
+    traceSource: new Gauge({
+      name: "chainsift_ingest_trace_source",
+      help: "1 for the node's trace method in use: debug_traceBlockByNumber, trace_block, none (the node has neither), off (CHAINSIFT_INGEST_TRACES=false)",
+      labelNames: ["source"] as const,
       registers,
     }),
   };

@@ -7,6 +7,7 @@
  */
 import { type JsonRpcApiProviderOptions, type JsonRpcPayload, JsonRpcProvider, type JsonRpcResult } from "ethers";
 import type { Registry } from "prom-client";
+import { parityToCallFrames } from "../../lib/chain/parity-trace.js";
 import { RetryableError } from "../../lib/errors.js";
 import { ingestMetricsOf } from "./metrics.js";
 import type { RawRpcObject } from "./transform.js";
@@ -39,12 +40,22 @@ export interface ChainSource {
    */
   fetchBlock(number: number): Promise<FetchedBlock | null>;
   /**
-   * The call trace of every transaction of a block (geth `debug_traceBlockByNumber` with the
-   * `callTracer`), in transaction order, or null when the node has no debug API (remembered: not
-   * asked again).
+   * The call trace of every transaction of a block as callTracer frames, in transaction order:
+   * from `debug_traceBlockByNumber` with the `callTracer`, or else from parity-style `trace_block`
+   * (converted, lib/chain/parity-trace.ts); null when the node has neither (remembered: not asked
+   * again).
    * @throws {RetryableError} when the node fails to trace the block (e.g. pruned state).
    */
   fetchTraces(number: number): Promise<RawRpcObject[] | null>;
+  /**
+   * Which trace method the node has: asks for the traces of block `number` once (when not known
+   * yet) with `debug_traceBlockByNumber` (callTracer: geth, reth, Erigon, Nethermind), then
+   * parity-style `trace_block` (Erigon, Nethermind, reth), and remembers the first that the node
+   * knows. Optional: sources without it are treated as `none`.
+   * @param number - a block the node has (e.g. the head).
+   * @returns the method used from now on, or `none`.
+   */
+  probeTraces?(number: number): Promise<TraceSource>;
   /** Releases the connection. */
   destroy(): void;
 }
@@ -104,6 +115,9 @@ function rpcErrorCode(err: unknown): number | undefined {
   return e?.error?.code ?? e?.info?.error?.code;
 }
 
+/** Where call traces come from: the node's method, or `none` when it has neither. */
+export type TraceSource = "debug_traceBlockByNumber" | "trace_block" | "none";
+
 /** Creates a {@link ChainSource} reading from a JSON-RPC URL. */
 export function createRpcSource(opts: RpcSourceOptions): ChainSource {
   const provider = new UndiciJsonRpcProvider(opts.rpcUrl, opts.timeoutMs ?? 30_000, {
@@ -112,7 +126,8 @@ export function createRpcSource(opts: RpcSourceOptions): ChainSource {
     batchStallTime: opts.batchStallTimeMs ?? 2,
   });
   let blockReceiptsSupported: boolean | undefined;
-  let tracesSupported = true;
+  /** Which trace method the node answers; undefined until the first attempt (debug first, then parity). */
+  let traceSource: TraceSource | undefined;
 
   const metrics = opts.registry ? ingestMetricsOf(opts.registry) : undefined;
   const send = async <T>(method: string, params: unknown[]): Promise<T> => {
@@ -194,19 +209,48 @@ export function createRpcSource(opts: RpcSourceOptions): ChainSource {
       return { block, receipts };
     },
     async fetchTraces(number) {
-      if (!tracesSupported) return null;
-      try {
-        const res = await send<Array<{ txHash?: string; result?: RawRpcObject }> | null>("debug_traceBlockByNumber", [
-          `0x${number.toString(16)}`,
-          { tracer: "callTracer" },
-        ]);
-        // geth answers [{txHash, result}], older nodes [{result}]; both in transaction order.
-        return (res ?? []).map((t) => ({ ...(t.result ?? {}), txHash: t.txHash }));
-      } catch (err) {
-        if (rpcErrorCode(err) !== METHOD_NOT_FOUND) throw err;
-        tracesSupported = false;
-        return null;
+      const tag = `0x${number.toString(16)}`;
+      if (traceSource === "debug_traceBlockByNumber" || traceSource === undefined) {
+        try {
+          const res = await send<Array<{ txHash?: string; result?: RawRpcObject }> | null>("debug_traceBlockByNumber", [
+            tag,
+            { tracer: "callTracer" },
+          ]);
+          traceSource = "debug_traceBlockByNumber";
+          // geth answers [{txHash, result}], older nodes [{result}]; both in transaction order.
+          return (res ?? []).map((t) => ({ ...(t.result ?? {}), txHash: t.txHash }));
+        } catch (err) {
+          if (rpcErrorCode(err) !== METHOD_NOT_FOUND || traceSource !== undefined) throw err;
+        }
       }
+      if (traceSource === "trace_block" || traceSource === undefined) {
+        try {
+          const res = await send<RawRpcObject[] | null>("trace_block", [tag]);
+          traceSource = "trace_block";
+          const traces = res ?? [];
+          const order = new Map<string, number>();
+          for (const t of traces) {
+            if (typeof t.transactionHash === "string")
+              order.set(t.transactionHash.toLowerCase(), Number(t.transactionPosition ?? order.size));
+          }
+          const hashes = [...order.entries()].sort((a, b) => a[1] - b[1]).map(([h]) => h);
+          return parityToCallFrames(traces, hashes);
+        } catch (err) {
+          if (rpcErrorCode(err) !== METHOD_NOT_FOUND || traceSource !== undefined) throw err;
+        }
+      }
+      traceSource = "none";
+      return null;
+    },
+    async probeTraces(number) {
+      if (traceSource === undefined) {
+        try {
+          await this.fetchTraces(number);
+        } catch {
+          // A node that has the method but cannot trace this block (pruned state) still has it.
+        }
+      }
+      return traceSource ?? "none";
     },
     destroy() {
       provider.destroy();

@@ -8,6 +8,7 @@
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import type { FixtureBlock, RpcObject } from "./fixtures.js";
+import { callFramesToParity } from "./parity-traces.js";
 
 /** Options of {@link startRpcReplay}. */
 export interface RpcReplayOptions {
@@ -17,10 +18,12 @@ export interface RpcReplayOptions {
   /** Chain id reported (default 1, mainnet). */
   chainId?: number;
   /**
-   * Answer debug_traceBlockByNumber (callTracer) from the fixtures' traces (default false: method
-   * not found). Blocks without recorded traces answer -32000, as a node with pruned state would.
+   * Answer debug_traceBlockByNumber (callTracer) from the fixtures' traces (`true` or `"debug"`), or
+   * parity-style trace_block with the same frames converted (`"parity"`; debug_traceBlockByNumber is
+   * then method not found, like on a node without the debug API); default false: neither. Blocks
+   * without recorded traces answer -32000, as a node with pruned state would.
    */
-  traces?: boolean;
+  traces?: boolean | "debug" | "parity";
 }
 
 /** A running replay server. */
@@ -85,8 +88,15 @@ export async function startRpcReplay(opts: RpcReplayOptions): Promise<RpcReplay>
         break;
       case "eth_getTransactionReceipt":
         return ok(receiptByTx.get(String(params[0]).toLowerCase()) ?? null);
+      case "trace_block": {
+        if (opts.traces !== "parity") break;
+        const b = blockParam(params[0]);
+        if (!b?.traces)
+          return JSON.stringify({ jsonrpc: "2.0", id: req.id ?? null, error: { code: -32000, message: "historical state not available" } });
+        return ok(callFramesToParity(b.traces, b.block.transactions as RpcObject[], b.hash, b.number));
+      }
       case "debug_traceBlockByNumber": {
-        if (!opts.traces) break;
+        if (!opts.traces || opts.traces === "parity") break;
         const b = blockParam(params[0]);
         if (!b?.traces)
           return JSON.stringify({ jsonrpc: "2.0", id: req.id ?? null, error: { code: -32000, message: "historical state not available" } });

@@ -45,7 +45,7 @@ import { Compile } from "typebox/compile";
 import type { DeliveryLog } from "../../../lib/alerting/deliveries.js";
 import type { ActionDeliveryStatus } from "../../../lib/alerting/destinations.js";
 import type { ChainId } from "../../../lib/config.js";
-import type { AlertDefinition } from "../../../lib/rules/model.js";
+import type { AlertDefinition, Rule } from "../../../lib/rules/model.js";
 import { DEFAULT_LIST_LIMIT, MAX_LIST_LIMIT, type RulePage, type RuleStore } from "../../../lib/rules/store.js";
 import { RULE_LIMITS, validateRuleInput } from "../../../lib/rules/validate.js";
 import { ApiError, apiError } from "../../errors.js";
@@ -61,6 +61,7 @@ import {
   RuleParams,
   RuleSchema,
   RulesErrorBodySchema,
+  RuleWriteAnswerSchema,
   ruleBodySchemas,
 } from "./schema.js";
 
@@ -82,6 +83,12 @@ export interface RulesRoutesDeps {
   deliveryStatus?: (ruleId: string, actions: readonly AlertDefinition[]) => Promise<ActionDeliveryStatus[]>;
   /** The chains this deployment serves; a rule's technology/blockchain/network must name one of them. */
   chains: ChainId[];
+  /**
+   * Where ingest gets a chain's call traces from, as it recorded at its start (pipeline/runtime.ts:
+   * `debug_traceBlockByNumber`, `trace_block`, `none`, `off`), or null when no ingest has run.
+   * Absent: no warning is given.
+   */
+  traceSource?: (chain: ChainId) => Promise<string | null>;
   /**
    * Rules read from the store per round trip while `GET /alerting/rules/` (without `limit` and
    * `cursor`) streams every rule: an integer from 1 to `MAX_LIST_LIMIT` (500); default
@@ -197,6 +204,20 @@ export function rulesRoutes(deps: RulesRoutesDeps): FastifyPluginAsync {
   const chains = deps.chains;
   const bodies = ruleBodySchemas(chains);
   const pageSize = deps.listPageSize ?? LIST_STREAM_PAGE_SIZE;
+  /** Why an accepted rule will not fire as is (see {@link RuleWriteAnswerSchema}); a failed lookup gives no warning. */
+  const ruleWarnings = async (rule: Rule): Promise<Array<{ code: string; message: string }>> => {
+    if (!deps.traceSource || (rule.config.targetType !== "Trace" && rule.config.targetType !== "Call")) return [];
+    const source = await deps.traceSource(rule).catch(() => null);
+    if (source !== "none" && source !== "off") return [];
+    const why =
+      source === "off" ? "ingest runs with CHAINSIFT_INGEST_TRACES=false" : "the node has neither debug_traceBlockByNumber nor trace_block";
+    return [
+      {
+        code: "CS_RULE_TRACES_UNAVAILABLE",
+        message: `${rule.config.targetType} rules need call traces, and ${why}: this rule will not fire until traces are available`,
+      },
+    ];
+  };
   if (!Number.isInteger(pageSize) || pageSize < 1 || pageSize > MAX_LIST_LIMIT) {
     throw new RangeError(`listPageSize must be an integer from 1 to ${MAX_LIST_LIMIT}, got ${pageSize}`);
   }
@@ -262,7 +283,7 @@ export function rulesRoutes(deps: RulesRoutesDeps): FastifyPluginAsync {
             `Additional top-level properties are stored verbatim (at most ${RULE_LIMITS.extraPropertiesMax}, ${RULE_LIMITS.extraPropertiesMaxBytes} bytes of JSON). Refusals: 400 with a CS_RULE_* code and the JSON path of every problem; ` +
             `413 CS_RULE_TOO_LARGE for a body over ${RULE_LIMITS.bodyMaxBytes} bytes; 409 CS_RULE_LIMIT_REACHED when the account has the most rules it may have.`,
           body: bodies.create,
-          response: { 201: RuleSchema, ...RULES_ERROR_RESPONSES, 409: RulesErrorBodySchema, 413: RulesErrorBodySchema },
+          response: { 201: RuleWriteAnswerSchema, ...RULES_ERROR_RESPONSES, 409: RulesErrorBodySchema, 413: RulesErrorBodySchema },
         },
         bodyLimit: RULE_LIMITS.bodyMaxBytes,
       },
@@ -271,7 +292,11 @@ export function rulesRoutes(deps: RulesRoutesDeps): FastifyPluginAsync {
         const checked = validateRuleInput(request.body, "create", chains);
         if (!checked.ok) throw new ApiError(ruleValidationDetails(checked.errors));
         const rule = await rules.create(accountId, checked.value);
-        return reply.code(201).header("location", `${RULES_PREFIX}/${rule.id}/`).send(rule);
+        const warnings = await ruleWarnings(rule);
+        return reply
+          .code(201)
+          .header("location", `${RULES_PREFIX}/${rule.id}/`)
+          .send(warnings.length > 0 ? { ...rule, warnings } : rule);
       },
     );
 
@@ -287,7 +312,7 @@ export function rulesRoutes(deps: RulesRoutesDeps): FastifyPluginAsync {
             `technology, blockchain and network cannot change. 413 CS_RULE_TOO_LARGE for a body over ${RULE_LIMITS.bodyMaxBytes} bytes.`,
           params: RuleParams,
           body: bodies.update,
-          response: { 200: RuleSchema, ...RULES_ERROR_RESPONSES, 409: RulesErrorBodySchema, 413: RulesErrorBodySchema },
+          response: { 200: RuleWriteAnswerSchema, ...RULES_ERROR_RESPONSES, 409: RulesErrorBodySchema, 413: RulesErrorBodySchema },
         },
         bodyLimit: RULE_LIMITS.bodyMaxBytes,
       },
@@ -296,7 +321,9 @@ export function rulesRoutes(deps: RulesRoutesDeps): FastifyPluginAsync {
         const id = ruleIdOf(request);
         const checked = validateRuleInput(request.body, "update", chains);
         if (!checked.ok) throw new ApiError(ruleValidationDetails(checked.errors));
-        return rules.update(accountId, id, checked.value);
+        const rule = await rules.update(accountId, id, checked.value);
+        const warnings = await ruleWarnings(rule);
+        return warnings.length > 0 ? { ...rule, warnings } : rule;
       },
     );
 

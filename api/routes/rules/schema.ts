@@ -70,6 +70,25 @@ export const RuleSchema = Type.Intersect(
   { description: "An alerting rule as stored (additional top-level properties are returned verbatim)" },
 );
 
+/** A warning about an accepted rule (answer of POST and PUT only, never stored). */
+export const RuleWarningSchema = Type.Object({
+  code: Type.String({ description: "Stable code, e.g. CS_RULE_TRACES_UNAVAILABLE" }),
+  message: Type.String(),
+});
+
+/** Answer of POST and PUT: the stored rule, plus `warnings` when the rule is accepted but cannot work as is. */
+export const RuleWriteAnswerSchema = Type.Intersect([
+  RuleSchema,
+  Type.Object({
+    warnings: Type.Optional(
+      Type.Array(RuleWarningSchema, {
+        description:
+          "Present when the rule was stored but will not fire as is: CS_RULE_TRACES_UNAVAILABLE (a Trace or Call rule on a chain whose node gives no call traces, or with traces switched off)",
+      }),
+    ),
+  }),
+]);
+
 /** Answer of `GET /alerting/rules/`: every rule (nextCursor null) or, with limit/cursor, one page. */
 export const RulePageSchema = Type.Object({
   rules: Type.Array(RuleSchema, { description: "The caller's rules, oldest first (createdAt, then id): all of them, or one page" }),

@@ -660,6 +660,38 @@ describe.skipIf(!up)("alerting rules API (real Redis)", () => {
     expectError(await call("POST", "/alerting/rules/", TOKEN_A), 400, "CS_RULE_INVALID", null);
   });
 
+  it("answers warnings CS_RULE_TRACES_UNAVAILABLE for a Trace or Call rule when ingest recorded no trace source", async () => {
+    const recorded = new Map<string, string | null>();
+    const traceSource = async (chain: ChainId) => recorded.get(chain.network) ?? null;
+    const other = await appFor(backends, randomUUID(), { traceSource });
+    const post = (targetType: string) =>
+      other.inject({ method: "POST", url: "/alerting/rules/", payload: withConfig((c) => (c.targetType = targetType)) });
+    try {
+      // No ingest has run (nothing recorded): no warning, as for a node with traces.
+      expect((await post("Call")).json()).not.toHaveProperty("warnings");
+      recorded.set("anvil", "debug_traceBlockByNumber");
+      expect((await post("Trace")).json()).not.toHaveProperty("warnings");
+      for (const source of ["none", "off"]) {
+        recorded.set("anvil", source);
+        for (const targetType of ["Trace", "Call"]) {
+          const res = await post(targetType);
+          expect(res.statusCode, res.body).toBe(201);
+          const body = res.json<Rule & { warnings: Array<{ code: string; message: string }> }>();
+          expect(body.warnings.map((w) => w.code)).toEqual(["CS_RULE_TRACES_UNAVAILABLE"]);
+          // The warning is an answer, not stored.
+          const stored = await other.inject({ method: "GET", url: `/alerting/rules/${body.id}/` });
+          expect(stored.json()).not.toHaveProperty("warnings");
+          const put = await other.inject({ method: "PUT", url: `/alerting/rules/${body.id}/`, payload: { name: "renamed" } });
+          expect(put.json<{ warnings: unknown[] }>().warnings).toHaveLength(1);
+        }
+        // Other targets never warn.
+        expect((await post("Transaction")).json()).not.toHaveProperty("warnings");
+      }
+    } finally {
+      await other.close();
+    }
+  });
+
   it("lists a rule's deliveries from the delivery log, newest first, paged with limit and offset", async () => {
     const rule = await create();
     const other = await create();
