@@ -211,6 +211,8 @@ export async function runConsumer(opts: ConsumerOptions): Promise<RunningConsume
       if (last) resolveOffset(last.offset);
       await commitOffsetsIfNecessary();
       await heartbeat();
+      // Which instance handled what (the scale-out test sums these per process).
+      log.debug({ topic: batch.topic, partition: batch.partition, records: batch.messages.length }, "batch handled");
     },
   });
 

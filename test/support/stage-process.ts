@@ -1,7 +1,8 @@
 /**
  * Pipeline stages as real processes (`cli/stage.ts <stage>`, what `npm run stage` runs) for tests:
- * the environment that points a child at this run's harness prefixes, and a spawn that waits for
- * the stage's ready line (`{"stage","pid","ready":true,"metrics":…}`).
+ * the environment that points a child at this run's harness prefixes, a spawn that waits for
+ * the stage's ready line (`{"stage","pid","ready":true,"metrics":…}`), and, for tests that kill
+ * them, a spawn that counts the records each process handled and SIGKILLs by pid.
  * @module
  */
 import { type ChildProcess, spawn } from "node:child_process";
@@ -56,9 +57,16 @@ export interface StageProcess {
  * @param stage - `ingest`, `decode`, `index`, `match` or `notify`.
  * @param env - the child's environment, e.g. from {@link configEnv}.
  * @param timeoutMs - how long to wait for the ready line; default 90 s.
+ * @param onLine - called with every stdout line, before and after the ready line.
  * @throws when the process exits or times out before it is ready (with its output).
  */
-export async function spawnStage(stage: string, env: NodeJS.ProcessEnv, args: string[] = [], timeoutMs = 90_000): Promise<StageProcess> {
+export async function spawnStage(
+  stage: string,
+  env: NodeJS.ProcessEnv,
+  args: string[] = [],
+  timeoutMs = 90_000,
+  onLine?: (line: string) => void,
+): Promise<StageProcess> {
   const child = spawn(process.execPath, ["--import", "tsx", "cli/stage.ts", stage, ...args], {
     cwd: ROOT,
     env,
@@ -74,6 +82,7 @@ export async function spawnStage(stage: string, env: NodeJS.ProcessEnv, args: st
   const ready = await new Promise<StageProcess["ready"] | undefined>((done) => {
     const timer = setTimeout(() => done(undefined), timeoutMs);
     createInterface({ input: child.stdout as NodeJS.ReadableStream }).on("line", (line) => {
+      onLine?.(line);
       keep(line);
       if (!line.includes('"ready":true')) return;
       clearTimeout(timer);
@@ -93,4 +102,64 @@ export async function spawnStage(stage: string, env: NodeJS.ProcessEnv, args: st
     throw new Error(`stage ${stage} did not become ready:\n${output.join("\n")}`);
   }
   return { child, ready, output, stop };
+}
+
+/** A stage process spawned by {@link spawnKillable}: a {@link StageProcess} the test may SIGKILL. */
+export interface KillableStage extends StageProcess {
+  /** Label given by the caller, e.g. `decode#1`. */
+  label: string;
+  /** Resolves when the process has exited, with its code or signal. */
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+  /** Set when {@link killStage} killed it. */
+  killed: boolean;
+  /**
+   * Records handled per topic, from the consumer's debug line `"batch handled"`
+   * (pipeline/kafka/consumer.ts); needs `LOG_LEVEL=debug` in the environment.
+   */
+  handled: Map<string, number>;
+}
+
+/**
+ * {@link spawnStage} with a label, a count of the records it handles, and its exit.
+ * @param opts.readyTimeoutMs - how long to wait for the ready line; default 90000 ms.
+ * @throws as {@link spawnStage}.
+ */
+export async function spawnKillable(opts: {
+  stage: string;
+  label?: string;
+  args?: string[];
+  env: NodeJS.ProcessEnv;
+  readyTimeoutMs?: number;
+}): Promise<KillableStage> {
+  const handled = new Map<string, number>();
+  const count = (line: string) => {
+    if (!line.includes('"batch handled"')) return;
+    try {
+      const { topic, records } = JSON.parse(line) as { topic: string; records: number };
+      handled.set(topic, (handled.get(topic) ?? 0) + records);
+    } catch {
+      // not a pino line: only kept in the output
+    }
+  };
+  const proc = await spawnStage(opts.stage, opts.env, opts.args ?? [], opts.readyTimeoutMs ?? 90_000, count);
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((done) => {
+    if (proc.child.exitCode !== null || proc.child.signalCode !== null) done({ code: proc.child.exitCode, signal: proc.child.signalCode });
+    else proc.child.once("exit", (code, signal) => done({ code, signal }));
+  });
+  return { ...proc, label: opts.label ?? opts.stage, exited, killed: false, handled };
+}
+
+/** SIGKILLs a process spawned by {@link spawnKillable} (by its pid) and waits until it is gone. */
+export async function killStage(proc: KillableStage): Promise<void> {
+  proc.killed = true;
+  if (proc.child.exitCode === null && proc.child.signalCode === null && proc.child.pid !== undefined)
+    process.kill(proc.child.pid, "SIGKILL");
+  await proc.exited;
+}
+
+/** Total records a process reported handled, all topics. */
+export function handledTotal(proc: KillableStage): number {
+  let n = 0;
+  for (const v of proc.handled.values()) n += v;
+  return n;
 }
