@@ -35,6 +35,7 @@ import { type Pipeline, startPipeline } from "../../pipeline/runtime.js";
 import { deletePrefix } from "../integration/accounts/redis.js";
 import { type ChainComparison, compareWithChain } from "../support/canonical.js";
 import { createHarness, type Harness, servicesUp, skipMessage, waitFor } from "../support/harness.js";
+import { stageEnv } from "../support/stage-process.js";
 
 const up = await servicesUp();
 if (!up.ok) console.warn(skipMessage(up.missing));
@@ -201,25 +202,12 @@ describe.skipIf(!up.ok)("SIGKILL chaos: stages as processes, random kills and re
       },
     });
 
-    const c = h.config;
-    childEnv = {
-      ...process.env,
-      CHAINSIFT_TECHNOLOGY: c.chain.technology,
-      CHAINSIFT_BLOCKCHAIN: c.chain.blockchain,
-      CHAINSIFT_NETWORK: c.chain.network,
-      KAFKA_BROKERS: c.kafka.brokers.join(","),
-      CHAINSIFT_TOPIC_PREFIX: c.kafka.topicPrefix,
-      CHAINSIFT_GROUP_PREFIX: c.kafka.groupPrefix,
-      SCHEMA_REGISTRY_URL: c.schemaRegistryUrl,
-      ELASTICSEARCH_URL: c.elasticsearch.url,
-      CHAINSIFT_INDEX_PREFIX: c.elasticsearch.indexPrefix,
-      REDIS_URL: c.redisUrl,
-      CHAINSIFT_REDIS_PREFIX: c.redisKeyPrefix,
+    childEnv = stageEnv(h.config, {
       CHAINSIFT_RPC_URL: anvil.rpcUrl,
       CHAINSIFT_POLL_INTERVAL_MS: "100",
       CHAINSIFT_INGEST_TRACES: "false",
       LOG_LEVEL: process.env.LOG_LEVEL ?? "warn",
-    };
+    });
     // The consumers first; ingest's first start backfills from block 0 (later starts resume from Redis).
     await Promise.all((["decode", "index", "match"] as const).map((s) => spawnStage(s)));
     await spawnStage("ingest", ["--from", "0"]);
