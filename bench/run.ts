@@ -1,9 +1,10 @@
 /**
  * `npm run bench -- <name> [options]`: runs one benchmark and prints its figures.
- * Benchmarks: ingest, search, stream, match, alert-latency, reorg, startup (docs/benchmarks.md).
+ * Benchmarks: ingest, search, stream, match, alert-latency, reorg, rules, startup, capacity (docs/benchmarks.md).
  * @module
  */
 import { benchAlertLatency } from "./alert-latency.js";
+import { benchCapacity } from "./capacity.js";
 import { benchIngest } from "./ingest.js";
 import { benchMatch } from "./match.js";
 import { benchReorg } from "./reorg.js";
@@ -21,6 +22,7 @@ const benches: Record<string, (args: string[]) => Promise<void>> = {
   reorg: benchReorg,
   rules: benchRules,
   startup: benchStartup,
+  capacity: benchCapacity,
 };
 const [name, ...args] = process.argv.slice(2);
 const run = name ? benches[name] : undefined;
