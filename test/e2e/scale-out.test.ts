@@ -28,13 +28,12 @@ import { createLogger } from "../../lib/logger.js";
 import { type RecordKind, recordId } from "../../lib/records.js";
 import { connectRuleStore } from "../../lib/rules/store.js";
 import { createDecoder } from "../../pipeline/decode/decoder.js";
-import { callRecords } from "../../pipeline/index/calls.js";
-import { toBlockBundle } from "../../pipeline/ingest/transform.js";
 import { chainKeyPrefix } from "../../pipeline/match/keys.js";
 import { type Pipeline, startPipeline } from "../../pipeline/runtime.js";
 import type { TopicKind } from "../../topics/index.js";
 import { deletePrefix } from "../integration/accounts/redis.js";
 import { type Receiver, startReceiver } from "../support/anvil-env.js";
+import { fixtureRecords } from "../support/fixture-records.js";
 import { type FixtureBlock, hasMainnetFixtures, loadCompleteBlocks, SKIP_NO_FIXTURES } from "../support/fixtures.js";
 import { createHarness, type Harness, servicesUp, skipMessage, waitFor } from "../support/harness.js";
 import { type RpcReplay, startRpcReplay } from "../support/rpc-replay.js";
@@ -107,31 +106,23 @@ describe.skipIf(!fixtures || !up.ok)("scale-out: 2 decode, 2 index, 2 match proc
 
     // What must end in Elasticsearch, from the fixtures through the same transforms ingest, decode
     // and index use; and the alert of every USDT Transfer (threshold 1: `confirmed` at first sight).
-    const decoder = createDecoder();
-    for (const k of KINDS) expectedIds.set(k, new Set());
-    const add = (k: RecordKind, id: string) => expectedIds.get(k)?.add(id);
-    for (const fb of blocks) {
-      const bundle = toBlockBundle(fb.block, fb.receipts, fb.traces);
-      add("block", recordId("block", bundle.block));
-      for (const t of bundle.transactions) add("tx", recordId("tx", t));
-      for (const l of bundle.logs) {
-        add("log", recordId("log", l));
-        const ev = decoder.decode(l);
-        if (!ev) continue;
-        add("event", recordId("event", ev));
-        if (ev.event === "Transfer" && ev.address.toLowerCase() === USDT)
-          expectedAlerts.add(alertId(ruleId, recordId("event", ev), ev.blockHash.toLowerCase(), "confirmed"));
-      }
-      for (const tr of bundle.traces) for (const c of callRecords(tr)) add("call", recordId("call", c));
-    }
+    const expected = fixtureRecords(blocks, createDecoder());
+    for (const [k, ids] of expected.ids) expectedIds.set(k, ids);
+    for (const ev of expected.events)
+      if (ev.event === "Transfer" && ev.address.toLowerCase() === USDT)
+        expectedAlerts.add(alertId(ruleId, recordId("event", ev), ev.blockHash.toLowerCase(), "confirmed"));
 
     const env = configEnv(h.config, { LOG_LEVEL: "debug" });
-    const spawned = await Promise.allSettled(
-      (Object.keys(SCALED) as Scaled[]).flatMap((stage) => [1, 2].map((i) => spawnKillable({ stage, label: `${stage}#${i}`, env }))),
-    );
-    for (const s of spawned) if (s.status === "fulfilled") procs.push(s.value);
-    for (const s of spawned) if (s.status === "rejected") throw s.reason;
-  }, 180_000);
+    // Stage by stage, both instances at once: six TypeScript processes starting together on a
+    // loaded 2-core machine can take longer than the ready timeout.
+    for (const stage of Object.keys(SCALED) as Scaled[]) {
+      const spawned = await Promise.allSettled(
+        [1, 2].map((i) => spawnKillable({ stage, label: `${stage}#${i}`, env, readyTimeoutMs: 150_000 })),
+      );
+      for (const s of spawned) if (s.status === "fulfilled") procs.push(s.value);
+      for (const s of spawned) if (s.status === "rejected") throw s.reason;
+    }
+  }, 600_000);
 
   afterAll(async () => {
     for (const p of procs) await killStage(p).catch(() => {});
