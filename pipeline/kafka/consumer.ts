@@ -207,12 +207,13 @@ export async function runConsumer(opts: ConsumerOptions): Promise<RunningConsume
           `dead-lettered: ${f.error.message}`,
         );
       }
+      // Which instance handled what, before the commit: a process killed after this line and before
+      // the commit has its batch handled again by the next owner (the scale-out test sums these).
+      log.debug({ topic: batch.topic, partition: batch.partition, records: batch.messages.length }, "batch handled");
       const last = batch.messages.at(-1);
       if (last) resolveOffset(last.offset);
       await commitOffsetsIfNecessary();
       await heartbeat();
-      // Which instance handled what (the scale-out test sums these per process).
-      log.debug({ topic: batch.topic, partition: batch.partition, records: batch.messages.length }, "batch handled");
     },
   });
 
