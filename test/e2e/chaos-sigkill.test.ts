@@ -35,7 +35,7 @@ import { type Pipeline, startPipeline } from "../../pipeline/runtime.js";
 import { deletePrefix } from "../integration/accounts/redis.js";
 import { type ChainComparison, compareWithChain } from "../support/canonical.js";
 import { createHarness, type Harness, servicesUp, skipMessage, waitFor } from "../support/harness.js";
-import { stageEnv } from "../support/stage-process.js";
+import { configEnv } from "../support/stage-process.js";
 
 const up = await servicesUp();
 if (!up.ok) console.warn(skipMessage(up.missing));
@@ -202,7 +202,7 @@ describe.skipIf(!up.ok)("SIGKILL chaos: stages as processes, random kills and re
       },
     });
 
-    childEnv = stageEnv(h.config, {
+    childEnv = configEnv(h.config, {
       CHAINSIFT_RPC_URL: anvil.rpcUrl,
       CHAINSIFT_POLL_INTERVAL_MS: "100",
       CHAINSIFT_INGEST_TRACES: "false",
