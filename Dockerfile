@@ -7,8 +7,8 @@
 #   docker run --rm chainsift dist/cli/stage.js decode      # one consuming stage
 #   docker run --rm -p 127.0.0.1:8080:8080 -e CHAINSIFT_API_HOST=0.0.0.0 chainsift dist/cli/api.js
 #
-# Expects `npm run build` (tsc) to write the JavaScript entry points to dist/ with the source
-# layout (dist/cli/stage.js, dist/cli/api.js, dist/cli/start.js, dist/cli/chainsift.js).
+# `npm run build` (tsc -p tsconfig.build.json) writes the JavaScript entry points to dist/ with the
+# source layout (dist/cli/stage.js, dist/cli/api.js, dist/cli/start.js, dist/cli/chainsift.js).
 
 ARG NODE_IMAGE=node:24-bookworm-slim
 
