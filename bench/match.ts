@@ -24,6 +24,7 @@ import { toBlockBundle } from "../pipeline/ingest/transform.js";
 import { eventEntity, methodEntity, transactionEntity } from "../pipeline/match/entities.js";
 import { createRuleIndex } from "../pipeline/match/rule-index.js";
 import { hasMainnetFixtures, loadCompleteBlocks } from "../test/support/fixtures.js";
+import { argIs, isTransfer, transferTo } from "../test/support/rules.js";
 import { prng } from "./support/prng.js";
 
 interface Item {
@@ -158,17 +159,7 @@ function makeRules(count: number, items: Item[], seed: number): Rule[] {
   const rules: Rule[] = [
     rule("g-swap", "Event", [{ name: "event", operator: "Equals", value: "Swap" }]),
     rule("g-whale-eth", "Transaction", [{ name: "value", operator: "Greater", value: "100000000000000000000" }]),
-    rule("g-big-transfer", "Event", [
-      { name: "event", operator: "Equals", value: "Transfer" },
-      {
-        name: "args",
-        operator: "Inspect",
-        operatorParameters: [
-          { name: "name", operator: "Equals", value: "value" },
-          { name: "value", operator: "Greater", value: "1000000", useScaledValue: true },
-        ],
-      },
-    ]),
+    rule("g-big-transfer", "Event", [isTransfer(), argIs("value", "Greater", "1000000", { useScaledValue: true })]),
     rule("g-approve", "Method", [{ name: "name", operator: "Equals", value: "approve" }]),
     rule("g-stables", "Event", [
       {
@@ -191,30 +182,11 @@ function makeRules(count: number, items: Item[], seed: number): Rule[] {
         { name: "event", operator: "Equals", value: pick(["Transfer", "Transfer", "Approval", "Swap"]) },
       ];
       if (rnd() < 0.3) {
-        defs.push({
-          name: "args",
-          operator: "Inspect",
-          operatorParameters: [
-            { name: "name", operator: "Equals", value: "value" },
-            { name: "value", operator: "Greater", value: String(Math.floor(rnd() * 10_000)), useScaledValue: true },
-          ],
-        });
+        defs.push(argIs("value", "Greater", String(Math.floor(rnd() * 10_000)), { useScaledValue: true }));
       }
       rules.push(rule(`c${i}`, "Event", defs));
     } else if (kind === "w") {
-      rules.push(
-        rule(`w${i}`, "Event", [
-          { name: "event", operator: "Equals", value: "Transfer" },
-          {
-            name: "args",
-            operator: "Inspect",
-            operatorParameters: [
-              { name: "name", operator: "Equals", value: "to" },
-              { name: "value", operator: "Equals", value: real(recipients) },
-            ],
-          },
-        ]),
-      );
+      rules.push(rule(`w${i}`, "Event", transferTo(real(recipients), "Equals")));
     } else if (kind === "t") {
       const field = rnd() < 0.5 ? "to" : "from";
       rules.push(rule(`t${i}`, "Transaction", [{ name: field, operator: "Equals", value: real(field === "to" ? txTo : txFrom) }]));

@@ -5,9 +5,9 @@
  * a reorg before confirmation giving `removed` and no `confirmed`.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { RuleInput } from "../../lib/rules/model.js";
 import { type AnvilEnv, startAnvilEnv } from "../support/anvil-env.js";
 import { servicesUp, skipMessage, waitFor } from "../support/harness.js";
+import { tokenTransferRule } from "../support/rules.js";
 
 const up = await servicesUp();
 if (!up.ok) console.warn(skipMessage(up.missing));
@@ -27,29 +27,14 @@ describe.skipIf(!up.ok)("alerting end to end on anvil", () => {
   });
 
   const transferRule = async (name: string, to: string, n: number): Promise<string> => {
-    const input: RuleInput = {
+    const input = tokenTransferRule({
       name,
+      chain: env.config.chain,
+      token: await env.token.getAddress(),
       maxConfirmationCount: n,
-      sendPendingAlerts: true,
-      state: "enabled",
-      ...env.config.chain,
-      config: {
-        targetType: "Event",
-        targetMap: [
-          { name: "event", operator: "Equals", value: "Transfer", operatorParameters: null },
-          { name: "address", operator: "Equals (ignore case)", value: await env.token.getAddress(), operatorParameters: null },
-          {
-            name: "args",
-            operator: "Inspect",
-            operatorParameters: [
-              { name: "name", operator: "Equals", value: "to", operatorParameters: null },
-              { name: "value", operator: "Equals (ignore case)", value: to, operatorParameters: null },
-            ],
-          },
-        ],
-        alerts: [{ type: "Webhook (POST)", parameters: { url: env.hook("e2e") }, payload: null }],
-      },
-    };
+      url: env.hook("e2e"),
+      to,
+    });
     const rule = await env.rules.create("acc-e2e", input);
     await waitFor(async () => env.match.index.get(rule.id), 10_000, 50);
     return rule.id;

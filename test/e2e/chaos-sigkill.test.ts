@@ -28,13 +28,13 @@ import { rpcCall } from "../../cli/devchain/rpc.js";
 import { startTraffic, type TrafficHandle } from "../../cli/devchain/traffic.js";
 import { alertId } from "../../lib/alerting/alert.js";
 import type { AlertAvro } from "../../lib/alerting/avro.js";
-import type { RuleInput } from "../../lib/rules/model.js";
 import { connectRuleStore } from "../../lib/rules/store.js";
 import { createDecoder } from "../../pipeline/decode/decoder.js";
 import { type Pipeline, startPipeline } from "../../pipeline/runtime.js";
 import { deletePrefix } from "../integration/accounts/redis.js";
 import { type ChainComparison, compareWithChain } from "../support/canonical.js";
 import { createHarness, type Harness, servicesUp, skipMessage, waitFor } from "../support/harness.js";
+import { tokenTransferRule } from "../support/rules.js";
 import { configEnv } from "../support/stage-process.js";
 
 const up = await servicesUp();
@@ -176,21 +176,13 @@ describe.skipIf(!up.ok)("SIGKILL chaos: stages as processes, random kills and re
 
     const connected = await connectRuleStore(h.config);
     closeRules = () => connected.close();
-    const input: RuleInput = {
+    const input = tokenTransferRule({
       name: "chaos: every Transfer of the traffic token",
+      chain: h.config.chain,
+      token: traffic.token,
       maxConfirmationCount: CONFIRMATIONS,
-      sendPendingAlerts: true,
-      state: "enabled",
-      ...h.config.chain,
-      config: {
-        targetType: "Event",
-        targetMap: [
-          { name: "event", operator: "Equals", value: "Transfer", operatorParameters: null },
-          { name: "address", operator: "Equals (ignore case)", value: traffic.token, operatorParameters: null },
-        ],
-        alerts: [{ type: "Webhook (POST)", parameters: { url: "http://127.0.0.1:9/chaos" }, payload: null }],
-      },
-    };
+      url: "http://127.0.0.1:9/chaos",
+    });
     ruleId = (await connected.store.create("acc-e2e-chaos", input)).id;
 
     watcher = pipeline.bus.kafka.consumer({ groupId: `chainsift-test-${h.id}-alerts-watch` });

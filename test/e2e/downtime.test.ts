@@ -121,11 +121,39 @@ describe.skipIf(!up.ok)("Downtime (follower stopped while the node reorgs and mi
     await waitFor(async () => follower?.last === tip, 60_000, 100);
     const indexed = await settle(tip, [], Math.max(0, tip - 8));
     expect(indexed?.problems).toEqual([]);
-    const stats = await (follower as Follower).stop();
-    follower = undefined;
+    const stats = await stopFollower();
     const position = await (await pipeline.chainState()).loadFollower();
     expect(position.tip?.number).toBe(tip);
     return { tip, stats };
+  };
+
+  /** Stops the running follower (none runs afterwards); its stats. */
+  const stopFollower = async (): Promise<IngestStats> => {
+    const stats = await (follower as Follower).stop();
+    follower = undefined;
+    return stats;
+  };
+
+  /**
+   * Starts a new follower after a downtime and waits until the API serves the node's chain up to
+   * `end` with none of the `orphaned` block hashes left; returns the follower.
+   */
+  const restartAndSettle = async (end: number, orphaned: string[]): Promise<Follower> => {
+    follower = await startFollower();
+    const last = await settle(end, orphaned);
+    expect(last?.problems).toEqual([]);
+    expect(last?.stillCanonical).toEqual([]);
+    expect(last?.heights).toBe(end + 1);
+    return follower;
+  };
+
+  /** Stops the resumed follower and checks its stats: exactly one reorg, not deep, orphaning `orphaned` blocks; `blocks` blocks produced. */
+  const stopAfterOneReorg = async (orphaned: number, blocks: number): Promise<void> => {
+    const stats = await stopFollower();
+    expect(stats.reorgs).toBe(1);
+    expect(stats.orphaned).toBe(orphaned);
+    expect(stats.deepReorgs).toBe(0);
+    expect(stats.blocks).toBe(blocks);
   };
 
   /** An ERC-20 transfer from an unlocked dev account, as an anvil_reorg tx entry (the new branch has events). */
@@ -170,20 +198,11 @@ describe.skipIf(!up.ok)("Downtime (follower stopped while the node reorgs and mi
       const downtime = { range: { "number.num": { gt: tip, lte: end } } };
       expect(await count("block", downtime)).toBe(0);
 
-      follower = await startFollower();
-      const last = await settle(end, orphaned);
-      expect(last?.problems).toEqual([]);
-      expect(last?.stillCanonical).toEqual([]);
-      expect(last?.heights).toBe(end + 1);
+      const resumed = await restartAndSettle(end, orphaned);
       // Resumed at the fork (the first orphaned height), not at the node's head.
-      expect(follower.first).toBe(tip - 2);
+      expect(resumed.first).toBe(tip - 2);
       expect(await count("block", downtime)).toBe(50);
-      const stats = await follower.stop();
-      follower = undefined;
-      expect(stats.reorgs).toBe(1);
-      expect(stats.orphaned).toBe(3);
-      expect(stats.deepReorgs).toBe(0);
-      expect(stats.blocks).toBe(53);
+      await stopAfterOneReorg(3, 53);
     } finally {
       await rpc("evm_setIntervalMining", [1]);
     }
@@ -205,18 +224,9 @@ describe.skipIf(!up.ok)("Downtime (follower stopped while the node reorgs and mi
       expect(end).toBe(tip + 1);
       expect(await count("block", { ids: { values: orphaned } })).toBe(4);
 
-      follower = await startFollower();
-      const last = await settle(end, orphaned);
-      expect(last?.problems).toEqual([]);
-      expect(last?.stillCanonical).toEqual([]);
-      expect(last?.heights).toBe(end + 1);
-      expect(follower.first).toBe(tip - 3);
-      const stats = await follower.stop();
-      follower = undefined;
-      expect(stats.reorgs).toBe(1);
-      expect(stats.orphaned).toBe(4);
-      expect(stats.deepReorgs).toBe(0);
-      expect(stats.blocks).toBe(5);
+      const resumed = await restartAndSettle(end, orphaned);
+      expect(resumed.first).toBe(tip - 3);
+      await stopAfterOneReorg(4, 5);
     } finally {
       await rpc("evm_setIntervalMining", [1]);
     }

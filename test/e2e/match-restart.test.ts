@@ -16,10 +16,10 @@ import { createClient } from "redis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { alertId, type Alert as EmittedAlert } from "../../lib/alerting/alert.js";
 import { type AlertAvro, alertToAvro } from "../../lib/alerting/avro.js";
-import type { RuleInput } from "../../lib/rules/model.js";
 import { chainKeyPrefix } from "../../pipeline/match/keys.js";
 import { type AnvilEnv, type AnvilEnvBase, startAnvilEnv } from "../support/anvil-env.js";
 import { servicesUp, skipMessage, waitFor } from "../support/harness.js";
+import { tokenTransferRule } from "../support/rules.js";
 
 const up = await servicesUp();
 if (!up.ok) console.warn(skipMessage(up.missing));
@@ -95,21 +95,13 @@ describe.skipIf(!up.ok)("match stage killed mid-stream and restarted (anvil)", (
       ["every transfer, confirmed at once", 0],
       ["every transfer, pending then 2 confirmations", 2],
     ] as const) {
-      const input: RuleInput = {
+      const input = tokenTransferRule({
         name,
+        chain: base.config.chain,
+        token: tokenAddress,
         maxConfirmationCount,
-        sendPendingAlerts: true,
-        state: "enabled",
-        ...base.config.chain,
-        config: {
-          targetType: "Event",
-          targetMap: [
-            { name: "event", operator: "Equals", value: "Transfer", operatorParameters: null },
-            { name: "address", operator: "Equals (ignore case)", value: tokenAddress, operatorParameters: null },
-          ],
-          alerts: [{ type: "Webhook (POST)", parameters: { url: base.hook("restart") }, payload: null }],
-        },
-      };
+        url: base.hook("restart"),
+      });
       ruleIds.push((await base.rules.create("acc-e2e-restart", input)).id);
     }
   };

@@ -7,44 +7,16 @@
  * owning rule's receivers, signed with the owner's secret).
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { PayloadItem, Rule, TargetDefinition } from "../../../lib/rules/model.js";
+import type { AlertDefinition, PayloadItem, Rule } from "../../../lib/rules/model.js";
 import type { DeliveryLogEntry } from "../../../pipeline/notify/log.js";
 import { verifyWebhookSignature } from "../../../pipeline/notify/sign.js";
-import { type AlertingEnv, alertId, probeServices, startAlertingEnv, type WebhookAlert } from "./support.js";
+import { DOCUMENTED_WEBHOOK_FIELDS } from "../../support/webhook-fields.js";
+import { type AlertingEnv, alertId, probeServices, type RuleSpec, startAlertingEnv, transferRule, type WebhookAlert } from "./support.js";
 
 const services = await probeServices();
 if (!services.ok) console.warn(`alerting-api channels: ${services.message}`);
 
 const CST = 1_000_000n;
-const ALERT_FIELDS = [
-  "id",
-  "ruleId",
-  "ruleVersion",
-  "sequence",
-  "status",
-  "confirmations",
-  "maxConfirmationCount",
-  "chain",
-  "targetType",
-  "entityId",
-  "blockHash",
-  "blockNumber",
-  "payload",
-  "emittedAt",
-];
-
-/** Transfer events to `to`. */
-const transferTo = (to: string): TargetDefinition[] => [
-  { name: "event", operator: "Equals", value: "Transfer" },
-  {
-    name: "args",
-    operator: "Inspect",
-    operatorParameters: [
-      { name: "name", operator: "Equals", value: "to" },
-      { name: "value", operator: "Equals (ignore case)", value: to },
-    ],
-  },
-];
 
 /** A Field and a Sub Field selection (two levels deep). */
 const PAYLOAD: PayloadItem[] = [
@@ -83,21 +55,20 @@ describe.skipIf(!services.ok)("alerting API end to end: channels and account iso
     await env?.stop();
   }, 60_000);
 
+  /** Creates, for account A, the Transfer-to-`to` rule `name` with these actions (and `extra` settings). */
+  const ruleOfA = (name: string, to: string, alerts: AlertDefinition[], extra: Partial<RuleSpec> = {}) =>
+    env.createRule(env.accounts.a.token, { ...transferRule(name, to), ...extra, alerts });
+
   it("Webhook (GET): the templated URL carries the entity's values, URL-encoded, and is signed as the request target", async () => {
     const to = env.newAddress();
-    const rule = await env.createRule(env.accounts.a.token, {
-      name: "GET on CST transfer",
-      targetType: "Event",
-      targetMap: transferTo(to),
-      alerts: [
-        {
-          type: "Webhook (GET)",
-          parameters: {
-            url: `${env.http.base}/get/ch/{event}?tx={transactionHash}&to={args.1.value.hex}&sig={signature}&block={blockNumber.num}&ts={timestamp}`,
-          },
+    const rule = await ruleOfA("GET on CST transfer", to, [
+      {
+        type: "Webhook (GET)",
+        parameters: {
+          url: `${env.http.base}/get/ch/{event}?tx={transactionHash}&to={args.1.value.hex}&sig={signature}&block={blockNumber.num}&ts={timestamp}`,
         },
-      ],
-    });
+      },
+    ]);
     const tx = await env.transfer(to, CST);
     await env.mine();
     const [req] = await waitForRequests(() => env.http.deliveredAt("/get/ch/Transfer"), 1);
@@ -124,13 +95,12 @@ describe.skipIf(!services.ok)("alerting API end to end: channels and account iso
 
   it("Webhook (POST): the JSON body carries id, ruleId, status, sequence and the rule's payload items; signed with the account's secret", async () => {
     const to = env.newAddress();
-    const rule = await env.createRule(env.accounts.a.token, {
-      name: "POST on CST transfer",
-      targetType: "Event",
-      maxConfirmationCount: 1,
-      targetMap: transferTo(to),
-      alerts: [{ type: "Webhook (POST)", parameters: { url: `${env.hook("ch-post")}?src={address}` }, payload: PAYLOAD }],
-    });
+    const rule = await ruleOfA(
+      "POST on CST transfer",
+      to,
+      [{ type: "Webhook (POST)", parameters: { url: `${env.hook("ch-post")}?src={address}` }, payload: PAYLOAD }],
+      { maxConfirmationCount: 1 },
+    );
     const tx = await env.transfer(to, 2_500_000n);
     await env.mine();
     await env.waitAlerts("ch-post", 1);
@@ -157,7 +127,7 @@ describe.skipIf(!services.ok)("alerting API end to end: channels and account iso
     expect(verifyWebhookSignature(await secretB(), req.headers, req.body)).toEqual({ ok: false, reason: "mismatch" });
 
     const body = JSON.parse(req.body) as WebhookAlert;
-    expect(Object.keys(body)).toEqual(ALERT_FIELDS);
+    expect(Object.keys(body)).toEqual(DOCUMENTED_WEBHOOK_FIELDS);
     expect(body).toEqual({
       id,
       ruleId: rule.id,
@@ -187,12 +157,7 @@ describe.skipIf(!services.ok)("alerting API end to end: channels and account iso
   it("Email: the local SMTP server receives a subject and a body with the rule name and the payload fields", async () => {
     const to = env.newAddress();
     const recipients = ["ops@example.test", "dev@example.test"];
-    const rule = await env.createRule(env.accounts.a.token, {
-      name: "Big CST to treasury",
-      targetType: "Event",
-      targetMap: transferTo(to),
-      alerts: [{ type: "Email", parameters: { recipients }, payload: PAYLOAD }],
-    });
+    const rule = await ruleOfA("Big CST to treasury", to, [{ type: "Email", parameters: { recipients }, payload: PAYLOAD }]);
     const tx = await env.transfer(to, 4_200_000n);
     await env.mine();
     const [mail] = await waitForRequests(() => env.smtp.mails.filter((m) => m.headers.get("x-chainsift-rule-id") === rule.id), 1);
@@ -222,12 +187,10 @@ describe.skipIf(!services.ok)("alerting API end to end: channels and account iso
 
   it("Slack: the Slack-shaped receiver gets {text, channel, username} as configured, plus a summary and the payload", async () => {
     const to = env.newAddress();
-    const rule = await env.createRule(env.accounts.a.token, {
-      name: "CST watch",
-      targetType: "Event",
-      maxConfirmationCount: 1,
-      targetMap: transferTo(to),
-      alerts: [
+    const rule = await ruleOfA(
+      "CST watch",
+      to,
+      [
         {
           type: "Slack",
           parameters: {
@@ -239,7 +202,8 @@ describe.skipIf(!services.ok)("alerting API end to end: channels and account iso
           payload: PAYLOAD,
         },
       ],
-    });
+      { maxConfirmationCount: 1 },
+    );
     const tx = await env.transfer(to, 6n * CST);
     await env.mine();
     const [req] = await waitForRequests(() => env.slack.deliveredAt("/services/T000/B000/XXXX").filter((r) => r.body.includes(rule.id)), 1);
@@ -264,21 +228,16 @@ describe.skipIf(!services.ok)("alerting API end to end: channels and account iso
 
   it("one rule with all four actions: every channel gets the same alert, and the delivery log lists each action", async () => {
     const to = env.newAddress();
-    const rule = await env.createRule(env.accounts.a.token, {
-      name: "all channels",
-      targetType: "Event",
-      targetMap: transferTo(to),
-      alerts: [
-        {
-          type: "Webhook (POST)",
-          parameters: { url: env.hook("ch-all") },
-          payload: [{ fieldType: "Field", fieldName: "transactionHash" }],
-        },
-        { type: "Webhook (GET)", parameters: { url: `${env.http.base}/get/ch-all?tx={transactionHash}` } },
-        { type: "Email", parameters: { recipients: ["all@example.test"] } },
-        { type: "Slack", parameters: { url: `${env.slack.base}/services/T1/B1/all`, text: "all", channel: "#all", username: "bot" } },
-      ],
-    });
+    const rule = await ruleOfA("all channels", to, [
+      {
+        type: "Webhook (POST)",
+        parameters: { url: env.hook("ch-all") },
+        payload: [{ fieldType: "Field", fieldName: "transactionHash" }],
+      },
+      { type: "Webhook (GET)", parameters: { url: `${env.http.base}/get/ch-all?tx={transactionHash}` } },
+      { type: "Email", parameters: { recipients: ["all@example.test"] } },
+      { type: "Slack", parameters: { url: `${env.slack.base}/services/T1/B1/all`, text: "all", channel: "#all", username: "bot" } },
+    ]);
     const tx = await env.transfer(to, CST);
     await env.mine();
     const ev = await env.eventOf(tx);
@@ -318,15 +277,11 @@ describe.skipIf(!services.ok)("alerting API end to end: channels and account iso
     const { a, b } = env.accounts;
     const to = env.newAddress();
     const ruleA = await env.createRule(a.token, {
-      name: "A's rule",
-      targetType: "Event",
-      targetMap: transferTo(to),
+      ...transferRule("A's rule", to),
       alerts: [{ type: "Webhook (POST)", parameters: { url: env.hook("iso-a") } }],
     });
     const ruleB = await env.createRule(b.token, {
-      name: "B's rule",
-      targetType: "Event",
-      targetMap: transferTo(to),
+      ...transferRule("B's rule", to),
       alerts: [{ type: "Webhook (POST)", parameters: { url: env.hook("iso-b") } }],
     });
     expect(ruleA.accountId).toBe(a.id);

@@ -12,7 +12,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { DeliveryLogEntry } from "../../../pipeline/notify/log.js";
 import { replayAlertDeadLetters } from "../../../pipeline/notify/replay.js";
-import { type AlertingEnv, alertId, probeServices, type Recorded, startAlertingEnv } from "./support.js";
+import { type AlertingEnv, alertId, probeServices, type Recorded, startAlertingEnv, transferRule } from "./support.js";
 
 const services = await probeServices();
 if (!services.ok) console.warn(`alerting-api retries: ${services.message}`);
@@ -35,21 +35,9 @@ describe.skipIf(!services.ok)("alerting API end to end: receiver down, then back
   }, 60_000);
 
   /** A rule for Transfer events to `to`, posting to `/hook/<label>`. */
-  const transferRule = async (label: string, to: string) =>
+  const hookRule = async (label: string, to: string) =>
     env.createRule(env.accounts.a.token, {
-      name: `retries ${label}`,
-      targetType: "Event",
-      targetMap: [
-        { name: "event", operator: "Equals", value: "Transfer" },
-        {
-          name: "args",
-          operator: "Inspect",
-          operatorParameters: [
-            { name: "name", operator: "Equals", value: "to" },
-            { name: "value", operator: "Equals", value: to },
-          ],
-        },
-      ],
+      ...transferRule(`retries ${label}`, to, "Equals"),
       alerts: [{ type: "Webhook (POST)", parameters: { url: env.hook(label) } }],
     });
 
@@ -93,7 +81,7 @@ describe.skipIf(!services.ok)("alerting API end to end: receiver down, then back
 
   it("down for less than the retry budget: every alert arrives on a retry, once, nothing dead-lettered", async () => {
     const to = env.newAddress();
-    const rule = await transferRule("flaky", to);
+    const rule = await hookRule("flaky", to);
     // The first two attempts of every alert get 503, the third 200.
     const attempts = new Map<string, number>();
     behaviour.set("/hook/flaky", (req) => {
@@ -129,7 +117,7 @@ describe.skipIf(!services.ok)("alerting API end to end: receiver down, then back
 
   it("down for longer than the retry budget, then back: dead letters are replayed, every alert delivered exactly once", async () => {
     const to = env.newAddress();
-    const rule = await transferRule("down", to);
+    const rule = await hookRule("down", to);
     let down = true;
     behaviour.set("/hook/down", () => (down ? 503 : 200));
     const deadBefore = env.notify.deadLettered();

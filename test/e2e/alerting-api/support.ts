@@ -23,6 +23,7 @@ import { createSecretStore, type SecretStore } from "../../../pipeline/notify/si
 import { redisUp } from "../../integration/accounts/redis.js";
 import { type AnvilEnv, type Receiver, startAnvilEnv, startReceiver } from "../../support/anvil-env.js";
 import { createHarness, servicesUp, skipMessage } from "../../support/harness.js";
+import { transferTo } from "../../support/rules.js";
 import { type ReceivedMail, type SmtpReceiver, startSmtpReceiver } from "../../support/smtp.js";
 
 export type { Receiver, Recorded, WebhookAlert } from "../../support/anvil-env.js";
@@ -87,6 +88,18 @@ export interface AlertingEnv extends AnvilEnv {
 export interface AlertingEnvOptions {
   /** Overrides of `config.notify` (allowlist, smtpUrl and mailFrom are set by the environment). */
   notify?: Partial<Config["notify"]>;
+}
+
+/**
+ * The target part of a {@link RuleSpec}: an Event rule named `name` on the ERC-20 Transfer events
+ * to `to` (compared with `operator`, default `Equals (ignore case)`); spread it and add the alerts.
+ */
+export function transferRule(
+  name: string,
+  to: string,
+  operator: Parameters<typeof transferTo>[1] = "Equals (ignore case)",
+): Pick<RuleSpec, "name" | "targetType" | "targetMap"> {
+  return { name, targetType: "Event", targetMap: transferTo(to, operator) };
 }
 
 /** The alert id the match stage gives a match: hex SHA-256 of `ruleId|entityId|blockHash|status` (docs/alerting-delivery.md). */

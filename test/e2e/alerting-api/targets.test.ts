@@ -20,6 +20,7 @@ import { ContractFactory, type Contract as EthersContract, getAddress, id as kec
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Rule, SecondLevelDefinition, TargetDefinition, TargetType } from "../../../lib/rules/model.js";
 import type { DeliveryLogEntry } from "../../../pipeline/notify/log.js";
+import { argIs, argValueInspect } from "../../support/rules.js";
 import { type AlertingEnv, probeServices, startAlertingEnv, type WebhookAlert } from "./support.js";
 
 const services = await probeServices();
@@ -30,19 +31,8 @@ const CST = 1_000_000n; // 1 CST in base units (6 decimals)
 const ETH = 10n ** 18n;
 
 /** `args` Inspect: one argument named `name` whose value satisfies `operator value`. */
-const arg = (
-  name: string,
-  operator: SecondLevelDefinition["operator"],
-  value: string | string[],
-  useScaledValue = false,
-): TargetDefinition => ({
-  name: "args",
-  operator: "Inspect",
-  operatorParameters: [
-    { name: "name", operator: "Equals", value: name },
-    { name: "value", operator, value, ...(useScaledValue ? { useScaledValue: true } : {}) },
-  ],
-});
+const arg = (name: string, operator: SecondLevelDefinition["operator"], value: string | string[], useScaledValue = false) =>
+  argIs(name, operator, value, { useScaledValue });
 const eq = (name: string, value: string): TargetDefinition => ({ name, operator: "Equals", value });
 const def = (name: string, operator: TargetDefinition["operator"], value: string | string[]): TargetDefinition => ({
   name,
@@ -142,21 +132,10 @@ describe.skipIf(!services.ok)("alerting API end to end: target types and operato
       "inspect-obj": [
         isTransfer,
         toR,
-        {
-          name: "args",
-          operator: "Inspect",
-          operatorParameters: [
-            { name: "name", operator: "Equals", value: "value" },
-            {
-              name: "value",
-              operator: "Inspect",
-              operatorParameters: [
-                { name: "type", operator: "Equals", value: "uint256" },
-                { name: "hex", operator: "Equals", value: "0x4C4B40" },
-              ],
-            },
-          ],
-        },
+        argValueInspect("value", [
+          { name: "type", operator: "Equals", value: "uint256" },
+          { name: "hex", operator: "Equals", value: "0x4C4B40" },
+        ]),
       ],
       "gt-no": [isTransfer, fromToken, toR, arg("value", "Greater", "5", true)],
       "ge-no": [isTransfer, fromToken, toR, arg("value", "Greater or Equal", "5.000001", true)],
@@ -171,21 +150,10 @@ describe.skipIf(!services.ok)("alerting API end to end: target types and operato
       "inspect-obj-no": [
         isTransfer,
         toR,
-        {
-          name: "args",
-          operator: "Inspect",
-          operatorParameters: [
-            { name: "name", operator: "Equals", value: "value" },
-            {
-              name: "value",
-              operator: "Inspect",
-              operatorParameters: [
-                { name: "type", operator: "Equals", value: "address" },
-                { name: "num", operator: "Greater", value: "0" },
-              ],
-            },
-          ],
-        },
+        argValueInspect("value", [
+          { name: "type", operator: "Equals", value: "address" },
+          { name: "num", operator: "Greater", value: "0" },
+        ]),
       ],
     };
     const rules = await createRules("Event", specs, fires);

@@ -11,11 +11,10 @@ import { buildApi } from "../../../api/app.js";
 import type { Account, TokenInfo } from "../../../lib/accounts/model.js";
 import type { AccountStore } from "../../../lib/accounts/store.js";
 import { type Config, loadConfig } from "../../../lib/config.js";
-import { deleteRedisKeys, esReachable, redisReachable } from "./fixtures.js";
+import { deleteRedisKeys, searchStackUp } from "./fixtures.js";
 
 const base = loadConfig();
-const up = (await esReachable(base.elasticsearch.url)) && (await redisReachable(base.redisUrl));
-if (!up) console.warn("skipped: Elasticsearch or Redis is not reachable (npm run stack -- up)");
+const up = await searchStackUp(base);
 
 const ID = `t${randomBytes(4).toString("hex")}`;
 const STATIC = `static-${ID}`;

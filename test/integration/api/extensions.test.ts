@@ -13,11 +13,10 @@ import type { HitsEnvelope } from "../../../api/search/envelope.js";
 import { indexName } from "../../../es/mappings.js";
 import { type ChainId, type Config, loadConfig } from "../../../lib/config.js";
 import type { Quantity } from "../../../lib/records.js";
-import { blocks, deleteRedisKeys, esReachable, FIRST_BLOCK, indexFixtures, redisReachable, TX_PER_BLOCK, txs } from "./fixtures.js";
+import { blocks, deleteRedisKeys, FIRST_BLOCK, indexFixtures, searchStackUp, TX_PER_BLOCK, txs } from "./fixtures.js";
 
 const base = loadConfig();
-const up = (await esReachable(base.elasticsearch.url)) && (await redisReachable(base.redisUrl));
-if (!up) console.warn("skipped: Elasticsearch or Redis is not reachable (npm run stack -- up)");
+const up = await searchStackUp(base);
 
 const ID = `t${randomBytes(4).toString("hex")}`;
 const PREFIX = `${ID}-`;

@@ -6,7 +6,7 @@
 import type { Client, estypes } from "@elastic/elasticsearch";
 import { id as keccakText } from "ethers";
 import { INDEX_SETTINGS, indexName, MAPPINGS } from "../../../es/mappings.js";
-import type { ChainId } from "../../../lib/config.js";
+import type { ChainId, Config } from "../../../lib/config.js";
 import {
   type BlockRecord,
   type EventRecord,
@@ -43,6 +43,40 @@ export async function redisReachable(url: string): Promise<boolean> {
   } catch {
     return false;
   }
+}
+
+/**
+ * Whether both Elasticsearch and Redis of `config` answer (see {@link esReachable},
+ * {@link redisReachable}); when not, warns once with the reason the test file is skipped.
+ */
+export async function searchStackUp(config: Config): Promise<boolean> {
+  const up = (await esReachable(config.elasticsearch.url)) && (await redisReachable(config.redisUrl));
+  if (!up)
+    console.warn(
+      `skipped: Elasticsearch (${config.elasticsearch.url}) or Redis (${config.redisUrl}) is not reachable (npm run stack -- up)`,
+    );
+  return up;
+}
+
+/** The chain of the hand-written records: Ethereum mainnet. */
+export const MAINNET: ChainId = { technology: "ethereum", blockchain: "ethereum", network: "mainnet" };
+
+/** What isolates one API test file: its index prefix, its Redis key prefix and its API settings (over `base.api`). */
+export interface ApiTestIsolation {
+  indexPrefix: string;
+  redisKeyPrefix: string;
+  api: Partial<Config["api"]>;
+}
+
+/** `base` serving {@link MAINNET} under the file's own index and Redis key prefixes, with its API settings. */
+export function mainnetApiConfig(base: Config, own: ApiTestIsolation): Config {
+  return {
+    ...base,
+    chain: MAINNET,
+    elasticsearch: { ...base.elasticsearch, indexPrefix: own.indexPrefix },
+    redisKeyPrefix: own.redisKeyPrefix,
+    api: { ...base.api, ...own.api },
+  };
 }
 
 // ---------------------------------------------------------------------------------------------

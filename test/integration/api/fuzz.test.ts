@@ -14,23 +14,20 @@ import { buildApi } from "../../../api/app.js";
 import { ALLOWED_AGGS } from "../../../api/dsl/aggs.js";
 import { fieldCatalog } from "../../../api/dsl/fields.js";
 import { ALLOWED_CLAUSES } from "../../../api/dsl/validate.js";
-import { type Config, loadConfig } from "../../../lib/config.js";
+import { loadConfig } from "../../../lib/config.js";
 import { RECORD_KINDS } from "../../../lib/records.js";
-import { deleteRedisKeys, esReachable, indexFixtures, redisReachable } from "./fixtures.js";
+import { deleteRedisKeys, indexFixtures, mainnetApiConfig, searchStackUp } from "./fixtures.js";
 
 const base = loadConfig();
-const up = (await esReachable(base.elasticsearch.url)) && (await redisReachable(base.redisUrl));
-if (!up) console.warn("skipped: Elasticsearch or Redis is not reachable (npm run stack -- up)");
+const up = await searchStackUp(base);
 
 const ID = `t${randomBytes(4).toString("hex")}`;
 const TOKEN = `fuzz-${ID}`;
-const config: Config = {
-  ...base,
-  chain: { technology: "ethereum", blockchain: "ethereum", network: "mainnet" },
-  elasticsearch: { ...base.elasticsearch, indexPrefix: `${ID}-` },
+const config = mainnetApiConfig(base, {
+  indexPrefix: `${ID}-`,
   redisKeyPrefix: `${ID}:`,
-  api: { ...base.api, tokens: [TOKEN], rateLimitMax: 1_000_000, maxSize: 10_000 },
-};
+  api: { tokens: [TOKEN], rateLimitMax: 1_000_000, maxSize: 10_000 },
+});
 const RUNS = 1200;
 
 // ---------------------------------------------------------------------------------------------

@@ -10,23 +10,20 @@ import type { FastifyInstance } from "fastify";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildApi } from "../../../api/app.js";
 import type { ErrorBody } from "../../../api/errors.js";
-import { type Config, loadConfig } from "../../../lib/config.js";
-import { deleteRedisKeys, esReachable, redisReachable } from "./fixtures.js";
+import { loadConfig } from "../../../lib/config.js";
+import { deleteRedisKeys, mainnetApiConfig, searchStackUp } from "./fixtures.js";
 
 const base = loadConfig();
-const up = (await esReachable(base.elasticsearch.url)) && (await redisReachable(base.redisUrl));
-if (!up) console.warn("skipped: Elasticsearch or Redis is not reachable (npm run stack -- up)");
+const up = await searchStackUp(base);
 
 const ID = `t${randomBytes(4).toString("hex")}`;
 const TOKEN = `test-${ID}`;
 const ADMIN_TOKEN = `admin-${ID}`;
-const config: Config = {
-  ...base,
-  chain: { technology: "ethereum", blockchain: "ethereum", network: "mainnet" },
-  elasticsearch: { ...base.elasticsearch, indexPrefix: `${ID}-` },
+const config = mainnetApiConfig(base, {
+  indexPrefix: `${ID}-`,
   redisKeyPrefix: `${ID}:`,
-  api: { ...base.api, tokens: [TOKEN], adminToken: ADMIN_TOKEN, rateLimitMax: 100_000 },
-};
+  api: { tokens: [TOKEN], adminToken: ADMIN_TOKEN, rateLimitMax: 100_000 },
+});
 const SEARCH = "/ethereum/ethereum/mainnet/es/block/search/";
 const JSON_HEADERS = { "content-type": "application/json" };
 const AUTH = { authorization: `Bearer ${TOKEN}`, ...JSON_HEADERS };

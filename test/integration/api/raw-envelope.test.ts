@@ -21,20 +21,20 @@ import { type HitsEnvelope, type ShapeOptions, shapeEnvelope } from "../../../ap
 import { type RawEnvelope, shapeRawEnvelope } from "../../../api/search/raw.js";
 import { buildSearchRequest, type SearchTarget, searchBytes } from "../../../api/search/search.js";
 import { INDEX_SETTINGS, indexName, MAPPINGS } from "../../../es/mappings.js";
-import { type Config, loadConfig } from "../../../lib/config.js";
+import { loadConfig } from "../../../lib/config.js";
 import { type EventRecord, type RecordKind, recordId } from "../../../lib/records.js";
 import {
   BINANCE,
   BUILDER,
   blocks,
   deleteRedisKeys,
-  esReachable,
   events,
   FIRST_BLOCK,
   indexFixtures,
   logs,
+  mainnetApiConfig,
   q,
-  redisReachable,
+  searchStackUp,
   txs,
   USDT,
   VITALIK,
@@ -43,19 +43,16 @@ import {
 
 const base = loadConfig();
 const ES_URL = base.elasticsearch.url;
-const up = (await esReachable(ES_URL)) && (await redisReachable(base.redisUrl));
-if (!up) console.warn(`skipped: Elasticsearch (${ES_URL}) or Redis (${base.redisUrl}) is not reachable (npm run stack -- up)`);
+const up = await searchStackUp(base);
 
 const ID = randomBytes(4).toString("hex");
 const PREFIX = `t-raw-${ID}-`;
 const TOKEN = `raw-${ID}`;
-const config: Config = {
-  ...base,
-  chain: { technology: "ethereum", blockchain: "ethereum", network: "mainnet" },
-  elasticsearch: { ...base.elasticsearch, indexPrefix: PREFIX },
+const config = mainnetApiConfig(base, {
+  indexPrefix: PREFIX,
   redisKeyPrefix: `t-raw-${ID}:`,
-  api: { ...base.api, tokens: [TOKEN], maxSize: 10_000, rateLimitMax: 1_000_000 },
-};
+  api: { tokens: [TOKEN], maxSize: 10_000, rateLimitMax: 1_000_000 },
+});
 const TIMEOUT = config.elasticsearch.requestTimeoutMs;
 const PATH = "/ethereum/ethereum/mainnet/es";
 const AUTH = { authorization: `Bearer ${TOKEN}` };

@@ -14,21 +14,21 @@ import type { ErrorBody } from "../../../api/errors.js";
 import type { HitsEnvelope } from "../../../api/search/envelope.js";
 import { streamSearch } from "../../../api/search/stream.js";
 import { indexName } from "../../../es/mappings.js";
-import { type Config, loadConfig } from "../../../lib/config.js";
+import { loadConfig } from "../../../lib/config.js";
 import type { BlockRecord, Quantity, RecordKind, TransactionRecord } from "../../../lib/records.js";
 import {
   approvalTx,
   BINANCE,
   BUILDER,
   blocks,
-  esReachable,
   events,
   FIRST_BLOCK,
   hash,
   indexFixtures,
   logs,
+  mainnetApiConfig,
   ROUTER,
-  redisReachable,
+  searchStackUp,
   TX_PER_BLOCK,
   txs,
   USDT,
@@ -38,20 +38,17 @@ import {
 
 const base = loadConfig();
 const ES_URL = base.elasticsearch.url;
-const up = (await esReachable(ES_URL)) && (await redisReachable(base.redisUrl));
-if (!up) console.warn(`skipped: Elasticsearch (${ES_URL}) or Redis (${base.redisUrl}) is not reachable (npm run stack -- up)`);
+const up = await searchStackUp(base);
 
 // ---------------------------------------------------------------------------------------------
 
 const TOKEN = `test-${randomBytes(8).toString("hex")}`;
 const PREFIX = `t-${randomBytes(4).toString("hex")}-`;
-const config: Config = {
-  ...base,
-  chain: { technology: "ethereum", blockchain: "ethereum", network: "mainnet" },
-  elasticsearch: { ...base.elasticsearch, indexPrefix: PREFIX },
+const config = mainnetApiConfig(base, {
+  indexPrefix: PREFIX,
   redisKeyPrefix: PREFIX.replace(/-$/, ":"),
-  api: { ...base.api, tokens: [TOKEN], maxSize: 10_000, rateLimitMax: 100_000 },
-};
+  api: { tokens: [TOKEN], maxSize: 10_000, rateLimitMax: 100_000 },
+});
 const PATH = "/ethereum/ethereum/mainnet/es";
 const AUTH = { authorization: `Bearer ${TOKEN}` };
 

@@ -10,11 +10,10 @@ import { connect, type Socket } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type RunningApi, startApi } from "../../../api/server.js";
 import { type Config, loadConfig } from "../../../lib/config.js";
-import { deleteRedisKeys, esReachable, redisReachable } from "./fixtures.js";
+import { deleteRedisKeys, searchStackUp } from "./fixtures.js";
 
 const base = loadConfig();
-const up = (await esReachable(base.elasticsearch.url)) && (await redisReachable(base.redisUrl));
-if (!up) console.warn("skipped: Elasticsearch or Redis is not reachable (npm run stack -- up)");
+const up = await searchStackUp(base);
 
 const ID = `t${randomBytes(4).toString("hex")}`;
 const TOKEN = `test-${ID}`;

@@ -20,6 +20,7 @@ import type { Rule } from "../../../lib/rules/model.js";
 import { validateRuleInput } from "../../../lib/rules/validate.js";
 import type { DeliveryLogEntry } from "../../../pipeline/notify/log.js";
 import { createHarness } from "../../support/harness.js";
+import { transferAbove } from "../../support/rules.js";
 import { schemaArbitrary } from "../../support/schema-arbitrary.js";
 import { deletePrefix, keysOf, redisSkipMessage, redisUp } from "../accounts/redis.js";
 
@@ -51,18 +52,7 @@ function ruleBody(overrides: Record<string, unknown> = {}): Record<string, unkno
     ...ANVIL,
     config: {
       targetType: "Event",
-      targetMap: [
-        { name: "event", operator: "Equals", value: "Transfer" },
-        { name: "address", operator: "Equals (ignore case)", value: "0x5FbDB2315678afecb367f032d93F642f64180aa3" },
-        {
-          name: "args",
-          operator: "Inspect",
-          operatorParameters: [
-            { name: "name", operator: "Equals", value: "value" },
-            { name: "value", operator: "Greater", value: "1", useScaledValue: true },
-          ],
-        },
-      ],
+      targetMap: transferAbove("0x5FbDB2315678afecb367f032d93F642f64180aa3", "1"),
       alerts: [{ type: "Webhook (POST)", parameters: { url: "http://127.0.0.1:9999/hook/{transactionHash}" } }],
     },
     ...overrides,

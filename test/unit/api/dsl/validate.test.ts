@@ -69,26 +69,16 @@ describe("validateSearchBody: allowed clauses", () => {
   it("bool with filter (clause or array), should, must, must_not, minimum_should_match", () => {
     const single = ok({ query: { bool: { filter: { term: { blockHash: "0xab" } } } } });
     expect(single.query).toEqual({ bool: { filter: { term: { blockHash: "0xab" } } } });
-    const all = ok({
-      query: {
-        bool: {
-          filter: [{ range: { "blockNumber.num": { gte: 1, lte: 2 } } }],
-          should: [{ term: { from: "0xAa" } }, { term: { to: "0xAa" } }],
-          must: [{ exists: { field: "to" } }],
-          must_not: { term: { status: 0 } },
-          minimum_should_match: 1,
-        },
-      },
+    /** A bool with every occurrence type (a new object each call, so the input is never the expectation). */
+    const everyOccurrence = () => ({
+      filter: [{ range: { "blockNumber.num": { gte: 1, lte: 2 } } }],
+      should: [{ term: { from: "0xAa" } }, { term: { to: "0xAa" } }],
+      must: [{ exists: { field: "to" } }],
+      must_not: { term: { status: 0 } },
+      minimum_should_match: 1,
     });
-    expect(all.query).toEqual({
-      bool: {
-        filter: [{ range: { "blockNumber.num": { gte: 1, lte: 2 } } }],
-        should: [{ term: { from: "0xAa" } }, { term: { to: "0xAa" } }],
-        must: [{ exists: { field: "to" } }],
-        must_not: { term: { status: 0 } },
-        minimum_should_match: 1,
-      },
-    });
+    const all = ok({ query: { bool: everyOccurrence() } });
+    expect(all.query).toEqual({ bool: everyOccurrence() });
     expect(ok({ query: { bool: { should: [], minimum_should_match: "50%" } } }).query).toEqual({
       bool: { should: [], minimum_should_match: "50%" },
     });

@@ -6,23 +6,10 @@ import { errorsPlugin } from "../../../../api/plugins/errors.js";
 import { rateLimitKey } from "../../../../api/plugins/rate-limit.js";
 import type { Account, TokenInfo } from "../../../../lib/accounts/model.js";
 import type { AccountStore, Authenticated } from "../../../../lib/accounts/store.js";
+import { testAccount, testTokenInfo } from "../../../support/accounts.js";
 
-const ACCOUNT: Account = {
-  id: "11111111-1111-4111-8111-111111111111",
-  name: "a",
-  email: null,
-  createdAt: "2025-01-01T00:00:00.000Z",
-  disabled: false,
-};
-const INFO: TokenInfo = {
-  id: "22222222-2222-4222-8222-222222222222",
-  accountId: ACCOUNT.id,
-  name: null,
-  prefix: "abcdefgh",
-  createdAt: ACCOUNT.createdAt,
-  expiresAt: null,
-  revokedAt: null,
-};
+const ACCOUNT: Account = testAccount();
+const INFO: TokenInfo = testTokenInfo();
 const GOOD = `cs_${"a".repeat(43)}`;
 
 /** A store double: `GOOD` authenticates while `state.valid`; `state.down` makes Redis fail. */

@@ -1,18 +1,8 @@
 import type { estypes } from "@elastic/elasticsearch";
 import { describe, expect, it } from "vitest";
 import { filterOnlyScores, filterSource, shapeEnvelope, shapeHit } from "../../../../api/search/envelope.js";
+import { BLOCK_HASH, block, TX_HASH, tx } from "./records.js";
 
-const BLOCK_HASH = "0x5ee0e2a4b0d4e2b1c1f0f1b0b5c0e1a7a5e4c6d1a3f2b6c8d9e0f1a2b3c4d5e6";
-const TX_HASH = "0x9fc76417374aa880d4449a1f7f31ec597f00b1f6f3dd2d66f4c9c6c445836d8b";
-
-const block = { hash: BLOCK_HASH, number: { num: 17000000, raw: "0x1036640" }, miner: "0x95222290DD7278Aa3Ddd389Cc1E1d165CC4BAfe5" };
-const tx = {
-  hash: TX_HASH,
-  blockHash: BLOCK_HASH,
-  blockNumber: { num: 17000000, raw: "0x1036640" },
-  from: "0xd8dA6BF26964aF9D7eEd9e03E53415D37aA96045",
-  to: "0xdAC17F958D2ee523a2206206994597C13D831ec7",
-};
 const event = {
   event: "Transfer",
   transactionHash: TX_HASH,

@@ -12,23 +12,10 @@ import {
 import { AccountError, type TokenInfo } from "../../../../lib/accounts/model.js";
 import type { AccountStore, ConnectedAccountStore } from "../../../../lib/accounts/store.js";
 import { loadConfig } from "../../../../lib/config.js";
+import { testAccount, testTokenInfo } from "../../../support/accounts.js";
 
-const ACCOUNT = {
-  id: "11111111-1111-4111-8111-111111111111",
-  name: "Acme",
-  email: null,
-  createdAt: "2025-01-01T00:00:00.000Z",
-  disabled: false,
-};
-const INFO: TokenInfo = {
-  id: "22222222-2222-4222-8222-222222222222",
-  accountId: ACCOUNT.id,
-  name: "ci",
-  prefix: "abcdefgh",
-  createdAt: "2025-01-01T00:00:00.000Z",
-  expiresAt: null,
-  revokedAt: null,
-};
+const ACCOUNT = testAccount({ name: "Acme" });
+const INFO: TokenInfo = testTokenInfo({ name: "ci" });
 const SECRET = `cs_abcdefgh${"x".repeat(35)}`;
 
 function fakeStore(overrides: Partial<AccountStore> = {}): AccountStore {

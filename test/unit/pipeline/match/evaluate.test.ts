@@ -8,6 +8,7 @@ import type { EventRecord, Quantity } from "../../../../lib/records.js";
 import type { TargetDefinition } from "../../../../lib/rules/model.js";
 import { type EventEntity, eventEntity } from "../../../../pipeline/match/entities.js";
 import { type AnyDefinition, compileDefinitions, evaluate, RuleCompileError } from "../../../../pipeline/match/evaluate.js";
+import { transferAbove } from "../../../support/rules.js";
 
 const USDT = "0xdAC17F958D2ee523a2206206994597C13D831ec7";
 const FROM = "0x28c6c06298d514db089934071355e5743bf21d60";
@@ -255,18 +256,7 @@ describe("useScaledValue", () => {
   });
 
   it("the documented 'Transfer of more than 1000 USDT' rule", () => {
-    const rule: TargetDefinition[] = [
-      { name: "event", operator: "Equals", value: "Transfer" },
-      { name: "address", operator: "Equals (ignore case)", value: "0xdac17f958d2ee523a2206206994597c13d831ec7" },
-      {
-        name: "args",
-        operator: "Inspect",
-        operatorParameters: [
-          { name: "name", operator: "Equals", value: "value" },
-          { name: "value", operator: "Greater", value: "1000", useScaledValue: true },
-        ],
-      },
-    ];
+    const rule = transferAbove("0xdac17f958d2ee523a2206206994597c13d831ec7", "1000");
     expect(evaluate(rule, usdtTransfer())).toBe(true);
     expect(evaluate(rule, usdtTransfer(999_000_000n, 999))).toBe(false);
     expect(evaluate(rule, usdtTransfer(1_500_500_000n, null))).toBe(false);

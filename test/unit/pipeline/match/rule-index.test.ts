@@ -10,6 +10,7 @@ import type { ChainId } from "../../../../lib/config.js";
 import type { Rule, TargetDefinition, TargetType } from "../../../../lib/rules/model.js";
 import { evaluate } from "../../../../pipeline/match/evaluate.js";
 import { createRuleIndex } from "../../../../pipeline/match/rule-index.js";
+import { argIs, isTransfer } from "../../../support/rules.js";
 
 const CHAIN: ChainId = { technology: "ethereum", blockchain: "ethereum", network: "mainnet" };
 
@@ -244,18 +245,7 @@ describe("rule index", () => {
     const wallet = (i: number) => `0x${"b".repeat(20)}${(i + 1).toString(16).padStart(20, "0")}`;
     for (let i = 0; i < 1000; i++) {
       index.upsert(
-        makeRule(`w${i}`, "Event", [
-          { name: "address", operator: "Equals", value: usdt },
-          { name: "event", operator: "Equals", value: "Transfer" },
-          {
-            name: "args",
-            operator: "Inspect",
-            operatorParameters: [
-              { name: "name", operator: "Equals", value: "to" },
-              { name: "value", operator: "Equals", value: wallet(i) },
-            ],
-          },
-        ]),
+        makeRule(`w${i}`, "Event", [{ name: "address", operator: "Equals", value: usdt }, isTransfer(), argIs("to", "Equals", wallet(i))]),
       );
     }
     const e = {

@@ -15,6 +15,7 @@ import {
   slackBody,
   summaryLine,
 } from "../../../../pipeline/notify/render.js";
+import { DOCUMENTED_WEBHOOK_FIELDS } from "../../../support/webhook-fields.js";
 import { BLOCK_HASH, FROM, RULE_ID, sampleAlert, TO, TX_HASH, USDT } from "./fixtures.js";
 
 const alert = sampleAlert();
@@ -196,22 +197,7 @@ describe("webhookBody", () => {
   it("has exactly the documented fields, in order, and no internal ones", () => {
     const named: NotifyAlert = { ...alert, ruleName: "not sent" };
     const b = webhookBody(named);
-    expect(Object.keys(b)).toEqual([
-      "id",
-      "ruleId",
-      "ruleVersion",
-      "sequence",
-      "status",
-      "confirmations",
-      "maxConfirmationCount",
-      "chain",
-      "targetType",
-      "entityId",
-      "blockHash",
-      "blockNumber",
-      "payload",
-      "emittedAt",
-    ]);
+    expect(Object.keys(b)).toEqual(DOCUMENTED_WEBHOOK_FIELDS);
     expect(b).toMatchObject({
       id: alert.id,
       ruleId: RULE_ID,
