@@ -33,6 +33,23 @@ const timestamp = { type: "date", format: "strict_date_optional_time" } as const
 /** Long hex blobs: kept in `_source`, not searchable. */
 const blob = { type: "keyword", index: false, doc_values: false } as const;
 
+/** A decode or execution error message: exact match, messages longer than 1024 characters not indexed. */
+const errorMessage = { type: "keyword", ignore_above: 1024 } as const;
+/**
+ * Decoded arguments (`{name, pos, value: {hex, num, scaled, type}}[]`) of events and calls:
+ * `nested`, so a name and a value condition apply to the same argument. `hex` is the mapping of
+ * `value.hex` (addresses in any letter case; calls cap it, their arguments can be long).
+ */
+const decodedArgs = (hex: Mapping) =>
+  ({
+    type: "nested",
+    properties: {
+      name: keyword,
+      pos: { type: "integer" },
+      value: { properties: { hex, num: { type: "double" }, scaled: { type: "double" }, type: keyword } },
+    },
+  }) as const;
+
 /** Explicit mapping per record kind. */
 export const MAPPINGS: Record<RecordKind, Mapping> = {
   block: {
@@ -134,28 +151,14 @@ export const MAPPINGS: Record<RecordKind, Mapping> = {
       event: { type: "text", fields: { raw: { type: "keyword" } } },
       signature: keyword,
       standard: keyword,
-      args: {
-        type: "nested",
-        properties: {
-          name: keyword,
-          pos: { type: "integer" },
-          value: {
-            properties: {
-              hex: { type: "keyword", normalizer: "lowercase_address" },
-              num: { type: "double" },
-              scaled: { type: "double" },
-              type: keyword,
-            },
-          },
-        },
-      },
+      args: decodedArgs({ type: "keyword", normalizer: "lowercase_address" }),
       logIndex: smallQuantity,
       transactionIndex: smallQuantity,
       transactionHash: hash,
       address,
       blockHash: hash,
       blockNumber: smallQuantity,
-      error: { type: "keyword", ignore_above: 1024 },
+      error: errorMessage,
       str: { type: "text" },
       timestamp,
     },
@@ -172,27 +175,13 @@ export const MAPPINGS: Record<RecordKind, Mapping> = {
       input: blob,
       output: blob,
       methodId: keyword,
-      error: { type: "keyword", ignore_above: 1024 },
+      error: errorMessage,
       depth: { type: "integer" },
       traceAddress: { type: "integer" },
       subtraces: { type: "integer" },
       name: keyword,
       signature: keyword,
-      args: {
-        type: "nested",
-        properties: {
-          name: keyword,
-          pos: { type: "integer" },
-          value: {
-            properties: {
-              hex: { type: "keyword", normalizer: "lowercase_address", ignore_above: 4096 },
-              num: { type: "double" },
-              scaled: { type: "double" },
-              type: keyword,
-            },
-          },
-        },
-      },
+      args: decodedArgs({ type: "keyword", normalizer: "lowercase_address", ignore_above: 4096 }),
       transactionHash: hash,
       transactionIndex: smallQuantity,
       blockHash: hash,

@@ -76,6 +76,56 @@ export async function connectRedisClient(url: string, options: ConnectRedisOptio
   };
 }
 
+/** What a store that owns its Redis connection (the account and rule stores) takes besides the URL. */
+export interface StoreConnectionOptions {
+  /** Receives Redis connection errors after the first connection (as `warn`); default: ignored. */
+  logger?: Logger;
+  /** TCP connect timeout, ms (default 5000). */
+  connectTimeoutMs?: number;
+  /** Clock passed to the store (tests). */
+  now?: () => Date;
+}
+
+/** A store with the Redis connection it owns. */
+export interface ConnectedStore<S> {
+  store: S;
+  /** Closes the Redis connection (waits for pending replies). Idempotent. */
+  close(): Promise<void>;
+}
+
+/** What every store built on a connection of its own gets: the client, the key prefix and the clock when given. */
+export interface StoreConnection {
+  redis: RedisClient;
+  keyPrefix: string;
+  now?: () => Date;
+}
+
+/**
+ * Connects a store's own Redis client ({@link connectRedisClient}: log messages labelled `label`,
+ * the logger and connect timeout of `options` when given) and builds the store over it with
+ * `create`; when `create` throws, the connection is closed and the error rethrown.
+ * @param config - `redisUrl` (e.g. `redis://127.0.0.1:6379`) and `redisKeyPrefix` of a Config.
+ * @throws the client's connection error when Redis cannot be reached; what `create` throws.
+ */
+export async function connectStore<S>(
+  config: { redisUrl: string; redisKeyPrefix: string },
+  label: string,
+  options: StoreConnectionOptions,
+  create: (connection: StoreConnection) => S,
+): Promise<ConnectedStore<S>> {
+  const { client, close } = await connectRedisClient(config.redisUrl, {
+    label,
+    ...(options.logger ? { logger: options.logger } : {}),
+    ...(options.connectTimeoutMs ? { connectTimeoutMs: options.connectTimeoutMs } : {}),
+  });
+  try {
+    return { store: create({ redis: client, keyPrefix: config.redisKeyPrefix, ...(options.now ? { now: options.now } : {}) }), close };
+  } catch (err) {
+    await close();
+    throw err;
+  }
+}
+
 /**
  * `client` when given (its `close` then does nothing: the owner closes it), else a dedicated client
  * from {@link connectRedisClient}. For components that take an optional shared client.

@@ -357,23 +357,35 @@ fetch_kafka_tools() {
   fetch_maven_libs kafka-tools "$KAFKA_TOOLS_POM" "$KAFKA_TOOLS_HOME" "kafka-tools-$KAFKA_VERSION.jar"
 }
 
+# mvn_download DIR ARTIFACT: a fresh DIR (with an empty DIR/x to unpack into) holding the Maven
+# artifact (groupId:artifactId:version:type[:classifier]) copied by `mvn dependency:copy`.
+mvn_download() {
+  local tmp=$1 artifact=$2
+  rm -rf "$tmp"
+  mkdir -p "$tmp/x"
+  run_mvn "$tmp" dependency:copy -Dartifact="$artifact" -DoutputDirectory="$tmp"
+}
+
+# install_unpacked FROM HOME TMP MARKER_LINE: replaces HOME by the unpacked FROM, removes the
+# download folder TMP and writes MARKER_LINE to HOME/$MARKER (the "already fetched" mark).
+install_unpacked() {
+  local from=$1 home=$2 tmp=$3 line=$4
+  rm -rf "$home"
+  mv "$from" "$home"
+  rm -rf "$tmp"
+  echo "$line" >"$home/$MARKER"
+}
+
 fetch_elasticsearch() {
   [[ -f $ES_HOME/$MARKER ]] && return 0
   need_mvn
   need_cmd unzip unzip
   say "downloading Elasticsearch $ES_VERSION (integ-test-zip) from Maven Central -> $ES_HOME"
   local tmp="$DIST/.tmp-elasticsearch"
-  rm -rf "$tmp"
-  mkdir -p "$tmp"
-  run_mvn "$tmp" dependency:copy \
-    -Dartifact="org.elasticsearch.distribution.integ-test-zip:elasticsearch:$ES_VERSION:zip" \
-    -DoutputDirectory="$tmp"
+  mvn_download "$tmp" "org.elasticsearch.distribution.integ-test-zip:elasticsearch:$ES_VERSION:zip"
   unzip -q "$tmp/elasticsearch-$ES_VERSION.zip" -d "$tmp/x"
   [[ -x $tmp/x/elasticsearch-$ES_VERSION/bin/elasticsearch ]] || die "unexpected layout of elasticsearch-$ES_VERSION.zip"
-  rm -rf "$ES_HOME"
-  mv "$tmp/x/elasticsearch-$ES_VERSION" "$ES_HOME"
-  rm -rf "$tmp"
-  echo "elasticsearch $ES_VERSION" >"$ES_HOME/$MARKER"
+  install_unpacked "$tmp/x/elasticsearch-$ES_VERSION" "$ES_HOME" "$tmp" "elasticsearch $ES_VERSION"
 }
 
 fetch_registry() {
@@ -381,17 +393,10 @@ fetch_registry() {
   need_mvn
   say "downloading Apicurio Registry $APICURIO_VERSION from Maven Central -> $REGISTRY_HOME"
   local tmp="$DIST/.tmp-registry"
-  rm -rf "$tmp"
-  mkdir -p "$tmp/x"
-  run_mvn "$tmp" dependency:copy \
-    -Dartifact="io.apicurio:apicurio-registry-app:$APICURIO_VERSION:tar.gz:all" \
-    -DoutputDirectory="$tmp"
+  mvn_download "$tmp" "io.apicurio:apicurio-registry-app:$APICURIO_VERSION:tar.gz:all"
   tar xzf "$tmp/apicurio-registry-app-$APICURIO_VERSION-all.tar.gz" -C "$tmp/x"
   [[ -f $tmp/x/apicurio-registry-app-$APICURIO_VERSION-runner.jar ]] || die "unexpected layout of the Apicurio archive"
-  rm -rf "$REGISTRY_HOME"
-  mv "$tmp/x" "$REGISTRY_HOME"
-  rm -rf "$tmp"
-  echo "apicurio-registry $APICURIO_VERSION" >"$REGISTRY_HOME/$MARKER"
+  install_unpacked "$tmp/x" "$REGISTRY_HOME" "$tmp" "apicurio-registry $APICURIO_VERSION"
 }
 
 fetch_redis() {

@@ -223,47 +223,48 @@ function termsAgg(ctx: Ctx, spec: Record<string, unknown>, metricNames: Readonly
   return { body, buckets: size };
 }
 
-/** Shared part of histogram and date_histogram: min_doc_count, hard_bounds, extended_bounds, order. */
+/**
+ * Shared part of histogram and date_histogram: min_doc_count, hard_bounds, extended_bounds, order;
+ * then the checked aggregation, whose bucket count is bounded by the hard bounds over `interval`
+ * (in the field's units: a number, or ms for dates) and unknown without them.
+ */
 function histogramCommon(
   ctx: Ctx,
   spec: Record<string, unknown>,
   body: Record<string, unknown>,
   date: boolean,
   p: string,
-): { min: number; max: number } | undefined | false {
+  interval: number,
+): Checked | undefined {
   let hard: { min: number; max: number } | undefined;
   if (spec.hard_bounds !== undefined) {
     const b = bounds(ctx, spec.hard_bounds, date, jsonPath(p, "hard_bounds"));
-    if (!b) return false;
+    if (!b) return undefined;
     body.hard_bounds = b.body;
     hard = b;
   }
   if (spec.extended_bounds !== undefined) {
     if (!hard)
-      return (
-        ctx.out.fail("CS_AGG_INVALID", "extended_bounds needs hard_bounds (which cap the buckets)", jsonPath(p, "extended_bounds")) ?? false
-      );
+      return ctx.out.fail("CS_AGG_INVALID", "extended_bounds needs hard_bounds (which cap the buckets)", jsonPath(p, "extended_bounds"));
     const b = bounds(ctx, spec.extended_bounds, date, jsonPath(p, "extended_bounds"));
-    if (!b) return false;
+    if (!b) return undefined;
     body.extended_bounds = b.body;
   }
   if (spec.min_doc_count !== undefined) {
     if (!isInt(spec.min_doc_count, 0))
-      return ctx.out.fail("CS_AGG_INVALID", "min_doc_count must be an integer >= 0", jsonPath(p, "min_doc_count")) ?? false;
+      return ctx.out.fail("CS_AGG_INVALID", "min_doc_count must be an integer >= 0", jsonPath(p, "min_doc_count"));
     body.min_doc_count = spec.min_doc_count;
   }
   if (body.min_doc_count === 0 && !hard)
-    return (
-      ctx.out.fail("CS_AGG_TOO_MANY_BUCKETS", "min_doc_count 0 (empty buckets) needs hard_bounds", jsonPath(p, "min_doc_count")) ?? false
-    );
+    return ctx.out.fail("CS_AGG_TOO_MANY_BUCKETS", "min_doc_count 0 (empty buckets) needs hard_bounds", jsonPath(p, "min_doc_count"));
   // ES defaults histograms to min_doc_count 0 (empty buckets between the extremes); without hard bounds, only non-empty ones.
   body.min_doc_count ??= hard ? 0 : 1;
   if (spec.order !== undefined) {
     const o = order(ctx, spec.order, ["_count", "_key"], new Set(), jsonPath(p, "order"));
-    if (o === undefined) return false;
+    if (o === undefined) return undefined;
     body.order = o;
   }
-  return hard;
+  return { body, buckets: hard ? Math.floor((hard.max - hard.min) / interval) + 2 : undefined };
 }
 
 function histogramAgg(ctx: Ctx, spec: Record<string, unknown>, p: string): Checked | undefined {
@@ -280,9 +281,7 @@ function histogramAgg(ctx: Ctx, spec: Record<string, unknown>, p: string): Check
       return ctx.out.fail("CS_AGG_INVALID", "offset must be a finite number", jsonPath(p, "offset"));
     body.offset = spec.offset;
   }
-  const hard = histogramCommon(ctx, spec, body, false, p);
-  if (hard === false) return undefined;
-  return { body, buckets: hard ? Math.floor((hard.max - hard.min) / interval) + 2 : undefined };
+  return histogramCommon(ctx, spec, body, false, p, interval);
 }
 
 function dateHistogramAgg(ctx: Ctx, spec: Record<string, unknown>, p: string): Checked | undefined {
@@ -340,9 +339,7 @@ function dateHistogramAgg(ctx: Ctx, spec: Record<string, unknown>, p: string): C
       return ctx.out.fail("CS_AGG_INVALID", "offset must be a duration such as +6h or -30m", jsonPath(p, "offset"));
     body.offset = spec.offset;
   }
-  const hard = histogramCommon(ctx, spec, body, true, p);
-  if (hard === false) return undefined;
-  return { body, buckets: hard ? Math.floor((hard.max - hard.min) / intervalMs) + 2 : undefined };
+  return histogramCommon(ctx, spec, body, true, p, intervalMs);
 }
 
 function metricAgg(ctx: Ctx, type: string, spec: Record<string, unknown>, p: string): Checked | undefined {

@@ -153,8 +153,8 @@ interface QueryContext {
   aborted: boolean;
 }
 
-/** The single `[field, value]` entry of a `{field: value}` clause body, or an error. */
-function singleField(ctx: QueryContext, clause: string, body: unknown, path: string): [string, unknown] | undefined {
+/** The single entry of a `{field: value}` clause body as `[field, value, path of the field]`, or an error. */
+function singleField(ctx: QueryContext, clause: string, body: unknown, path: string): [string, unknown, string] | undefined {
   if (!isJsonObject(body)) {
     ctx.out.add("CS_QUERY_INVALID", `${clause} must be an object {<field>: …}`, path);
     return undefined;
@@ -165,7 +165,7 @@ function singleField(ctx: QueryContext, clause: string, body: unknown, path: str
     ctx.out.add("CS_QUERY_INVALID", `${clause} must name exactly one field, got ${entries.length}`, path);
     return undefined;
   }
-  return first;
+  return [first[0], first[1], jsonPath(path, first[0])];
 }
 
 /** Checks a field name against the allowlist and the nested context; reports and returns undefined when refused. */
@@ -333,8 +333,7 @@ function boolClause(ctx: QueryContext, body: unknown, p: string, depth: number, 
 function termClause(ctx: QueryContext, body: unknown, p: string, nested: string | undefined): EsQuery | undefined {
   const entry = singleField(ctx, "term", body, p);
   if (!entry) return undefined;
-  const [field, spec] = entry;
-  const fp = jsonPath(p, field);
+  const [field, spec, fp] = entry;
   let value: unknown = spec;
   let vp = fp;
   if (isJsonObject(spec)) {
@@ -367,8 +366,7 @@ function termClause(ctx: QueryContext, body: unknown, p: string, nested: string 
 function termsClause(ctx: QueryContext, body: unknown, p: string, nested: string | undefined): EsQuery | undefined {
   const entry = singleField(ctx, "terms", body, p);
   if (!entry) return undefined;
-  const [field, values] = entry;
-  const fp = jsonPath(p, field);
+  const [field, values, fp] = entry;
   if (!Array.isArray(values)) {
     if (isJsonObject(values) && ("index" in values || "id" in values || "path" in values)) {
       ctx.out.add("CS_QUERY_UNSUPPORTED_CLAUSE", "terms lookup ({index, id, path}) is not supported; list the values", fp);
@@ -415,8 +413,7 @@ function termsClause(ctx: QueryContext, body: unknown, p: string, nested: string
 function rangeClause(ctx: QueryContext, body: unknown, p: string, nested: string | undefined): EsQuery | undefined {
   const entry = singleField(ctx, "range", body, p);
   if (!entry) return undefined;
-  const [field, spec] = entry;
-  const fp = jsonPath(p, field);
+  const [field, spec, fp] = entry;
   const info = checkField(ctx, field, fp, nested);
   if (!info) return undefined;
   if (!RANGE_TYPES.has(info.type)) {
@@ -543,8 +540,7 @@ function existsClause(ctx: QueryContext, body: unknown, p: string, nested: strin
 function matchClause(ctx: QueryContext, body: unknown, p: string, nested: string | undefined): EsQuery | undefined {
   const entry = singleField(ctx, "match", body, p);
   if (!entry) return undefined;
-  const [field, spec] = entry;
-  const fp = jsonPath(p, field);
+  const [field, spec, fp] = entry;
   const info = checkField(ctx, field, fp, nested);
   if (!info) return undefined;
   if (info.type !== "text") {

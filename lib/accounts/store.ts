@@ -18,7 +18,7 @@
 import { randomUUID } from "node:crypto";
 import type { Config } from "../config.js";
 import type { Logger } from "../logger.js";
-import { connectRedisClient } from "../redis.js";
+import { type ConnectedStore, connectStore, type StoreConnectionOptions } from "../redis.js";
 import { type Account, AccountError, isId, type TokenInfo, validateAccountInput, validateTokenInput } from "./model.js";
 import { generateToken, hashToken, isWellFormedToken, tokenDisplayPrefix } from "./tokens.js";
 
@@ -303,21 +303,10 @@ export function createAccountStore(deps: AccountStoreDeps): AccountStore {
 }
 
 /** An {@link AccountStore} with the Redis connection it owns. */
-export interface ConnectedAccountStore {
-  store: AccountStore;
-  /** Closes the Redis connection (waits for pending replies). Idempotent. */
-  close(): Promise<void>;
-}
+export type ConnectedAccountStore = ConnectedStore<AccountStore>;
 
-/** Options of {@link connectAccountStore}. */
-export interface ConnectAccountStoreOptions {
-  /** Receives Redis connection errors after the first connection and failed `lastUsedAt` writes (as `warn`); default: ignored. */
-  logger?: Logger;
-  /** TCP connect timeout, ms (default 5000). */
-  connectTimeoutMs?: number;
-  /** Clock passed to the store (tests). */
-  now?: () => Date;
-}
+/** Options of {@link connectAccountStore}; the `logger` also receives failed `lastUsedAt` writes (as `warn`). */
+export type ConnectAccountStoreOptions = StoreConnectionOptions;
 
 /**
  * Connects a dedicated Redis client and returns a store over it.
@@ -327,20 +316,11 @@ export interface ConnectAccountStoreOptions {
  * @param config `redisUrl` (e.g. `redis://127.0.0.1:6379`) and `redisKeyPrefix` of a {@link Config}.
  * @throws the client's connection error when Redis cannot be reached.
  */
-export async function connectAccountStore(
+export function connectAccountStore(
   config: Pick<Config, "redisUrl" | "redisKeyPrefix">,
   options: ConnectAccountStoreOptions = {},
 ): Promise<ConnectedAccountStore> {
-  const { client, close } = await connectRedisClient(config.redisUrl, {
-    label: "accounts",
-    ...(options.logger ? { logger: options.logger } : {}),
-    ...(options.connectTimeoutMs ? { connectTimeoutMs: options.connectTimeoutMs } : {}),
-  });
-  const storeDeps: AccountStoreDeps = { redis: client, keyPrefix: config.redisKeyPrefix };
-  if (options.now) storeDeps.now = options.now;
-  if (options.logger) storeDeps.logger = options.logger;
-  return {
-    store: createAccountStore(storeDeps),
-    close,
-  };
+  return connectStore(config, "accounts", options, (connection) =>
+    createAccountStore({ ...connection, ...(options.logger ? { logger: options.logger } : {}) }),
+  );
 }

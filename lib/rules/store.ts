@@ -22,8 +22,7 @@
 import { randomUUID } from "node:crypto";
 import { WatchError } from "redis";
 import type { Config } from "../config.js";
-import type { Logger } from "../logger.js";
-import { connectRedisClient } from "../redis.js";
+import { type ConnectedStore, connectStore, type StoreConnectionOptions } from "../redis.js";
 import type { Rule, RuleInput } from "./model.js";
 import { extraPropertyErrors, RESERVED_RULE_FIELDS, RULE_FIELDS, type RulePatch } from "./validate.js";
 
@@ -552,23 +551,16 @@ export function createRuleStore(deps: RuleStoreDeps): RuleStore {
   };
 }
 
-/** A {@link RuleStore} with the Redis connection it owns. */
-export interface ConnectedRuleStore {
-  store: RuleStore;
-  /** Closes the Redis connection (waits for pending replies). Subscriptions have their own connections: call their unsubscribe. Idempotent. */
-  close(): Promise<void>;
-}
+/**
+ * A {@link RuleStore} with the Redis connection it owns. Its `close` closes only that connection:
+ * subscriptions have their own connections, call their unsubscribe.
+ */
+export type ConnectedRuleStore = ConnectedStore<RuleStore>;
 
 /** Options of {@link connectRuleStore}. */
-export interface ConnectRuleStoreOptions {
+export interface ConnectRuleStoreOptions extends StoreConnectionOptions {
   /** See {@link RuleStoreDeps.maxRulesPerAccount} (default {@link DEFAULT_MAX_RULES_PER_ACCOUNT}). */
   maxRulesPerAccount?: number;
-  /** Receives Redis connection errors after the first connection (as `warn`); default: ignored. */
-  logger?: Logger;
-  /** TCP connect timeout, ms (default 5000). */
-  connectTimeoutMs?: number;
-  /** Clock passed to the store (tests). */
-  now?: () => Date;
 }
 
 /**
@@ -581,24 +573,14 @@ export interface ConnectRuleStoreOptions {
  * @throws the client's connection error when Redis cannot be reached; a `RangeError` (after closing
  *   the connection) for a `maxRulesPerAccount` that is not an integer >= 1.
  */
-export async function connectRuleStore(
+export function connectRuleStore(
   config: Pick<Config, "redisUrl" | "redisKeyPrefix">,
   options: ConnectRuleStoreOptions = {},
 ): Promise<ConnectedRuleStore> {
-  const { client, close } = await connectRedisClient(config.redisUrl, {
-    label: "rules",
-    ...(options.logger ? { logger: options.logger } : {}),
-    ...(options.connectTimeoutMs ? { connectTimeoutMs: options.connectTimeoutMs } : {}),
-  });
-  const deps: RuleStoreDeps = { redis: client, keyPrefix: config.redisKeyPrefix };
-  if (options.now) deps.now = options.now;
-  if (options.maxRulesPerAccount !== undefined) deps.maxRulesPerAccount = options.maxRulesPerAccount;
-  let store: RuleStore;
-  try {
-    store = createRuleStore(deps);
-  } catch (err) {
-    await close();
-    throw err;
-  }
-  return { store, close };
+  return connectStore(config, "rules", options, (connection) =>
+    createRuleStore({
+      ...connection,
+      ...(options.maxRulesPerAccount !== undefined ? { maxRulesPerAccount: options.maxRulesPerAccount } : {}),
+    }),
+  );
 }

@@ -217,6 +217,22 @@ function addTo(m: Buckets, key: string, e: Entry): void {
   set.add(e);
 }
 
+/**
+ * The buckets of an argument placement pair's name `nk`: `argsAny` for a pair on any argument
+ * name (`null`), else the buckets of that name, created when `create` (absent otherwise).
+ */
+function argBuckets(ti: TypeIndex, nk: string | null, create: true): Buckets;
+function argBuckets(ti: TypeIndex, nk: string | null, create: false): Buckets | undefined;
+function argBuckets(ti: TypeIndex, nk: string | null, create: boolean): Buckets | undefined {
+  if (nk === null) return ti.argsAny;
+  let m = ti.argsByName.get(nk);
+  if (!m && create) {
+    m = new Map();
+    ti.argsByName.set(nk, m);
+  }
+  return m;
+}
+
 function removeFrom(m: Buckets | undefined, key: string, e: Entry): void {
   const set = m?.get(key);
   if (!set) return;
@@ -267,7 +283,7 @@ export function createRuleIndex(options: RuleIndexOptions = {}): RuleIndex {
   const cost = (ti: TypeIndex, p: Placement): number => {
     let c = 0;
     if ("pairs" in p) {
-      for (const [nk, vk] of p.pairs) c += 1 + ((nk === null ? ti.argsAny : ti.argsByName.get(nk))?.get(vk)?.size ?? 0);
+      for (const [nk, vk] of p.pairs) c += 1 + (argBuckets(ti, nk, false)?.get(vk)?.size ?? 0);
       return c;
     }
     const m = ti.fields.get(p.field);
@@ -277,18 +293,7 @@ export function createRuleIndex(options: RuleIndexOptions = {}): RuleIndex {
 
   const attach = (ti: TypeIndex, e: Entry, p: Placement): void => {
     if ("pairs" in p) {
-      for (const [nk, vk] of p.pairs) {
-        if (nk === null) {
-          addTo(ti.argsAny, vk, e);
-          continue;
-        }
-        let m = ti.argsByName.get(nk);
-        if (!m) {
-          m = new Map();
-          ti.argsByName.set(nk, m);
-        }
-        addTo(m, vk, e);
-      }
+      for (const [nk, vk] of p.pairs) addTo(argBuckets(ti, nk, true), vk, e);
       return;
     }
     let m = ti.fields.get(p.field);
@@ -309,13 +314,9 @@ export function createRuleIndex(options: RuleIndexOptions = {}): RuleIndex {
     }
     if ("pairs" in p) {
       for (const [nk, vk] of p.pairs) {
-        if (nk === null) {
-          removeFrom(ti.argsAny, vk, e);
-          continue;
-        }
-        const m = ti.argsByName.get(nk);
+        const m = argBuckets(ti, nk, false);
         removeFrom(m, vk, e);
-        if (m && m.size === 0) ti.argsByName.delete(nk);
+        if (nk !== null && m && m.size === 0) ti.argsByName.delete(nk);
       }
       return;
     }

@@ -36,6 +36,15 @@ import {
 const errors = { 400: ErrorBodySchema, 401: ErrorBodySchema, 404: ErrorBodySchema, 409: ErrorBodySchema, 503: ErrorBodySchema };
 const common = { tags: ["admin"], security: [{ adminAuth: [] }] };
 
+/**
+ * `value` when the store found it.
+ * @throws {ApiError} `code` (404) with the message `no <kind> with id "<id>"` and the path `params.<param>` when `value` is null.
+ */
+function found<T>(value: T | null, code: "CS_ACCOUNT_NOT_FOUND" | "CS_TOKEN_NOT_FOUND", kind: string, param: string, id: string): T {
+  if (!value) throw apiError(code, `no ${kind} with id ${JSON.stringify(id)}`, `params.${param}`);
+  return value;
+}
+
 /** Registers the `/admin/` routes (needs `app.accounts`). */
 export const adminRoutes: FastifyPluginAsyncTypebox = async (app) => {
   const store = app.accounts;
@@ -64,11 +73,7 @@ export const adminRoutes: FastifyPluginAsyncTypebox = async (app) => {
       config: { admin: true },
       schema: { ...common, summary: "Get an account", params: AccountParams, response: { 200: AccountSchema, ...errors } },
     },
-    async (request) => {
-      const account = await store.getAccount(request.params.id);
-      if (!account) throw apiError("CS_ACCOUNT_NOT_FOUND", `no account with id ${JSON.stringify(request.params.id)}`, "params.id");
-      return account;
-    },
+    async (request) => found(await store.getAccount(request.params.id), "CS_ACCOUNT_NOT_FOUND", "account", "id", request.params.id),
   );
 
   app.post(
@@ -122,11 +127,8 @@ export const adminRoutes: FastifyPluginAsyncTypebox = async (app) => {
       config: { admin: true },
       schema: { ...common, summary: "Get a token's info", params: TokenParams, response: { 200: TokenInfoSchema, ...errors } },
     },
-    async (request) => {
-      const info = await store.getToken(request.params.tokenId);
-      if (!info) throw apiError("CS_TOKEN_NOT_FOUND", `no token with id ${JSON.stringify(request.params.tokenId)}`, "params.tokenId");
-      return info;
-    },
+    async (request) =>
+      found(await store.getToken(request.params.tokenId), "CS_TOKEN_NOT_FOUND", "token", "tokenId", request.params.tokenId),
   );
 
   app.delete(
