@@ -33,9 +33,15 @@ export const STAGES = ["ingest", ...CONSUMING_STAGES] as const;
 /** A stage name. */
 export type Stage = (typeof STAGES)[number];
 
-/** Dependencies of {@link startPipeline}. */
+/** Dependencies of {@link startPipeline} (its Parameters). */
 export interface PipelineDeps {
+  /**
+   * The whole configuration (lib/config.ts): `chain`, `kafka` and `schemaRegistryUrl` (the bus),
+   * `elasticsearch` (`url`, `requestTimeoutMs`, `indexPrefix`), `redisUrl` and `redisKeyPrefix`,
+   * `ingest` (`concurrency`, `traces`: defaults of {@link Pipeline.createIngester}) and `notify`.
+   */
   config: Config;
+  /** The process's logger; every stage logs through a child of it (`stage: "<name>"`). */
   logger: Logger;
   /**
    * The process's shared Redis client (lib/common.ts `redis`), asked for only when a stage or the
@@ -63,10 +69,13 @@ export interface PipelineDeps {
   metricsRegistry?: Registry;
 }
 
-/** A running pipeline. */
+/** A running pipeline (the ReturnType of {@link startPipeline}). */
 export interface Pipeline {
+  /** The chain's Kafka bus (topics created, schemas registered); the consumers and producers made from it are disconnected by {@link Pipeline.stop}. */
   bus: Bus;
+  /** The Elasticsearch client: `deps.es`, or one created from `config.elasticsearch` (closed by {@link Pipeline.stop}). */
   es: Client;
+  /** The running consuming stages, in the order of {@link CONSUMING_STAGES} (only those asked for). */
   consumers: RunningConsumer[];
   /**
    * One readiness check per started stage (`/readyz`, lib/metrics.ts): a consuming stage is ready
@@ -91,16 +100,32 @@ export interface Pipeline {
     traceSource: TraceSource | "off";
     close(): Promise<void>;
   }>;
+  /**
+   * Stops every consuming stage, disconnects the ingesters' producers, and closes the Redis client
+   * and the Elasticsearch client when the pipeline created them (shared ones stay open). A stage or
+   * producer that fails to stop does not keep the others from stopping (their errors are dropped).
+   */
   stop(): Promise<void>;
 }
 
 /**
- * Sets up topics, schemas and indices, then starts the consuming stages.
+ * Sets up topics, schemas and indices, then starts the consuming stages, in the order decode,
+ * index, match, notify (only those in `deps.stages`, default decode and index). Each stage is
+ * started as its `start*Stage` documents (startDecodeStage, startIndexStage, startMatchStage,
+ * startNotifyStage); the index stage reads the chain state for its canonical check, match and
+ * notify share the bus and the Redis client.
  * @param deps - configuration, logger, the shared Redis client and metrics registry, and the
- *   stage options ({@link PipelineDeps}).
- * @returns the running pipeline; `stop()` stops the stages and closes what the pipeline opened.
+ *   stage options ({@link PipelineDeps}; defaults: own ES client and Redis client, `createDecoder()`,
+ *   stages decode and index, mainnet method decoding and token list, `refresh` false).
+ * @returns the running pipeline ({@link Pipeline}): `bus`, `es`, `consumers`, `chainState()`,
+ *   `createIngester(rpcUrl, opts?)` (an ingester over a JSON-RPC source with the durable chain
+ *   state; its `close()` releases the source and its producer) and `stop()` (stops the stages and
+ *   closes what the pipeline opened).
  * @throws when Kafka, the schema registry, Elasticsearch or (for index, match, notify) Redis cannot
- *   be reached at startup.
+ *   be reached at startup: the client library's error (kafkajs, the schema-registry client,
+ *   `@elastic/elasticsearch`, node-redis), not a lib/errors.ts class; record-level errors
+ *   (`RetryableError`, `NonRetryableError`) never reach the caller, the stages retry or
+ *   dead-letter them. A stage that fails to start leaves the ones started before it running.
  */
 export async function startPipeline(deps: PipelineDeps): Promise<Pipeline> {
   const { config, logger } = deps;

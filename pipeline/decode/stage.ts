@@ -33,16 +33,42 @@ export function decodeBatch(decoder: Decoder, inputs: InputRecord[]): { out: Out
   return { out, failures };
 }
 
-/** Dependencies of {@link startDecodeStage}. */
+/** Dependencies of {@link startDecodeStage} (its Parameters); every field is required. */
 export interface DecodeStageDeps {
+  /**
+   * The Kafka bus of the chain (pipeline/kafka/bus.ts `createBus`): the stage consumes its `logs`
+   * topic in consumer group `bus.groupId("decode")` and produces to its `events` and `dead-letter`
+   * topics. Left open on stop (the caller owns it).
+   */
   bus: Bus;
+  /**
+   * Turns one log record into an event record, or null for a log of an unknown event (nothing is
+   * produced for it); a throw dead-letters that log (`CS_DECODE_FAILED`). E.g. `createDecoder()`.
+   */
   decoder: Decoder;
+  /** Receives the consumer's `batch failed; retrying` (warn) and `dead-lettered` (warn) lines, tagged `stage: "decode"`. */
   logger: Logger;
   /** Registry of the shell's metrics (pipeline/kafka/metrics.ts), e.g. the process's; default a private one. */
   registry?: Registry;
 }
 
-/** Starts the decode stage: logs topic → events topic. */
+/**
+ * Starts the decode stage: logs topic → events topic, keyed `<transactionHash>_e_<logIndex>`, each
+ * event with its log's `chainsift-seq` header. Consumer settings are those of `runConsumer`
+ * (pipeline/kafka/consumer.ts): from the earliest offset when the group has none, 3 partitions at
+ * once, 4 MiB per partition fetch, 30000 ms session timeout, offsets committed at most every 500 ms.
+ *
+ * Errors of records never reject or stop the stage: a log the decoder throws on becomes a
+ * {@link NonRetryableError} `CS_DECODE_FAILED` and goes to the dead-letter topic, as does a message
+ * whose Avro does not decode (`CS_AVRO_DECODE`); a failed produce (a `RetryableError` or any other
+ * error) retries the whole batch with backoff (500 ms, doubling up to 30 s) without committing it.
+ * @param deps - the bus, the decoder and the logger ({@link DecodeStageDeps}).
+ * @returns a {@link RunningConsumer}: `consumer` (the kafkajs consumer, e.g. for its events),
+ *   `deadLettered()` (how many messages this stage sent to the dead-letter topic so far) and
+ *   `stop()` (stops consuming, then disconnects the stage's producers; the bus stays open).
+ * @throws the kafkajs error (e.g. `KafkaJSConnectionError`, not a lib/errors.ts class) when Kafka
+ *   cannot be reached to connect the producers, join the group or subscribe.
+ */
 export async function startDecodeStage(deps: DecodeStageDeps): Promise<RunningConsumer> {
   const registry = deps.registry;
   const producer = await createRecordProducer(deps.bus, registry ? { metrics: { registry, stage: "decode" } } : {});

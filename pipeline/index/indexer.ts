@@ -134,9 +134,13 @@ export async function ensureIndices(es: Client, chain: ChainId, indexPrefix: str
 
 /** Dependencies of {@link createIndexer}. */
 export interface IndexerDeps {
+  /** Elasticsearch client (e.g. the pipeline's); left open (the caller owns it). */
   es: Client;
+  /** The chain whose indices are written: `<indexPrefix><technology>-<blockchain>-<network>-<kind>` (es/mappings.ts `indexName`). */
   chain: ChainId;
+  /** Prepended to every index name, e.g. `""` (config `elasticsearch.indexPrefix`); tests use a unique one. */
   indexPrefix: string;
+  /** Receives `deleted records orphaned while they were indexed` (info) lines, tagged `stage: "index"`. */
   logger: Logger;
   /** Largest bulk request body. Default 5 MiB. */
   flushBytes?: number;
@@ -393,8 +397,17 @@ export function createIndexer(deps: IndexerDeps): Indexer {
   };
 }
 
-/** Dependencies of {@link startIndexStage}. */
+/**
+ * Dependencies of {@link startIndexStage} (its Parameters): the {@link IndexerDeps} (`es`, `chain`,
+ * `indexPrefix`, `logger`, and optionally `flushBytes` (default 5 MiB), `retries` (default 5),
+ * `refresh` (default false) and `canonical` (default none)), plus the bus and the topics.
+ */
 export interface IndexStageDeps extends IndexerDeps {
+  /**
+   * The Kafka bus of the chain: consumer groups `bus.groupId("index")` (record topics) and
+   * `bus.groupId("index-reorgs")` (the `reorgs` topic); refused records go to its `dead-letter`
+   * topic. Left open on stop (the caller owns it).
+   */
   bus: Bus;
   /** Topics to sink. Default blocks, transactions, logs, events, traces (as `call` documents) and reorgs (removals). */
   topics?: TopicKind[];
@@ -405,7 +418,23 @@ export interface IndexStageDeps extends IndexerDeps {
  * `reorgs` topic gets a consumer of its own (group `<…>.index-reorgs`), so a removal never waits
  * behind a backlog of record batches (measured by `npm run bench -- reorg`: with one consumer for
  * everything, p99 "reorg → orphans unsearchable" reached 2.8–4.1 s under traffic). Correct in any
- * order: see the module doc.
+ * order: see the module doc. Creates the chain's indices first when missing (`ensureIndices`).
+ *
+ * Errors of records never reject or stop the stage: a record ES refuses for its content (e.g. a
+ * mapping error) becomes a {@link NonRetryableError} `CS_ES_REJECTED`, a trace that cannot be
+ * flattened or a `reorgs` record without `orphanedHash` a `CS_MALFORMED_RECORD`, an undecodable
+ * message a `CS_AVRO_DECODE`: each goes to the dead-letter topic. A {@link RetryableError}
+ * (Elasticsearch or the canonical map unavailable, items still answered 429 after `retries`)
+ * retries the whole batch with backoff (500 ms, doubling up to 30 s) without committing it.
+ * @param deps - the Elasticsearch client, chain, index prefix, logger, bus and optional settings
+ *   ({@link IndexStageDeps}).
+ * @returns a {@link RunningConsumer}: `consumer` (the record topics' kafkajs consumer),
+ *   `deadLettered()` (messages both consumers sent to the dead-letter topic so far) and `stop()`
+ *   (stops both consumers and their producers; the bus and the ES client stay open).
+ * @throws the Elasticsearch client's error (`@elastic/elasticsearch` `ConnectionError`,
+ *   `ResponseError` for a conflicting existing mapping) when the indices cannot be created, and the
+ *   kafkajs error (e.g. `KafkaJSConnectionError`) when Kafka cannot be reached; neither is a
+ *   lib/errors.ts class.
  */
 export async function startIndexStage(deps: IndexStageDeps): Promise<RunningConsumer> {
   await ensureIndices(deps.es, deps.chain, deps.indexPrefix);

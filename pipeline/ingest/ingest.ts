@@ -96,10 +96,19 @@ export interface IngestStats {
   tracesMissing: number;
 }
 
-/** Dependencies of {@link createIngester}. */
+/** Dependencies of {@link createIngester} (its Parameters). */
 export interface IngesterDeps {
+  /**
+   * Where blocks, receipts, hashes and the head come from, e.g. `createRpcSource({ rpcUrl })`
+   * (pipeline/ingest/rpc.ts). Not closed by the ingester (the caller calls its `destroy()`).
+   */
   source: ChainSource;
+  /**
+   * Producer of the chain's bus (`createRecordProducer(bus)`): blocks, transactions, logs, traces,
+   * reorgs and dead letters go through it. Not disconnected by the ingester.
+   */
   producer: RecordProducer;
+  /** Receives retries (warn), dead-lettered blocks and deep reorgs (error), resumes (info); tagged `stage: "ingest"`. */
   logger: Logger;
   /** Blocks fetched concurrently in a backfill. Default 4. */
   concurrency?: number;
@@ -212,7 +221,31 @@ const sleep = (ms: number, signal?: AbortSignal) =>
     signal?.addEventListener("abort", done, { once: true });
   });
 
-/** Creates the ingest stage. */
+/**
+ * Creates the ingest stage (nothing runs until a method is called; nothing is connected here).
+ *
+ * Transient failures (a `RetryableError` of lib/errors.ts from the source, a Redis or Kafka
+ * error: anything but a `NonRetryableError`) are retried with backoff, `retryInitialMs` (default
+ * 500 ms) doubling up to 30 s, at most `maxAttempts` times per step (default: forever), each retry
+ * counted in `chainsift_ingest_retries_total{target}`. Malformed node data
+ * (`MalformedRpcDataError` of lib/chain/rpc-values.ts, raised while shaping a block) is not an
+ * error of the run: the block goes whole to the dead-letter topic (`CS_MALFORMED_RPC_DATA`) and is
+ * counted in `deadLettered`.
+ * @param deps - the chain source, the producer, the logger and the optional settings
+ *   ({@link IngesterDeps}: `concurrency` 4, `traces` false, `retryInitialMs` 500 ms, `maxAttempts`
+ *   Infinity, `state` in memory, `registry` private).
+ * @returns an {@link Ingester}: `ingestBlock(n)` produces one block (its bundle, or null when the
+ *   node does not have it); `ingestBlocks(numbers, signal?)` and `backfill(from, to, opts?)`
+ *   produce ranges in order, `concurrency` fetches at a time, the backfill resuming after what an
+ *   earlier run of the same range produced and reporting to `opts.onProgress`; `follow(opts?)` follows the head until `opts.signal`
+ *   aborts, unwinding reorgs. Every run resolves to its {@link IngestStats}.
+ * @throws nothing itself. Its methods reject: `backfill` with a `RangeError` for a range that is
+ *   not `0 <= from <= to` (integers); any method with a `NonRetryableError` at once (e.g.
+ *   `CS_AVRO_ENCODE` when a record does not fit its topic's schema), and with the last
+ *   `RetryableError` (or other transient error) once a step failed `maxAttempts` times, or as soon
+ *   as the run's signal aborts while a step is being retried (except `follow`'s head poll, which
+ *   then ends the loop and resolves).
+ */
 export function createIngester(deps: IngesterDeps): Ingester {
   const { source, producer } = deps;
   const log = deps.logger.child({ stage: "ingest" });
