@@ -26,6 +26,7 @@ import { startMatchStage } from "../pipeline/match/stage.js";
 import { startNotifyStage } from "../pipeline/notify/stage.js";
 import { startPipeline } from "../pipeline/runtime.js";
 import { createHarness, waitFor } from "../test/support/harness.js";
+import { tokenTransferRule } from "../test/support/rules.js";
 import { percentile } from "./support/load.js";
 
 function arg(args: string[], name: string, fallback: number): number {
@@ -136,20 +137,10 @@ export async function benchAlertLatency(args: string[]): Promise<void> {
   const notify = await startNotifyStage({ bus: pipeline.bus, config: h.config, logger: h.logger });
   /** A rule on every CST transfer, posting to `url`. */
   const everyTransfer = async (name: string, url: string) => {
-    const rule = await rules.store.create("bench", {
-      name,
-      maxConfirmationCount: 0,
-      sendPendingAlerts: false,
-      ...h.config.chain,
-      config: {
-        targetType: "Event",
-        targetMap: [
-          { name: "event", operator: "Equals", value: "Transfer" },
-          { name: "address", operator: "Equals (ignore case)", value: tokenAddress },
-        ],
-        alerts: [{ type: "Webhook (POST)", parameters: { url } }],
-      },
-    });
+    const rule = await rules.store.create(
+      "bench",
+      tokenTransferRule({ name, chain: h.config.chain, token: tokenAddress, maxConfirmationCount: 0, sendPendingAlerts: false, url }),
+    );
     await waitFor(async () => match.index.get(rule.id), 10_000, 20);
   };
   await everyTransfer("every CST transfer", hook);

@@ -29,6 +29,7 @@ import { runConsumer } from "../pipeline/kafka/consumer.js";
 import { startMatchStage } from "../pipeline/match/stage.js";
 import { startPipeline } from "../pipeline/runtime.js";
 import { createHarness, waitFor } from "../test/support/harness.js";
+import { tokenTransferRule } from "../test/support/rules.js";
 import { numberArg } from "./support/data.js";
 import { percentile } from "./support/load.js";
 import { prng } from "./support/prng.js";
@@ -97,20 +98,16 @@ export async function benchReorg(args: string[]): Promise<void> {
   });
   const rules = await connectRuleStore(h.config);
   const match = await startMatchStage({ bus: pipeline.bus, config: h.config, logger: h.logger, rules: rules.store });
-  const rule = await rules.store.create("bench", {
-    name: "every CST transfer (reorg bench)",
-    maxConfirmationCount: 12,
-    sendPendingAlerts: true,
-    ...h.config.chain,
-    config: {
-      targetType: "Event",
-      targetMap: [
-        { name: "event", operator: "Equals", value: "Transfer" },
-        { name: "address", operator: "Equals (ignore case)", value: traffic.token },
-      ],
-      alerts: [{ type: "Webhook (POST)", parameters: { url: "http://127.0.0.1:9/unused" } }],
-    },
-  });
+  const rule = await rules.store.create(
+    "bench",
+    tokenTransferRule({
+      name: "every CST transfer (reorg bench)",
+      chain: h.config.chain,
+      token: traffic.token,
+      maxConfirmationCount: 12,
+      url: "http://127.0.0.1:9/unused",
+    }),
+  );
   await waitFor(async () => match.index.get(rule.id), 10_000, 20);
 
   // The alerts topic, as any consumer of it sees it.

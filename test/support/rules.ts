@@ -78,8 +78,10 @@ export interface TokenTransferRuleSpec {
   chain: ChainId;
   /** The token contract whose Transfer events match (compared ignoring case). */
   token: string;
-  /** Confirmations before `confirmed`; pending alerts are sent (`sendPendingAlerts: true`). */
+  /** Confirmations before `confirmed`. */
   maxConfirmationCount: number;
+  /** Send `pending` alerts before `confirmed`; default true. */
+  sendPendingAlerts?: boolean;
   /** The Webhook (POST) URL (no payload items: `payload: null`). */
   url: string;
   /** Only the transfers to this address (compared ignoring case); default every transfer. */
@@ -100,7 +102,7 @@ export function tokenTransferRule(spec: TokenTransferRuleSpec): RuleInput {
   return {
     name: spec.name,
     maxConfirmationCount: spec.maxConfirmationCount,
-    sendPendingAlerts: true,
+    sendPendingAlerts: spec.sendPendingAlerts ?? true,
     state: "enabled",
     ...spec.chain,
     config: {
