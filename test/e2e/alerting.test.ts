@@ -6,11 +6,10 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type AnvilEnv, startAnvilEnv } from "../support/anvil-env.js";
-import { servicesUp, skipMessage, waitFor } from "../support/harness.js";
+import { probeStack, waitFor } from "../support/harness.js";
 import { tokenTransferRule } from "../support/rules.js";
 
-const up = await servicesUp();
-if (!up.ok) console.warn(skipMessage(up.missing));
+const up = await probeStack();
 
 describe.skipIf(!up.ok)("alerting end to end on anvil", () => {
   let env: AnvilEnv;

@@ -33,12 +33,11 @@ import { createDecoder } from "../../pipeline/decode/decoder.js";
 import { type Pipeline, startPipeline } from "../../pipeline/runtime.js";
 import { deletePrefix } from "../integration/accounts/redis.js";
 import { type ChainComparison, compareWithChain } from "../support/canonical.js";
-import { createHarness, type Harness, servicesUp, skipMessage, waitFor } from "../support/harness.js";
+import { createHarness, type Harness, probeStack, waitFor } from "../support/harness.js";
 import { tokenTransferRule } from "../support/rules.js";
 import { configEnv } from "../support/stage-process.js";
 
-const up = await servicesUp();
-if (!up.ok) console.warn(skipMessage(up.missing));
+const up = await probeStack();
 
 const TRANSFER_TOPIC = eventTopic("Transfer(address,address,uint256)");
 const STAGES = ["ingest", "decode", "index", "match"] as const;

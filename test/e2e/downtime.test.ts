@@ -23,10 +23,9 @@ import { createDecoder } from "../../pipeline/decode/decoder.js";
 import type { IngestStats } from "../../pipeline/ingest/ingest.js";
 import { type Pipeline, startPipeline } from "../../pipeline/runtime.js";
 import { type ChainComparison, compareWithChain } from "../support/canonical.js";
-import { createHarness, type Harness, servicesUp, skipMessage, waitFor } from "../support/harness.js";
+import { createHarness, type Harness, probeStack, waitFor } from "../support/harness.js";
 
-const up = await servicesUp();
-if (!up.ok) console.warn(skipMessage(up.missing));
+const up = await probeStack();
 
 const erc20 = new Interface(["function transfer(address to, uint256 amount) returns (bool)"]);
 const hex = (n: number) => `0x${n.toString(16)}`;

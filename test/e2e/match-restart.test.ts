@@ -18,11 +18,10 @@ import { alertId, type Alert as EmittedAlert } from "../../lib/alerting/alert.js
 import { type AlertAvro, alertToAvro } from "../../lib/alerting/avro.js";
 import { chainKeyPrefix } from "../../pipeline/match/keys.js";
 import { type AnvilEnv, type AnvilEnvBase, startAnvilEnv } from "../support/anvil-env.js";
-import { servicesUp, skipMessage, waitFor } from "../support/harness.js";
+import { probeStack, waitFor } from "../support/harness.js";
 import { tokenTransferRule } from "../support/rules.js";
 
-const up = await servicesUp();
-if (!up.ok) console.warn(skipMessage(up.missing));
+const up = await probeStack();
 
 const TRANSFER_TOPIC = eventTopic("Transfer(address,address,uint256)");
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));

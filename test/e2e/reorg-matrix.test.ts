@@ -26,10 +26,9 @@ import type { TrafficHandle } from "../../cli/devchain/traffic.js";
 import { createDecoder } from "../../pipeline/decode/decoder.js";
 import { type ChainComparison, compareWithChain } from "../support/canonical.js";
 import { type FollowedChain, startFollowedChain } from "../support/followed-chain.js";
-import { type Harness, servicesUp, skipMessage, waitFor } from "../support/harness.js";
+import { type Harness, probeStack, waitFor } from "../support/harness.js";
 
-const up = await servicesUp();
-if (!up.ok) console.warn(skipMessage(up.missing));
+const up = await probeStack();
 
 const erc20 = new Interface(["function transfer(address to, uint256 amount) returns (bool)"]);
 const hex = (n: number) => `0x${n.toString(16)}`;

@@ -112,6 +112,16 @@ export function skipMessage(missing: string[]): string {
   return `skipped: services not reachable (${missing.join(", ")}); start them with \`npm run stack -- up\``;
 }
 
+/**
+ * {@link servicesUp}, and a warning with the {@link skipMessage} when something is missing: how a
+ * test file on the real stack starts (`describe.skipIf(!up.ok)` then skips it).
+ */
+export async function probeStack(config: Config = loadConfig()): Promise<{ ok: boolean; missing: string[] }> {
+  const up = await servicesUp(config);
+  if (!up.ok) console.warn(skipMessage(up.missing));
+  return up;
+}
+
 /** Polls `fn` until it returns a truthy value or the timeout passes. @throws the last error / a timeout error. */
 export async function waitFor<T>(fn: () => Promise<T | undefined | null | false>, timeoutMs = 60_000, intervalMs = 250): Promise<T> {
   const deadline = Date.now() + timeoutMs;

@@ -10,11 +10,10 @@ import { alertToAvro } from "../../../lib/alerting/avro.js";
 import { type Bus, createBus, createRecordProducer } from "../../../pipeline/kafka/bus.js";
 import { replayAlertDeadLetters } from "../../../pipeline/notify/replay.js";
 import { type NotifyStage, startNotifyStage } from "../../../pipeline/notify/stage.js";
-import { createHarness, type Harness, servicesUp, skipMessage, waitFor } from "../../support/harness.js";
+import { createHarness, type Harness, probeStack, waitFor } from "../../support/harness.js";
 import { sampleAlert } from "../../unit/pipeline/notify/fixtures.js";
 
-const up = await servicesUp();
-if (!up.ok) console.warn(skipMessage(up.missing));
+const up = await probeStack();
 
 interface Received {
   method: string;

@@ -1,10 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type ChainState, createRedisChainState } from "../../../lib/chain/state.js";
 import { type ConnectedRedis, connectRedisClient } from "../../../lib/redis.js";
-import { createHarness, type Harness, servicesUp, skipMessage } from "../../support/harness.js";
+import { createHarness, type Harness, probeStack } from "../../support/harness.js";
 
-const up = await servicesUp();
-if (!up.ok) console.warn(skipMessage(up.missing));
+const up = await probeStack();
 
 describe.skipIf(!up.ok)("ingest's durable state in Redis", () => {
   let h: Harness;

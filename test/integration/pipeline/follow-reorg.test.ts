@@ -3,10 +3,9 @@ import { type AnvilHandle, startAnvil } from "../../../cli/devchain/anvil.js";
 import { rpcCall } from "../../../cli/devchain/rpc.js";
 import type { BlockBundle } from "../../../pipeline/ingest/transform.js";
 import { type Pipeline, startPipeline } from "../../../pipeline/runtime.js";
-import { createHarness, type Harness, servicesUp, skipMessage, waitFor } from "../../support/harness.js";
+import { createHarness, type Harness, probeStack, waitFor } from "../../support/harness.js";
 
-const up = await servicesUp();
-if (!up.ok) console.warn(skipMessage(up.missing));
+const up = await probeStack();
 
 describe.skipIf(!up.ok)("ingest follows the head of a real node and unwinds reorgs (anvil)", () => {
   let h: Harness;

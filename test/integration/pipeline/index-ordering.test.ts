@@ -13,11 +13,10 @@ import { connectRedisClient } from "../../../lib/redis.js";
 import { createIndexer, ensureIndices, type Indexer } from "../../../pipeline/index/indexer.js";
 import type { InputRecord } from "../../../pipeline/kafka/consumer.js";
 import { SEQ_HEADER, type TopicKind } from "../../../topics/index.js";
-import { createHarness, type Harness, servicesUp, skipMessage } from "../../support/harness.js";
+import { createHarness, type Harness, probeStack } from "../../support/harness.js";
 import { blocks, hash, q, txs } from "../api/fixtures.js";
 
-const up = await servicesUp();
-if (!up.ok) console.warn(skipMessage(up.missing));
+const up = await probeStack();
 
 const HEIGHT = 100;
 const A = hash("orphaned block");

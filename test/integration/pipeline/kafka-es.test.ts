@@ -4,12 +4,11 @@ import { eventId } from "../../../lib/records.js";
 import { createBus, createRecordProducer } from "../../../pipeline/kafka/bus.js";
 import { type Pipeline, startPipeline } from "../../../pipeline/runtime.js";
 import { hasMainnetFixtures, loadCompleteBlocks } from "../../support/fixtures.js";
-import { createHarness, type Harness, servicesUp, skipMessage, waitFor } from "../../support/harness.js";
+import { createHarness, type Harness, probeStack, waitFor } from "../../support/harness.js";
 import { startRpcReplay } from "../../support/rpc-replay.js";
 import { usdtLog } from "../../support/sample-records.js";
 
-const up = await servicesUp();
-if (!up.ok) console.warn(skipMessage(up.missing));
+const up = await probeStack();
 
 describe.skipIf(!up.ok)("Kafka + schema registry + Elasticsearch (real stack)", () => {
   let h: Harness;

@@ -6,10 +6,9 @@ import type { TrafficHandle } from "../../../cli/devchain/traffic.js";
 import { createDecoder } from "../../../pipeline/decode/decoder.js";
 import { compareWithChain } from "../../support/canonical.js";
 import { type FollowedChain, startFollowedChain } from "../../support/followed-chain.js";
-import { type Harness, servicesUp, skipMessage, waitFor } from "../../support/harness.js";
+import { type Harness, probeStack, waitFor } from "../../support/harness.js";
 
-const up = await servicesUp();
-if (!up.ok) console.warn(skipMessage(up.missing));
+const up = await probeStack();
 
 describe.skipIf(!up.ok)("index stage after a reorg (anvil with ERC-20 traffic, decode + index)", () => {
   let h: Harness;

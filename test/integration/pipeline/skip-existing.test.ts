@@ -7,11 +7,10 @@ import { indexName } from "../../../es/mappings.js";
 import type { BlockRecord } from "../../../lib/records.js";
 import { createBus, createRecordProducer, skipExistingRecords } from "../../../pipeline/kafka/bus.js";
 import { type Pipeline, startPipeline } from "../../../pipeline/runtime.js";
-import { createHarness, type Harness, servicesUp, skipMessage, waitFor } from "../../support/harness.js";
+import { createHarness, type Harness, probeStack, waitFor } from "../../support/harness.js";
 import { ABSENT_BLOCK_FIELDS } from "../../support/records.js";
 
-const up = await servicesUp();
-if (!up.ok) console.warn(skipMessage(up.missing));
+const up = await probeStack();
 
 const q = (n: number) => ({ num: n, raw: `0x${n.toString(16)}` });
 const h32 = (n: number): string => `0x${n.toString(16).padStart(64, "0")}`;
