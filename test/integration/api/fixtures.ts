@@ -174,74 +174,71 @@ const usdtTxs = txs.filter((t) => t.to === USDT);
 export const logs: LogRecord[] = [];
 /** The decoded events of {@link logs}, same order. */
 export const events: EventRecord[] = [];
+/**
+ * Adds a log of `tx` at `logIndex` and its decoded event to {@link logs} and {@link events}, with
+ * the transaction's block, position and time, in the key order chainsift writes (lib/records.ts).
+ */
+function addLogAndEvent(
+  tx: TransactionRecord,
+  logIndex: number,
+  log: Pick<LogRecord, "address" | "topics" | "data">,
+  event: Pick<EventRecord, "event" | "signature" | "standard" | "args" | "str">,
+): void {
+  const at = { blockHash: tx.blockHash, blockNumber: tx.blockNumber, transactionHash: tx.hash, transactionIndex: tx.transactionIndex };
+  logs.push({ ...log, ...at, logIndex: q(logIndex), removed: false, timestamp: tx.timestamp });
+  events.push({
+    event: event.event,
+    signature: event.signature,
+    standard: event.standard,
+    args: event.args,
+    logIndex: q(logIndex),
+    transactionIndex: at.transactionIndex,
+    transactionHash: at.transactionHash,
+    address: log.address,
+    blockHash: at.blockHash,
+    blockNumber: at.blockNumber,
+    error: null,
+    str: event.str,
+    timestamp: tx.timestamp,
+  });
+}
 for (const t of usdtTxs) {
   const amount = 1_000_000_000; // 1000 USDT (6 decimals)
-  const log: LogRecord = {
-    address: USDT,
-    topics: [TRANSFER_TOPIC, pad32(t.from), pad32(BINANCE)],
-    data: `0x${amount.toString(16).padStart(64, "0")}`,
-    blockHash: t.blockHash,
-    blockNumber: t.blockNumber,
-    transactionHash: t.hash,
-    transactionIndex: t.transactionIndex,
-    logIndex: q(t.transactionIndex.num * 3),
-    removed: false,
-    timestamp: t.timestamp,
-  };
-  logs.push(log);
-  events.push({
-    event: "Transfer",
-    signature: "Transfer(address,address,uint256)",
-    standard: "erc20",
-    args: [
-      { name: "from", pos: 0, value: { hex: t.from.toLowerCase(), num: null, scaled: null, type: "address" } },
-      { name: "to", pos: 1, value: { hex: BINANCE.toLowerCase(), num: null, scaled: null, type: "address" } },
-      { name: "value", pos: 2, value: { hex: `0x${amount.toString(16)}`, num: amount, scaled: 1000, type: "uint256" } },
-    ],
-    logIndex: log.logIndex,
-    transactionIndex: log.transactionIndex,
-    transactionHash: log.transactionHash,
-    address: USDT,
-    blockHash: log.blockHash,
-    blockNumber: log.blockNumber,
-    error: null,
-    str: `Transfer(from=${t.from}, to=${BINANCE}, value=1000 USDT)`,
-    timestamp: log.timestamp,
-  });
+  addLogAndEvent(
+    t,
+    t.transactionIndex.num * 3,
+    { address: USDT, topics: [TRANSFER_TOPIC, pad32(t.from), pad32(BINANCE)], data: `0x${amount.toString(16).padStart(64, "0")}` },
+    {
+      event: "Transfer",
+      signature: "Transfer(address,address,uint256)",
+      standard: "erc20",
+      args: [
+        { name: "from", pos: 0, value: { hex: t.from.toLowerCase(), num: null, scaled: null, type: "address" } },
+        { name: "to", pos: 1, value: { hex: BINANCE.toLowerCase(), num: null, scaled: null, type: "address" } },
+        { name: "value", pos: 2, value: { hex: `0x${amount.toString(16)}`, num: amount, scaled: 1000, type: "uint256" } },
+      ],
+      str: `Transfer(from=${t.from}, to=${BINANCE}, value=1000 USDT)`,
+    },
+  );
 }
 /** The transaction that also emits the WETH Approval. */
 export const approvalTx = usdtTxs[0] as TransactionRecord;
-logs.push({
-  address: WETH,
-  topics: [APPROVAL_TOPIC, pad32(approvalTx.from), pad32(ROUTER)],
-  data: `0x${"f".repeat(64)}`,
-  blockHash: approvalTx.blockHash,
-  blockNumber: approvalTx.blockNumber,
-  transactionHash: approvalTx.hash,
-  transactionIndex: approvalTx.transactionIndex,
-  logIndex: q(approvalTx.transactionIndex.num * 3 + 1),
-  removed: false,
-  timestamp: approvalTx.timestamp,
-});
-events.push({
-  event: "Approval",
-  signature: "Approval(address,address,uint256)",
-  standard: "weth",
-  args: [
-    { name: "src", pos: 0, value: { hex: approvalTx.from.toLowerCase(), num: null, scaled: null, type: "address" } },
-    { name: "guy", pos: 1, value: { hex: ROUTER.toLowerCase(), num: null, scaled: null, type: "address" } },
-    { name: "wad", pos: 2, value: { hex: `0x${"f".repeat(64)}`, num: 2 ** 256 - 1, scaled: null, type: "uint256" } },
-  ],
-  logIndex: q(approvalTx.transactionIndex.num * 3 + 1),
-  transactionIndex: approvalTx.transactionIndex,
-  transactionHash: approvalTx.hash,
-  address: WETH,
-  blockHash: approvalTx.blockHash,
-  blockNumber: approvalTx.blockNumber,
-  error: null,
-  str: `Approval(src=${approvalTx.from}, guy=${ROUTER}, wad=unlimited WETH)`,
-  timestamp: approvalTx.timestamp,
-});
+addLogAndEvent(
+  approvalTx,
+  approvalTx.transactionIndex.num * 3 + 1,
+  { address: WETH, topics: [APPROVAL_TOPIC, pad32(approvalTx.from), pad32(ROUTER)], data: `0x${"f".repeat(64)}` },
+  {
+    event: "Approval",
+    signature: "Approval(address,address,uint256)",
+    standard: "weth",
+    args: [
+      { name: "src", pos: 0, value: { hex: approvalTx.from.toLowerCase(), num: null, scaled: null, type: "address" } },
+      { name: "guy", pos: 1, value: { hex: ROUTER.toLowerCase(), num: null, scaled: null, type: "address" } },
+      { name: "wad", pos: 2, value: { hex: `0x${"f".repeat(64)}`, num: 2 ** 256 - 1, scaled: null, type: "uint256" } },
+    ],
+    str: `Approval(src=${approvalTx.from}, guy=${ROUTER}, wad=unlimited WETH)`,
+  },
+);
 
 /** All fixture records by kind. */
 export const RECORDS: { [K in RecordKind]: RecordByKind[K][] } = { block: blocks, tx: txs, log: logs, event: events, call: [] };

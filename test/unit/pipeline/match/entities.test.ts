@@ -55,6 +55,13 @@ function frameAt(root: CallFrame, addr: number[]): CallFrame {
   return f;
 }
 
+/** Calls `fn` with every transaction of the traced fixture blocks and its root call frame. */
+function forEachTracedTx(fn: (root: CallFrame, tx: TransactionRecord) => void): void {
+  for (const { frames, txs } of tracedBlocks()) {
+    for (const [i, root] of frames.entries()) fn(root, txs[i] as TransactionRecord);
+  }
+}
+
 describe.skipIf(!fixtures)("flattenCallTrace on real geth callTracer output", () => {
   it("yields one entity per frame with unique traceAddresses, in pre-order, matching the nested frames", () => {
     let total = 0;
@@ -133,25 +140,22 @@ describe.skipIf(!fixtures)("flattenCallTrace on real geth callTracer output", ()
   it("Contract entities: receipt creations and CREATE/CREATE2 frames share entity ids", () => {
     let fromReceipts = 0;
     let fromTraces = 0;
-    for (const { frames, txs } of tracedBlocks()) {
-      frames.forEach((root, i) => {
-        const tx = txs[i] as TransactionRecord;
-        const flat = flattenCallTrace(root, traceContextOf(tx));
-        const traced = contractEntitiesFromTrace(flat, traceContextOf(tx));
-        fromTraces += traced.length;
-        const c = contractEntity(tx);
-        if (c) {
-          fromReceipts++;
-          expect(c.address).toBe(tx.contractAddress);
-          expect(c.creator).toBe(tx.from);
-          expect(traced.map((t) => t.entityId)).toContain(c.entityId);
-        }
-        for (const t of traced) {
-          expect(t.transactionFrom).toBe(tx.from);
-          expect(["CREATE", "CREATE2"]).toContain(t.createType);
-        }
-      });
-    }
+    forEachTracedTx((root, tx) => {
+      const flat = flattenCallTrace(root, traceContextOf(tx));
+      const traced = contractEntitiesFromTrace(flat, traceContextOf(tx));
+      fromTraces += traced.length;
+      const c = contractEntity(tx);
+      if (c) {
+        fromReceipts++;
+        expect(c.address).toBe(tx.contractAddress);
+        expect(c.creator).toBe(tx.from);
+        expect(traced.map((t) => t.entityId)).toContain(c.entityId);
+      }
+      for (const t of traced) {
+        expect(t.transactionFrom).toBe(tx.from);
+        expect(["CREATE", "CREATE2"]).toContain(t.createType);
+      }
+    });
     expect(fromReceipts).toBe(3); // block 7280016 has three contract-creation transactions
     expect(fromTraces).toBeGreaterThan(fromReceipts); // factories (CREATE2) too
   });
@@ -159,29 +163,26 @@ describe.skipIf(!fixtures)("flattenCallTrace on real geth callTracer output", ()
   it("Call entities decode frame inputs with the Method ABI set; DELEGATECALL/CREATE handled", () => {
     let calls = 0;
     let transfers = 0;
-    for (const { frames, txs } of tracedBlocks()) {
-      frames.forEach((root, i) => {
-        const tx = txs[i] as TransactionRecord;
-        for (const f of flattenCallTrace(root, traceContextOf(tx))) {
-          const c = callEntity(f);
-          const known = f.methodId !== null && supportedMethods().some((m) => m.methodId === f.methodId) && !f.type.startsWith("CREATE");
-          if (!known) {
-            expect(c).toBeNull();
-            continue;
-          }
-          if (!c) continue; // known selector, undecodable arguments
-          calls++;
-          expect(c.entityId).toBe(f.entityId.replace(/_t(?=_|$)/, "_c"));
-          expect(c.methodId).toBe(f.methodId);
-          if (c.name === "transfer") {
-            transfers++;
-            const word = (n: number) => f.input.slice(10 + 64 * n, 10 + 64 * (n + 1));
-            expect(c.args[0]?.value.hex).toBe(`0x${word(0).slice(24)}`);
-            expect(BigInt(c.args[1]?.value.hex ?? "0")).toBe(BigInt(`0x${word(1)}`));
-          }
+    forEachTracedTx((root, tx) => {
+      for (const f of flattenCallTrace(root, traceContextOf(tx))) {
+        const c = callEntity(f);
+        const known = f.methodId !== null && supportedMethods().some((m) => m.methodId === f.methodId) && !f.type.startsWith("CREATE");
+        if (!known) {
+          expect(c).toBeNull();
+          continue;
         }
-      });
-    }
+        if (!c) continue; // known selector, undecodable arguments
+        calls++;
+        expect(c.entityId).toBe(f.entityId.replace(/_t(?=_|$)/, "_c"));
+        expect(c.methodId).toBe(f.methodId);
+        if (c.name === "transfer") {
+          transfers++;
+          const word = (n: number) => f.input.slice(10 + 64 * n, 10 + 64 * (n + 1));
+          expect(c.args[0]?.value.hex).toBe(`0x${word(0).slice(24)}`);
+          expect(BigInt(c.args[1]?.value.hex ?? "0")).toBe(BigInt(`0x${word(1)}`));
+        }
+      }
+    });
     expect(calls).toBeGreaterThan(100);
     expect(transfers).toBeGreaterThan(50);
   });

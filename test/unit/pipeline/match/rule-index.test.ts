@@ -157,6 +157,9 @@ function bruteForce(rules: Map<string, Rule>, t: TargetType, entity: object): Se
   return out;
 }
 
+/** The ids of `rules`, sorted (the index gives no order). */
+const sortedIds = (rules: readonly Rule[]): string[] => rules.map((r) => r.id).sort();
+
 describe("rule index", () => {
   for (const seed of [1, 2, 3, 42, 1337]) {
     it(`candidates ⊇ brute-force matches and match() = brute force (seed ${seed})`, () => {
@@ -230,12 +233,7 @@ describe("rule index", () => {
     const e = { entityId: "x", blockHash: "0x1", blockNumber: { num: 5, raw: "0x5" }, event: "Transfer", address: addr(1234), args: [] };
     const c = index.candidates("Event", e).map((r) => r.id);
     expect(c.sort()).toEqual(["a1234", "global"]);
-    expect(
-      index
-        .match("Event", e)
-        .map((r) => r.id)
-        .sort(),
-    ).toEqual(["a1234", "global"]);
+    expect(sortedIds(index.match("Event", e))).toEqual(["a1234", "global"]);
     expect(index.stats()).toMatchObject({ rules: 10_001, bucketed: 10_000, unbucketed: 1 });
   });
 
@@ -262,7 +260,7 @@ describe("rule index", () => {
     };
     const c = index.candidates("Event", e);
     // one rule went to the USDT address bucket (first, when every bucket was empty); the others to (to, wallet)
-    expect(c.map((r) => r.id).sort()).toEqual(["w0", "w6"]);
+    expect(sortedIds(c)).toEqual(["w0", "w6"]);
     expect(index.match("Event", e).map((r) => r.id)).toEqual(["w6"]);
     expect(index.stats()).toMatchObject({ rules: 1000, unbucketed: 0, largestBucket: 1 });
   });
@@ -276,12 +274,7 @@ describe("rule index", () => {
     index.upsert(makeRule("off", "Event", def, { state: "disabled" }));
     index.upsert(makeRule("other", "Event", def, { network: "sepolia" }));
     index.upsert(makeRule("log", "Log", def));
-    expect(
-      index
-        .candidates("Event", e)
-        .map((r) => r.id)
-        .sort(),
-    ).toEqual(["ci", "ok"]);
+    expect(sortedIds(index.candidates("Event", e))).toEqual(["ci", "ok"]);
     expect(index.candidates("Log", e).map((r) => r.id)).toEqual(["log"]);
     index.upsert(makeRule("ok", "Event", [{ name: "event", operator: "Equals", value: "Approval" }], { version: 2 }));
     expect(index.match("Event", e).map((r) => r.id)).toEqual(["ci"]);
@@ -299,12 +292,7 @@ describe("rule index", () => {
     const index = createRuleIndex();
     index.upsert(makeRule("hex", "Transaction", [{ name: "to", operator: "Equals", value: "0x0010" }]));
     index.upsert(makeRule("dec", "Transaction", [{ name: "to", operator: "Equals any", value: ["16", "17"] }]));
-    expect(
-      index
-        .match("Transaction", { to: "0x10" })
-        .map((r) => r.id)
-        .sort(),
-    ).toEqual(["dec", "hex"]);
+    expect(sortedIds(index.match("Transaction", { to: "0x10" }))).toEqual(["dec", "hex"]);
     expect(index.match("Transaction", { to: "17" }).map((r) => r.id)).toEqual(["dec"]);
   });
 });
