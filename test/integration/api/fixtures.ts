@@ -174,6 +174,13 @@ const usdtTxs = txs.filter((t) => t.to === USDT);
 export const logs: LogRecord[] = [];
 /** The decoded events of {@link logs}, same order. */
 export const events: EventRecord[] = [];
+/** A decoded `address` argument as the decoder writes it (lower-case hex, no number). */
+const addressArg = (name: string, pos: number, address: string): EventRecord["args"][number] => ({
+  name,
+  pos,
+  value: { hex: address.toLowerCase(), num: null, scaled: null, type: "address" },
+});
+
 /**
  * Adds a log of `tx` at `logIndex` and its decoded event to {@link logs} and {@link events}, with
  * the transaction's block, position and time, in the key order chainsift writes (lib/records.ts).
@@ -213,8 +220,8 @@ for (const t of usdtTxs) {
       signature: "Transfer(address,address,uint256)",
       standard: "erc20",
       args: [
-        { name: "from", pos: 0, value: { hex: t.from.toLowerCase(), num: null, scaled: null, type: "address" } },
-        { name: "to", pos: 1, value: { hex: BINANCE.toLowerCase(), num: null, scaled: null, type: "address" } },
+        addressArg("from", 0, t.from),
+        addressArg("to", 1, BINANCE),
         { name: "value", pos: 2, value: { hex: `0x${amount.toString(16)}`, num: amount, scaled: 1000, type: "uint256" } },
       ],
       str: `Transfer(from=${t.from}, to=${BINANCE}, value=1000 USDT)`,
@@ -232,8 +239,8 @@ addLogAndEvent(
     signature: "Approval(address,address,uint256)",
     standard: "weth",
     args: [
-      { name: "src", pos: 0, value: { hex: approvalTx.from.toLowerCase(), num: null, scaled: null, type: "address" } },
-      { name: "guy", pos: 1, value: { hex: ROUTER.toLowerCase(), num: null, scaled: null, type: "address" } },
+      addressArg("src", 0, approvalTx.from),
+      addressArg("guy", 1, ROUTER),
       { name: "wad", pos: 2, value: { hex: `0x${"f".repeat(64)}`, num: 2 ** 256 - 1, scaled: null, type: "uint256" } },
     ],
     str: `Approval(src=${approvalTx.from}, guy=${ROUTER}, wad=unlimited WETH)`,
