@@ -33,7 +33,7 @@ export function decodeBatch(decoder: Decoder, inputs: InputRecord[]): { out: Out
   return { out, failures };
 }
 
-/** Dependencies of {@link startDecodeStage} (its Parameters); every field is required. */
+/** Dependencies of {@link startDecodeStage} (its Parameters). */
 export interface DecodeStageDeps {
   /**
    * The Kafka bus of the chain (pipeline/kafka/bus.ts `createBus`): the stage consumes its `logs`
@@ -62,7 +62,8 @@ export interface DecodeStageDeps {
  * {@link NonRetryableError} `CS_DECODE_FAILED` and goes to the dead-letter topic, as does a message
  * whose Avro does not decode (`CS_AVRO_DECODE`); a failed produce (a `RetryableError` or any other
  * error) retries the whole batch with backoff (500 ms, doubling up to 30 s) without committing it.
- * @param deps - the bus, the decoder and the logger ({@link DecodeStageDeps}).
+ * @param deps - the bus, the decoder, the logger and optionally the metrics registry
+ *   ({@link DecodeStageDeps}; default a private registry).
  * @returns a {@link RunningConsumer}: `consumer` (the kafkajs consumer, e.g. for its events),
  *   `deadLettered()` (how many messages this stage sent to the dead-letter topic so far) and
  *   `stop()` (stops consuming, then disconnects the stage's producers; the bus stays open).

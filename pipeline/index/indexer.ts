@@ -400,7 +400,8 @@ export function createIndexer(deps: IndexerDeps): Indexer {
 /**
  * Dependencies of {@link startIndexStage} (its Parameters): the {@link IndexerDeps} (`es`, `chain`,
  * `indexPrefix`, `logger`, and optionally `flushBytes` (default 5 MiB), `retries` (default 5),
- * `refresh` (default false) and `canonical` (default none)), plus the bus and the topics.
+ * `refresh` (default false), `canonical` (default none) and `registry` (default a private one)),
+ * plus the bus and the topics.
  */
 export interface IndexStageDeps extends IndexerDeps {
   /**
