@@ -8,13 +8,12 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startApi } from "../../api/server.js";
 import { type Pipeline, startPipeline } from "../../pipeline/runtime.js";
 import { type FixtureBlock, hasMainnetFixtures, loadCompleteBlocks, type RpcObject, SKIP_NO_FIXTURES } from "../support/fixtures.js";
-import { createHarness, type Harness, servicesUp, skipMessage, waitFor } from "../support/harness.js";
+import { createHarness, type Harness, probeStack, waitFor } from "../support/harness.js";
 import { type RpcReplay, startRpcReplay } from "../support/rpc-replay.js";
 
 const fixtures = hasMainnetFixtures();
-const up = await servicesUp();
+const up = await probeStack();
 if (!fixtures) console.warn(SKIP_NO_FIXTURES);
-if (!up.ok) console.warn(skipMessage(up.missing));
 
 const USDT = "0xdac17f958d2ee523a2206206994597c13d831ec7";
 const TRANSFER = "0xddf252ad1be2c89b69c2b068fc378daa952ba7f163c4a11628f55a4df523b3ef";

@@ -35,14 +35,13 @@ import { deletePrefix } from "../integration/accounts/redis.js";
 import { type Receiver, startReceiver } from "../support/anvil-env.js";
 import { fixtureRecords } from "../support/fixture-records.js";
 import { type FixtureBlock, hasMainnetFixtures, loadCompleteBlocks, SKIP_NO_FIXTURES } from "../support/fixtures.js";
-import { createHarness, type Harness, servicesUp, skipMessage, waitFor } from "../support/harness.js";
+import { createHarness, type Harness, probeStack, waitFor } from "../support/harness.js";
 import { type RpcReplay, startRpcReplay } from "../support/rpc-replay.js";
 import { configEnv, handledTotal, type KillableStage, killStage, spawnKillable } from "../support/stage-process.js";
 
 const fixtures = hasMainnetFixtures();
-const up = await servicesUp();
+const up = await probeStack();
 if (!fixtures) console.warn(SKIP_NO_FIXTURES);
-if (!up.ok) console.warn(skipMessage(up.missing));
 
 const USDT = "0xdac17f958d2ee523a2206206994597c13d831ec7";
 /** The scaled stages and the topics whose partitions their instances share. */

@@ -13,7 +13,7 @@ import { type ApiChild, type JsonReadyChild, spawnApi, spawnJsonReadyChild } fro
 import { eventId } from "../../../lib/records.js";
 import { createBus, createRecordProducer } from "../../../pipeline/kafka/bus.js";
 import { childEnv } from "../../support/child-env.js";
-import { createHarness, type Harness, servicesUp, skipMessage, waitFor } from "../../support/harness.js";
+import { createHarness, type Harness, probeStack, waitFor } from "../../support/harness.js";
 import { usdtLog } from "../../support/sample-records.js";
 
 const ROOT = join(import.meta.dirname, "../../..");
@@ -37,8 +37,7 @@ function buildProblem(): string | undefined {
   return stale ? "skipped: dist/ is older than the sources; run `npm run build` again" : undefined;
 }
 
-const up = await servicesUp();
-if (!up.ok) console.warn(skipMessage(up.missing));
+const up = await probeStack();
 const problem = buildProblem();
 if (problem) console.warn(problem);
 

@@ -12,11 +12,10 @@ import type { Config } from "../../../lib/config.js";
 import { createRecordProducer } from "../../../pipeline/kafka/bus.js";
 import { type Pipeline, startPipeline } from "../../../pipeline/runtime.js";
 import { hasMainnetFixtures, loadCompleteBlocks, SKIP_NO_FIXTURES } from "../../support/fixtures.js";
-import { createHarness, type Harness, servicesUp, skipMessage, waitFor } from "../../support/harness.js";
+import { createHarness, type Harness, probeStack, waitFor } from "../../support/harness.js";
 import { type RpcReplay, startRpcReplay } from "../../support/rpc-replay.js";
 
-const up = await servicesUp();
-if (!up.ok) console.warn(skipMessage(up.missing));
+const up = await probeStack();
 const fixtures = hasMainnetFixtures();
 if (!fixtures) console.warn(SKIP_NO_FIXTURES);
 

@@ -9,11 +9,10 @@ import { spawn } from "node:child_process";
 import { resolve } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { hasMainnetFixtures, loadCompleteBlocks, SKIP_NO_FIXTURES } from "../../support/fixtures.js";
-import { createHarness, type Harness, servicesUp, skipMessage } from "../../support/harness.js";
+import { createHarness, type Harness, probeStack } from "../../support/harness.js";
 import { type RpcReplay, startRpcReplay } from "../../support/rpc-replay.js";
 
-const up = await servicesUp();
-if (!up.ok) console.warn(skipMessage(up.missing));
+const up = await probeStack();
 const fixtures = hasMainnetFixtures();
 if (!fixtures) console.warn(SKIP_NO_FIXTURES);
 

@@ -14,13 +14,12 @@ import { type MetricsServer, startMetricsServer } from "../../../lib/metrics.js"
 import type { RecordKind } from "../../../lib/records.js";
 import { type Pipeline, startPipeline } from "../../../pipeline/runtime.js";
 import { hasMainnetFixtures, loadCompleteBlocks, SKIP_NO_FIXTURES } from "../../support/fixtures.js";
-import { createHarness, type Harness, servicesUp, skipMessage, waitFor } from "../../support/harness.js";
+import { createHarness, type Harness, probeStack, waitFor } from "../../support/harness.js";
 import { type Scrape, scrape } from "../../support/prometheus.js";
 import { type RpcReplay, startRpcReplay } from "../../support/rpc-replay.js";
 import { configEnv, type StageProcess, spawnStage } from "../../support/stage-process.js";
 
-const up = await servicesUp();
-if (!up.ok) console.warn(skipMessage(up.missing));
+const up = await probeStack();
 const fixtures = hasMainnetFixtures();
 if (!fixtures) console.warn(SKIP_NO_FIXTURES);
 

@@ -11,11 +11,10 @@ import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { kafkaClientId } from "../../../pipeline/kafka/bus.js";
 import { type Pipeline, startPipeline } from "../../../pipeline/runtime.js";
-import { createHarness, type Harness, servicesUp, skipMessage, waitFor } from "../../support/harness.js";
+import { createHarness, type Harness, probeStack, waitFor } from "../../support/harness.js";
 
 const STACK = join(import.meta.dirname, "../../../scripts/stack.sh");
-const up = await servicesUp();
-if (!up.ok) console.warn(skipMessage(up.missing));
+const up = await probeStack();
 
 describe.skipIf(!up.ok)("Kafka command-line tools of the stack (real broker)", () => {
   let h: Harness;
