@@ -111,8 +111,9 @@ class UndiciJsonRpcProvider extends JsonRpcProvider {
 }
 
 function rpcErrorCode(err: unknown): number | undefined {
-  const e = err as { error?: { code?: number }; info?: { error?: { code?: number } } };
-  return e?.error?.code ?? e?.info?.error?.code;
+  const e = err as { error?: { code?: number }; info?: { error?: { code?: number } }; cause?: unknown };
+  // send() wraps failures in a RetryableError whose cause is the provider's error.
+  return e?.error?.code ?? e?.info?.error?.code ?? (e?.cause !== undefined ? rpcErrorCode(e.cause) : undefined);
 }
 
 /** Where call traces come from: the node's method, or `none` when it has neither. */
@@ -220,7 +221,13 @@ export function createRpcSource(opts: RpcSourceOptions): ChainSource {
           // geth answers [{txHash, result}], older nodes [{result}]; both in transaction order.
           return (res ?? []).map((t) => ({ ...(t.result ?? {}), txHash: t.txHash }));
         } catch (err) {
-          if (rpcErrorCode(err) !== METHOD_NOT_FOUND || traceSource !== undefined) throw err;
+          // A JSON-RPC error other than "method not found" (e.g. pruned state for this block) means the node
+          // has the method; a transport error decides nothing.
+          const code = rpcErrorCode(err);
+          if (code !== METHOD_NOT_FOUND || traceSource !== undefined) {
+            if (code !== undefined && code !== METHOD_NOT_FOUND) traceSource = "debug_traceBlockByNumber";
+            throw err;
+          }
         }
       }
       if (traceSource === "trace_block" || traceSource === undefined) {
@@ -236,7 +243,11 @@ export function createRpcSource(opts: RpcSourceOptions): ChainSource {
           const hashes = [...order.entries()].sort((a, b) => a[1] - b[1]).map(([h]) => h);
           return parityToCallFrames(traces, hashes);
         } catch (err) {
-          if (rpcErrorCode(err) !== METHOD_NOT_FOUND || traceSource !== undefined) throw err;
+          const code = rpcErrorCode(err);
+          if (code !== METHOD_NOT_FOUND || traceSource !== undefined) {
+            if (code !== undefined && code !== METHOD_NOT_FOUND) traceSource = "trace_block";
+            throw err;
+          }
         }
       }
       traceSource = "none";

@@ -42,8 +42,18 @@ describe.skipIf(!fixtures)("trace source probe and parity traces (replay of main
       expect(await source.probeTraces!(head), mode).toBe(expected);
       source.destroy();
     }
-    // The parity node was asked for debug once (method not found), then only trace_block.
-    expect(servers.parity!.calls.get("debug_traceBlockByNumber")).toBe(1);
+    // A node that has the method but cannot trace the probed block (pruned state: -32000) still has it.
+    const untraced = blocks.find((b) => b.traces === null)!;
+    for (const [mode, expected] of [
+      ["debug", "debug_traceBlockByNumber"],
+      ["parity", "trace_block"],
+    ] as const) {
+      const source = createRpcSource({ rpcUrl: servers[mode]!.url });
+      expect(await source.probeTraces!(untraced.number), `${mode} at an untraced block`).toBe(expected);
+      source.destroy();
+    }
+    // The parity node was asked for debug once per source (method not found), then only trace_block.
+    expect(servers.parity!.calls.get("debug_traceBlockByNumber")).toBe(2);
   });
 
   it("gives the same call records from trace_block as from the callTracer, on every traced fixture block", async () => {
