@@ -523,9 +523,11 @@ export function createIngester(deps: IngesterDeps): Ingester {
         if (finalizedEvery > 0 && polls++ % finalizedEvery === 0) {
           finalized = (await source.finalizedNumber?.().catch(() => null)) ?? null;
         }
-        // A reorg that replaced the tip without growing the chain (or while we were down) shows up only here.
+        // A reorg that replaced the tip without growing the chain (or while we were down) shows up only here;
+        // so does one onto a branch with fewer blocks (the head dropped below our tip: the node has no block
+        // there, null ≠ tip). A node that is merely behind still answers the tip's hash: no reorg.
         const tip = produced.get(next - 1);
-        if (tip !== undefined && head >= next - 1 && (await nodeHash(next - 1)) !== tip) next = await reorg(next - 1);
+        if (tip !== undefined && head >= 0 && (await nodeHash(next - 1)) !== tip) next = await reorg(next - 1);
         while (next <= head && !signal?.aborted) {
           const f = await fetchOne(next, signal);
           const parent = produced.get(next - 1);

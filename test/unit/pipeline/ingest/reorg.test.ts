@@ -128,6 +128,10 @@ function scriptedChain() {
     mine: (count: number, branch = "a") => {
       for (let i = 0; i < count; i++) branchAt.push(branch);
     },
+    /** Drops the top `count` blocks (the head goes down). */
+    shorten: (count: number) => {
+      branchAt.length -= count;
+    },
     /** Replaces the top `depth` blocks with blocks of another branch (same height). */
     reorg: (depth: number, branch: string) => {
       for (let n = branchAt.length - depth; n < branchAt.length; n++) branchAt[n] = branch;
@@ -217,6 +221,27 @@ describe("the follower announces reorgs before the new branch and resumes from i
     const blocks = second.sent.filter((m) => m.kind === "blocks").map((m) => (m.record as { number: { num: number } }).number.num);
     expect(blocks).toEqual([6, 7, 8, 9, 10]);
     expect((await state.loadFollower()).tip).toEqual({ number: 10, hash: h("c", 10) });
+  });
+
+  it("announces the orphaned tip at once when the new branch is shorter (the head drops below the tip, no new block)", async () => {
+    const chain = scriptedChain();
+    chain.mine(8);
+    const state = createMemoryChainState();
+    const { producer, sent } = recordingProducer();
+    const ingester = createIngester({ source: chain.source, producer, logger, state });
+    await followUntil(ingester, () => sent.some((m) => m.key === h("a", 7)), 0);
+    // The new branch forks after block 4 and has only one block (5): heights 6 and 7 no longer exist.
+    chain.shorten(3);
+    chain.mine(1, "d");
+    const stats = await followUntil(ingester, () => sent.some((m) => m.kind === "reorgs" && (m.record as ReorgRecord).number === 7));
+    expect(stats.reorgs).toBe(1);
+    expect(sent.filter((m) => m.kind === "reorgs").map((m) => m.record)).toEqual([
+      expect.objectContaining({ number: 5, replacedBy: h("d", 5), ancestorNumber: 4 }),
+      expect.objectContaining({ number: 6, replacedBy: null, ancestorNumber: 4 }),
+      expect.objectContaining({ number: 7, replacedBy: null, ancestorNumber: 4 }),
+    ]);
+    expect(sent.some((m) => m.key === h("d", 5))).toBe(true);
+    expect((await state.loadFollower()).tip).toEqual({ number: 5, hash: h("d", 5) });
   });
 
   it("a first start without a position begins at the node's head; an explicit from wins over the position", async () => {
