@@ -460,6 +460,18 @@ export function createIngester(deps: IngesterDeps): Ingester {
       let polls = 0;
       const nodeHash = (n: number) => withRetry(`hash of block ${n}`, () => source.blockHash(n), signal, "rpc");
 
+      /**
+       * Whether the node no longer has our tip (`tip` at height `n`), given its head `head`. At or above
+       * the tip: the node's hash there differs. Below it, the node is either behind (a lagging endpoint,
+       * or anvil between unwinding and re-mining in `anvil_reorg`) or on a shorter branch; only the
+       * second counts: the node's block at its own head differs from the one produced there.
+       */
+      const tipOrphaned = async (n: number, tip: string, head: number): Promise<boolean> => {
+        if (head >= n) return (await nodeHash(n)) !== tip;
+        const mine = produced.get(head);
+        return mine !== undefined && (await nodeHash(head)) !== mine;
+      };
+
       /** Handles a reorg found at height `n`: announce, unwind, and return the first height to re-ingest. */
       const reorg = async (n: number): Promise<number> => {
         const fork = await findForkPoint(produced, n, nodeHash);
@@ -498,8 +510,9 @@ export function createIngester(deps: IngesterDeps): Ingester {
       if (opts.from !== undefined) {
         // An explicit start wins over the durable position. Blocks produced above it may have been
         // orphaned meanwhile: announce those first; what is known below it still guards reorgs.
-        if (position.tip && position.tip.number >= opts.from && (await nodeHash(position.tip.number)) !== position.tip.hash) {
-          await reorg(position.tip.number);
+        if (position.tip && position.tip.number >= opts.from) {
+          const head = await withRetry("eth_blockNumber", () => source.headNumber(), signal, "rpc");
+          if (await tipOrphaned(position.tip.number, position.tip.hash, head)) await reorg(position.tip.number);
         }
         next = opts.from;
         for (const h of [...produced.keys()]) if (h >= next) produced.delete(h);
@@ -524,10 +537,10 @@ export function createIngester(deps: IngesterDeps): Ingester {
           finalized = (await source.finalizedNumber?.().catch(() => null)) ?? null;
         }
         // A reorg that replaced the tip without growing the chain (or while we were down) shows up only here;
-        // so does one onto a branch with fewer blocks (the head dropped below our tip: the node has no block
-        // there, null ≠ tip). A node that is merely behind still answers the tip's hash: no reorg.
+        // so does one onto a branch with fewer blocks (the head dropped below our tip and the node's block at
+        // its head is not ours). A node that is merely behind still has our block at its head: no reorg.
         const tip = produced.get(next - 1);
-        if (tip !== undefined && head >= 0 && (await nodeHash(next - 1)) !== tip) next = await reorg(next - 1);
+        if (tip !== undefined && head >= 0 && (await tipOrphaned(next - 1, tip, head))) next = await reorg(next - 1);
         while (next <= head && !signal?.aborted) {
           const f = await fetchOne(next, signal);
           const parent = produced.get(next - 1);

@@ -244,6 +244,28 @@ describe("the follower announces reorgs before the new branch and resumes from i
     expect((await state.loadFollower()).tip).toEqual({ number: 5, hash: h("d", 5) });
   });
 
+  it("a node that is behind (its head below our tip, our block at its head) is not a reorg", async () => {
+    const chain = scriptedChain();
+    chain.mine(8);
+    const state = createMemoryChainState();
+    const { producer, sent } = recordingProducer();
+    const ingester = createIngester({ source: chain.source, producer, logger, state });
+    await followUntil(ingester, () => sent.some((m) => m.key === h("a", 7)), 0);
+    // A lagging endpoint (or anvil between unwinding and re-mining): heights 5..7 are missing, 4 is ours.
+    chain.shorten(3);
+    let polls = 0;
+    const behind = await followUntil(ingester, () => ++polls > 40);
+    expect(behind.reorgs).toBe(0);
+    // It catches up with the same blocks and grows: block 8 follows our 7, nothing was announced.
+    chain.mine(4);
+    const stats = await followUntil(ingester, () => sent.some((m) => m.key === h("a", 8)));
+    expect(stats.reorgs).toBe(0);
+    expect(sent.filter((m) => m.kind === "reorgs")).toEqual([]);
+    expect(sent.filter((m) => m.kind === "blocks").map((m) => (m.record as { number: { num: number } }).number.num)).toEqual([
+      0, 1, 2, 3, 4, 5, 6, 7, 8,
+    ]);
+  });
+
   it("a first start without a position begins at the node's head; an explicit from wins over the position", async () => {
     const chain = scriptedChain();
     chain.mine(8);
