@@ -151,6 +151,7 @@ export const MAPPINGS: Record<RecordKind, Mapping> = {
       event: { type: "text", fields: { raw: { type: "keyword" } } },
       signature: keyword,
       standard: keyword,
+      source: keyword,
       args: decodedArgs({ type: "keyword", normalizer: "lowercase_address" }),
       logIndex: smallQuantity,
       transactionIndex: smallQuantity,

@@ -214,6 +214,17 @@ export interface EventArg {
 }
 
 /**
+ * Which source of event layouts decoded a log into an {@link EventRecord} (docs/decoding.md):
+ * - `standard`: the bundled standard layouts (`EVENT_SPECS`: ERC-20/721/1155, WETH9, Uniswap V2/V3);
+ * - `abi`: an ABI a user registered for the emitting contract (or for the event, any address);
+ * - `signature`: the bundled event-signature database, by topic0 alone (argument names may be
+ *   positional, `arg0`, `arg1`, …).
+ * Events written to Kafka before the field existed read as `standard` (its Avro default): the
+ * standard layouts were the only source then.
+ */
+export type EventSource = "standard" | "abi" | "signature";
+
+/**
  * A log decoded into a named event. Kafka key and `_id`: `<transactionHash>_e_<logIndex>`;
  * `_routing`/`_parent`: the transaction hash.
  */
@@ -224,6 +235,8 @@ export interface EventRecord {
   signature: string;
   /** Token standard or protocol the decoder recognised, e.g. `erc20`, `erc721`, `weth`, `uniswap-v2`. */
   standard: string;
+  /** Which source of event layouts decoded the log (see {@link EventSource}). */
+  source: EventSource;
   args: EventArg[];
   logIndex: Quantity;
   transactionIndex: Quantity;

@@ -219,6 +219,9 @@ export const eventSchema: AvroSchema = {
     { name: "str", type: "string" },
     { name: "timestamp", type: "string" },
     timestampMs,
+    // Added later: which source decoded the log (lib/records.ts EventSource). Not nullable: events
+    // written before it existed were all decoded from the standard layouts, so they read as "standard".
+    { name: "source", type: "string", default: "standard" },
   ],
 };
 

@@ -257,6 +257,7 @@ function base(log: LogRecord, event: string, signature: string, standard: string
     event,
     signature,
     standard,
+    source: "standard",
     args: [],
     logIndex: log.logIndex,
     transactionIndex: log.transactionIndex,

@@ -197,6 +197,7 @@ function addLogAndEvent(
     event: event.event,
     signature: event.signature,
     standard: event.standard,
+    source: "standard",
     args: event.args,
     logIndex: q(logIndex),
     transactionIndex: at.transactionIndex,

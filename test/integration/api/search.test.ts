@@ -185,6 +185,11 @@ describe.skipIf(!up)(`search API against Elasticsearch at ${ES_URL}${up ? "" : "
     expect(matched.hits.max_score).toBeGreaterThan(0);
   });
 
+  it("events by decoding source (a keyword): every fixture event is from the standard layouts", async () => {
+    expect((await search("event", { query: { term: { source: "standard" } } })).hits.total).toBe(events.length);
+    expect((await search("event", { query: { term: { source: "signature" } } })).hits.total).toBe(0);
+  });
+
   it("events by argument (nested args: name and value.hex on the same argument)", async () => {
     const nested = (name: string, hex: string) => ({
       query: {

@@ -36,6 +36,7 @@ function transfer(address: string, standard = "erc20", over: Partial<EventRecord
     event: "Transfer",
     signature: "Transfer(address,address,uint256)",
     standard,
+    source: "standard",
     args: [],
     logIndex: { num: 4, raw: "0x4" },
     transactionIndex: { num: 1, raw: "0x1" },

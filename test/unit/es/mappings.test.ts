@@ -21,7 +21,7 @@ describe("mappedFields", () => {
     expect(paths("tx")).toEqual(expect.arrayContaining(["blockHash", "blockNumber.num", "from", "to", "from.raw"]));
     expect(paths("log")).toEqual(expect.arrayContaining(["transactionHash", "address", "address.raw"]));
     expect(paths("event")).toEqual(
-      expect.arrayContaining(["event", "event.raw", "address.raw", "args", "args.name", "args.value.hex", "args.value.scaled"]),
+      expect.arrayContaining(["event", "event.raw", "source", "address.raw", "args", "args.name", "args.value.hex", "args.value.scaled"]),
     );
   });
   it("marks nested paths and unsearchable blobs", () => {

@@ -38,6 +38,7 @@ describe("wire fields", () => {
       event: "Transfer",
       signature: "Transfer(address,address,uint256)",
       standard: "ERC-20",
+      source: "standard",
       args: [{ name: "value", pos: 2, value: { hex: "0x1", num: 1, scaled: null, type: "uint256" } }],
       logIndex: { num: 1, raw: "0x1" },
       transactionIndex: { num: 2, raw: "0x2" },

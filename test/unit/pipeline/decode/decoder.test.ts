@@ -123,6 +123,8 @@ describe.skipIf(!hasMainnetFixtures())(`decoder on mainnet fixtures${hasMainnetF
     }
     expect(pairs.filter(({ ev }) => ev.error !== null)).toEqual([]);
     expect(pairs.length).toBe(total);
+    // Every one of them was decoded from the standard layouts.
+    expect(new Set(pairs.map(({ ev }) => ev.source))).toEqual(new Set(["standard"]));
     // Figures stated by the fixture README.
     expect(countBy(pairs, "erc721", "Transfer")).toBe(19);
     expect(countBy(pairs, "uniswap-v2", "Swap")).toBe(17);
@@ -147,6 +149,7 @@ describe.skipIf(!hasMainnetFixtures())(`decoder on mainnet fixtures${hasMainnetF
       event: "Transfer",
       signature: "Transfer(address,address,uint256)",
       standard: "erc20",
+      source: "standard",
       error: null,
       address: log.address,
       transactionHash: log.transactionHash,

@@ -22,6 +22,7 @@ function usdtTransfer(amount = 1_500_500_000n, scaled: number | null = 1500.5): 
     event: "Transfer",
     signature: "Transfer(address,address,uint256)",
     standard: "erc20",
+    source: "standard",
     args: [
       { name: "from", pos: 0, value: { hex: FROM, num: null, scaled: null, type: "address" } },
       { name: "to", pos: 1, value: { hex: TO, num: null, scaled: null, type: "address" } },
