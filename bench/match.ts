@@ -17,12 +17,12 @@
  * @module
  */
 import { performance } from "node:perf_hooks";
+import { eventEntity, methodEntity, transactionEntity } from "../lib/match/entities.js";
+import { createRuleIndex } from "../lib/match/rule-index.js";
 import type { TransactionRecord } from "../lib/records.js";
 import type { Rule, TargetDefinition, TargetType } from "../lib/rules/model.js";
 import { createDecoder } from "../pipeline/decode/decoder.js";
 import { toBlockBundle } from "../pipeline/ingest/transform.js";
-import { eventEntity, methodEntity, transactionEntity } from "../pipeline/match/entities.js";
-import { createRuleIndex } from "../pipeline/match/rule-index.js";
 import { hasMainnetFixtures, loadCompleteBlocks } from "../test/support/fixtures.js";
 import { argIs, isTransfer, transferTo } from "../test/support/rules.js";
 import { prng } from "./support/prng.js";

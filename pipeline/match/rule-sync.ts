@@ -6,10 +6,10 @@
  * @module
  */
 import type { Logger } from "../../lib/logger.js";
+import type { RuleIndex } from "../../lib/match/rule-index.js";
 import type { Rule } from "../../lib/rules/model.js";
 import type { RuleStore } from "../../lib/rules/store.js";
 import type { ConfirmationTracker } from "./confirmations/tracker.js";
-import type { RuleIndex } from "./rule-index.js";
 
 /** Dependencies of {@link startRuleSync}. */
 export interface RuleSyncDeps {

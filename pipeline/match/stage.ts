@@ -8,8 +8,8 @@
  *
  * | module | what |
  * |---|---|
- * | `entities.ts` | entities per record (`entitiesOf`); Token entities need Redis (`tokens.ts`) |
- * | `rule-index.ts`, `rule-sync.ts` | the enabled rules, kept equal to the rule store |
+ * | `lib/match/entities.ts` | entities per record (`entitiesOf`); Token entities need Redis (`tokens.ts`) |
+ * | `lib/match/rule-index.ts`, `rule-sync.ts` | the enabled rules, kept equal to the rule store |
  * | `chain-view.ts` | the canonical chain (blocks and reorgs topics, ingest's durable map) |
  * | `confirmations/` | pending / confirmed / removed, exactly once, in Redis |
  * | `publisher.ts` | publish and ack emitted alerts; the outbox sweep (crash safety) |
@@ -26,6 +26,8 @@ import type { DecodeMethodOptions } from "../../lib/chain/methods.js";
 import { createRedisChainState } from "../../lib/chain/state.js";
 import type { Config } from "../../lib/config.js";
 import type { Logger } from "../../lib/logger.js";
+import { entitiesOf, type TypedEntity } from "../../lib/match/entities.js";
+import { createRuleIndex, type RuleIndex } from "../../lib/match/rule-index.js";
 import type { BlockRecord, EventRecord, ReorgRecord, TraceRecord } from "../../lib/records.js";
 import { type RedisClient, sharedOrConnect } from "../../lib/redis.js";
 import { connectRuleStore, type RuleStore } from "../../lib/rules/store.js";
@@ -34,11 +36,9 @@ import { type RunningConsumer, runConsumer } from "../kafka/consumer.js";
 import { createChainView } from "./chain-view.js";
 import type { MatchedEntity, MatchInput } from "./confirmations/decide.js";
 import { createConfirmationTracker } from "./confirmations/tracker.js";
-import { entitiesOf, type TypedEntity } from "./entities.js";
 import { confirmationKeys } from "./keys.js";
 import { countAlerts, matchMetricsOf } from "./metrics.js";
 import { createAlertPublisher } from "./publisher.js";
-import { createRuleIndex, type RuleIndex } from "./rule-index.js";
 import { startRuleSync } from "./rule-sync.js";
 import { createTokenTracker, type TokenMetadataSource, tokenListMetadataSource } from "./tokens.js";
 

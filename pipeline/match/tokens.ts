@@ -12,8 +12,8 @@
  */
 import { lookupToken } from "../../lib/chain/tokens.js";
 import type { ChainId } from "../../lib/config.js";
+import type { TokenEntity } from "../../lib/match/entities.js";
 import type { EventRecord } from "../../lib/records.js";
-import type { TokenEntity } from "./entities.js";
 import { chainKeyPrefix } from "./keys.js";
 import { luaScript, runLua } from "./lua.js";
 import type { MatchRedis } from "./redis.js";

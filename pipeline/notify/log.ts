@@ -5,8 +5,8 @@
  * @module
  */
 import { describeDestination as describeAction } from "../../lib/alerting/deliveries.js";
+import { renderUrl } from "../../lib/alerting/render.js";
 import type { AlertDefinition } from "../../lib/rules/model.js";
-import { renderUrl } from "./render.js";
 
 export * from "../../lib/alerting/deliveries.js";
 

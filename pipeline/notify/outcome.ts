@@ -4,6 +4,8 @@
  * HTTP answers and request errors.
  * @module
  */
+
+import { CS_ACTION_INVALID } from "../../lib/alerting/rendered.js";
 import { NonRetryableError } from "../../lib/errors.js";
 
 /** The retry budget ran out on a transient failure; dead-letter the alert for a later replay. */
@@ -20,8 +22,8 @@ export const CS_DELIVERY_NETWORK = "CS_DELIVERY_NETWORK";
 export const CS_SMTP_TEMPORARY = "CS_SMTP_TEMPORARY";
 /** The SMTP server answered 5xx (e.g. 550 unknown mailbox). Non-retryable. */
 export const CS_SMTP_REJECTED = "CS_SMTP_REJECTED";
-/** The action's type or parameters are unusable (unknown type, missing url, no recipients). Non-retryable. */
-export const CS_ACTION_INVALID = "CS_ACTION_INVALID";
+/** The action's type or parameters are unusable (unknown type, missing url, no recipients). Non-retryable. Defined with the renderers (lib/alerting/rendered.ts). */
+export { CS_ACTION_INVALID };
 /** An Email action while no SMTP server is configured; dead-letter it (final: false) and replay once configured. */
 export const CS_MAILER_UNCONFIGURED = "CS_MAILER_UNCONFIGURED";
 

@@ -18,12 +18,14 @@
  *   payload) and entity taken at first sight: the {@link AlertTemplate}.
  * @module
  */
-import { type Alert, type AlertStatus, alertId } from "../../../lib/alerting/alert.js";
+import { type AlertStatus, alertId } from "../../../lib/alerting/alert.js";
 import type { ChainId } from "../../../lib/config.js";
-import type { Quantity } from "../../../lib/records.js";
+import { type AlertTemplate, alertTemplate, confirmationsAt, type MatchedEntity, thresholdOf } from "../../../lib/match/alert-template.js";
 import type { Rule } from "../../../lib/rules/model.js";
 import { matchMember, parseMember } from "../keys.js";
-import { rulePayload } from "../payload.js";
+
+// The pure first-sight parts live in lib/ (rule backtests build the same alerts); re-exported for the stage's modules.
+export { type AlertTemplate, alertTemplate, confirmationsAt, type MatchedEntity, thresholdOf };
 
 /** A chain head: number and hash of the newest canonical block. */
 export interface ChainHead {
@@ -38,68 +40,10 @@ export interface ChainHead {
  */
 export type CanonicalLookup = (blockNumber: number) => string | undefined;
 
-/** What the tracker needs of an entity: its id and block. */
-export interface MatchedEntity {
-  entityId: string;
-  blockHash: string;
-  /** A {@link Quantity} (as entities carry it) or a plain number. */
-  blockNumber: Quantity | number;
-  [attribute: string]: unknown;
-}
-
 /** One matched (rule, entity) pair. */
 export interface MatchInput {
   rule: Rule;
   entity: MatchedEntity;
-}
-
-/** The fields of an {@link Alert} fixed at first sight of a match (the rest is set when it is emitted). */
-export type AlertTemplate = Omit<Alert, "id" | "sequence" | "status" | "confirmations" | "emittedAt">;
-
-/** `head − block + 1`, at least 1 (a head below the block counts as the block). */
-export function confirmationsAt(head: number, blockNumber: number): number {
-  return Math.max(head, blockNumber) - blockNumber + 1;
-}
-
-/** The confirmation threshold of a rule: max(1, maxConfirmationCount); 1 when the count is not a finite number. */
-export function thresholdOf(rule: Pick<Rule, "maxConfirmationCount">): number {
-  const n = Number(rule.maxConfirmationCount);
-  return Number.isFinite(n) ? Math.max(1, Math.floor(n)) : 1;
-}
-
-/**
- * The block number of an entity.
- * @throws {TypeError} when it is not a non-negative safe integer (or a Quantity holding one).
- */
-function blockNumberOf(e: MatchedEntity): number {
-  const bn = typeof e.blockNumber === "number" ? e.blockNumber : e.blockNumber?.num;
-  if (typeof bn !== "number" || !Number.isSafeInteger(bn) || bn < 0)
-    throw new TypeError(`entity ${e.entityId}: blockNumber is not a block number`);
-  return bn;
-}
-
-/**
- * The {@link AlertTemplate} of a match: the rule's snapshot and the entity.
- * @throws {TypeError} when the entity lacks `entityId`, `blockHash` or a block number.
- */
-export function alertTemplate(rule: Rule, entity: MatchedEntity, chain: ChainId): AlertTemplate {
-  if (!entity || typeof entity.entityId !== "string" || entity.entityId === "") throw new TypeError("entity has no entityId");
-  if (typeof entity.blockHash !== "string" || entity.blockHash === "") throw new TypeError(`entity ${entity.entityId}: no blockHash`);
-  return {
-    ruleId: rule.id,
-    ruleVersion: rule.version,
-    ruleName: rule.name ?? null,
-    accountId: rule.accountId,
-    maxConfirmationCount: rule.maxConfirmationCount,
-    chain: { technology: chain.technology, blockchain: chain.blockchain, network: chain.network },
-    targetType: rule.config.targetType,
-    entityId: entity.entityId,
-    blockHash: entity.blockHash.toLowerCase(),
-    blockNumber: blockNumberOf(entity),
-    payload: rulePayload(rule, entity),
-    entity: entity as Record<string, unknown>,
-    actions: rule.config.alerts,
-  };
 }
 
 /** What first sight of a match decides; the tracker emits it unless the guards say it went out already. */

@@ -6,7 +6,7 @@
  */
 import { createTransport } from "nodemailer";
 import type { Alert } from "../../../lib/alerting/alert.js";
-import { isEmailAddress } from "../../../lib/email.js";
+import { type RenderedEmail, renderAction } from "../../../lib/alerting/rendered.js";
 import {
   type AttemptOutcome,
   CS_ACTION_INVALID,
@@ -15,11 +15,9 @@ import {
   CS_MAILER_UNCONFIGURED,
   CS_SMTP_REJECTED,
   CS_SMTP_TEMPORARY,
-  invalid,
   nonRetryableIn,
   oneLine,
 } from "../outcome.js";
-import { emailMessage } from "../render.js";
 import type { Channel } from "./channel.js";
 
 /**
@@ -108,10 +106,10 @@ export function createEmailChannel(deps: EmailChannelDeps): Channel {
   const { mailer, timeoutMs } = deps;
   let transport: MailTransport | undefined = mailer?.transport;
 
-  async function send(alert: Alert, recipients: string[], actionIndex: number): Promise<AttemptOutcome> {
+  async function send(alert: Alert, msg: RenderedEmail, actionIndex: number): Promise<AttemptOutcome> {
     if (!mailer) throw new Error("unreachable: no mailer");
     transport ??= createSmtpTransport(mailer.smtpUrl!, timeoutMs);
-    const msg = emailMessage(alert, { recipients });
+    const recipients = msg.recipients;
     const domain = /@([^>\s]+)>?\s*$/.exec(mailer.from)?.[1] ?? "chainsift.invalid";
     try {
       await transport.sendMail({
@@ -133,10 +131,7 @@ export function createEmailChannel(deps: EmailChannelDeps): Channel {
   return {
     types: ["Email"],
     async prepare(alert, action, actionIndex) {
-      const r = (action.parameters as { recipients?: unknown }).recipients;
-      if (!Array.isArray(r) || r.length === 0 || !r.every((x) => typeof x === "string" && isEmailAddress(x.trim()))) {
-        throw invalid("Email action needs a non-empty list of e-mail addresses in recipients");
-      }
+      const msg = renderAction(alert, action) as RenderedEmail;
       if (!mailer || (!mailer.transport && !mailer.smtpUrl)) {
         return {
           ok: false,
@@ -146,8 +141,7 @@ export function createEmailChannel(deps: EmailChannelDeps): Channel {
           error: "no SMTP server is configured for e-mail alerts",
         };
       }
-      const recipients = r.map((x: string) => x.trim());
-      return () => send(alert, recipients, actionIndex);
+      return () => send(alert, msg, actionIndex);
     },
     async close() {
       transport?.close?.();

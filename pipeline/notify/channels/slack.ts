@@ -1,11 +1,10 @@
 /**
- * The `Slack` channel: a POST of `slackBody` to the action's incoming-webhook URL (used as given:
+ * The `Slack` channel: a POST of `slackBody` (rendered by `renderAction`, lib/alerting/rendered.ts) to the action's incoming-webhook URL (used as given:
  * chat URLs are not templated). Slack-compatible receivers (Mattermost, Rocket.Chat) accept it too.
  * @module
  */
+import { type RenderedRequest, renderAction } from "../../../lib/alerting/rendered.js";
 import type { SecretSource } from "../deliver.js";
-import { invalid } from "../outcome.js";
-import { slackBody } from "../render.js";
 import type { Channel } from "./channel.js";
 import type { HttpSender } from "./http.js";
 
@@ -14,12 +13,7 @@ export function createSlackChannel(send: HttpSender, secrets: SecretSource): Cha
   return {
     types: ["Slack"],
     async prepare(alert, action) {
-      const p = action.parameters as { url?: unknown; text?: unknown; channel?: unknown; username?: unknown };
-      if (typeof p.url !== "string" || p.url === "") throw invalid("Slack action has no url");
-      const url = p.url;
-      const body = JSON.stringify(
-        slackBody(alert, { url, text: String(p.text ?? ""), channel: String(p.channel ?? ""), username: String(p.username ?? "") }),
-      );
+      const { url, body } = renderAction(alert, action) as RenderedRequest;
       const secret = await secrets.getOrCreate(alert.accountId);
       return () => send("POST", url, secret, alert.id, body);
     },

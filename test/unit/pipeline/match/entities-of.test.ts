@@ -1,14 +1,11 @@
 /**
- * Unit tests of `entitiesOf` (pipeline/match/entities.ts): the entities the match stage evaluates
+ * Unit tests of `entitiesOf` (lib/match/entities.ts): the entities the match stage evaluates
  * per consumed record, on real mainnet blocks with their receipts and callTracer frames
  * (../shared/data/mainnet), checked against the per-type adapters.
  */
 import { describe, expect, it } from "vitest";
 import { callEntity, flattenCallTrace } from "../../../../lib/chain/calltrace.js";
 import { MalformedRpcDataError } from "../../../../lib/chain/rpc-values.js";
-import type { TraceRecord } from "../../../../lib/records.js";
-import { createDecoder } from "../../../../pipeline/decode/decoder.js";
-import { toBlockBundle } from "../../../../pipeline/ingest/transform.js";
 import {
   contractEntitiesFromTrace,
   contractEntity,
@@ -17,7 +14,10 @@ import {
   logEntity,
   methodEntity,
   transactionEntity,
-} from "../../../../pipeline/match/entities.js";
+} from "../../../../lib/match/entities.js";
+import type { TraceRecord } from "../../../../lib/records.js";
+import { createDecoder } from "../../../../pipeline/decode/decoder.js";
+import { toBlockBundle } from "../../../../pipeline/ingest/transform.js";
 import { hasMainnetFixtures, loadCompleteBlocks, SKIP_NO_FIXTURES } from "../../../support/fixtures.js";
 
 const fixtures = hasMainnetFixtures();

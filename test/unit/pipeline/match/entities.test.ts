@@ -1,5 +1,5 @@
 /**
- * Unit tests of the match entities (pipeline/match/entities.ts, methods.ts) on real mainnet data
+ * Unit tests of the match entities (lib/match/entities.ts, methods.ts) on real mainnet data
  * (../shared/data/mainnet): flattenCallTrace on geth callTracer output of the chainstorage blocks,
  * Method/Call decoding checked against independently parsed calldata, Contract entities from
  * receipts and from CREATE frames, and the record adapters.
@@ -10,9 +10,6 @@ import { getAddress, id } from "ethers";
 import { describe, expect, it } from "vitest";
 import { type CallFrame, callEntity, flattenCallTrace, type TraceEntity, traceContextOf } from "../../../../lib/chain/calltrace.js";
 import { decodeMethod, supportedMethods } from "../../../../lib/chain/methods.js";
-import { eventId, logId, type TransactionRecord } from "../../../../lib/records.js";
-import { createDecoder } from "../../../../pipeline/decode/decoder.js";
-import { toBlockBundle } from "../../../../pipeline/ingest/transform.js";
 import {
   contractEntitiesFromTrace,
   contractEntity,
@@ -20,7 +17,10 @@ import {
   logEntity,
   methodEntity,
   transactionEntity,
-} from "../../../../pipeline/match/entities.js";
+} from "../../../../lib/match/entities.js";
+import { eventId, logId, type TransactionRecord } from "../../../../lib/records.js";
+import { createDecoder } from "../../../../pipeline/decode/decoder.js";
+import { toBlockBundle } from "../../../../pipeline/ingest/transform.js";
 import { hasMainnetFixtures, loadCompleteBlocks, MAINNET_DIR, SKIP_NO_FIXTURES } from "../../../support/fixtures.js";
 
 const CHAINSTORAGE = join(MAINNET_DIR, "coinbase-chainstorage");

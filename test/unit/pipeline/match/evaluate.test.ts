@@ -1,13 +1,13 @@
 /**
- * Unit tests of rule evaluation (pipeline/match/evaluate.ts): every operator, exact uint256
+ * Unit tests of rule evaluation (lib/match/evaluate.ts): every operator, exact uint256
  * comparison in decimal and hex, case handling, Equals any, Inspect on objects and arrays
  * (one element must satisfy all nested definitions together), useScaledValue, dotted paths.
  */
 import { describe, expect, it } from "vitest";
+import { type EventEntity, eventEntity } from "../../../../lib/match/entities.js";
+import { type AnyDefinition, compileDefinitions, evaluate, RuleCompileError } from "../../../../lib/match/evaluate.js";
 import type { EventRecord, Quantity } from "../../../../lib/records.js";
 import type { TargetDefinition } from "../../../../lib/rules/model.js";
-import { type EventEntity, eventEntity } from "../../../../pipeline/match/entities.js";
-import { type AnyDefinition, compileDefinitions, evaluate, RuleCompileError } from "../../../../pipeline/match/evaluate.js";
 import { transferAbove } from "../../../support/rules.js";
 
 const USDT = "0xdAC17F958D2ee523a2206206994597C13D831ec7";

@@ -1,10 +1,10 @@
 /**
- * Unit tests of payload selection (pipeline/match/payload.ts): Field, Sub Field over objects and
+ * Unit tests of payload selection (lib/match/payload.ts): Field, Sub Field over objects and
  * arrays, two levels deep, missing fields, defaults per target type, and a rule's merged payload.
  */
 import { describe, expect, it } from "vitest";
+import { DEFAULT_PAYLOAD_FIELDS, rulePayload, selectPayload } from "../../../../lib/match/payload.js";
 import type { PayloadItem, Rule, TargetType } from "../../../../lib/rules/model.js";
-import { DEFAULT_PAYLOAD_FIELDS, rulePayload, selectPayload } from "../../../../pipeline/match/payload.js";
 
 const entity = {
   entityId: "0xabc_e_1",

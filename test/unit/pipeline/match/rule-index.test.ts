@@ -1,5 +1,5 @@
 /**
- * Unit tests of the rule index (pipeline/match/rule-index.ts): candidates never miss a matching rule
+ * Unit tests of the rule index (lib/match/rule-index.ts): candidates never miss a matching rule
  * (property-style against brute force over random rules and entities, seeded PRNG), respect state,
  * chain and target type, and stay small when many rules are bucketed.
  */
@@ -7,9 +7,9 @@ import { getAddress } from "ethers";
 import { describe, expect, it } from "vitest";
 import { prng } from "../../../../bench/support/prng.js";
 import type { ChainId } from "../../../../lib/config.js";
+import { evaluate } from "../../../../lib/match/evaluate.js";
+import { createRuleIndex } from "../../../../lib/match/rule-index.js";
 import type { Rule, TargetDefinition, TargetType } from "../../../../lib/rules/model.js";
-import { evaluate } from "../../../../pipeline/match/evaluate.js";
-import { createRuleIndex } from "../../../../pipeline/match/rule-index.js";
 import { argIs, isTransfer } from "../../../support/rules.js";
 
 const CHAIN: ChainId = { technology: "ethereum", blockchain: "ethereum", network: "mainnet" };

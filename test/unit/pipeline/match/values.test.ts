@@ -1,11 +1,11 @@
 /**
- * Unit tests of the value algebra (pipeline/match/values.ts): canonical numeric keys, exact
+ * Unit tests of the value algebra (lib/match/values.ts): canonical numeric keys, exact
  * decimals, the allocation-free fast paths (hex scan, small numbers, exact doubles) agreeing with
  * the exact bigint path on random inputs (seeded PRNG), scalar expansion of typed values.
  */
 import { describe, expect, it } from "vitest";
 import { prng } from "../../../../bench/support/prng.js";
-import { evaluate } from "../../../../pipeline/match/evaluate.js";
+import { evaluate } from "../../../../lib/match/evaluate.js";
 import {
   attributeKeys,
   compareDec,
@@ -17,7 +17,7 @@ import {
   smallNumber,
   toDec,
   valueKey,
-} from "../../../../pipeline/match/values.js";
+} from "../../../../lib/match/values.js";
 
 describe("numeric keys", () => {
   it("equal numbers give equal keys whatever the notation", () => {

@@ -4,8 +4,6 @@ import fc from "fast-check";
 import { request } from "undici";
 import { describe, expect, it } from "vitest";
 import type { Alert as NotifyAlert } from "../../../../lib/alerting/alert.js";
-import { webhookBody, webhookJson } from "../../../../lib/alerting/webhook.js";
-import { NonRetryableError } from "../../../../lib/errors.js";
 import {
   emailMessage,
   entityLabel,
@@ -14,7 +12,9 @@ import {
   resolvePath,
   slackBody,
   summaryLine,
-} from "../../../../pipeline/notify/render.js";
+} from "../../../../lib/alerting/render.js";
+import { webhookBody, webhookJson } from "../../../../lib/alerting/webhook.js";
+import { NonRetryableError } from "../../../../lib/errors.js";
 import { DOCUMENTED_WEBHOOK_FIELDS } from "../../../support/webhook-fields.js";
 import { BLOCK_HASH, FROM, RULE_ID, sampleAlert, TO, TX_HASH, USDT } from "./fixtures.js";
 

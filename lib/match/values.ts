@@ -12,7 +12,7 @@
  *   A JS number (e.g. `value.scaled`) is taken as its shortest decimal rendering (`String(n)`).
  * @module
  */
-import type { Quantity } from "../../lib/records.js";
+import type { Quantity } from "../records.js";
 
 /** An exact decimal `m × 10^e`. */
 export interface Dec {

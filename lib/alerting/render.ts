@@ -5,10 +5,10 @@
  * @module
  */
 
-import type { Alert } from "../../lib/alerting/alert.js";
-import type { ChainId } from "../../lib/config.js";
-import { NonRetryableError } from "../../lib/errors.js";
-import type { SlackParameters } from "../../lib/rules/model.js";
+import type { ChainId } from "../config.js";
+import { NonRetryableError } from "../errors.js";
+import type { SlackParameters } from "../rules/model.js";
+import type { Alert } from "./alert.js";
 
 /** A `{field}` token names a field that the matched entity does not have. Non-retryable. */
 export const CS_TEMPLATE_UNKNOWN_FIELD = "CS_TEMPLATE_UNKNOWN_FIELD";

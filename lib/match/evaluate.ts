@@ -31,7 +31,7 @@
  * - Booleans are the strings `"true"`/`"false"`; a `bool` argument also equals `1`/`0`.
  * @module
  */
-import type { Operator, TargetDefinition } from "../../lib/rules/model.js";
+import type { Operator, TargetDefinition } from "../rules/model.js";
 import {
   compareDec,
   type Dec,

@@ -1,6 +1,7 @@
 /**
  * Entities the match stage evaluates rules against, one shape per target type, and pure adapters
- * from the pipeline's records (`lib/records.ts`). Trace and Call entities are the flattened
+ * from the pipeline's records (`lib/records.ts`). Used by the match stage (`pipeline/match/`) and
+ * by rule backtests (`lib/match/backtest.ts`), so both turn a record into the same entities. Trace and Call entities are the flattened
  * callTracer frames of `lib/chain/calltrace.ts`; methods decode against `lib/chain/methods.ts`.
  *
  * Every entity carries `entityId` (stable, unique per chain), `blockHash` and `blockNumber`
@@ -19,20 +20,12 @@
  * | Call | a callTracer frame whose input decodes (`lib/chain/calltrace.ts`) | `<txHash>_c` + `_<i>` per traceAddress step |
  * @module
  */
-import {
-  type CallEntity,
-  type CallFrame,
-  callEntity,
-  flattenCallTrace,
-  type TraceContext,
-  type TraceEntity,
-} from "../../lib/chain/calltrace.js";
-import { type DecodeMethodOptions, decodeMethod, type MethodArg } from "../../lib/chain/methods.js";
-import { checksum } from "../../lib/chain/rpc-values.js";
-import type { EventRecord, LogRecord, Quantity, TraceRecord, TransactionRecord } from "../../lib/records.js";
-import { eventId, logId } from "../../lib/records.js";
-import type { TargetType } from "../../lib/rules/model.js";
-import type { TopicKind } from "../../topics/index.js";
+import { type CallEntity, type CallFrame, callEntity, flattenCallTrace, type TraceContext, type TraceEntity } from "../chain/calltrace.js";
+import { type DecodeMethodOptions, decodeMethod, type MethodArg } from "../chain/methods.js";
+import { checksum } from "../chain/rpc-values.js";
+import type { EventRecord, LogRecord, Quantity, TraceRecord, TransactionRecord } from "../records.js";
+import { eventId, logId } from "../records.js";
+import type { TargetType } from "../rules/model.js";
 
 /** Fields every entity has. */
 export interface EntityBase {
@@ -241,9 +234,14 @@ export function contractEntitiesFromTrace(
 /** An entity with its target type. */
 export type TypedEntity = { [K in TargetType]: { type: K; entity: EntityByTargetType[K] } }[TargetType];
 
-/** A consumed record: its topic kind and the decoded record (as the Kafka shell hands it over). */
+/**
+ * A record and where it came from: the Kafka topic kind it is consumed from (`topics/index.ts`
+ * `TopicKind`, as the match stage's Kafka shell hands it over), or the topic kind the record would
+ * have been consumed from (a backtest reading the indexed record back). Only `transactions`,
+ * `logs`, `events` and `traces` give entities.
+ */
 export interface SourceRecord {
-  topicKind: TopicKind;
+  topicKind: string;
   record: unknown;
 }
 

@@ -3,7 +3,7 @@
  * "Payload item"). Pure.
  * @module
  */
-import type { PayloadItem, Rule, SubPayloadItem, TargetType } from "../../lib/rules/model.js";
+import type { PayloadItem, Rule, SubPayloadItem, TargetType } from "../rules/model.js";
 import { readPath } from "./values.js";
 
 /**
