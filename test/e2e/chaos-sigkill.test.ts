@@ -202,7 +202,7 @@ describe.skipIf(!up.ok)("SIGKILL chaos: stages as processes, random kills and re
     // The consumers first; ingest's first start backfills from block 0 (later starts resume from Redis).
     await Promise.all((["decode", "index", "match"] as const).map((s) => spawnStage(s)));
     await spawnStage("ingest", ["--from", "0"]);
-  }, 60_000);
+  }, 180_000); // five processes start (each ~10 s of module loading on a loaded 2-core machine)
 
   afterAll(async () => {
     for (const stage of [...running.keys()]) await killStage(stage).catch(() => {});
