@@ -193,7 +193,7 @@ export async function startPipeline(deps: PipelineDeps): Promise<Pipeline> {
       producers.push(producer);
       // Traces wherever the node has them: probe once (debug, then parity), say which, remember it for the API.
       const wanted = opts?.traces ?? config.ingest.traces;
-      const traceSource: TraceSource | "off" = wanted ? await probeTraceSource(source) : "off";
+      const traceSource: TraceSource | "off" = wanted ? await probeTraceSource(source, { logger }) : "off";
       logger.info({ stage: "ingest", traceSource }, traceSourceMessage(traceSource));
       if (registry) ingestMetricsOf(registry).traceSource.set({ source: traceSource }, 1);
       await (await redis()).set(`${ingestKeyPrefix(config.redisKeyPrefix, config.chain)}traces`, traceSource);
@@ -230,13 +230,42 @@ export async function startPipeline(deps: PipelineDeps): Promise<Pipeline> {
   };
 }
 
-/** The node's trace method, probed at its head (a node that cannot answer the head counts as `none`). */
-async function probeTraceSource(source: ChainSource): Promise<TraceSource> {
+/** Options of {@link probeTraceSource}. */
+export interface ProbeTraceSourceOptions {
+  /** Probes before giving up (the first included). Default 5. */
+  attempts?: number;
+  /** Wait before the second probe, in ms; doubles per probe. Default 1000 (so 1+2+4+8 = 15 s in all). */
+  firstDelayMs?: number;
+  /** Receives one warn line per failed probe and an error line when traces stay off. */
+  logger?: Logger;
+}
+
+/**
+ * The node's trace method, probed at its head. A probe that gets no JSON-RPC answer (node not up
+ * yet, timeout) is repeated with doubling delays; after `attempts` such failures traces are off for
+ * this run (`none`, logged as an error: restart ingest to probe again). A node that answers decides
+ * at once.
+ * @returns the trace method, or `none` (also for sources without `probeTraces`).
+ */
+export async function probeTraceSource(source: ChainSource, opts: ProbeTraceSourceOptions = {}): Promise<TraceSource> {
   if (!source.probeTraces) return "none";
-  try {
-    return await source.probeTraces(await source.headNumber());
-  } catch {
-    return "none";
+  const attempts = opts.attempts ?? 5;
+  let delayMs = opts.firstDelayMs ?? 1000;
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await source.probeTraces(await source.headNumber());
+    } catch (err) {
+      if (attempt >= attempts) {
+        opts.logger?.error(
+          { stage: "ingest", attempts, err: (err as Error).message },
+          "cannot probe the node's trace method: call traces are off for this run (restart ingest to probe again)",
+        );
+        return "none";
+      }
+      opts.logger?.warn({ stage: "ingest", attempt, retryInMs: delayMs, err: (err as Error).message }, "trace probe failed; retrying");
+      await new Promise((resolve) => setTimeout(resolve, delayMs));
+      delayMs *= 2;
+    }
   }
 }
 

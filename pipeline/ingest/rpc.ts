@@ -54,6 +54,8 @@ export interface ChainSource {
    * knows. Optional: sources without it are treated as `none`.
    * @param number - a block the node has (e.g. the head).
    * @returns the method used from now on, or `none`.
+   * @throws the transport error (e.g. a timeout, a refused connection) when no JSON-RPC answer
+   *   decided it; nothing is remembered then, so asking again probes again.
    */
   probeTraces?(number: number): Promise<TraceSource>;
   /** Releases the connection. */
@@ -257,8 +259,10 @@ export function createRpcSource(opts: RpcSourceOptions): ChainSource {
       if (traceSource === undefined) {
         try {
           await this.fetchTraces(number);
-        } catch {
-          // A node that has the method but cannot trace this block (pruned state) still has it.
+        } catch (err) {
+          // A node that has the method but cannot trace this block (pruned state) still has it (the source is
+          // known now); a failure without a JSON-RPC answer (timeout, refused connection) decides nothing.
+          if (traceSource === undefined) throw err;
         }
       }
       return traceSource ?? "none";
