@@ -132,6 +132,9 @@ async function main({ config, logger, shutdown, ...common }: Common): Promise<vo
     redis: common.redis,
     metricsRegistry: common.metrics,
     decoder: createDecoder({ chainId, tokens }),
+    // Decimals of tokens outside the bundled list, read on chain by the decode stage (CHAINSIFT_DECODE_TOKEN_CALLS).
+    tokenRpcUrl: rpcUrl,
+    chainId,
     stages: [...CONSUMING_STAGES],
     // Token entities (first sighting of a token contract) carry name/symbol/decimals read on chain.
     tokenMetadata: rpcTokenMetadataSource(rpcUrl),

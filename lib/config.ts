@@ -126,6 +126,23 @@ export interface Config {
      */
     progressIntervalMs: number;
   };
+  decode: {
+    /**
+     * Read `decimals()`, `symbol()` and `name()` by `eth_call` (once per contract, at the block it is
+     * first seen, cached in Redis) for ERC-20 Transfer/Approval and WETH Deposit/Withdrawal amounts
+     * of contracts the bundled token list does not know, to fill their `scaled` (docs/decoding.md).
+     * The node is the ingest node (`CHAINSIFT_RPC_URL`, or `npm start`'s `--rpc-url`); while it
+     * fails, the decode stage retries its batch. Env `CHAINSIFT_DECODE_TOKEN_CALLS` (`true`/`false`),
+     * default true; false: only the bundled list's tokens are scaled.
+     */
+    tokenCalls: boolean;
+    /**
+     * How long a negative entry of that cache lives (a contract whose `decimals()` reverted or
+     * returned garbage), in ms: after it, the contract is asked again. Env
+     * `CHAINSIFT_DECODE_TOKEN_NEGATIVE_TTL_MS`, default 86400000 (one day; an integer >= 1).
+     */
+    tokenNegativeTtlMs: number;
+  };
   index: {
     /** Largest bulk request, in documents. Env `CHAINSIFT_BULK_MAX_DOCS`, default 2000. */
     bulkMaxDocs: number;
@@ -303,6 +320,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       concurrency: int(env, "CHAINSIFT_INGEST_CONCURRENCY", 4, 1),
       traces: bool(env, "CHAINSIFT_INGEST_TRACES", true),
       progressIntervalMs: int(env, "CHAINSIFT_PROGRESS_INTERVAL_MS", 5000, 1),
+    },
+    decode: {
+      tokenCalls: bool(env, "CHAINSIFT_DECODE_TOKEN_CALLS", true),
+      tokenNegativeTtlMs: int(env, "CHAINSIFT_DECODE_TOKEN_NEGATIVE_TTL_MS", 86_400_000, 1),
     },
     index: {
       bulkMaxDocs: int(env, "CHAINSIFT_BULK_MAX_DOCS", 2000, 1),

@@ -8,6 +8,8 @@ import { Client } from "@elastic/elasticsearch";
 import type { Registry } from "prom-client";
 import type { DecodeMethodOptions } from "../lib/chain/methods.js";
 import { type ChainState, createRedisChainState, ingestKeyPrefix } from "../lib/chain/state.js";
+import { createTokenMetadataCache } from "../lib/chain/token-cache.js";
+import { readTokenMetadata } from "../lib/chain/token-metadata.js";
 import type { Config } from "../lib/config.js";
 import type { Logger } from "../lib/logger.js";
 import type { ReadinessCheck } from "../lib/metrics.js";
@@ -38,7 +40,8 @@ export interface PipelineDeps {
   /**
    * The whole configuration (lib/config.ts): `chain`, `kafka` and `schemaRegistryUrl` (the bus),
    * `elasticsearch` (`url`, `requestTimeoutMs`, `indexPrefix`), `redisUrl` and `redisKeyPrefix`,
-   * `ingest` (`concurrency`, `traces`: defaults of {@link Pipeline.createIngester}) and `notify`.
+   * `ingest` (`concurrency`, `traces`: defaults of {@link Pipeline.createIngester}; `rpcUrl`: the
+   * decode stage's token-metadata node by default), `decode` (`tokenCalls`, `tokenNegativeTtlMs`) and `notify`.
    */
   config: Config;
   /** The process's logger; every stage logs through a child of it (`stage: "<name>"`). */
@@ -54,6 +57,13 @@ export interface PipelineDeps {
   es?: Client;
   /** Decoder; `createDecoder()` when absent. */
   decoder?: Decoder;
+  /**
+   * The node the decode stage reads token metadata from by `eth_call` (when `config.decode.tokenCalls`;
+   * lib/chain/token-cache.ts), e.g. `npm start`'s `--rpc-url`. Default `config.ingest.rpcUrl`.
+   */
+  tokenRpcUrl?: string;
+  /** EIP-155 chain id of the chain (the decoder's), selecting the bundled token list's entries for the decode stage; default 1. */
+  chainId?: number;
   /** Which consuming stages to run. Default decode and index (match and notify need Redis and rules). */
   stages?: ConsumingStage[];
   /** Chain id and token decimals for the match stage's decoded Method/Call arguments; default mainnet and the bundled token list. */
@@ -116,6 +126,7 @@ export interface Pipeline {
  * notify share the bus and the Redis client.
  * @param deps - configuration, logger, the shared Redis client and metrics registry, and the
  *   stage options ({@link PipelineDeps}; defaults: own ES client and Redis client, `createDecoder()`,
+ *   on-chain token metadata from `config.ingest.rpcUrl` when `config.decode.tokenCalls`,
  *   stages decode and index, mainnet method decoding and token list, `refresh` false).
  * @returns the running pipeline ({@link Pipeline}): `bus`, `es`, `consumers`, `chainState()`,
  *   `createIngester(rpcUrl, opts?)` (an ingester over a JSON-RPC source with the durable chain
@@ -148,7 +159,21 @@ export async function startPipeline(deps: PipelineDeps): Promise<Pipeline> {
   /** The registry, as an optional dependency of a stage (absent: the stage keeps a private one). */
   const metrics = registry ? { registry } : {};
   if (stages.includes("decode")) {
-    started("decode", await startDecodeStage({ bus, decoder: deps.decoder ?? createDecoder(), logger, ...metrics }));
+    const tokenRpcUrl = deps.tokenRpcUrl ?? config.ingest.rpcUrl;
+    const tokenMetadata = config.decode.tokenCalls
+      ? createTokenMetadataCache({
+          redis,
+          keyPrefix: config.redisKeyPrefix,
+          chain: config.chain,
+          read: (requests) => readTokenMetadata(tokenRpcUrl, requests),
+          negativeTtlMs: config.decode.tokenNegativeTtlMs,
+        })
+      : undefined;
+    const decoder = deps.decoder ?? createDecoder(deps.chainId === undefined ? {} : { chainId: deps.chainId });
+    started(
+      "decode",
+      await startDecodeStage({ bus, decoder, logger, ...(tokenMetadata ? { tokenMetadata } : {}), chainId: deps.chainId ?? 1, ...metrics }),
+    );
   }
   if (stages.includes("index")) {
     started(

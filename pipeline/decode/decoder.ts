@@ -39,12 +39,16 @@ export interface DecoderDeps {
 export interface Decoder {
   /**
    * Decodes one log.
+   * @param log - the log record.
+   * @param tokens - a lookup consulted for the emitting contract's decimals when the decoder's own
+   *   ({@link DecoderDeps.tokens}) does not know the token: the decode stage passes the batch's
+   *   on-chain metadata here (pipeline/decode/token-batch.ts). Called with the lower-case address.
    * @returns the decoded event; or, when topic0 is a known signature but the topics or data do
    *   not fit any of its layouts, an event with `error` set (a one-line reason), `args: []` and
    *   `str` describing the failure; or null when the log has no topics or topic0 is unknown.
    *   Never throws.
    */
-  decode(log: LogRecord): EventRecord | null;
+  decode(log: LogRecord, tokens?: TokenLookup): EventRecord | null;
 }
 
 /** Description of one supported event layout, for documentation and tests. */
@@ -323,7 +327,7 @@ function decodeWith(layout: Layout, log: LogRecord, token: TokenInfo | undefined
     if (slot.scaled && token && typeof v === "bigint") {
       const dec = decimalText(v, token.decimals);
       scaled = Number(dec);
-      text = `${r.text} [${dec} ${token.symbol}]`;
+      text = token.symbol ? `${r.text} [${dec} ${token.symbol}]` : `${r.text} [${dec}]`;
     }
     args.push({ name: slot.name, pos, value: { hex: r.hex, num: r.num, scaled, type: slot.param.type } });
     parts.push(`${slot.name}=${text}`);
@@ -345,7 +349,7 @@ function decodeWith(layout: Layout, log: LogRecord, token: TokenInfo | undefined
  *   data must be exactly the ABI-encoded length; dirty padding of an address topic is an error.
  * - `str` is `Name(arg=value, …)` with addresses in full lower-case hex, integers in decimal,
  *   bools as true/false, arrays as `[a, b]`; a scaled amount is followed by
- *   `[<decimal amount> <symbol>]`, e.g. `Transfer(from=0x…, to=0x…, value=1500000 [1.5 USDT])`.
+ *   `[<decimal amount> <symbol>]` (`[<decimal amount>]` for a token without a symbol), e.g. `Transfer(from=0x…, to=0x…, value=1500000 [1.5 USDT])`.
  *   A failed decode renders as `Name(undecodable: <error>)`.
  * - Record fields logIndex, transactionIndex, transactionHash, address, blockHash, blockNumber
  *   and timestamp are the log's (same objects, not copies).
@@ -356,7 +360,7 @@ export function createDecoder(deps: DecoderDeps = {}): Decoder {
   const tokens = deps.tokens ?? lookupToken;
   const table = layouts();
   return {
-    decode(log: LogRecord): EventRecord | null {
+    decode(log: LogRecord, fallback?: TokenLookup): EventRecord | null {
       const topics = Array.isArray(log.topics) ? log.topics : [];
       const t0 = topics[0];
       if (typeof t0 !== "string") return null;
@@ -371,7 +375,10 @@ export function createDecoder(deps: DecoderDeps = {}): Decoder {
           return failed(log, candidates, undefined, error);
         }
         let token: TokenInfo | undefined;
-        if (layout.hasScaled && typeof log.address === "string") token = usableToken(tokens(log.address.toLowerCase(), chainId));
+        if (layout.hasScaled && typeof log.address === "string") {
+          const address = log.address.toLowerCase();
+          token = usableToken(tokens(address, chainId) ?? fallback?.(address, chainId));
+        }
         const out = decodeWith(layout, log, token);
         return typeof out === "string" ? failed(log, candidates, layout, out) : out;
       } catch (err) {

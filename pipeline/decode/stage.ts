@@ -1,24 +1,38 @@
 /**
  * The decode stage's Kafka shell: consumes logs, decodes each with the pure {@link Decoder}, and
  * produces events keyed `<transactionHash>_e_<logIndex>`. Logs of unknown events produce nothing.
+ * With on-chain token metadata ({@link DecodeStageDeps.tokenMetadata}), the contracts of a batch
+ * whose amounts need decimals not in the bundled list are resolved first, all at once (one cache
+ * pass, one JSON-RPC batch), so the decoder stays pure and synchronous.
  * @module
  */
 
 import type { Registry } from "prom-client";
+import type { TokenMetadataCache } from "../../lib/chain/token-cache.js";
+import type { TokenLookup } from "../../lib/chain/tokens.js";
 import { NonRetryableError } from "../../lib/errors.js";
 import type { Logger } from "../../lib/logger.js";
 import { eventId, type LogRecord } from "../../lib/records.js";
 import { type Bus, createRecordProducer, messageSeq, type OutgoingRecord, seqHeaders } from "../kafka/bus.js";
 import { type HandlerFailure, type InputRecord, type RunningConsumer, runConsumer } from "../kafka/consumer.js";
 import type { Decoder } from "./decoder.js";
+import { lookupOf, tokenRequests } from "./token-batch.js";
 
-/** Turns a batch of consumed logs into event messages and per-record failures (pure). */
-export function decodeBatch(decoder: Decoder, inputs: InputRecord[]): { out: OutgoingRecord[]; failures: HandlerFailure[] } {
+/**
+ * Turns a batch of consumed logs into event messages and per-record failures (pure).
+ * @param tokens - the batch's resolved token metadata, consulted when the decoder's own lookup does
+ *   not know a token ({@link Decoder.decode}); default none.
+ */
+export function decodeBatch(
+  decoder: Decoder,
+  inputs: InputRecord[],
+  tokens?: TokenLookup,
+): { out: OutgoingRecord[]; failures: HandlerFailure[] } {
   const out: OutgoingRecord[] = [];
   const failures: HandlerFailure[] = [];
   for (const input of inputs) {
     try {
-      const ev = decoder.decode(input.record as LogRecord);
+      const ev = decoder.decode(input.record as LogRecord, tokens);
       // The event carries its log's ingest sequence number: it belongs to the same block bundle.
       const headers = seqHeaders(messageSeq(input.message));
       if (ev)
@@ -46,6 +60,15 @@ export interface DecodeStageDeps {
    * produced for it); a throw dead-letters that log (`CS_DECODE_FAILED`). E.g. `createDecoder()`.
    */
   decoder: Decoder;
+  /**
+   * On-chain token metadata (lib/chain/token-cache.ts), for ERC-20/WETH amounts of contracts the
+   * bundled token list does not know: resolved once per consumed batch before decoding. A failure
+   * (node down) retries the whole batch; nothing is dead-lettered for it. Default none: such amounts
+   * get `scaled: null`.
+   */
+  tokenMetadata?: TokenMetadataCache;
+  /** EIP-155 chain id of the logs, selecting the bundled token list's entries; default 1 (the decoder's default). */
+  chainId?: number;
   /** Receives the consumer's `batch failed; retrying` (warn) and `dead-lettered` (warn) lines, tagged `stage: "decode"`. */
   logger: Logger;
   /** Registry of the shell's metrics (pipeline/kafka/metrics.ts), e.g. the process's; default a private one. */
@@ -60,8 +83,8 @@ export interface DecodeStageDeps {
  *
  * Errors of records never reject or stop the stage: a log the decoder throws on becomes a
  * {@link NonRetryableError} `CS_DECODE_FAILED` and goes to the dead-letter topic, as does a message
- * whose Avro does not decode (`CS_AVRO_DECODE`); a failed produce (a `RetryableError` or any other
- * error) retries the whole batch with backoff (500 ms, doubling up to 30 s) without committing it.
+ * whose Avro does not decode (`CS_AVRO_DECODE`); a failed produce or token-metadata resolve (a
+ * `RetryableError` or any other error) retries the whole batch with backoff (500 ms, doubling up to 30 s) without committing it.
  * @param deps - the bus, the decoder, the logger and optionally the metrics registry
  *   ({@link DecodeStageDeps}; default a private registry).
  * @returns a {@link RunningConsumer}: `consumer` (the kafkajs consumer, e.g. for its events),
@@ -80,7 +103,14 @@ export async function startDecodeStage(deps: DecodeStageDeps): Promise<RunningCo
     stage: "decode",
     topics: ["logs"],
     handler: async (inputs) => {
-      const { out, failures } = decodeBatch(deps.decoder, inputs);
+      const requests = deps.tokenMetadata
+        ? tokenRequests(
+            inputs.map((i) => i.record),
+            deps.chainId ?? 1,
+          )
+        : [];
+      const tokens = deps.tokenMetadata && requests.length > 0 ? lookupOf(await deps.tokenMetadata.resolve(requests)) : undefined;
+      const { out, failures } = decodeBatch(deps.decoder, inputs, tokens);
       await producer.send(out);
       return failures;
     },

@@ -10,6 +10,7 @@
  * the confirmation tracker drops the Token match, and the token is not produced again.
  * @module
  */
+import type { TokenMetadata } from "../../lib/chain/token-metadata.js";
 import { lookupToken } from "../../lib/chain/tokens.js";
 import type { ChainId } from "../../lib/config.js";
 import type { TokenEntity } from "../../lib/match/entities.js";
@@ -18,13 +19,7 @@ import { chainKeyPrefix } from "./keys.js";
 import { luaScript, runLua } from "./lua.js";
 import type { MatchRedis } from "./redis.js";
 
-/** Token metadata; each field null when unknown (call reverted, not implemented, not decodable). */
-export interface TokenMetadata {
-  name: string | null;
-  symbol: string | null;
-  /** Integer 0…255, or null (always null is fine for ERC-721). */
-  decimals: number | null;
-}
+export type { TokenMetadata };
 
 /** Where token metadata comes from. */
 export interface TokenMetadataSource {

@@ -36,6 +36,8 @@ export function createHarness(overrides: Partial<Config> = {}): Harness {
     elasticsearch: { ...base.elasticsearch, indexPrefix: `${id}-` },
     api: { ...base.api, port: 0, tokens: [`test-token-${id}`], adminToken: `test-admin-${id}` },
     redisKeyPrefix: `${id}:`,
+    // Off unless a test asks for it: most tests run the decode stage without a node that answers eth_call.
+    decode: { ...base.decode, tokenCalls: false, ...overrides.decode },
     logLevel: process.env.LOG_LEVEL ?? "warn",
   };
   const logger = createLogger(config.logLevel, `test-${id}`);

@@ -36,6 +36,8 @@ export function configEnv(config: Config, extra: NodeJS.ProcessEnv = {}): NodeJS
     CHAINSIFT_RPC_URL: config.ingest.rpcUrl,
     CHAINSIFT_POLL_INTERVAL_MS: String(config.ingest.pollIntervalMs),
     CHAINSIFT_INGEST_TRACES: String(config.ingest.traces),
+    CHAINSIFT_DECODE_TOKEN_CALLS: String(config.decode.tokenCalls),
+    CHAINSIFT_DECODE_TOKEN_NEGATIVE_TTL_MS: String(config.decode.tokenNegativeTtlMs),
     LOG_LEVEL: process.env.LOG_LEVEL ?? "warn",
     ...extra,
   };

@@ -132,7 +132,7 @@ export async function startAlertingEnv(options: AlertingEnvOptions = {}): Promis
       h.config.api = { ...h.config.api, rateLimitMax: 1_000_000 };
       h.config.notify = { ...h.config.notify, smtpUrl: smtpStarted.url, mailFrom: MAIL_FROM };
     },
-    match: ({ provider }) => ({ tokens: rpcTokenMetadataSource(provider), reloadIntervalMs: 1000 }),
+    match: ({ anvil }) => ({ tokens: rpcTokenMetadataSource(anvil.rpcUrl), reloadIntervalMs: 1000 }),
   });
   try {
     return await withApi(env, slack!, smtp!);
