@@ -1,10 +1,11 @@
 /**
  * `npm run bench -- <name> [options]`: runs one benchmark and prints its figures.
- * Benchmarks: ingest, search, stream, match, alert-latency, reorg, rules, startup, capacity (docs/benchmarks.md).
+ * Benchmarks: ingest, decode, search, stream, match, alert-latency, reorg, rules, startup, capacity (docs/benchmarks.md).
  * @module
  */
 import { benchAlertLatency } from "./alert-latency.js";
 import { benchCapacity } from "./capacity.js";
+import { benchDecode } from "./decode.js";
 import { benchIngest } from "./ingest.js";
 import { benchMatch } from "./match.js";
 import { benchReorg } from "./reorg.js";
@@ -15,6 +16,7 @@ import { benchStream } from "./stream.js";
 
 const benches: Record<string, (args: string[]) => Promise<void>> = {
   ingest: benchIngest,
+  decode: benchDecode,
   match: benchMatch,
   "alert-latency": benchAlertLatency,
   search: benchSearch,

@@ -1,0 +1,69 @@
+/**
+ * `npm run bench -- decode [--copies N] [--rounds R]`: the decode stage's pure work per log on the
+ * mainnet fixture logs (N copies of every complete fixture block's logs, default 20), in one
+ * process, no Kafka:
+ * - `bundled list only`: `decodeBatch` as with `CHAINSIFT_DECODE_TOKEN_CALLS=false` (the decoder
+ *   alone, the stage's cost before on-chain decimals);
+ * - `with on-chain decimals`: `tokenRequests` over the batch, then `decodeBatch` with the batch's
+ *   resolved metadata as the fallback lookup (every unlisted contract answered from memory, as the
+ *   cache does after its first batch; the JSON-RPC and Redis round trips are not measured here).
+ * Each is run R times (default 5), the two alternated round by round (same machine load); the
+ * median is printed.
+ * @module
+ */
+import type { TokenMetadata } from "../lib/chain/token-metadata.js";
+import { createDecoder } from "../pipeline/decode/decoder.js";
+import { decodeBatch } from "../pipeline/decode/stage.js";
+import { lookupOf, tokenRequests } from "../pipeline/decode/token-batch.js";
+import { toBlockBundle } from "../pipeline/ingest/transform.js";
+import type { InputRecord } from "../pipeline/kafka/consumer.js";
+import { hasMainnetFixtures, loadCompleteBlocks, SKIP_NO_FIXTURES } from "../test/support/fixtures.js";
+
+const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] as number;
+
+/** Runs the decode benchmark (module notes). */
+export async function benchDecode(args: string[]): Promise<void> {
+  if (!hasMainnetFixtures()) {
+    console.log(SKIP_NO_FIXTURES);
+    return;
+  }
+  const opt = (name: string, fallback: number) => Number(args[args.indexOf(name) + 1] ?? 0) || fallback;
+  const copies = opt("--copies", 20);
+  const rounds = opt("--rounds", 5);
+  const logs = loadCompleteBlocks().flatMap((b) => toBlockBundle(b.block, b.receipts).logs);
+  const inputs = Array.from({ length: copies }, () => logs)
+    .flat()
+    .map((record) => ({ record, message: { headers: {} } }) as unknown as InputRecord);
+  const decoder = createDecoder();
+  const resolved = new Map<string, TokenMetadata>(
+    tokenRequests(logs, 1).map((r) => [r.address, { decimals: 18, symbol: "T", name: null }] as const),
+  );
+  console.log(
+    `bench decode: ${inputs.length} logs (${logs.length} fixture logs x ${copies}), ${resolved.size} contracts outside the token list, median of ${rounds}`,
+  );
+  const variants: Array<{ label: string; run: () => number; us: number[]; events: number }> = [
+    { label: "bundled list only", run: () => decodeBatch(decoder, inputs).out.length, us: [], events: 0 },
+    {
+      label: "with on-chain decimals",
+      run: () => {
+        const requests = tokenRequests(
+          inputs.map((i) => i.record),
+          1,
+        );
+        const batch = new Map(requests.map((r) => [r.address, resolved.get(r.address) as TokenMetadata]));
+        return decodeBatch(decoder, inputs, lookupOf(batch)).out.length;
+      },
+      us: [],
+      events: 0,
+    },
+  ];
+  // Alternated round by round, so both see the same machine load.
+  for (let r = 0; r < rounds; r++) {
+    for (const v of variants) {
+      const t0 = performance.now();
+      v.events = v.run();
+      v.us.push(((performance.now() - t0) * 1000) / inputs.length);
+    }
+  }
+  for (const v of variants) console.log(`${v.label.padEnd(24)}: ${median(v.us).toFixed(2)} µs/log (${v.events} events)`);
+}
