@@ -9,8 +9,9 @@
  * (JSON; `blockNumber` the block the calls were made at). An entry with known decimals has no TTL
  * (decimals never change in practice); an entry without (the contract reverted on `decimals()` or
  * returned garbage) is a **negative entry** kept for {@link TokenCacheDeps.negativeTtlMs} (default one
- * day), so such a contract costs one batch of calls per day instead of one per batch of logs. A node
- * without `eth_call` caches nothing.
+ * day), so such a contract costs one batch of calls per day instead of one per batch of logs. What a
+ * node without `eth_call` answers is kept in the process's memory only (as a negative entry), never
+ * in Redis: another node may know better.
  * @module
  */
 import type { ChainId } from "../config.js";
@@ -115,11 +116,11 @@ export function createTokenMetadataCache(deps: TokenCacheDeps): TokenMetadataCac
       for (const r of read) {
         const meta: TokenMetadata = { decimals: r.decimals, symbol: r.symbol, name: r.name };
         out.set(r.address, meta);
-        if (r.unavailable) continue; // the node cannot tell: nothing learned, nothing cached
+        remember(r.address, meta, negativeTtlMs);
+        if (r.unavailable) continue; // the node cannot tell: nothing learned, nothing in Redis (memory only: not asked again per batch)
         const value = JSON.stringify({ ...meta, blockNumber: missing.get(r.address)?.blockNumber ?? null });
         if (meta.decimals === null) write.set(prefix + r.address, value, { expiration: { type: "PX", value: negativeTtlMs } });
         else write.set(prefix + r.address, value);
-        remember(r.address, meta, negativeTtlMs);
         writes++;
       }
       if (writes > 0) await write.exec();
