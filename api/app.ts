@@ -27,10 +27,15 @@ import { rateLimitPlugin } from "./plugins/rate-limit.js";
 import { redisPlugin } from "./plugins/redis.js";
 import { rulesBackendsPlugin } from "./plugins/rules.js";
 import { adminRoutes } from "./routes/admin/index.js";
+import { esRoutes } from "./routes/es/index.js";
 import { healthRoutes } from "./routes/health.js";
 import { rulesRoutes } from "./routes/rules/index.js";
 import { searchRoutes } from "./routes/search/index.js";
 import { chainLabel } from "./routes/search/target.js";
+import type { SearchTarget } from "./search/search.js";
+
+/** The JSON media type of the official Elasticsearch clients, parsed as `application/json`. */
+export const ES_JSON_TYPE = "application/vnd.elasticsearch+json";
 
 /** Largest request body, in bytes (1 MiB; a query with 256 clauses of 1024 values fits). */
 export const BODY_LIMIT_BYTES = 1024 * 1024;
@@ -139,7 +144,8 @@ export async function buildApi(deps: ApiDeps): Promise<FastifyInstance> {
   // An empty JSON body means "no body" ({}): the contract's "search with no body".
   const json = app.getDefaultJsonParser("error", "error");
   app.removeContentTypeParser(["application/json", "text/plain"]);
-  app.addContentTypeParser("application/json", { parseAs: "string" }, (request, body, done) => {
+  // The official Elasticsearch clients send JSON as application/vnd.elasticsearch+json; compatible-with=8.
+  app.addContentTypeParser(["application/json", ES_JSON_TYPE], { parseAs: "string" }, (request, body, done) => {
     if ((body as string).trim() === "") done(null, undefined);
     else json(request, body as string, done);
   });
@@ -168,6 +174,11 @@ export async function buildApi(deps: ApiDeps): Promise<FastifyInstance> {
       limit: (request, reply) => app.enforceRateLimit(request, reply),
     });
     await app.register(openapiPlugin, { version: pkg.version });
+    /** Search metrics of every search route (contract and Elasticsearch-compatible). */
+    const onHits = (target: SearchTarget, hits: number, path: "bytes" | "parsed" | "stream"): void => {
+      app.metrics.searchHits.inc({ chain: target.chain ? chainLabel(target.chain) : "unknown", kinds: target.kinds.join(",") }, hits);
+      app.metrics.searchAnswers.inc({ path });
+    };
     await app.register(healthRoutes);
     await app.register(metricsRoutes);
     // Search and admin bodies must be JSON objects (null, arrays, scalars: 400 CS_BODY_INVALID);
@@ -177,12 +188,16 @@ export async function buildApi(deps: ApiDeps): Promise<FastifyInstance> {
       await scope.register(searchRoutes, {
         config,
         chains,
-        onHits: (target, hits, path) => {
-          app.metrics.searchHits.inc({ chain: target.chain ? chainLabel(target.chain) : "unknown", kinds: target.kinds.join(",") }, hits);
-          app.metrics.searchAnswers.inc({ path });
-        },
+        onHits,
       });
       await scope.register(adminRoutes);
+    });
+    // Elasticsearch-compatible routes: their own scope (product header, error fields, NDJSON parser).
+    await app.register(esRoutes, {
+      config,
+      chains,
+      version: pkg.version,
+      onHits,
     });
     await app.register(rulesBackendsPlugin, { config, redis: app.redis });
     const { rules, deliveries, deliveryStatus, traceSource } = app.rulesBackends;

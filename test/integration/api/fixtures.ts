@@ -3,6 +3,7 @@
  * lib/records.ts (realistic mainnet-like values; addresses EIP-55, hashes lower-case), and helpers
  * to index them under a unique prefix in a real Elasticsearch and to probe the services.
  */
+import { randomBytes } from "node:crypto";
 import type { Client, estypes } from "@elastic/elasticsearch";
 import { id as keccakText } from "ethers";
 import { INDEX_SETTINGS, indexName, MAPPINGS } from "../../../es/mappings.js";
@@ -66,6 +67,30 @@ export interface ApiTestIsolation {
   indexPrefix: string;
   redisKeyPrefix: string;
   api: Partial<Config["api"]>;
+}
+
+/** A unique API test setup: its id, index prefix (`<id>-`), static token and {@link mainnetApiConfig}. */
+export interface IsolatedApi {
+  id: string;
+  indexPrefix: string;
+  token: string;
+  config: Config;
+}
+
+/**
+ * A {@link mainnetApiConfig} under a fresh random id: index prefix `<id>-`, Redis key prefix
+ * `<id>:`, one static token `test-<id>`, admin token `admin-<id>`, and a rate limit no test reaches.
+ * @param label - the first letters of the id (e.g. `t`, `py`).
+ */
+export function isolatedApi(base: Config, label: string): IsolatedApi {
+  const id = `${label}${randomBytes(4).toString("hex")}`;
+  const token = `test-${id}`;
+  const config = mainnetApiConfig(base, {
+    indexPrefix: `${id}-`,
+    redisKeyPrefix: `${id}:`,
+    api: { tokens: [token], adminToken: `admin-${id}`, rateLimitMax: 100_000 },
+  });
+  return { id, indexPrefix: `${id}-`, token, config };
 }
 
 /** `base` serving {@link MAINNET} under the file's own index and Redis key prefixes, with its API settings. */

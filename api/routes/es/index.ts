@@ -1,0 +1,308 @@
+/**
+ * Elasticsearch-compatible routes, next to the contract's, so that the official Elasticsearch
+ * clients (`@elastic/elasticsearch` 8, Python `elasticsearch` 8 and `elasticsearch.dsl`) and tools
+ * work with `…/<technology>/<blockchain>/<network>/es` as their node URL:
+ * - `GET|HEAD /:technology/:blockchain/:network/es/`: the cluster-info shape of the clients'
+ *   `info()` and `ping()` (chainsift's name and version);
+ * - `POST|GET …/es/_search`, `…/es/:index/_search`: a search, answered in Elasticsearch 8's shape
+ *   (api/search/es-shape.ts);
+ * - `POST|GET …/es/_count`, `…/es/:index/_count`: `{count, _shards}` of a `query`;
+ * - `POST|GET …/es/_msearch`, `…/es/:index/_msearch`: up to {@link MSEARCH_MAX_SEARCHES} searches in
+ *   one NDJSON body (`application/x-ndjson` or `application/vnd.elasticsearch+x-ndjson`).
+ * `:index` is an index expression (api/routes/es/indices.ts); without one, all kinds.
+ *
+ * The same checks as the contract's search path: authentication and rate limit (one request of
+ * the budget per HTTP request, also for `_msearch`), the DSL allowlist (api/dsl/), `maxSize`, the
+ * body limit. Differences, on these routes only: `size: -1` is refused (streaming is the contract
+ * path's), `from: 0` is accepted and dropped (elasticsearch.dsl sends it for `s[:n]`), a GET with
+ * a body is refused (Fastify does not read GET bodies: the query would be dropped silently), and
+ * unknown query-string parameters are refused. Every answer carries `X-Elastic-Product:
+ * Elasticsearch` (the clients refuse 2xx answers without it); error answers carry Elasticsearch's
+ * `error.type` (= our code), `error.reason` and `status` besides the contract's fields.
+ * @module
+ */
+import type { estypes } from "@elastic/elasticsearch";
+import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
+import type { FastifyReply, FastifyRequest } from "fastify";
+import type { ChainId, Config } from "../../../lib/config.js";
+import { isJsonObject } from "../../../lib/validation/problems.js";
+import { validateQuery, validateSearchBody } from "../../dsl/validate.js";
+import { ApiError, apiError, type ErrorBody, errorBody } from "../../errors.js";
+import { mapError } from "../../plugins/errors.js";
+import { requireObjectBody } from "../../plugins/object-body.js";
+import { type EsSearchResponse, toEsErrorBody, toEsSearchResponse } from "../../search/es-shape.js";
+import { requestOptions, runSearch, type SearchTarget } from "../../search/search.js";
+import { SearchBody } from "../search/schema.js";
+import { chainLabel } from "../search/target.js";
+import { resolveIndexTarget } from "./indices.js";
+import {
+  ES_ERROR_RESPONSES,
+  EsChainParams,
+  EsCountBody,
+  EsCountResponseSchema,
+  EsIndexParams,
+  EsInfoSchema,
+  EsMsearchResponseSchema,
+  EsQuerystring,
+  EsSearchResponseSchema,
+} from "./schema.js";
+
+/** Most searches in one `_msearch` body. */
+export const MSEARCH_MAX_SEARCHES = 10;
+
+/** The header the official clients require on every 2xx answer, and its value. */
+export const PRODUCT_HEADER = ["x-elastic-product", "Elasticsearch"] as const;
+
+/** NDJSON media types of `_msearch` (the clients send the second). */
+export const NDJSON_TYPES = ["application/x-ndjson", "application/vnd.elasticsearch+x-ndjson"];
+
+/** Options of {@link esRoutes}. */
+export interface EsRoutesOptions {
+  /** Uses `elasticsearch.indexPrefix`, `elasticsearch.requestTimeoutMs`, `api.maxSize`. */
+  config: Config;
+  /** The chains served. */
+  chains: readonly ChainId[];
+  /** chainsift's version, reported by the cluster-info route. */
+  version: string;
+  /** Called after each successful search (metrics), as the contract's search routes do. */
+  onHits?: (target: SearchTarget, hits: number, path: "parsed") => void;
+}
+
+type ChainPath = { technology: string; blockchain: string; network: string; index?: string };
+type Query = { rest_total_hits_as_int?: string };
+
+/** Whether a query-string flag is set (`?flag`, `?flag=true`). */
+const isSet = (v: string | undefined): boolean => v === "" || v === "true";
+
+/**
+ * `from: 0` dropped (an offset of zero is no offset; elasticsearch.dsl sends it for `s[:n]`);
+ * every other `from` stays and is refused by the validator.
+ */
+export function withoutZeroFrom(body: unknown): unknown {
+  if (!isJsonObject(body) || body.from !== 0) return body;
+  const { from: _from, ...rest } = body;
+  return rest;
+}
+
+/**
+ * Splits an `_msearch` NDJSON body into (header, body) pairs.
+ * @throws {ApiError} 400 CS_BODY_INVALID for a line that is not a JSON object, a header key other
+ *   than `index`, an odd number of lines, no search, or more than {@link MSEARCH_MAX_SEARCHES}.
+ */
+export function parseMsearch(text: string): Array<{ index?: string; body: Record<string, unknown> }> {
+  const lines = text.split("\n").filter((l) => l.trim() !== "");
+  if (lines.length === 0 || lines.length % 2 !== 0)
+    throw apiError("CS_BODY_INVALID", "an _msearch body is pairs of lines: a header ({} or {index}) and a search body");
+  if (lines.length / 2 > MSEARCH_MAX_SEARCHES)
+    throw apiError("CS_BODY_INVALID", `an _msearch body has at most ${MSEARCH_MAX_SEARCHES} searches; it has ${lines.length / 2}`);
+  const out: Array<{ index?: string; body: Record<string, unknown> }> = [];
+  for (let i = 0; i < lines.length; i += 2) {
+    const [header, body] = [lines[i], lines[i + 1]].map((line, j) => {
+      let v: unknown;
+      try {
+        v = JSON.parse(line as string);
+      } catch {
+        throw apiError("CS_BODY_INVALID", `line ${i + j + 1} of the _msearch body is not valid JSON`);
+      }
+      if (!isJsonObject(v)) throw apiError("CS_BODY_INVALID", `line ${i + j + 1} of the _msearch body must be a JSON object`);
+      return v;
+    }) as [Record<string, unknown>, Record<string, unknown>];
+    for (const key of Object.keys(header))
+      if (key !== "index") throw apiError("CS_BODY_INVALID", `_msearch header key ${JSON.stringify(key)} is not supported; only index`);
+    const index = Array.isArray(header.index) ? header.index.join(",") : header.index;
+    if (index !== undefined && typeof index !== "string") throw apiError("CS_BODY_INVALID", "an _msearch header's index must be a string");
+    out.push(index === undefined ? { body } : { index, body });
+  }
+  return out;
+}
+
+/** Registers the Elasticsearch-compatible routes (needs `app.es`). Register it in its own scope: its hooks apply to all its routes. */
+export const esRoutes: FastifyPluginAsyncTypebox<EsRoutesOptions> = async (app, { config, chains, version, onHits }) => {
+  const prefix = config.elasticsearch.indexPrefix;
+  const timeoutMs = config.elasticsearch.requestTimeoutMs;
+  const tags = ["elasticsearch"];
+
+  app.addContentTypeParser(NDJSON_TYPES, { parseAs: "string" }, (_request, body, done) => done(null, body));
+  app.addHook("preValidation", requireObjectBody);
+  app.addHook("onSend", async (_request, reply, payload) => {
+    reply.header(PRODUCT_HEADER[0], PRODUCT_HEADER[1]);
+    if (reply.statusCode < 400 || typeof payload !== "string") return payload;
+    try {
+      const body = JSON.parse(payload) as ErrorBody;
+      if (typeof body?.error?.code === "string") return JSON.stringify(toEsErrorBody(body, reply.statusCode));
+    } catch {
+      // not our error body: send as is
+    }
+    return payload;
+  });
+
+  /** Resolves the target and refuses a GET with a body (404 before any body error). */
+  const target = (request: FastifyRequest): SearchTarget & { chain: ChainId } => {
+    const t = resolveIndexTarget(chains, prefix, request.params as ChainPath);
+    const h = request.headers;
+    if (request.method === "GET" && (Number(h["content-length"] ?? 0) > 0 || h["transfer-encoding"] !== undefined))
+      throw apiError("CS_BODY_INVALID", "send a body with POST (a GET body is not read)");
+    return t;
+  };
+
+  const search = async (t: SearchTarget, rawBody: unknown, totalAsInt: boolean): Promise<EsSearchResponse> => {
+    const checked = validateSearchBody(withoutZeroFrom(rawBody), { kinds: t.kinds, maxSize: config.api.maxSize });
+    if (!checked.ok) throw new ApiError(checked.errors);
+    if (checked.value.size === -1)
+      throw apiError(
+        "CS_SIZE_INVALID",
+        "size -1 (every match, streamed) is only on the contract's path …/es/<kinds>/search/; here page with sort + search_after",
+        "size",
+      );
+    const env = await runSearch(app.es, checked.value, t, timeoutMs);
+    onHits?.(t, env.hits.hits.length, "parsed");
+    return toEsSearchResponse(env, totalAsInt);
+  };
+
+  const json = (reply: FastifyReply, body: unknown) => reply.type("application/json; charset=utf-8").send(body as never);
+  const base = "/:technology/:blockchain/:network/es";
+  /** Each endpoint without an index, with one, and (hidden) `block/<endpoint>`, which the block-by-hash GET route would otherwise take. */
+  const urls = (endpoint: string, name: string) =>
+    (["POST", "GET"] as const).flatMap((method) => {
+      const get = method === "GET" ? "Get" : "";
+      return [
+        { method, url: `${base}/${endpoint}`, params: EsChainParams, doc: { operationId: `${name}${get}` } },
+        { method, url: `${base}/:index/${endpoint}`, params: EsIndexParams, doc: { operationId: `${name}Index${get}` } },
+        { method, url: `${base}/block/${endpoint}`, params: EsChainParams, doc: { hide: true } },
+      ];
+    });
+  const fixedIndex = (url: string, request: FastifyRequest): void => {
+    if (url.includes("/block/_")) (request.params as ChainPath).index = "block";
+  };
+
+  app.get(
+    `${base}/`,
+    {
+      schema: {
+        summary: "Cluster info (the official clients' info() and ping())",
+        description: "chainsift's name and version in Elasticsearch's cluster-info shape; HEAD answers 200 with no body (ping).",
+        operationId: "esInfo",
+        tags,
+        params: EsChainParams,
+        response: { 200: EsInfoSchema, ...ES_ERROR_RESPONSES },
+      },
+    },
+    async (request, reply) => {
+      const chain = resolveIndexTarget(chains, prefix, request.params).chain;
+      return json(reply, {
+        name: "chainsift",
+        cluster_name: `chainsift ${chainLabel(chain)}`,
+        cluster_uuid: "_na_",
+        version: { number: version, build_flavor: "default", distribution: "chainsift" },
+        tagline: "chainsift: search EVM chain data with the Elasticsearch query DSL",
+      });
+    },
+  );
+
+  for (const { method, url, params, doc } of urls("_search", "esSearch")) {
+    app.route({
+      method,
+      url,
+      schema: {
+        summary: "Search (Elasticsearch 8's request and answer shapes)",
+        description:
+          "Same body and allowlist as the contract's search (query, sort, size, _source, search_after, aggs); size -1 is refused here. " +
+          "Answer: hits.total as {value, relation}, no _type.",
+        ...doc,
+        tags,
+        params,
+        querystring: EsQuerystring,
+        ...(method === "POST" ? { body: SearchBody } : {}),
+        response: { 200: EsSearchResponseSchema, ...ES_ERROR_RESPONSES },
+      },
+      preValidation: async (request) => {
+        fixedIndex(url, request);
+        target(request);
+        request.body = withoutZeroFrom(request.body ?? {}) as typeof request.body;
+      },
+      handler: async (request, reply) => {
+        const res = await search(target(request), request.body, isSet((request.query as Query).rest_total_hits_as_int));
+        return json(reply, res);
+      },
+    });
+  }
+
+  for (const { method, url, params, doc } of urls("_count", "esCount")) {
+    app.route({
+      method,
+      url,
+      schema: {
+        summary: "Count the matches of a query (Elasticsearch's _count)",
+        ...doc,
+        tags,
+        params,
+        querystring: EsQuerystring,
+        ...(method === "POST" ? { body: EsCountBody } : {}),
+        response: { 200: EsCountResponseSchema, ...ES_ERROR_RESPONSES },
+      },
+      preValidation: async (request) => {
+        fixedIndex(url, request);
+        target(request);
+        request.body ??= {};
+      },
+      handler: async (request, reply) => {
+        const t = target(request);
+        const body = request.body as Record<string, unknown>;
+        for (const key of Object.keys(body))
+          if (key !== "query") throw apiError("CS_BODY_INVALID", `_count takes only query; unknown key ${JSON.stringify(key)}`, key);
+        const checked = validateQuery(body.query ?? {}, t.kinds);
+        if (!checked.ok) throw new ApiError(checked.errors);
+        const req: estypes.CountRequest = { index: t.indices, ignore_unavailable: true, allow_no_indices: true };
+        if (checked.value) req.query = checked.value as estypes.QueryDslQueryContainer;
+        const res = await app.es.count(req, requestOptions(timeoutMs));
+        const s = res._shards;
+        return json(reply, {
+          count: res.count,
+          _shards: { total: s.total, successful: s.successful, skipped: s.skipped ?? 0, failed: s.failed },
+        });
+      },
+    });
+  }
+
+  for (const { method, url, params, doc } of urls("_msearch", "esMsearch").filter((u) => u.method === "POST")) {
+    app.route({
+      method,
+      url,
+      schema: {
+        summary: `Several searches in one request (NDJSON, at most ${MSEARCH_MAX_SEARCHES})`,
+        description:
+          "Header lines take only index (an index expression of the path's chain); each search is checked and answered on its own (status per response).",
+        ...doc,
+        tags,
+        params,
+        querystring: EsQuerystring,
+        response: { 200: EsMsearchResponseSchema, ...ES_ERROR_RESPONSES },
+      },
+      preValidation: async (request) => {
+        fixedIndex(url, request);
+        target(request);
+        if (typeof request.body !== "string")
+          throw apiError("CS_UNSUPPORTED_MEDIA_TYPE", `send the _msearch body as Content-Type: ${NDJSON_TYPES.join(" or ")}`);
+      },
+      handler: async (request, reply) => {
+        const started = Date.now();
+        const searches = parseMsearch(request.body as string);
+        const totalAsInt = isSet((request.query as Query).rest_total_hits_as_int);
+        const path = request.params as ChainPath;
+        const responses: unknown[] = [];
+        // One after the other: an _msearch costs Elasticsearch no more at once than a search.
+        for (const s of searches) {
+          try {
+            const t = resolveIndexTarget(chains, prefix, { ...path, index: s.index ?? path.index });
+            responses.push({ ...(await search(t, s.body, totalAsInt)), status: 200 });
+          } catch (err) {
+            const mapped = mapError(err);
+            if (mapped.unexpected) request.log.warn({ err }, "_msearch item failed");
+            responses.push(toEsErrorBody(errorBody(mapped.details), mapped.status));
+          }
+        }
+        return json(reply, { took: Date.now() - started, responses });
+      },
+    });
+  }
+};

@@ -1,0 +1,129 @@
+/**
+ * TypeBox schemas of the Elasticsearch-compatible routes (api/routes/es/index.ts): path and query
+ * parameters (validated) and the answers (documentation only, as for every route: the app
+ * serializes with `JSON.stringify`).
+ * @module
+ */
+import { Type } from "typebox";
+import { ErrorDetailSchema } from "../search/schema.js";
+
+const segment = (description: string, example: string) => Type.String({ description, examples: [example] });
+
+/** The chain segments of every Elasticsearch-compatible path. */
+export const EsChainParams = Type.Object({
+  technology: segment("Technology of a served chain", "ethereum"),
+  blockchain: segment("Blockchain of a served chain", "ethereum"),
+  network: segment("Network of a served chain", "mainnet"),
+});
+
+/** The chain segments and an index expression. */
+export const EsIndexParams = Type.Object({
+  technology: segment("Technology of a served chain", "ethereum"),
+  blockchain: segment("Blockchain of a served chain", "ethereum"),
+  network: segment("Network of a served chain", "mainnet"),
+  index: segment(
+    "Index expression: comma list of kinds (tx), index-style names (ethereum-ethereum-mainnet-tx), or * / <technology>-<blockchain>-<network>-* for all kinds",
+    "ethereum-ethereum-mainnet-tx",
+  ),
+});
+
+const flag = (description: string) => Type.Optional(Type.String({ description }));
+
+/**
+ * Query-string parameters accepted on the Elasticsearch-compatible routes; any other is 400
+ * `CS_BAD_REQUEST` (the query belongs in the body, where the allowlist checks it).
+ */
+export const EsQuerystring = Type.Object(
+  {
+    rest_total_hits_as_int: flag("true: hits.total as an integer instead of {value, relation}"),
+    pretty: flag("Accepted and ignored"),
+    human: flag("Accepted and ignored"),
+    error_trace: flag("Accepted and ignored (stack traces are never returned)"),
+  },
+  { additionalProperties: false },
+);
+
+/** Body of `_count`: a query only. */
+export const EsCountBody = Type.Object(
+  { query: Type.Optional(Type.Object({}, { additionalProperties: true, description: "One query clause of the allowlist" })) },
+  { description: "query only; absent counts every record of the kinds" },
+);
+
+const Shards = Type.Object({ total: Type.Integer(), successful: Type.Integer(), skipped: Type.Integer(), failed: Type.Integer() });
+
+const EsHit = Type.Object({
+  _index: Type.String(),
+  _id: Type.String(),
+  _score: Type.Union([Type.Number(), Type.Null()]),
+  _routing: Type.Optional(Type.String({ description: "Hash of the containing block (tx) or transaction (log, event)" })),
+  _source: Type.Object({}, { additionalProperties: true, description: "The record" }),
+  sort: Type.Optional(Type.Array(Type.Unknown(), { description: "Sorted searches: the values to pass as search_after" })),
+});
+
+/** Elasticsearch 8's search answer (documentation only). */
+export const EsSearchResponseSchema = Type.Object(
+  {
+    took: Type.Integer(),
+    timed_out: Type.Boolean(),
+    _shards: Shards,
+    hits: Type.Object({
+      total: Type.Union([Type.Object({ value: Type.Integer(), relation: Type.Literal("eq") }), Type.Integer()], {
+        description: "Exact: {value, relation: eq}, or an integer with rest_total_hits_as_int=true",
+      }),
+      max_score: Type.Union([Type.Number(), Type.Null()]),
+      hits: Type.Array(EsHit),
+    }),
+    aggregations: Type.Optional(
+      Type.Object({}, { additionalProperties: true, description: "Aggregation results as Elasticsearch returns them" }),
+    ),
+  },
+  { description: "Elasticsearch 8's search answer" },
+);
+
+/** Elasticsearch's `_count` answer (documentation only). */
+export const EsCountResponseSchema = Type.Object({ count: Type.Integer({ description: "Exact number of matches" }), _shards: Shards });
+
+/** The error body on the Elasticsearch-compatible routes (documentation only). */
+export const EsErrorBodySchema = Type.Object(
+  {
+    error: Type.Intersect([
+      ErrorDetailSchema,
+      Type.Object({ type: Type.String({ description: "Same as code" }), reason: Type.String({ description: "Same as message" }) }),
+    ]),
+    errors: Type.Array(ErrorDetailSchema),
+    status: Type.Integer({ description: "The HTTP status" }),
+  },
+  { description: "The contract's error body plus Elasticsearch's error.type (the code), error.reason and status" },
+);
+
+/** `_msearch` answer (documentation only): one search answer or error body per search, in request order. */
+export const EsMsearchResponseSchema = Type.Object({
+  took: Type.Integer(),
+  responses: Type.Array(
+    Type.Object({ status: Type.Integer() }, { additionalProperties: true, description: "A search answer or an error body, with status" }),
+  ),
+});
+
+/** `GET /<technology>/<blockchain>/<network>/es/` (documentation only): the cluster-info shape of the clients' `info()`. */
+export const EsInfoSchema = Type.Object({
+  name: Type.String({ description: "chainsift" }),
+  cluster_name: Type.String({ description: "chainsift and the chain, e.g. chainsift ethereum/ethereum/mainnet" }),
+  cluster_uuid: Type.String(),
+  version: Type.Object({
+    number: Type.String({ description: "chainsift's version (not an Elasticsearch version)" }),
+    build_flavor: Type.String(),
+    distribution: Type.String({ description: "chainsift" }),
+  }),
+  tagline: Type.String(),
+});
+
+/** Documented error answers of the Elasticsearch-compatible routes. */
+export const ES_ERROR_RESPONSES = {
+  400: EsErrorBodySchema,
+  401: EsErrorBodySchema,
+  404: EsErrorBodySchema,
+  413: EsErrorBodySchema,
+  415: EsErrorBodySchema,
+  429: EsErrorBodySchema,
+  503: EsErrorBodySchema,
+} as const;

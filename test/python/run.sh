@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# The Python suite: the official `elasticsearch` 8 client, `elasticsearch.dsl`, and a client
+# generated with openapi-python-client, against the API over the real stack (which must be up:
+# `npm run stack -- up`, as `npm test` leaves it in .ci/run).
+# - creates the venv test/python/.venv (gitignored) and pip-installs test/python/requirements.txt
+#   (pinned versions);
+# - starts the API with indexed fixtures (test/python/serve.ts, plain node + tsx, no vitest) and
+#   waits for it (60 s at most);
+# - runs pytest on test/python and exits with pytest's code (5, no test collected, fails too);
+#   the API it started (and only that pid) is stopped on exit, which deletes its indices and keys.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+export PATH="$PWD/node_modules/.bin:$PATH"
+
+venv=test/python/.venv
+if [[ ! -x "$venv/bin/python" ]]; then
+  python3 -m venv "$venv"
+fi
+"$venv/bin/python" -m pip install --quiet --disable-pip-version-check -r test/python/requirements.txt
+
+work="$(mktemp -d -t chainsift-python-XXXXXX)"
+info="$work/info.json"
+node --import tsx test/python/serve.ts "$info" >"$work/api.log" 2>&1 &
+api_pid=$!
+stop_api() {
+  kill -TERM "$api_pid" 2>/dev/null || true
+  wait "$api_pid" 2>/dev/null || true
+  rm -rf "$work"
+}
+trap stop_api EXIT
+
+for _ in $(seq 1 120); do
+  [[ -s "$info" ]] && break
+  if ! kill -0 "$api_pid" 2>/dev/null; then
+    echo "test/python: the API did not start:" >&2
+    cat "$work/api.log" >&2
+    exit 1
+  fi
+  sleep 0.5
+done
+if [[ ! -s "$info" ]]; then
+  echo "test/python: the API did not start within 60 s" >&2
+  cat "$work/api.log" >&2
+  exit 1
+fi
+
+status=0
+CHAINSIFT_PY_INFO="$info" CHAINSIFT_PY_WORK="$work" "$venv/bin/python" -m pytest -q -p no:cacheprovider test/python || status=$?
+exit "$status"

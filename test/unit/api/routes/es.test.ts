@@ -1,0 +1,102 @@
+/**
+ * Pure parts of the Elasticsearch-compatible routes: index expressions, the _msearch NDJSON
+ * parser, `from: 0`, and the conversions into Elasticsearch 8's answer and error shapes.
+ */
+import { describe, expect, it } from "vitest";
+import { ApiError, errorBody } from "../../../../api/errors.js";
+import { MSEARCH_MAX_SEARCHES, parseMsearch, withoutZeroFrom } from "../../../../api/routes/es/index.js";
+import { kindsOfIndexExpression } from "../../../../api/routes/es/indices.js";
+import type { HitsEnvelope } from "../../../../api/search/envelope.js";
+import { toEsErrorBody, toEsSearchResponse } from "../../../../api/search/es-shape.js";
+import type { ChainId } from "../../../../lib/config.js";
+import { RECORD_KINDS } from "../../../../lib/records.js";
+
+const MAINNET: ChainId = { technology: "ethereum", blockchain: "ethereum", network: "mainnet" };
+const code = (fn: () => unknown): string | undefined => {
+  try {
+    fn();
+  } catch (err) {
+    return err instanceof ApiError ? err.code : "not an ApiError";
+  }
+  return undefined;
+};
+
+describe("kindsOfIndexExpression", () => {
+  it("kinds, index-style names (with or without the deployment prefix), comma lists, all-kinds forms", () => {
+    expect(kindsOfIndexExpression(MAINNET, "p-", "tx")).toEqual(["tx"]);
+    expect(kindsOfIndexExpression(MAINNET, "p-", "Ethereum-Ethereum-Mainnet-TX,block,tx")).toEqual(["tx", "block"]);
+    expect(kindsOfIndexExpression(MAINNET, "p-", "p-ethereum-ethereum-mainnet-event")).toEqual(["event"]);
+    for (const all of [undefined, "", "*", "_all", "ethereum-ethereum-mainnet-*"])
+      expect(kindsOfIndexExpression(MAINNET, "p-", all)).toEqual([...RECORD_KINDS]);
+  });
+
+  it("another chain's names, other wildcards and unknown kinds are CS_UNKNOWN_KIND", () => {
+    for (const bad of ["ethereum-ethereum-sepolia-tx", "t*", "transactions", "tx,nope", "ethereum-ethereum-mainnet-"])
+      expect(
+        code(() => kindsOfIndexExpression(MAINNET, "p-", bad)),
+        bad,
+      ).toBe("CS_UNKNOWN_KIND");
+  });
+});
+
+describe("parseMsearch", () => {
+  it("pairs of header and body lines; the header's index (string or array)", () => {
+    const text = '{}\n{"size":0}\n{"index":"block"}\n{"query":{"match_all":{}}}\n{"index":["tx","log"]}\n{}\n';
+    expect(parseMsearch(text)).toEqual([
+      { body: { size: 0 } },
+      { index: "block", body: { query: { match_all: {} } } },
+      { index: "tx,log", body: {} },
+    ]);
+  });
+
+  it("refuses odd line counts, non-objects, other header keys, bad JSON and too many searches", () => {
+    for (const bad of ["", "{}\n", "{}\n[]\n", '{"preference":"x"}\n{}\n', "{}\n{nope\n", '{"index":5}\n{}\n'])
+      expect(
+        code(() => parseMsearch(bad)),
+        JSON.stringify(bad),
+      ).toBe("CS_BODY_INVALID");
+    expect(code(() => parseMsearch("{}\n{}\n".repeat(MSEARCH_MAX_SEARCHES)))).toBeUndefined();
+    expect(code(() => parseMsearch("{}\n{}\n".repeat(MSEARCH_MAX_SEARCHES + 1)))).toBe("CS_BODY_INVALID");
+  });
+});
+
+it("withoutZeroFrom drops from: 0 only", () => {
+  expect(withoutZeroFrom({ from: 0, size: 3 })).toEqual({ size: 3 });
+  expect(withoutZeroFrom({ from: 5 })).toEqual({ from: 5 });
+  expect(withoutZeroFrom(undefined)).toBeUndefined();
+});
+
+describe("Elasticsearch 8 shapes", () => {
+  const env: HitsEnvelope = {
+    took: 3,
+    timed_out: false,
+    _shards: { total: 1, successful: 1, skipped: 0, failed: 0 },
+    hits: {
+      total: 2,
+      max_score: 1,
+      hits: [
+        { _index: "x-tx", _type: "tx", _id: "0x1", _score: 1, _routing: "0xb", _parent: "0xb", _source: { hash: "0x1" }, sort: [5, "0x1"] },
+        { _index: "x-block", _type: "block", _id: "0xb", _score: 1, _source: { hash: "0xb" } },
+      ],
+    },
+    aggregations: { n: { value: 2 } },
+  };
+
+  it("search: total as {value, relation}, no _type nor _parent, _routing and sort kept in ES's key order", () => {
+    const res = toEsSearchResponse(env);
+    expect(res.hits.total).toEqual({ value: 2, relation: "eq" });
+    expect(Object.keys(res.hits.hits[0] ?? {})).toEqual(["_index", "_id", "_score", "_routing", "_source", "sort"]);
+    expect(Object.keys(res.hits.hits[1] ?? {})).toEqual(["_index", "_id", "_score", "_source"]);
+    expect(res.aggregations).toEqual({ n: { value: 2 } });
+    expect(toEsSearchResponse(env, true).hits.total).toBe(2);
+  });
+
+  it("errors: type = code, reason = message, and status", () => {
+    const body = errorBody([{ code: "CS_QUERY_TOO_DEEP", message: "too deep", path: "query" }]);
+    expect(toEsErrorBody(body, 400)).toEqual({
+      error: { code: "CS_QUERY_TOO_DEEP", message: "too deep", path: "query", type: "CS_QUERY_TOO_DEEP", reason: "too deep" },
+      errors: body.errors,
+      status: 400,
+    });
+  });
+});
