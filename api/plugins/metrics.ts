@@ -118,6 +118,7 @@ export const metricsRoutes: FastifyPluginAsync = async (app) => {
     {
       config: { public: true },
       schema: {
+        operationId: "metrics",
         summary: "Prometheus metrics (text exposition format); do not expose publicly",
         tags: ["operations"],
         security: [],

@@ -5,13 +5,20 @@
  * (no token) and not rate limited.
  *
  * Security schemes: `bearerAuth` (an API token, every search route) and `adminAuth` (the admin
- * token, the `/admin/` routes). Register this plugin before the routes: the document lists the
+ * token, the `/admin/` routes).
+ *
+ * Shared schemas: every schema named with lib/validation/component.ts `component(name)` (rule,
+ * target and alert definitions, payload items, search body, hits envelope, error body, …) is written
+ * once under `components/schemas/<name>` and referenced with `$ref` from every place it appears
+ * ({@link hoistComponents}); every route declares an `operationId`. Clients generated from the
+ * document thus get one model per named schema and one method per operation. Register this plugin before the routes: the document lists the
  * routes added after it.
  * @module
  */
 import swagger from "@fastify/swagger";
 import swaggerUi from "@fastify/swagger-ui";
 import type { FastifyPluginAsync } from "fastify";
+import { COMPONENT_KEY } from "../../lib/validation/component.js";
 import { globalPlugin } from "./plugin.js";
 
 /** Where Swagger UI is served; the document is at `<prefix>/json`. */
@@ -21,6 +28,42 @@ export const DOCS_PREFIX = "/docs";
 export interface OpenapiPluginOptions {
   /** `info.version` of the document (the package version). */
   version: string;
+}
+
+type Json = unknown;
+
+/**
+ * Moves every schema named with `x-component` (lib/validation/component.ts) into
+ * `components/schemas/<name>` and replaces each occurrence with `{$ref: "#/components/schemas/<name>"}`
+ * (innermost first, so named schemas inside named schemas are references too). The annotation
+ * itself is removed. Two different schemas under one name keep the first under the name and the
+ * others as `<name>_2`, `<name>_3`, … (a test checks that no such name appears). Pure: returns a
+ * new document.
+ * @param doc - an OpenAPI document (`paths`, optional `components`).
+ */
+export function hoistComponents<T extends { paths?: Json; components?: Record<string, Json> }>(
+  doc: T,
+): T & { components: { schemas: Record<string, Json> } } {
+  const schemas: Record<string, Json> = { ...((doc.components?.schemas as Record<string, Json> | undefined) ?? {}) };
+  const texts = new Map<string, string>(Object.entries(schemas).map(([k, v]) => [k, JSON.stringify(v)]));
+  const visit = (node: Json): Json => {
+    if (Array.isArray(node)) return node.map(visit);
+    if (typeof node !== "object" || node === null) return node;
+    const out: Record<string, Json> = {};
+    for (const [k, v] of Object.entries(node)) if (k !== COMPONENT_KEY) out[k] = visit(v);
+    const name = (node as Record<string, Json>)[COMPONENT_KEY];
+    if (typeof name !== "string") return out;
+    const text = JSON.stringify(out);
+    let key = name;
+    for (let n = 2; texts.has(key) && texts.get(key) !== text; n++) key = `${name}_${n}`;
+    if (!texts.has(key)) {
+      texts.set(key, text);
+      schemas[key] = out;
+    }
+    return { $ref: `#/components/schemas/${key}` };
+  };
+  const paths = visit(doc.paths);
+  return { ...doc, paths, components: { ...doc.components, schemas } };
 }
 
 /** Registers `@fastify/swagger` (document) and `@fastify/swagger-ui` (UI at {@link DOCS_PREFIX}). */
@@ -53,6 +96,9 @@ export const openapiPlugin: FastifyPluginAsync<OpenapiPluginOptions> = globalPlu
       },
       security: [{ bearerAuth: [] }],
     },
+    // The document type of @fastify/swagger is stricter than the JSON walked here.
+    transformObject: (documents) =>
+      hoistComponents((documents as { openapiObject: Parameters<typeof hoistComponents>[0] }).openapiObject) as never,
   });
   await app.register(swaggerUi, { routePrefix: DOCS_PREFIX, staticCSP: true });
 }, "chainsift-openapi");

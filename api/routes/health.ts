@@ -10,6 +10,7 @@
  */
 import type { FastifyPluginAsync } from "fastify";
 import { Type } from "typebox";
+import { component } from "../../lib/validation/component.js";
 import { apiError } from "../errors.js";
 import { elasticsearchReady } from "../plugins/elasticsearch.js";
 import { redisReady } from "../plugins/redis.js";
@@ -21,7 +22,7 @@ export const READY_TIMEOUT_MS = 2000;
 /** Answer of `GET /healthz` (documentation only: the OpenAPI document's 200). */
 export const LivenessSchema = Type.Object(
   { status: Type.Literal("ok") },
-  { description: "The process serves HTTP (nothing else is checked)", examples: [{ status: "ok" }] },
+  { description: "The process serves HTTP (nothing else is checked)", examples: [{ status: "ok" }], ...component("Liveness") },
 );
 
 /** Answer of `GET /readyz` when ready (documentation only: the OpenAPI document's 200). */
@@ -34,6 +35,7 @@ export const ReadinessSchema = Type.Object(
   {
     description: "Elasticsearch answered _cluster/health and Redis PING in time",
     examples: [{ status: "ready", elasticsearch: "green", redis: "ok" }],
+    ...component("Readiness"),
   },
 );
 
@@ -42,7 +44,7 @@ export const healthRoutes: FastifyPluginAsync = async (app) => {
   const common = { tags: ["operations"], security: [] };
   app.get(
     "/healthz",
-    { config: { public: true }, schema: { ...common, summary: "Liveness", response: { 200: LivenessSchema } } },
+    { config: { public: true }, schema: { ...common, operationId: "liveness", summary: "Liveness", response: { 200: LivenessSchema } } },
     async () => ({ status: "ok" }),
   );
   app.get(
@@ -51,6 +53,7 @@ export const healthRoutes: FastifyPluginAsync = async (app) => {
       config: { public: true },
       schema: {
         ...common,
+        operationId: "readiness",
         summary: "Readiness (Elasticsearch and Redis answer)",
         response: { 200: ReadinessSchema, 503: ErrorBodySchema },
       },

@@ -14,6 +14,7 @@
 import { type Static, type TSchema, Type } from "typebox";
 import type { ChainId } from "../config.js";
 import { EMAIL_PATTERN } from "../email.js";
+import { component } from "../validation/component.js";
 import { ARRAY_OPERATORS, EQUALITY_OPERATORS, OPERATORS, type Operator, RULE_STATES, TARGET_TYPES } from "./model.js";
 
 // ---------------------------------------------------------------------------------------------
@@ -218,8 +219,11 @@ function definitionSchema(level: 1 | 2 | 3, inner?: TSchema): TSchema {
       ),
     );
   }
-  return Type.Union(variants, { description });
+  return Type.Union(variants, { description, ...component(DEFINITION_COMPONENTS[level]) });
 }
+
+/** The OpenAPI component name of each definition level. */
+const DEFINITION_COMPONENTS = { 1: "TargetDefinition", 2: "SecondLevelDefinition", 3: "ThirdLevelDefinition" } as const;
 
 /** Third-level definition (item of a second-level Inspect's operatorParameters): name, operator (no Inspect), value, all required; nothing deeper. */
 export const ThirdLevelDefinitionSchema = definitionSchema(3);
@@ -245,32 +249,35 @@ export const TargetDefinitionSchema = definitionSchema(1, SecondLevelDefinitionS
  * @param inner - the schema of the items of a `Sub Field`'s `subPayloads`; absent at the last level.
  * @returns a closed object (leaf) or a union of two closed objects.
  */
-function payloadItemSchema(inner?: TSchema): TSchema {
-  if (!inner) return Type.Object({ fieldType: Type.Literal("Field"), fieldName: FieldName }, closed);
-  return Type.Union([
-    Type.Object(
-      { fieldType: Type.Literal("Field"), fieldName: FieldName, subPayloads: Type.Optional(Type.Null()) },
-      { ...closed, description: "Field: subPayloads null or absent" },
-    ),
-    Type.Object(
-      {
-        fieldType: Type.Literal("Sub Field"),
-        fieldName: FieldName,
-        subPayloads: Type.Array(inner, { minItems: RULE_LIMITS.subPayloadsMin, maxItems: RULE_LIMITS.subPayloadsMax, uniqueItems: true }),
-      },
-      { ...closed, description: "Sub Field: subPayloads required" },
-    ),
-  ]);
+function payloadItemSchema(name: string, inner?: TSchema): TSchema {
+  if (!inner) return Type.Object({ fieldType: Type.Literal("Field"), fieldName: FieldName }, { ...closed, ...component(name) });
+  return Type.Union(
+    [
+      Type.Object(
+        { fieldType: Type.Literal("Field"), fieldName: FieldName, subPayloads: Type.Optional(Type.Null()) },
+        { ...closed, description: "Field: subPayloads null or absent" },
+      ),
+      Type.Object(
+        {
+          fieldType: Type.Literal("Sub Field"),
+          fieldName: FieldName,
+          subPayloads: Type.Array(inner, { minItems: RULE_LIMITS.subPayloadsMin, maxItems: RULE_LIMITS.subPayloadsMax, uniqueItems: true }),
+        },
+        { ...closed, description: "Sub Field: subPayloads required" },
+      ),
+    ],
+    component(name),
+  );
 }
 
 /** Payload item one level below a sub-payload: only `{fieldType: "Field", fieldName}`. */
-export const LeafPayloadItemSchema = payloadItemSchema();
+export const LeafPayloadItemSchema = payloadItemSchema("LeafPayloadItem");
 
 /** Payload item of a sub-payload (same rules as the top level, children are leaves). */
-export const SubPayloadItemSchema = payloadItemSchema(LeafPayloadItemSchema);
+export const SubPayloadItemSchema = payloadItemSchema("SubPayloadItem", LeafPayloadItemSchema);
 
 /** Payload item: names a property of the matched entity sent with the alert; Sub Field steps into a nested property. */
-export const PayloadItemSchema = payloadItemSchema(SubPayloadItemSchema);
+export const PayloadItemSchema = payloadItemSchema("PayloadItem", SubPayloadItemSchema);
 
 const PayloadSchema = Type.Optional(
   Type.Union([Type.Array(PayloadItemSchema, { maxItems: RULE_LIMITS.payloadMax, uniqueItems: true }), Type.Null()]),
@@ -283,32 +290,41 @@ const HttpUrlSchema = Type.String({
 });
 
 /** Parameters of an Email alert. Additional properties are allowed (and ignored). */
-export const EmailParametersSchema = Type.Object({
-  recipients: Type.Array(Type.String({ pattern: EMAIL_PATTERN, maxLength: RULE_LIMITS.emailMaxLength, examples: ["ops@example.com"] }), {
-    minItems: 1,
-    maxItems: RULE_LIMITS.recipientsMax,
-  }),
-});
+export const EmailParametersSchema = Type.Object(
+  {
+    recipients: Type.Array(Type.String({ pattern: EMAIL_PATTERN, maxLength: RULE_LIMITS.emailMaxLength, examples: ["ops@example.com"] }), {
+      minItems: 1,
+      maxItems: RULE_LIMITS.recipientsMax,
+    }),
+  },
+  component("EmailParameters"),
+);
 /** Parameters of a Slack alert. Additional properties are allowed (and ignored). */
-export const SlackParametersSchema = Type.Object({
-  url: HttpUrlSchema,
-  text: Type.String({ maxLength: RULE_LIMITS.slackTextMaxLength }),
-  channel: Type.String({ maxLength: RULE_LIMITS.slackNameMaxLength }),
-  username: Type.String({ maxLength: RULE_LIMITS.slackNameMaxLength }),
-});
+export const SlackParametersSchema = Type.Object(
+  {
+    url: HttpUrlSchema,
+    text: Type.String({ maxLength: RULE_LIMITS.slackTextMaxLength }),
+    channel: Type.String({ maxLength: RULE_LIMITS.slackNameMaxLength }),
+    username: Type.String({ maxLength: RULE_LIMITS.slackNameMaxLength }),
+  },
+  component("SlackParameters"),
+);
 /** Parameters of a webhook alert (GET or POST). `{field}` tokens in the URL are replaced at delivery. */
-export const WebhookParametersSchema = Type.Object({ url: HttpUrlSchema });
+export const WebhookParametersSchema = Type.Object({ url: HttpUrlSchema }, component("WebhookParameters"));
 
 /** Alert definition (alerts item): the action and what it sends. Additional properties are allowed. */
-export const AlertDefinitionSchema = Type.Union([
-  Type.Object({ type: Type.Literal("Email"), parameters: EmailParametersSchema, payload: PayloadSchema }),
-  Type.Object({ type: Type.Literal("Slack"), parameters: SlackParametersSchema, payload: PayloadSchema }),
-  Type.Object({
-    type: Type.Enum(["Webhook (GET)", "Webhook (POST)"] as const),
-    parameters: WebhookParametersSchema,
-    payload: PayloadSchema,
-  }),
-]);
+export const AlertDefinitionSchema = Type.Union(
+  [
+    Type.Object({ type: Type.Literal("Email"), parameters: EmailParametersSchema, payload: PayloadSchema }),
+    Type.Object({ type: Type.Literal("Slack"), parameters: SlackParametersSchema, payload: PayloadSchema }),
+    Type.Object({
+      type: Type.Enum(["Webhook (GET)", "Webhook (POST)"] as const),
+      parameters: WebhookParametersSchema,
+      payload: PayloadSchema,
+    }),
+  ],
+  component("AlertDefinition"),
+);
 
 /** Rule config: no additional properties; targetType, targetMap and alerts all required. */
 export const RuleConfigSchema = Type.Object(
@@ -321,7 +337,7 @@ export const RuleConfigSchema = Type.Object(
     }),
     alerts: Type.Array(AlertDefinitionSchema, { minItems: RULE_LIMITS.alertsMin, maxItems: RULE_LIMITS.alertsMax, uniqueItems: true }),
   },
-  closed,
+  { ...closed, ...component("RuleConfig") },
 );
 
 /**
@@ -356,7 +372,11 @@ const ruleProperties = {
  * Defaults applied by {@link validateRuleInput}: `state` `enabled`, `sendPendingAlerts` false, `description` null.
  */
 const createDescription = `An alerting rule. Additional top-level properties are allowed and stored verbatim: at most ${RULE_LIMITS.extraPropertiesMax}, together at most ${RULE_LIMITS.extraPropertiesMaxBytes} bytes of JSON; the whole body at most ${RULE_LIMITS.bodyMaxBytes} bytes.`;
-export const RuleCreateSchema = Type.Object(ruleProperties, { description: createDescription, ...extraPropertyLimits });
+export const RuleCreateSchema = Type.Object(ruleProperties, {
+  description: createDescription,
+  ...extraPropertyLimits,
+  ...component("RuleFields"),
+});
 
 /**
  * Body of `PUT /alerting/rules/<rule_id>/`: any subset of the rule's fields, merged into the stored
@@ -400,8 +420,19 @@ export function ruleSchemasFor(chains: readonly ChainId[]): RuleSchemas {
           })),
         };
   const properties = { ...ruleProperties, technology: enumOf("technology"), blockchain: enumOf("blockchain"), network: enumOf("network") };
-  const create = Type.Object(properties, { description: createDescription, ...extraPropertyLimits, ...combinations });
-  return { create, update: Type.Partial(create, { description: updateDescription, ...extraPropertyLimits, ...combinations }) };
+  const create = Type.Object(properties, {
+    description: createDescription,
+    ...extraPropertyLimits,
+    ...combinations,
+    ...component("RuleCreate"),
+  });
+  const update = Type.Partial(create, {
+    description: updateDescription,
+    ...extraPropertyLimits,
+    ...combinations,
+    ...component("RuleUpdate"),
+  });
+  return { create, update };
 }
 
 /** Static type of a body valid against {@link RuleCreateSchema}. */

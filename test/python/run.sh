@@ -45,5 +45,5 @@ if [[ ! -s "$info" ]]; then
 fi
 
 status=0
-CHAINSIFT_PY_INFO="$info" CHAINSIFT_PY_WORK="$work" "$venv/bin/python" -m pytest -q -p no:cacheprovider test/python || status=$?
+CHAINSIFT_PY_INFO="$info" "$venv/bin/python" -m pytest -q -p no:cacheprovider test/python || status=$?
 exit "$status"

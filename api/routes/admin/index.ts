@@ -53,7 +53,13 @@ export const adminRoutes: FastifyPluginAsyncTypebox = async (app) => {
     "/admin/accounts/",
     {
       config: { admin: true, validationErrorCode: "CS_ACCOUNT_INVALID" },
-      schema: { ...common, summary: "Create an account", body: CreateAccountBody, response: { 201: AccountSchema, ...errors } },
+      schema: {
+        ...common,
+        operationId: "createAccount",
+        summary: "Create an account",
+        body: CreateAccountBody,
+        response: { 201: AccountSchema, ...errors },
+      },
     },
     async (request, reply) => {
       const account = await store.createAccount(request.body);
@@ -63,7 +69,10 @@ export const adminRoutes: FastifyPluginAsyncTypebox = async (app) => {
 
   app.get(
     "/admin/accounts/",
-    { config: { admin: true }, schema: { ...common, summary: "List accounts", response: { 200: AccountListSchema, ...errors } } },
+    {
+      config: { admin: true },
+      schema: { ...common, operationId: "listAccounts", summary: "List accounts", response: { 200: AccountListSchema, ...errors } },
+    },
     async () => ({ accounts: await store.listAccounts() }),
   );
 
@@ -71,7 +80,13 @@ export const adminRoutes: FastifyPluginAsyncTypebox = async (app) => {
     "/admin/accounts/:id",
     {
       config: { admin: true },
-      schema: { ...common, summary: "Get an account", params: AccountParams, response: { 200: AccountSchema, ...errors } },
+      schema: {
+        ...common,
+        operationId: "getAccount",
+        summary: "Get an account",
+        params: AccountParams,
+        response: { 200: AccountSchema, ...errors },
+      },
     },
     async (request) => found(await store.getAccount(request.params.id), "CS_ACCOUNT_NOT_FOUND", "account", "id", request.params.id),
   );
@@ -82,6 +97,7 @@ export const adminRoutes: FastifyPluginAsyncTypebox = async (app) => {
       config: { admin: true },
       schema: {
         ...common,
+        operationId: "disableAccount",
         summary: "Disable an account: its tokens stop working at once (idempotent)",
         params: AccountParams,
         response: { 200: AccountSchema, ...errors },
@@ -96,6 +112,7 @@ export const adminRoutes: FastifyPluginAsyncTypebox = async (app) => {
       config: { admin: true, validationErrorCode: "CS_TOKEN_INVALID" },
       schema: {
         ...common,
+        operationId: "issueToken",
         summary: "Issue a token; the secret is in this answer only",
         params: AccountParams,
         body: IssueTokenBody,
@@ -116,7 +133,13 @@ export const adminRoutes: FastifyPluginAsyncTypebox = async (app) => {
     "/admin/accounts/:id/tokens/",
     {
       config: { admin: true },
-      schema: { ...common, summary: "List an account's tokens", params: AccountParams, response: { 200: TokenListSchema, ...errors } },
+      schema: {
+        ...common,
+        operationId: "listTokens",
+        summary: "List an account's tokens",
+        params: AccountParams,
+        response: { 200: TokenListSchema, ...errors },
+      },
     },
     async (request) => ({ tokens: await store.listTokens(request.params.id) }),
   );
@@ -125,7 +148,13 @@ export const adminRoutes: FastifyPluginAsyncTypebox = async (app) => {
     "/admin/tokens/:tokenId",
     {
       config: { admin: true },
-      schema: { ...common, summary: "Get a token's info", params: TokenParams, response: { 200: TokenInfoSchema, ...errors } },
+      schema: {
+        ...common,
+        operationId: "getToken",
+        summary: "Get a token's info",
+        params: TokenParams,
+        response: { 200: TokenInfoSchema, ...errors },
+      },
     },
     async (request) =>
       found(await store.getToken(request.params.tokenId), "CS_TOKEN_NOT_FOUND", "token", "tokenId", request.params.tokenId),
@@ -137,6 +166,7 @@ export const adminRoutes: FastifyPluginAsyncTypebox = async (app) => {
       config: { admin: true },
       schema: {
         ...common,
+        operationId: "revokeToken",
         summary: "Revoke a token with immediate effect (idempotent)",
         params: TokenParams,
         response: { 204: { type: "null", description: "Revoked" }, ...errors },

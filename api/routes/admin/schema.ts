@@ -7,6 +7,7 @@
  */
 import { Type } from "typebox";
 import { MAX_EMAIL_LENGTH, MAX_NAME_LENGTH } from "../../../lib/accounts/model.js";
+import { component } from "../../../lib/validation/component.js";
 
 const Nullable = <T extends ReturnType<typeof Type.String>>(t: T, description: string) => Type.Union([t, Type.Null()], { description });
 const Time = (description: string) => Type.String({ description: `${description}, ISO 8601 UTC`, examples: ["2025-05-02T09:12:06.930Z"] });
@@ -20,7 +21,7 @@ export const AccountSchema = Type.Object(
     createdAt: Time("Creation time"),
     disabled: Type.Boolean({ description: "When true, none of the account's tokens authenticates" }),
   },
-  { description: "An account" },
+  { description: "An account", ...component("Account") },
 );
 
 /** What is known about a token (never its secret). */
@@ -35,7 +36,7 @@ export const TokenInfoSchema = Type.Object(
     revokedAt: Nullable(Time("Revocation time"), "Revocation time, or null"),
     lastUsedAt: Type.Optional(Time("Last successful use (about a minute resolution)")),
   },
-  { description: "An API token (without its secret)" },
+  { description: "An API token (without its secret)", ...component("TokenInfo") },
 );
 
 /** Body of `POST /admin/accounts/`. */
@@ -44,7 +45,7 @@ export const CreateAccountBody = Type.Object(
     name: Type.String({ minLength: 1, maxLength: MAX_NAME_LENGTH, description: "Display name (not unique)" }),
     email: Type.Optional(Nullable(Type.String({ maxLength: MAX_EMAIL_LENGTH }), "Contact address")),
   },
-  { additionalProperties: false },
+  { additionalProperties: false, ...component("CreateAccountBody") },
 );
 
 /** Body of `POST /admin/accounts/:id/tokens/` (may be omitted). */
@@ -55,14 +56,17 @@ export const IssueTokenBody = Type.Object(
       Nullable(Type.String({ description: "ISO 8601 time in the future" }), "When the token stops working; null = never"),
     ),
   },
-  { additionalProperties: false },
+  { additionalProperties: false, ...component("IssueTokenBody") },
 );
 
 /** Answer of `POST /admin/accounts/:id/tokens/`. */
-export const IssuedTokenSchema = Type.Object({
-  token: Type.String({ description: "The secret (cs_…), shown only in this answer: it is not stored" }),
-  info: TokenInfoSchema,
-});
+export const IssuedTokenSchema = Type.Object(
+  {
+    token: Type.String({ description: "The secret (cs_…), shown only in this answer: it is not stored" }),
+    info: TokenInfoSchema,
+  },
+  component("IssuedToken"),
+);
 
 /** `:id` of the account routes. */
 export const AccountParams = Type.Object({ id: Type.String({ description: "Account id" }) });
@@ -71,9 +75,15 @@ export const AccountParams = Type.Object({ id: Type.String({ description: "Accou
 export const TokenParams = Type.Object({ tokenId: Type.String({ description: "Token id" }) });
 
 /** Answer of `GET /admin/accounts/`. */
-export const AccountListSchema = Type.Object({ accounts: Type.Array(AccountSchema, { description: "All accounts, oldest first" }) });
+export const AccountListSchema = Type.Object(
+  { accounts: Type.Array(AccountSchema, { description: "All accounts, oldest first" }) },
+  component("AccountList"),
+);
 
 /** Answer of `GET /admin/accounts/:id/tokens/`. */
-export const TokenListSchema = Type.Object({
-  tokens: Type.Array(TokenInfoSchema, { description: "The account's tokens, oldest first, revoked and expired ones included" }),
-});
+export const TokenListSchema = Type.Object(
+  {
+    tokens: Type.Array(TokenInfoSchema, { description: "The account's tokens, oldest first, revoked and expired ones included" }),
+  },
+  component("TokenList"),
+);

@@ -5,7 +5,8 @@
  * @module
  */
 import { Type } from "typebox";
-import { ErrorDetailSchema } from "../search/schema.js";
+import { component } from "../../../lib/validation/component.js";
+import { ErrorDetailSchema, ShardsSchema } from "../search/schema.js";
 
 const segment = (description: string, example: string) => Type.String({ description, examples: [example] });
 
@@ -46,26 +47,27 @@ export const EsQuerystring = Type.Object(
 /** Body of `_count`: a query only. */
 export const EsCountBody = Type.Object(
   { query: Type.Optional(Type.Object({}, { additionalProperties: true, description: "One query clause of the allowlist" })) },
-  { description: "query only; absent counts every record of the kinds" },
+  { description: "query only; absent counts every record of the kinds", ...component("EsCountBody") },
 );
 
-const Shards = Type.Object({ total: Type.Integer(), successful: Type.Integer(), skipped: Type.Integer(), failed: Type.Integer() });
-
-const EsHit = Type.Object({
-  _index: Type.String(),
-  _id: Type.String(),
-  _score: Type.Union([Type.Number(), Type.Null()]),
-  _routing: Type.Optional(Type.String({ description: "Hash of the containing block (tx) or transaction (log, event)" })),
-  _source: Type.Object({}, { additionalProperties: true, description: "The record" }),
-  sort: Type.Optional(Type.Array(Type.Unknown(), { description: "Sorted searches: the values to pass as search_after" })),
-});
+const EsHit = Type.Object(
+  {
+    _index: Type.String(),
+    _id: Type.String(),
+    _score: Type.Union([Type.Number(), Type.Null()]),
+    _routing: Type.Optional(Type.String({ description: "Hash of the containing block (tx) or transaction (log, event)" })),
+    _source: Type.Object({}, { additionalProperties: true, description: "The record" }),
+    sort: Type.Optional(Type.Array(Type.Unknown(), { description: "Sorted searches: the values to pass as search_after" })),
+  },
+  component("EsHit"),
+);
 
 /** Elasticsearch 8's search answer (documentation only). */
 export const EsSearchResponseSchema = Type.Object(
   {
     took: Type.Integer(),
     timed_out: Type.Boolean(),
-    _shards: Shards,
+    _shards: ShardsSchema,
     hits: Type.Object({
       total: Type.Union([Type.Object({ value: Type.Integer(), relation: Type.Literal("eq") }), Type.Integer()], {
         description: "Exact: {value, relation: eq}, or an integer with rest_total_hits_as_int=true",
@@ -77,11 +79,14 @@ export const EsSearchResponseSchema = Type.Object(
       Type.Object({}, { additionalProperties: true, description: "Aggregation results as Elasticsearch returns them" }),
     ),
   },
-  { description: "Elasticsearch 8's search answer" },
+  { description: "Elasticsearch 8's search answer", ...component("EsSearchResponse") },
 );
 
 /** Elasticsearch's `_count` answer (documentation only). */
-export const EsCountResponseSchema = Type.Object({ count: Type.Integer({ description: "Exact number of matches" }), _shards: Shards });
+export const EsCountResponseSchema = Type.Object(
+  { count: Type.Integer({ description: "Exact number of matches" }), _shards: ShardsSchema },
+  component("EsCountResponse"),
+);
 
 /** The error body on the Elasticsearch-compatible routes (documentation only). */
 export const EsErrorBodySchema = Type.Object(
@@ -93,29 +98,38 @@ export const EsErrorBodySchema = Type.Object(
     errors: Type.Array(ErrorDetailSchema),
     status: Type.Integer({ description: "The HTTP status" }),
   },
-  { description: "The contract's error body plus Elasticsearch's error.type (the code), error.reason and status" },
+  {
+    description: "The contract's error body plus Elasticsearch's error.type (the code), error.reason and status",
+    ...component("EsErrorBody"),
+  },
 );
 
 /** `_msearch` answer (documentation only): one search answer or error body per search, in request order. */
-export const EsMsearchResponseSchema = Type.Object({
-  took: Type.Integer(),
-  responses: Type.Array(
-    Type.Object({ status: Type.Integer() }, { additionalProperties: true, description: "A search answer or an error body, with status" }),
-  ),
-});
+export const EsMsearchResponseSchema = Type.Object(
+  {
+    took: Type.Integer(),
+    responses: Type.Array(
+      Type.Object({ status: Type.Integer() }, { additionalProperties: true, description: "A search answer or an error body, with status" }),
+    ),
+  },
+  component("EsMsearchResponse"),
+);
 
 /** `GET /<technology>/<blockchain>/<network>/es/` (documentation only): the cluster-info shape of the clients' `info()`. */
-export const EsInfoSchema = Type.Object({
-  name: Type.String({ description: "chainsift" }),
-  cluster_name: Type.String({ description: "chainsift and the chain, e.g. chainsift ethereum/ethereum/mainnet" }),
-  cluster_uuid: Type.String(),
-  version: Type.Object({
-    number: Type.String({ description: "chainsift's version (not an Elasticsearch version)" }),
-    build_flavor: Type.String(),
-    distribution: Type.String({ description: "chainsift" }),
-  }),
-  tagline: Type.String(),
-});
+export const EsInfoSchema = Type.Object(
+  {
+    name: Type.String({ description: "chainsift" }),
+    cluster_name: Type.String({ description: "chainsift and the chain, e.g. chainsift ethereum/ethereum/mainnet" }),
+    cluster_uuid: Type.String(),
+    version: Type.Object({
+      number: Type.String({ description: "chainsift's version (not an Elasticsearch version)" }),
+      build_flavor: Type.String(),
+      distribution: Type.String({ description: "chainsift" }),
+    }),
+    tagline: Type.String(),
+  },
+  component("EsInfo"),
+);
 
 /** Documented error answers of the Elasticsearch-compatible routes. */
 export const ES_ERROR_RESPONSES = {

@@ -233,6 +233,7 @@ export function rulesRoutes(deps: RulesRoutesDeps): FastifyPluginAsync {
         config: RULES_ROUTE_CONFIG,
         schema: {
           ...common,
+          operationId: "listRules",
           summary: "List the caller's rules",
           description:
             "Oldest first (createdAt, then id). Without limit and cursor: every rule of the caller in one answer (streamed), nextCursor null. " +
@@ -260,7 +261,13 @@ export function rulesRoutes(deps: RulesRoutesDeps): FastifyPluginAsync {
       `${RULES_PREFIX}/:rule_id/`,
       {
         config: RULES_ROUTE_CONFIG,
-        schema: { ...common, summary: "Get one rule", params: RuleParams, response: { 200: RuleSchema, ...RULES_ERROR_RESPONSES } },
+        schema: {
+          ...common,
+          operationId: "getRule",
+          summary: "Get one rule",
+          params: RuleParams,
+          response: { 200: RuleSchema, ...RULES_ERROR_RESPONSES },
+        },
       },
       async (request) => {
         const accountId = callerId(request);
@@ -277,6 +284,7 @@ export function rulesRoutes(deps: RulesRoutesDeps): FastifyPluginAsync {
         config: RULES_ROUTE_CONFIG,
         schema: {
           ...common,
+          operationId: "createRule",
           summary: "Create a rule",
           description:
             "Required: name, maxConfirmationCount, technology, blockchain, network, config. Defaults: state enabled, sendPendingAlerts false, description null. " +
@@ -306,6 +314,7 @@ export function rulesRoutes(deps: RulesRoutesDeps): FastifyPluginAsync {
         config: RULES_ROUTE_CONFIG,
         schema: {
           ...common,
+          operationId: "updateRule",
           summary: "Change a rule",
           description:
             "Any subset of the fields, merged at the top level (config is replaced as a whole). With version, the change applies only if it is the stored version (else 409 CS_RULE_VERSION_CONFLICT). " +
@@ -331,7 +340,13 @@ export function rulesRoutes(deps: RulesRoutesDeps): FastifyPluginAsync {
       `${RULES_PREFIX}/:rule_id/`,
       {
         config: RULES_ROUTE_CONFIG,
-        schema: { ...common, summary: "Delete a rule", params: RuleParams, response: { 204: { type: "null" }, ...RULES_ERROR_RESPONSES } },
+        schema: {
+          ...common,
+          operationId: "deleteRule",
+          summary: "Delete a rule",
+          params: RuleParams,
+          response: { 204: { type: "null" }, ...RULES_ERROR_RESPONSES },
+        },
       },
       async (request, reply) => {
         const accountId = callerId(request);
@@ -348,6 +363,7 @@ export function rulesRoutes(deps: RulesRoutesDeps): FastifyPluginAsync {
         config: RULES_ROUTE_CONFIG,
         schema: {
           ...common,
+          operationId: "listDeliveries",
           summary: "Delivery log of a rule",
           description: `Every delivery of every action of the rule's alerts, newest first; the newest 1000 are kept. ?limit= 1–${MAX_DELIVERIES_LIMIT} (default ${DEFAULT_DELIVERIES_LIMIT}), ?offset= from the newest.`,
           params: RuleParams,

@@ -8,7 +8,8 @@
 import { Type } from "typebox";
 import { MAX_LIST_LIMIT } from "../../../lib/rules/store.js";
 import { RuleCreateSchema, ruleSchemasFor } from "../../../lib/rules/validate.js";
-import { RULES_ERROR_CODES } from "./errors.js";
+import { component } from "../../../lib/validation/component.js";
+import { ErrorBodySchema } from "../search/schema.js";
 
 /** Largest `limit` of the deliveries endpoint (the delivery log's own bound). */
 export const MAX_DELIVERIES_LIMIT = 1000;
@@ -67,35 +68,41 @@ export const RuleSchema = Type.Intersect(
       updatedAt: Time("Time of the last change"),
     }),
   ],
-  { description: "An alerting rule as stored (additional top-level properties are returned verbatim)" },
+  { description: "An alerting rule as stored (additional top-level properties are returned verbatim)", ...component("Rule") },
 );
 
 /** A warning about an accepted rule (answer of POST and PUT only, never stored). */
-export const RuleWarningSchema = Type.Object({
-  code: Type.String({ description: "Stable code, e.g. CS_RULE_TRACES_UNAVAILABLE" }),
-  message: Type.String(),
-});
+export const RuleWarningSchema = Type.Object(
+  { code: Type.String({ description: "Stable code, e.g. CS_RULE_TRACES_UNAVAILABLE" }), message: Type.String() },
+  component("RuleWarning"),
+);
 
 /** Answer of POST and PUT: the stored rule, plus `warnings` when the rule is accepted but cannot work as is. */
-export const RuleWriteAnswerSchema = Type.Intersect([
-  RuleSchema,
-  Type.Object({
-    warnings: Type.Optional(
-      Type.Array(RuleWarningSchema, {
-        description:
-          "Present when the rule was stored but will not fire as is: CS_RULE_TRACES_UNAVAILABLE (a Trace or Call rule on a chain whose node gives no call traces, or with traces switched off)",
-      }),
-    ),
-  }),
-]);
+export const RuleWriteAnswerSchema = Type.Intersect(
+  [
+    RuleSchema,
+    Type.Object({
+      warnings: Type.Optional(
+        Type.Array(RuleWarningSchema, {
+          description:
+            "Present when the rule was stored but will not fire as is: CS_RULE_TRACES_UNAVAILABLE (a Trace or Call rule on a chain whose node gives no call traces, or with traces switched off)",
+        }),
+      ),
+    }),
+  ],
+  component("RuleWriteAnswer"),
+);
 
 /** Answer of `GET /alerting/rules/`: every rule (nextCursor null) or, with limit/cursor, one page. */
-export const RulePageSchema = Type.Object({
-  rules: Type.Array(RuleSchema, { description: "The caller's rules, oldest first (createdAt, then id): all of them, or one page" }),
-  nextCursor: Type.Union([Type.String(), Type.Null()], {
-    description: "Cursor of the next page; null on the last page and always null when every rule is listed",
-  }),
-});
+export const RulePageSchema = Type.Object(
+  {
+    rules: Type.Array(RuleSchema, { description: "The caller's rules, oldest first (createdAt, then id): all of them, or one page" }),
+    nextCursor: Type.Union([Type.String(), Type.Null()], {
+      description: "Cursor of the next page; null on the last page and always null when every rule is listed",
+    }),
+  },
+  component("RulePage"),
+);
 
 /** One entry of the delivery log (pipeline/notify/log.ts `DeliveryLogEntry`). */
 export const DeliveryLogEntrySchema = Type.Object(
@@ -114,7 +121,7 @@ export const DeliveryLogEntrySchema = Type.Object(
     code: Type.Optional(Type.String({ description: "Delivery error code, e.g. CS_DELIVERY_REJECTED" })),
     at: Time("When the delivery finished"),
   },
-  { description: "One delivery of one action of one alert" },
+  { description: "One delivery of one action of one alert", ...component("DeliveryLogEntry") },
 );
 
 const IsoOrNull = (description: string) => Type.Union([Type.String({ format: "date-time" }), Type.Null()], { description });
@@ -134,27 +141,21 @@ export const ActionDeliveryStatusSchema = Type.Object(
     lastSuccessAt: IsoOrNull("Time of the destination's last success"),
     pending: Type.Integer({ minimum: 0, description: "Deliveries of this action waiting in its queue" }),
   },
-  { description: "Health of an action's destination and its queue (docs/alerting-delivery.md)" },
+  { description: "Health of an action's destination and its queue (docs/alerting-delivery.md)", ...component("ActionDeliveryStatus") },
 );
 
 /** Answer of `GET /alerting/rules/<rule_id>/deliveries/`. */
-export const DeliveryPageSchema = Type.Object({
-  total: Type.Integer({ description: "Entries currently kept for the rule (the newest 1000)" }),
-  entries: Type.Array(DeliveryLogEntrySchema, { description: "Newest first" }),
-  destinations: Type.Array(ActionDeliveryStatusSchema, { description: "One per action of the rule, read live" }),
-});
-
-const ErrorDetail = Type.Object({
-  code: Type.String({ description: `Stable code, e.g. ${Object.keys(RULES_ERROR_CODES).slice(0, 3).join(", ")}` }),
-  message: Type.String({ description: "Human-readable explanation (not stable)" }),
-  path: Type.Union([Type.String(), Type.Null()], { description: "JSON path of the offending part of the request, or null" }),
-});
-
-/** Error body of the rules routes (the API's usual `{error, errors}`). */
-export const RulesErrorBodySchema = Type.Object(
-  { error: ErrorDetail, errors: Type.Array(ErrorDetail) },
-  { description: "Error: the first problem, and all problems" },
+export const DeliveryPageSchema = Type.Object(
+  {
+    total: Type.Integer({ description: "Entries currently kept for the rule (the newest 1000)" }),
+    entries: Type.Array(DeliveryLogEntrySchema, { description: "Newest first" }),
+    destinations: Type.Array(ActionDeliveryStatusSchema, { description: "One per action of the rule, read live" }),
+  },
+  component("DeliveryPage"),
 );
+
+/** Error body of the rules routes: the API's usual `{error, errors}` (the one `ErrorBody` of the OpenAPI document). */
+export const RulesErrorBodySchema = ErrorBodySchema;
 
 /** Error answers every rules route documents. */
 export const RULES_ERROR_RESPONSES = {

@@ -50,6 +50,7 @@ export const searchRoutes: FastifyPluginAsyncTypebox<SearchRoutesOptions> = asyn
     "/:technology/:blockchain/:network/es/:kinds/search/",
     {
       schema: {
+        operationId: "search",
         summary: "Search records of one or more kinds",
         description:
           "Query body: query, sort, size, _source; extensions: search_after, aggs/aggregations. size -1 streams all matches. " +
@@ -89,6 +90,7 @@ export const searchRoutes: FastifyPluginAsyncTypebox<SearchRoutesOptions> = asyn
     "/:technology/:blockchain/:network/es/block/:hash/",
     {
       schema: {
+        operationId: "getBlock",
         summary: "Get one block by hash",
         tags: ["search"],
         params: BlockParams,

@@ -9,6 +9,7 @@
  * @module
  */
 import { type Static, Type } from "typebox";
+import { component } from "../../../lib/validation/component.js";
 
 const segment = (description: string, example: string) => Type.String({ description, examples: [example] });
 
@@ -50,42 +51,54 @@ export const SearchBody = Type.Object(
     aggs: Type.Optional(AnyObject("Extension: aggregations by name (terms, histogram, date_histogram, sum, avg, min, max, cardinality)")),
     aggregations: Type.Optional(AnyObject("Extension: same as aggs")),
   },
-  { additionalProperties: false },
+  { additionalProperties: false, ...component("SearchBody") },
 );
 
 /** Static type of {@link SearchBody}. */
 export type SearchBodyType = Static<typeof SearchBody>;
 
 /** One problem of an error answer. */
-export const ErrorDetailSchema = Type.Object({
-  code: Type.String({ description: "Stable error code, e.g. CS_QUERY_UNSUPPORTED_CLAUSE" }),
-  message: Type.String({ description: "Human-readable explanation (not stable)" }),
-  path: Type.Union([Type.String(), Type.Null()], { description: "JSON path of the offending part of the request, or null" }),
-});
+export const ErrorDetailSchema = Type.Object(
+  {
+    code: Type.String({ description: "Stable error code, e.g. CS_QUERY_UNSUPPORTED_CLAUSE" }),
+    message: Type.String({ description: "Human-readable explanation (not stable)" }),
+    path: Type.Union([Type.String(), Type.Null()], { description: "JSON path of the offending part of the request, or null" }),
+  },
+  component("ErrorDetail"),
+);
 
 /** Body of every error answer. */
 export const ErrorBodySchema = Type.Object(
   { error: ErrorDetailSchema, errors: Type.Array(ErrorDetailSchema) },
-  { description: "Error: the first problem, and all problems" },
+  { description: "Error: the first problem, and all problems", ...component("ErrorBody") },
 );
 
-const Hit = Type.Object({
-  _index: Type.String(),
-  _type: Type.String({ description: "Record kind: block, tx, log or event" }),
-  _id: Type.String(),
-  _score: Type.Union([Type.Number(), Type.Null()]),
-  _routing: Type.Optional(Type.String({ description: "Hash of the containing block (tx) or transaction (log, event)" })),
-  _parent: Type.Optional(Type.String({ description: "Same as _routing" })),
-  _source: AnyObject("The record"),
-  sort: Type.Optional(Type.Array(Type.Unknown(), { description: "Extension, sorted searches: the values to pass as search_after" })),
-});
+const Hit = Type.Object(
+  {
+    _index: Type.String(),
+    _type: Type.String({ description: "Record kind: block, tx, log or event" }),
+    _id: Type.String(),
+    _score: Type.Union([Type.Number(), Type.Null()]),
+    _routing: Type.Optional(Type.String({ description: "Hash of the containing block (tx) or transaction (log, event)" })),
+    _parent: Type.Optional(Type.String({ description: "Same as _routing" })),
+    _source: AnyObject("The record"),
+    sort: Type.Optional(Type.Array(Type.Unknown(), { description: "Extension, sorted searches: the values to pass as search_after" })),
+  },
+  component("Hit"),
+);
+
+/** Shard counts of a search answer (documentation only). */
+export const ShardsSchema = Type.Object(
+  { total: Type.Integer(), successful: Type.Integer(), skipped: Type.Integer(), failed: Type.Integer() },
+  component("Shards"),
+);
 
 /** The hits envelope (documentation only). */
 export const HitsEnvelopeSchema = Type.Object(
   {
     took: Type.Integer(),
     timed_out: Type.Boolean(),
-    _shards: Type.Object({ total: Type.Integer(), successful: Type.Integer(), skipped: Type.Integer(), failed: Type.Integer() }),
+    _shards: ShardsSchema,
     hits: Type.Object({
       total: Type.Integer({ description: "Exact number of matches" }),
       max_score: Type.Union([Type.Number(), Type.Null()]),
@@ -93,7 +106,7 @@ export const HitsEnvelopeSchema = Type.Object(
     }),
     aggregations: Type.Optional(AnyObject("Extension: aggregation results as Elasticsearch returns them")),
   },
-  { description: "Meta first (took, timed_out, _shards), then hits, then aggregations (if requested)" },
+  { description: "Meta first (took, timed_out, _shards), then hits, then aggregations (if requested)", ...component("HitsEnvelope") },
 );
 
 /** Documented error answers of the search routes. */

@@ -218,11 +218,14 @@ describe.skipIf(!up)("search extensions, refused features, chains, OpenAPI and m
             responses?: Record<string, unknown>;
             parameters?: Array<{ name: string; in: string }>;
             security?: unknown;
-            requestBody?: { content: Record<string, { schema: { properties?: Record<string, unknown> } }> };
+            requestBody?: { content: Record<string, { schema: { $ref?: string; properties?: Record<string, unknown> } }> };
           }
         >
       >;
-      components: { securitySchemes: Record<string, { type: string; scheme: string }> };
+      components: {
+        securitySchemes: Record<string, { type: string; scheme: string }>;
+        schemas: Record<string, { properties?: Record<string, unknown> }>;
+      };
     }>();
     expect(doc.openapi).toMatch(/^3\.\d+\.\d+$/);
     expect(doc.info.title).toBeTruthy();
@@ -261,8 +264,11 @@ describe.skipIf(!up)("search extensions, refused features, chains, OpenAPI and m
       expect(target, m[1]).toBeDefined();
     }
     // Generated from the request schemas: the search body lists the accepted keys, the admin routes use adminAuth.
-    const body =
+    // The body is the shared SearchBody schema (components/schemas, api/plugins/openapi.ts hoistComponents).
+    const ref =
       doc.paths["/{technology}/{blockchain}/{network}/es/{kinds}/search/"]?.post?.requestBody?.content["application/json"]?.schema;
+    expect(ref).toEqual({ $ref: "#/components/schemas/SearchBody" });
+    const body = doc.components.schemas.SearchBody;
     expect(Object.keys(body?.properties ?? {}).sort()).toEqual([
       "_source",
       "aggregations",

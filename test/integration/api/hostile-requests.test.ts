@@ -117,13 +117,17 @@ describe.skipIf(!up)("hostile requests", () => {
       responses?: Record<string, { description?: string; content?: Record<string, { schema?: JsonSchema }> }>;
     }
     interface JsonSchema {
+      $ref?: string;
       type?: string;
       properties?: Record<string, JsonSchema>;
       required?: string[];
       enum?: unknown[];
     }
     const document = async () =>
-      (await app.inject({ method: "GET", url: "/docs/json" })).json<{ paths: Record<string, Record<string, Operation>> }>();
+      (await app.inject({ method: "GET", url: "/docs/json" })).json<{
+        paths: Record<string, Record<string, Operation>>;
+        components: { schemas: Record<string, JsonSchema> };
+      }>();
 
     it("documents a success answer with a schema for every operation (204: no body)", async () => {
       const doc = await document();
@@ -145,7 +149,11 @@ describe.skipIf(!up)("hostile requests", () => {
 
     it("documents /healthz and /readyz 200 with the keys they answer, and /metrics as text", async () => {
       const doc = await document();
-      const schemaOf = (path: string, status: string) => doc.paths[path]?.get?.responses?.[status]?.content?.["application/json"]?.schema;
+      // Shared schemas are $refs into components/schemas (api/plugins/openapi.ts hoistComponents).
+      const schemaOf = (path: string, status: string) => {
+        const schema = doc.paths[path]?.get?.responses?.[status]?.content?.["application/json"]?.schema;
+        return schema?.$ref ? doc.components.schemas[schema.$ref.replace("#/components/schemas/", "")] : schema;
+      };
       for (const path of ["/healthz", "/readyz"]) {
         const res = await app.inject({ method: "GET", url: path });
         expect(res.statusCode, res.body).toBe(200);
