@@ -6,6 +6,7 @@
  * search_after walk, an aggregation, count, msearch and refused requests whose code the client
  * surfaces. Indices and Redis keys live under unique prefixes and are deleted afterwards.
  */
+import { request } from "node:http";
 import type { AddressInfo } from "node:net";
 import { Client, errors } from "@elastic/elasticsearch";
 import type { FastifyInstance } from "fastify";
@@ -241,7 +242,7 @@ describe.skipIf(!up)("the official @elastic/elasticsearch 8 client against the A
     expect(param).toMatchObject({ status: 400, code: "CS_BAD_REQUEST" });
   });
 
-  it("raw HTTP: the product header on every answer, compatible-with JSON bodies, block/_search not taken by block/:hash", async () => {
+  it("raw HTTP: the product header on every answer, compatible-with JSON bodies, GET bodies refused, block/_search not taken by block/:hash", async () => {
     const auth = { authorization: `Bearer ${TOKEN}` };
     const compat = "application/vnd.elasticsearch+json; compatible-with=8";
     const ok = await fetch(`${apiUrl}/ethereum/ethereum/mainnet/es/block/_search`, {
@@ -262,6 +263,25 @@ describe.skipIf(!up)("the official @elastic/elasticsearch 8 client against the A
     expect(bad.status).toBe(400);
     expect(bad.headers.get("x-elastic-product")).toBe("Elasticsearch");
     expect(await bad.json()).toMatchObject({ status: 400, error: { code: "CS_BODY_INVALID", type: "CS_BODY_INVALID" } });
+    // A GET with a body is refused (Fastify does not read GET bodies: the query would be dropped).
+    const getWithBody = await new Promise<{ status: number; body: string }>((resolve, reject) => {
+      const body = JSON.stringify({ query: { term: { from: VITALIK } } });
+      const req = request(`${apiUrl}/ethereum/ethereum/mainnet/es/tx/_search`, {
+        method: "GET",
+        headers: { ...auth, "content-type": "application/json", "content-length": Buffer.byteLength(body) },
+      });
+      req.on("response", (res) => {
+        let text = "";
+        res.on("data", (c: Buffer) => {
+          text += c.toString();
+        });
+        res.on("end", () => resolve({ status: res.statusCode ?? 0, body: text }));
+      });
+      req.on("error", reject);
+      req.end(body);
+    });
+    expect(getWithBody.status).toBe(400);
+    expect(JSON.parse(getWithBody.body)).toMatchObject({ error: { code: "CS_BODY_INVALID" } });
     // The contract's path accepts the compatible-with media type too, and keeps its envelope.
     const contract = await fetch(`${apiUrl}/ethereum/ethereum/mainnet/es/tx/search/`, {
       method: "POST",
