@@ -30,6 +30,7 @@ import { adminRoutes } from "./routes/admin/index.js";
 import { esRoutes } from "./routes/es/index.js";
 import { healthRoutes } from "./routes/health.js";
 import { rulesRoutes } from "./routes/rules/index.js";
+import { ruleTestRoutes } from "./routes/rules/test.js";
 import { searchRoutes } from "./routes/search/index.js";
 import { chainLabel } from "./routes/search/target.js";
 import type { SearchTarget } from "./search/search.js";
@@ -68,7 +69,7 @@ export interface ApiDeps {
   /**
    * Uses `chain`, `api.*` (tokens, adminToken, maxSize, rateLimitMax, rateLimitWindowMs, and the
    * connection timeouts headersTimeoutMs, requestTimeoutMs, keepAliveTimeoutMs, connectionTimeoutMs),
-   * `elasticsearch.*`, `redisUrl`, `redisKeyPrefix` and `logLevel`.
+   * `elasticsearch.*`, `backtest.*` (rule tests), `redisUrl`, `redisKeyPrefix` and `logLevel`.
    */
   config: Config;
   /**
@@ -202,6 +203,7 @@ export async function buildApi(deps: ApiDeps): Promise<FastifyInstance> {
     await app.register(rulesBackendsPlugin, { config, redis: app.redis });
     const { rules, deliveries, deliveryStatus, traceSource } = app.rulesBackends;
     await app.register(rulesRoutes({ rules, deliveries, deliveryStatus, traceSource, chains }));
+    await app.register(ruleTestRoutes({ config, chains }));
   } catch (err) {
     // Release what the plugins registered so far opened (ES client, Redis connections).
     await app.close().catch(() => {});

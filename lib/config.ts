@@ -170,6 +170,21 @@ export interface Config {
      */
     maxPerAccount: number;
   };
+  /** Rule backtests: `POST /alerting/rules/test/` and `chainsift rules test` (docs/alerting.md, "Test a rule on history"). */
+  backtest: {
+    /**
+     * Most blocks one backtest may cover (`to − from + 1`, or `last`); a wider range is refused with
+     * 400 `CS_BACKTEST_RANGE_TOO_LARGE`. Env `CHAINSIFT_BACKTEST_MAX_BLOCKS`, default 100000 (blocks,
+     * an integer >= 1; about two weeks of Ethereum mainnet at 12 s per block).
+     */
+    maxBlocks: number;
+    /**
+     * Longest time, in ms, one backtest scans before it stops at a block boundary and ends its answer
+     * with `complete: false`, `reason: "CS_BACKTEST_TIME_CAP"` and `nextFrom` (where to continue).
+     * Env `CHAINSIFT_BACKTEST_TIMEOUT_MS`, default 30000 (ms, an integer >= 1).
+     */
+    timeoutMs: number;
+  };
   notify: {
     /** SMTP server for e-mail alerts, e.g. `smtp://user:pass@mail.example:587`. Env `CHAINSIFT_SMTP_URL`, default none (e-mail actions fail with CS_MAILER_UNCONFIGURED and are dead-lettered). */
     smtpUrl: string | undefined;
@@ -334,6 +349,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     },
     rules: {
       maxPerAccount: int(env, "CHAINSIFT_MAX_RULES_PER_ACCOUNT", 1000, 1),
+    },
+    backtest: {
+      maxBlocks: int(env, "CHAINSIFT_BACKTEST_MAX_BLOCKS", 100_000, 1),
+      timeoutMs: int(env, "CHAINSIFT_BACKTEST_TIMEOUT_MS", 30_000, 1),
     },
     notify: {
       smtpUrl: env.CHAINSIFT_SMTP_URL || undefined,

@@ -133,7 +133,7 @@ const DIGITS = /^[0-9]{1,16}$/;
 const JSON_TYPE = "application/json; charset=utf-8";
 
 /** The authenticated account's id (api/plugins/auth.ts attaches `request.account`); 401 when there is none. */
-function callerId(request: FastifyRequest): string {
+export function callerId(request: FastifyRequest): string {
   const account = (request as unknown as { account?: { id?: unknown } | null }).account;
   if (account && typeof account.id === "string" && account.id !== "") return account.id;
   throw apiError("CS_AUTH_REQUIRED", "a valid bearer token is required: Authorization: Bearer <token>");

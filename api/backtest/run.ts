@@ -1,0 +1,264 @@
+/**
+ * Runs a rule backtest against Elasticsearch: reads the indexed records of the range with a
+ * point-in-time `search_after` scan (one PIT over the kinds the target type needs, sorted by block
+ * number; https://www.elastic.co/guide/en/elasticsearch/reference/8.19/paginate-search-results.html#search-after),
+ * hands them block by block to the pure backtester (lib/match/backtest.ts) and yields the answer's
+ * lines. Memory stays bounded by one page plus one block, whatever the range.
+ *
+ * Lines (one JSON object each, NDJSON; docs/alerting.md "Test a rule on history"):
+ *
+ * | `type` | when | fields |
+ * |---|---|---|
+ * | `start` | first | `from`, `to`, `head` (newest indexed block or null), `kinds`, `rule` (name, targetType, maxConfirmationCount, sendPendingAlerts), `limits` |
+ * | `match` | per matched entity, in block order | {@link BacktestMatch}: `blockNumber`, `blockHash`, `targetType`, `entityId`, `entity`, `alerts` (each `{alert, actions}`) |
+ * | `block` | after each block that has records of the scanned kinds | `blockNumber`, `blockHash`, `records`, `entities`, `matches`, `alerts` (counts) |
+ * | `error` | the scan failed midway (then `end`) | `error: {code, message}` |
+ * | `end` | last | `complete`, `reason` (null, `CS_BACKTEST_TIME_CAP` or the error's code), `nextFrom` (first block not tested, or null), totals, `tookMs` |
+ *
+ * Time cap: checked before every page and every block; once `timeoutMs` has passed the scan stops at
+ * a block boundary (a block is reported whole or not at all), so `nextFrom` is where to continue.
+ * @module
+ */
+import { type Client, errors as esErrors, type estypes } from "@elastic/elasticsearch";
+import { indexName, kindOfIndex } from "../../es/mappings.js";
+import type { DecodeMethodOptions } from "../../lib/chain/methods.js";
+import type { ChainId } from "../../lib/config.js";
+import { BACKTEST_SOURCES, type BacktestMatch, createBacktester, type IndexedRecord } from "../../lib/match/backtest.js";
+import type { RuleInput } from "../../lib/rules/model.js";
+
+/** The end-line `reason` of a backtest stopped by its time cap. */
+export const CS_BACKTEST_TIME_CAP = "CS_BACKTEST_TIME_CAP";
+
+/** A page of the scan timed out or had failed shards. */
+class PartialPageError extends Error {
+  override name = "PartialPageError";
+}
+
+/** Where and how a backtest reads. */
+export interface BacktestScanDeps {
+  es: Client;
+  /** Prepended to index names (config `elasticsearch.indexPrefix`). */
+  indexPrefix: string;
+  /** Client-side timeout of each ES request, in ms (config `elasticsearch.requestTimeoutMs`). */
+  requestTimeoutMs: number;
+  /** The time cap, in ms (config `backtest.timeoutMs`). */
+  timeoutMs: number;
+  /** Records per page; default 500. */
+  pageSize?: number;
+  /** Monotonic clock in ms for the time cap and `tookMs`; default `performance.now`. Tests step it. */
+  clock?: () => number;
+  /** Clock of the alerts' `emittedAt`; default `() => new Date()`. */
+  now?: () => Date;
+  /** Decoding of Method/Call arguments, as the match stage's; default mainnet. */
+  decode?: DecodeMethodOptions;
+  /** Receives scan failures (the answer then ends with an `error` line). */
+  log?: { warn(obj: object, msg?: string): void };
+}
+
+/** One resolved backtest: the checked rule and the block range. */
+export interface BacktestRun {
+  rule: RuleInput;
+  /** Owner shown in the alerts. */
+  accountId: string;
+  from: number;
+  to: number;
+  /** Newest indexed block of the chain, or null when none is (then `to` stands for it). */
+  head: number | null;
+}
+
+/** The `start` line. */
+export interface BacktestStartLine {
+  type: "start";
+  from: number;
+  to: number;
+  head: number | null;
+  kinds: string[];
+  rule: { name: string; targetType: string; maxConfirmationCount: number; sendPendingAlerts: boolean };
+  limits: { timeoutMs: number };
+}
+
+/** The `block` line: counts of one block. */
+export interface BacktestBlockLine {
+  type: "block";
+  blockNumber: number;
+  blockHash: string;
+  records: number;
+  entities: number;
+  matches: number;
+  alerts: number;
+}
+
+/** The `end` line. */
+export interface BacktestEndLine {
+  type: "end";
+  /** Whether every block of the range was tested. */
+  complete: boolean;
+  /** Why not: {@link CS_BACKTEST_TIME_CAP} or the error line's code; null when complete. */
+  reason: string | null;
+  /** The first block not tested (continue from it), or null when complete. */
+  nextFrom: number | null;
+  /** Blocks with records of the scanned kinds. */
+  blocks: number;
+  records: number;
+  entities: number;
+  matches: number;
+  alerts: number;
+  tookMs: number;
+}
+
+/** One line of the answer. */
+export type BacktestLine =
+  | BacktestStartLine
+  | ({ type: "match" } & BacktestMatch)
+  | BacktestBlockLine
+  | { type: "error"; error: { code: string; message: string } }
+  | BacktestEndLine;
+
+/**
+ * The newest block number in the chain's block index.
+ * @returns null when the index is missing or empty.
+ * @throws the ES client's errors (unreachable, timeout).
+ */
+export async function indexedHead(
+  deps: Pick<BacktestScanDeps, "es" | "indexPrefix" | "requestTimeoutMs">,
+  chain: ChainId,
+): Promise<number | null> {
+  const res = await deps.es.search(
+    {
+      index: indexName(chain, "block", deps.indexPrefix),
+      size: 1,
+      sort: [{ "number.num": "desc" }],
+      _source: ["number"],
+      ignore_unavailable: true,
+      track_total_hits: false,
+    },
+    { requestTimeout: deps.requestTimeoutMs },
+  );
+  const n = (res.hits.hits[0]?._source as { number?: { num?: unknown } } | undefined)?.number?.num;
+  return typeof n === "number" ? n : null;
+}
+
+/**
+ * Runs the backtest (see the module notes). The PIT is opened before the first line, so a failure
+ * to reach Elasticsearch is thrown (an error answer), not streamed; later failures become an
+ * `error` line. Stopping the iteration early (a client that went away) closes the PIT.
+ * @param chain - the rule's chain (its indices are read).
+ * @throws the ES client's errors when the PIT cannot be opened.
+ */
+export async function startBacktest(deps: BacktestScanDeps, chain: ChainId, run: BacktestRun): Promise<AsyncGenerator<BacktestLine>> {
+  const clock = deps.clock ?? (() => performance.now());
+  const started = clock();
+  const kinds = [...(BACKTEST_SOURCES[run.rule.config.targetType] ?? [])];
+  const reqOpts = { requestTimeout: deps.requestTimeoutMs };
+  const pit = await deps.es.openPointInTime(
+    { index: kinds.map((k) => indexName(chain, k, deps.indexPrefix)), keep_alive: "1m", ignore_unavailable: true },
+    reqOpts,
+  );
+  const tester = createBacktester({
+    rule: run.rule,
+    accountId: run.accountId,
+    chain,
+    head: run.head ?? run.to,
+    ...(deps.decode ? { decode: deps.decode } : {}),
+    ...(deps.now ? { now: deps.now } : {}),
+  });
+  const pageSize = deps.pageSize ?? 500;
+
+  async function* lines(): AsyncGenerator<BacktestLine> {
+    let pitId = pit.id;
+    const totals = { blocks: 0, records: 0, entities: 0, matches: 0, alerts: 0 };
+    const end = (reason: string | null, nextFrom: number | null): BacktestEndLine => ({
+      type: "end",
+      complete: reason === null,
+      reason,
+      nextFrom,
+      ...totals,
+      tookMs: Math.round(clock() - started),
+    });
+    const overTime = () => clock() - started > deps.timeoutMs;
+    let pending: { number: number; hash: string; records: IndexedRecord[] } | null = null;
+    let lastDone: number | null = null;
+    /** The first block not reported yet. */
+    const nextFrom = (): number => pending?.number ?? (lastDone === null ? run.from : lastDone + 1);
+    function* flush(): Generator<BacktestLine> {
+      if (!pending) return;
+      const r = tester.block(pending.number, pending.hash, pending.records);
+      lastDone = pending.number;
+      pending = null;
+      for (const m of r.matches) yield { type: "match", ...m };
+      totals.blocks++;
+      totals.records += r.records;
+      totals.entities += r.entities;
+      totals.matches += r.matches.length;
+      totals.alerts += r.alerts;
+      const { blockNumber, blockHash, records, entities, alerts } = r;
+      yield { type: "block", blockNumber, blockHash, records, entities, matches: r.matches.length, alerts };
+    }
+    try {
+      yield {
+        type: "start",
+        from: run.from,
+        to: run.to,
+        head: run.head,
+        kinds,
+        rule: {
+          name: run.rule.name,
+          targetType: run.rule.config.targetType,
+          maxConfirmationCount: run.rule.maxConfirmationCount,
+          sendPendingAlerts: run.rule.sendPendingAlerts === true,
+        },
+        limits: { timeoutMs: deps.timeoutMs },
+      };
+      let searchAfter: estypes.SortResults | undefined;
+      for (;;) {
+        if (overTime()) {
+          yield end(CS_BACKTEST_TIME_CAP, nextFrom());
+          return;
+        }
+        const req: estypes.SearchRequest = {
+          pit: { id: pitId, keep_alive: "1m" },
+          size: pageSize,
+          query: { range: { "blockNumber.num": { gte: run.from, lte: run.to } } },
+          sort: [{ "blockNumber.num": "asc" }, { _shard_doc: "asc" }],
+          track_total_hits: false,
+          timeout: `${deps.requestTimeoutMs}ms`,
+        };
+        if (searchAfter) req.search_after = searchAfter;
+        const res = await deps.es.search(req, reqOpts);
+        if (res.pit_id) pitId = res.pit_id;
+        if (res.timed_out || (res._shards?.failed ?? 0) > 0)
+          throw new PartialPageError("a page of the scan timed out or had failed shards");
+        for (const hit of res.hits.hits) {
+          const record = hit._source as Record<string, unknown>;
+          const kind = kindOfIndex(hit._index);
+          const number = (record.blockNumber as { num?: unknown } | undefined)?.num;
+          if (!kind || typeof number !== "number") continue;
+          if (pending && pending.number !== number) {
+            if (overTime()) {
+              yield end(CS_BACKTEST_TIME_CAP, nextFrom());
+              return;
+            }
+            yield* flush();
+          }
+          pending ??= { number, hash: String(record.blockHash), records: [] };
+          pending.records.push({ kind, record });
+        }
+        const last = res.hits.hits.at(-1);
+        if (!last || res.hits.hits.length < pageSize) break;
+        searchAfter = last.sort;
+      }
+      yield* flush();
+      yield end(null, null);
+    } catch (err) {
+      deps.log?.warn({ err }, "rule backtest scan failed; the answer ends with an error line");
+      // Elasticsearch failed (unreachable, timed out, partial page), or a record could not be evaluated.
+      const code =
+        err instanceof esErrors.ElasticsearchClientError || err instanceof PartialPageError ? "CS_BACKEND_UNAVAILABLE" : "CS_INTERNAL";
+      yield { type: "error", error: { code, message: `the backtest stopped: ${(err as Error).message}` } };
+      yield end(code, nextFrom());
+    } finally {
+      await deps.es.closePointInTime({ id: pitId }, reqOpts).catch(() => {});
+    }
+  }
+  return lines();
+}

@@ -1,0 +1,82 @@
+/**
+ * `POST /alerting/rules/test/`: tests a rule on history without storing it or delivering anything
+ * (docs/alerting.md, "Test a rule on history"). The body is checked by `parseBacktestRequest`
+ * (api/backtest/request.ts: the rule exactly as `POST /alerting/rules/` validates it, plus the block
+ * range); refusals are ordinary 400/409 error answers. The answer is `200` NDJSON
+ * (`application/x-ndjson`, one JSON object per line, written as the scan goes; api/backtest/run.ts
+ * lists the lines), so a large range neither waits for the whole scan nor holds it in memory.
+ * Bounded by `CHAINSIFT_BACKTEST_MAX_BLOCKS` (range) and `CHAINSIFT_BACKTEST_TIMEOUT_MS` (time).
+ * @module
+ */
+import { Readable } from "node:stream";
+import type { FastifyPluginAsync } from "fastify";
+import type { ChainId, Config } from "../../../lib/config.js";
+import { RULE_LIMITS } from "../../../lib/rules/validate.js";
+import { parseBacktestRequest } from "../../backtest/request.js";
+import { indexedHead, startBacktest } from "../../backtest/run.js";
+import { ApiError, apiError } from "../../errors.js";
+import { callerId, RULES_PREFIX, RULES_ROUTE_CONFIG } from "./index.js";
+
+/** Dependencies of {@link ruleTestRoutes}. */
+export interface RuleTestRoutesDeps {
+  /** Uses `elasticsearch.indexPrefix`, `elasticsearch.requestTimeoutMs` and `backtest` (maxBlocks, timeoutMs). */
+  config: Pick<Config, "elasticsearch" | "backtest">;
+  /** The chains served; the rule must name one (its indices are read). */
+  chains: ChainId[];
+}
+
+/** The path of the route. */
+export const RULE_TEST_PATH = `${RULES_PREFIX}/test/`;
+
+/**
+ * The plugin of `POST /alerting/rules/test/` (uses the app's `es` client, api/plugins/elasticsearch.ts).
+ * @param deps see {@link RuleTestRoutesDeps}.
+ */
+export function ruleTestRoutes(deps: RuleTestRoutesDeps): FastifyPluginAsync {
+  const { config, chains } = deps;
+  return async (app) => {
+    app.post(
+      RULE_TEST_PATH,
+      {
+        config: { ...RULES_ROUTE_CONFIG, backend: "Elasticsearch" },
+        schema: {
+          tags: ["alerting"],
+          summary: "Test a rule on history (backtest)",
+          description:
+            "Body {rule, from, to} or {rule, last}: the rule as POST /alerting/rules/ takes it and a block range (both ends included) or the newest `last` indexed blocks. " +
+            "Evaluates the rule with the match stage's code against the records already indexed in the range; stores and delivers nothing. " +
+            "Answer: 200 application/x-ndjson, lines start, match (entity and alerts rendered per action), block (counts), error, end. " +
+            `Refusals: 400 CS_RULE_* (paths under rule.), CS_BACKTEST_INVALID, CS_BACKTEST_RANGE_TOO_LARGE (more than ${config.backtest.maxBlocks} blocks), CS_BACKTEST_TARGET_UNSUPPORTED; 409 CS_BACKTEST_NOTHING_INDEXED.`,
+        },
+        bodyLimit: RULE_LIMITS.bodyMaxBytes,
+      },
+      async (request, reply) => {
+        const accountId = callerId(request);
+        const parsed = parseBacktestRequest(request.body, chains, config.backtest.maxBlocks);
+        if (!parsed.ok) throw new ApiError(parsed.errors);
+        const { rule, range } = parsed.value;
+        const chain = { technology: rule.technology, blockchain: rule.blockchain, network: rule.network };
+        const scan = {
+          es: app.es,
+          indexPrefix: config.elasticsearch.indexPrefix,
+          requestTimeoutMs: config.elasticsearch.requestTimeoutMs,
+          timeoutMs: config.backtest.timeoutMs,
+          log: request.log,
+        };
+        const head = await indexedHead(scan, chain);
+        let from: number;
+        let to: number;
+        if ("last" in range) {
+          if (head === null) throw apiError("CS_BACKTEST_NOTHING_INDEXED", "no block of the rule's chain is indexed yet", "last");
+          from = Math.max(0, head - range.last + 1);
+          to = head;
+        } else ({ from, to } = range);
+        const lines = await startBacktest(scan, chain, { rule, accountId, from, to, head });
+        const ndjson = async function* () {
+          for await (const line of lines) yield `${JSON.stringify(line)}\n`;
+        };
+        return reply.type("application/x-ndjson; charset=utf-8").send(Readable.from(ndjson(), { objectMode: false }));
+      },
+    );
+  };
+}
