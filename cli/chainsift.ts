@@ -6,6 +6,7 @@
  *   tokens issue --account <id> [--name <n>] [--expires-in-days <d>]
  *   tokens list --account <id>                   tokens revoke <token-id>
  *   status [--max-lag <records>] [--max-head-lag <blocks>] [--max-dead-letters <n>]   (cli/status.ts)
+ *   rules test <file.json> (--from <n> --to <m> | --last <n>)   (cli/rules-test.ts; docs/alerting.md)
  * Every command takes `--json` (one JSON document on stdout) and `--help`.
  * Exit codes: 0 success, 1 failure (not found, disabled, Redis unreachable, …), 2 usage error.
  *
@@ -22,6 +23,7 @@ import { type Config, ConfigError, loadConfig } from "../lib/config.js";
 import { createLogger } from "../lib/logger.js";
 import { createBus } from "../pipeline/kafka/bus.js";
 import { replayAlertDeadLetters } from "../pipeline/notify/replay.js";
+import { rulesTestCommand } from "./rules-test.js";
 import { gatherStatus, renderStatus, type StatusThresholds } from "./status.js";
 
 /** Exit status of a successful command. */
@@ -352,6 +354,7 @@ export const commands: CliCommand[] = [
       return status.healthy ? EXIT_OK : EXIT_FAILURE;
     },
   },
+  rulesTestCommand,
 ];
 
 // ---------------------------------------------------------------------------------------------

@@ -25,6 +25,8 @@ import type { DecodeMethodOptions } from "../../lib/chain/methods.js";
 import type { ChainId } from "../../lib/config.js";
 import { BACKTEST_SOURCES, type BacktestMatch, createBacktester, type IndexedRecord } from "../../lib/match/backtest.js";
 import type { RuleInput } from "../../lib/rules/model.js";
+import { apiError } from "../errors.js";
+import type { BacktestRequest } from "./request.js";
 
 /** The end-line `reason` of a backtest stopped by its time cap. */
 export const CS_BACKTEST_TIME_CAP = "CS_BACKTEST_TIME_CAP";
@@ -261,4 +263,24 @@ export async function startBacktest(deps: BacktestScanDeps, chain: ChainId, run:
     }
   }
   return lines();
+}
+
+/**
+ * Runs a checked backtest request: its chain is the rule's; `last` counts back from the newest
+ * indexed block ({@link indexedHead}); then {@link startBacktest}. Used by the route and the CLI.
+ * @param accountId - the owner shown in the alerts.
+ * @throws `ApiError` 409 `CS_BACKTEST_NOTHING_INDEXED` for `last` when no block is indexed; the ES
+ *   client's errors when Elasticsearch cannot be reached.
+ */
+export async function runBacktest(
+  deps: BacktestScanDeps,
+  request: BacktestRequest,
+  accountId: string,
+): Promise<AsyncGenerator<BacktestLine>> {
+  const { rule, range } = request;
+  const chain = { technology: rule.technology, blockchain: rule.blockchain, network: rule.network };
+  const head = await indexedHead(deps, chain);
+  if (!("last" in range)) return startBacktest(deps, chain, { rule, accountId, from: range.from, to: range.to, head });
+  if (head === null) throw apiError("CS_BACKTEST_NOTHING_INDEXED", "no block of the rule's chain is indexed yet", "last");
+  return startBacktest(deps, chain, { rule, accountId, from: Math.max(0, head - range.last + 1), to: head, head });
 }

@@ -13,8 +13,8 @@ import type { FastifyPluginAsync } from "fastify";
 import type { ChainId, Config } from "../../../lib/config.js";
 import { RULE_LIMITS } from "../../../lib/rules/validate.js";
 import { parseBacktestRequest } from "../../backtest/request.js";
-import { indexedHead, startBacktest } from "../../backtest/run.js";
-import { ApiError, apiError } from "../../errors.js";
+import { runBacktest } from "../../backtest/run.js";
+import { ApiError } from "../../errors.js";
 import { callerId, RULES_PREFIX, RULES_ROUTE_CONFIG } from "./index.js";
 
 /** Dependencies of {@link ruleTestRoutes}. */
@@ -54,8 +54,6 @@ export function ruleTestRoutes(deps: RuleTestRoutesDeps): FastifyPluginAsync {
         const accountId = callerId(request);
         const parsed = parseBacktestRequest(request.body, chains, config.backtest.maxBlocks);
         if (!parsed.ok) throw new ApiError(parsed.errors);
-        const { rule, range } = parsed.value;
-        const chain = { technology: rule.technology, blockchain: rule.blockchain, network: rule.network };
         const scan = {
           es: app.es,
           indexPrefix: config.elasticsearch.indexPrefix,
@@ -63,15 +61,7 @@ export function ruleTestRoutes(deps: RuleTestRoutesDeps): FastifyPluginAsync {
           timeoutMs: config.backtest.timeoutMs,
           log: request.log,
         };
-        const head = await indexedHead(scan, chain);
-        let from: number;
-        let to: number;
-        if ("last" in range) {
-          if (head === null) throw apiError("CS_BACKTEST_NOTHING_INDEXED", "no block of the rule's chain is indexed yet", "last");
-          from = Math.max(0, head - range.last + 1);
-          to = head;
-        } else ({ from, to } = range);
-        const lines = await startBacktest(scan, chain, { rule, accountId, from, to, head });
+        const lines = await runBacktest(scan, parsed.value, accountId);
         const ndjson = async function* () {
           for await (const line of lines) yield `${JSON.stringify(line)}\n`;
         };

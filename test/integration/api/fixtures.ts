@@ -4,8 +4,10 @@
  * to index them under a unique prefix in a real Elasticsearch and to probe the services.
  */
 import { randomBytes } from "node:crypto";
-import type { Client, estypes } from "@elastic/elasticsearch";
+import { Client, type estypes } from "@elastic/elasticsearch";
 import { id as keccakText } from "ethers";
+import type { FastifyInstance } from "fastify";
+import { buildApi } from "../../../api/app.js";
 import { INDEX_SETTINGS, indexName, MAPPINGS } from "../../../es/mappings.js";
 import type { ChainId, Config } from "../../../lib/config.js";
 import {
@@ -313,4 +315,28 @@ export async function deleteRedisKeys(url: string, prefix: string): Promise<void
   } finally {
     await connected?.close();
   }
+}
+
+/** An API (api/app.ts) over the fixture records indexed under `config.elasticsearch.indexPrefix`. */
+export interface FixtureApi {
+  es: Client;
+  app: FastifyInstance;
+  /** Closes the app, deletes the fixture indices and closes the ES client. */
+  close(): Promise<void>;
+}
+
+/** Indexes {@link RECORDS} for `config.chain` under its index prefix and builds the API over them (no logging). */
+export async function startFixtureApi(config: Config): Promise<FixtureApi> {
+  const es = new Client({ node: config.elasticsearch.url });
+  const indices = await indexFixtures(es, config.chain, config.elasticsearch.indexPrefix);
+  const app = await buildApi({ config, es, logger: false });
+  return {
+    es,
+    app,
+    async close() {
+      await app.close();
+      await es.indices.delete({ index: indices, ignore_unavailable: true });
+      await es.close();
+    },
+  };
 }
