@@ -10,12 +10,23 @@
  */
 import { Readable } from "node:stream";
 import type { FastifyPluginAsync } from "fastify";
+import { Type } from "typebox";
 import type { ChainId, Config } from "../../../lib/config.js";
 import { RULE_LIMITS } from "../../../lib/rules/validate.js";
 import { parseBacktestRequest } from "../../backtest/request.js";
 import { runBacktest } from "../../backtest/run.js";
 import { ApiError } from "../../errors.js";
 import { callerId, RULES_PREFIX, RULES_ROUTE_CONFIG } from "./index.js";
+import { RULES_ERROR_RESPONSES, RulesErrorBodySchema } from "./schema.js";
+
+/**
+ * One line of the NDJSON answer (OpenAPI): an object whose `type` says which line it is; the fields
+ * of each type are listed in api/backtest/run.ts and docs/alerting.md.
+ */
+export const BacktestLineSchema = Type.Object(
+  { type: Type.Union(["start", "match", "block", "error", "end"].map((t) => Type.Literal(t))) },
+  { additionalProperties: true, description: "One line of the application/x-ndjson answer (one JSON object per line)" },
+);
 
 /** Dependencies of {@link ruleTestRoutes}. */
 export interface RuleTestRoutesDeps {
@@ -47,6 +58,15 @@ export function ruleTestRoutes(deps: RuleTestRoutesDeps): FastifyPluginAsync {
             "Evaluates the rule with the match stage's code against the records already indexed in the range; stores and delivers nothing. " +
             "Answer: 200 application/x-ndjson, lines start, match (entity and alerts rendered per action), block (counts), error, end. " +
             `Refusals: 400 CS_RULE_* (paths under rule.), CS_BACKTEST_INVALID, CS_BACKTEST_RANGE_TOO_LARGE (more than ${config.backtest.maxBlocks} blocks), CS_BACKTEST_TARGET_UNSUPPORTED; 409 CS_BACKTEST_NOTHING_INDEXED.`,
+          response: {
+            200: {
+              description: "NDJSON: start, match…, block…, [error], end",
+              content: { "application/x-ndjson": { schema: BacktestLineSchema } },
+            },
+            ...RULES_ERROR_RESPONSES,
+            409: RulesErrorBodySchema,
+            413: RulesErrorBodySchema,
+          },
         },
         bodyLimit: RULE_LIMITS.bodyMaxBytes,
       },
