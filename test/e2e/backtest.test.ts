@@ -46,6 +46,9 @@ interface MatchLine extends Line {
   alerts: Array<{ alert: Record<string, unknown>; actions: Action[] }>;
 }
 
+/** Requests the receiver answered 200 with this method under this path prefix. */
+const delivered = (receiver: Receiver, method: string, prefix: string) =>
+  receiver.requests.filter((r) => r.method === method && r.status === 200 && r.path.startsWith(prefix));
 const stable = (body: Record<string, unknown>) => Object.fromEntries(Object.entries(body).filter(([k]) => !VOLATILE.includes(k)));
 
 describe.skipIf(!fixtures || !up.ok)("rule backtest = live run on the mainnet fixtures", () => {
@@ -57,6 +60,7 @@ describe.skipIf(!fixtures || !up.ok)("rule backtest = live run on the mainnet fi
   let blocks: FixtureBlock[];
   let token: string;
   let rule: RuleInput;
+  let callRule: RuleInput;
   let ruleId: string;
   let expected: RpcObject[];
 
@@ -113,6 +117,21 @@ describe.skipIf(!fixtures || !up.ok)("rule backtest = live run on the mainnet fi
     const created = await post("/alerting/rules/", rule);
     expect(created.status).toBe(201);
     ruleId = ((await created.json()) as { id: string }).id;
+    callRule = {
+      name: "USDT transfer() calls, internal ones included",
+      maxConfirmationCount: 1,
+      state: "enabled",
+      ...h.config.chain,
+      config: {
+        targetType: "Call",
+        targetMap: [
+          { name: "name", operator: "Equals", value: "transfer" },
+          { name: "to", operator: "Equals (ignore case)", value: USDT },
+        ],
+        alerts: [{ type: "Webhook (POST)", parameters: { url: `${receiver.base}/call/{entityId}` } }],
+      },
+    };
+    expect((await post("/alerting/rules/", callRule)).status).toBe(201);
 
     replay = await startRpcReplay({ blocks, blockReceipts: true, traces: true });
     pipeline = await startPipeline({ config: h.config, logger: h.logger, es: h.es, stages: ["decode", "index", "match", "notify"] });
@@ -122,8 +141,7 @@ describe.skipIf(!fixtures || !up.ok)("rule backtest = live run on the mainnet fi
     // Live: every expected alert delivered to both webhooks.
     await waitFor(
       async () =>
-        receiver.requests.filter((r) => r.method === "POST" && r.status === 200).length >= expected.length &&
-        receiver.requests.filter((r) => r.method === "GET" && r.status === 200).length >= expected.length,
+        delivered(receiver, "POST", "/post/").length >= expected.length && delivered(receiver, "GET", "/get/").length >= expected.length,
       180_000,
       500,
     );
@@ -136,9 +154,10 @@ describe.skipIf(!fixtures || !up.ok)("rule backtest = live run on the mainnet fi
       120_000,
       500,
     );
+    const records = `${h.config.elasticsearch.indexPrefix}*-event,${h.config.elasticsearch.indexPrefix}*-call`;
     const events = async () => {
-      await h.es.indices.refresh({ index: eventIndex });
-      return (await h.es.count({ index: eventIndex })).count;
+      await h.es.indices.refresh({ index: records });
+      return (await h.es.count({ index: records })).count;
     };
     await waitFor(
       async () => {
@@ -179,8 +198,8 @@ describe.skipIf(!fixtures || !up.ok)("rule backtest = live run on the mainnet fi
     // Every expected Transfer (from the raw receipts) matched, nothing else.
     expect(matches.map((m) => m.entityId).sort()).toEqual(expected.map((l) => `${l.transactionHash}_e_${Number(l.logIndex)}`).sort());
 
-    const livePosts = receiver.requests.filter((r) => r.method === "POST" && r.status === 200);
-    const liveGets = receiver.requests.filter((r) => r.method === "GET" && r.status === 200);
+    const livePosts = delivered(receiver, "POST", "/post/");
+    const liveGets = delivered(receiver, "GET", "/get/");
     // Receivers may see a retried delivery twice; they deduplicate by the alert id, and so does the comparison.
     const liveByEntity = new Map(livePosts.map((r) => [(JSON.parse(r.body) as { entityId: string }).entityId, r]));
     expect(liveByEntity.size).toBe(expected.length);
@@ -204,6 +223,25 @@ describe.skipIf(!fixtures || !up.ok)("rule backtest = live run on the mainnet fi
       const getTarget = new URL(get!.url!);
       expect(liveGets.map((r) => r.url)).toContain(getTarget.pathname + getTarget.search);
     }
+  });
+
+  it("answers for a Call rule what the live run delivered: call trees rebuilt from the indexed call records", async () => {
+    const lines = await backtest({ rule: callRule, from: blocks[0]!.number, to: blocks.at(-1)!.number });
+    expect(lines[0]).toMatchObject({ type: "start", kinds: ["call"] });
+    expect(lines.at(-1)).toMatchObject({ type: "end", complete: true });
+    const matches = lines.filter((l): l is MatchLine => l.type === "match");
+    expect(matches.length).toBeGreaterThan(0);
+    // Internal calls too: a transfer() reached through another contract has a non-empty traceAddress.
+    expect(matches.some((m) => m.entityId.split("_").length > 2)).toBe(true);
+    await waitFor(async () => delivered(receiver, "POST", "/call/").length >= matches.length, 60_000, 500);
+    const live = new Map(delivered(receiver, "POST", "/call/").map((r) => [r.path, stable(JSON.parse(r.body) as Record<string, unknown>)]));
+    const tested = new Map(
+      matches.map((m) => {
+        const action = m.alerts[0]!.actions[0]!;
+        return [new URL(action.url!).pathname, stable(JSON.parse(action.body!) as Record<string, unknown>)];
+      }),
+    );
+    expect(tested).toEqual(live);
   });
 
   it("counts per block, and `last` tests the newest indexed blocks", async () => {
