@@ -13,6 +13,7 @@ import { TypeBoxValidatorCompiler } from "@fastify/type-provider-typebox";
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyServerOptions } from "fastify";
 import type { Registry } from "prom-client";
 import type { AccountStore } from "../lib/accounts/store.js";
+import type { DecodeMethodOptions } from "../lib/chain/methods.js";
 import type { ChainId, Config } from "../lib/config.js";
 import type { RedisClient } from "../lib/redis.js";
 import pkg from "../package.json" with { type: "json" };
@@ -100,6 +101,12 @@ export interface ApiDeps {
    * registry of this app, with the prom-client default metrics.
    */
   metricsRegistry?: Registry;
+  /**
+   * Chain id and token decimals for the Method/Call arguments' `scaled` values of rule backtests
+   * (`POST /alerting/rules/test/`), the same as the match stage's (`npm start` passes its node's chain
+   * id and token list to both). Default: mainnet (chain id 1) and the bundled token list.
+   */
+  methodDecoding?: DecodeMethodOptions;
   /**
    * A pino-compatible logger instance to use, `false` for no logging, or `true`/absent for a pino
    * logger at `config.logLevel` writing JSON lines to stdout.
@@ -203,7 +210,7 @@ export async function buildApi(deps: ApiDeps): Promise<FastifyInstance> {
     await app.register(rulesBackendsPlugin, { config, redis: app.redis });
     const { rules, deliveries, deliveryStatus, traceSource } = app.rulesBackends;
     await app.register(rulesRoutes({ rules, deliveries, deliveryStatus, traceSource, chains }));
-    await app.register(ruleTestRoutes({ config, chains }));
+    await app.register(ruleTestRoutes({ config, chains, ...(deps.methodDecoding ? { decode: deps.methodDecoding } : {}) }));
   } catch (err) {
     // Release what the plugins registered so far opened (ES client, Redis connections).
     await app.close().catch(() => {});

@@ -153,7 +153,8 @@ async function main({ config, logger, shutdown, ...common }: Common): Promise<vo
       token = randomBytes(24).toString("base64url");
       config.api.tokens = [token];
     }
-    const api = await startApi({ config, logger, shutdown, ...common });
+    // Rule backtests decode Method/Call arguments as the match stage does.
+    const api = await startApi({ config, logger, shutdown, ...common }, { methodDecoding: { chainId, tokens } });
     const base = `${api.url}/${config.chain.technology}/${config.chain.blockchain}/${config.chain.network}/es`;
     console.log(`
 chainsift is running.

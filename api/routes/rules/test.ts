@@ -11,6 +11,7 @@
 import { Readable } from "node:stream";
 import type { FastifyPluginAsync } from "fastify";
 import { Type } from "typebox";
+import type { DecodeMethodOptions } from "../../../lib/chain/methods.js";
 import type { ChainId, Config } from "../../../lib/config.js";
 import { RULE_LIMITS } from "../../../lib/rules/validate.js";
 import { parseBacktestRequest } from "../../backtest/request.js";
@@ -34,6 +35,8 @@ export interface RuleTestRoutesDeps {
   config: Pick<Config, "elasticsearch" | "backtest">;
   /** The chains served; the rule must name one (its indices are read). */
   chains: ChainId[];
+  /** Decoding of Method/Call arguments, as the match stage's; default mainnet and the bundled token list. */
+  decode?: DecodeMethodOptions;
 }
 
 /** The path of the route. */
@@ -80,6 +83,7 @@ export function ruleTestRoutes(deps: RuleTestRoutesDeps): FastifyPluginAsync {
           requestTimeoutMs: config.elasticsearch.requestTimeoutMs,
           timeoutMs: config.backtest.timeoutMs,
           log: request.log,
+          ...(deps.decode ? { decode: deps.decode } : {}),
         };
         const lines = await runBacktest(scan, parsed.value, accountId);
         const ndjson = async function* () {
