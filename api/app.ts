@@ -12,6 +12,7 @@ import type { Client } from "@elastic/elasticsearch";
 import { TypeBoxValidatorCompiler } from "@fastify/type-provider-typebox";
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyServerOptions } from "fastify";
 import type { Registry } from "prom-client";
+import { createAbiStore } from "../lib/abis/store.js";
 import type { AccountStore } from "../lib/accounts/store.js";
 import type { DecodeMethodOptions } from "../lib/chain/methods.js";
 import type { ChainId, Config } from "../lib/config.js";
@@ -27,6 +28,7 @@ import { openapiPlugin } from "./plugins/openapi.js";
 import { rateLimitPlugin } from "./plugins/rate-limit.js";
 import { redisPlugin } from "./plugins/redis.js";
 import { rulesBackendsPlugin } from "./plugins/rules.js";
+import { abisRoutes } from "./routes/abis/index.js";
 import { adminRoutes } from "./routes/admin/index.js";
 import { esRoutes } from "./routes/es/index.js";
 import { healthRoutes } from "./routes/health.js";
@@ -207,6 +209,11 @@ export async function buildApi(deps: ApiDeps): Promise<FastifyInstance> {
       version: pkg.version,
       onHits,
     });
+    await app.register(
+      abisRoutes({
+        store: createAbiStore({ redis: app.redis, keyPrefix: config.redisKeyPrefix, maxPerAccount: config.abis.maxPerAccount }),
+      }),
+    );
     await app.register(rulesBackendsPlugin, { config, redis: app.redis });
     const { rules, deliveries, deliveryStatus, traceSource } = app.rulesBackends;
     await app.register(rulesRoutes({ rules, deliveries, deliveryStatus, traceSource, chains }));

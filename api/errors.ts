@@ -16,6 +16,7 @@
 
 import { ACCOUNT_ERROR_CODES, type AccountErrorCode } from "../lib/accounts/model.js";
 import { BACKTEST_ERROR_CODES } from "./backtest/errors.js";
+import { ABIS_ERROR_CODES } from "./routes/abis/errors.js";
 import { RULES_ERROR_CODES } from "./routes/rules/errors.js";
 
 /** One documented error code: HTTP status and a one-line description (rendered in docs/api.md). */
@@ -140,6 +141,7 @@ export const ERROR_CODES = {
   CS_INTERNAL: { status: 500, description: "Unexpected server error (details are logged, never returned)." },
   ...RULES_ERROR_CODES,
   ...BACKTEST_ERROR_CODES,
+  ...ABIS_ERROR_CODES,
 } as const satisfies Record<string, ErrorCodeInfo>;
 
 /** One of the stable error codes of {@link ERROR_CODES}. */

@@ -185,6 +185,33 @@ export interface Config {
      */
     timeoutMs: number;
   };
+  abis: {
+    /**
+     * Most user ABIs one account may register (`PUT /abis/:address`, addresses plus `any`); one more
+     * answers 409 `CS_ABI_LIMIT_REACHED` (lib/abis/store.ts). The admin's global namespace has no
+     * limit. Env `CHAINSIFT_ABI_MAX_PER_ACCOUNT`, default 100 (registrations, an integer >= 1).
+     */
+    maxPerAccount: number;
+    /**
+     * How often, in ms, the decode stage reloads every registration from Redis, on top of the
+     * pub/sub change feed that applies a change at once: the longest a change can go unnoticed when
+     * its notification was lost. Env `CHAINSIFT_ABI_RELOAD_INTERVAL_MS`, default 30000 (an integer >= 100).
+     */
+    reloadIntervalMs: number;
+    /**
+     * How long, in ms, the decode stage trusts the implementation address it read from a proxy's
+     * EIP-1967 / EIP-1822 slot (`eth_getStorageAt` on `CHAINSIFT_RPC_URL` at the latest block) before
+     * reading it again; after an upgrade, logs decode with the new implementation's ABI at most this
+     * late. Env `CHAINSIFT_ABI_PROXY_TTL_MS`, default 600000 (10 minutes; an integer >= 0, 0 = read every batch).
+     */
+    proxyTtlMs: number;
+    /**
+     * Most past logs one registration re-decodes from the log index, oldest first; past it the
+     * re-decode stops with a warning (`abi re-decode truncated`). Env
+     * `CHAINSIFT_ABI_REDECODE_MAX_LOGS`, default 100000 (logs, an integer >= 0; 0 turns re-decoding off).
+     */
+    redecodeMaxLogs: number;
+  };
   notify: {
     /** SMTP server for e-mail alerts, e.g. `smtp://user:pass@mail.example:587`. Env `CHAINSIFT_SMTP_URL`, default none (e-mail actions fail with CS_MAILER_UNCONFIGURED and are dead-lettered). */
     smtpUrl: string | undefined;
@@ -353,6 +380,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     backtest: {
       maxBlocks: int(env, "CHAINSIFT_BACKTEST_MAX_BLOCKS", 100_000, 1),
       timeoutMs: int(env, "CHAINSIFT_BACKTEST_TIMEOUT_MS", 30_000, 1),
+    },
+    abis: {
+      maxPerAccount: int(env, "CHAINSIFT_ABI_MAX_PER_ACCOUNT", 100, 1),
+      reloadIntervalMs: int(env, "CHAINSIFT_ABI_RELOAD_INTERVAL_MS", 30_000, 100),
+      proxyTtlMs: int(env, "CHAINSIFT_ABI_PROXY_TTL_MS", 600_000),
+      redecodeMaxLogs: int(env, "CHAINSIFT_ABI_REDECODE_MAX_LOGS", 100_000),
     },
     notify: {
       smtpUrl: env.CHAINSIFT_SMTP_URL || undefined,

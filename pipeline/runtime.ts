@@ -6,6 +6,8 @@
  */
 import { Client } from "@elastic/elasticsearch";
 import type { Registry } from "prom-client";
+import { indexName } from "../es/mappings.js";
+import { createAbiStore } from "../lib/abis/store.js";
 import type { DecodeMethodOptions } from "../lib/chain/methods.js";
 import { type ChainState, createRedisChainState, ingestKeyPrefix } from "../lib/chain/state.js";
 import { createTokenMetadataCache } from "../lib/chain/token-cache.js";
@@ -15,7 +17,8 @@ import type { Logger } from "../lib/logger.js";
 import type { ReadinessCheck } from "../lib/metrics.js";
 import { lazyRedis, type RedisClient } from "../lib/redis.js";
 import { createDecoder, type Decoder } from "./decode/decoder.js";
-import { startDecodeStage } from "./decode/stage.js";
+import { rpcImplementationReader } from "./decode/proxy.js";
+import { type DecodeStageDeps, startDecodeStage } from "./decode/stage.js";
 import { ensureIndices, startIndexStage } from "./index/indexer.js";
 import { createIngester, type Ingester } from "./ingest/ingest.js";
 import { ingestMetricsOf } from "./ingest/metrics.js";
@@ -64,6 +67,13 @@ export interface PipelineDeps {
   tokenRpcUrl?: string;
   /** EIP-155 chain id of the chain (the decoder's), selecting the bundled token list's entries for the decode stage; default 1. */
   chainId?: number;
+  /**
+   * Whether the decode stage also decodes with the user ABIs (lib/abis: registry in Redis, proxies
+   * read from the node of {@link PipelineDeps.tokenRpcUrl}, history re-decoded from the log index;
+   * settings `config.abis`).
+   * Default true.
+   */
+  abis?: boolean;
   /** Which consuming stages to run. Default decode and index (match and notify need Redis and rules). */
   stages?: ConsumingStage[];
   /** Chain id and token decimals for the match stage's decoded Method/Call arguments; default mainnet and the bundled token list. */
@@ -170,9 +180,19 @@ export async function startPipeline(deps: PipelineDeps): Promise<Pipeline> {
         })
       : undefined;
     const decoder = deps.decoder ?? createDecoder(deps.chainId === undefined ? {} : { chainId: deps.chainId });
+    // User ABIs: proxies' implementation slots are read from the same node as token metadata.
+    const abis = deps.abis === false ? {} : { abis: await abiDeps(config, await redis(), es, tokenRpcUrl) };
     started(
       "decode",
-      await startDecodeStage({ bus, decoder, logger, ...(tokenMetadata ? { tokenMetadata } : {}), chainId: deps.chainId ?? 1, ...metrics }),
+      await startDecodeStage({
+        bus,
+        decoder,
+        logger,
+        ...(tokenMetadata ? { tokenMetadata } : {}),
+        chainId: deps.chainId ?? 1,
+        ...metrics,
+        ...abis,
+      }),
     );
   }
   if (stages.includes("index")) {
@@ -251,6 +271,25 @@ export async function startPipeline(deps: PipelineDeps): Promise<Pipeline> {
       await Promise.allSettled(producers.map((p) => p.disconnect()));
       await ownRedis?.close();
       if (ownEs) await es.close();
+    },
+  };
+}
+
+/** The decode stage's user-ABI dependencies: the store and its change feed on the shared client, proxy reads, re-decode from the log index. */
+async function abiDeps(config: Config, redis: RedisClient, es: Client, rpcUrl: string): Promise<NonNullable<DecodeStageDeps["abis"]>> {
+  const prefix = config.redisKeyPrefix;
+  return {
+    store: createAbiStore({ redis, keyPrefix: prefix, maxPerAccount: config.abis.maxPerAccount }),
+    subscriber: () => redis.duplicate(),
+    implementations: rpcImplementationReader(rpcUrl),
+    proxyTtlMs: config.abis.proxyTtlMs,
+    reloadIntervalMs: config.abis.reloadIntervalMs,
+    redecode: {
+      es,
+      logIndex: indexName(config.chain, "log", config.elasticsearch.indexPrefix),
+      maxLogs: config.abis.redecodeMaxLogs,
+      // One decode process of the group re-decodes each registration; the key expires after a day.
+      lock: async (key) => (await redis.set(`${prefix}abis:redecode:${key}`, "1", { NX: true, PX: 86_400_000 })) === "OK",
     },
   };
 }

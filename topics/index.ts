@@ -123,3 +123,11 @@ export function subjectOf(topic: string): string {
  * Elasticsearch external version of each document.
  */
 export const SEQ_HEADER = "chainsift-seq";
+
+/**
+ * Kafka header (`1`) of an event the decode stage re-derived from a past log because an ABI was
+ * registered (pipeline/decode/redecode.ts): it is indexed like any event (same `_id`, the log's
+ * sequence number as version) but the match stage skips it, so registering an ABI never alerts on
+ * history.
+ */
+export const REDECODE_HEADER = "chainsift-redecode";

@@ -77,10 +77,12 @@ interface Slot {
   scaled: boolean;
   /** An `address` decoded as `uint256` (see {@link ADDRESS_AS_UINT}); range-checked when rendered. */
   addressAsUint: boolean;
+  /** An indexed dynamic value (string, bytes, array, tuple): only its keccak-256 hash is logged, rendered as that word. */
+  hashed: boolean;
 }
 
-/** A precompiled event layout. */
-interface Layout {
+/** A precompiled event layout ({@link compileLayout}). */
+export interface Layout {
   spec: EventSpec;
   event: string;
   signature: string;
@@ -102,6 +104,7 @@ const coder = AbiCoder.defaultAbiCoder();
  * the per-log time in the fixture benchmark).
  */
 const ADDRESS_AS_UINT = ParamType.from("uint256");
+const TOPIC_WORD = ParamType.from("bytes32");
 const ADDRESS_LIMIT = 1n << 160n;
 const WORD = /^0x[0-9a-fA-F]{64}$/;
 const HEX_BYTES = /^0x(?:[0-9a-fA-F]{2})*$/;
@@ -126,24 +129,29 @@ function staticSize(p: ParamType): number | null {
   return p.baseType === "string" || p.baseType === "bytes" ? null : 32;
 }
 
-function compile(spec: EventSpec, fragment: EventFragment): Layout {
+/**
+ * Precompiles one event layout (also used for user ABIs, pipeline/decode/abi-decoder.ts).
+ * An indexed dynamic argument (string, bytes, array or tuple: the ABI spec logs only the
+ * keccak-256 of its encoding) is read as the `bytes32` topic word.
+ * @param spec - the layout's `standard`, human-readable `abi` and the arguments to scale.
+ * @param fragment - the parsed event.
+ */
+export function compileLayout(spec: EventSpec, fragment: EventFragment): Layout {
   const topicTypes: ParamType[] = [];
   const dataTypes: ParamType[] = [];
   const slots: Slot[] = fragment.inputs.map((param) => {
-    if (param.indexed && staticSize(param) === null) {
-      // Only the hash of an indexed dynamic value is logged; no supported event has one.
-      throw new Error(`${spec.abi}: indexed dynamic arguments are not supported`);
-    }
+    const hashed = param.indexed === true && (staticSize(param) === null || param.isTuple() || param.isArray());
     const list = param.indexed ? topicTypes : dataTypes;
     const addressAsUint = param.baseType === "address";
-    list.push(addressAsUint ? ADDRESS_AS_UINT : param);
+    list.push(hashed ? TOPIC_WORD : addressAsUint ? ADDRESS_AS_UINT : param);
     return {
       name: param.name,
       param,
       index: list.length - 1,
       indexed: param.indexed === true,
       scaled: spec.scaled?.includes(param.name) ?? false,
-      addressAsUint,
+      addressAsUint: addressAsUint && !hashed,
+      hashed,
     };
   });
   let dataLength: number | null = 0;
@@ -173,7 +181,7 @@ function layouts(): Map<string, Layout[]> {
   const out = new Map<string, Layout[]>();
   for (const spec of EVENT_SPECS) {
     const fragment = new Interface([spec.abi]).fragments[0] as EventFragment;
-    const layout = compile(spec, fragment);
+    const layout = compileLayout(spec, fragment);
     const list = out.get(layout.topic0);
     if (list) list.push(layout);
     else out.set(layout.topic0, [layout]);
@@ -275,7 +283,12 @@ function base(log: LogRecord, event: string, signature: string, standard: string
   };
 }
 
-function failed(log: LogRecord, candidates: Layout[], layout: Layout | undefined, error: string): EventRecord {
+/**
+ * The record of a log whose topic0 matched `candidates` but that none of them decodes: `args: []`,
+ * `error` set, `str` = `Name(undecodable: <error>)`.
+ * @param layout - the candidate that was tried (its `standard`), or undefined when none fits the topic count (all candidates' standards joined by `|`).
+ */
+export function failedEvent(log: LogRecord, candidates: Layout[], layout: Layout | undefined, error: string): EventRecord {
   const first = (layout ?? candidates[0]) as Layout;
   const standard = layout ? layout.spec.standard : [...new Set(candidates.map((c) => c.spec.standard))].join("|");
   const rec = base(log, first.event, first.signature, standard);
@@ -284,8 +297,12 @@ function failed(log: LogRecord, candidates: Layout[], layout: Layout | undefined
   return rec;
 }
 
-/** Checks shape and decodes with one layout; returns the error message instead of throwing. */
-function decodeWith(layout: Layout, log: LogRecord, token: TokenInfo | undefined): EventRecord | string {
+/**
+ * Checks the log's shape against one layout and decodes it.
+ * @param token - decimals and symbol for the layout's scaled arguments, if known.
+ * @returns the event, or the one-line reason it does not decode (never throws).
+ */
+export function decodeWith(layout: Layout, log: LogRecord, token: TokenInfo | undefined): EventRecord | string {
   const where = `${layout.signature} [${layout.spec.standard}]`;
   const topics = log.topics;
   for (let i = 1; i < topics.length; i++) {
@@ -315,7 +332,10 @@ function decodeWith(layout: Layout, log: LogRecord, token: TokenInfo | undefined
     const slot = layout.slots[pos] as Slot;
     const v = (slot.indexed ? topicValues : dataValues)[slot.index];
     let r: Rendered;
-    if (slot.addressAsUint) {
+    if (slot.hashed) {
+      const h = String(v).toLowerCase();
+      r = { hex: h, num: null, text: h };
+    } else if (slot.addressAsUint) {
       if (typeof v !== "bigint" || v >= ADDRESS_LIMIT) return `${where}: argument ${slot.name} is not an address (non-zero upper 12 bytes)`;
       const a = `0x${v.toString(16).padStart(40, "0")}`;
       r = { hex: a, num: null, text: a };
@@ -372,7 +392,7 @@ export function createDecoder(deps: DecoderDeps = {}): Decoder {
         if (!layout) {
           const fits = candidates.map((c) => `${plural(c.topicCount, "topic")} [${c.spec.standard}]`).join(" or ");
           const error = `${candidates[0]?.signature} with ${plural(topics.length, "topic")} fits no known layout (expected ${fits})`;
-          return failed(log, candidates, undefined, error);
+          return failedEvent(log, candidates, undefined, error);
         }
         let token: TokenInfo | undefined;
         if (layout.hasScaled && typeof log.address === "string") {
@@ -380,9 +400,9 @@ export function createDecoder(deps: DecoderDeps = {}): Decoder {
           token = usableToken(tokens(address, chainId) ?? fallback?.(address, chainId));
         }
         const out = decodeWith(layout, log, token);
-        return typeof out === "string" ? failed(log, candidates, layout, out) : out;
+        return typeof out === "string" ? failedEvent(log, candidates, layout, out) : out;
       } catch (err) {
-        return failed(log, candidates, layout, `internal decoder error: ${message(err)}`);
+        return failedEvent(log, candidates, layout, `internal decoder error: ${message(err)}`);
       }
     },
   };

@@ -7,16 +7,42 @@
  * @module
  */
 
+import type { Client } from "@elastic/elasticsearch";
 import type { Registry } from "prom-client";
+import { ABI_ANY_ADDRESS, eventFragments } from "../../lib/abis/model.js";
+import type { AbiChange } from "../../lib/abis/store.js";
 import type { TokenMetadataCache } from "../../lib/chain/token-cache.js";
 import type { TokenLookup } from "../../lib/chain/tokens.js";
 import { NonRetryableError } from "../../lib/errors.js";
 import type { Logger } from "../../lib/logger.js";
-import { eventId, type LogRecord } from "../../lib/records.js";
+import { type EventRecord, eventId, type LogRecord } from "../../lib/records.js";
 import { type Bus, createRecordProducer, messageSeq, type OutgoingRecord, seqHeaders } from "../kafka/bus.js";
 import { type HandlerFailure, type InputRecord, type RunningConsumer, runConsumer } from "../kafka/consumer.js";
+import { type AbiRegistry, type AbiRegistryDeps, createAbiRegistry } from "./abis.js";
 import type { Decoder } from "./decoder.js";
+import { redecodeHistory } from "./redecode.js";
 import { lookupOf, tokenRequests } from "./token-batch.js";
+
+/**
+ * A decoder that tries the user ABIs when the standard decoder does not decode a log: the
+ * standard event when it decodes without error (standard layouts win, so their `scaled` amounts and
+ * labels stay the same for every user), else the ABI event when one decodes, else whichever
+ * failure record exists (standard first), else null.
+ * @param standard - the standard decoder (./decoder.ts).
+ * @param abis - the live registry (./abis.ts).
+ * @param known - standard results already computed for this batch (avoids decoding twice).
+ */
+export function withAbis(standard: Decoder, abis: Pick<AbiRegistry, "decode">, known?: Map<LogRecord, EventRecord | null>): Decoder {
+  return {
+    decode(log, tokens) {
+      const std = known?.has(log) ? (known.get(log) ?? null) : standard.decode(log, tokens);
+      if (std && std.error === null) return std;
+      const ev = abis.decode(log);
+      if (ev && ev.error === null) return ev;
+      return std ?? ev;
+    },
+  };
+}
 
 /**
  * Turns a batch of consumed logs into event messages and per-record failures (pure).
@@ -73,6 +99,16 @@ export interface DecodeStageDeps {
   logger: Logger;
   /** Registry of the shell's metrics (pipeline/kafka/metrics.ts), e.g. the process's; default a private one. */
   registry?: Registry;
+  /**
+   * User ABIs (docs/decoding.md, "User ABIs"): the registry's dependencies (store, change feed,
+   * proxy reader, intervals; the logger is the stage's) and, for re-decoding history on a new
+   * registration, the Elasticsearch client, the log index, `maxLogs` and a lock so that one decode
+   * process of the group re-decodes each registration (`lock(key)` true for the first caller,
+   * e.g. Redis `SET key 1 NX PX …`). Absent: only the standard decoder.
+   */
+  abis?: Omit<AbiRegistryDeps, "logger" | "onChange"> & {
+    redecode?: { es: Client; logIndex: string; maxLogs: number; lock: (key: string) => Promise<boolean> };
+  };
 }
 
 /**
@@ -96,6 +132,7 @@ export interface DecodeStageDeps {
 export async function startDecodeStage(deps: DecodeStageDeps): Promise<RunningConsumer> {
   const registry = deps.registry;
   const producer = await createRecordProducer(deps.bus, registry ? { metrics: { registry, stage: "decode" } } : {});
+  const abis = deps.abis ? await startAbis(deps, deps.abis, producer.send.bind(producer)) : undefined;
   const running = await runConsumer({
     bus: deps.bus,
     logger: deps.logger,
@@ -110,7 +147,25 @@ export async function startDecodeStage(deps: DecodeStageDeps): Promise<RunningCo
           )
         : [];
       const tokens = deps.tokenMetadata && requests.length > 0 ? lookupOf(await deps.tokenMetadata.resolve(requests)) : undefined;
-      const { out, failures } = decodeBatch(deps.decoder, inputs, tokens);
+      let decoder = deps.decoder;
+      if (abis) {
+        // Standard results first: only logs it leaves undecoded may need a proxy's implementation read.
+        const known = new Map<LogRecord, EventRecord | null>();
+        const pending: LogRecord[] = [];
+        for (const input of inputs) {
+          const log = input.record as LogRecord;
+          try {
+            const ev = deps.decoder.decode(log, tokens);
+            known.set(log, ev);
+            if (!ev || ev.error !== null) pending.push(log);
+          } catch {
+            // decodeBatch decodes it again and dead-letters it.
+          }
+        }
+        await abis.registry.prepare(pending);
+        decoder = withAbis(deps.decoder, abis.registry, known);
+      }
+      const { out, failures } = decodeBatch(decoder, inputs, tokens);
       await producer.send(out);
       return failures;
     },
@@ -118,8 +173,60 @@ export async function startDecodeStage(deps: DecodeStageDeps): Promise<RunningCo
   return {
     ...running,
     async stop() {
+      await abis?.stop();
       await running.stop();
       await producer.disconnect();
+    },
+  };
+}
+
+/** Starts the ABI registry of the stage and its re-decoding of history (one registration at a time). */
+async function startAbis(
+  deps: DecodeStageDeps,
+  options: NonNullable<DecodeStageDeps["abis"]>,
+  produce: (records: OutgoingRecord[]) => Promise<void>,
+): Promise<{ registry: AbiRegistry; stop(): Promise<void> }> {
+  const logger = deps.logger.child({ stage: "decode" });
+  let queue: Promise<void> = Promise.resolve();
+  let stopped = false;
+  const redecode = async (change: AbiChange) => {
+    const r = options.redecode;
+    if (!r || stopped || change.op !== "put") return;
+    const reg = await options.store.get(change.namespace, change.address);
+    if (!reg || reg.updatedAt !== change.at) return; // replaced or removed meanwhile: that change re-decodes
+    const index = abiRegistry.index();
+    let selector: { addresses: string[] } | { topic0s: string[] };
+    if (reg.address === ABI_ANY_ADDRESS) {
+      selector = { topic0s: eventFragments(reg.abi).map((f) => f.topicHash.toLowerCase()) };
+    } else {
+      // Another namespace's ABI decodes this address (it was first): its events already exist.
+      if (index.owners.get(reg.address)?.namespace !== reg.namespace) return;
+      selector = { addresses: [reg.address, ...abiRegistry.proxiesOf(reg.address)] };
+    }
+    if (!(await r.lock(`${change.namespace}:${change.address}:${change.at}`))) return;
+    const decoder = withAbis(deps.decoder, abiRegistry);
+    const result = await redecodeHistory(
+      { es: r.es, logIndex: r.logIndex, maxLogs: r.maxLogs, decode: (l) => decoder.decode(l), produce },
+      selector,
+    );
+    const fields = { namespace: change.namespace, address: change.address, ...result };
+    if (result.truncated) logger.warn(fields, "abi re-decode truncated (CHAINSIFT_ABI_REDECODE_MAX_LOGS)");
+    else logger.info(fields, "abi re-decode done");
+  };
+  const abiRegistry = createAbiRegistry({
+    ...options,
+    logger: deps.logger,
+    onChange: (change) => {
+      queue = queue.then(() => redecode(change)).catch((err: unknown) => logger.warn({ err, ...change }, "abi re-decode failed"));
+    },
+  });
+  await abiRegistry.start();
+  return {
+    registry: abiRegistry,
+    async stop() {
+      stopped = true;
+      await abiRegistry.stop();
+      await queue;
     },
   };
 }

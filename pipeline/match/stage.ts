@@ -31,6 +31,7 @@ import { createRuleIndex, type RuleIndex } from "../../lib/match/rule-index.js";
 import type { BlockRecord, EventRecord, ReorgRecord, TraceRecord } from "../../lib/records.js";
 import { type RedisClient, sharedOrConnect } from "../../lib/redis.js";
 import { connectRuleStore, type RuleStore } from "../../lib/rules/store.js";
+import { REDECODE_HEADER } from "../../topics/index.js";
 import { type Bus, createRecordProducer, messageSeq } from "../kafka/bus.js";
 import { type RunningConsumer, runConsumer } from "../kafka/consumer.js";
 import { createChainView } from "./chain-view.js";
@@ -182,6 +183,8 @@ export async function startMatchStage(deps: MatchStageDeps): Promise<MatchStage>
       for (const input of inputs) {
         // A record of a block known to be orphaned (its partition lagged behind the reorg) matches nothing.
         if (chain.isOrphaned(input.record)) continue;
+        // An event re-decoded from history after an ABI registration is for search, not for alerts.
+        if (kind === "events" && input.message.headers?.[REDECODE_HEADER] !== undefined) continue;
         for (const { type, entity } of await entitiesWithToken({ topicKind: kind, record: input.record })) {
           metrics.entities.inc({ type });
           const matched = index.match(type, entity);
