@@ -73,6 +73,29 @@ interface SolcOutput {
 }
 
 async function compile(): Promise<DevContracts> {
+  const { contracts, solcVersion } = await compileSolidity(DEV_CONTRACTS_SOURCE_FILE, devContractsSource(), [
+    "ChainsiftTestToken",
+    "ChainsiftTestNFT",
+  ]);
+  return { token: contracts.ChainsiftTestToken as CompiledContract, nft: contracts.ChainsiftTestNFT as CompiledContract, solcVersion };
+}
+
+/**
+ * Compiles one Solidity source with solc-js, offline (optimizer on, 200 runs, EVM
+ * {@link DEV_CONTRACTS_EVM_VERSION}); `@openzeppelin/contracts/…` imports resolve to the installed
+ * package. Blocks the event loop while solc runs (about a second).
+ * @param fileName - the source's file name (e.g. `Pinger.sol`).
+ * @param source - the Solidity text.
+ * @param names - the contracts whose ABI and bytecode are wanted.
+ * @returns each named contract and the solc version.
+ * @throws {DevContractCompileError} when solc reports an error or a named contract has no bytecode.
+ * @throws {Error} when the `solc` or `@openzeppelin/contracts` package is not installed.
+ */
+export async function compileSolidity(
+  fileName: string,
+  source: string,
+  names: readonly string[],
+): Promise<{ contracts: Record<string, CompiledContract>; solcVersion: string }> {
   const require = createRequire(import.meta.url);
   let ozDir: string;
   try {
@@ -83,11 +106,11 @@ async function compile(): Promise<DevContracts> {
   const { default: solc } = await import("solc");
   const input = {
     language: "Solidity",
-    sources: { [DEV_CONTRACTS_SOURCE_FILE]: { content: devContractsSource() } },
+    sources: { [fileName]: { content: source } },
     settings: {
       optimizer: { enabled: true, runs: 200 },
       evmVersion: DEV_CONTRACTS_EVM_VERSION,
-      outputSelection: { [DEV_CONTRACTS_SOURCE_FILE]: { "*": ["abi", "evm.bytecode.object"] } },
+      outputSelection: { [fileName]: { "*": ["abi", "evm.bytecode.object"] } },
     },
   };
   const findImports = (path: string): { contents: string } | { error: string } => {
@@ -103,11 +126,12 @@ async function compile(): Promise<DevContracts> {
   if (errors.length > 0) {
     throw new DevContractCompileError(`solc failed:\n${errors.map((e) => e.formattedMessage ?? e.message).join("\n")}`);
   }
-  const pick = (name: string): CompiledContract => {
-    const c = output.contracts?.[DEV_CONTRACTS_SOURCE_FILE]?.[name];
+  const contracts: Record<string, CompiledContract> = {};
+  for (const name of names) {
+    const c = output.contracts?.[fileName]?.[name];
     const object = c?.evm.bytecode.object;
     if (!c || !object) throw new DevContractCompileError(`solc output has no bytecode for ${name}`);
-    return { abi: c.abi, bytecode: `0x${object}` };
-  };
-  return { token: pick("ChainsiftTestToken"), nft: pick("ChainsiftTestNFT"), solcVersion: String(solc.version()) };
+    contracts[name] = { abi: c.abi, bytecode: `0x${object}` };
+  }
+  return { contracts, solcVersion: String(solc.version()) };
 }

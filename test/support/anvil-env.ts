@@ -129,6 +129,8 @@ export interface AnvilEnvOptions {
   traces: boolean;
   /** Also deploy the ERC-721 (after the ERC-20, before the mint). Default false. */
   nft?: boolean;
+  /** Also run the index stage (refreshing after each bulk), so records are searchable. Default false. */
+  index?: boolean;
   /** Overrides of `config.notify` over 3 attempts and a 20–100 ms back-off; `allowlist` is always `127.0.0.1`. */
   notify?: Partial<Config["notify"]>;
   /** Level of the stages' logger when `LOG_LEVEL` is unset. Default: the harness's logger. */
@@ -260,6 +262,8 @@ async function start(
 
   const anvil = await startAnvil({ blockTimeSec: 0 });
   onStop(() => anvil.stop());
+  // The decode stage reads proxies' implementation slots from the node (user ABIs).
+  config.ingest = { ...config.ingest, rpcUrl: anvil.rpcUrl };
   const provider = new JsonRpcProvider(anvil.rpcUrl, undefined, { staticNetwork: true, cacheTimeout: -1, pollingInterval: 100 });
   onStop(async () => provider.destroy());
   const rpc = (method: string, params: unknown[] = []) => provider.send(method, params) as Promise<unknown>;
@@ -281,7 +285,14 @@ async function start(
   // Closed after the stages (teardown runs last registered first): the match stage reads this store.
   const connected = await connectRuleStore(config);
   onStop(() => connected.close());
-  const pipeline = await startPipeline({ config, logger, es: h.es, decoder, stages: ["decode"] });
+  const pipeline = await startPipeline({
+    config,
+    logger,
+    es: h.es,
+    decoder,
+    stages: options.index ? ["decode", "index"] : ["decode"],
+    refresh: options.index === true,
+  });
   const services: Array<() => Promise<unknown>> = [() => pipeline.stop()];
   // Each Kafka consumer's disconnect waits for its pending fetch (up to ~5 s): stop them together.
   onStop(() => Promise.allSettled(services.map((stopOne) => stopOne())));
