@@ -2,7 +2,7 @@
  * Pure decoding of logs with user-registered ABIs (lib/abis): {@link buildAbiIndex} turns the
  * registrations into per-address and any-address layout tables, {@link decodeWithAbis} decodes one
  * log with them. Rendering is the standard decoder's (pipeline/decode/decoder.ts `decodeWith`:
- * `EventArg` values, `str`), the record's `standard` is `abi`. See docs/decoding.md, "User ABIs".
+ * `EventArg` values, `str`), the record's `source` and `standard` are both `abi`. See docs/decoding.md, "User ABIs".
  *
  * Whose ABI applies when several namespaces register one for the same address: events are shared
  * records (one per log, searchable by every account), so exactly one registration decodes an
@@ -111,7 +111,10 @@ export function decodeWithAbis(index: AbiIndex, log: LogRecord, implementation: 
     if (layout.topicCount !== log.topics.length) continue;
     try {
       const out = decodeWith(layout, log, undefined);
-      if (typeof out !== "string") return out;
+      if (typeof out !== "string") {
+        out.source = "abi";
+        return out;
+      }
       firstError ??= { layout, error: out };
     } catch (err) {
       firstError ??= { layout, error: `internal decoder error: ${(err as Error).message}` };
@@ -120,7 +123,9 @@ export function decodeWithAbis(index: AbiIndex, log: LogRecord, implementation: 
   const first = candidates[0] as Layout;
   const error =
     firstError?.error ?? `${first.signature} with ${log.topics.length} topics fits no registered ABI layout (expected ${first.topicCount})`;
-  return failedEvent(log, candidates, firstError?.layout, error);
+  const failed = failedEvent(log, candidates, firstError?.layout, error);
+  failed.source = "abi";
+  return failed;
 }
 
 /**

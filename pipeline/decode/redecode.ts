@@ -26,7 +26,7 @@ export interface RedecodeDeps {
   es: Client;
   /** The log index (es/mappings.ts `indexName(chain, "log", prefix)`). */
   logIndex: string;
-  /** Decodes a log as the live stage would, or null; only events with no `error` and `standard` `abi` are produced. */
+  /** Decodes a log as the live stage would, or null; only events with no `error` and `source` `abi` are produced. */
   decode: (log: LogRecord) => EventRecord | null;
   /** Produces a batch of event records. */
   produce: (records: OutgoingRecord[]) => Promise<void>;
@@ -84,7 +84,7 @@ export async function redecodeHistory(deps: RedecodeDeps, selector: RedecodeSele
     const out: OutgoingRecord[] = [];
     for (const hit of hits) {
       const ev = deps.decode(hit._source as LogRecord);
-      if (ev && ev.error === null && ev.standard === "abi") {
+      if (ev && ev.error === null && ev.source === "abi") {
         const headers: Record<string, string> = { [REDECODE_HEADER]: "1" };
         if (typeof hit._version === "number") headers[SEQ_HEADER] = String(hit._version);
         out.push({ kind: "events", key: eventId(ev), record: ev, headers });

@@ -139,7 +139,7 @@ describe.skipIf(!up.ok)("user ABIs end to end on anvil", () => {
       const hits = await search({ term: { transactionHash: earlyTx } });
       return hits.length > 0 ? hits : undefined;
     }, 60_000);
-    expect(early).toMatchObject({ event: "Ping", standard: "abi", error: null, address: pingerAddress });
+    expect(early).toMatchObject({ event: "Ping", source: "abi", standard: "abi", error: null, address: pingerAddress });
     expect(early?.signature).toBe("Ping(address,string,uint256,(uint8,bytes32),uint16[],string)");
     const args = Object.fromEntries((early?.args ?? []).map((a) => [a.name, a.value]));
     expect(Object.keys(args)).toEqual(["from", "tag", "amount", "pair", "counts", "note"]);
@@ -157,7 +157,7 @@ describe.skipIf(!up.ok)("user ABIs end to end on anvil", () => {
       const hits = await search({ term: { transactionHash: lateTx } });
       return hits.length > 0 ? hits : undefined;
     }, 60_000);
-    expect(late).toMatchObject({ event: "Ping", standard: "abi", error: null, address: proxyAddress });
+    expect(late).toMatchObject({ event: "Ping", source: "abi", standard: "abi", error: null, address: proxyAddress });
     const alerts = await env.waitAlerts("abi", 1, 60_000);
     expect(alerts[0]).toMatchObject({ ruleId: rule.id, targetType: "Event", entityId: `${lateTx}_e_0` });
     // The re-decoded history (amount 1000 > 100 too) never alerts.
