@@ -5,6 +5,8 @@
  *   accounts create --name <n> [--email <e>]     accounts list     accounts disable <account-id>
  *   tokens issue --account <id> [--name <n>] [--expires-in-days <d>]
  *   tokens list --account <id>                   tokens revoke <token-id>
+ *   abis add <address|any> --file <abi.json> (--account <id> | --global) [--name <label>]
+ *   abis list (--account <id> | --global)        abis rm <address|any> (--account <id> | --global)
  *   status [--max-lag <records>] [--max-head-lag <blocks>] [--max-dead-letters <n>]   (cli/status.ts)
  *   rules test <file.json> (--from <n> --to <m> | --last <n>)   (cli/rules-test.ts; docs/alerting.md)
  * Every command takes `--json` (one JSON document on stdout) and `--help`.
@@ -15,8 +17,11 @@
  * @module
  */
 import { realpathSync } from "node:fs";
+import { readFile } from "node:fs/promises";
 import { fileURLToPath } from "node:url";
 import { type ParseArgsOptionsConfig, parseArgs } from "node:util";
+import { GLOBAL_NAMESPACE, normalizeAbiAddress, validateAbiBody } from "../lib/abis/model.js";
+import { type AbiStore, AbiStoreError, type ConnectedAbiStore, connectAbiStore } from "../lib/abis/store.js";
 import { type AccountErrorCode, isAccountError, type TokenInfo } from "../lib/accounts/model.js";
 import { type AccountStore, type ConnectedAccountStore, connectAccountStore } from "../lib/accounts/store.js";
 import { type Config, ConfigError, loadConfig } from "../lib/config.js";
@@ -82,6 +87,8 @@ export interface CliContext {
   output: CliOutput;
   /** The account store (connects to Redis on first call, once). @throws {CliFailure} when Redis cannot be reached. */
   accounts(): Promise<AccountStore>;
+  /** The user-ABI store (lib/abis; connects to Redis on first call, once). @throws {CliFailure} when Redis cannot be reached. */
+  abis(): Promise<AbiStore>;
 }
 
 /** One CLI command. */
@@ -256,6 +263,61 @@ export async function tokensRevoke(store: AccountStore, args: CommandArgs, outpu
 }
 
 /** Adapts a `(store, args, output)` implementation to {@link CliCommand.run}. */
+/**
+ * The namespace of an `abis` command: `--global`, or `--account <id>` of an existing account.
+ * @throws {UsageError} when neither or both are given; {@link CliFailure} for an unknown account.
+ */
+async function abiNamespace(ctx: CliContext, args: CommandArgs): Promise<string> {
+  const account = optionalString(args, "account");
+  const global = args.values.global === true;
+  if ((account === undefined) === !global) throw new UsageError("give exactly one of --account <account-id> and --global");
+  if (global) return GLOBAL_NAMESPACE;
+  if (!(await (await ctx.accounts()).getAccount(account as string))) throw new CliFailure(`no account with id ${JSON.stringify(account)}`);
+  return account as string;
+}
+
+/** The canonical address of a positional argument. @throws {UsageError} when it is neither an address nor `any`. */
+function abiAddress(raw: string): string {
+  const a = normalizeAbiAddress(raw);
+  if (!a) throw new UsageError(`<address>: expected 0x followed by 40 hex digits, or any; got ${JSON.stringify(raw)}`);
+  return a;
+}
+
+/**
+ * `abis add <address|any> --file <f> (--account <id> | --global) [--name <label>]`: registers the
+ * ABI in the file (a JSON ABI array, or an object with an `abi` array such as a Foundry or Hardhat
+ * artifact) with the API's validation; prints the registration.
+ * @throws {UsageError} for an unreadable file, invalid JSON or an invalid ABI (every problem with its path).
+ */
+export async function abisAdd(ctx: CliContext, args: CommandArgs): Promise<number> {
+  const address = abiAddress(args.positionals[0] as string);
+  const file = requiredString(args, "file");
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(await readFile(file, "utf8"));
+  } catch (err) {
+    throw new UsageError(`--file ${file}: ${(err as Error).message}`);
+  }
+  const abi = Array.isArray(parsed) ? parsed : (parsed as { abi?: unknown } | null)?.abi;
+  const name = optionalString(args, "name");
+  const checked = validateAbiBody({ abi, ...(name !== undefined ? { name } : {}) }, address);
+  if (!checked.ok) {
+    for (const e of checked.errors) ctx.output.err(`${e.path || "abi"}: ${e.message} (${e.code})`);
+    throw new UsageError(`${file} is not a valid ABI (${checked.errors.length} problem${checked.errors.length === 1 ? "" : "s"})`);
+  }
+  const namespace = await abiNamespace(ctx, args);
+  try {
+    const { registration, created } = await (await ctx.abis()).put(namespace, address, checked.value);
+    const summary = { ...registration, abi: undefined, created };
+    if (args.json) printJson(ctx.output, summary);
+    else ctx.output.out(`${created ? "registered" : "replaced"} the ABI of ${address} in ${namespace}: ${registration.events} events`);
+  } catch (err) {
+    if (err instanceof AbiStoreError) throw new CliFailure(`${err.message} (${err.code})`);
+    throw err;
+  }
+  return EXIT_OK;
+}
+
 function withAccounts(fn: (store: AccountStore, args: CommandArgs, output: CliOutput) => Promise<number>): CliCommand["run"] {
   return async (ctx, args) => fn(await ctx.accounts(), args, ctx.output);
 }
@@ -306,6 +368,48 @@ export const commands: CliCommand[] = [
     options: {},
     positionals: ["token-id"],
     run: withAccounts(tokensRevoke),
+  },
+  {
+    path: ["abis", "add"],
+    summary: "register (or replace) the ABI of a contract, or event ABIs for any contract; the decode stage applies it at once",
+    usage: "<address|any> --file <abi.json> (--account <account-id> | --global) [--name <label>]",
+    details:
+      "The file holds a JSON ABI array, or an object with an `abi` array (Foundry/Hardhat artifact).\n" +
+      "Registering re-decodes the contract's past logs from the log index (docs/decoding.md).",
+    options: { file: { type: "string" }, account: { type: "string" }, global: { type: "boolean" }, name: { type: "string" } },
+    positionals: ["address"],
+    run: abisAdd,
+  },
+  {
+    path: ["abis", "list"],
+    summary: "list the ABIs of an account (or the global ones)",
+    usage: "(--account <account-id> | --global)",
+    options: { account: { type: "string" }, global: { type: "boolean" } },
+    run: async (ctx, args) => {
+      const list = await (await ctx.abis()).list(await abiNamespace(ctx, args));
+      if (args.json) printJson(ctx.output, list);
+      else if (list.length === 0) ctx.output.out("no ABIs");
+      else
+        ctx.output.out(
+          table([["ADDRESS", "NAME", "EVENTS", "UPDATED"], ...list.map((r) => [r.address, r.name ?? "", String(r.events), r.updatedAt])]),
+        );
+      return EXIT_OK;
+    },
+  },
+  {
+    path: ["abis", "rm"],
+    summary: "remove an ABI (its logs decode no more; events already produced stay)",
+    usage: "<address|any> (--account <account-id> | --global)",
+    options: { account: { type: "string" }, global: { type: "boolean" } },
+    positionals: ["address"],
+    run: async (ctx, args) => {
+      const address = abiAddress(args.positionals[0] as string);
+      const namespace = await abiNamespace(ctx, args);
+      if (!(await (await ctx.abis()).remove(namespace, address))) throw new CliFailure(`no ABI for ${address} in ${namespace}`);
+      if (args.json) printJson(ctx.output, { removed: address, namespace });
+      else ctx.output.out(`removed the ABI of ${address} from ${namespace}`);
+      return EXIT_OK;
+    },
   },
   {
     path: ["alerts", "replay"],
@@ -505,17 +609,15 @@ export async function runCli(argv: readonly string[], deps: RunCliDeps): Promise
     return usageExit(output, message, hint);
   }
 
-  let connected: ConnectedAccountStore | undefined;
-  let connecting: Promise<ConnectedAccountStore> | undefined;
-  const connect = deps.connectAccounts ?? ((config: Config) => connectAccountStore(config));
-  const ctx: CliContext = {
-    config: deps.config,
-    output,
-    async accounts() {
+  const opened: Array<{ close(): Promise<unknown> }> = [];
+  /** Connects a store once, on first use; {@link runCli} closes it at the end. */
+  const lazily = <S>(connect: (config: Config) => Promise<{ store: S; close(): Promise<unknown> }>) => {
+    let connecting: Promise<S> | undefined;
+    return () => {
       connecting ??= connect(deps.config).then(
         (c) => {
-          connected = c;
-          return c;
+          opened.push(c);
+          return c.store;
         },
         (err: unknown) => {
           throw new CliFailure(`cannot connect to Redis at ${redactUrl(deps.config.redisUrl)}: ${(err as Error)?.message ?? String(err)}`, {
@@ -523,8 +625,14 @@ export async function runCli(argv: readonly string[], deps: RunCliDeps): Promise
           });
         },
       );
-      return (await connecting).store;
-    },
+      return connecting;
+    };
+  };
+  const ctx: CliContext = {
+    config: deps.config,
+    output,
+    accounts: lazily<AccountStore>(deps.connectAccounts ?? ((config: Config) => connectAccountStore(config))),
+    abis: lazily<AbiStore>((config): Promise<ConnectedAbiStore> => connectAbiStore(config)),
   };
 
   try {
@@ -542,7 +650,7 @@ export async function runCli(argv: readonly string[], deps: RunCliDeps): Promise
     output.err(`chainsift: ${hint} failed: ${err instanceof Error ? err.message : String(err)}`);
     return EXIT_FAILURE;
   } finally {
-    await connected?.close().catch(() => {});
+    for (const c of opened) await c.close().catch(() => {});
   }
 }
 

@@ -14,6 +14,8 @@
  * @module
  */
 
+import type { Config } from "../config.js";
+import { type ConnectedStore, connectStore, type StoreConnectionOptions } from "../redis.js";
 import { type AbiRegistration, eventFragments, GLOBAL_NAMESPACE } from "./model.js";
 import type { AbiRegistrationBody } from "./schema.js";
 
@@ -205,4 +207,20 @@ export function createAbiStore(deps: AbiStoreDeps): AbiStore {
       };
     },
   };
+}
+
+/** An {@link AbiStore} with the Redis connection it owns. */
+export type ConnectedAbiStore = ConnectedStore<AbiStore>;
+
+/**
+ * Connects a dedicated Redis client (fails fast when Redis is unreachable, like the account store's)
+ * and returns a store over it (the CLI's).
+ * @param config - `redisUrl`, `redisKeyPrefix` and `abis.maxPerAccount` of a Config.
+ * @throws the client's connection error when Redis cannot be reached.
+ */
+export function connectAbiStore(
+  config: Pick<Config, "redisUrl" | "redisKeyPrefix" | "abis">,
+  options: StoreConnectionOptions = {},
+): Promise<ConnectedAbiStore> {
+  return connectStore(config, "abis", options, (connection) => createAbiStore({ ...connection, maxPerAccount: config.abis.maxPerAccount }));
 }
