@@ -56,17 +56,9 @@ const Params = (description: string) => Type.Optional(Type.Array(AbiParamSchema,
 /** One entry of a JSON ABI. Unknown keys are allowed (compilers add some), parameters are checked. */
 export const AbiEntrySchema = Type.Object(
   {
-    type: Type.Union(
-      [
-        Type.Literal("event"),
-        Type.Literal("function"),
-        Type.Literal("constructor"),
-        Type.Literal("fallback"),
-        Type.Literal("receive"),
-        Type.Literal("error"),
-      ],
-      { description: "Entry type; only `event` entries are used for decoding" },
-    ),
+    type: Type.Enum(["event", "function", "constructor", "fallback", "receive", "error"], {
+      description: "Entry type; only `event` entries are used for decoding",
+    }),
     name: Type.Optional(Name("Event, function or error name (required for events)")),
     inputs: Params("Arguments, in signature order"),
     outputs: Params("Return values (functions)"),
