@@ -10,7 +10,7 @@ import { addressInSlot } from "../../../../pipeline/decode/proxy.js";
 const event = (inputs: unknown[], extra: object = {}) => ({ type: "event" as const, name: "E", inputs: inputs as never[], ...extra });
 
 describe("validateAbiBody", () => {
-  const paths = (body: unknown, address = "0x" + "a".repeat(40)) => {
+  const paths = (body: unknown, address = `0x${"a".repeat(40)}`) => {
     const r = validateAbiBody(body, address);
     return r.ok ? [] : r.errors.map((e) => e.path);
   };
