@@ -34,6 +34,8 @@ export interface RedecodeDeps {
   maxLogs: number;
   /** Logs per Elasticsearch page; default 1000. */
   pageSize?: number;
+  /** Checked before each page: true stops the re-decode there (the stage is stopping). */
+  stopped?: () => boolean;
 }
 
 /** What {@link redecodeHistory} did. */
@@ -61,6 +63,7 @@ export async function redecodeHistory(deps: RedecodeDeps, selector: RedecodeSele
   let after: unknown[] | undefined;
   for (;;) {
     const left = deps.maxLogs - result.logs;
+    if (deps.stopped?.()) break;
     if (left <= 0) {
       result.truncated = true;
       break;

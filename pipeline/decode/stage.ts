@@ -206,7 +206,7 @@ async function startAbis(
     if (!(await r.lock(`${change.namespace}:${change.address}:${change.at}`))) return;
     const decoder = withAbis(deps.decoder, abiRegistry);
     const result = await redecodeHistory(
-      { es: r.es, logIndex: r.logIndex, maxLogs: r.maxLogs, decode: (l) => decoder.decode(l), produce },
+      { es: r.es, logIndex: r.logIndex, maxLogs: r.maxLogs, decode: (l) => decoder.decode(l), produce, stopped: () => stopped },
       selector,
     );
     const fields = { namespace: change.namespace, address: change.address, ...result };
