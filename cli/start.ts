@@ -131,7 +131,7 @@ async function main({ config, logger, shutdown, ...common }: Common): Promise<vo
     logger,
     redis: common.redis,
     metricsRegistry: common.metrics,
-    decoder: createDecoder({ chainId, tokens }),
+    decoder: createDecoder({ chainId, tokens, signatures: config.decode.signatures }),
     // Decimals of tokens outside the bundled list, read on chain by the decode stage (CHAINSIFT_DECODE_TOKEN_CALLS).
     tokenRpcUrl: rpcUrl,
     chainId,

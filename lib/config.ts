@@ -142,6 +142,14 @@ export interface Config {
      * `CHAINSIFT_DECODE_TOKEN_NEGATIVE_TTL_MS`, default 86400000 (one day; an integer >= 1).
      */
     tokenNegativeTtlMs: number;
+    /**
+     * Decode logs whose topic0 is no standard layout (and, once user ABIs exist, whose contract has
+     * none) by topic0 alone, from the bundled signature database: the event ABIs of the npm package
+     * `@openzeppelin/contracts` (loaded once per process, on the first such log), into events with
+     * `source: "signature"` and `standard: "openzeppelin"` (docs/decoding.md). Env
+     * `CHAINSIFT_DECODE_SIGNATURES` (`true`/`false`), default true; false: such logs give no event.
+     */
+    signatures: boolean;
   };
   index: {
     /** Largest bulk request, in documents. Env `CHAINSIFT_BULK_MAX_DOCS`, default 2000. */
@@ -366,6 +374,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     decode: {
       tokenCalls: bool(env, "CHAINSIFT_DECODE_TOKEN_CALLS", true),
       tokenNegativeTtlMs: int(env, "CHAINSIFT_DECODE_TOKEN_NEGATIVE_TTL_MS", 86_400_000, 1),
+      signatures: bool(env, "CHAINSIFT_DECODE_SIGNATURES", true),
     },
     index: {
       bulkMaxDocs: int(env, "CHAINSIFT_BULK_MAX_DOCS", 2000, 1),

@@ -233,7 +233,10 @@ export interface EventRecord {
   event: string;
   /** Canonical signature, e.g. `Transfer(address,address,uint256)`. */
   signature: string;
-  /** Token standard or protocol the decoder recognised, e.g. `erc20`, `erc721`, `weth`, `uniswap-v2`. */
+  /**
+   * Token standard or protocol the decoder recognised, e.g. `erc20`, `erc721`, `weth`, `uniswap-v2`;
+   * `openzeppelin` for an event decoded from the signature database (`source: "signature"`).
+   */
   standard: string;
   /** Which source of event layouts decoded the log (see {@link EventSource}). */
   source: EventSource;

@@ -44,7 +44,7 @@ export interface PipelineDeps {
    * The whole configuration (lib/config.ts): `chain`, `kafka` and `schemaRegistryUrl` (the bus),
    * `elasticsearch` (`url`, `requestTimeoutMs`, `indexPrefix`), `redisUrl` and `redisKeyPrefix`,
    * `ingest` (`concurrency`, `traces`: defaults of {@link Pipeline.createIngester}; `rpcUrl`: the
-   * decode stage's token-metadata node by default), `decode` (`tokenCalls`, `tokenNegativeTtlMs`) and `notify`.
+   * decode stage's token-metadata node by default), `decode` (`tokenCalls`, `tokenNegativeTtlMs`, `signatures`: the default decoder's) and `notify`.
    */
   config: Config;
   /** The process's logger; every stage logs through a child of it (`stage: "<name>"`). */
@@ -58,7 +58,7 @@ export interface PipelineDeps {
   redis?: () => Promise<RedisClient>;
   /** Elasticsearch client; created from config when absent (and closed on stop). */
   es?: Client;
-  /** Decoder; `createDecoder()` when absent. */
+  /** Decoder; when absent, `createDecoder` with `chainId` and the signature database per `config.decode.signatures`. */
   decoder?: Decoder;
   /**
    * The node the decode stage reads token metadata from by `eth_call` (when `config.decode.tokenCalls`;
@@ -135,7 +135,7 @@ export interface Pipeline {
  * startNotifyStage); the index stage reads the chain state for its canonical check, match and
  * notify share the bus and the Redis client.
  * @param deps - configuration, logger, the shared Redis client and metrics registry, and the
- *   stage options ({@link PipelineDeps}; defaults: own ES client and Redis client, `createDecoder()`,
+ *   stage options ({@link PipelineDeps}; defaults: own ES client and Redis client, `createDecoder()` (signatures per config),
  *   on-chain token metadata from `config.ingest.rpcUrl` when `config.decode.tokenCalls`,
  *   stages decode and index, mainnet method decoding and token list, `refresh` false).
  * @returns the running pipeline ({@link Pipeline}): `bus`, `es`, `consumers`, `chainState()`,
@@ -179,7 +179,9 @@ export async function startPipeline(deps: PipelineDeps): Promise<Pipeline> {
           negativeTtlMs: config.decode.tokenNegativeTtlMs,
         })
       : undefined;
-    const decoder = deps.decoder ?? createDecoder(deps.chainId === undefined ? {} : { chainId: deps.chainId });
+    const decoder =
+      deps.decoder ??
+      createDecoder({ ...(deps.chainId === undefined ? {} : { chainId: deps.chainId }), signatures: config.decode.signatures });
     // User ABIs: proxies' implementation slots are read from the same node as token metadata.
     const abis = deps.abis === false ? {} : { abis: await abiDeps(config, await redis(), es, tokenRpcUrl) };
     started(

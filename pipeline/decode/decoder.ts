@@ -11,12 +11,16 @@
  *   arrays as a JSON array of the element renderings. See docs/decoding.md.
  * - `scaled` is set only on amounts of the emitting contract's own token (ERC-20 Transfer/Approval
  *   `value`, WETH Deposit/Withdrawal `wad`) when that token's decimals are known for the chain.
+ * - A log whose topic0 is no standard layout is looked up in the bundled signature database
+ *   (./signatures.ts, OpenZeppelin Contracts' event ABIs; {@link DecoderDeps.signatures}) and, when
+ *   a layout fits strictly, rendered the same way with `source: "signature"`.
  * @module
  */
 import { AbiCoder, type EventFragment, formatUnits, hexlify, Interface, ParamType, toUtf8Bytes } from "ethers";
 import { lookupToken, type TokenInfo, type TokenLookup } from "../../lib/chain/tokens.js";
 import type { EventArg, EventRecord, LogRecord } from "../../lib/records.js";
 import { EVENT_SPECS, type EventSpec } from "./events.js";
+import { matchSignature, SIGNATURE_STANDARD } from "./signatures.js";
 
 /** Dependencies of {@link createDecoder}; every field is optional. */
 export interface DecoderDeps {
@@ -33,6 +37,13 @@ export interface DecoderDeps {
    * `scaled` is null). Must be synchronous and cheap: it runs per log.
    */
   tokens?: TokenLookup;
+  /**
+   * Decode logs whose topic0 is no standard layout by topic0 alone, from the bundled signature
+   * database (./signatures.ts: the event ABIs of `@openzeppelin/contracts`, loaded on the first
+   * such log): `source: "signature"`, `standard: "openzeppelin"`, `scaled` always null. Default
+   * true; the process sets it from `CHAINSIFT_DECODE_SIGNATURES` (lib/config.ts `decode.signatures`).
+   */
+  signatures?: boolean;
 }
 
 /** A log decoder. Stateless apart from its immutable tables; safe to share. */
@@ -45,8 +56,12 @@ export interface Decoder {
    *   on-chain metadata here (pipeline/decode/token-batch.ts). Called with the lower-case address.
    * @returns the decoded event; or, when topic0 is a known signature but the topics or data do
    *   not fit any of its layouts, an event with `error` set (a one-line reason), `args: []` and
-   *   `str` describing the failure; or null when the log has no topics or topic0 is unknown.
-   *   Never throws.
+   *   `str` describing the failure; or an event decoded from the signature database (its
+   *   `source` is `signature`) when topic0 is no standard layout, {@link DecoderDeps.signatures} is
+   *   on and a database layout fits strictly; or null when the log has no topics or topic0 is
+   *   unknown (or known only to the database but no layout fits).
+   * @throws only when the signature database cannot be loaded on first use (`@openzeppelin/contracts`
+   *   missing or unreadable: a broken install); the decode stage dead-letters such a log.
    */
   decode(log: LogRecord, tokens?: TokenLookup): EventRecord | null;
 }
@@ -359,11 +374,34 @@ export function decodeWith(layout: Layout, log: LogRecord, token: TokenInfo | un
 }
 
 /**
+ * The event of a log that a signature-database layout fits (./signatures.ts `matchSignature`),
+ * arguments rendered like a standard layout's; null when none fits.
+ */
+function signatureEvent(log: LogRecord): EventRecord | null {
+  const hit = matchSignature(log);
+  if (!hit) return null;
+  const args: EventArg[] = [];
+  const parts: string[] = [];
+  for (let pos = 0; pos < hit.args.length; pos++) {
+    const a = hit.args[pos] as (typeof hit.args)[number];
+    const r = render(a.renderType, a.value);
+    args.push({ name: a.name, pos, value: { hex: r.hex, num: r.num, scaled: null, type: a.type } });
+    parts.push(`${a.name}=${r.text}`);
+  }
+  const rec = base(log, hit.layout.event, hit.layout.signature, SIGNATURE_STANDARD);
+  rec.source = "signature";
+  rec.args = args;
+  rec.str = `${hit.layout.event}(${parts.join(", ")})`;
+  return rec;
+}
+
+/**
  * Creates a {@link Decoder}.
  *
  * Decoding rules (details in docs/decoding.md):
- * - A log is matched by topics[0] (case-insensitive) against {@link supportedEvents}; unknown or
- *   missing topic0 gives null.
+ * - A log is matched by topics[0] (case-insensitive) against {@link supportedEvents}; missing
+ *   topic0 gives null; any other topic0 goes to the signature database (when
+ *   {@link DecoderDeps.signatures}, default on), which gives an event or null.
  * - Among layouts sharing the topic0, the first whose topic count equals the log's is used
  *   (ERC-20 Transfer 3 topics, ERC-721 Transfer 4 topics or 1 topic, …). For static layouts the
  *   data must be exactly the ABI-encoded length; dirty padding of an address topic is an error.
@@ -373,11 +411,13 @@ export function decodeWith(layout: Layout, log: LogRecord, token: TokenInfo | un
  *   A failed decode renders as `Name(undecodable: <error>)`.
  * - Record fields logIndex, transactionIndex, transactionHash, address, blockHash, blockNumber
  *   and timestamp are the log's (same objects, not copies).
- * @param deps optional chain id (default 1) and token lookup (default: bundled token list).
+ * @param deps optional chain id (default 1), token lookup (default: bundled token list) and
+ *   signature-database switch (default on).
  */
 export function createDecoder(deps: DecoderDeps = {}): Decoder {
   const chainId = deps.chainId ?? 1;
   const tokens = deps.tokens ?? lookupToken;
+  const signatures = deps.signatures ?? true;
   const table = layouts();
   return {
     decode(log: LogRecord, fallback?: TokenLookup): EventRecord | null {
@@ -385,7 +425,7 @@ export function createDecoder(deps: DecoderDeps = {}): Decoder {
       const t0 = topics[0];
       if (typeof t0 !== "string") return null;
       const candidates = table.get(t0.toLowerCase());
-      if (!candidates) return null;
+      if (!candidates) return signatures ? signatureEvent(log) : null;
       let layout: Layout | undefined;
       try {
         layout = candidates.find((c) => c.topicCount === topics.length);

@@ -89,7 +89,7 @@ describe.skipIf(!up.ok)("decimals read on chain for a token in no list (anvil, d
   beforeAll(async () => {
     h = createHarness();
     h.config.chain = { technology: "ethereum", blockchain: "ethereum", network: "anvil" };
-    h.config.decode = { tokenCalls: true, tokenNegativeTtlMs: NEGATIVE_TTL_MS };
+    h.config.decode = { ...h.config.decode, tokenCalls: true, tokenNegativeTtlMs: NEGATIVE_TTL_MS };
     anvil = await startAnvil({ blockTimeSec: 0 });
     provider = new JsonRpcProvider(anvil.rpcUrl, undefined, { staticNetwork: true, cacheTimeout: -1, pollingInterval: 100 });
     pipeline = await startPipeline({

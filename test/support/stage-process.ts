@@ -38,6 +38,7 @@ export function configEnv(config: Config, extra: NodeJS.ProcessEnv = {}): NodeJS
     CHAINSIFT_INGEST_TRACES: String(config.ingest.traces),
     CHAINSIFT_DECODE_TOKEN_CALLS: String(config.decode.tokenCalls),
     CHAINSIFT_DECODE_TOKEN_NEGATIVE_TTL_MS: String(config.decode.tokenNegativeTtlMs),
+    CHAINSIFT_DECODE_SIGNATURES: String(config.decode.signatures),
     LOG_LEVEL: process.env.LOG_LEVEL ?? "warn",
     ...extra,
   };
