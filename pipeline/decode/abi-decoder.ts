@@ -92,6 +92,16 @@ function candidatesOf(index: AbiIndex, topic0: string, address: string, implemen
 }
 
 /**
+ * Whether a user ABI is registered for the log's contract or for its implementation (proxies);
+ * `any` registrations do not count. Such a log never gets a signature decode (docs/decoding.md).
+ * @param implementation - the lower-case implementation address, or null.
+ */
+export function abiCovers(index: AbiIndex, address: string, implementation: string | null): boolean {
+  const a = address.toLowerCase();
+  return index.byAddress.has(a) || (implementation !== null && index.byAddress.has(implementation));
+}
+
+/**
  * Decodes one log with the registered ABIs.
  * @param index - the compiled registrations.
  * @param log - the log.

@@ -11,7 +11,7 @@
 import type { AbiChange, AbiStore, AbiSubscriber } from "../../lib/abis/store.js";
 import type { Logger } from "../../lib/logger.js";
 import type { EventRecord, LogRecord } from "../../lib/records.js";
-import { type AbiIndex, buildAbiIndex, decodeWithAbis, mayNeedImplementation } from "./abi-decoder.js";
+import { type AbiIndex, abiCovers, buildAbiIndex, decodeWithAbis, mayNeedImplementation } from "./abi-decoder.js";
 import type { ImplementationReader } from "./proxy.js";
 
 /** Dependencies of {@link createAbiRegistry}. */
@@ -47,6 +47,8 @@ export interface AbiRegistry {
   prepare(logs: readonly LogRecord[]): Promise<void>;
   /** Decodes a log with the registrations (and its contract's cached implementation). */
   decode(log: LogRecord): EventRecord | null;
+  /** Whether a registration applies to the log's contract or its cached implementation (`any` aside). */
+  covers(log: LogRecord): boolean;
   /** The cached implementation of a contract (lower-case), or null. */
   implementationOf(address: string): string | null;
   /** The contracts (lower-case) whose cached implementation is `implementation`. */
@@ -119,6 +121,10 @@ export function createAbiRegistry(deps: AbiRegistryDeps): AbiRegistry {
     decode(l) {
       const a = typeof l.address === "string" ? l.address.toLowerCase() : "";
       return decodeWithAbis(index, l, impls.get(a)?.impl ?? null);
+    },
+    covers(l) {
+      if (typeof l.address !== "string") return false;
+      return abiCovers(index, l.address, impls.get(l.address.toLowerCase())?.impl ?? null);
     },
     implementationOf: (address) => impls.get(address.toLowerCase())?.impl ?? null,
     proxiesOf: (implementation) => [...impls].filter(([, v]) => v.impl === implementation.toLowerCase()).map(([a]) => a),

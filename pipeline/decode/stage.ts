@@ -24,21 +24,27 @@ import { redecodeHistory } from "./redecode.js";
 import { lookupOf, tokenRequests } from "./token-batch.js";
 
 /**
- * A decoder that tries the user ABIs when the standard decoder does not decode a log: the
- * standard event when it decodes without error (standard layouts win, so their `scaled` amounts and
- * labels stay the same for every user), else the ABI event when one decodes, else whichever
- * failure record exists (standard first), else null.
- * @param standard - the standard decoder (./decoder.ts).
+ * A decoder that tries the user ABIs when the standard layouts do not decode a log: the standard
+ * event when it decodes without error (standard layouts win, so their `scaled` amounts and labels
+ * stay the same for every user), else the ABI event when one decodes; a signature-database event
+ * only when no user ABI applies to the contract (then the ABI's failure record, or null); else
+ * whichever failure record exists (standard first), else null (precedence: docs/decoding.md).
+ * @param standard - the standard decoder (./decoder.ts), which also decodes by signature.
  * @param abis - the live registry (./abis.ts).
  * @param known - standard results already computed for this batch (avoids decoding twice).
  */
-export function withAbis(standard: Decoder, abis: Pick<AbiRegistry, "decode">, known?: Map<LogRecord, EventRecord | null>): Decoder {
+export function withAbis(
+  standard: Decoder,
+  abis: Pick<AbiRegistry, "decode" | "covers">,
+  known?: Map<LogRecord, EventRecord | null>,
+): Decoder {
   return {
     decode(log, tokens) {
       const std = known?.has(log) ? (known.get(log) ?? null) : standard.decode(log, tokens);
-      if (std && std.error === null) return std;
+      if (std && std.error === null && std.source === "standard") return std;
       const ev = abis.decode(log);
       if (ev && ev.error === null) return ev;
+      if (std?.source === "signature") return ev ?? (abis.covers(log) ? null : std);
       return std ?? ev;
     },
   };
@@ -157,7 +163,7 @@ export async function startDecodeStage(deps: DecodeStageDeps): Promise<RunningCo
           try {
             const ev = deps.decoder.decode(log, tokens);
             known.set(log, ev);
-            if (!ev || ev.error !== null) pending.push(log);
+            if (!ev || ev.error !== null || ev.source !== "standard") pending.push(log);
           } catch {
             // decodeBatch decodes it again and dead-letters it.
           }

@@ -5,12 +5,12 @@
  * (behind its proxy). Expected values come from an independent decode of the same log with ethers'
  * `Interface.parseLog` over the same JSON ABI; expected counts from raw address + topic0.
  */
-import { Interface } from "ethers";
+import { Interface, id } from "ethers";
 import { describe, expect, it } from "vitest";
 import type { AbiRegistration } from "../../../../lib/abis/model.js";
 import type { AbiEntry } from "../../../../lib/abis/schema.js";
 import type { EventArg, EventRecord, LogRecord } from "../../../../lib/records.js";
-import { buildAbiIndex, decodeWithAbis, mayNeedImplementation } from "../../../../pipeline/decode/abi-decoder.js";
+import { abiCovers, buildAbiIndex, decodeWithAbis, mayNeedImplementation } from "../../../../pipeline/decode/abi-decoder.js";
 import { createDecoder } from "../../../../pipeline/decode/decoder.js";
 import { withAbis } from "../../../../pipeline/decode/stage.js";
 import { toBlockBundle } from "../../../../pipeline/ingest/transform.js";
@@ -199,9 +199,41 @@ describe.skipIf(!have)("user ABIs on mainnet fixture logs", () => {
       },
     ];
     const abis = buildAbiIndex([reg("acc-1", USDT, usdtAbi)]);
-    const decoder = withAbis(createDecoder(), { decode: (l) => decodeWithAbis(abis, l, null) });
+    const decoder = withAbis(createDecoder(), {
+      decode: (l) => decodeWithAbis(abis, l, null),
+      covers: (l) => abiCovers(abis, l.address, null),
+    });
     const transfers = logsOf(USDT, topicOf(usdtAbi).topicHash);
     expect(transfers.length).toBeGreaterThan(10);
     for (const log of transfers) expect(decoder.decode(log)).toMatchObject({ source: "standard", standard: "erc20", event: "Transfer" });
+  });
+  it("a user ABI wins over the signature database; a contract with a user ABI never gets a signature decode", () => {
+    // Block 18,000,000: an OwnershipTransferred(address,address) that the signature database (OpenZeppelin) decodes.
+    const topic0 = id("OwnershipTransferred(address,address)");
+    const [log] = logs().filter((l) => l.blockNumber.num === 18_000_000 && l.topics[0]?.toLowerCase() === topic0);
+    expect(log, "the fixture log").toBeDefined();
+    const contract = (log as LogRecord).address.toLowerCase();
+    const owned: AbiEntry[] = [
+      {
+        type: "event",
+        name: "OwnershipTransferred",
+        inputs: [
+          { name: "from", type: "address", indexed: true },
+          { name: "to", type: "address", indexed: true },
+        ],
+      },
+    ];
+    const other: AbiEntry[] = [{ type: "event", name: "Ping", inputs: [{ name: "n", type: "uint256" }] }];
+    const registry = (regs: AbiRegistration[]) => {
+      const index = buildAbiIndex(regs);
+      return { decode: (l: LogRecord) => decodeWithAbis(index, l, null), covers: (l: LogRecord) => abiCovers(index, l.address, null) };
+    };
+    const decode = (regs: AbiRegistration[]) => withAbis(createDecoder(), registry(regs)).decode(log as LogRecord);
+    expect(decode([])).toMatchObject({ source: "signature", event: "OwnershipTransferred" });
+    expect(decode([reg("acc-1", contract, owned)])).toMatchObject({ source: "abi", args: [{ name: "from" }, { name: "to" }] });
+    // The contract's own ABI lacks the event: no signature decode either.
+    expect(decode([reg("acc-1", contract, other)])).toBeNull();
+    // An ABI registered for another contract changes nothing here.
+    expect(decode([reg("acc-1", USDT, other)])).toMatchObject({ source: "signature" });
   });
 });
