@@ -15,6 +15,18 @@ export interface ChainId {
   network: string;
 }
 
+/**
+ * Explorers used when the operator configures none for a chain (`CHAINSIFT_EXPLORER_URLS` adds or
+ * replaces entries). All are Etherscan-style (`/tx/<hash>`, `/block/<n>`, `/address/<a>`,
+ * `/token/<a>`), which Blockscout and the other Etherscan-family explorers share.
+ */
+export const DEFAULT_EXPLORER_URLS: Readonly<Record<string, string>> = {
+  "ethereum/ethereum/mainnet": "https://etherscan.io",
+  "ethereum/ethereum/sepolia": "https://sepolia.etherscan.io",
+  "ethereum/ethereum/holesky": "https://holesky.etherscan.io",
+  "ethereum/ethereum/hoodi": "https://hoodi.etherscan.io",
+};
+
 /** Full configuration of a chainsift process. */
 export interface Config {
   /** The chain served. */
@@ -248,6 +260,29 @@ export interface Config {
     destinationConcurrency: number;
     /** Delivery attempts in flight in all, per notify process. Env `CHAINSIFT_NOTIFY_MAX_IN_FLIGHT`, default 64. */
     maxInFlight: number;
+    /**
+     * Token of the operator's Telegram bot that sends every `Telegram` alert action (from
+     * @BotFather, `<bot id>:<secret>`). Rules name only the chat. A secret: never logged, never in
+     * API answers or the delivery log. Env `CHAINSIFT_TELEGRAM_BOT_TOKEN`, default none (Telegram
+     * actions end with `CS_TELEGRAM_UNCONFIGURED` and are dead-lettered for a replay).
+     */
+    telegramBotToken: string | undefined;
+    /**
+     * Base URL of the Telegram Bot API; requests go to `<url>/bot<token>/sendMessage`
+     * (https://core.telegram.org/bots/api#making-requests). Env `CHAINSIFT_TELEGRAM_API_URL`, default
+     * `https://api.telegram.org`; a self-hosted Bot API server, or a local receiver in tests (a
+     * private address must be in `CHAINSIFT_NOTIFY_ALLOWLIST`).
+     */
+    telegramApiUrl: string;
+    /**
+     * Block-explorer base URL per chain, for the links in alert messages (`{explorer.tx}`, …; paths
+     * `/tx/<hash>`, `/block/<n>`, `/address/<a>`, `/token/<a>` as Etherscan and Blockscout use).
+     * Env `CHAINSIFT_EXPLORER_URLS`: comma-separated `technology/blockchain/network=<base URL>`
+     * entries, added to (or replacing) the defaults {@link DEFAULT_EXPLORER_URLS} (Etherscan for ethereum mainnet, sepolia, holesky, hoodi); an entry
+     * with an empty URL (`ethereum/ethereum/mainnet=`) turns a chain's links off.
+     * @throws {ConfigError} from {@link loadConfig} for an entry without `=` or a URL that is not http(s).
+     */
+    explorerUrls: Record<string, string>;
   };
   /** pino level. Env `LOG_LEVEL`, default `info`. */
   logLevel: string;
@@ -310,6 +345,26 @@ function oneOf<T extends string>(env: NodeJS.ProcessEnv, name: string, values: r
   return value;
 }
 
+/** `CHAINSIFT_EXPLORER_URLS` over {@link DEFAULT_EXPLORER_URLS} (see `notify.explorerUrls`). */
+function explorers(env: NodeJS.ProcessEnv, name: string): Record<string, string> {
+  const out: Record<string, string> = { ...DEFAULT_EXPLORER_URLS };
+  for (const entry of list(env, name, [])) {
+    const at = entry.indexOf("=");
+    const chain = entry.slice(0, at).trim();
+    const url = entry.slice(at + 1).trim();
+    if (at < 0 || !/^[^/\s]+\/[^/\s]+\/[^/\s]+$/.test(chain)) {
+      throw new ConfigError(name, `expected technology/blockchain/network=<URL> entries, got ${JSON.stringify(entry)}`);
+    }
+    if (url === "") {
+      delete out[chain];
+      continue;
+    }
+    if (!/^https?:\/\/[^\s]+$/i.test(url)) throw new ConfigError(name, `expected an http(s) URL for ${chain}, got ${JSON.stringify(url)}`);
+    out[chain] = url.replace(/\/+$/, "");
+  }
+  return out;
+}
+
 function str(env: NodeJS.ProcessEnv, name: string, fallback: string): string {
   const raw = env[name];
   return raw === undefined || raw === "" ? fallback : raw;
@@ -318,7 +373,7 @@ function str(env: NodeJS.ProcessEnv, name: string, fallback: string): string {
 /**
  * Reads the configuration from an environment (default `process.env`).
  * @throws {ConfigError} when a numeric variable is not a valid integer (or below its minimum), when
- *   `LOG_FORMAT` is not `auto`, `json` or `pretty`, or when `CHAINSIFT_API_HEADERS_TIMEOUT_MS` exceeds `CHAINSIFT_API_REQUEST_TIMEOUT_MS`.
+ *   `LOG_FORMAT` is not `auto`, `json` or `pretty`, when `CHAINSIFT_EXPLORER_URLS` is malformed, or when `CHAINSIFT_API_HEADERS_TIMEOUT_MS` exceeds `CHAINSIFT_API_REQUEST_TIMEOUT_MS`.
  */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const headersTimeoutMs = int(env, "CHAINSIFT_API_HEADERS_TIMEOUT_MS", 10_000, 1);
@@ -408,6 +463,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       unhealthyAfter: int(env, "CHAINSIFT_NOTIFY_UNHEALTHY_AFTER", 3, 1),
       destinationConcurrency: int(env, "CHAINSIFT_NOTIFY_DESTINATION_CONCURRENCY", 4, 1),
       maxInFlight: int(env, "CHAINSIFT_NOTIFY_MAX_IN_FLIGHT", 64, 1),
+      telegramBotToken: env.CHAINSIFT_TELEGRAM_BOT_TOKEN || undefined,
+      telegramApiUrl: str(env, "CHAINSIFT_TELEGRAM_API_URL", "https://api.telegram.org").replace(/\/+$/, ""),
+      explorerUrls: explorers(env, "CHAINSIFT_EXPLORER_URLS"),
     },
     logLevel: str(env, "LOG_LEVEL", "info"),
     logFormat: oneOf(env, "LOG_FORMAT", LOG_FORMATS, "auto"),

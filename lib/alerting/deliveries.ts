@@ -172,8 +172,9 @@ export function redactUrl(url: string, keepPath = true): string {
 
 /**
  * The redacted destination of an action for the log: webhooks → the URL (`url`, e.g. the rendered
- * one, default the action's template) per {@link redactUrl}; Slack → scheme, host and `/…` (the
- * path of a chat webhook URL is its secret); Email → `n recipient(s)`.
+ * one, default the action's template) per {@link redactUrl}; Slack and Discord → scheme, host and
+ * `/…` (the path of a chat webhook URL is its secret); Telegram → `telegram chat <chatId>` (the bot
+ * token is the operator's and never shown); Email → `n recipient(s)`.
  */
 export function describeDestination(action: AlertDefinition, url?: string): string {
   const p = (action?.parameters ?? {}) as unknown as Record<string, unknown>;
@@ -183,7 +184,10 @@ export function describeDestination(action: AlertDefinition, url?: string): stri
       if (typeof p.url !== "string") return "(no url)";
       return redactUrl(url ?? p.url);
     case "Slack":
+    case "Discord":
       return typeof p.url === "string" ? redactUrl(p.url, false) : "(no url)";
+    case "Telegram":
+      return typeof p.chatId === "string" ? `telegram chat ${p.chatId}` : "(no chat)";
     case "Email": {
       const n = Array.isArray(p.recipients) ? p.recipients.length : 0;
       return `${n} recipient${n === 1 ? "" : "s"}`;

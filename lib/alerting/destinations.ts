@@ -48,11 +48,13 @@ export const HEALTHY: Readonly<DestinationHealth> = {
  * (`scheme://host:port`, lower-case host, default port omitted as WHATWG URL does) of a webhook or
  * chat URL — `{field}` tokens are allowed only in the path and query, so the origin of the
  * template is the origin of every URL rendered from it —, `smtp` for e-mail (the operator's one
- * SMTP server), and `invalid` when the URL does not parse (such an action fails for good on its
- * first attempt).
+ * SMTP server), `telegram` for Telegram (the operator's one bot: Telegram's flood limits are per
+ * bot), and `invalid` when the URL does not parse (such an action fails for good on its first
+ * attempt).
  */
 export function destinationKey(action: AlertDefinition | undefined): string {
   if (action?.type === "Email") return "smtp";
+  if (action?.type === "Telegram") return "telegram";
   const url = (action?.parameters as { url?: unknown } | undefined)?.url;
   if (typeof url !== "string") return "invalid";
   try {
@@ -109,7 +111,7 @@ export function parseHealth(h: Record<string, string>): DestinationHealth {
 export interface ActionDeliveryStatus {
   /** Index of the action in the rule's `config.alerts`. */
   actionIndex: number;
-  /** Destination key: the URL origin (`scheme://host:port`, no path, query or credentials), `smtp`, or `invalid`. */
+  /** Destination key: the URL origin (`scheme://host:port`, no path, query or credentials), `smtp`, `telegram`, or `invalid`. */
   destination: string;
   /** Whether the destination is marked unhealthy (deliveries wait for a probe). */
   unhealthy: boolean;

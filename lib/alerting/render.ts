@@ -5,13 +5,23 @@
  * @module
  */
 
-import type { ChainId } from "../config.js";
 import { NonRetryableError } from "../errors.js";
 import type { SlackParameters } from "../rules/model.js";
 import type { Alert } from "./alert.js";
+import {
+  CS_TEMPLATE_UNKNOWN_FIELD,
+  chainText,
+  type ExplorerUrls,
+  explorerLinks,
+  renderTemplate,
+  resolvePath,
+  TOKEN,
+  TOKEN_PATH,
+  templateView,
+} from "./template.js";
 
-/** A `{field}` token names a field that the matched entity does not have. Non-retryable. */
-export const CS_TEMPLATE_UNKNOWN_FIELD = "CS_TEMPLATE_UNKNOWN_FIELD";
+export { CS_TEMPLATE_UNKNOWN_FIELD, resolvePath };
+
 /** A `{field}` token names an object or an array, which has no single URL rendering. Non-retryable. */
 export const CS_TEMPLATE_NOT_SCALAR = "CS_TEMPLATE_NOT_SCALAR";
 /**
@@ -27,10 +37,6 @@ export const CS_TEMPLATE_HOST = "CS_TEMPLATE_HOST";
  */
 export const CS_TEMPLATE_DOT_SEGMENT = "CS_TEMPLATE_DOT_SEGMENT";
 
-/** `{path}` tokens: anything between braces that contains no brace. */
-const TOKEN = /\{([^{}]*)\}/g;
-/** A valid token path: identifier segments separated by dots; segments after the first may be array indexes. */
-const TOKEN_PATH = /^[A-Za-z_$][\w$]*(\.[\w$]+)*$/;
 /**
  * A URL's scheme, its `:`, any slashes (WHATWG URL parsing accepts any number of `/` or `\` after
  * a special scheme such as `https:`), then the authority (user info, host, port), which ends at the
@@ -42,28 +48,6 @@ const SCHEME_AND_AUTHORITY = /^[A-Za-z][A-Za-z0-9+.-]*:[/\\]*[^/\\?#]*/;
  * `%2e`; "double-dot URL path segment": `..`, `.%2e`, `%2e.`, `%2e%2e`; ASCII case-insensitive).
  */
 const DOT_SEGMENTS: ReadonlySet<string> = new Set([".", "%2e", "..", ".%2e", "%2e.", "%2e%2e"]);
-
-/**
- * Resolves a dotted path (`a`, `a.b`, `args.0.name`) against an object, following **own**
- * properties only (so `{constructor}` or `{__proto__}` never reach the prototype chain).
- * @returns `{found: false}` when a segment is missing or the walk meets a non-object.
- */
-export function resolvePath(root: unknown, path: string): { found: true; value: unknown } | { found: false } {
-  let cur: unknown = root;
-  for (const segment of path.split(".")) {
-    if (cur === null || typeof cur !== "object") return { found: false };
-    if (Array.isArray(cur)) {
-      if (!/^\d+$/.test(segment)) return { found: false };
-      const i = Number(segment);
-      if (i >= cur.length) return { found: false };
-      cur = cur[i];
-    } else {
-      if (!Object.hasOwn(cur, segment)) return { found: false };
-      cur = (cur as Record<string, unknown>)[segment];
-    }
-  }
-  return cur === undefined ? { found: false } : { found: true, value: cur };
-}
 
 /** The encoded value of one `{rawPath}` token (see {@link renderUrl} for the errors). */
 function tokenValue(rawPath: string, entity: Record<string, unknown>): string {
@@ -220,10 +204,6 @@ function oneLine(s: string): string {
   return s.replace(/[\u0000-\u001f\u007f]+/g, " ").trim();
 }
 
-function chainText(c: ChainId): string {
-  return c.technology === c.blockchain ? `${c.blockchain}/${c.network}` : `${c.technology}/${c.blockchain}/${c.network}`;
-}
-
 /** Confirmations a match needs: maxConfirmationCount, at least 1 (0 and 1 both confirm at first sight). */
 function threshold(alert: Pick<Alert, "maxConfirmationCount">): number {
   return Math.max(1, alert.maxConfirmationCount);
@@ -247,8 +227,32 @@ function ruleText(alert: Alert): string {
   return name ? `${clip(name, 200)} (${alert.ruleId}, v${alert.ruleVersion})` : `${alert.ruleId} (v${alert.ruleVersion})`;
 }
 
+/** Options every message renderer takes. */
+export interface MessageOptions {
+  /** Block-explorer base URLs by chain (default `DEFAULT_EXPLORER_URLS` of lib/alerting/template.ts). */
+  explorers?: ExplorerUrls;
+}
+
+/**
+ * The first line of every message of a `removed` alert, whatever the channel and template:
+ * `RETRACTED: block 123 (0x88e9…6cb6) left the canonical chain; the earlier pending alert for this
+ * match no longer holds.` Empty for other statuses.
+ */
+export function retractionLine(alert: Pick<Alert, "status" | "blockNumber" | "blockHash">): string {
+  if (alert.status !== "removed") return "";
+  const h = alert.blockHash.length > 14 ? `${alert.blockHash.slice(0, 6)}…${alert.blockHash.slice(-4)}` : alert.blockHash;
+  return `RETRACTED: block ${alert.blockNumber} (${h}) left the canonical chain; the earlier pending alert for this match no longer holds.`;
+}
+
+/** The most useful explorer link of an alert: its transaction, else its block; "" without an explorer. */
+function mainLink(alert: Alert, options: MessageOptions): string {
+  const links = explorerLinks(alert, options.explorers);
+  return links.tx || links.block;
+}
+
 /** The header lines of chat and e-mail bodies: `[label, value]` pairs. */
-function detailPairs(alert: Alert): [string, string][] {
+function detailPairs(alert: Alert, options: MessageOptions): [string, string][] {
+  const link = mainLink(alert, options);
   return [
     ["Rule", ruleText(alert)],
     ["Status", alert.status],
@@ -256,6 +260,7 @@ function detailPairs(alert: Alert): [string, string][] {
     ["Chain", chainText(alert.chain)],
     ["Target", `${alert.targetType} ${alert.entityId}`],
     ["Block", `${alert.blockNumber} (${alert.blockHash})`],
+    ...(link ? [["Explorer", link] as [string, string]] : []),
     ["Alert id", alert.id],
     ["Sequence", String(alert.sequence)],
     ["Emitted at", alert.emittedAt],
@@ -267,9 +272,59 @@ export function slackEscape(s: string): string {
   return s.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
 }
 
+/**
+ * Escapes Discord markdown in a value with a backslash: `\`, `*`, `_`, `~`, `` ` ``, `|`, `<`, `>`
+ * (emphasis, strike, code, spoilers, quotes, mentions and custom emoji). Links are left alone: they
+ * never contain these characters.
+ */
+export function discordEscape(s: string): string {
+  return s.replace(/[\\*_~`|<>]/g, "\\$&");
+}
+
+/** How a chat service marks text up. */
+interface ChatMarkup {
+  /** Escapes a value (chain data) for the service. */
+  escape: (s: string) => string;
+  /** Bold text (already escaped). */
+  bold: (s: string) => string;
+}
+
+/** Slack mrkdwn. */
+const SLACK_MARKUP: ChatMarkup = { escape: slackEscape, bold: (s) => `*${s}*` };
+/** Discord markdown. */
+const DISCORD_MARKUP: ChatMarkup = { escape: discordEscape, bold: (s) => `**${s}**` };
+/** Plain text (Telegram without parse_mode). */
+const PLAIN_MARKUP: ChatMarkup = { escape: (s) => s, bold: (s) => s };
+
+/**
+ * The message of a chat action. With a `template` ({@link renderTemplate}, values escaped for the
+ * service), the rendered template, after the {@link retractionLine} of a `removed` alert. Without,
+ * the default: the retraction line (removed only), the summary in bold, the rule, alert id and
+ * sequence, the explorer link of the transaction (or block), then up to 50 payload fields
+ * (`• key: value`).
+ */
+function chatText(alert: Alert, template: string | undefined, markup: ChatMarkup, options: MessageOptions): string {
+  const retraction = alert.status === "removed" ? markup.bold(markup.escape(retractionLine(alert))) : "";
+  if (template !== undefined && template !== "") {
+    const view = templateView(alert, { summary: summaryLine(alert), ...(options.explorers ? { explorers: options.explorers } : {}) });
+    return [retraction, renderTemplate(template, view, markup.escape)].filter((s) => s !== "").join("\n");
+  }
+  const link = mainLink(alert, options);
+  const fields = payloadLines(alert.payload).map((l) => `• ${markup.escape(l.key)}: ${markup.escape(l.value)}`);
+  return [
+    retraction,
+    markup.bold(markup.escape(summaryLine(alert))),
+    `Rule ${markup.escape(ruleText(alert))} · alert ${alert.id.slice(0, 12)} · #${alert.sequence}`,
+    link,
+    ...fields,
+  ]
+    .filter((s) => s !== "")
+    .join("\n");
+}
+
 /** Body of a chat (Slack incoming-webhook) message. */
 export interface SlackBody {
-  /** `parameters.text` (verbatim, emoticons and Slack link syntax kept), a newline, then the readable summary. */
+  /** `parameters.text` (verbatim, emoticons and Slack link syntax kept), a newline, then the message ({@link chatText}). */
   text: string;
   channel: string;
   username: string;
@@ -278,25 +333,26 @@ export interface SlackBody {
 }
 
 /** Options of {@link slackBody}. */
-export interface SlackBodyOptions {
+export interface SlackBodyOptions extends MessageOptions {
   /** Also send a Block Kit `blocks` layout (Slack only; Slack-compatible receivers may reject it). Default false. */
   blocks?: boolean;
 }
 
 /**
  * Builds the chat webhook body `{text, channel, username, blocks?}`. `text` is the action's own
- * text followed by a summary, the rule, and up to 50 payload fields (`• key: value`); our values
- * are mrkdwn-escaped, the operator's `parameters.text` is not. Without blocks (default) the body
- * also suits Slack-compatible receivers (Mattermost, Rocket.Chat).
+ * text followed by the message: `parameters.template` rendered, or the default (summary, rule,
+ * explorer link, up to 50 payload fields as `• key: value`); our values are mrkdwn-escaped, the
+ * operator's `parameters.text` and template text are not. Without blocks (default) the body also
+ * suits Slack-compatible receivers (Mattermost, Rocket.Chat).
+ * @throws {NonRetryableError} `CS_TEMPLATE_UNKNOWN_FIELD` for a template token the alert cannot fill.
  */
 export function slackBody(alert: Alert, params: SlackParameters, options: SlackBodyOptions = {}): SlackBody {
-  const lines = payloadLines(alert.payload);
-  const head = `*${slackEscape(summaryLine(alert))}*\nRule ${slackEscape(ruleText(alert))} · alert ${alert.id.slice(0, 12)} · #${alert.sequence}`;
-  const fields = lines.map((l) => `• ${slackEscape(l.key)}: ${slackEscape(l.value)}`).join("\n");
   const intro = params.text ?? "";
-  const text = [intro, head, fields].filter((s) => s !== "").join("\n");
+  const text = [intro, chatText(alert, params.template, SLACK_MARKUP, options)].filter((s) => s !== "").join("\n");
   const body: SlackBody = { text, channel: params.channel, username: params.username };
   if (options.blocks) {
+    const lines = payloadLines(alert.payload);
+    const head = `*${slackEscape(summaryLine(alert))}*\nRule ${slackEscape(ruleText(alert))} · alert ${alert.id.slice(0, 12)} · #${alert.sequence}`;
     body.blocks = [
       { type: "section", text: { type: "mrkdwn", text: clip([intro, head].filter((s) => s !== "").join("\n"), 3000) } },
       ...(lines.length > 0
@@ -314,6 +370,64 @@ export function slackBody(alert: Alert, params: SlackParameters, options: SlackB
   return body;
 }
 
+/** Longest Discord message `content`, in characters (Discord API, Execute Webhook: "up to 2000 characters"). */
+export const DISCORD_CONTENT_MAX = 2000;
+/** Longest Telegram message `text`, in characters (Bot API sendMessage: "1-4096 characters after entities parsing"). */
+export const TELEGRAM_TEXT_MAX = 4096;
+
+/**
+ * JSON body of a Discord Execute Webhook request
+ * (https://discord.com/developers/docs/resources/webhook#execute-webhook).
+ */
+export interface DiscordBody {
+  /** The message, Discord markdown, at most {@link DISCORD_CONTENT_MAX} characters. */
+  content: string;
+  /** No mention in the message pings anyone (`{parse: []}`): chain data must not reach `@everyone`. */
+  allowed_mentions: { parse: string[] };
+  /** `parameters.username`, when given: overrides the webhook's default name. */
+  username?: string;
+}
+
+/**
+ * Builds the Discord message of an action: `content` is `parameters.template` rendered (values
+ * escaped for Discord markdown) or the default chat message, clipped to 2000 characters.
+ * @throws {NonRetryableError} `CS_TEMPLATE_UNKNOWN_FIELD` for a template token the alert cannot fill.
+ */
+export function discordBody(alert: Alert, params: { template?: string; username?: string }, options: MessageOptions = {}): DiscordBody {
+  const content = clip(chatText(alert, params.template, DISCORD_MARKUP, options), DISCORD_CONTENT_MAX);
+  return { content, allowed_mentions: { parse: [] }, ...(params.username ? { username: params.username } : {}) };
+}
+
+/** JSON body of a Telegram Bot API `sendMessage` request (https://core.telegram.org/bots/api#sendmessage). */
+export interface TelegramBody {
+  /** `parameters.chatId`: a chat id (`-1001234567890`) or a channel's `@username`. */
+  chat_id: string;
+  /** The message, plain text (no `parse_mode`, so no value can break the markup), at most {@link TELEGRAM_TEXT_MAX} characters. */
+  text: string;
+  /** Link previews are off: an alert is a list of facts, not a page preview. */
+  link_preview_options: { is_disabled: true };
+  /** `parameters.messageThreadId`, when given: the topic of a forum supergroup. */
+  message_thread_id?: number;
+}
+
+/**
+ * Builds the Telegram `sendMessage` body of an action: `text` is `parameters.template` rendered or
+ * the default chat message, as plain text, clipped to 4096 characters.
+ * @throws {NonRetryableError} `CS_TEMPLATE_UNKNOWN_FIELD` for a template token the alert cannot fill.
+ */
+export function telegramBody(
+  alert: Alert,
+  params: { chatId: string; template?: string; messageThreadId?: number },
+  options: MessageOptions = {},
+): TelegramBody {
+  return {
+    chat_id: params.chatId,
+    text: clip(chatText(alert, params.template, PLAIN_MARKUP, options), TELEGRAM_TEXT_MAX),
+    link_preview_options: { is_disabled: true },
+    ...(params.messageThreadId === undefined ? {} : { message_thread_id: params.messageThreadId }),
+  };
+}
+
 /** A rendered e-mail (addresses and headers are added by the deliverer). */
 export interface EmailMessage {
   /** e.g. `[chainsift] confirmed: Big transfers — Transfer in block 123`; single line, at most 250 characters. */
@@ -329,20 +443,53 @@ export function htmlEscape(s: string): string {
   return s.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;").replace(/"/g, "&quot;").replace(/'/g, "&#39;");
 }
 
+/** The e-mail templates of an Email action (`parameters.subject`, `parameters.template`). */
+export interface EmailTemplates {
+  recipients?: string[];
+  /** Subject template; default `[chainsift] <status>: [<rule name> — ]<label> in block <n>`. */
+  subject?: string;
+  /** Plain-text body template; default the full layout (summary, details, payload). */
+  template?: string;
+}
+
 /**
- * Renders the e-mail of an alert. Subject: `[chainsift] <status>: [<rule name> — ]<label> in block
- * <n>` (label per {@link entityLabel}; control characters removed). Bodies: the summary, the alert's
- * details (rule, status, confirmations, chain, target, block, id, sequence, time) and the payload
- * fields (per {@link payloadLines}). `params` is accepted for symmetry with the other channels;
- * recipients are used by the deliverer.
+ * Renders the e-mail of an alert. Subject: `parameters.subject` rendered, or `[chainsift] <status>:
+ * [<rule name> — ]<label> in block <n>` (label per {@link entityLabel}); control characters
+ * removed, at most 250 characters; a `removed` alert's subject starts with `RETRACTED: ` (custom)
+ * or reads `[chainsift] RETRACTED (removed): …` (default). Body: `parameters.template` rendered as
+ * plain text (HTML: the same text, escaped), or the default layout: the summary, the alert's
+ * details (rule, status, confirmations, chain, target, block, explorer link, id, sequence, time)
+ * and the payload fields (per {@link payloadLines}). A `removed` alert's body starts with the
+ * {@link retractionLine}.
+ * @throws {NonRetryableError} `CS_TEMPLATE_UNKNOWN_FIELD` for a template token the alert cannot fill.
  */
-export function emailMessage(alert: Alert, _params?: { recipients: string[] }): EmailMessage {
-  const name = alert.ruleName ? `${clip(oneLine(alert.ruleName), 120)} — ` : "";
-  const subject = clip(oneLine(`[chainsift] ${alert.status}: ${name}${entityLabel(alert)} in block ${alert.blockNumber}`), 250);
-  const details = detailPairs(alert);
+export function emailMessage(alert: Alert, params: EmailTemplates = {}, options: MessageOptions = {}): EmailMessage {
+  const removed = alert.status === "removed";
+  const retraction = retractionLine(alert);
+  const view = () => templateView(alert, { summary: summaryLine(alert), ...(options.explorers ? { explorers: options.explorers } : {}) });
+  let subject: string;
+  if (params.subject) subject = `${removed ? "RETRACTED: " : ""}${renderTemplate(params.subject, view())}`;
+  else {
+    const name = alert.ruleName ? `${clip(oneLine(alert.ruleName), 120)} — ` : "";
+    subject = `[chainsift] ${removed ? "RETRACTED (removed)" : alert.status}: ${name}${entityLabel(alert)} in block ${alert.blockNumber}`;
+  }
+  subject = clip(oneLine(subject), 250);
+  if (params.template) {
+    const text = `${removed ? `${retraction}\n` : ""}${renderTemplate(params.template, view())}\n`;
+    const html = [
+      "<!doctype html>",
+      '<html><body style="font-family:sans-serif">',
+      `<div style="white-space:pre-wrap">${htmlEscape(text)}</div>`,
+      "</body></html>",
+      "",
+    ].join("\n");
+    return { subject, text, html };
+  }
+  const details = detailPairs(alert, options);
   const lines = payloadLines(alert.payload);
   const width = Math.max(...details.map(([k]) => k.length)) + 2;
   const text = [
+    ...(removed ? [retraction, ""] : []),
     summaryLine(alert),
     "",
     ...details.map(([k, v]) => `${`${k}:`.padEnd(width)}${v}`),
@@ -359,6 +506,7 @@ export function emailMessage(alert: Alert, _params?: { recipients: string[] }): 
   const html = [
     "<!doctype html>",
     '<html><body style="font-family:sans-serif">',
+    ...(removed ? [`<p><strong>${htmlEscape(retraction)}</strong></p>`] : []),
     `<p><strong>${htmlEscape(summaryLine(alert))}</strong></p>`,
     `<table>${details.map(([k, v]) => row(k, v)).join("")}</table>`,
     "<h3>Payload</h3>",

@@ -65,8 +65,14 @@ export interface TargetDefinition {
   operatorParameters?: SecondLevelDefinition[] | null;
 }
 
-/** Alert action kinds. */
-export const ALERT_TYPES = ["Webhook (GET)", "Webhook (POST)", "Email", "Slack"] as const;
+/** The contract's alert action kinds. */
+export const CONTRACT_ALERT_TYPES = ["Webhook (GET)", "Webhook (POST)", "Email", "Slack"] as const;
+/**
+ * Alert action kinds: the contract's four, then chainsift's own (`Discord`: a Discord webhook;
+ * `Telegram`: a message from the operator's Telegram bot). Rules with only the contract's kinds
+ * validate and behave exactly as before.
+ */
+export const ALERT_TYPES = [...CONTRACT_ALERT_TYPES, "Discord", "Telegram"] as const;
 /** One of {@link ALERT_TYPES}. */
 export type AlertType = (typeof ALERT_TYPES)[number];
 
@@ -91,12 +97,36 @@ export interface PayloadItem {
 /** Parameters by alert type. */
 export interface EmailParameters {
   recipients: string[];
+  /** Subject template (`{field}` tokens, see docs/alerting-delivery.md "Message templates"); default the standard subject. */
+  subject?: string;
+  /** Plain-text body template; default the standard layout. */
+  template?: string;
 }
 export interface SlackParameters {
   url: string;
   text: string;
   channel: string;
   username: string;
+  /** Message template, after `text`; default the standard message. */
+  template?: string;
+}
+/** Parameters of a `Discord` action (Discord "Execute Webhook"). */
+export interface DiscordParameters {
+  /** The webhook URL, `https://discord.com/api/webhooks/<id>/<token>` (its path is a secret). */
+  url: string;
+  /** Overrides the webhook's default name. */
+  username?: string;
+  /** Message template (Discord markdown); default the standard message. */
+  template?: string;
+}
+/** Parameters of a `Telegram` action (Bot API `sendMessage` from the operator's bot). */
+export interface TelegramParameters {
+  /** Target chat: a numeric chat id (`-1001234567890`) or a public channel's `@username`. */
+  chatId: string;
+  /** Topic of a forum supergroup (`message_thread_id`). */
+  messageThreadId?: number;
+  /** Message template (plain text); default the standard message. */
+  template?: string;
 }
 export interface WebhookParameters {
   /** `{field}` tokens are replaced by the matched entity's values (URL-encoded). */
@@ -107,6 +137,8 @@ export interface WebhookParameters {
 export type AlertDefinition =
   | { type: "Email"; parameters: EmailParameters; payload?: PayloadItem[] | null }
   | { type: "Slack"; parameters: SlackParameters; payload?: PayloadItem[] | null }
+  | { type: "Discord"; parameters: DiscordParameters; payload?: PayloadItem[] | null }
+  | { type: "Telegram"; parameters: TelegramParameters; payload?: PayloadItem[] | null }
   | { type: "Webhook (GET)" | "Webhook (POST)"; parameters: WebhookParameters; payload?: PayloadItem[] | null };
 
 /** Rule config: what to match and what to do. */

@@ -53,8 +53,12 @@ export const RULE_LIMITS = {
   urlMaxLength: 2048,
   /** Longest Slack `text`, in characters (Slack truncates longer messages). */
   slackTextMaxLength: 4000,
-  /** Longest Slack `channel` and `username`, in characters. */
+  /** Longest Slack `channel` and `username`, and Discord `username`, in characters. */
   slackNameMaxLength: 256,
+  /** Longest message template (`parameters.template` of Slack, Discord, Telegram and Email), in characters. */
+  templateMaxLength: 4000,
+  /** Longest e-mail subject template (`parameters.subject`), in characters. */
+  subjectMaxLength: 250,
   /** Longest payload `fieldName`, at every level, in characters. */
   fieldNameMaxLength: 256,
   /** Additional top-level properties of a rule (besides the fields of {@link RULE_FIELDS}): at most 20. */
@@ -289,6 +293,19 @@ const HttpUrlSchema = Type.String({
   examples: ["https://hooks.example.com/chainsift/{transactionHash}?block={blockNumber}"],
 });
 
+/**
+ * A message template (optional `parameters.template`): text with `{field}` tokens, each a field
+ * path (checked on save, `CS_RULE_ALERT_PARAMETERS`); see docs/alerting-delivery.md "Message templates".
+ */
+const TemplateSchema = Type.Optional(
+  Type.String({
+    maxLength: RULE_LIMITS.templateMaxLength,
+    description:
+      "message template: {field} tokens name fields of the matched entity, {alert.status}, {explorer.tx}, {amount.value}, … (docs/alerting-delivery.md, Message templates); absent: the standard message",
+    examples: ["{alert.status}: {amount.value} from {args.0.value.hex} {explorer.tx}"],
+  }),
+);
+
 /** Parameters of an Email alert. Additional properties are allowed (and ignored). */
 export const EmailParametersSchema = Type.Object(
   {
@@ -296,6 +313,13 @@ export const EmailParametersSchema = Type.Object(
       minItems: 1,
       maxItems: RULE_LIMITS.recipientsMax,
     }),
+    subject: Type.Optional(
+      Type.String({
+        maxLength: RULE_LIMITS.subjectMaxLength,
+        description: "subject template ({field} tokens); absent: the standard subject",
+      }),
+    ),
+    template: TemplateSchema,
   },
   component("EmailParameters"),
 );
@@ -306,17 +330,55 @@ export const SlackParametersSchema = Type.Object(
     text: Type.String({ maxLength: RULE_LIMITS.slackTextMaxLength }),
     channel: Type.String({ maxLength: RULE_LIMITS.slackNameMaxLength }),
     username: Type.String({ maxLength: RULE_LIMITS.slackNameMaxLength }),
+    template: TemplateSchema,
   },
   component("SlackParameters"),
+);
+/**
+ * Parameters of a Discord alert (Discord "Execute Webhook",
+ * https://discord.com/developers/docs/resources/webhook#execute-webhook). Additional properties are
+ * allowed (and ignored).
+ */
+export const DiscordParametersSchema = Type.Object(
+  {
+    url: HttpUrlSchema,
+    username: Type.Optional(Type.String({ maxLength: RULE_LIMITS.slackNameMaxLength, description: "overrides the webhook's default name" })),
+    template: TemplateSchema,
+  },
+  component("DiscordParameters"),
+);
+/** A Telegram chat: a numeric chat id (groups and channels are negative) or a public channel's `@username` (Bot API sendMessage `chat_id`). */
+export const TELEGRAM_CHAT_PATTERN = "^(-?[1-9][0-9]{0,15}|@[A-Za-z][A-Za-z0-9_]{3,31})$";
+/**
+ * Parameters of a Telegram alert: a message from the operator's bot (`CHAINSIFT_TELEGRAM_BOT_TOKEN`)
+ * through Bot API `sendMessage` (https://core.telegram.org/bots/api#sendmessage). The rule never
+ * holds the bot token. Additional properties are allowed (and ignored).
+ */
+export const TelegramParametersSchema = Type.Object(
+  {
+    chatId: Type.String({
+      pattern: TELEGRAM_CHAT_PATTERN,
+      description: "target chat id (e.g. -1001234567890) or public channel @username; the operator's bot must be a member",
+      examples: ["-1001234567890", "@my_alerts"],
+    }),
+    messageThreadId: Type.Optional(Type.Integer({ minimum: 1, description: "topic of a forum supergroup (message_thread_id)" })),
+    template: TemplateSchema,
+  },
+  component("TelegramParameters"),
 );
 /** Parameters of a webhook alert (GET or POST). `{field}` tokens in the URL are replaced at delivery. */
 export const WebhookParametersSchema = Type.Object({ url: HttpUrlSchema }, component("WebhookParameters"));
 
-/** Alert definition (alerts item): the action and what it sends. Additional properties are allowed. */
+/**
+ * Alert definition (alerts item): the action and what it sends. Additional properties are allowed.
+ * The contract's four types come first, unchanged; `Discord` and `Telegram` are chainsift's.
+ */
 export const AlertDefinitionSchema = Type.Union(
   [
     Type.Object({ type: Type.Literal("Email"), parameters: EmailParametersSchema, payload: PayloadSchema }),
     Type.Object({ type: Type.Literal("Slack"), parameters: SlackParametersSchema, payload: PayloadSchema }),
+    Type.Object({ type: Type.Literal("Discord"), parameters: DiscordParametersSchema, payload: PayloadSchema }),
+    Type.Object({ type: Type.Literal("Telegram"), parameters: TelegramParametersSchema, payload: PayloadSchema }),
     Type.Object({
       type: Type.Enum(["Webhook (GET)", "Webhook (POST)"] as const),
       parameters: WebhookParametersSchema,

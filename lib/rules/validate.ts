@@ -9,12 +9,14 @@
  * - the chain fields must name a chain this deployment serves (`CS_RULE_UNKNOWN_CHAIN`);
  * - the count and size of the additional top-level properties ({@link extraPropertyErrors});
  * - a webhook or Slack URL that matches the URL grammar must also parse with the WHATWG URL parser
- *   once its `{field}` tokens are filled in (what delivery does).
+ *   once its `{field}` tokens are filled in (what delivery does);
+ * - the `{field}` tokens of message templates must be field paths (`templateProblems`).
  * Then the compiled schema runs as a backstop: a body accepted above but refused by the schema is
  * still refused (`CS_RULE_INVALID`). See `docs/rules.md` for the rules in prose and every code.
  * @module
  */
 import { Compile } from "typebox/compile";
+import { templateProblems } from "../alerting/template.js";
 import type { ChainId } from "../config.js";
 import { jsonPath, pointerToPath } from "../validation/path.js";
 import { isJsonObject, type ValidationResult } from "../validation/problems.js";
@@ -41,7 +43,7 @@ const updateValidator = Compile(RuleUpdateSchema);
  * - `CS_RULE_OPERATOR_PARAMETERS`: operatorParameters missing for Inspect, not null for another operator, or not an array;
  * - `CS_RULE_TOO_DEEP`: nesting beyond what the schema allows (Inspect or operatorParameters at the third level; Sub Field or subPayloads one level below a sub-payload);
  * - `CS_RULE_PAYLOAD`: a payload item breaks the payload rules (fieldType, fieldName, subPayloads by fieldType, unknown property);
- * - `CS_RULE_ALERT_PARAMETERS`: an alert's parameters do not fit its type (missing field, bad e-mail address, URL not absolute http(s), a `{field}` template in a URL's host);
+ * - `CS_RULE_ALERT_PARAMETERS`: an alert's parameters do not fit its type (missing field, bad e-mail address, URL not absolute http(s), a `{field}` template in a URL's host, a Telegram chat that is not an id or `@username`, a message-template token that is not a field path);
  * - `CS_RULE_TOO_LONG`: a string is longer than its cap in {@link RULE_LIMITS} (name, description, definition names, values, URLs, Slack fields, payload field names; an over-long e-mail address is `CS_RULE_ALERT_PARAMETERS`, like any address that is not one);
  * - `CS_RULE_EXTRA_PROPERTIES`: more than {@link RULE_LIMITS}`.extraPropertiesMax` additional top-level properties, or more than `.extraPropertiesMaxBytes` of them (path: the property that crosses the limit).
  */
@@ -288,6 +290,29 @@ function urlErrors(body: Record<string, unknown>, flagged: ReadonlySet<string>):
   });
 }
 
+/** Template fields of alert parameters whose `{field}` tokens are checked on save. */
+const TEMPLATE_FIELDS = ["subject", "template"] as const;
+
+/**
+ * Message templates (`parameters.template`, Email `parameters.subject`) that are strings within
+ * their caps (no schema problem at their path) but hold a token that is not a field path, or an
+ * unknown `{alert.…}` / `{explorer.…}` field (`templateProblems`, lib/alerting/template.ts).
+ */
+function templateErrors(body: Record<string, unknown>, flagged: ReadonlySet<string>): RuleValidationError[] {
+  const config = body.config;
+  if (!isJsonObject(config) || !Array.isArray(config.alerts)) return [];
+  return config.alerts.flatMap((alert, i) => {
+    if (!isJsonObject(alert) || !isJsonObject(alert.parameters)) return [];
+    const parameters = alert.parameters;
+    return TEMPLATE_FIELDS.flatMap((field) => {
+      const text = parameters[field];
+      const path = jsonPath(jsonPath(jsonPath("config.alerts", i), "parameters"), field);
+      if (typeof text !== "string" || flagged.has(path)) return [];
+      return templateProblems(text).map((problem) => ({ code: "CS_RULE_ALERT_PARAMETERS" as const, path, message: `${path}: ${problem}` }));
+    });
+  });
+}
+
 /** Rank of a problem in document order: the position of its top-level field in the schema, additional properties last. */
 function topLevelRank(path: string): number {
   const key = /^[^.[]+/.exec(path)?.[0] ?? "";
@@ -310,7 +335,12 @@ export function findRuleErrors(body: unknown, mode: "create" | "update", chains:
   const errors = issues.map(coded);
   if (!isJsonObject(body)) return errors;
   const flagged = new Set(issues.map((i) => i.path));
-  const extra = [...chainErrors(body, mode, chains), ...urlErrors(body, flagged), ...extraPropertyErrors(body)];
+  const extra = [
+    ...chainErrors(body, mode, chains),
+    ...urlErrors(body, flagged),
+    ...templateErrors(body, flagged),
+    ...extraPropertyErrors(body),
+  ];
   return [...errors, ...extra]
     .map((e, n) => ({ e, n, r: topLevelRank(e.path) }))
     .sort((a, b) => a.r - b.r || a.n - b.n)

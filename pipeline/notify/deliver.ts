@@ -1,6 +1,6 @@
 /**
  * Delivery of one alert action: {@link createDeliverer} picks the action's channel
- * (`channels/`: webhook, Slack, e-mail) and makes one attempt ({@link Deliverer.attempt}, what the
+ * (`channels/`: webhook, Slack, Discord, Telegram, e-mail) and makes one attempt ({@link Deliverer.attempt}, what the
  * scheduler uses) or a whole retry loop ({@link Deliverer.deliver}) with exponential backoff and
  * full jitter. The loop ({@link runWithRetry}) is a pure function of an injected `attempt` and
  * `sleep`, so it is unit-tested without real waits.
@@ -9,18 +9,21 @@
  * - `ok: true` — delivered (2xx, or the SMTP server accepted the message);
  * - `ok: false, final: true` — refused for good (non-retryable 4xx, SMTP 5xx, SSRF refusal, bad
  *   template or action): retrying or replaying would fail the same way, so it is only logged;
- * - `ok: false, final: false, code: CS_DELIVERY_EXHAUSTED` (or `CS_MAILER_UNCONFIGURED`) — still
+ * - `ok: false, final: false, code: CS_DELIVERY_EXHAUSTED` (or `CS_MAILER_UNCONFIGURED`, `CS_TELEGRAM_UNCONFIGURED`) — still
  *   deliverable later: it is dead-lettered and `chainsift alerts replay` re-sends it.
  * @module
  */
 import type { Dispatcher } from "undici";
 import type { Alert } from "../../lib/alerting/alert.js";
+import type { ExplorerUrls } from "../../lib/alerting/template.js";
 import type { Logger } from "../../lib/logger.js";
 import type { AlertDefinition } from "../../lib/rules/model.js";
 import type { Attempt, Channel } from "./channels/channel.js";
+import { createDiscordChannel } from "./channels/discord.js";
 import { createEmailChannel, type MailerConfig } from "./channels/email.js";
 import { createHttpSender } from "./channels/http.js";
 import { createSlackChannel } from "./channels/slack.js";
+import { createTelegramChannel, type TelegramConfig } from "./channels/telegram.js";
 import { createWebhookChannel } from "./channels/webhook.js";
 import { describeDestination } from "./log.js";
 import {
@@ -35,6 +38,7 @@ import { createGuardedAgent, type DestinationPolicy, parseAllowlist } from "./ss
 
 export { classifySmtpError, createSmtpTransport, type MailerConfig, type MailTransport, type OutgoingMail } from "./channels/email.js";
 export { USER_AGENT } from "./channels/http.js";
+export { CS_TELEGRAM_UNCONFIGURED, type TelegramConfig } from "./channels/telegram.js";
 export * from "./outcome.js";
 
 /** Retry budget. */
@@ -137,6 +141,10 @@ export interface DelivererDeps {
   secrets: SecretSource;
   /** E-mail settings; without them Email actions end with {@link CS_MAILER_UNCONFIGURED}. */
   mailer?: MailerConfig;
+  /** The operator's Telegram bot; without a token Telegram actions end with `CS_TELEGRAM_UNCONFIGURED`. Default no token, `https://api.telegram.org`. */
+  telegram?: TelegramConfig;
+  /** Block-explorer base URLs by chain for the links in messages (config `notify.explorerUrls`); default `DEFAULT_EXPLORER_URLS` (lib/config.ts). */
+  explorers?: ExplorerUrls;
   /** Clock (default `() => new Date()`); gives the signature timestamp and `Retry-After` dates. */
   now?: () => Date;
   /** Wait function (default a `setTimeout` promise). */
@@ -204,10 +212,14 @@ export function createDeliverer(deps: DelivererDeps): Deliverer {
   const now = deps.now ?? (() => new Date());
   const sleep = deps.sleep ?? defaultSleep;
   const send = createHttpSender({ dispatcher, policy: destPolicy, timeoutMs, now });
+  const messages = deps.explorers ? { explorers: deps.explorers } : {};
+  const telegram: TelegramConfig = deps.telegram ?? { botToken: undefined, apiUrl: "https://api.telegram.org" };
   const channels: Channel[] = [
     createWebhookChannel(send, deps.secrets),
-    createSlackChannel(send, deps.secrets),
-    createEmailChannel({ ...(deps.mailer ? { mailer: deps.mailer } : {}), timeoutMs }),
+    createSlackChannel(send, deps.secrets, messages),
+    createDiscordChannel(send, deps.secrets, messages),
+    createTelegramChannel(send, deps.secrets, telegram, messages),
+    createEmailChannel({ ...(deps.mailer ? { mailer: deps.mailer } : {}), timeoutMs, messages }),
   ];
   const byType = new Map<string, Channel>(channels.flatMap((c) => c.types.map((t) => [t, c] as const)));
 

@@ -107,6 +107,8 @@ export async function startNotifyStage(deps: NotifyStageDeps): Promise<NotifySta
       allowlist: n.allowlist,
       secrets: createSecretStore({ redis, keyPrefix: config.redisKeyPrefix }),
       mailer: n.smtpUrl ? { from: n.mailFrom, smtpUrl: n.smtpUrl } : undefined,
+      telegram: { botToken: n.telegramBotToken, apiUrl: n.telegramApiUrl },
+      explorers: n.explorerUrls,
       log: logger.child({ stage: "notify" }),
     });
   const windowMs = n.retryWindowMs > 0 ? n.retryWindowMs : defaultRetryWindowMs(retry, n.timeoutMs);

@@ -6,6 +6,7 @@
  */
 import { createTransport } from "nodemailer";
 import type { Alert } from "../../../lib/alerting/alert.js";
+import type { MessageOptions } from "../../../lib/alerting/render.js";
 import { type RenderedEmail, renderAction } from "../../../lib/alerting/rendered.js";
 import {
   type AttemptOutcome,
@@ -99,11 +100,13 @@ export interface EmailChannelDeps {
   mailer?: MailerConfig;
   /** Connection, greeting and socket-inactivity timeout of the SMTP transport, in ms. */
   timeoutMs: number;
+  /** Explorer links of the messages. */
+  messages?: MessageOptions;
 }
 
 /** The `Email` channel. Recipients must pass the rules' e-mail syntax check (`isEmailAddress`). */
 export function createEmailChannel(deps: EmailChannelDeps): Channel {
-  const { mailer, timeoutMs } = deps;
+  const { mailer, timeoutMs, messages = {} } = deps;
   let transport: MailTransport | undefined = mailer?.transport;
 
   async function send(alert: Alert, msg: RenderedEmail, actionIndex: number): Promise<AttemptOutcome> {
@@ -131,7 +134,7 @@ export function createEmailChannel(deps: EmailChannelDeps): Channel {
   return {
     types: ["Email"],
     async prepare(alert, action, actionIndex) {
-      const msg = renderAction(alert, action) as RenderedEmail;
+      const msg = renderAction(alert, action, messages) as RenderedEmail;
       if (!mailer || (!mailer.transport && !mailer.smtpUrl)) {
         return {
           ok: false,

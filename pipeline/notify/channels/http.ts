@@ -14,7 +14,7 @@ const pkg = createRequire(import.meta.url)("../../../package.json") as { version
 /** `User-Agent` of every webhook and chat request: `chainsift-notify/<package version>`. */
 export const USER_AGENT = `chainsift-notify/${pkg.version}`;
 
-/** Reads at most `maxBytes` of a response body, then discards the rest. */
+/** Reads at most `maxBytes` of a response body (as UTF-8 text), then discards the rest. */
 async function excerpt(body: Dispatcher.ResponseData["body"], maxBytes: number): Promise<string> {
   const chunks: Buffer[] = [];
   let size = 0;
@@ -30,7 +30,7 @@ async function excerpt(body: Dispatcher.ResponseData["body"], maxBytes: number):
   } finally {
     if (!body.destroyed) body.destroy();
   }
-  return oneLine(Buffer.concat(chunks).subarray(0, maxBytes).toString("utf8"), 200);
+  return Buffer.concat(chunks).subarray(0, maxBytes).toString("utf8");
 }
 
 /** Dependencies of {@link createHttpSender}. */
@@ -45,13 +45,30 @@ export interface HttpSenderDeps {
   now: () => Date;
 }
 
-/** Sends one signed request; with a body it is JSON. */
-export type HttpSender = (method: "GET" | "POST", url: string, secret: string, alertId: string, body?: string) => Promise<AttemptOutcome>;
+/** Per-request options of an {@link HttpSender}. */
+export interface SendOptions {
+  /**
+   * Reads the server's requested wait, in ms, from the start (at most 1 KiB) of a retryable
+   * answer's body, for APIs that put it there (Discord's and Telegram's `retry_after`). Used when
+   * the answer has no `Retry-After` header.
+   */
+  retryAfterFromBody?: (body: string) => number | undefined;
+}
 
-/** Creates the {@link HttpSender} shared by the webhook and Slack channels. */
+/** Sends one signed request; with a body it is JSON. */
+export type HttpSender = (
+  method: "GET" | "POST",
+  url: string,
+  secret: string,
+  alertId: string,
+  body?: string,
+  options?: SendOptions,
+) => Promise<AttemptOutcome>;
+
+/** Creates the {@link HttpSender} shared by the webhook and chat (Slack, Discord, Telegram) channels. */
 export function createHttpSender(deps: HttpSenderDeps): HttpSender {
   const { dispatcher, policy, timeoutMs, now } = deps;
-  return async (method, url, secret, alertId, body) => {
+  return async (method, url, secret, alertId, body, options = {}) => {
     const { url: u } = await checkDestination(url, policy);
     const timestampSec = Math.floor(now().getTime() / 1000);
     const headers = webhookHeaders({
@@ -75,6 +92,12 @@ export function createHttpSender(deps: HttpSenderDeps): HttpSender {
     let text = "";
     if (ok) await res.body.dump({ limit: 64 * 1024 }).catch(() => {});
     else text = await excerpt(res.body, 1024);
-    return classifyHttpStatus(res.statusCode, res.headers["retry-after"], now().getTime(), text);
+    const out = classifyHttpStatus(res.statusCode, res.headers["retry-after"], now().getTime(), oneLine(text, 200));
+    if (!out.ok && out.retryable && out.retryAfterMs === undefined && options.retryAfterFromBody) {
+      const retryAfterMs = options.retryAfterFromBody(text);
+      if (retryAfterMs !== undefined && Number.isFinite(retryAfterMs) && retryAfterMs >= 0)
+        return { ...out, retryAfterMs: Math.ceil(retryAfterMs) };
+    }
+    return out;
   };
 }

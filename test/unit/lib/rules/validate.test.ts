@@ -1120,3 +1120,81 @@ describe("the hand-written checks and the published schema agree", () => {
     expect(compared).toBeGreaterThan(1000);
   });
 });
+
+describe("chainsift's own alert types and message templates (backward compatible)", () => {
+  const discord = { type: "Discord", parameters: { url: "https://discord.com/api/webhooks/123/abc", username: "chainsift" } };
+  const telegram = { type: "Telegram", parameters: { chatId: "-1001234567890", messageThreadId: 3 } };
+  const withAlerts = (...alerts: Body[]) => {
+    const r = validRule();
+    r.config.alerts = alerts;
+    return r;
+  };
+
+  it("keeps the contract's four types first and unchanged, then adds Discord and Telegram", async () => {
+    const { ALERT_TYPES, CONTRACT_ALERT_TYPES } = await import("../../../../lib/rules/model.js");
+    expect(CONTRACT_ALERT_TYPES).toEqual(["Webhook (GET)", "Webhook (POST)", "Email", "Slack"]);
+    expect(ALERT_TYPES).toEqual([...CONTRACT_ALERT_TYPES, "Discord", "Telegram"]);
+    expect(validateRuleInput(validRule(), "create", chains).ok).toBe(true);
+    only(
+      refuse((r) => (r.config.alerts[0].type = "Teams")),
+      "CS_RULE_INVALID",
+      "config.alerts[0].type",
+    );
+  });
+
+  it("accepts Discord and Telegram actions, with and without templates", () => {
+    for (const body of [
+      withAlerts(discord, telegram),
+      withAlerts(
+        { ...discord, parameters: { url: discord.parameters.url, template: "**{alert.status}** {amount.value} {explorer.tx}" } },
+        { ...telegram, parameters: { chatId: "@my_alerts", template: "{alert.summary}" } },
+        { type: "Email", parameters: { recipients: ["ops@example.com"], subject: "{alert.status}: {event}", template: "{explorer.tx}" } },
+      ),
+    ]) {
+      const res = validateRuleInput(body, "create", chains);
+      expect(res.ok, JSON.stringify(res)).toBe(true);
+      expect(createSchema.Check(body)).toBe(true);
+    }
+  });
+
+  it("refuses a Telegram chat that is neither an id nor an @username, and a Discord action without url", () => {
+    for (const chatId of ["", "abc", "@ab", "12 34", "-0", "1".repeat(17)]) {
+      only(
+        refuse((r) => (r.config.alerts = [{ ...telegram, parameters: { chatId } }])),
+        "CS_RULE_ALERT_PARAMETERS",
+        "config.alerts[0].parameters.chatId",
+      );
+    }
+    only(
+      refuse((r) => (r.config.alerts = [{ type: "Discord", parameters: { username: "x" } }])),
+      "CS_RULE_ALERT_PARAMETERS",
+      "config.alerts[0].parameters.url",
+    );
+  });
+
+  it("refuses template tokens that are not field paths or name unknown alert/explorer fields (walker only)", () => {
+    const errors = refuse((r) => (r.config.alerts[1].parameters.template = "{alert.status} {a b} {explorer.nope}"), "create", false);
+    expect(errors.map((e) => [e.code, e.path])).toEqual([
+      ["CS_RULE_ALERT_PARAMETERS", "config.alerts[1].parameters.template"],
+      ["CS_RULE_ALERT_PARAMETERS", "config.alerts[1].parameters.template"],
+    ]);
+    only(
+      refuse((r) => (r.config.alerts[0].parameters.subject = "{}"), "create", false),
+      "CS_RULE_ALERT_PARAMETERS",
+      "config.alerts[0].parameters.subject",
+    );
+  });
+
+  it("caps template and subject lengths", () => {
+    only(
+      refuse((r) => (r.config.alerts[1].parameters.template = "x".repeat(RULE_LIMITS.templateMaxLength + 1))),
+      "CS_RULE_TOO_LONG",
+      "config.alerts[1].parameters.template",
+    );
+    only(
+      refuse((r) => (r.config.alerts[0].parameters.subject = "x".repeat(RULE_LIMITS.subjectMaxLength + 1))),
+      "CS_RULE_TOO_LONG",
+      "config.alerts[0].parameters.subject",
+    );
+  });
+});
