@@ -293,12 +293,23 @@ const HttpUrlSchema = Type.String({
   examples: ["https://hooks.example.com/chainsift/{transactionHash}?block={blockNumber}"],
 });
 
+/** A token's field path: identifier segments separated by dots (lib/alerting/template.ts `TOKEN_PATH`), spaces around it allowed. */
+const TEMPLATE_TOKEN = "\\{\\s*[A-Za-z_$][\\w$]*(?:\\.[\\w$]+)*\\s*\\}";
+/**
+ * Message templates (`parameters.template`, Email `parameters.subject`): any text in which every
+ * `{…}` holding no other brace is a field path token; a `{` that no `}` closes before the next
+ * `{` (or the end) is literal text, as is a lone `}` (the token scan of lib/alerting/template.ts).
+ */
+export const TEMPLATE_PATTERN = `^(?:[^{]|${TEMPLATE_TOKEN}|(?:\\{[^{}]*)+(?:${TEMPLATE_TOKEN}|$))*$`;
+
 /**
  * A message template (optional `parameters.template`): text with `{field}` tokens, each a field
- * path (checked on save, `CS_RULE_ALERT_PARAMETERS`); see docs/alerting-delivery.md "Message templates".
+ * path ({@link TEMPLATE_PATTERN}; `{alert.…}` and `{explorer.…}` must name known fields, checked by
+ * hand on save, `CS_RULE_ALERT_PARAMETERS`); see docs/alerting-delivery.md "Message templates".
  */
 const TemplateSchema = Type.Optional(
   Type.String({
+    pattern: TEMPLATE_PATTERN,
     maxLength: RULE_LIMITS.templateMaxLength,
     description:
       "message template: {field} tokens name fields of the matched entity, {alert.status}, {explorer.tx}, {amount.value}, … (docs/alerting-delivery.md, Message templates); absent: the standard message",
@@ -315,6 +326,7 @@ export const EmailParametersSchema = Type.Object(
     }),
     subject: Type.Optional(
       Type.String({
+        pattern: TEMPLATE_PATTERN,
         maxLength: RULE_LIMITS.subjectMaxLength,
         description: "subject template ({field} tokens); absent: the standard subject",
       }),

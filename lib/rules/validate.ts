@@ -177,6 +177,12 @@ export const RULE_CODE_TABLE: readonly RuleCodeRow[] = [
     shape: /\.parameters\.url$/,
     message: (i) => `${urlProblem(String(i.value)) ?? URL_EXPECTED}, got ${JSON.stringify(i.value)}`,
   },
+  {
+    code: "CS_RULE_ALERT_PARAMETERS",
+    keyword: ["pattern"],
+    shape: /\.parameters\.(template|subject)$/,
+    message: (i) => templateProblems(String(i.value)).join("; ") || "is not a message template",
+  },
   { code: "CS_RULE_ALERT_PARAMETERS", shape: /^config\.alerts\[\]\.parameters(\.|$)/ },
   { code: "CS_RULE_INVALID" },
 ];

@@ -1172,14 +1172,19 @@ describe("chainsift's own alert types and message templates (backward compatible
     );
   });
 
-  it("refuses template tokens that are not field paths or name unknown alert/explorer fields (walker only)", () => {
-    const errors = refuse((r) => (r.config.alerts[1].parameters.template = "{alert.status} {a b} {explorer.nope}"), "create", false);
-    expect(errors.map((e) => [e.code, e.path])).toEqual([
-      ["CS_RULE_ALERT_PARAMETERS", "config.alerts[1].parameters.template"],
-      ["CS_RULE_ALERT_PARAMETERS", "config.alerts[1].parameters.template"],
-    ]);
+  it("refuses template tokens that are not field paths (schema pattern too) or name unknown alert/explorer fields (by hand)", () => {
+    const [syntax, ...more] = refuse((r) => (r.config.alerts[1].parameters.template = "{alert.status} {a b} {explorer.nope}"));
+    expect(more).toEqual([]);
+    expect(syntax).toMatchObject({ code: "CS_RULE_ALERT_PARAMETERS", path: "config.alerts[1].parameters.template" });
+    expect(syntax!.message).toContain("{a b} is not a field path");
+    expect(syntax!.message).toContain("{explorer.nope}: explorer links are tx, block, address, token");
     only(
-      refuse((r) => (r.config.alerts[0].parameters.subject = "{}"), "create", false),
+      refuse((r) => (r.config.alerts[1].parameters.template = "{alert.nope}"), "create", false),
+      "CS_RULE_ALERT_PARAMETERS",
+      "config.alerts[1].parameters.template",
+    );
+    only(
+      refuse((r) => (r.config.alerts[0].parameters.subject = "{}")),
       "CS_RULE_ALERT_PARAMETERS",
       "config.alerts[0].parameters.subject",
     );
