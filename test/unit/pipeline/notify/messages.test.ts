@@ -3,6 +3,7 @@
  * built from them (pipeline/notify/render.ts): placeholders, explorer links, scaled token
  * amounts, escaping per channel, and retractions reading as such in every channel.
  */
+import { formatUnits } from "ethers";
 import { describe, expect, it } from "vitest";
 import type { Alert } from "../../../../lib/alerting/alert.js";
 import { discordBody, emailMessage, retractionLine, slackBody, telegramBody } from "../../../../lib/alerting/render.js";
@@ -15,8 +16,12 @@ import {
   templateView,
   tokenAmounts,
 } from "../../../../lib/alerting/template.js";
+import { lookupToken } from "../../../../lib/chain/tokens.js";
 import { DEFAULT_EXPLORER_URLS, loadConfig } from "../../../../lib/config.js";
 import { NonRetryableError } from "../../../../lib/errors.js";
+import { createDecoder } from "../../../../pipeline/decode/decoder.js";
+import { fixtureRecords } from "../../../support/fixture-records.js";
+import { hasMainnetFixtures, loadCompleteBlocks } from "../../../support/fixtures.js";
 import { BLOCK_HASH, FROM, sampleAlert, TX_HASH, USDT } from "./fixtures.js";
 
 /** The fixture's USDT Transfer, with the decoder's `str` (the scaled amount and symbol). */
@@ -235,5 +240,36 @@ describe("a retraction reads as one in every channel", () => {
     const m = emailMessage(removed, { subject: t, template: t });
     expect(m.subject).toBe("RETRACTED: 250000 USDT moved");
     expect(m.text).toBe(`${line}\n250000 USDT moved\n`);
+  });
+});
+
+describe.skipIf(!hasMainnetFixtures())("token amounts of real mainnet events (fixtures, the real decoder)", () => {
+  it("{amount.<arg>} of every scaled argument is the exact amount in the token list's decimals, with its symbol", () => {
+    const { events } = fixtureRecords(loadCompleteBlocks(), createDecoder());
+    let checked = 0;
+    const symbols = new Set<string>();
+    for (const ev of events) {
+      const token = lookupToken(ev.address.toLowerCase(), 1);
+      const amounts = tokenAmounts(ev as unknown as Record<string, unknown>);
+      for (const arg of ev.args) {
+        if (arg.value.scaled === null) continue;
+        const exact = formatUnits(BigInt(arg.value.hex), token!.decimals).replace(/\.0$/, "");
+        expect(amounts[arg.name], `${ev.transactionHash} ${arg.name}`).toBe(`${exact} ${token!.symbol}`);
+        symbols.add(token!.symbol);
+        checked++;
+      }
+    }
+    console.log(`token amounts: ${checked} scaled arguments checked, tokens ${[...symbols].sort().join(", ")}`);
+    expect(symbols).toContain("USDT");
+    expect(symbols).toContain("WETH");
+  });
+
+  it("a real USDT Transfer renders with its explorer link", () => {
+    const { events } = fixtureRecords(loadCompleteBlocks(), createDecoder());
+    const ev = events.find((e) => e.address.toLowerCase() === USDT && e.event === "Transfer" && e.args[2]?.value.scaled !== null)!;
+    const a = sampleAlert({ entity: ev as unknown as Record<string, unknown>, blockNumber: ev.blockNumber.num, blockHash: ev.blockHash });
+    const text = telegramBody(a, { chatId: "1", template: "{amount.value} to {args.1.value.hex} {explorer.tx}" }).text;
+    const exact = formatUnits(BigInt(ev.args[2]!.value.hex), 6).replace(/\.0$/, "");
+    expect(text).toBe(`${exact} USDT to ${ev.args[1]!.value.hex} https://etherscan.io/tx/${ev.transactionHash}`);
   });
 });
