@@ -1,6 +1,7 @@
 /**
  * Pure rendering of an {@link Alert} for each delivery channel: the templated webhook URL, the
- * chat (Slack) message and the e-mail (the JSON body of webhooks is `lib/alerting/webhook.ts`).
+ * chat messages (Slack, Discord, Telegram) and the e-mail, from the action's message template when
+ * it has one (`lib/alerting/template.ts`); the JSON body of webhooks is `lib/alerting/webhook.ts`.
  * No I/O; every function here is deterministic in its inputs. The layouts are documented in `docs/alerting-delivery.md`.
  * @module
  */

@@ -1,6 +1,6 @@
 /**
  * Message templates of alert actions: the `{field}` placeholders of webhook URLs
- * (`pipeline/notify/render.ts` `renderUrl`), applied to the text of chat messages (Slack, Discord,
+ * (`lib/alerting/render.ts` `renderUrl`), applied to the text of chat messages (Slack, Discord,
  * Telegram) and e-mails (subject and body). Pure and deterministic; shared by the notify stage and
  * anything else that renders alerts (e.g. a rule test), so it lives in `lib/`.
  *

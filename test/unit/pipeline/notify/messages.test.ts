@@ -1,12 +1,13 @@
 /**
  * Unit tests of message templates (lib/alerting/template.ts) and of the chat and e-mail messages
- * built from them (pipeline/notify/render.ts): placeholders, explorer links, scaled token
+ * built from them (lib/alerting/render.ts): placeholders, explorer links, scaled token
  * amounts, escaping per channel, and retractions reading as such in every channel.
  */
 import { formatUnits } from "ethers";
 import { describe, expect, it } from "vitest";
 import type { Alert } from "../../../../lib/alerting/alert.js";
 import { discordBody, emailMessage, retractionLine, slackBody, telegramBody } from "../../../../lib/alerting/render.js";
+import { renderAction } from "../../../../lib/alerting/rendered.js";
 import {
   decimalAmount,
   displayText,
@@ -208,6 +209,34 @@ describe("Slack and e-mail templates", () => {
 
   it("e-mail default body lists the explorer link", () => {
     expect(emailMessage(transfer).text).toMatch(new RegExp(`^Explorer: +https://etherscan.io/tx/${TX_HASH}$`, "m"));
+  });
+});
+
+describe("renderAction (what the channels send, and rule backtests show)", () => {
+  it("renders Discord and Telegram actions; a Telegram rendering names the chat, never a bot URL", () => {
+    const discord = renderAction(transfer, {
+      type: "Discord",
+      parameters: { url: "https://discord.com/api/webhooks/1/t", template: "{amount.value}" },
+    });
+    expect(discord).toEqual({
+      type: "Discord",
+      method: "POST",
+      url: "https://discord.com/api/webhooks/1/t",
+      body: JSON.stringify({ content: "250000 USDT", allowed_mentions: { parse: [] } }),
+    });
+    const telegram = renderAction(transfer, { type: "Telegram", parameters: { chatId: "@my_alerts", template: "{amount.value}" } });
+    expect(telegram).toEqual({
+      type: "Telegram",
+      method: "POST",
+      chatId: "@my_alerts",
+      body: JSON.stringify({ chat_id: "@my_alerts", text: "250000 USDT", link_preview_options: { is_disabled: true } }),
+    });
+    expect(() => renderAction(transfer, { type: "Telegram", parameters: { chatId: "not a chat" } })).toThrow(/chatId/);
+  });
+
+  it("fills an Email action's subject and body templates", () => {
+    const m = renderAction(transfer, { type: "Email", parameters: { recipients: [" ops@example.com"], subject: "{amount.value}" } });
+    expect(m).toMatchObject({ type: "Email", recipients: ["ops@example.com"], subject: "250000 USDT" });
   });
 });
 
