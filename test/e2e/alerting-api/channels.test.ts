@@ -2,7 +2,8 @@
  * Alert channels end to end, rules created through the real API over HTTP, on anvil with the
  * OpenZeppelin ERC-20: Webhook (GET) with a templated URL, Webhook (POST) with payload items and a
  * signature verified with the owning account's secret, Email through a local SMTP server
- * (smtp-server + mailparser), a Slack-shaped receiver, one rule with all four actions, and account
+ * (smtp-server + mailparser), a Slack-shaped receiver, Discord and Telegram actions with message
+ * templates (the same receiver standing in for Discord and the Bot API), one rule with all four actions, and account
  * isolation (another account can neither see nor change a rule, and alerts only ever reach the
  * owning rule's receivers, signed with the owner's secret).
  */
@@ -11,7 +12,16 @@ import type { AlertDefinition, PayloadItem, Rule } from "../../../lib/rules/mode
 import type { DeliveryLogEntry } from "../../../pipeline/notify/log.js";
 import { verifyWebhookSignature } from "../../../pipeline/notify/sign.js";
 import { DOCUMENTED_WEBHOOK_FIELDS } from "../../support/webhook-fields.js";
-import { type AlertingEnv, alertId, probeServices, type RuleSpec, startAlertingEnv, transferRule, type WebhookAlert } from "./support.js";
+import {
+  type AlertingEnv,
+  alertId,
+  probeServices,
+  type RuleSpec,
+  startAlertingEnv,
+  TELEGRAM_BOT_TOKEN,
+  transferRule,
+  type WebhookAlert,
+} from "./support.js";
 
 const services = await probeServices();
 if (!services.ok) console.warn(`alerting-api channels: ${services.message}`);
@@ -224,6 +234,37 @@ describe.skipIf(!services.ok)("alerting API end to end: channels and account iso
     expect(lines).toContain("• event: Transfer");
     expect(lines).toContain(`• args[1].value.hex: ${to.toLowerCase()}`);
     expect(lines).toContain("• args[2].value.scaled: 6");
+  });
+
+  it("Discord and Telegram (chainsift's own types) with message templates, through the API, match and notify stages", async () => {
+    const to = env.newAddress();
+    const template = "{alert.status}: {event} of {args.2.value.scaled} to {args.1.value.hex} in block {alert.blockNumber}";
+    const rule = await ruleOfA("CST to Discord and Telegram", to, [
+      { type: "Discord", parameters: { url: `${env.slack.base}/api/webhooks/42/d1sc0rd-t0ken`, username: "chainsift", template } },
+      { type: "Telegram", parameters: { chatId: "-1001234567890", template } },
+    ]);
+    const tx = await env.transfer(to, 4_200_000n);
+    await env.mine();
+    const [discord] = await waitForRequests(() => env.slack.deliveredAt("/api/webhooks/42/d1sc0rd-t0ken"), 1);
+    const [telegram] = await waitForRequests(() => env.slack.deliveredAt(`/bot${TELEGRAM_BOT_TOKEN}/sendMessage`), 1);
+    const ev = await env.eventOf(tx);
+    const text = `confirmed: Transfer of 4.2 to ${to.toLowerCase()} in block ${ev.blockNumber}`;
+    expect(discord!.headers["content-type"]).toBe("application/json");
+    expect(JSON.parse(discord!.body)).toEqual({ content: text, allowed_mentions: { parse: [] }, username: "chainsift" });
+    expect(JSON.parse(telegram!.body)).toEqual({ chat_id: "-1001234567890", text, link_preview_options: { is_disabled: true } });
+
+    const id = alertId(rule.id, ev.entityId, ev.blockHash);
+    const entries = async () =>
+      (await env.request<{ entries: DeliveryLogEntry[] }>("GET", `/alerting/rules/${rule.id}/deliveries/`, env.accounts.a.token)).body
+        .entries;
+    const log = (await waitForRequests(entries, 2)).filter((e) => e.alertId === id);
+    expect(log.map((e) => [e.type, e.ok, e.destination]).sort()).toEqual([
+      ["Discord", true, `${env.slack.base}/…`],
+      ["Telegram", true, "telegram chat -1001234567890"],
+    ]);
+    // The rule as the API answers it holds no bot token (the operator's setting, not the rule's).
+    const fetched = await env.request("GET", `/alerting/rules/${rule.id}/`, env.accounts.a.token);
+    expect(JSON.stringify(fetched.body)).not.toContain(TELEGRAM_BOT_TOKEN);
   });
 
   it("one rule with all four actions: every channel gets the same alert, and the delivery log lists each action", async () => {

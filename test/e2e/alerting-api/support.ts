@@ -107,6 +107,9 @@ export function alertId(ruleId: string, entityId: string, blockHash: string, sta
   return createHash("sha256").update(`${ruleId}|${entityId}|${blockHash}|${status}`).digest("hex");
 }
 
+/** The operator's Telegram bot token of the environment (its Bot API is the Slack-shaped receiver). */
+export const TELEGRAM_BOT_TOKEN = "123456789:AAE2e-Test_token";
+
 /** Mail `From:` of the environment; its domain is the `Message-ID` domain of alert e-mails. */
 export const MAIL_FROM = "chainsift <alerts@chainsift.test>";
 
@@ -130,7 +133,14 @@ export async function startAlertingEnv(options: AlertingEnvOptions = {}): Promis
       onStop(slackStarted.close);
       onStop(smtpStarted.close);
       h.config.api = { ...h.config.api, rateLimitMax: 1_000_000 };
-      h.config.notify = { ...h.config.notify, smtpUrl: smtpStarted.url, mailFrom: MAIL_FROM };
+      // Telegram actions go to the Slack-shaped receiver, as `/bot<TELEGRAM_BOT_TOKEN>/sendMessage`.
+      h.config.notify = {
+        ...h.config.notify,
+        smtpUrl: smtpStarted.url,
+        mailFrom: MAIL_FROM,
+        telegramBotToken: TELEGRAM_BOT_TOKEN,
+        telegramApiUrl: slackStarted.base,
+      };
     },
     match: ({ anvil }) => ({ tokens: rpcTokenMetadataSource(anvil.rpcUrl), reloadIntervalMs: 1000 }),
   });
