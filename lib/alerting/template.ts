@@ -167,7 +167,8 @@ function hexInteger(hex: unknown): bigint | undefined {
  * calls), by argument name. When the decoder scaled the argument (`value.scaled`, set when it knew
  * the emitting token's decimals), the exact decimal (from `value.hex`; the decimals are the power
  * of ten that gives `scaled`) followed by the token symbol the decoder wrote into `str`
- * (`value=250000000000 [250000 USDT]`); otherwise the raw integer in decimal.
+ * (`value=250000000000 [250000 USDT]`; none when the decoder had no symbol: `[250000]`); otherwise
+ * the raw integer in decimal.
  */
 export function tokenAmounts(entity: Record<string, unknown>): Record<string, string> {
   const out: Record<string, string> = {};
@@ -185,7 +186,7 @@ export function tokenAmounts(entity: Record<string, unknown>): Record<string, st
       for (let d = 0; d <= 255; d++) {
         const dec = decimalAmount(v, d);
         if (Number(dec) !== scaled) continue;
-        const symbol = new RegExp(`\\[${dec.replace(/[.\\-]/g, "\\$&")} ([^\\]\\s]+)\\]`).exec(str)?.[1];
+        const symbol = new RegExp(`\\[${dec.replace(/[.\\-]/g, "\\$&")} ([^\\]]+)\\]`).exec(str)?.[1]?.trim();
         text = symbol ? `${dec} ${symbol}` : dec;
         break;
       }

@@ -94,6 +94,10 @@ describe("token amounts and value display", () => {
       str: "Deposit(dst=0x…, wad=2000000000000000001 [2.000000000000000001 WETH])",
     };
     expect(tokenAmounts(odd)).toEqual({ wad: "2.000000000000000001 WETH" });
+    // A token whose decimals were read on chain but has no symbol: the decoder writes `[<amount>]`.
+    expect(tokenAmounts({ ...odd, str: "Deposit(dst=0x…, wad=2000000000000000001 [2.000000000000000001])" })).toEqual({
+      wad: "2.000000000000000001",
+    });
   });
 
   it("fall back to the raw integer when the token's decimals are unknown", () => {
