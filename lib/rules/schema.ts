@@ -354,7 +354,9 @@ export const SlackParametersSchema = Type.Object(
 export const DiscordParametersSchema = Type.Object(
   {
     url: HttpUrlSchema,
-    username: Type.Optional(Type.String({ maxLength: RULE_LIMITS.slackNameMaxLength, description: "overrides the webhook's default name" })),
+    username: Type.Optional(
+      Type.String({ maxLength: RULE_LIMITS.slackNameMaxLength, description: "overrides the webhook's default name" }),
+    ),
     template: TemplateSchema,
   },
   component("DiscordParameters"),
