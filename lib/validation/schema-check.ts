@@ -12,7 +12,9 @@
  *   *discriminator* (the property every branch constrains with `const` or `enum`, e.g. `operator`),
  *   the matching branch with the fewest problems (the first on a tie); when no branch matches the
  *   discriminator, a *merged* branch (every branch's properties, the discriminator as the union of
- *   their values) reports what is wrong; among other branches by the value's JSON type.
+ *   their values) reports what is wrong; among other branches by the value's JSON type (the branch
+ *   of that type the value satisfies, if any; for a union of literals none of which it is, one
+ *   `enum` problem listing them all; else the first branch of that type).
  * Problems come in document order: per object, unknown properties first, then the schema's
  * properties in their order, each followed by what was found inside it. At most one problem per path
  * (the first: e.g. `maxLength` before `pattern`).
@@ -230,11 +232,19 @@ function resolve(value: unknown, union: Schema & { anyOf: Schema[] }, path: stri
     return { branch: best };
   }
   const type = jsonType(value);
-  const match = branches.find((b) => {
+  const typed = branches.filter((b) => {
     const t = branchType(b);
     return t === type || (t === "integer" && Number.isInteger(value)) || (t === "number" && type === "number");
   });
-  if (match) return { branch: match };
+  if (typed.length > 0) {
+    // The branch the value satisfies, if any (e.g. the second literal of a union of literals).
+    const valid = typed.find((b) => validatorOf(b).Check(value));
+    if (valid) return { branch: valid };
+    // A union of literals that the value is none of: one problem listing every allowed value.
+    if (typed.length > 1 && typed.every((b) => "const" in b || Array.isArray(b.enum)))
+      return { branch: { enum: [...new Set(typed.flatMap(allowedValues))] } };
+    return { branch: typed[0]! };
+  }
   const types = [...new Set(branches.map((b) => branchType(b) ?? "value"))];
   const message = `must be ${types.map((t) => (t === "null" ? "null" : `a ${t}`)).join(" or ")}, got ${kindOf(value)}`;
   return { problem: issue("anyOf", path, value, message) };
