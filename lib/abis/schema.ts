@@ -9,7 +9,9 @@
  * their parameters are checked the same way.
  * @module
  */
+
 import { type TSchema, Type } from "typebox";
+import { component } from "../validation/component.js";
 
 /** Most entries (events, functions, errors, …) in one registered ABI. */
 export const MAX_ABI_ENTRIES = 2000;
@@ -45,7 +47,8 @@ function paramSchema(depth: number): TSchema {
       Type.Array(paramSchema(depth - 1), { maxItems: MAX_ABI_PARAMS, description: "Members of a `tuple` (and only of a tuple)" }),
     );
   }
-  return Type.Object(properties, { additionalProperties: false });
+  // Named per nesting level for the OpenAPI document (one model each): AbiParameter, AbiParameter1 (its components), …
+  return Type.Object(properties, { additionalProperties: false, ...component(`AbiParameter${MAX_TUPLE_DEPTH - depth || ""}`) });
 }
 
 /** One parameter of an ABI entry (tuples nest up to {@link MAX_TUPLE_DEPTH} levels). */
@@ -67,7 +70,7 @@ export const AbiEntrySchema = Type.Object(
     ),
     stateMutability: Type.Optional(Type.String({ maxLength: 32 })),
   },
-  { additionalProperties: true },
+  { additionalProperties: true, ...component("AbiEntry") },
 );
 
 /** A JSON ABI: 1 to {@link MAX_ABI_ENTRIES} entries. */
@@ -75,6 +78,7 @@ export const AbiSchema = Type.Array(AbiEntrySchema, {
   minItems: 1,
   maxItems: MAX_ABI_ENTRIES,
   description: "Solidity JSON ABI (an array of entries); for the `any` address, event entries only",
+  ...component("Abi"),
 });
 
 /** Body of `PUT /abis/:address` and `PUT /admin/abis/:address`. */
@@ -83,7 +87,7 @@ export const AbiRegistrationBodySchema = Type.Object(
     abi: AbiSchema,
     name: Type.Optional(Type.Union([Name("A label, e.g. the contract's name"), Type.Null()])),
   },
-  { additionalProperties: false },
+  { additionalProperties: false, ...component("AbiRegistrationBody") },
 );
 
 /** One JSON ABI entry, as validated by {@link AbiEntrySchema} (other keys kept as given). */

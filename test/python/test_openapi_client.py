@@ -14,9 +14,10 @@ from pathlib import Path
 
 import pytest
 
-#: Most model files the generated client may have (shared schemas, their union variants and enums);
-#: the document without named schemas gave 646.
-MAX_MODELS = 110
+#: Most model files the generated client may have (shared schemas, their union variants and enums):
+#: 103 when the components were introduced, 125 with the ABI routes, the rule backtest and the Discord
+#: and Telegram actions; the same document with every schema inlined gives 859 (docs/api.md).
+MAX_MODELS = 140
 
 
 @pytest.fixture(scope="module")
@@ -30,7 +31,10 @@ def generated(document: dict, tmp_path_factory: pytest.TempPathFactory):
     """The client package generated from the document (openapi-python-client, no post hooks)."""
     work = tmp_path_factory.mktemp("openapi")
     (work / "openapi.json").write_text(json.dumps(document), encoding="utf-8")
-    (work / "config.yaml").write_text("post_hooks: []\n", encoding="utf-8")
+    # The rule backtest answers NDJSON, which the generator has no model for: taken as bytes (docs/api.md).
+    (work / "config.yaml").write_text(
+        "post_hooks: []\ncontent_type_overrides:\n  application/x-ndjson: application/octet-stream\n", encoding="utf-8"
+    )
     out = work / "chainsift_client"
     tool = Path(sys.executable).parent / "openapi-python-client"
     run = subprocess.run(

@@ -79,8 +79,15 @@ export function abisRoutes(deps: AbisRoutesDeps): FastifyPluginAsyncTypebox {
   return async (app) => {
     app.addHook("preValidation", requireObjectBody);
     for (const scope of [
-      { base: "/abis", admin: false, namespace: accountNamespace, tags: ["abis"], security: undefined },
-      { base: "/admin/abis", admin: true, namespace: () => GLOBAL_NAMESPACE, tags: ["admin"], security: [{ adminAuth: [] }] },
+      { base: "/abis", admin: false, namespace: accountNamespace, tags: ["abis"], security: undefined, ids: "Abi" },
+      {
+        base: "/admin/abis",
+        admin: true,
+        namespace: () => GLOBAL_NAMESPACE,
+        tags: ["admin"],
+        security: [{ adminAuth: [] }],
+        ids: "GlobalAbi",
+      },
     ]) {
       const common = { tags: scope.tags, ...(scope.security ? { security: scope.security } : {}) };
       const config = { ...ROUTE_CONFIG, ...(scope.admin ? { admin: true } : {}) };
@@ -92,6 +99,7 @@ export function abisRoutes(deps: AbisRoutesDeps): FastifyPluginAsyncTypebox {
           config,
           schema: {
             ...common,
+            operationId: `put${scope.ids}`,
             summary: `Register (or replace) the ABI of a contract, or event ABIs for any contract, in ${where}`,
             params: AbiParams,
             body: AbiRegistrationBodySchema,
@@ -114,14 +122,28 @@ export function abisRoutes(deps: AbisRoutesDeps): FastifyPluginAsyncTypebox {
       );
       app.get(
         `${scope.base}/`,
-        { config, schema: { ...common, summary: `List the ABIs of ${where}`, response: { 200: AbiListSchema, ...errors } } },
+        {
+          config,
+          schema: {
+            ...common,
+            operationId: `list${scope.ids}s`,
+            summary: `List the ABIs of ${where}`,
+            response: { 200: AbiListSchema, ...errors },
+          },
+        },
         async (request) => ({ abis: (await store.list(scope.namespace(request))) as never[] }),
       );
       app.get(
         `${scope.base}/:address`,
         {
           config,
-          schema: { ...common, summary: `Get an ABI of ${where}`, params: AbiParams, response: { 200: AbiRegistrationSchema, ...errors } },
+          schema: {
+            ...common,
+            operationId: `get${scope.ids}`,
+            summary: `Get an ABI of ${where}`,
+            params: AbiParams,
+            response: { 200: AbiRegistrationSchema, ...errors },
+          },
         },
         async (request) => {
           const address = addressOf(request);
@@ -136,6 +158,7 @@ export function abisRoutes(deps: AbisRoutesDeps): FastifyPluginAsyncTypebox {
           config,
           schema: {
             ...common,
+            operationId: `delete${scope.ids}`,
             summary: `Remove an ABI of ${where} (its logs decode no more; events already produced stay)`,
             params: AbiParams,
             response: { 204: { type: "null", description: "Removed" }, ...errors },

@@ -5,6 +5,7 @@
  */
 import { Type } from "typebox";
 import { AbiSchema } from "../../../lib/abis/schema.js";
+import { component } from "../../../lib/validation/component.js";
 
 /** `:address` of the ABI routes: a contract address in any letter case, or `any`. */
 export const AbiParams = Type.Object({
@@ -25,10 +26,11 @@ export const AbiRegistrationSchema = Type.Object(
     createdAt: Type.String({ description: "First registration, ISO 8601 UTC" }),
     updatedAt: Type.String({ description: "Last registration (replacement), ISO 8601 UTC" }),
   },
-  { description: "A registered ABI" },
+  { description: "A registered ABI", ...component("AbiRegistration") },
 );
 
 /** Answer of `GET /abis/` and `GET /admin/abis/`. */
-export const AbiListSchema = Type.Object({
-  abis: Type.Array(AbiRegistrationSchema, { description: "The namespace's registrations, by address" }),
-});
+export const AbiListSchema = Type.Object(
+  { abis: Type.Array(AbiRegistrationSchema, { description: "The namespace's registrations, by address" }) },
+  component("AbiList"),
+);

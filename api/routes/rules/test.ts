@@ -55,6 +55,7 @@ export function ruleTestRoutes(deps: RuleTestRoutesDeps): FastifyPluginAsync {
         config: { ...RULES_ROUTE_CONFIG, backend: "Elasticsearch" },
         schema: {
           tags: ["alerting"],
+          operationId: "testRule",
           summary: "Test a rule on history (backtest)",
           description:
             "Body {rule, from, to} or {rule, last}: the rule as POST /alerting/rules/ takes it and a block range (both ends included) or the newest `last` indexed blocks. " +

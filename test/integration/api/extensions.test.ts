@@ -218,6 +218,7 @@ describe.skipIf(!up)("search extensions, refused features, chains, OpenAPI and m
             responses?: Record<string, unknown>;
             parameters?: Array<{ name: string; in: string }>;
             security?: unknown;
+            operationId?: string;
             requestBody?: { content: Record<string, { schema: { $ref?: string; properties?: Record<string, unknown> } }> };
           }
         >
@@ -257,6 +258,12 @@ describe.skipIf(!up)("search extensions, refused features, chains, OpenAPI and m
         expect(declared.sort(), `${method} ${path}`).toEqual([...params].sort());
       }
     }
+    // Every operation has an operationId, each a different one (what client generators name methods after).
+    const ids = Object.entries(doc.paths).flatMap(([path, ops]) =>
+      Object.entries(ops).map(([method, op]) => [`${method} ${path}`, op.operationId]),
+    );
+    expect(ids.filter(([, id]) => typeof id !== "string").map(([op]) => op)).toEqual([]);
+    expect(new Set(ids.map(([, id]) => id)).size).toBe(ids.length);
     // Every $ref resolves inside the document.
     const text = res.body;
     for (const m of text.matchAll(/"\$ref":"#\/([^"]+)"/g)) {
