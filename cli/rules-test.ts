@@ -100,6 +100,7 @@ async function rulesTest(ctx: CliContext, args: CommandArgs): Promise<number> {
       es,
       indexPrefix: config.elasticsearch.indexPrefix,
       requestTimeoutMs: config.elasticsearch.requestTimeoutMs,
+      explorers: config.notify.explorerUrls,
       timeoutMs: config.backtest.timeoutMs,
     };
     let complete = false;

@@ -21,6 +21,7 @@
  */
 import { type Client, errors as esErrors, type estypes } from "@elastic/elasticsearch";
 import { indexName, kindOfIndex } from "../../es/mappings.js";
+import type { ExplorerUrls } from "../../lib/alerting/template.js";
 import type { DecodeMethodOptions } from "../../lib/chain/methods.js";
 import type { ChainId } from "../../lib/config.js";
 import { BACKTEST_SOURCES, type BacktestMatch, createBacktester, type IndexedRecord } from "../../lib/match/backtest.js";
@@ -53,6 +54,8 @@ export interface BacktestScanDeps {
   now?: () => Date;
   /** Decoding of Method/Call arguments, as the match stage's; default mainnet. */
   decode?: DecodeMethodOptions;
+  /** Block-explorer base URLs of the rendered messages (config `notify.explorerUrls`); default lib/alerting/template.ts's. */
+  explorers?: ExplorerUrls;
   /** Receives scan failures (the answer then ends with an `error` line). */
   log?: { warn(obj: object, msg?: string): void };
 }
@@ -162,6 +165,7 @@ export async function startBacktest(deps: BacktestScanDeps, chain: ChainId, run:
     chain,
     head: run.head ?? run.to,
     ...(deps.decode ? { decode: deps.decode } : {}),
+    ...(deps.explorers ? { explorers: deps.explorers } : {}),
     ...(deps.now ? { now: deps.now } : {}),
   });
   const pageSize = deps.pageSize ?? 500;

@@ -27,6 +27,7 @@
  */
 import { type Alert, type AlertStatus, alertId } from "../alerting/alert.js";
 import { type RenderedAction, renderAction } from "../alerting/rendered.js";
+import type { ExplorerUrls } from "../alerting/template.js";
 import { webhookBody } from "../alerting/webhook.js";
 import type { DecodeMethodOptions } from "../chain/methods.js";
 import type { ChainId } from "../config.js";
@@ -199,6 +200,8 @@ export interface BacktesterOptions {
   head: number;
   /** Chain id and token decimals for decoded Method/Call arguments (as the match stage's `decode`); default mainnet. */
   decode?: DecodeMethodOptions;
+  /** Block-explorer base URLs of the rendered messages, as the notify stage's (config `notify.explorerUrls`); default lib/alerting/template.ts's. */
+  explorers?: ExplorerUrls;
   /** Clock of `emittedAt`; default `() => new Date()`. */
   now?: () => Date;
 }
@@ -212,10 +215,10 @@ export interface Backtester {
 }
 
 /** Renders every action of an alert; an action that cannot be rendered shows its error. */
-function renderActions(alert: Alert): BacktestAction[] {
+function renderActions(alert: Alert, explorers: ExplorerUrls | undefined): BacktestAction[] {
   return alert.actions.map((action, index) => {
     try {
-      return { index, ...renderAction(alert, action) };
+      return { index, ...renderAction(alert, action, explorers ? { explorers } : {}) };
     } catch (err) {
       if (!(err instanceof NonRetryableError)) throw err;
       return { index, type: action.type, error: { code: err.code, message: err.message } };
@@ -265,7 +268,7 @@ export function createBacktester(options: BacktesterOptions): Backtester {
         confirmations,
         emittedAt: now().toISOString(),
       };
-      return { alert: { ...webhookBody(alert), ruleName: alert.ruleName ?? null }, actions: renderActions(alert) };
+      return { alert: { ...webhookBody(alert), ruleName: alert.ruleName ?? null }, actions: renderActions(alert, options.explorers) };
     });
   };
 

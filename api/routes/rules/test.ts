@@ -31,8 +31,8 @@ export const BacktestLineSchema = Type.Object(
 
 /** Dependencies of {@link ruleTestRoutes}. */
 export interface RuleTestRoutesDeps {
-  /** Uses `elasticsearch.indexPrefix`, `elasticsearch.requestTimeoutMs` and `backtest` (maxBlocks, timeoutMs). */
-  config: Pick<Config, "elasticsearch" | "backtest">;
+  /** Uses `elasticsearch.indexPrefix`, `elasticsearch.requestTimeoutMs`, `backtest` (maxBlocks, timeoutMs) and `notify.explorerUrls`. */
+  config: Pick<Config, "elasticsearch" | "backtest" | "notify">;
   /** The chains served; the rule must name one (its indices are read). */
   chains: ChainId[];
   /** Decoding of Method/Call arguments, as the match stage's; default mainnet and the bundled token list. */
@@ -82,6 +82,7 @@ export function ruleTestRoutes(deps: RuleTestRoutesDeps): FastifyPluginAsync {
           es: app.es,
           indexPrefix: config.elasticsearch.indexPrefix,
           requestTimeoutMs: config.elasticsearch.requestTimeoutMs,
+          explorers: config.notify.explorerUrls,
           timeoutMs: config.backtest.timeoutMs,
           log: request.log,
           ...(deps.decode ? { decode: deps.decode } : {}),

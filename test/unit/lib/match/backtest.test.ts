@@ -117,6 +117,26 @@ describe("createBacktester alerts", () => {
     ]);
   });
 
+  it("renders message links with the explorer URLs it is given (the notify stage's setting), else the defaults", () => {
+    const rule: RuleInput = {
+      ...logRule(1, false),
+      config: {
+        ...logRule(1, false).config,
+        alerts: [{ type: "Slack", parameters: { url: "https://hooks.slack.com/services/T/B/X", template: "tx {explorer.tx}" } }],
+      },
+    };
+    const textOf = (explorers?: Record<string, string>) => {
+      const tester = createBacktester({ rule, accountId: "acc", chain: MAINNET, head: block, ...(explorers ? { explorers } : {}) });
+      const action = tester.block(block, usdtLog.blockHash, [{ kind: "log", record: asIndexed(usdtLog) }]).matches[0]?.alerts[0]
+        ?.actions[0];
+      return JSON.stringify(action);
+    };
+    expect(textOf()).toContain(`https://etherscan.io/tx/${usdtLog.transactionHash}`);
+    expect(textOf({ "ethereum/ethereum/mainnet": "https://explorer.example" })).toContain(
+      `https://explorer.example/tx/${usdtLog.transactionHash}`,
+    );
+  });
+
   it.each([
     [0, false, 0, [["confirmed", 1, 1]]],
     [1, true, 0, [["confirmed", 1, 1]]],
