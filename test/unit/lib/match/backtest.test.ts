@@ -122,7 +122,18 @@ describe("createBacktester alerts", () => {
       ...logRule(1, false),
       config: {
         ...logRule(1, false).config,
-        alerts: [{ type: "Slack", parameters: { url: "https://hooks.slack.com/services/T/B/X", template: "tx {explorer.tx}" } }],
+        alerts: [
+          {
+            type: "Slack",
+            parameters: {
+              url: "https://hooks.slack.com/services/T/B/X",
+              text: "",
+              channel: "#alerts",
+              username: "chainsift",
+              template: "tx {explorer.tx}",
+            },
+          },
+        ],
       },
     };
     const textOf = (explorers?: Record<string, string>) => {
