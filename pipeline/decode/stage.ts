@@ -20,6 +20,7 @@ import { type Bus, createRecordProducer, messageSeq, type OutgoingRecord, seqHea
 import { type HandlerFailure, type InputRecord, type RunningConsumer, runConsumer } from "../kafka/consumer.js";
 import { type AbiRegistry, type AbiRegistryDeps, createAbiRegistry } from "./abis.js";
 import type { Decoder } from "./decoder.js";
+import { decodeMetricsOf } from "./metrics.js";
 import { redecodeHistory } from "./redecode.js";
 import { lookupOf, tokenRequests } from "./token-batch.js";
 
@@ -138,6 +139,7 @@ export interface DecodeStageDeps {
 export async function startDecodeStage(deps: DecodeStageDeps): Promise<RunningConsumer> {
   const registry = deps.registry;
   const producer = await createRecordProducer(deps.bus, registry ? { metrics: { registry, stage: "decode" } } : {});
+  const metrics = registry ? decodeMetricsOf(registry) : undefined;
   const abis = deps.abis ? await startAbis(deps, deps.abis, producer.send.bind(producer)) : undefined;
   const running = await runConsumer({
     bus: deps.bus,
@@ -173,6 +175,11 @@ export async function startDecodeStage(deps: DecodeStageDeps): Promise<RunningCo
       }
       const { out, failures } = decodeBatch(decoder, inputs, tokens);
       await producer.send(out);
+      if (metrics)
+        for (const m of out) {
+          const ev = m.record as EventRecord;
+          metrics.events.inc({ source: ev.source, outcome: ev.error === null ? "decoded" : "error" });
+        }
       return failures;
     },
   });

@@ -12,6 +12,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { indexName } from "../../../es/mappings.js";
 import { type MetricsServer, startMetricsServer } from "../../../lib/metrics.js";
 import type { RecordKind } from "../../../lib/records.js";
+import { createDecoder } from "../../../pipeline/decode/decoder.js";
+import { toBlockBundle } from "../../../pipeline/ingest/transform.js";
 import { type Pipeline, startPipeline } from "../../../pipeline/runtime.js";
 import { hasMainnetFixtures, loadCompleteBlocks, SKIP_NO_FIXTURES } from "../../support/fixtures.js";
 import { createHarness, type Harness, probeStack, waitFor } from "../../support/harness.js";
@@ -130,6 +132,19 @@ describe.skipIf(!up.ok || !fixtures)("per-stage /metrics after ingesting the mai
     });
     const events = produced(decode, "decode", "events");
     expect(events).toBeGreaterThan(expected.logs / 2); // most mainnet logs are known events (Transfer, Swap, ...)
+    // By decoding source: the same split as the decoder gives in this process (no user ABIs registered).
+    const local = blocks
+      .flatMap((b) => toBlockBundle(b.block, b.receipts).logs)
+      .map((l) => createDecoder().decode(l))
+      .filter((e) => e !== null);
+    expect(local.length).toBe(events);
+    for (const source of ["standard", "signature"] as const)
+      for (const outcome of ["decoded", "error"] as const) {
+        const n = local.filter((e) => e.source === source && (e.error === null) === (outcome === "decoded")).length;
+        expect(decode.sum("chainsift_decode_events_total", { source, outcome }), `${source} ${outcome}`).toBe(n);
+      }
+    expect(decode.sum("chainsift_decode_events_total", { source: "signature" })).toBeGreaterThan(0);
+    expect(decode.sum("chainsift_decode_events_total")).toBe(events);
     expect(decode.sum("chainsift_consumer_dead_letters_total")).toBe(0);
     expect(decode.sum("chainsift_consumer_handler_duration_seconds_count", { stage: "decode" })).toBeGreaterThan(0);
 

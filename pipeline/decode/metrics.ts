@@ -1,0 +1,30 @@
+/**
+ * The decode stage's metric family (docs/metrics.md): events produced, by the source that decoded
+ * them and whether they decoded cleanly. Records consumed and produced, handler latency and dead
+ * letters are the consumer shell's (pipeline/kafka/metrics.ts).
+ * @module
+ */
+import { Counter, type Registry } from "prom-client";
+import { memoPerRegistry } from "../../lib/metrics.js";
+
+/** The decode stage's families in one registry. */
+export interface DecodeMetrics {
+  /**
+   * `chainsift_decode_events_total{source,outcome}`: events produced from consumed logs, by
+   * decoding source (`standard`, `abi`, `signature`; docs/decoding.md) and outcome (`decoded`, or
+   * `error`: topic0 matched but the log did not fit, an event with `error` set).
+   */
+  events: Counter<"source" | "outcome">;
+}
+
+/** The decode stage's families of a registry, created on the first call. */
+export const decodeMetricsOf = memoPerRegistry(
+  (registry: Registry): DecodeMetrics => ({
+    events: new Counter({
+      name: "chainsift_decode_events_total",
+      help: "Events produced from consumed logs, by decoding source (standard, abi, signature) and outcome (decoded, error)",
+      labelNames: ["source", "outcome"] as const,
+      registers: [registry],
+    }),
+  }),
+);
