@@ -34,6 +34,12 @@ export interface IngestMetrics {
   rpcRequests: Counter<"method" | "outcome">;
   /** `chainsift_ingest_rpc_duration_seconds{method}`: one JSON-RPC call, from the call to its answer (batching included). */
   rpcSeconds: Histogram<"method">;
+  /**
+   * `chainsift_ingest_rpc_inconsistent_total{reason}`: node answers for a block that were not
+   * produced because they contradict themselves (receipt_block_hash, log_block_hash, receipt_count,
+   * receipt_order, gas_used; pipeline/ingest/rpc.ts `blockInconsistency`).
+   */
+  rpcInconsistent: Counter<"reason">;
   /** `chainsift_ingest_retries_total{target}`: retries after transient failures, by what failed (rpc, kafka, redis). */
   retries: Counter<"target">;
   /** `chainsift_ingest_trace_source{source}`: 1 for the trace method in use (debug_traceBlockByNumber, trace_block, none, off). */
@@ -94,6 +100,12 @@ export const ingestMetricsOf = memoPerRegistry((registry: Registry): IngestMetri
       help: "Duration of one JSON-RPC call, from the call to its answer (calls are batched over HTTP)",
       labelNames: ["method"] as const,
       buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+      registers,
+    }),
+    rpcInconsistent: new Counter({
+      name: "chainsift_ingest_rpc_inconsistent_total",
+      help: "Block answers not produced because they contradict themselves (a load balancer mixing backends), by reason",
+      labelNames: ["reason"] as const,
       registers,
     }),
     retries: new Counter({

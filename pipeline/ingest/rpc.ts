@@ -118,6 +118,65 @@ function rpcErrorCode(err: unknown): number | undefined {
   return e?.error?.code ?? e?.info?.error?.code ?? (e?.cause !== undefined ? rpcErrorCode(e.cause) : undefined);
 }
 
+/** Why a block's answer contradicts itself (see {@link blockInconsistency}). */
+export type InconsistencyReason = "receipt_block_hash" | "log_block_hash" | "receipt_count" | "receipt_order" | "gas_used";
+
+const HEX_QUANTITY = /^0x[0-9a-f]+$/i;
+const lower = (v: unknown) => (typeof v === "string" ? v.toLowerCase() : undefined);
+
+/**
+ * Whether a block and its receipts, as a node answered them, belong together (pure). A load
+ * balancer whose backends are on different branches or heights can answer the block from one and
+ * the receipts from another; such an answer must be asked again, never produced. Checks, in order:
+ * every receipt's `blockHash` and every log's `blockHash` is the block's `hash`
+ * (`receipt_block_hash`, `log_block_hash`); one receipt per transaction (`receipt_count`), the
+ * i-th for the i-th transaction (`transactionHash` and `transactionIndex`: `receipt_order`); the
+ * last receipt's `cumulativeGasUsed` is the block's `gasUsed` (`gas_used`; 0 for a block without
+ * transactions). Receipt fields per the execution API (https://ethereum.github.io/execution-apis/api-documentation/);
+ * pre-Byzantium receipts (`root` instead of `status`) carry the same fields.
+ *
+ * A value that is absent or not what the API defines (not a string, not a hex quantity) is not
+ * compared: it is malformed rather than inconsistent, and the transform (pipeline/ingest/transform.ts)
+ * dead-letters the block with its raw data.
+ * @returns the first contradiction found, or null when the answer is consistent.
+ */
+export function blockInconsistency(block: RawRpcObject, receipts: RawRpcObject[]): { reason: InconsistencyReason; detail: string } | null {
+  const hash = lower(block.hash);
+  if (hash === undefined) return null;
+  for (const r of receipts) {
+    const rh = lower(r.blockHash);
+    if (rh !== undefined && rh !== hash)
+      return { reason: "receipt_block_hash", detail: `receipt of ${String(r.transactionHash)} is in ${rh}, not ${hash}` };
+  }
+  for (const r of receipts) {
+    for (const l of Array.isArray(r.logs) ? (r.logs as RawRpcObject[]) : []) {
+      const lh = lower(l?.blockHash);
+      if (lh !== undefined && lh !== hash)
+        return { reason: "log_block_hash", detail: `a log of ${String(r.transactionHash)} is in ${lh}, not ${hash}` };
+    }
+  }
+  const txs = Array.isArray(block.transactions) ? (block.transactions as RawRpcObject[]) : undefined;
+  if (txs === undefined) return null;
+  if (receipts.length !== txs.length)
+    return { reason: "receipt_count", detail: `${receipts.length} receipts for ${txs.length} transactions` };
+  for (const [i, r] of receipts.entries()) {
+    const want = lower(txs[i]?.hash);
+    const got = lower(r.transactionHash);
+    if (want !== undefined && got !== undefined && want !== got)
+      return { reason: "receipt_order", detail: `receipt ${i} is of ${got}, transaction ${i} is ${want}` };
+    const index = r.transactionIndex;
+    if (typeof index === "string" && HEX_QUANTITY.test(index) && Number(index) !== i)
+      return { reason: "receipt_order", detail: `receipt ${i} has transactionIndex ${index}` };
+  }
+  const gasUsed = block.gasUsed;
+  const cumulative = receipts.length === 0 ? "0x0" : receipts[receipts.length - 1]?.cumulativeGasUsed;
+  if (typeof gasUsed === "string" && HEX_QUANTITY.test(gasUsed) && typeof cumulative === "string" && HEX_QUANTITY.test(cumulative)) {
+    if (BigInt(gasUsed) !== BigInt(cumulative))
+      return { reason: "gas_used", detail: `last cumulativeGasUsed ${cumulative} != block gasUsed ${gasUsed}` };
+  }
+  return null;
+}
+
 /** Where call traces come from: the node's method, or `none` when it has neither. */
 export type TraceSource = "debug_traceBlockByNumber" | "trace_block" | "none";
 
@@ -203,11 +262,10 @@ export function createRpcSource(opts: RpcSourceOptions): ChainSource {
       const txs = block.transactions as RawRpcObject[];
       let receipts = (await receiptsP) ?? null;
       if (receipts === null || (receipts.length === 0 && txs.length > 0)) receipts = await receiptsOf(txs);
-      const foreign = receipts.find((r) => String(r.blockHash).toLowerCase() !== String(block.hash).toLowerCase());
-      if (foreign) {
-        throw new RetryableError(
-          `block ${number} changed while fetching receipts (reorg): ${String(foreign.blockHash)} != ${String(block.hash)}`,
-        );
+      const inconsistent = blockInconsistency(block, receipts);
+      if (inconsistent) {
+        metrics?.rpcInconsistent.inc({ reason: inconsistent.reason });
+        throw new RetryableError(`block ${number}: inconsistent answer (${inconsistent.reason}): ${inconsistent.detail}`);
       }
       return { block, receipts };
     },
