@@ -208,12 +208,21 @@ interface TransportPolicy {
  */
 class UndiciJsonRpcProvider extends JsonRpcProvider {
   readonly #url: string;
+  readonly #headers: Record<string, string> = { "content-type": "application/json", accept: "application/json" };
   readonly #policy: TransportPolicy;
   readonly #hooks: TransportHooks;
 
   constructor(url: string, policy: TransportPolicy, hooks: TransportHooks, options: JsonRpcApiProviderOptions) {
     super(url, undefined, { ...options, staticNetwork: STATIC_NETWORK });
-    this.#url = url;
+    // fetch refuses URLs with credentials: `https://user:pass@host` becomes HTTP Basic authentication (RFC 7617).
+    const u = new URL(url);
+    if (u.username || u.password) {
+      const credentials = `${decodeURIComponent(u.username)}:${decodeURIComponent(u.password)}`;
+      this.#headers.authorization = `Basic ${Buffer.from(credentials).toString("base64")}`;
+      u.username = "";
+      u.password = "";
+    }
+    this.#url = u.toString();
     this.#policy = policy;
     this.#hooks = hooks;
   }
@@ -256,7 +265,7 @@ class UndiciJsonRpcProvider extends JsonRpcProvider {
     try {
       res = await fetch(this.#url, {
         method: "POST",
-        headers: { "content-type": "application/json", accept: "application/json" },
+        headers: this.#headers,
         body: JSON.stringify(payload),
         signal: AbortSignal.timeout(timeoutMs),
       });
