@@ -648,11 +648,15 @@ export function createRpcSource(opts: RpcSourceOptions): RpcSource {
 
   /**
    * Runs `op` on the best endpoint and fails over along {@link ranked}; each endpoint is tried once
-   * per call. With `atLeast` (a read of that block), a null answer is asked again of an available
-   * endpoint whose head has the block.
+   * per call. With `atLeast` (a read of that block), endpoints whose head has it come first, and
+   * (unless `nullFailover` is false) a null answer is asked again of an available endpoint whose head has the block.
    * @throws the last endpoint's error when every endpoint failed, or the first error that is no reason to fail over.
    */
-  async function onEndpoints<T>(op: (source: ChainSource) => Promise<T>, atLeast?: number): Promise<T> {
+  async function onEndpoints<T>(
+    op: (source: ChainSource) => Promise<T>,
+    atLeast?: number,
+    nullFailover = atLeast !== undefined,
+  ): Promise<T> {
     const tried = new Set<Endpoint>();
     let last: unknown;
     let ep = ranked(tried, atLeast)[0];
@@ -661,7 +665,7 @@ export function createRpcSource(opts: RpcSourceOptions): RpcSource {
       let reason: string;
       try {
         const out = await op(ep.source);
-        if (out !== null || atLeast === undefined) return out;
+        if (out !== null || atLeast === undefined || !nullFailover) return out;
         const next = ranked(tried, atLeast).find((e) => available(e) && e.head !== null && e.head >= atLeast);
         if (!next) return out;
         metrics?.failovers.inc({ endpoint: ep.label, reason: "null_block" });
@@ -712,7 +716,8 @@ export function createRpcSource(opts: RpcSourceOptions): RpcSource {
     finalizedNumber: () => onEndpoints(async (s) => (await s.finalizedNumber?.()) ?? null),
     blockHash: (number) => onEndpoints((s) => s.blockHash(number), number),
     fetchBlock: (number) => onEndpoints((s) => s.fetchBlock(number), number),
-    fetchTraces: (number) => onEndpoints((s) => s.fetchTraces(number)),
+    // null traces mean "no trace method", not "no block": ranked like a block read, no null failover.
+    fetchTraces: (number) => onEndpoints((s) => s.fetchTraces(number), number, false),
     probeTraces: (number) => onEndpoints(async (s) => (await s.probeTraces?.(number)) ?? "none"),
     destroy() {
       for (const [i, ep] of endpoints.entries()) {
