@@ -549,7 +549,8 @@ interface Endpoint {
  * has the block) and fails over to the next on a transport error, an inconsistent block answer or
  * a null block another endpoint's head covers. On one endpoint, or when no other is available, an
  * HTTP request is retried in place (429 after its `Retry-After`, 5xx, connection failures,
- * timeouts, bodies that are not JSON) within `attempts` and `retryBudgetMs`.
+ * timeouts, bodies that are not JSON) within `attempts` and `retryBudgetMs`. With several
+ * endpoints, `chainId()` asks all of them and throws (not retryable) when two answer different chains.
  * @throws {Error} when neither `rpcUrl` nor `rpcUrls` names an endpoint.
  */
 export function createRpcSource(opts: RpcSourceOptions): RpcSource {
@@ -687,7 +688,17 @@ export function createRpcSource(opts: RpcSourceOptions): RpcSource {
 
   return {
     endpoints: () => health.map((h) => h()),
-    chainId: () => onEndpoints((s) => s.chainId()),
+    async chainId() {
+      if (endpoints.length === 1) return onEndpoints((s) => s.chainId());
+      // Every endpoint that answers must be on the same chain: one of another chain would feed its blocks.
+      const answers = await Promise.allSettled(endpoints.map((ep) => ep.source.chainId()));
+      const ids = answers.flatMap((a, i) => (a.status === "fulfilled" ? [{ label: endpoints[i]?.label, id: a.value }] : []));
+      if (ids.length === 0) throw (answers[0] as PromiseRejectedResult).reason;
+      if (ids.some((x) => x.id !== ids[0]?.id)) {
+        throw new Error(`JSON-RPC endpoints of different chains: ${ids.map((x) => `${x.label} chain ${x.id}`).join(", ")}`);
+      }
+      return ids[0]?.id as number;
+    },
     async headNumber() {
       // Every available endpoint (every endpoint when none is: that is the probe after a cooldown)
       // is asked; the first answer is enough, the others update their heads when they come.
