@@ -89,6 +89,11 @@ export interface RpcSourceOptions {
   cooldownMs?: number;
   /** An endpoint whose head is more than this many blocks below the highest endpoint head is behind (avoided). Default 3. */
   maxLagBlocks?: number;
+  /**
+   * With several endpoints, a block read (`fetchBlock`, `blockHash`) that has no answer after this
+   * many ms is also sent to the next available endpoint; the first answer wins. 0: never. Default 2000.
+   */
+  hedgeAfterMs?: number;
   /** Largest JSON-RPC batch. Default 50. */
   batchMaxCount?: number;
   /** How long ethers gathers calls into one batch. Default 2 ms (ethers' own default is 10 ms). */
@@ -560,6 +565,7 @@ export function createRpcSource(opts: RpcSourceOptions): RpcSource {
   const log = opts.logger;
   const cooldownMs = opts.cooldownMs ?? 2000;
   const maxLag = opts.maxLagBlocks ?? 3;
+  const hedgeAfterMs = opts.hedgeAfterMs ?? 2000;
   const now = () => Date.now();
   const available = (ep: Endpoint) => ep.coolUntilMs <= now();
 
@@ -647,42 +653,75 @@ export function createRpcSource(opts: RpcSourceOptions): RpcSource {
     return undefined;
   };
 
+  /** One endpoint's outcome of a call. */
+  type Outcome<T> = { ep: Endpoint; ok: true; value: T } | { ep: Endpoint; ok: false; err: unknown };
+
   /**
    * Runs `op` on the best endpoint and fails over along {@link ranked}; each endpoint is tried once
    * per call. With `atLeast` (a read of that block), endpoints whose head has it come first, and
-   * (unless `nullFailover` is false) a null answer is asked again of an available endpoint whose head has the block.
+   * (unless `nullFailover` is false) a null answer is asked again of an available endpoint whose
+   * head has the block. With `hedge`, an endpoint that has not answered within `hedgeAfterMs` is
+   * joined by the next available one (a hanging backend costs that, not the timeout); the first
+   * answer wins, the slower one is ignored.
    * @throws the last endpoint's error when every endpoint failed, or the first error that is no reason to fail over.
    */
   async function onEndpoints<T>(
     op: (source: ChainSource) => Promise<T>,
     atLeast?: number,
-    nullFailover = atLeast !== undefined,
+    o: { nullFailover?: boolean; hedge?: boolean } = {},
   ): Promise<T> {
+    const nullFailover = o.nullFailover ?? atLeast !== undefined;
+    const hedgeMs = o.hedge ? hedgeAfterMs : 0;
     const tried = new Set<Endpoint>();
-    let last: unknown;
-    let ep = ranked(tried, atLeast)[0];
-    while (ep) {
+    const inflight = new Map<Endpoint, Promise<Outcome<T>>>();
+    const start = (ep: Endpoint) => {
       tried.add(ep);
-      let reason: string;
-      try {
-        const out = await op(ep.source);
-        if (out !== null || atLeast === undefined || !nullFailover) return out;
-        const next = ranked(tried, atLeast).find((e) => available(e) && e.head !== null && e.head >= atLeast);
-        if (!next) return out;
-        metrics?.failovers.inc({ endpoint: ep.label, reason: "null_block" });
-        ep = next;
+      inflight.set(
+        ep,
+        op(ep.source).then(
+          (value): Outcome<T> => ({ ep, ok: true, value }),
+          (err: unknown): Outcome<T> => ({ ep, ok: false, err }),
+        ),
+      );
+    };
+    const first = ranked(tried, atLeast)[0];
+    if (first) start(first);
+    let last: unknown;
+    let nullAnswer: { value: T } | undefined;
+    while (inflight.size > 0) {
+      const spare = hedgeMs > 0 ? ranked(tried, atLeast).find(available) : undefined;
+      let timer: NodeJS.Timeout | undefined;
+      const racers: Array<Promise<Outcome<T> | "hedge">> = [...inflight.values()];
+      if (spare) racers.push(new Promise((resolve) => (timer = setTimeout(() => resolve("hedge"), hedgeMs))));
+      const r = await Promise.race(racers);
+      clearTimeout(timer);
+      if (r === "hedge") {
+        metrics?.failovers.inc({ endpoint: [...inflight.keys()].at(-1)?.label ?? "", reason: "slow" });
+        start(spare as Endpoint);
         continue;
-      } catch (err) {
-        const why = failoverReason(err, atLeast !== undefined);
-        if (why === undefined) throw err;
-        if (why === "inconsistent" || why === "rpc_error") failed(ep, why);
-        reason = why;
-        last = err;
       }
+      inflight.delete(r.ep);
+      if (r.ok) {
+        if (r.value !== null || atLeast === undefined || !nullFailover) return r.value;
+        nullAnswer = { value: r.value };
+        if (inflight.size > 0) continue; // another endpoint is still on it
+        const next = ranked(tried, atLeast).find((e) => available(e) && e.head !== null && e.head >= atLeast);
+        if (!next) return r.value;
+        metrics?.failovers.inc({ endpoint: r.ep.label, reason: "null_block" });
+        start(next);
+        continue;
+      }
+      const why = failoverReason(r.err, atLeast !== undefined);
+      if (why === undefined) throw r.err;
+      if (why === "inconsistent" || why === "rpc_error") failed(r.ep, why);
+      last = r.err;
+      if (inflight.size > 0) continue;
       const next = ranked(tried, atLeast)[0];
-      if (next) metrics?.failovers.inc({ endpoint: ep.label, reason });
-      ep = next;
+      if (!next) break;
+      metrics?.failovers.inc({ endpoint: r.ep.label, reason: why });
+      start(next);
     }
+    if (nullAnswer) return nullAnswer.value;
     throw last;
   }
 
@@ -725,10 +764,10 @@ export function createRpcSource(opts: RpcSourceOptions): RpcSource {
       return topHead() as number;
     },
     finalizedNumber: () => onEndpoints(async (s) => (await s.finalizedNumber?.()) ?? null),
-    blockHash: (number) => onEndpoints((s) => s.blockHash(number), number),
-    fetchBlock: (number) => onEndpoints((s) => s.fetchBlock(number), number),
+    blockHash: (number) => onEndpoints((s) => s.blockHash(number), number, { hedge: true }),
+    fetchBlock: (number) => onEndpoints((s) => s.fetchBlock(number), number, { hedge: true }),
     // null traces mean "no trace method", not "no block": ranked like a block read, no null failover.
-    fetchTraces: (number) => onEndpoints((s) => s.fetchTraces(number), number, false),
+    fetchTraces: (number) => onEndpoints((s) => s.fetchTraces(number), number, { nullFailover: false }),
     probeTraces: (number) => onEndpoints(async (s) => (await s.probeTraces?.(number)) ?? "none"),
     destroy() {
       for (const [i, ep] of endpoints.entries()) {

@@ -129,6 +129,17 @@ describe("JSON-RPC failover between endpoints", () => {
     expect(await metric(registry, "chainsift_ingest_rpc_inconsistent_total")).toEqual(["gas_used=1"]);
   });
 
+  it("asks the next endpoint too when the first does not answer a block read in time (hedge), without waiting for its timeout", async () => {
+    const a = await start({ head: 10, http: (_, calls) => (calls.some((c) => c.method === "eth_getBlockByNumber") ? "hang" : undefined) });
+    const b = await start({ head: 10 });
+    const registry = new Registry();
+    source = createRpcSource({ rpcUrls: [a.url, b.url], registry, hedgeAfterMs: 100, timeoutMs: 600_000 });
+    expect((await source.fetchBlock(10))?.block.hash).toBe(syntheticBlock(10).block.hash);
+    expect(blockCalls(a)).toBe(1); // still hanging: its answer never came
+    expect(blockCalls(b)).toBe(1);
+    expect(await metric(registry, "chainsift_rpc_failovers_total")).toEqual([`${a.url} slow=1`]);
+  });
+
   it("refuses endpoints of different chains (chainId asks every endpoint)", async () => {
     const a = await start({ head: 10 });
     const b = await start({ head: 10, chainId: "0x5" });
