@@ -3,6 +3,9 @@
  * Methods: `eth_blockNumber`, `eth_getBlockByNumber(n, true)`, `eth_getBlockReceipts(n)`
  * (https://ethereum.github.io/execution-apis/api-documentation/), falling back to one
  * `eth_getTransactionReceipt` per transaction on nodes without `eth_getBlockReceipts`.
+ * Over one endpoint or several of the same chain: HTTP requests retried after 429 (`Retry-After`),
+ * 5xx, resets, timeouts and unparsable bodies; block answers checked for consistency before they
+ * are returned; calls failed over between endpoints by health and head (docs/reorgs.md "Faults").
  * @module
  */
 import { setTimeout as sleep } from "node:timers/promises";
@@ -573,7 +576,8 @@ export function createRpcSource(opts: RpcSourceOptions): RpcSource {
     metrics?.endpointErrors.inc({ endpoint: ep.label, kind });
     ep.errors++;
     const cool = Math.max(retryAfter ?? 0, Math.min(cooldownMs * 2 ** (ep.errors - 1), COOLDOWN_MAX_MS));
-    ep.coolUntilMs = Math.max(ep.coolUntilMs, now() + cool);
+    // One endpoint is asked whatever its state: cooling it down would only hide it from the up gauge.
+    if (urls.length > 1) ep.coolUntilMs = Math.max(ep.coolUntilMs, now() + cool);
     if (retryAfter !== undefined) ep.retryAfterUntilMs = Math.max(ep.retryAfterUntilMs, now() + retryAfter);
     if (ep.up && urls.length > 1)
       log?.warn({ endpoint: ep.label, kind, cooldownMs: cool }, "JSON-RPC endpoint failing: avoided while it cools down");
