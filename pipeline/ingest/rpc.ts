@@ -41,7 +41,9 @@ export interface ChainSource {
   /**
    * The block with full transactions and its receipts, or null when the node does not have the
    * block (yet).
-   * @throws {RetryableError} when the node fails or answers inconsistently (e.g. a reorg between calls).
+   * @throws {RetryableError} when the node fails, or answers inconsistently ({@link InconsistentAnswerError}:
+   *   the block and its receipts disagree, e.g. a reorg between calls or a load balancer mixing backends;
+   *   see {@link blockInconsistency}).
    */
   fetchBlock(number: number): Promise<FetchedBlock | null>;
   /**
