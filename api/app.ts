@@ -12,6 +12,7 @@ import type { Client } from "@elastic/elasticsearch";
 import { TypeBoxValidatorCompiler } from "@fastify/type-provider-typebox";
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyServerOptions } from "fastify";
 import type { Registry } from "prom-client";
+import { createRedecodeStatusStore } from "../lib/abis/redecode-status.js";
 import { createAbiStore } from "../lib/abis/store.js";
 import type { AccountStore } from "../lib/accounts/store.js";
 import type { DecodeMethodOptions } from "../lib/chain/methods.js";
@@ -212,6 +213,7 @@ export async function buildApi(deps: ApiDeps): Promise<FastifyInstance> {
     await app.register(
       abisRoutes({
         store: createAbiStore({ redis: app.redis, keyPrefix: config.redisKeyPrefix, maxPerAccount: config.abis.maxPerAccount }),
+        redecodeStatus: createRedecodeStatusStore({ redis: app.redis, keyPrefix: config.redisKeyPrefix }),
       }),
     );
     await app.register(rulesBackendsPlugin, { config, redis: app.redis });

@@ -7,6 +7,7 @@
 import { Client } from "@elastic/elasticsearch";
 import type { Registry } from "prom-client";
 import { indexName } from "../es/mappings.js";
+import { createRedecodeStatusStore } from "../lib/abis/redecode-status.js";
 import { createAbiStore } from "../lib/abis/store.js";
 import type { DecodeMethodOptions } from "../lib/chain/methods.js";
 import { type ChainState, createRedisChainState, ingestKeyPrefix } from "../lib/chain/state.js";
@@ -302,8 +303,8 @@ async function abiDeps(config: Config, redis: RedisClient, es: Client, rpcUrl: s
       es,
       logIndex: indexName(config.chain, "log", config.elasticsearch.indexPrefix),
       maxLogs: config.abis.redecodeMaxLogs,
-      // One decode process of the group re-decodes each registration; the key expires after a day.
-      lock: async (key) => (await redis.set(`${prefix}abis:redecode:${key}`, "1", { NX: true, PX: 86_400_000 })) === "OK",
+      // One decode process of the group re-decodes each registration (a lock for a day, released on failure).
+      status: createRedecodeStatusStore({ redis, keyPrefix: prefix }),
     },
   };
 }

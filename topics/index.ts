@@ -131,3 +131,11 @@ export const SEQ_HEADER = "chainsift-seq";
  * history.
  */
 export const REDECODE_HEADER = "chainsift-redecode";
+
+/**
+ * Kafka header (`1`) of an alert record that `chainsift alerts replay` put back on the alerts topic
+ * from the dead letters (pipeline/notify/replay.ts): the notify stage queues its actions again even
+ * though they were finished (dead-lettered) before — the `done:` marker that keeps a Kafka
+ * redelivery from re-queueing a finished job does not apply to a deliberate replay.
+ */
+export const REPLAY_HEADER = "chainsift-replay";

@@ -81,6 +81,7 @@ export function queueKeys(keyPrefix: string) {
     due: `${p}due`,
     lease: (lane: string) => `${p}lease:${lane}`,
     queued: (jobId: string) => `${p}queued:${jobId}`,
+    done: (jobId: string) => `${p}done:${jobId}`,
     dest: (destination: string) => `${p}dest:${destination}`,
     probe: (destination: string) => `${p}probe:${destination}`,
     destinations: `${p}destinations`,

@@ -15,6 +15,12 @@ export interface DecodeMetrics {
    * `error`: topic0 matched but the log did not fit, an event with `error` set).
    */
   events: Counter<"source" | "outcome">;
+  /**
+   * `chainsift_decode_redecode_failures_total`: failed attempts at re-decoding history after an ABI
+   * registration (Elasticsearch or Kafka failing); each is logged at error level with the address
+   * and retried after a backoff (docs/decoding.md, "Re-decode").
+   */
+  redecodeFailures: Counter;
 }
 
 /** The decode stage's families of a registry, created on the first call. */
@@ -24,6 +30,11 @@ export const decodeMetricsOf = memoPerRegistry(
       name: "chainsift_decode_events_total",
       help: "Events produced from consumed logs, by decoding source (standard, abi, signature) and outcome (decoded, error)",
       labelNames: ["source", "outcome"] as const,
+      registers: [registry],
+    }),
+    redecodeFailures: new Counter({
+      name: "chainsift_decode_redecode_failures_total",
+      help: "Failed attempts at re-decoding history after an ABI registration; each is logged at error level with the address and retried after a backoff",
       registers: [registry],
     }),
   }),

@@ -10,6 +10,7 @@
 import type { Client } from "@elastic/elasticsearch";
 import type { Registry } from "prom-client";
 import { ABI_ANY_ADDRESS, eventFragments } from "../../lib/abis/model.js";
+import { REDECODE_LEASE_MS, type RedecodeStatusStore } from "../../lib/abis/redecode-status.js";
 import type { AbiChange } from "../../lib/abis/store.js";
 import type { TokenMetadataCache } from "../../lib/chain/token-cache.js";
 import type { TokenLookup } from "../../lib/chain/tokens.js";
@@ -109,13 +110,36 @@ export interface DecodeStageDeps {
   /**
    * User ABIs (docs/decoding.md, "User ABIs"): the registry's dependencies (store, change feed,
    * proxy reader, intervals; the logger is the stage's) and, for re-decoding history on a new
-   * registration, the Elasticsearch client, the log index, `maxLogs` and a lock so that one decode
-   * process of the group re-decodes each registration (`lock(key)` true for the first caller,
-   * e.g. Redis `SET key 1 NX PX …`). Absent: only the standard decoder.
+   * registration, {@link RedecodeOptions}. Absent: only the standard decoder.
    */
-  abis?: Omit<AbiRegistryDeps, "logger" | "onChange"> & {
-    redecode?: { es: Client; logIndex: string; maxLogs: number; lock: (key: string) => Promise<boolean> };
-  };
+  abis?: Omit<AbiRegistryDeps, "logger" | "onChange"> & { redecode?: RedecodeOptions };
+}
+
+/** How the decode stage re-decodes history after an ABI registration (docs/decoding.md, "Re-decode"). */
+export interface RedecodeOptions {
+  es: Client;
+  /** The log index (es/mappings.ts `indexName(chain, "log", prefix)`). */
+  logIndex: string;
+  /** Most logs read per registration (config `abis.redecodeMaxLogs`). */
+  maxLogs: number;
+  /**
+   * The lock (one decode process of the group re-decodes each registration) and the status the
+   * ABI routes show (lib/abis/redecode-status.ts `createRedecodeStatusStore`).
+   */
+  status: RedecodeStatusStore;
+  /**
+   * Retries of a failed re-decode (Elasticsearch or Kafka failing): after the n-th failure the
+   * lock is released and the re-decode runs again after `min(maxDelayMs, baseDelayMs · 2^(n−1))`
+   * ms, at most `maxAttempts` attempts in all; then the status says `gave_up` (registering the ABI
+   * again starts over). Defaults: 1000 ms, 300000 ms, 10 attempts (about 13 minutes in all).
+   */
+  retry?: { baseDelayMs?: number; maxDelayMs?: number; maxAttempts?: number };
+  /**
+   * How often (ms) the stage looks for re-decodes left unfinished by a decode process that
+   * stopped or crashed (status `running` or `failed` with its next attempt due, and no lock held)
+   * and resumes them; also once at start. Default 60000.
+   */
+  resumeIntervalMs?: number;
 }
 
 /**
@@ -200,11 +224,80 @@ async function startAbis(
   produce: (records: OutgoingRecord[]) => Promise<void>,
 ): Promise<{ registry: AbiRegistry; stop(): Promise<void> }> {
   const logger = deps.logger.child({ stage: "decode" });
+  const metrics = deps.registry ? decodeMetricsOf(deps.registry) : undefined;
   let queue: Promise<void> = Promise.resolve();
   let stopped = false;
-  const redecode = async (change: AbiChange) => {
+  const retries = new Set<NodeJS.Timeout>();
+  // Re-decodes queued or waiting for a retry in this process (`<namespace>:<address>:<at>`).
+  const mine = new Set<string>();
+  const keyOf = (c: AbiChange) => `${c.namespace}:${c.address}:${c.at}`;
+  const enqueue = (change: AbiChange, attempt: number, lastError: string | null) => {
+    mine.add(keyOf(change));
+    queue = queue
+      .then(() => redecode(change, attempt, lastError))
+      .catch((err: unknown) => logger.error({ err, ...change }, "abi re-decode: cannot record its outcome"));
+  };
+  /** Resumes re-decodes a stopped or crashed decode process left `running` or `failed` (lock gone). */
+  const resume = async () => {
     const r = options.redecode;
-    if (!r || stopped || change.op !== "put") return;
+    if (!r || stopped) return;
+    const nowMs = Date.now();
+    for (const { namespace, address, status } of await r.status.list()) {
+      const change: AbiChange = { op: "put", namespace, address, at: status.registrationAt };
+      const due = status.state === "running" || (status.state === "failed" && Date.parse(status.nextAttemptAt ?? "") <= nowMs);
+      if (!due || mine.has(keyOf(change)) || (await r.status.locked(namespace, address, status.registrationAt))) continue;
+      if ((await options.store.get(namespace, address))?.updatedAt !== status.registrationAt) continue; // replaced or removed
+      logger.warn({ namespace, address, state: status.state, attempts: status.attempts }, "abi re-decode left unfinished; resuming it");
+      enqueue(change, status.attempts + 1, status.lastError);
+    }
+  };
+  /**
+   * One attempt at re-decoding a registration's history. A failure releases the lock, is logged at
+   * error level with the address, counted (`chainsift_decode_redecode_failures_total`), recorded in
+   * the status the ABI routes show, and retried after a backoff (RedecodeOptions.retry).
+   */
+  const redecode = async (change: AbiChange, attempt: number, lastError: string | null) => {
+    const r = options.redecode;
+    if (!r || stopped || change.op !== "put") {
+      mine.delete(keyOf(change));
+      return;
+    }
+    const lock = { claimed: false };
+    try {
+      await redecodeOnce(r, change, attempt, lastError, lock);
+      mine.delete(keyOf(change));
+    } catch (err) {
+      if (stopped) return;
+      const message = err instanceof Error ? err.message : String(err);
+      const maxAttempts = Math.max(1, r.retry?.maxAttempts ?? 10);
+      const delayMs = Math.min(r.retry?.maxDelayMs ?? 300_000, (r.retry?.baseDelayMs ?? 1000) * 2 ** (attempt - 1));
+      const again = attempt < maxAttempts;
+      metrics?.redecodeFailures.inc();
+      logger.error(
+        { err, namespace: change.namespace, address: change.address, attempt, maxAttempts, ...(again ? { retryInMs: delayMs } : {}) },
+        again ? "abi re-decode failed; retrying after a backoff" : "abi re-decode failed; giving up (register the ABI again to retry)",
+      );
+      // Released so that this process (or another, after a restart and a new registration) can run it again.
+      if (!again) mine.delete(keyOf(change));
+      if (lock.claimed)
+        await r.status.failed(change.namespace, change.address, change.at, attempt, message, again ? Date.now() + delayMs : null);
+      if (!again) return;
+      const timer = setTimeout(() => {
+        retries.delete(timer);
+        if (!stopped) enqueue(change, attempt + 1, message);
+      }, delayMs);
+      timer.unref();
+      retries.add(timer);
+    }
+  };
+  /** Sets `lock.claimed` once it holds the lock; throws what reading the registration or the re-decode throws. */
+  const redecodeOnce = async (
+    r: RedecodeOptions,
+    change: AbiChange,
+    attempt: number,
+    lastError: string | null,
+    lock: { claimed: boolean },
+  ): Promise<void> => {
     const reg = await options.store.get(change.namespace, change.address);
     if (!reg || reg.updatedAt !== change.at) return; // replaced or removed meanwhile: that change re-decodes
     const index = abiRegistry.index();
@@ -216,28 +309,53 @@ async function startAbis(
       if (index.owners.get(reg.address)?.namespace !== reg.namespace) return;
       selector = { addresses: [reg.address, ...abiRegistry.proxiesOf(reg.address)] };
     }
-    if (!(await r.lock(`${change.namespace}:${change.address}:${change.at}`))) return;
+    if (!(await r.status.claim(change.namespace, change.address, change.at, attempt, lastError))) return;
+    lock.claimed = true;
     const decoder = withAbis(deps.decoder, abiRegistry);
-    const result = await redecodeHistory(
-      { es: r.es, logIndex: r.logIndex, maxLogs: r.maxLogs, decode: (l) => decoder.decode(l), produce, stopped: () => stopped },
-      selector,
+    // The lock is a lease: renewed while this runs, so a crash frees it for a resume (see `resume`).
+    const renewal = setInterval(
+      () => void r.status.renew(change.namespace, change.address, change.at).catch(() => {}),
+      Math.floor(REDECODE_LEASE_MS / 3),
     );
-    const fields = { namespace: change.namespace, address: change.address, ...result };
+    renewal.unref();
+    let result: Awaited<ReturnType<typeof redecodeHistory>>;
+    try {
+      result = await redecodeHistory(
+        { es: r.es, logIndex: r.logIndex, maxLogs: r.maxLogs, decode: (l) => decoder.decode(l), produce, stopped: () => stopped },
+        selector,
+      );
+    } finally {
+      clearInterval(renewal);
+    }
+    await r.status.succeeded(change.namespace, change.address, change.at, attempt, result, lastError);
+    const fields = { namespace: change.namespace, address: change.address, attempt, ...result };
     if (result.truncated) logger.warn(fields, "abi re-decode truncated (CHAINSIFT_ABI_REDECODE_MAX_LOGS)");
     else logger.info(fields, "abi re-decode done");
   };
   const abiRegistry = createAbiRegistry({
     ...options,
     logger: deps.logger,
-    onChange: (change) => {
-      queue = queue.then(() => redecode(change)).catch((err: unknown) => logger.warn({ err, ...change }, "abi re-decode failed"));
-    },
+    onChange: (change) => enqueue(change, 1, null),
   });
   await abiRegistry.start();
+  const safeResume = () => {
+    queue = queue
+      .then(resume)
+      .catch((err: unknown) => logger.warn({ err }, "abi re-decode: cannot look for unfinished re-decodes; retried later"));
+  };
+  let resumer: NodeJS.Timeout | undefined;
+  if (options.redecode) {
+    safeResume();
+    resumer = setInterval(safeResume, Math.max(1000, options.redecode.resumeIntervalMs ?? 60_000));
+    resumer.unref();
+  }
   return {
     registry: abiRegistry,
     async stop() {
       stopped = true;
+      clearInterval(resumer);
+      for (const t of retries) clearTimeout(t);
+      retries.clear();
       await abiRegistry.stop();
       await queue;
     },

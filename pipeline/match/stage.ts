@@ -144,18 +144,16 @@ export async function startMatchStage(deps: MatchStageDeps): Promise<MatchStage>
   };
 
   // Emitting (the tracker takes each rule's next `sequence` numbers in Redis) and publishing form one
-  // critical section per process: partitions are handled concurrently, and a batch that took lower
-  // numbers must not reach the alerts topic after one that took higher numbers, or a rule's alerts
-  // would be delivered out of `sequence` order (docs/alerting-delivery.md, Ordering).
-  let turn: Promise<unknown> = Promise.resolve();
-  const emitAndPublish = (emit: () => Promise<readonly Alert[]>): Promise<void> => {
-    const mine = turn.then(async () => {
+  // critical section per process, shared with the outbox sweep: partitions are handled concurrently,
+  // and a batch that took lower numbers must not reach the alerts topic after one that took higher
+  // numbers; across processes the publisher sends a rule's earlier outbox alerts first
+  // (publisher.ts, Order; docs/alerting-delivery.md, Ordering).
+  const emitAndPublish = async (emit: () => Promise<readonly Alert[]>): Promise<void> => {
+    await publisher.emitAndPublish(async () => {
       const alerts = await emit();
       countAlerts(metrics, alerts);
-      await publisher.publish(alerts);
+      return alerts;
     });
-    turn = mine.catch(() => {});
-    return mine;
   };
   const running = await runConsumer({
     bus,

@@ -2,10 +2,12 @@
  * `chainsift alerts replay`: re-sends dead-lettered alerts. Reads the dead-letter topic from the
  * beginning with its own consumer group (so each dead letter is replayed once per group), and
  * re-produces every letter of the notify stage to the alerts topic with its original key and
- * bytes. The notify stage's delivery log skips actions already delivered, so only the failed
- * actions are sent again.
+ * bytes, and the `REPLAY_HEADER` header (topics/index.ts) so the notify stage queues its actions
+ * again although they were finished (dead-lettered). The notify stage's delivery log skips actions
+ * already delivered, so only the failed actions are sent again.
  * @module
  */
+import { REPLAY_HEADER } from "../../topics/index.js";
 import type { Bus } from "../kafka/bus.js";
 
 /** Options of {@link replayAlertDeadLetters}. */
@@ -60,7 +62,11 @@ export async function replayAlertDeadLetters(opts: ReplayOptions): Promise<Repla
           const alert = (await bus.decode(letter.value)) as { ruleId: string };
           if (alert.ruleId !== opts.ruleId) return;
         }
-        await producer.send({ topic: bus.topic("alerts"), acks: -1, messages: [{ key: letter.key, value: letter.value }] });
+        await producer.send({
+          topic: bus.topic("alerts"),
+          acks: -1,
+          messages: [{ key: letter.key, value: letter.value, headers: { [REPLAY_HEADER]: "1" } }],
+        });
         result.replayed++;
       },
     });

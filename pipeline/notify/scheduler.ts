@@ -15,6 +15,13 @@
  *   is unhealthy; then one job at a time probes it, on a doubling schedule, and all other lanes to
  *   it wait for the probe's outcome instead of retrying each alert against a known-dead host.
  * - **Order.** A lane is FIFO; its next job is attempted only after the head is done.
+ * - **One worker per job.** A lane is worked under a lease with a fresh fencing token per claim,
+ *   renewed every third of its length while the job is worked (so a long dead-lettering pass keeps
+ *   it); before each side effect (the attempt, a refusal's log entry, a dead letter) the lease is
+ *   renewed by compare-and-set, and the queue's pop/reschedule/defer are compare-and-set on the
+ *   token. A worker whose lease was taken over stops without acking, logging or dead-lettering
+ *   (`chainsift_notify_leases_lost_total`); only a successful send it already made is still marked
+ *   delivered and logged, so the new holder skips it instead of sending it twice.
  * - **Bookkeeping** as `handle.ts` did: the redelivery guard, one delivery-log entry per job, the
  *   dead letter with the alert's original bytes (so `chainsift alerts replay` works unchanged).
  * @module
@@ -34,7 +41,7 @@ import type { Logger } from "../../lib/logger.js";
 import { CS_DELIVERY_EXHAUSTED, type Deliverer, type RetryPolicy, retryDelayMs } from "./deliver.js";
 import { afterFailure, afterSuccess, type DestinationHealth, type HealthPolicy } from "./health.js";
 import { type DeliveryLog, deliveryLogEntry } from "./log.js";
-import type { DeliveryJob, DeliveryQueue } from "./queue.js";
+import { type DeliveryJob, type DeliveryQueue, LeaseLostError } from "./queue.js";
 
 /** A queued job's time budget ran out while its destination was unhealthy (it waited for a probe instead of being attempted). */
 export const CS_DESTINATION_UNHEALTHY = "CS_DESTINATION_UNHEALTHY";
@@ -59,6 +66,12 @@ export interface SchedulerOptions {
   maxInFlight?: number;
   /** Longest sleep between looks at the queue when not woken, in ms. Default 250. */
   pollIntervalMs?: number;
+  /**
+   * Length of a lane's lease, in ms; it is renewed every `leaseMs / 3` while the job is worked, so
+   * it only runs out when the worker stops renewing (process paused or dead, Redis unreachable).
+   * Default `4 × attemptTimeoutMs + 10000` (an SMTP attempt may take one timeout per step).
+   */
+  leaseMs?: number;
 }
 
 /** Dependencies of {@link startScheduler}. */
@@ -103,6 +116,7 @@ export function defaultRetryWindowMs(retry: RetryPolicy, attemptTimeoutMs: numbe
 }
 
 interface Metrics {
+  leasesLost: Counter;
   deliveries: Counter<"channel" | "outcome">;
   attempts: Counter<"outcome">;
   deadLetters: Counter<"code">;
@@ -116,6 +130,15 @@ function metricsIn(registry: Registry | undefined): Metrics {
   const registers = registry ? [registry] : [];
   const get = <T>(name: string, make: () => T): T => (registry?.getSingleMetric(name) as T | undefined) ?? make();
   return {
+    leasesLost: get(
+      "chainsift_notify_leases_lost_total",
+      () =>
+        new PCounter({
+          name: "chainsift_notify_leases_lost_total",
+          help: "Jobs this process stopped working because its lease of their lane had been taken over (it had stopped renewing it for a whole lease); the new holder finishes them.",
+          registers,
+        }),
+    ),
     deliveries: get(
       "chainsift_notify_deliveries_total",
       () =>
@@ -199,8 +222,9 @@ export function startScheduler(deps: SchedulerDeps): Scheduler {
   const maxInFlight = Math.max(1, options.maxInFlight ?? 64);
   const pollMs = Math.max(10, options.pollIntervalMs ?? 250);
   // An attempt may take a whole timeout per SMTP step (connect, greeting, socket): lease well beyond.
-  const leaseMs = attemptTimeoutMs * 4 + 10_000;
+  const leaseMs = Math.max(30, options.leaseMs ?? attemptTimeoutMs * 4 + 10_000);
   const owner = `notify-${randomUUID()}`;
+  let claims = 0;
   const metrics = metricsIn(deps.registry);
 
   const running = new Map<string, Promise<void>>();
@@ -231,7 +255,47 @@ export function startScheduler(deps: SchedulerDeps): Scheduler {
     metrics.unhealthy.set({ destination }, h.unhealthy ? 1 : 0);
   }
 
-  async function deadLetterJobs(items: Array<{ job: DeliveryJob; code: string; message: string; attempts: number; status?: number }>) {
+  /** A claim's lease, renewed in the background while its job is worked. */
+  interface Lease {
+    token: string;
+    /** Renews the lease now; throws {@link LeaseLostError} when another claim took it over. */
+    check(): Promise<void>;
+    stop(): void;
+  }
+
+  function holdLease(lane: string, token: string): Lease {
+    let lost = false;
+    const timer = setInterval(
+      () => {
+        queue.renew(lane, token, leaseMs).then(
+          (held) => {
+            if (!held) lost = true;
+          },
+          () => {
+            // Redis unreachable: the next renewal or check tries again.
+          },
+        );
+      },
+      Math.max(10, Math.floor(leaseMs / 3)),
+    );
+    timer.unref();
+    return {
+      token,
+      async check() {
+        if (lost || !(await queue.renew(lane, token, leaseMs))) {
+          lost = true;
+          throw new LeaseLostError(lane);
+        }
+      },
+      stop: () => clearInterval(timer),
+    };
+  }
+
+  async function deadLetterJobs(
+    lease: Lease,
+    items: Array<{ job: DeliveryJob; code: string; message: string; attempts: number; status?: number }>,
+  ) {
+    await lease.check();
     await deps.deadLetter(items.map(({ job, code, message }) => ({ job, code, message })));
     const at = new Date(nowMs());
     for (const it of items) {
@@ -264,7 +328,7 @@ export function startScheduler(deps: SchedulerDeps): Scheduler {
    * Dead-letters the lane's leading jobs whose time budget ran out (its destination is unhealthy,
    * so they will not get an attempt in time). Returns the first job still due an attempt, if any.
    */
-  async function expireLeading(lane: string, health: DestinationHealth): Promise<DeliveryJob | undefined> {
+  async function expireLeading(lane: string, lease: Lease, health: DestinationHealth): Promise<DeliveryJob | undefined> {
     for (;;) {
       const jobs = await queue.peek(lane, 100);
       const now = nowMs();
@@ -276,6 +340,7 @@ export function startScheduler(deps: SchedulerDeps): Scheduler {
       if (expired.length === 0) return jobs[0];
       const since = new Date(health.unhealthySinceMs || now).toISOString();
       await deadLetterJobs(
+        lease,
         expired.map((job) => ({
           job,
           attempts: job.attempts,
@@ -287,7 +352,7 @@ export function startScheduler(deps: SchedulerDeps): Scheduler {
       );
       await queue.pop(
         lane,
-        owner,
+        lease.token,
         expired.map((j) => j.id),
         now,
         false,
@@ -297,7 +362,8 @@ export function startScheduler(deps: SchedulerDeps): Scheduler {
   }
 
   async function runLane(lane: string): Promise<void> {
-    const claimed = await queue.claim(lane, owner, leaseMs);
+    const token = `${owner}:${++claims}`;
+    const claimed = await queue.claim(lane, token, leaseMs);
     if (!claimed) {
       notBefore.set(lane, nowMs() + pollMs);
       return;
@@ -308,49 +374,56 @@ export function startScheduler(deps: SchedulerDeps): Scheduler {
     const busy = destInFlight.get(destination) ?? 0;
     if (busy >= perDest) {
       notBefore.set(lane, nowMs() + pollMs);
-      await queue.release(lane, owner);
+      await queue.release(lane, token);
       return;
     }
     destInFlight.set(destination, busy + 1);
     metrics.inFlight.inc();
+    const lease = holdLease(lane, token);
     let probing = false;
     try {
       const health = await queue.health(destination);
       noteHealth(destination, health);
       if (health.unhealthy) {
-        const head = await expireLeading(lane, health);
+        const head = await expireLeading(lane, lease, health);
         if (!head) {
-          await queue.release(lane, owner);
+          await queue.release(lane, token);
           return;
         }
         job = head;
         const now = nowMs();
         if (health.nextProbeAtMs > now) {
-          await queue.defer(lane, owner, health.nextProbeAtMs + Math.floor(random() * 250));
+          await queue.defer(lane, token, health.nextProbeAtMs + Math.floor(random() * 250));
           return;
         }
         if (!(await queue.tryProbe(destination, owner, leaseMs))) {
           // Another delivery probes it: look again when that probe has had time to finish.
-          await queue.defer(lane, owner, now + Math.min(attemptTimeoutMs, 1000) + Math.floor(random() * 500));
+          await queue.defer(lane, token, now + Math.min(attemptTimeoutMs, 1000) + Math.floor(random() * 500));
           return;
         }
         probing = true;
       }
-      await attemptHead(job);
+      await attemptHead(job, lease);
+    } catch (err) {
+      if (!(err instanceof LeaseLostError)) throw err;
+      metrics.leasesLost.inc();
+      logger.warn({ lane, alertId: job.alertId }, "notify: lease of the lane was taken over; leaving the job to its new holder");
     } finally {
+      lease.stop();
       if (probing) await queue.endProbe(destination, owner).catch(() => {});
       destInFlight.set(destination, (destInFlight.get(destination) ?? 1) - 1);
       metrics.inFlight.dec();
     }
   }
 
-  async function attemptHead(job: DeliveryJob): Promise<void> {
+  async function attemptHead(job: DeliveryJob, lease: Lease): Promise<void> {
     const alert = alertFromAvro(job.alert);
     const action = alert.actions[job.actionIndex];
     if (await deliveryLog.alreadyDelivered(job.alertId, job.actionIndex)) {
-      await queue.pop(job.lane, owner, [job.id], nowMs(), true);
+      await queue.pop(job.lane, lease.token, [job.id], nowMs(), true);
       return;
     }
+    await lease.check();
     const r = await deliverer.attempt(alert, action ?? ({} as never), job.actionIndex);
     const attempts = job.attempts + r.attempts;
     const now = nowMs();
@@ -358,6 +431,7 @@ export function startScheduler(deps: SchedulerDeps): Scheduler {
     const channel = channelOf(job);
     metrics.attempts.inc({ outcome: r.ok ? "ok" : r.retryable ? "retryable" : "final" });
     if (r.ok) {
+      // Sent: marked and logged even when the lease was lost meanwhile (a fact; the new holder then skips it).
       await deliveryLog.markDelivered(job.alertId, job.actionIndex, at);
       await deliveryLog.record(job.ruleId, deliveryLogEntry(alert, action ?? ({} as never), job.actionIndex, { ...r, attempts }, at));
       const h = await queue.health(job.destination);
@@ -367,7 +441,7 @@ export function startScheduler(deps: SchedulerDeps): Scheduler {
         noteHealth(job.destination, next);
         if (h.unhealthy) logger.info({ destination: job.destination }, "destination healthy again");
       }
-      await queue.pop(job.lane, owner, [job.id], now, true);
+      await queue.pop(job.lane, lease.token, [job.id], now, true);
       metrics.deliveries.inc({ channel, outcome: "delivered" });
       metrics.latency.observe({ channel }, Math.max(0, now - job.enqueuedAtMs) / 1000);
       // Records carry ISO 8601 UTC timestamps without a zone suffix (lib/records.ts).
@@ -378,13 +452,14 @@ export function startScheduler(deps: SchedulerDeps): Scheduler {
     }
     if (!r.retryable) {
       if (r.final) {
+        await lease.check();
         await deliveryLog.record(job.ruleId, deliveryLogEntry(alert, action ?? ({} as never), job.actionIndex, { ...r, attempts }, at));
-        await queue.pop(job.lane, owner, [job.id], now, true);
+        await queue.pop(job.lane, lease.token, [job.id], now, true);
         metrics.deliveries.inc({ channel, outcome: "refused" });
         stats.refused++;
       } else {
-        await deadLetterJobs([{ job, attempts, code: r.code ?? "CS_DELIVERY_FAILED", message: r.error ?? "not delivered" }]);
-        await queue.pop(job.lane, owner, [job.id], now, true);
+        await deadLetterJobs(lease, [{ job, attempts, code: r.code ?? "CS_DELIVERY_FAILED", message: r.error ?? "not delivered" }]);
+        await queue.pop(job.lane, lease.token, [job.id], now, true);
       }
       return;
     }
@@ -409,7 +484,7 @@ export function startScheduler(deps: SchedulerDeps): Scheduler {
       ...(r.status === undefined ? {} : { lastStatus: r.status }),
     };
     if (attempts >= options.retry.maxAttempts || now >= job.deadlineAtMs) {
-      await deadLetterJobs([
+      await deadLetterJobs(lease, [
         {
           job: updated,
           attempts,
@@ -418,7 +493,7 @@ export function startScheduler(deps: SchedulerDeps): Scheduler {
           ...(r.status === undefined ? {} : { status: r.status }),
         },
       ]);
-      await queue.pop(job.lane, owner, [job.id], now, true);
+      await queue.pop(job.lane, lease.token, [job.id], now, true);
       return;
     }
     let due = now + retryDelayMs(attempts, options.retry, r.retryAfterMs, random);
@@ -428,7 +503,7 @@ export function startScheduler(deps: SchedulerDeps): Scheduler {
       { lane: job.lane, alertId: job.alertId, attempts, code: r.code, dueInMs: due - now },
       "delivery attempt failed; retry scheduled",
     );
-    await queue.reschedule(updated, owner, due);
+    await queue.reschedule(updated, lease.token, due);
   }
 
   function launch(lane: string): void {

@@ -14,6 +14,7 @@ import type { Config } from "../../lib/config.js";
 import type { NonRetryableError } from "../../lib/errors.js";
 import type { Logger } from "../../lib/logger.js";
 import { type RedisClient, sharedOrConnect } from "../../lib/redis.js";
+import { REPLAY_HEADER } from "../../topics/index.js";
 import { type Bus, createRecordProducer } from "../kafka/bus.js";
 import { deadLetter, type HandlerFailure, type InputRecord, type RunningConsumer, runConsumer } from "../kafka/consumer.js";
 import { createDeliverer, type Deliverer } from "./deliver.js";
@@ -157,21 +158,23 @@ export async function startNotifyStage(deps: NotifyStageDeps): Promise<NotifySta
     // a malformed alert is dead-lettered by the shell.
     handler: async (inputs) => {
       const failures: HandlerFailure[] = [];
+      // Alerts put back by `chainsift alerts replay` are queued even when their jobs were finished.
       const jobs: DeliveryJob[] = [];
+      const replayed: DeliveryJob[] = [];
       const now = Date.now();
       for (const input of inputs) {
         try {
           const avro = input.record as AlertAvro;
           const alert = alertFromAvro(avro);
-          jobs.push(...jobsOfAlert(avro, alert, input, now, windowMs));
+          const into = input.message.headers?.[REPLAY_HEADER] === undefined ? jobs : replayed;
+          into.push(...jobsOfAlert(avro, alert, input, now, windowMs));
         } catch (err) {
           failures.push({ input, error: err as NonRetryableError });
         }
       }
-      if (jobs.length > 0) {
-        await queue.enqueue(jobs, now);
-        scheduler.wake();
-      }
+      if (jobs.length > 0) await queue.enqueue(jobs, now);
+      if (replayed.length > 0) await queue.enqueue(replayed, now, { replay: true });
+      if (jobs.length + replayed.length > 0) scheduler.wake();
       return failures;
     },
   });

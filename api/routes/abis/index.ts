@@ -6,11 +6,11 @@
  * | ------ | ------------------------- | ----------- | ------------------------------------------- |
  * | PUT    | /abis/:address            | API token   | 201 registration (new) / 200 (replaced)     |
  * | GET    | /abis/                    | API token   | 200 `{abis}`: the caller's registrations    |
- * | GET    | /abis/:address            | API token   | 200 registration                            |
+ * | GET    | /abis/:address            | API token   | 200 registration with its `redecode` status |
  * | DELETE | /abis/:address            | API token   | 204                                         |
  * | PUT    | /admin/abis/:address      | admin token | 201 / 200, in the global namespace          |
  * | GET    | /admin/abis/              | admin token | 200 `{abis}`: the global registrations      |
- * | GET    | /admin/abis/:address      | admin token | 200 registration                            |
+ * | GET    | /admin/abis/:address      | admin token | 200 registration with its `redecode` status |
  * | DELETE | /admin/abis/:address      | admin token | 204                                         |
  *
  * Namespaces: every `/abis/` route acts in the caller's account namespace (`request.account.id`,
@@ -27,6 +27,7 @@
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import type { FastifyRequest } from "fastify";
 import { abiProblems, GLOBAL_NAMESPACE, normalizeAbiAddress } from "../../../lib/abis/model.js";
+import type { RedecodeStatusStore } from "../../../lib/abis/redecode-status.js";
 import { type AbiRegistrationBody, AbiRegistrationBodySchema, MAX_ABI_BODY_BYTES } from "../../../lib/abis/schema.js";
 import { type AbiStore, AbiStoreError } from "../../../lib/abis/store.js";
 import { ApiError, apiError } from "../../errors.js";
@@ -38,6 +39,8 @@ import { AbiListSchema, AbiParams, AbiRegistrationSchema } from "./schema.js";
 export interface AbisRoutesDeps {
   /** The ABI store (lib/abis/store.ts) over the app's Redis client. */
   store: AbiStore;
+  /** The re-decode statuses the decode stage writes (lib/abis/redecode-status.ts); absent: GET answers `redecode: null`. */
+  redecodeStatus?: Pick<RedecodeStatusStore, "get">;
 }
 
 const errors = {
@@ -75,7 +78,7 @@ const notFound = (address: string) => apiError("CS_ABI_NOT_FOUND", `no ABI regis
  * @param deps - the store.
  */
 export function abisRoutes(deps: AbisRoutesDeps): FastifyPluginAsyncTypebox {
-  const { store } = deps;
+  const { store, redecodeStatus } = deps;
   return async (app) => {
     app.addHook("preValidation", requireObjectBody);
     for (const scope of [
@@ -147,9 +150,13 @@ export function abisRoutes(deps: AbisRoutesDeps): FastifyPluginAsyncTypebox {
         },
         async (request) => {
           const address = addressOf(request);
-          const reg = await store.get(scope.namespace(request), address);
+          const namespace = scope.namespace(request);
+          const reg = await store.get(namespace, address);
           if (!reg) throw notFound(address);
-          return reg as never;
+          const status = (await redecodeStatus?.get(namespace, address)) ?? null;
+          // A status of an earlier registration of the address says nothing about this one.
+          const redecode = status && status.registrationAt === reg.updatedAt ? status : null;
+          return { ...reg, redecode } as never;
         },
       );
       app.delete(

@@ -15,6 +15,32 @@ export const AbiParams = Type.Object({
   }),
 });
 
+/** Where the re-decode of history after a registration stands (lib/abis/redecode-status.ts). */
+export const RedecodeStatusSchema = Type.Object(
+  {
+    state: Type.Union([Type.Literal("running"), Type.Literal("done"), Type.Literal("failed"), Type.Literal("gave_up")], {
+      description:
+        "`running`; `done`; `failed`: the last attempt failed and another one is due at `nextAttemptAt`; `gave_up`: every attempt failed, register the ABI again to retry",
+    }),
+    registrationAt: Type.String({ description: "`updatedAt` of the registration this re-decode is for" }),
+    attempts: Type.Integer({ description: "Attempts so far, the current one included" }),
+    logs: Type.Optional(Type.Integer({ description: "Logs read from the log index (`done`)" })),
+    events: Type.Optional(Type.Integer({ description: "Events produced (`done`)" })),
+    truncated: Type.Optional(Type.Boolean({ description: "Whether CHAINSIFT_ABI_REDECODE_MAX_LOGS stopped it before the end (`done`)" })),
+    lastError: Type.Union([Type.String(), Type.Null()], {
+      description: "Message of the last failed attempt (kept after a later success), or null",
+    }),
+    nextAttemptAt: Type.Union([Type.String(), Type.Null()], {
+      description: "When the next attempt is due (`failed`), ISO 8601 UTC, or null",
+    }),
+    at: Type.String({ description: "When this status was written, ISO 8601 UTC" }),
+  },
+  {
+    description: "The re-decode of history that followed the registration (docs/decoding.md, Re-decode)",
+    ...component("AbiRedecodeStatus"),
+  },
+);
+
 /** A registration, as the routes answer it. */
 export const AbiRegistrationSchema = Type.Object(
   {
@@ -25,6 +51,11 @@ export const AbiRegistrationSchema = Type.Object(
     events: Type.Integer({ description: "Non-anonymous events of the ABI, the ones decoding uses" }),
     createdAt: Type.String({ description: "First registration, ISO 8601 UTC" }),
     updatedAt: Type.String({ description: "Last registration (replacement), ISO 8601 UTC" }),
+    redecode: Type.Optional(
+      Type.Union([RedecodeStatusSchema, Type.Null()], {
+        description: "`GET /abis/<address>` only: the re-decode of history after the latest registration, or null when none was recorded",
+      }),
+    ),
   },
   { description: "A registered ABI", ...component("AbiRegistration") },
 );

@@ -6,9 +6,11 @@
  */
 import { randomBytes } from "node:crypto";
 import type { FastifyInstance } from "fastify";
+import { createClient } from "redis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildApi } from "../../../api/app.js";
 import type { AbiRegistration } from "../../../lib/abis/model.js";
+import { createRedecodeStatusStore } from "../../../lib/abis/redecode-status.js";
 import { type Config, loadConfig } from "../../../lib/config.js";
 import { deleteRedisKeys, searchStackUp } from "../api/fixtures.js";
 
@@ -95,6 +97,38 @@ describe.skipIf(!up)("user ABI routes (real Redis)", () => {
   afterAll(async () => {
     await app?.close();
     await deleteRedisKeys(base.redisUrl, ID);
+  });
+
+  it("shows the re-decode status of the latest registration on GET (issue 19 §3 g)", async () => {
+    const address = "0x00000000000000000000000000000000000000b2";
+    const put = await call("PUT", `/abis/${address}`, tokenA, { abi: PING_ABI });
+    expect(put.statusCode, put.body).toBe(201);
+    const reg = put.json<AbiRegistration>();
+    expect((await call("GET", `/abis/${address}`, tokenA)).json<{ redecode: unknown }>().redecode).toBeNull();
+    const redis = createClient({ url: base.redisUrl });
+    await redis.connect();
+    try {
+      const status = createRedecodeStatusStore({ redis, keyPrefix: config.redisKeyPrefix });
+      // What the decode stage writes after a failed attempt (it retries later).
+      expect(await status.claim(accountA, address, reg.updatedAt, 1)).toBe(true);
+      await status.failed(accountA, address, reg.updatedAt, 1, "search failed: 503", Date.parse("2030-01-01T00:00:00Z"));
+      const got = (await call("GET", `/abis/${address}`, tokenA)).json<{ redecode: Record<string, unknown> }>();
+      expect(got.redecode).toMatchObject({
+        state: "failed",
+        attempts: 1,
+        lastError: "search failed: 503",
+        nextAttemptAt: "2030-01-01T00:00:00.000Z",
+        registrationAt: reg.updatedAt,
+      });
+      // The failure released the lock: the next attempt can claim it.
+      expect(await status.claim(accountA, address, reg.updatedAt, 2, "search failed: 503")).toBe(true);
+      // A status of an earlier registration is not shown for a newer one.
+      await status.succeeded(accountA, address, "2000-01-01T00:00:00.000Z", 1, { logs: 1, events: 1, truncated: false });
+      expect((await call("GET", `/abis/${address}`, tokenA)).json<{ redecode: unknown }>().redecode).toBeNull();
+    } finally {
+      await redis.quit();
+    }
+    expect((await call("DELETE", `/abis/${address}`, tokenA)).statusCode).toBe(204);
   });
 
   it("registers, replaces, lists, gets and removes an ABI in the caller's namespace", async () => {

@@ -39,6 +39,8 @@ interface Receiver {
   maxOpen: number;
   /** Answer for the next request: a status, or "hang" (never answer). */
   mode: number | "hang";
+  /** When set, requests wait for it and are answered its status (overrides `mode`). */
+  hold?: Promise<number>;
   close(): Promise<void>;
 }
 
@@ -64,6 +66,10 @@ async function startReceiver(mode: number | "hang" = 200): Promise<Receiver> {
     const chunks: Buffer[] = [];
     req.on("data", (c: Buffer) => chunks.push(c));
     req.on("end", () => {
+      if (r.hold) {
+        void r.hold.then((status) => res.writeHead(status).end());
+        return;
+      }
       if (r.mode === "hang") return;
       if (r.mode >= 200 && r.mode < 300) {
         const body = JSON.parse(Buffer.concat(chunks).toString()) as { ruleId: string; sequence: number };
@@ -133,7 +139,9 @@ describe.skipIf(!up)("notify scheduler (real Redis, local receivers)", () => {
     ...over,
   });
 
-  function start(over: Partial<SchedulerOptions> = {}, registry?: Registry): Scheduler {
+  type DeadLetterFn = (items: Array<{ job: DeliveryJob; code: string; message: string }>) => Promise<void>;
+
+  function start(over: Partial<SchedulerOptions> = {}, registry?: Registry, deadLetter?: DeadLetterFn): Scheduler {
     const s = startScheduler({
       queue,
       deliverer,
@@ -141,15 +149,17 @@ describe.skipIf(!up)("notify scheduler (real Redis, local receivers)", () => {
       logger,
       options: options(over),
       ...(registry ? { registry } : {}),
-      deadLetter: async (items) => {
-        letters.push(...items);
-      },
+      deadLetter:
+        deadLetter ??
+        (async (items) => {
+          letters.push(...items);
+        }),
     });
     schedulers.push(s);
     return s;
   }
 
-  async function enqueue(alerts: NotifyAlert[], windowMs = 4000): Promise<number> {
+  async function enqueue(alerts: NotifyAlert[], windowMs = 4000, replay = false): Promise<number> {
     const now = Date.now();
     const jobs = alerts.flatMap((a, i) =>
       jobsOfAlert(
@@ -160,7 +170,7 @@ describe.skipIf(!up)("notify scheduler (real Redis, local receivers)", () => {
         windowMs,
       ),
     );
-    return queue.enqueue(jobs, now);
+    return queue.enqueue(jobs, now, { replay });
   }
 
   it("delivers, logs one entry per job, marks successes, and refuses to queue a delivered or queued action again", async () => {
@@ -189,9 +199,11 @@ describe.skipIf(!up)("notify scheduler (real Redis, local receivers)", () => {
     expect(JSON.stringify(page)).not.toContain("secret");
     expect(rx.delivered).toEqual([`${ruleId}#1`, `${ruleId}#2`]);
     expect(await log.alreadyDelivered(alerts[0]!.id, 0)).toBe(true);
-    // Delivered: a replay of the same alert queues only the action that was not delivered.
+    // Delivered: a replay (`chainsift alerts replay`) of the same alert queues only the action that
+    // was not delivered; a plain Kafka redelivery queues neither (both are finished).
     await waitFor(async () => (await queue.laneLength(`${ruleId}:1`)) === 0, 5000);
-    expect(await enqueue([alerts[0]!])).toBe(1);
+    expect(await enqueue([alerts[0]!])).toBe(0);
+    expect(await enqueue([alerts[0]!], 4000, true)).toBe(1);
     await waitFor(async () => (await log.list(ruleId)).total >= 5, 10_000);
     expect(rx.delivered).toHaveLength(2);
     expect(s.stats().delivered).toBe(2);
@@ -296,6 +308,114 @@ describe.skipIf(!up)("notify scheduler (real Redis, local receivers)", () => {
     }
     expect((await queue.health(new URL(rx.base).origin)).unhealthy).toBe(false);
     expect(failedRequests).toBeGreaterThanOrEqual(3);
+    await s.stop();
+  });
+
+  // Issue 19 §3 f: leases renewed while a job is worked, fenced by a token per claim, and a
+  // finished job not queued again by a Kafka redelivery. Two notify members share one Redis.
+
+  const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+  const unconfiguredEmail: AlertDefinition[] = [{ type: "Email", parameters: { recipients: ["ops@example.com"] } }];
+
+  it("a dead-lettering pass longer than the lease keeps it: a second member never works the same job", async () => {
+    const ruleId = randomUUID();
+    // The default lease: 4 × attemptTimeoutMs + 10 s = 10.2 s (no attempt is made: no mailer).
+    const over = { attemptTimeoutMs: 50 };
+    const leaseMs = 10_200;
+    const mine: string[] = [];
+    let entered!: () => void;
+    const inside = new Promise<void>((r) => {
+      entered = r;
+    });
+    let release!: () => void;
+    const gate = new Promise<void>((r) => {
+      release = r;
+    });
+    // Member A's dead-letter pass (Kafka slow) hangs until the test lets it go.
+    const a = start(over, undefined, async (items) => {
+      mine.push(...items.map((i) => `A:${i.job.id}`));
+      entered();
+      await gate;
+    });
+    const [alert] = alertsOf(ruleId, unconfiguredEmail, 1);
+    expect(await enqueue([alert!])).toBe(1);
+    await inside;
+    // Member B looks at the same queue while A's pass outlives the lease.
+    const b = start(over, undefined, async (items) => {
+      mine.push(...items.map((i) => `B:${i.job.id}`));
+    });
+    await sleep(leaseMs + 1000);
+    release();
+    await waitFor(async () => (await queue.laneLength(`${ruleId}:0`)) === 0 && a.inFlight() === 0 && b.inFlight() === 0, 10_000);
+    await sleep(200);
+    // Exactly one dead letter and one log entry for the job, both by A.
+    expect(mine).toEqual([`A:${alert!.id}:0`]);
+    expect((await log.list(ruleId)).total).toBe(1);
+    await Promise.all([a.stop(), b.stop()]);
+  });
+
+  it("a member whose lease was taken over does not log, pop or dead-letter the job; the new holder finishes it once", async () => {
+    const rx = await startReceiver();
+    receivers.push(rx);
+    let answer!: (status: number) => void;
+    rx.hold = new Promise<number>((r) => {
+      answer = r;
+    });
+    const ruleId = randomUUID();
+    const lane = `${ruleId}:0`;
+    const leaseKey = `${prefix}notify:lease:${lane}`;
+    const leaseMs = 300;
+    const registry = new Registry();
+    const a = start({ leaseMs }, registry);
+    const before = letters.length;
+    await enqueue(alertsOf(ruleId, [{ type: "Webhook (POST)", parameters: { url: `${rx.base}/gone` } }], 1));
+    // A's attempt is at the receiver; meanwhile another claim takes the lease over (as after A
+    // stopped renewing it for a whole lease: paused process, lost Redis connection).
+    await waitFor(async () => rx.requests >= 1, 10_000, 20);
+    await redis.set(leaseKey, "intruder", { expiration: { type: "PX", value: 1500 } });
+    await sleep(leaseMs); // A's heartbeat sees the other token
+    answer(410); // a final refusal: today A would log it and pop the job
+    await waitFor(async () => a.inFlight() === 0, 10_000, 20);
+    expect((await log.list(ruleId)).total).toBe(0);
+    expect(await queue.laneLength(lane)).toBe(1);
+    expect(await redis.get(leaseKey)).toBe("intruder");
+    const lost = await registry.getSingleMetric("chainsift_notify_leases_lost_total")!.get();
+    expect(lost.values[0]?.value).toBe(1);
+    await a.stop();
+    // Member B takes the lane once the other claim's lease ran out, and finishes the job: one entry.
+    rx.hold = Promise.resolve(410);
+    const b = start({ leaseMs });
+    await waitFor(async () => (await log.list(ruleId)).total >= 1, 10_000);
+    await waitFor(async () => (await queue.laneLength(lane)) === 0, 10_000);
+    const page = await log.list(ruleId);
+    expect(page.total).toBe(1);
+    expect(page.entries[0]).toMatchObject({ ok: false, final: true, httpStatus: 410 });
+    expect(rx.requests).toBe(2);
+    expect(letters.length).toBe(before);
+    await b.stop();
+  });
+
+  it("a finished job (refused or dead-lettered) is not queued again by a redelivery; a replay queues a dead-lettered one", async () => {
+    const rx = await startReceiver(410);
+    receivers.push(rx);
+    const refusedRule = randomUUID();
+    const deadRule = randomUUID();
+    const refused = alertsOf(refusedRule, [{ type: "Webhook (POST)", parameters: { url: `${rx.base}/gone` } }], 1);
+    const dead = alertsOf(deadRule, unconfiguredEmail, 1);
+    const before = letters.length;
+    const s = start();
+    expect(await enqueue(refused)).toBe(1);
+    expect(await enqueue(dead)).toBe(1);
+    await waitFor(async () => (await log.list(refusedRule)).total === 1 && (await log.list(deadRule)).total === 1, 10_000);
+    await waitFor(async () => (await queue.laneLength(`${refusedRule}:0`)) + (await queue.laneLength(`${deadRule}:0`)) === 0, 10_000);
+    // Kafka redelivers both alerts (the process died before committing): nothing is queued again.
+    expect(await enqueue(refused)).toBe(0);
+    expect(await enqueue(dead)).toBe(0);
+    expect(letters.length - before).toBe(1);
+    // `chainsift alerts replay` puts the dead letter back: it is queued and dead-lettered again.
+    expect(await enqueue(dead, 4000, true)).toBe(1);
+    await waitFor(async () => letters.length - before === 2, 10_000);
+    expect(rx.requests).toBe(1);
     await s.stop();
   });
 });
