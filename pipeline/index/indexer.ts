@@ -28,7 +28,10 @@
  *    read again and records orphaned meanwhile are deleted (version = their own sequence + 1).
  *    Ingest changes the map before it produces the `reorgs` record, so a record written after the
  *    removal's search (a lagging partition) is caught by this second read, and one written before
- *    it by the search: no interleaving leaves an orphaned document behind.
+ *    it by the search: no interleaving leaves an orphaned document behind. Records the first read
+ *    calls orphaned are also deleted by `_id` (version = their sequence + 1): an earlier attempt at
+ *    the batch may have written them before it failed (a bulk cut short, items still 429, a crash
+ *    before the second read), after the removal's search.
  * 4. **Orphaned blocks outlive the map.** The map is pruned about 16 windows below the tip, the
  *    tombstones expire after 60 s, the topics keep records 7 days. The same checks also consult
  *    ingest's durable `orphaned` set (kept `ORPHANED_RETENTION_MS`, 14 days): a record of a block in
@@ -342,6 +345,13 @@ export function createIndexer(deps: IndexerDeps): Indexer {
       countDocs(
         "skipped_orphaned",
         [...stale].map((d) => d.index),
+      );
+      // Not only skipped: an earlier attempt at this batch may have written some of them before it failed
+      // (a bulk cut short by a transport error or 429s, or a crash before the check after the bulk).
+      // Records without a sequence number cannot be ordered against the new branch's: skipped only.
+      await deleteOrphanedDocs(
+        [...stale].filter((d) => d.version !== undefined),
+        "deleted records of orphaned blocks an earlier attempt may have written",
       );
       const docs = stale.size === 0 ? all : all.filter((d) => !stale.has(d));
       if (docs.length === 0) return failures;

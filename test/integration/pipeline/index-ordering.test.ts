@@ -4,7 +4,7 @@
  * orphaned block's records (seq 10), the reorg announcement (seq 20) and the new branch's records
  * (seq 30), where one transaction moved from the orphaned block to the new one (same `_id`).
  */
-import type { Client } from "@elastic/elasticsearch";
+import { Client, errors } from "@elastic/elasticsearch";
 import type { KafkaMessage } from "kafkajs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { indexName } from "../../../es/mappings.js";
@@ -232,6 +232,47 @@ describe.skipIf(!up.ok)("index stage: orphaned records are removed whatever the 
     expect(s.blocks).toEqual([{ id: A, block: A }]);
     expect(s.txs).toEqual([moved, dropped].map((t) => ({ id: t.hash, block: A })).sort((x, y) => x.id.localeCompare(y.id)));
     expect([...(await state.orphanedSince([A.toUpperCase(), B, hash("never orphaned")])).keys()].sort()).toEqual([A, B].sort());
+  });
+
+  it("a bulk cut short after part of it was written, with a reorg in between: the retry deletes what the first attempt wrote", async () => {
+    // A real client whose first bulk request sends only its first document to Elasticsearch and then
+    // fails like a dropped connection; every other request goes through whole.
+    const es = new Client({ node: h.config.elasticsearch.url });
+    const send = es.bulk.bind(es) as (params: { body?: unknown[] }, options?: unknown) => Promise<unknown>;
+    let cut = 0;
+    let meanwhile: () => Promise<void> = async () => {};
+    Object.assign(es, {
+      bulk: async (params: { body?: unknown[] }, options?: unknown) => {
+        if (cut > 0 || !Array.isArray(params.body) || params.body.length <= 2) return send(params, options);
+        cut++;
+        await meanwhile();
+        await send({ ...params, body: params.body.slice(0, 2) }, options);
+        throw new errors.ConnectionError("connection reset (the test cut the bulk after its first document)");
+      },
+    });
+    try {
+      const { indexer, prefix } = await fresh("partial", undefined, es);
+      const remover = (await indexerInto("partial", state)).indexer;
+      // The canonical check before the bulk saw A; ingest announces the reorg and the index stage's
+      // reorgs consumer removes A's documents before the bulk's first document lands.
+      meanwhile = async () => {
+        await announce();
+        await remover.indexBatch([input("reorgs", reorg(), 20)]);
+      };
+      const batch = () => [input("transactions", txIn(dropped, A), 10), input("transactions", txIn(moved, A), 10)];
+      await expect(indexer.indexBatch(batch())).rejects.toThrow(/bulk request failed/);
+      expect(cut).toBe(1);
+      expect((await served(prefix)).txs).toEqual([{ id: dropped.hash, block: A }]); // what the first attempt left
+      // The consumer retries the batch; then the new branch arrives.
+      await indexer.indexBatch(batch());
+      await state.expect([{ number: HEIGHT, hash: B }]);
+      await indexer.indexBatch(newBranch());
+      await indexer.indexBatch(newTxs());
+      expectCanonical(await served(prefix));
+      expect(indexer.counts().skippedOrphaned).toBe(2);
+    } finally {
+      await es.close();
+    }
   });
 
   it("a document Elasticsearch refuses comes back as a failure naming its own Kafka record (for the dead-letter topic)", async () => {
