@@ -4,7 +4,12 @@
  * from the topics write orphaned records again after the set forgot them (docs/reorgs.md).
  */
 import { describe, expect, it } from "vitest";
-import { KAFKA_DEFAULT_SEGMENT_MS, ORPHANED_RETENTION_MS, RECORD_TOPICS_RETENTION_MS } from "../../../../lib/chain/state.js";
+import {
+  createMemoryChainState,
+  KAFKA_DEFAULT_SEGMENT_MS,
+  ORPHANED_RETENTION_MS,
+  RECORD_TOPICS_RETENTION_MS,
+} from "../../../../lib/chain/state.js";
 import { TOPICS, type TopicKind } from "../../../../topics/index.js";
 
 /** The topics the index stage consumes by default (pipeline/index/indexer.ts `startIndexStage`). */
@@ -21,5 +26,19 @@ describe("how long orphaned blocks are remembered", () => {
       Math.max(...INDEXED.map((k) => Number(TOPICS[k].config["retention.ms"]))) + KAFKA_DEFAULT_SEGMENT_MS,
     );
     expect(ORPHANED_RETENTION_MS).toBe(14 * 24 * 3600 * 1000);
+  });
+
+  it("in memory too: an orphaned block voids the records numbered before its announcement, not those after", async () => {
+    const state = createMemoryChainState(100);
+    const before = await state.reserveSeq(3); // 100..102
+    await state.announce([{ number: 5, hash: "0xAA", replacedBy: null }]);
+    const after = await state.reserveSeq(1);
+    expect(before).toBe(100);
+    expect(after).toBe(103);
+    expect(await state.orphanedSince(["0xaa", "0xbb"])).toEqual(new Map([["0xaa", 103]]));
+    await state.prune(10, 10);
+    expect((await state.orphanedSince(["0xAA"])).get("0xaa")).toBe(103);
+    await state.reset();
+    expect((await state.orphanedSince(["0xaa"])).size).toBe(0);
   });
 });
