@@ -234,42 +234,60 @@ describe.skipIf(!up.ok)("index stage: orphaned records are removed whatever the 
     expect([...(await state.orphanedSince([A.toUpperCase(), B, hash("never orphaned")])).keys()].sort()).toEqual([A, B].sort());
   });
 
-  it("a bulk cut short after part of it was written, with a reorg in between: the retry deletes what the first attempt wrote", async () => {
-    // A real client whose first bulk request sends only its first document to Elasticsearch and then
-    // fails like a dropped connection; every other request goes through whole.
+  it.each([
+    ["a bulk cut short by a dropped connection after its first document", "cut", [dropped]],
+    ["the process killed after its bulk, before the check after it", "killed", [dropped, moved]],
+  ] as const)("%s, with a reorg in between: the batch delivered again deletes what the first attempt wrote", async (_what, how, left) => {
+    // A real client whose first bulk request of documents first lets the reorg happen, then either
+    // sends only its first document to Elasticsearch and fails like a dropped connection (`cut`), or
+    // goes through whole (`killed`); every other request goes through unchanged.
     const es = new Client({ node: h.config.elasticsearch.url });
     const send = es.bulk.bind(es) as (params: { body?: unknown[] }, options?: unknown) => Promise<unknown>;
-    let cut = 0;
+    let bulks = 0;
     let meanwhile: () => Promise<void> = async () => {};
     Object.assign(es, {
       bulk: async (params: { body?: unknown[] }, options?: unknown) => {
-        if (cut > 0 || !Array.isArray(params.body) || params.body.length <= 2) return send(params, options);
-        cut++;
+        if (bulks > 0 || !Array.isArray(params.body) || params.body.length <= 2) return send(params, options);
+        bulks++;
         await meanwhile();
+        if (how === "killed") return send(params, options);
         await send({ ...params, body: params.body.slice(0, 2) }, options);
         throw new errors.ConnectionError("connection reset (the test cut the bulk after its first document)");
       },
     });
+    // `killed`: the process dies where the check after the bulk would read the map (its second read).
+    let reads = 0;
+    const dying: ChainState = {
+      ...({} as ChainState),
+      hashesAt: async (heights) => {
+        if (++reads > 1) throw new Error("killed before the check after the bulk");
+        return state.hashesAt(heights);
+      },
+      orphanedSince: (hashes) => state.orphanedSince(hashes),
+    };
+    const name = `interrupted-${how}`;
     try {
-      const { indexer, prefix } = await fresh("partial", undefined, es);
-      const remover = (await indexerInto("partial", state)).indexer;
+      const { indexer, prefix } = await fresh(name, how === "killed" ? dying : undefined, es);
+      const remover = (await indexerInto(name, state)).indexer;
       // The canonical check before the bulk saw A; ingest announces the reorg and the index stage's
-      // reorgs consumer removes A's documents before the bulk's first document lands.
+      // reorgs consumer removes A's documents before the bulk's documents land.
       meanwhile = async () => {
         await announce();
         await remover.indexBatch([input("reorgs", reorg(), 20)]);
       };
       const batch = () => [input("transactions", txIn(dropped, A), 10), input("transactions", txIn(moved, A), 10)];
-      await expect(indexer.indexBatch(batch())).rejects.toThrow(/bulk request failed/);
-      expect(cut).toBe(1);
-      expect((await served(prefix)).txs).toEqual([{ id: dropped.hash, block: A }]); // what the first attempt left
-      // The consumer retries the batch; then the new branch arrives.
-      await indexer.indexBatch(batch());
+      await expect(indexer.indexBatch(batch())).rejects.toThrow(how === "cut" ? /bulk request failed/ : /killed/);
+      expect(bulks).toBe(1);
+      const leftover = left.map((t) => ({ id: t.hash, block: A })).sort((x, y) => x.id.localeCompare(y.id));
+      expect((await served(prefix)).txs).toEqual(leftover); // what the first attempt left
+      // The batch again: retried by the consumer (`cut`), or redelivered to the restarted stage (`killed`).
+      const again = how === "killed" ? (await indexerInto(name, state)).indexer : indexer;
+      await again.indexBatch(batch());
       await state.expect([{ number: HEIGHT, hash: B }]);
-      await indexer.indexBatch(newBranch());
-      await indexer.indexBatch(newTxs());
+      await again.indexBatch(newBranch());
+      await again.indexBatch(newTxs());
       expectCanonical(await served(prefix));
-      expect(indexer.counts().skippedOrphaned).toBe(2);
+      expect(again.counts().skippedOrphaned).toBe(2);
     } finally {
       await es.close();
     }
