@@ -6,7 +6,7 @@
  * the batch is retried as a whole; items rejected for any other reason (e.g. a mapping error)
  * are dead-lettered.
  *
- * The index equals the canonical chain (docs/reorgs.md). Three mechanisms, none of which needs
+ * The index equals the canonical chain (docs/reorgs.md). Four mechanisms, none of which needs
  * `_delete_by_query` (the reindex module, absent from the integ-test-zip distribution the stack
  * runs; a full distribution has it, but the design below does not depend on it and is race-free
  * where delete-by-query is not: delete-by-query deletes whatever matches at its snapshot, including
