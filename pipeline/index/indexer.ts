@@ -148,7 +148,11 @@ export interface IndexerDeps {
   chain: ChainId;
   /** Prepended to every index name, e.g. `""` (config `elasticsearch.indexPrefix`); tests use a unique one. */
   indexPrefix: string;
-  /** Receives `deleted records orphaned while they were indexed` (info) lines, tagged `stage: "index"`. */
+  /**
+   * Receives `removed the records of orphaned blocks`, `deleted records orphaned while they were
+   * indexed` and `deleted records of orphaned blocks an earlier attempt may have written` (info)
+   * lines, tagged `stage: "index"`; the last two only when something was deleted.
+   */
   logger: Logger;
   /** Largest bulk request body. Default 5 MiB. */
   flushBytes?: number;
@@ -158,8 +162,8 @@ export interface IndexerDeps {
   refresh?: boolean;
   /**
    * Ingest's canonical map and durable set of orphaned blocks (lib/chain/state.ts) for the
-   * canonical check around each bulk. Default none: no check (records of orphaned blocks are then removed by `reorgs` records alone,
-   * which misses a record indexed after its reorg was handled).
+   * canonical check around each bulk. Default none: no check (records of orphaned blocks are then
+   * removed by `reorgs` records alone, which misses a record indexed after its reorg was handled).
    */
   canonical?: CanonicalReader;
   /** Registry of the stage's metrics (`chainsift_index_*`, and the shell's), e.g. the process's; default a private one. */
