@@ -18,12 +18,37 @@
  * | `produced` | hash | height → hash of the block the follower produced there (its reorg window) |
  * | `tip` | string | `<number>:<hash>` of the last block the follower produced |
  * | `backfill:<from>-<to>` | string | the last height of that backfill produced so far |
+ * | `orphaned` | sorted set | block hash (lower case) → the first sequence number its orphaning does not void: every block a reorg announcement orphaned, kept {@link ORPHANED_RETENTION_MS} (as long as the topics can hold its records; `canon` is pruned after about 16 windows) |
  *
  * Ordering that the index stage relies on: `canon` at a height is changed before any message that
  * follows from the change is produced (see {@link ChainState.announce} and {@link ChainState.expect}).
  * @module
  */
 import type { ChainId } from "../config.js";
+
+/**
+ * Kafka's default `segment.ms`, 7 days (https://kafka.apache.org/documentation/#topicconfigs_segment.ms):
+ * a record outlives its topic's `retention.ms` by up to this much, because Kafka deletes whole
+ * segments, each only once its newest record is past retention, and rolls the active segment at the
+ * latest after `segment.ms`. topics/index.ts sets no `segment.ms`.
+ */
+export const KAFKA_DEFAULT_SEGMENT_MS = 7 * 24 * 3600 * 1000;
+
+/**
+ * The longest `retention.ms` of the topics the index stage consumes (blocks, transactions, logs,
+ * traces, events, reorgs in topics/index.ts): 7 days. lib/ does not import topics/; a unit test
+ * (test/unit/lib/chain/orphaned-retention.test.ts) fails when a topic keeps records longer.
+ */
+export const RECORD_TOPICS_RETENTION_MS = 7 * 24 * 3600 * 1000;
+
+/**
+ * How long ingest remembers that a block was orphaned (the `orphaned` set, module doc), in
+ * milliseconds: {@link RECORD_TOPICS_RETENTION_MS} plus {@link KAFKA_DEFAULT_SEGMENT_MS}, so 14 days.
+ * As long as a record of an orphaned block can still be read from the topics (a rebuild with a new
+ * consumer group, an Elasticsearch outage longer than the delete tombstones' 60 s
+ * `index.gc_deletes`), the index stage can still tell it is void.
+ */
+export const ORPHANED_RETENTION_MS = RECORD_TOPICS_RETENTION_MS + KAFKA_DEFAULT_SEGMENT_MS;
 
 /** A produced block: height and hash. */
 export interface BlockRef {
@@ -50,6 +75,15 @@ export interface CanonicalReader {
    * @throws Redis errors (transient: callers retry).
    */
   hashesAt(heights: readonly number[]): Promise<Map<number, string | undefined>>;
+  /**
+   * Which of these block hashes a reorg announcement orphaned during the last
+   * {@link ORPHANED_RETENTION_MS}, each with the first sequence number (`chainsift-seq`) that
+   * orphaning does not void: a record of that block with a smaller sequence number is void; one with
+   * a larger number was produced after it (the block became canonical again) and is not. Hashes
+   * compare case-insensitively; absent hashes are not in the map. Unlike `canon`, never pruned by height.
+   * @throws Redis errors (transient: callers retry).
+   */
+  orphanedSince(hashes: readonly string[]): Promise<Map<string, number>>;
 }
 
 /** The durable state of ingest for one chain (module doc). */
@@ -67,10 +101,12 @@ export interface ChainState extends CanonicalReader {
   /** Records that the follower produced `ref`: `produced[ref.number]` and the tip. */
   markProduced(ref: BlockRef): Promise<void>;
   /**
-   * Records a reorg before its announcements are produced: `canon` at each orphaned height becomes
-   * the replacement (or `""`).
+   * Records a reorg before its announcements are produced: each orphaned `hash` joins the `orphaned`
+   * set (with the sequence number after the last one reserved so far, see
+   * {@link CanonicalReader.orphanedSince}), then `canon` at each orphaned height becomes the
+   * replacement (or `""`).
    */
-  announce(replacements: ReadonlyArray<{ number: number; replacedBy: string | null }>): Promise<void>;
+  announce(replacements: ReadonlyArray<{ number: number; hash: string; replacedBy: string | null }>): Promise<void>;
   /**
    * Records that the follower unwound to `ancestor` (its last block still canonical; hash `""` when
    * unknown, below the window): the tip moves there and `produced` at the orphaned heights is dropped.
@@ -113,6 +149,23 @@ cur = cur + tonumber(ARGV[1])
 redis.call('SET', KEYS[1], string.format('%d', cur))
 return string.format('%d', cur)`;
 
+/**
+ * Adds block hashes to the `orphaned` set (KEYS[1]) with score max(seq (KEYS[2]), ARGV[1] = now in µs) + 1:
+ * every number reserved so far is below it, every later one at or above. Drops members older than
+ * ARGV[2] (µs) and lets the whole set expire ARGV[3] ms after the last orphaning. Returns the score.
+ */
+const ORPHAN = `local cur = tonumber(redis.call('GET', KEYS[2]) or '0')
+local now = tonumber(ARGV[1])
+if cur < now then cur = now end
+local score = string.format('%d', cur + 1)
+for i = 4, #ARGV do redis.call('ZADD', KEYS[1], score, ARGV[i]) end
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', '(' .. ARGV[2])
+redis.call('PEXPIRE', KEYS[1], ARGV[3])
+return score`;
+
+/** ZMSCORE of KEYS[1] for the members ARGV (Redis ≥ 6.2): scores as strings, false when absent. */
+const ORPHAN_SCORES = "return redis.call('ZMSCORE', KEYS[1], unpack(ARGV))";
+
 function parseTip(raw: string | null): BlockRef | null {
   if (!raw) return null;
   const i = raw.indexOf(":");
@@ -127,7 +180,7 @@ function parseTip(raw: string | null): BlockRef | null {
  */
 export function createRedisChainState(redis: ChainStateRedis, keyPrefix: string, chain: ChainId): ChainState {
   const p = ingestKeyPrefix(keyPrefix, chain);
-  const k = { seq: `${p}seq`, canon: `${p}canon`, produced: `${p}produced`, tip: `${p}tip` };
+  const k = { seq: `${p}seq`, canon: `${p}canon`, produced: `${p}produced`, tip: `${p}tip`, orphaned: `${p}orphaned` };
   const backfillKey = (from: number, to: number) => `${p}backfill:${from}-${to}`;
   const below = async (key: string, height: number) => (await redis.hKeys(key)).filter((f) => Number(f) < height);
   return {
@@ -156,6 +209,10 @@ export function createRedisChainState(redis: ChainStateRedis, keyPrefix: string,
     },
     async announce(replacements) {
       if (replacements.length === 0) return;
+      const now = Date.now();
+      const hashes = [...new Set(replacements.map((r) => r.hash.toLowerCase()))];
+      const args = [String(now * 1000), String((now - ORPHANED_RETENTION_MS) * 1000), String(ORPHANED_RETENTION_MS), ...hashes];
+      await redis.eval(ORPHAN, { keys: [k.orphaned, k.seq], arguments: args });
       await redis.hSet(k.canon, Object.fromEntries(replacements.map((r) => [String(r.number), r.replacedBy ?? ""])));
     },
     async unwind(ancestor, orphanedHeights) {
@@ -174,6 +231,16 @@ export function createRedisChainState(redis: ChainStateRedis, keyPrefix: string,
       if (unique.length === 0) return out;
       const values = await redis.hmGet(k.canon, unique.map(String));
       for (const [i, h] of unique.entries()) out.set(h, values[i] ?? undefined);
+      return out;
+    },
+    async orphanedSince(hashes) {
+      const unique = [...new Set(hashes.map((h) => h.toLowerCase()))];
+      const out = new Map<string, number>();
+      for (let i = 0; i < unique.length; i += 1000) {
+        const chunk = unique.slice(i, i + 1000);
+        const scores = (await redis.eval(ORPHAN_SCORES, { keys: [k.orphaned], arguments: chunk })) as Array<string | null>;
+        for (const [j, h] of chunk.entries()) if (scores[j] != null) out.set(h, Number(scores[j]));
+      }
       return out;
     },
     async backfillProgress(from, to) {
@@ -200,6 +267,7 @@ export function createMemoryChainState(firstSeq = 1): ChainState {
   const produced = new Map<number, string>();
   let tip: BlockRef | null = null;
   const backfills = new Map<string, number>();
+  const orphaned = new Map<string, number>();
   return {
     async reserveSeq(count) {
       seq += count;
@@ -216,6 +284,7 @@ export function createMemoryChainState(firstSeq = 1): ChainState {
       tip = { ...ref };
     },
     async announce(replacements) {
+      for (const r of replacements) orphaned.set(r.hash.toLowerCase(), seq + 1);
       for (const r of replacements) canon.set(r.number, r.replacedBy ?? "");
     },
     async unwind(ancestor, orphanedHeights) {
@@ -229,6 +298,14 @@ export function createMemoryChainState(firstSeq = 1): ChainState {
     async hashesAt(heights) {
       return new Map(heights.map((h) => [h, canon.get(h)]));
     },
+    async orphanedSince(hashes) {
+      const out = new Map<string, number>();
+      for (const h of hashes) {
+        const since = orphaned.get(h.toLowerCase());
+        if (since !== undefined) out.set(h.toLowerCase(), since);
+      }
+      return out;
+    },
     async backfillProgress(from, to) {
       return backfills.get(`${from}-${to}`) ?? null;
     },
@@ -241,6 +318,7 @@ export function createMemoryChainState(firstSeq = 1): ChainState {
       produced.clear();
       tip = null;
       backfills.clear();
+      orphaned.clear();
     },
   };
 }

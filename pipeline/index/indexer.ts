@@ -6,7 +6,7 @@
  * the batch is retried as a whole; items rejected for any other reason (e.g. a mapping error)
  * are dead-lettered.
  *
- * The index equals the canonical chain (docs/reorgs.md). Three mechanisms, none of which needs
+ * The index equals the canonical chain (docs/reorgs.md). Four mechanisms, none of which needs
  * `_delete_by_query` (the reindex module, absent from the integ-test-zip distribution the stack
  * runs; a full distribution has it, but the design below does not depend on it and is race-free
  * where delete-by-query is not: delete-by-query deletes whatever matches at its snapshot, including
@@ -28,7 +28,15 @@
  *    read again and records orphaned meanwhile are deleted (version = their own sequence + 1).
  *    Ingest changes the map before it produces the `reorgs` record, so a record written after the
  *    removal's search (a lagging partition) is caught by this second read, and one written before
- *    it by the search: no interleaving leaves an orphaned document behind.
+ *    it by the search: no interleaving leaves an orphaned document behind. Records the first read
+ *    calls orphaned are also deleted by `_id` (version = their sequence + 1): an earlier attempt at
+ *    the batch may have written them before it failed (a bulk cut short, items still 429, a crash
+ *    before the second read), after the removal's search.
+ * 4. **Orphaned blocks outlive the map.** The map is pruned about 16 windows below the tip, the
+ *    tombstones expire after 60 s, the topics keep records 7 days. The same checks also consult
+ *    ingest's durable `orphaned` set (kept `ORPHANED_RETENTION_MS`, 14 days): a record of a block in
+ *    it, older than the announcement that orphaned the block, is orphaned. So a rebuild from the
+ *    topics or an Elasticsearch outage of any length does not bring orphaned records back.
  * @module
  */
 import type { Client } from "@elastic/elasticsearch";
@@ -140,7 +148,11 @@ export interface IndexerDeps {
   chain: ChainId;
   /** Prepended to every index name, e.g. `""` (config `elasticsearch.indexPrefix`); tests use a unique one. */
   indexPrefix: string;
-  /** Receives `deleted records orphaned while they were indexed` (info) lines, tagged `stage: "index"`. */
+  /**
+   * Receives `removed the records of orphaned blocks`, `deleted records orphaned while they were
+   * indexed` and `deleted records of orphaned blocks an earlier attempt may have written` (info)
+   * lines, tagged `stage: "index"`; the last two only when something was deleted.
+   */
   logger: Logger;
   /** Largest bulk request body. Default 5 MiB. */
   flushBytes?: number;
@@ -149,9 +161,9 @@ export interface IndexerDeps {
   /** Refresh the touched indices after each batch (tests; default false, ES refreshes every second). */
   refresh?: boolean;
   /**
-   * Ingest's canonical map (lib/chain/state.ts) for the canonical check around each bulk.
-   * Default none: no check (records of orphaned blocks are then removed by `reorgs` records alone,
-   * which misses a record indexed after its reorg was handled).
+   * Ingest's canonical map and durable set of orphaned blocks (lib/chain/state.ts) for the
+   * canonical check around each bulk. Default none: no check (records of orphaned blocks are then
+   * removed by `reorgs` records alone, which misses a record indexed after its reorg was handled).
    */
   canonical?: CanonicalReader;
   /** Registry of the stage's metrics (`chainsift_index_*`, and the shell's), e.g. the process's; default a private one. */
@@ -205,18 +217,44 @@ export function createIndexer(deps: IndexerDeps): Indexer {
     throw new RetryableError(`${what}: ${(err as Error).message}`, { cause: err });
   };
 
-  /** Docs whose height the canonical map assigns to another block (`""`: no block there any more). */
+  /**
+   * Docs of orphaned blocks: their height the canonical map assigns to another block (`""`: no block
+   * there any more), or their block is in ingest's durable `orphaned` set with a sequence number
+   * above the doc's (or the doc has none). The map is pruned about 16 windows below the tip; the set
+   * lasts as long as the topics keep records (`ORPHANED_RETENTION_MS`), so a rebuild from the topics
+   * or a long Elasticsearch outage still recognises them.
+   */
   async function orphanedAmong(docs: readonly IndexDoc[]): Promise<Set<IndexDoc>> {
     const out = new Set<IndexDoc>();
-    if (!deps.canonical || docs.length === 0) return out;
+    const canonical = deps.canonical;
+    if (!canonical || docs.length === 0) return out;
     const known = docs.filter((d) => Number.isSafeInteger(d.height) && d.blockHash !== "");
     if (known.length === 0) return out;
-    const canon = await deps.canonical.hashesAt(known.map((d) => d.height)).catch(retryable("canonical map unavailable"));
+    const [canon, orphaned] = await Promise.all([
+      canonical.hashesAt(known.map((d) => d.height)),
+      canonical.orphanedSince(known.map((d) => d.blockHash)),
+    ]).catch(retryable("canonical map unavailable"));
     for (const d of known) {
       const c = canon.get(d.height);
-      if (c !== undefined && c !== d.blockHash) out.add(d);
+      const since = orphaned.get(d.blockHash.toLowerCase());
+      if ((c !== undefined && c !== d.blockHash) || (since !== undefined && (d.version === undefined || d.version < since))) out.add(d);
     }
     return out;
+  }
+
+  /**
+   * Deletes the documents of `docs` (orphaned) that this attempt or an earlier one may have written:
+   * each only when ES holds its version or an older one (version = its sequence number + 1), so the
+   * new branch's document under the same `_id` stays.
+   * @returns how many were deleted.
+   */
+  async function deleteOrphanedDocs(docs: Iterable<IndexDoc>, what: string): Promise<number> {
+    const items = [...docs].map((d) => ({ index: d.index, id: d.id, version: d.version === undefined ? undefined : d.version + 1 }));
+    if (items.length === 0) return 0;
+    const deleted = await deleteVersioned(items);
+    counts.deletedOrphaned += deleted;
+    if (deleted > 0) deps.logger.info({ stage: "index", deleted, found: items.length }, what);
+    return deleted;
   }
 
   /**
@@ -312,6 +350,13 @@ export function createIndexer(deps: IndexerDeps): Indexer {
         "skipped_orphaned",
         [...stale].map((d) => d.index),
       );
+      // Not only skipped: an earlier attempt at this batch may have written some of them before it failed
+      // (a bulk cut short by a transport error or 429s, or a crash before the check after the bulk).
+      // Records without a sequence number cannot be ordered against the new branch's: skipped only.
+      await deleteOrphanedDocs(
+        [...stale].filter((d) => d.version !== undefined),
+        "deleted records of orphaned blocks an earlier attempt may have written",
+      );
       const docs = stale.size === 0 ? all : all.filter((d) => !stale.has(d));
       if (docs.length === 0) return failures;
       let throttled = 0;
@@ -384,14 +429,7 @@ export function createIndexer(deps: IndexerDeps): Indexer {
       counts.written += written.length;
       // Orphaned while the bulk ran (ingest announced a reorg meanwhile): delete what was just written,
       // unless a newer version (the new branch) replaced it already.
-      const late = await orphanedAmong(written);
-      if (late.size > 0) {
-        const deleted = await deleteVersioned(
-          [...late].map((d) => ({ index: d.index, id: d.id, version: d.version === undefined ? undefined : d.version + 1 })),
-        );
-        counts.deletedOrphaned += deleted;
-        deps.logger.info({ stage: "index", deleted, found: late.size }, "deleted records orphaned while they were indexed");
-      }
+      await deleteOrphanedDocs(await orphanedAmong(written), "deleted records orphaned while they were indexed");
       return failures;
     },
   };

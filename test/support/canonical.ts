@@ -187,3 +187,18 @@ export async function compareWithChain(opts: CompareOptions): Promise<ChainCompa
     source.destroy();
   }
 }
+
+/**
+ * Compares again and again ({@link compareWithChain}, every `intervalMs`, default 500) until nothing
+ * differs or `timeoutMs` (default 60 000) has passed; returns the last comparison either way, for
+ * the caller to assert on (its `problems` name what still differs).
+ * @throws when the node or the API fails.
+ */
+export async function waitForChain(opts: CompareOptions, timeoutMs = 60_000, intervalMs = 500): Promise<ChainComparison> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const last = await compareWithChain(opts);
+    if (last.ok || Date.now() >= deadline) return last;
+    await new Promise((r) => setTimeout(r, intervalMs));
+  }
+}

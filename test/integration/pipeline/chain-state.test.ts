@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type ChainState, createRedisChainState } from "../../../lib/chain/state.js";
+import { type ChainState, createRedisChainState, ingestKeyPrefix, ORPHANED_RETENTION_MS } from "../../../lib/chain/state.js";
 import { type ConnectedRedis, connectRedisClient } from "../../../lib/redis.js";
 import { createHarness, type Harness, probeStack } from "../../support/harness.js";
 
@@ -36,8 +36,8 @@ describe.skipIf(!up.ok)("ingest's durable state in Redis", () => {
       await state.markProduced({ number: n, hash: `0x${n}` });
     }
     await state.announce([
-      { number: 5, replacedBy: "0xb5" },
-      { number: 6, replacedBy: null },
+      { number: 5, hash: "0x5", replacedBy: "0xb5" },
+      { number: 6, hash: "0x6", replacedBy: null },
     ]);
     await state.unwind({ number: 3, hash: "0x3" }, []); // a crash before the window entries were dropped
     const pos = await state.loadFollower();
@@ -51,8 +51,30 @@ describe.skipIf(!up.ok)("ingest's durable state in Redis", () => {
     await state.prune(3, 2);
     expect([...(await state.loadFollower()).produced.keys()].sort()).toEqual([3]);
     expect((await state.hashesAt([1, 2])).get(1)).toBeUndefined();
+    // Pruning the map leaves the orphaned set alone.
+    await state.prune(10, 10);
+    expect([...(await state.orphanedSince(["0x5", "0x6", "0x4"])).keys()].sort()).toEqual(["0x5", "0x6"]);
     await state.setBackfillProgress(10, 20, 14);
     expect(await state.backfillProgress(10, 20)).toBe(14);
     expect(await state.backfillProgress(10, 21)).toBeNull();
+  });
+
+  it("remembers orphaned blocks with the sequence number that voids their records, for ORPHANED_RETENTION_MS", async () => {
+    const key = `${ingestKeyPrefix(h.config.redisKeyPrefix, h.config.chain)}orphaned`;
+    expect(ORPHANED_RETENTION_MS).toBe(14 * 24 * 3600 * 1000); // 7 days of topic retention + Kafka's default segment.ms
+    // A member older than the retention (score = sequence number ≈ µs since 1970) is dropped by the next orphaning.
+    const old = (Date.now() - ORPHANED_RETENTION_MS - 60_000) * 1000;
+    await redis.client.zAdd(key, { score: old, value: "0xold" });
+    const before = await state.reserveSeq(5);
+    await state.announce([{ number: 7, hash: "0xAB7", replacedBy: "0xb7" }]);
+    const after = await state.reserveSeq(1);
+    const since = await state.orphanedSince(["0xab7", "0xold", "0xnever"]);
+    expect([...since.keys()]).toEqual(["0xab7"]);
+    // Every number reserved before the announcement is below it, every later one at or above.
+    expect(since.get("0xab7")).toBeGreaterThan(before + 4);
+    expect(since.get("0xab7")).toBeLessThanOrEqual(after);
+    const ttl = await redis.client.pTTL(key);
+    expect(ttl).toBeGreaterThan(ORPHANED_RETENTION_MS - 60_000);
+    expect(ttl).toBeLessThanOrEqual(ORPHANED_RETENTION_MS);
   });
 });
