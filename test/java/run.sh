@@ -4,20 +4,17 @@
 # as `npm test` leaves it in .ci/run).
 # - builds with Maven in its own directory, test/java/target (gitignored); dependencies are
 #   downloaded once into ~/.m2;
-# - compiles first, then starts the API with indexed fixtures (test/support/fixture-api.sh) and
-#   runs the tests (Maven Surefire, whose summary closes the output), exiting with Maven's code
-#   (a compilation failure or a failing test fails the run).
+# - starts the API with indexed fixtures (test/support/fixture-api.sh), then compiles and runs the
+#   tests in one Maven run (`mvn test`: Surefire's summary closes the output), exiting with Maven's
+#   code (a compilation failure or a failing test fails the run).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 export PATH="$PWD/node_modules/.bin:$PATH"
 command -v mvn >/dev/null || { echo "test/java: mvn is not installed" >&2; exit 1; }
 mvn_args=(-B -ntp -Dstyle.color=never -f test/java/pom.xml)
 
-# Compile first, so the API is only started for tests that compile.
-mvn "${mvn_args[@]}" -q test-compile
-
 source test/support/fixture-api.sh java
 
 status=0
-mvn "${mvn_args[@]}" surefire:test -Dsurefire.useFile=false -DtrimStackTrace=true || status=$?
+mvn "${mvn_args[@]}" test -Dsurefire.useFile=false -DtrimStackTrace=true || status=$?
 exit "$status"

@@ -11,7 +11,9 @@
  *   one NDJSON body, sent as any of {@link MSEARCH_TYPES} (the Go client's esapi sends
  *   `application/json`, the Java client `application/vnd.elasticsearch+json; compatible-with=8`);
  *   another media type is 415 before the body is read.
- * `:index` is an index expression (api/routes/es/indices.ts); without one, all kinds.
+ * `:index` is an index expression (api/routes/es/indices.ts); without one, all kinds. Any other
+ * `…/es/_<endpoint>` or `…/es/<index>/_<endpoint>` is 404 `CS_ROUTE_NOT_FOUND` in Elasticsearch's
+ * error shape.
  *
  * The same checks as the contract's search path: authentication and rate limit (one request of
  * the budget per HTTP request, also for `_msearch`), the DSL allowlist (api/dsl/), `maxSize`, the
@@ -337,6 +339,18 @@ export const esRoutes: FastifyPluginAsyncTypebox<EsRoutesOptions> = async (app, 
           _shards: { total: s.total, successful: s.successful, skipped: s.skipped ?? 0, failed: s.failed },
         });
       },
+    });
+  }
+
+  // Endpoints not served (`_mapping`, `_doc/<id>`, `_cat/…`): 404 in Elasticsearch's error shape
+  // (through the onSend hook), which the clients decode into their usual exception; the app's
+  // not-found answer, in the contract's format, would be an undecodable one for the Java client.
+  for (const url of [`${base}/_*`, `${base}/:index/_*`]) {
+    app.all(url, { schema: { hide: true } }, async (request) => {
+      throw apiError(
+        "CS_ROUTE_NOT_FOUND",
+        `no route ${request.method} ${request.url.split("?")[0]}; the Elasticsearch-compatible endpoints are GET /, _search, _count and _msearch`,
+      );
     });
   }
 

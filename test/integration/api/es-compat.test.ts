@@ -140,6 +140,20 @@ describe.skipIf(!up)("the Elasticsearch-compatible routes as the Java and Go cli
     expect(res.status).toBe(401);
     expect(Object.keys(auth).sort()).toEqual(["error", "status"]);
     expect(auth).toMatchObject({ status: 401, error: { type: "CS_AUTH_REQUIRED", root_cause: [{ type: "CS_AUTH_REQUIRED" }] } });
+    // Endpoints not served (what other client calls reach): 404 in the same shape, so clients decode it.
+    for (const path of ["/tx/_mapping", "/_cat/indices", "/_msearch/template", "/ethereum-ethereum-mainnet-tx/_doc/1"]) {
+      const missing = await call(path);
+      expect(missing.status, path).toBe(404);
+      expect(missing.body, path).toMatchObject({
+        status: 404,
+        error: { type: "CS_ROUTE_NOT_FOUND", root_cause: [{ type: "CS_ROUTE_NOT_FOUND" }] },
+      });
+    }
+    // The contract's own routes keep the contract's error format.
+    const contract = await call("/tx/search/", { body: { query: { script: { script: "1" } } } });
+    expect(contract.status).toBe(400);
+    expect(Object.keys(contract.body).sort()).toEqual(["error", "errors"]);
+    expect(contract.body.error.type).toBeUndefined();
     // An _msearch item's error: the same shape, with its status.
     const m = await call("/_msearch", { body: '{}\n{"query":{"script":{"script":"1"}}}\n', type: "application/x-ndjson" });
     expect(Object.keys(m.body.responses[0]).sort()).toEqual(["error", "status"]);

@@ -2,7 +2,6 @@ package chainsift;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
-import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -279,6 +278,9 @@ class EsClientsTest {
         () -> es.search(s -> s.index("ethereum-ethereum-sepolia-tx"), Tx.class));
     assertEquals(404, index.status());
     assertEquals("CS_UNKNOWN_KIND", index.error().type());
-    assertInstanceOf(ElasticsearchException.class, index);
+
+    ElasticsearchException mapping = assertThrows(ElasticsearchException.class, () -> es.indices().getMapping(m -> m.index("tx")));
+    assertEquals(404, mapping.status());
+    assertEquals("CS_ROUTE_NOT_FOUND", mapping.error().type());
   }
 }
