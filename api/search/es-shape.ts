@@ -1,7 +1,7 @@
 /**
  * The answers of the Elasticsearch-compatible routes (api/routes/es/), in Elasticsearch 8's own
  * shapes, which the official clients (`@elastic/elasticsearch` 8, Python `elasticsearch` 8 and
- * `elasticsearch.dsl`) parse. Pure conversions of the contract's answers:
+ * `elasticsearch.dsl`, Go `go-elasticsearch/v8`, Java `elasticsearch-java` 8) parse. Pure conversions of the contract's answers:
  * - search: `hits.total` is `{value, relation: "eq"}` (exact: searches use `track_total_hits: true`),
  *   or the bare integer with `rest_total_hits_as_int=true`, as in Elasticsearch; hits have no
  *   `_type` nor `_parent` (Elasticsearch 8 has neither), keep `_routing` (the parent hash) and `sort`;

@@ -1,9 +1,11 @@
 /**
  * Elasticsearch-compatible routes, next to the contract's, so that the official Elasticsearch
- * clients (`@elastic/elasticsearch` 8, Python `elasticsearch` 8 and `elasticsearch.dsl`) and tools
+ * clients (`@elastic/elasticsearch` 8, Python `elasticsearch` 8 and `elasticsearch.dsl`, Go
+ * `go-elasticsearch/v8` esapi and typed API, Java `elasticsearch-java` 8) and tools
  * work with `…/<technology>/<blockchain>/<network>/es` as their node URL:
  * - `GET|HEAD /:technology/:blockchain/:network/es/`: the cluster-info shape of the clients'
- *   `info()` and `ping()` (chainsift's name and version);
+ *   `info()` and `ping()` (chainsift's name and version, and every version field of the
+ *   Elasticsearch release claimed, {@link CLAIMED_ES_VERSION});
  * - `POST|GET …/es/_search`, `…/es/:index/_search`: a search, answered in Elasticsearch 8's shape
  *   (api/search/es-shape.ts);
  * - `POST|GET …/es/_count`, `…/es/:index/_count`: `{count, _shards}` of a `query`;
@@ -258,7 +260,8 @@ export const esRoutes: FastifyPluginAsyncTypebox<EsRoutesOptions> = async (app, 
     {
       schema: {
         summary: "Cluster info (the official clients' info() and ping())",
-        description: "chainsift's name and version in Elasticsearch's cluster-info shape; HEAD answers 200 with no body (ping).",
+        description:
+          "chainsift's name and version (tagline) in Elasticsearch's cluster-info shape, with the version fields of the Elasticsearch release whose API is served (8.19.4); HEAD answers 200 with no body (ping).",
         operationId: "esInfo",
         tags,
         params: EsChainParams,
