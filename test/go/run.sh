@@ -8,7 +8,8 @@
 #   exiting with its code (a build failure or a failing test fails the run).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-export PATH="$PWD/node_modules/.bin:$PATH"
+# /usr/local/go/bin: where the official Go distribution installs, for shells whose PATH lacks it.
+export PATH="$PWD/node_modules/.bin:$PATH:/usr/local/go/bin"
 command -v go >/dev/null || { echo "test/go: go is not installed" >&2; exit 1; }
 
 # Build first (downloads the modules once), so the API is only started for a binary that compiles.
