@@ -78,7 +78,11 @@ export const ERROR_CODES = {
       "The request headers exceed the server's header size limit (Node's --max-http-header-size, 16 KiB by default); the connection is closed.",
   },
   CS_BODY_TOO_LARGE: { status: 413, description: "The body exceeds the server's body limit (1 MiB)." },
-  CS_UNSUPPORTED_MEDIA_TYPE: { status: 415, description: "The body's Content-Type is not application/json." },
+  CS_UNSUPPORTED_MEDIA_TYPE: {
+    status: 415,
+    description:
+      "The body's Content-Type is not application/json (or, on the Elasticsearch-compatible routes, another type they take), or a compatible-with major other than 8 or 9.",
+  },
   CS_QUERY_INVALID: {
     status: 400,
     description: "A query clause has a bad shape (wrong type, unknown option, missing value, wrong field type for the clause).",

@@ -1,17 +1,22 @@
 /**
  * The answers of the Elasticsearch-compatible routes (api/routes/es/), in Elasticsearch 8's own
  * shapes, which the official clients (`@elastic/elasticsearch` 8, Python `elasticsearch` 8 and
- * `elasticsearch.dsl`) parse. Pure conversions of the contract's answers:
+ * `elasticsearch.dsl`, Go `go-elasticsearch/v8`, Java `elasticsearch-java` 8) parse. Pure conversions of the contract's answers:
  * - search: `hits.total` is `{value, relation: "eq"}` (exact: searches use `track_total_hits: true`),
  *   or the bare integer with `rest_total_hits_as_int=true`, as in Elasticsearch; hits have no
  *   `_type` nor `_parent` (Elasticsearch 8 has neither), keep `_routing` (the parent hash) and `sort`;
  *   `aggregations` as Elasticsearch returned them;
- * - errors: the contract's error body plus what Elasticsearch's error answers have and the clients
- *   read: `error.type` (our stable code, so the clients' error message is the code),
- *   `error.reason` (the message) and the top-level `status`.
+ * - errors: Elasticsearch's error shape `{"error": {"root_cause": [{type, reason}, …], "type",
+ *   "reason", …}, "status"}`, with our stable code as `type` (so each client's exception carries
+ *   the code: the Java client's `ElasticsearchException.error().type()`, Go's `types.ElasticsearchError`,
+ *   the JS and Python clients' error message), every problem as a root cause, and the contract's
+ *   `code`, `message`, `path` of the first problem kept inside `error`.
  * Source: the response bodies of
  * https://www.elastic.co/guide/en/elasticsearch/reference/8.19/search-search.html and
- * https://www.elastic.co/guide/en/elasticsearch/reference/8.19/common-options.html#common-options-error-options.
+ * https://www.elastic.co/guide/en/elasticsearch/reference/8.19/common-options.html#common-options-error-options,
+ * and the `ErrorResponse` / `ErrorCause` types of github.com/elastic/elasticsearch-specification
+ * (`specification/_types/Base.ts`, `specification/_types/Errors.ts`): `error` and `status` required,
+ * `ErrorCause.type` required, other keys free.
  * @module
  */
 import type { ApiErrorDetail, ErrorBody } from "../errors.js";
@@ -77,23 +82,39 @@ export function toEsSearchResponse(env: HitsEnvelope, totalAsInt = false): EsSea
   return res;
 }
 
-/** An error detail with Elasticsearch's `type` (the code) and `reason` (the message) added. */
-export type EsErrorDetail = ApiErrorDetail & { type: string; reason: string };
+/** One cause of an error as Elasticsearch writes it: `type` (our code) and `reason` (the message), plus the problem's `path`. */
+export interface EsRootCause {
+  /** The stable `CS_` code (Elasticsearch puts an exception name here). */
+  type: string;
+  /** The human-readable message. */
+  reason: string;
+  /** JSON path of the offending part of the request, or null (an extra field, as Elasticsearch adds `index`, `line`, …). */
+  path: string | null;
+}
 
-/** The contract's error body with Elasticsearch's error fields added (see module notes). */
+/** The `error` object: Elasticsearch's `root_cause`, `type`, `reason`, plus the contract's `code`, `message`, `path` of the first problem. */
+export type EsErrorDetail = ApiErrorDetail & EsRootCause & { root_cause: EsRootCause[] };
+
+/** An error answer in Elasticsearch's shape (see module notes). */
 export interface EsErrorBody {
   error: EsErrorDetail;
-  errors: ApiErrorDetail[];
   /** The HTTP status, as Elasticsearch repeats it in its error bodies. */
   status: number;
 }
 
 /**
- * Adds Elasticsearch's error fields to an error body (see module notes); `code`, `message`,
- * `path` and `errors` stay as they are.
+ * Writes the contract's error body in Elasticsearch's error shape (see module notes): every problem
+ * becomes a `root_cause` item `{type: code, reason: message, path}`; `error` is the first one with
+ * `root_cause` and the contract's `code`, `message`, `path`; `status` is the HTTP status. There is
+ * no top-level `errors` array (the Java client cannot decode one next to `error`).
  * @param body - the contract's error body (api/errors.ts `errorBody`).
  * @param status - the HTTP status of the answer.
  */
 export function toEsErrorBody(body: ErrorBody, status: number): EsErrorBody {
-  return { error: { ...body.error, type: body.error.code, reason: body.error.message }, errors: body.errors, status };
+  const cause = (d: ApiErrorDetail): EsRootCause => ({ type: d.code, reason: d.message, path: d.path });
+  const first = body.error;
+  return {
+    error: { root_cause: body.errors.map(cause), ...cause(first), code: first.code, message: first.message },
+    status,
+  };
 }

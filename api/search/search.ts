@@ -33,6 +33,16 @@ export interface SearchTarget {
   chain?: ChainId;
 }
 
+/** Options of {@link buildSearchRequest} and {@link runSearch}. */
+export interface SearchOptions {
+  /**
+   * Ask Elasticsearch for `typed_keys`: each aggregation result keyed `<type>#<name>` at every
+   * level (`sterms#by_to`, `histogram#per_block`, `sum#gas`), the type being the name of
+   * Elasticsearch's internal result class. Default false (plain names, as the contract path answers).
+   */
+  typedKeys?: boolean;
+}
+
 const LONG_MAX = 2n ** 63n - 1n;
 const LONG_MIN = -(2n ** 63n);
 
@@ -81,9 +91,15 @@ export function requestOptions(requestTimeoutMs: number): TransportRequestOption
  * aggregations, `_source` includes (exactly the requested paths), `docvalue_fields` with the
  * kinds' parent fields ({@link parentFields}, for `_routing`/`_parent`), `track_total_hits: true`,
  * `timeout: "<ms>ms"`, and `ignore_unavailable` so that a kind whose index does not exist yet
- * answers with no hits instead of an error.
+ * answers with no hits instead of an error. With `options.typedKeys`, `typed_keys: true`: Elasticsearch
+ * keys every aggregation result `<type>#<name>` (the Elasticsearch-compatible routes' `?typed_keys`).
  */
-export function buildSearchRequest(plan: SearchPlan, target: SearchTarget, requestTimeoutMs: number): estypes.SearchRequest {
+export function buildSearchRequest(
+  plan: SearchPlan,
+  target: SearchTarget,
+  requestTimeoutMs: number,
+  options: SearchOptions = {},
+): estypes.SearchRequest {
   const req: estypes.SearchRequest = {
     index: target.indices,
     size: Math.max(plan.size, 0),
@@ -97,6 +113,7 @@ export function buildSearchRequest(plan: SearchPlan, target: SearchTarget, reque
   if (plan.searchAfter) req.search_after = esSearchAfter(plan.searchAfter);
   if (plan.aggs) req.aggs = plan.aggs as Record<string, estypes.AggregationsAggregationContainer>;
   if (plan.source && plan.source.length > 0) req._source = [...plan.source];
+  if (options.typedKeys && plan.aggs) req.typed_keys = true;
   const parents = parentFields(target.kinds);
   if (parents.length > 0) req.docvalue_fields = parents;
   return req;
@@ -109,8 +126,14 @@ export function buildSearchRequest(plan: SearchPlan, target: SearchTarget, reque
  * error handler maps to CS_QUERY_REJECTED / CS_BACKEND_UNAVAILABLE / CS_INTERNAL; `ApiError`
  * CS_AGG_TOO_MANY_BUCKETS from {@link checkBucketCap}.
  */
-export async function runSearch(es: Client, plan: SearchPlan, target: SearchTarget, requestTimeoutMs: number): Promise<HitsEnvelope> {
-  const res = await es.search(buildSearchRequest(plan, target, requestTimeoutMs), requestOptions(requestTimeoutMs));
+export async function runSearch(
+  es: Client,
+  plan: SearchPlan,
+  target: SearchTarget,
+  requestTimeoutMs: number,
+  options: SearchOptions = {},
+): Promise<HitsEnvelope> {
+  const res = await es.search(buildSearchRequest(plan, target, requestTimeoutMs, options), requestOptions(requestTimeoutMs));
   checkBucketCap(res.aggregations);
   return shapeEnvelope(res, shapeOptions(plan));
 }

@@ -4,8 +4,8 @@
 # `npm run stack -- up`, as `npm test` leaves it in .ci/run).
 # - creates the venv test/python/.venv (gitignored) and pip-installs test/python/requirements.txt
 #   (pinned versions);
-# - starts the API with indexed fixtures (test/python/serve.ts, plain node + tsx, no vitest) and
-#   waits for it (60 s at most);
+# - starts the API with indexed fixtures (test/python/serve.ts, plain node + tsx, no vitest,
+#   through test/support/fixture-api.sh) and waits for it (60 s at most);
 # - runs pytest on test/python and exits with pytest's code (5, no test collected, fails too);
 #   the API it started (and only that pid) is stopped on exit, which deletes its indices and keys.
 set -euo pipefail
@@ -18,32 +18,8 @@ if [[ ! -x "$venv/bin/python" ]]; then
 fi
 "$venv/bin/python" -m pip install --quiet --disable-pip-version-check -r test/python/requirements.txt
 
-work="$(mktemp -d -t chainsift-python-XXXXXX)"
-info="$work/info.json"
-node --import tsx test/python/serve.ts "$info" >"$work/api.log" 2>&1 &
-api_pid=$!
-stop_api() {
-  kill -TERM "$api_pid" 2>/dev/null || true
-  wait "$api_pid" 2>/dev/null || true
-  rm -rf "$work"
-}
-trap stop_api EXIT
-
-for _ in $(seq 1 120); do
-  [[ -s "$info" ]] && break
-  if ! kill -0 "$api_pid" 2>/dev/null; then
-    echo "test/python: the API did not start:" >&2
-    cat "$work/api.log" >&2
-    exit 1
-  fi
-  sleep 0.5
-done
-if [[ ! -s "$info" ]]; then
-  echo "test/python: the API did not start within 60 s" >&2
-  cat "$work/api.log" >&2
-  exit 1
-fi
+source test/support/fixture-api.sh python
 
 status=0
-CHAINSIFT_PY_INFO="$info" "$venv/bin/python" -m pytest -q -p no:cacheprovider test/python || status=$?
+CHAINSIFT_PY_INFO="$CHAINSIFT_FIXTURE_INFO" "$venv/bin/python" -m pytest -q -p no:cacheprovider test/python || status=$?
 exit "$status"

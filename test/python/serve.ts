@@ -1,5 +1,6 @@
 /**
- * The API the Python suite (test/python/run.sh) talks to, without vitest: indexes the search
+ * The API the client suites (test/python, test/go, test/java run.sh, through
+ * test/support/fixture-api.sh) talk to, without vitest: indexes the search
  * fixtures (test/integration/api/fixtures.ts) into the real Elasticsearch under a unique index
  * prefix, starts the API on 127.0.0.1 (a random port) with a unique Redis key prefix and a token of
  * its own, and writes `{url, token, records}` as JSON to the file named by its first argument once

@@ -1,24 +1,33 @@
 /**
  * Elasticsearch-compatible routes, next to the contract's, so that the official Elasticsearch
- * clients (`@elastic/elasticsearch` 8, Python `elasticsearch` 8 and `elasticsearch.dsl`) and tools
+ * clients (`@elastic/elasticsearch` 8, Python `elasticsearch` 8 and `elasticsearch.dsl`, Go
+ * `go-elasticsearch/v8` esapi and typed API, Java `elasticsearch-java` 8) and tools
  * work with `…/<technology>/<blockchain>/<network>/es` as their node URL:
  * - `GET|HEAD /:technology/:blockchain/:network/es/`: the cluster-info shape of the clients'
- *   `info()` and `ping()` (chainsift's name and version);
+ *   `info()` and `ping()` (chainsift's name and version, and every version field of the
+ *   Elasticsearch release claimed, {@link CLAIMED_ES_VERSION});
  * - `POST|GET …/es/_search`, `…/es/:index/_search`: a search, answered in Elasticsearch 8's shape
  *   (api/search/es-shape.ts);
  * - `POST|GET …/es/_count`, `…/es/:index/_count`: `{count, _shards}` of a `query`;
  * - `POST|GET …/es/_msearch`, `…/es/:index/_msearch`: up to {@link MSEARCH_MAX_SEARCHES} searches in
- *   one NDJSON body (`application/x-ndjson` or `application/vnd.elasticsearch+x-ndjson`).
- * `:index` is an index expression (api/routes/es/indices.ts); without one, all kinds.
+ *   one NDJSON body, sent as any of {@link MSEARCH_TYPES} (the Go client's esapi sends
+ *   `application/json`, the Java client `application/vnd.elasticsearch+json; compatible-with=8`);
+ *   another media type is 415 before the body is read.
+ * `:index` is an index expression (api/routes/es/indices.ts); without one, all kinds. Any other
+ * `…/es/_<endpoint>` or `…/es/<index>/_<endpoint>` is 404 `CS_ROUTE_NOT_FOUND` in Elasticsearch's
+ * error shape.
  *
  * The same checks as the contract's search path: authentication and rate limit (one request of
  * the budget per HTTP request, also for `_msearch`), the DSL allowlist (api/dsl/), `maxSize`, the
  * body limit. Differences, on these routes only: `size: -1` is refused (streaming is the contract
- * path's), `from: 0` is accepted and dropped (elasticsearch.dsl sends it for `s[:n]`), a GET with
- * a body is refused (Fastify does not read GET bodies: the query would be dropped silently), and
- * unknown query-string parameters are refused. Every answer carries `X-Elastic-Product:
- * Elasticsearch` (the clients refuse 2xx answers without it); error answers carry Elasticsearch's
- * `error.type` (= our code), `error.reason` and `status` besides the contract's fields.
+ * path's), `from: 0` and `track_total_hits: true` are accepted and dropped (elasticsearch.dsl sends
+ * `from: 0` for `s[:n]`; totals are always exact), a GET with a body is refused (Fastify does not
+ * read GET bodies: the query would be dropped silently), and unknown query-string parameters are
+ * refused; `typed_keys` is honoured (aggregation keys `<type>#<name>`, which the Java and Go typed
+ * clients require; Elasticsearch itself names them). `compatible-with` majors other than
+ * {@link COMPATIBLE_MAJORS} (Content-Type or Accept) are 415. Every answer carries `X-Elastic-Product:
+ * Elasticsearch` (the clients refuse 2xx answers without it); error answers are in Elasticsearch's
+ * error shape (api/search/es-shape.ts `toEsErrorBody`).
  * @module
  */
 import type { estypes } from "@elastic/elasticsearch";
@@ -53,8 +62,57 @@ export const MSEARCH_MAX_SEARCHES = 10;
 /** The header the official clients require on every 2xx answer, and its value. */
 export const PRODUCT_HEADER = ["x-elastic-product", "Elasticsearch"] as const;
 
-/** NDJSON media types of `_msearch` (the clients send the second). */
+/** NDJSON media types of `_msearch`. */
 export const NDJSON_TYPES = ["application/x-ndjson", "application/vnd.elasticsearch+x-ndjson"];
+
+/**
+ * Every media type an `_msearch` body may have: NDJSON, and the JSON types the official clients
+ * send for it (Go esapi: `application/json`; Java: `application/vnd.elasticsearch+json`), any
+ * parameters (`compatible-with`, `charset`) allowed. The body is read as text, whatever the type.
+ */
+export const MSEARCH_TYPES = [...NDJSON_TYPES, "application/json", "application/vnd.elasticsearch+json"];
+
+/**
+ * The majors of `compatible-with=<major>` (Content-Type, Accept) served: 8 (the 8.x clients) and 9
+ * (the 9.x clients; the requests and answers of these routes are the same in both). Elasticsearch
+ * 8.19 itself takes 7 and 8; 7 (REST compatibility with 7.x: `_type`, integer totals) is not served.
+ */
+export const COMPATIBLE_MAJORS = ["8", "9"] as const;
+
+/**
+ * The Elasticsearch version the cluster-info route claims, with the build facts of its release:
+ * 8.19.4, the version the stack runs (scripts/stack.sh), read from its `GET /_nodes/_local`
+ * (build_hash, build_type) and its jar's manifest (`Build-Date`, `X-Compile-Lucene-Version`); the
+ * compatibility versions are those every 8.x release reports (wire 7.17.0, index 7.0.0).
+ */
+export const CLAIMED_ES_VERSION = {
+  number: "8.19.4",
+  build_flavor: "default",
+  build_type: "tar",
+  build_hash: "aa0a7826e719b392e7782716b323c4fb8fa3b392",
+  build_date: "2025-09-16T22:06:03.940754111Z",
+  build_snapshot: false,
+  lucene_version: "9.12.2",
+  minimum_wire_compatibility_version: "7.17.0",
+  minimum_index_compatibility_version: "7.0.0",
+} as const;
+
+const COMPATIBLE_WITH = /compatible-with\s*=\s*"?([^";,\s]*)/i;
+
+/**
+ * Refuses a `compatible-with` major outside {@link COMPATIBLE_MAJORS} in a Content-Type or Accept header.
+ * @throws {ApiError} 415 CS_UNSUPPORTED_MEDIA_TYPE.
+ */
+export function checkCompatibleWith(headers: { "content-type"?: string | undefined; accept?: string | undefined }): void {
+  for (const name of ["content-type", "accept"] as const) {
+    const major = COMPATIBLE_WITH.exec(headers[name] ?? "")?.[1];
+    if (major !== undefined && !(COMPATIBLE_MAJORS as readonly string[]).includes(major))
+      throw apiError(
+        "CS_UNSUPPORTED_MEDIA_TYPE",
+        `${name} compatible-with=${major} is not served; use compatible-with=${COMPATIBLE_MAJORS.join(" or ")} (an 8.x or 9.x client)`,
+      );
+  }
+}
 
 /** Options of {@link esRoutes}. */
 export interface EsRoutesOptions {
@@ -69,19 +127,33 @@ export interface EsRoutesOptions {
 }
 
 type ChainPath = { technology: string; blockchain: string; network: string; index?: string };
-type Query = { rest_total_hits_as_int?: string };
+/** What the query string asks of a search answer. */
+interface SearchFlags {
+  /** `rest_total_hits_as_int=true`: `hits.total` as an integer. */
+  totalAsInt: boolean;
+  /** `typed_keys=true`: aggregation keys `<type>#<name>`. */
+  typedKeys: boolean;
+}
+
+type Query = { rest_total_hits_as_int?: string; typed_keys?: string; track_total_hits?: string };
 
 /** Whether a query-string flag is set (`?flag`, `?flag=true`). */
 const isSet = (v: string | undefined): boolean => v === "" || v === "true";
 
 /**
- * `from: 0` dropped (an offset of zero is no offset; elasticsearch.dsl sends it for `s[:n]`);
- * every other `from` stays and is refused by the validator.
+ * A search body without the keys that change nothing here: `from: 0` (an offset of zero is no
+ * offset; elasticsearch.dsl sends it for `s[:n]`) and `track_total_hits: true` (totals are always
+ * exact). Any other `from` stays and is refused by the validator; any other `track_total_hits`
+ * (false, a number: a total that is not exact) is refused here.
+ * @throws {ApiError} 400 CS_BODY_INVALID for a `track_total_hits` other than true.
  */
-export function withoutZeroFrom(body: unknown): unknown {
-  if (!isJsonObject(body) || body.from !== 0) return body;
-  const { from: _from, ...rest } = body;
-  return rest;
+export function withoutNoOps(body: unknown): unknown {
+  if (!isJsonObject(body)) return body;
+  if (body.track_total_hits !== undefined && body.track_total_hits !== true)
+    throw apiError("CS_BODY_INVALID", "track_total_hits takes only true: totals are always exact", "track_total_hits");
+  if (body.from !== 0 && body.track_total_hits === undefined) return body;
+  const { from, track_total_hits: _t, ...rest } = body;
+  return from === 0 || from === undefined ? rest : { from, ...rest };
 }
 
 /**
@@ -122,14 +194,15 @@ export const esRoutes: FastifyPluginAsyncTypebox<EsRoutesOptions> = async (app, 
   const timeoutMs = config.elasticsearch.requestTimeoutMs;
   const tags = ["elasticsearch"];
 
-  app.addContentTypeParser(NDJSON_TYPES, { parseAs: "string" }, (_request, body, done) => done(null, body));
+  // Before the body is read: a compatible-with major that is not served is 415 whatever the route.
+  app.addHook("preParsing", async (request) => checkCompatibleWith(request.headers));
   app.addHook("preValidation", requireObjectBody);
   app.addHook("onSend", async (_request, reply, payload) => {
     reply.header(PRODUCT_HEADER[0], PRODUCT_HEADER[1]);
     if (reply.statusCode < 400 || typeof payload !== "string") return payload;
     try {
       const body = JSON.parse(payload) as ErrorBody;
-      if (typeof body?.error?.code === "string") return JSON.stringify(toEsErrorBody(body, reply.statusCode));
+      if (typeof body?.error?.code === "string" && Array.isArray(body.errors)) return JSON.stringify(toEsErrorBody(body, reply.statusCode));
     } catch {
       // not our error body: send as is
     }
@@ -145,8 +218,15 @@ export const esRoutes: FastifyPluginAsyncTypebox<EsRoutesOptions> = async (app, 
     return t;
   };
 
-  const search = async (t: SearchTarget, rawBody: unknown, totalAsInt: boolean): Promise<EsSearchResponse> => {
-    const checked = validateSearchBody(withoutZeroFrom(rawBody), { kinds: t.kinds, maxSize: config.api.maxSize });
+  /** Flags of the query string that shape a search answer. */
+  const answerFlags = (query: Query): SearchFlags => {
+    if (query.track_total_hits !== undefined && !isSet(query.track_total_hits))
+      throw apiError("CS_BAD_REQUEST", "track_total_hits takes only true: totals are always exact", "querystring.track_total_hits");
+    return { totalAsInt: isSet(query.rest_total_hits_as_int), typedKeys: isSet(query.typed_keys) };
+  };
+
+  const search = async (t: SearchTarget, rawBody: unknown, flags: SearchFlags): Promise<EsSearchResponse> => {
+    const checked = validateSearchBody(withoutNoOps(rawBody), { kinds: t.kinds, maxSize: config.api.maxSize });
     if (!checked.ok) throw new ApiError(checked.errors);
     if (checked.value.size === -1)
       throw apiError(
@@ -154,9 +234,9 @@ export const esRoutes: FastifyPluginAsyncTypebox<EsRoutesOptions> = async (app, 
         "size -1 (every match, streamed) is only on the contract's path …/es/<kinds>/search/; here page with sort + search_after",
         "size",
       );
-    const env = await runSearch(app.es, checked.value, t, timeoutMs);
+    const env = await runSearch(app.es, checked.value, t, timeoutMs, { typedKeys: flags.typedKeys });
     onHits?.(t, env.hits.hits.length, "parsed");
-    return toEsSearchResponse(env, totalAsInt);
+    return toEsSearchResponse(env, flags.totalAsInt);
   };
 
   const json = (reply: FastifyReply, body: unknown) => reply.type("application/json; charset=utf-8").send(body as never);
@@ -180,7 +260,8 @@ export const esRoutes: FastifyPluginAsyncTypebox<EsRoutesOptions> = async (app, 
     {
       schema: {
         summary: "Cluster info (the official clients' info() and ping())",
-        description: "chainsift's name and version in Elasticsearch's cluster-info shape; HEAD answers 200 with no body (ping).",
+        description:
+          "chainsift's name and version (tagline) in Elasticsearch's cluster-info shape, with the version fields of the Elasticsearch release whose API is served (8.19.4); HEAD answers 200 with no body (ping).",
         operationId: "esInfo",
         tags,
         params: EsChainParams,
@@ -193,8 +274,8 @@ export const esRoutes: FastifyPluginAsyncTypebox<EsRoutesOptions> = async (app, 
         name: "chainsift",
         cluster_name: `chainsift ${chainLabel(chain)}`,
         cluster_uuid: "_na_",
-        version: { number: version, build_flavor: "default", distribution: "chainsift" },
-        tagline: "chainsift: search EVM chain data with the Elasticsearch query DSL",
+        version: CLAIMED_ES_VERSION,
+        tagline: `chainsift ${version}: search EVM chain data with the Elasticsearch query DSL`,
       });
     },
   );
@@ -218,10 +299,10 @@ export const esRoutes: FastifyPluginAsyncTypebox<EsRoutesOptions> = async (app, 
       preValidation: async (request) => {
         fixedIndex(url, request);
         target(request);
-        request.body = withoutZeroFrom(request.body ?? {}) as typeof request.body;
+        request.body = withoutNoOps(request.body ?? {}) as typeof request.body;
       },
       handler: async (request, reply) => {
-        const res = await search(target(request), request.body, isSet((request.query as Query).rest_total_hits_as_int));
+        const res = await search(target(request), request.body, answerFlags(request.query as Query));
         return json(reply, res);
       },
     });
@@ -264,45 +345,61 @@ export const esRoutes: FastifyPluginAsyncTypebox<EsRoutesOptions> = async (app, 
     });
   }
 
-  for (const { method, url, params, doc } of urls("_msearch", "esMsearch").filter((u) => u.method === "POST")) {
-    app.route({
-      method,
-      url,
-      schema: {
-        summary: `Several searches in one request (NDJSON, at most ${MSEARCH_MAX_SEARCHES})`,
-        description:
-          "Header lines take only index (an index expression of the path's chain); each search is checked and answered on its own (status per response).",
-        ...doc,
-        tags,
-        params,
-        querystring: EsQuerystring,
-        response: { 200: EsMsearchResponseSchema, ...ES_ERROR_RESPONSES },
-      },
-      preValidation: async (request) => {
-        fixedIndex(url, request);
-        target(request);
-        if (typeof request.body !== "string")
-          throw apiError("CS_UNSUPPORTED_MEDIA_TYPE", `send the _msearch body as Content-Type: ${NDJSON_TYPES.join(" or ")}`);
-      },
-      handler: async (request, reply) => {
-        const started = Date.now();
-        const searches = parseMsearch(request.body as string);
-        const totalAsInt = isSet((request.query as Query).rest_total_hits_as_int);
-        const path = request.params as ChainPath;
-        const responses: unknown[] = [];
-        // One after the other: an _msearch costs Elasticsearch no more at once than a search.
-        for (const s of searches) {
-          try {
-            const t = resolveIndexTarget(chains, prefix, { ...path, index: s.index ?? path.index });
-            responses.push({ ...(await search(t, s.body, totalAsInt)), status: 200 });
-          } catch (err) {
-            const mapped = mapError(err);
-            if (mapped.unexpected) request.log.warn({ err }, "_msearch item failed");
-            responses.push(toEsErrorBody(errorBody(mapped.details), mapped.status));
-          }
-        }
-        return json(reply, { took: Date.now() - started, responses });
-      },
+  // Endpoints not served (`_mapping`, `_doc/<id>`, `_cat/…`): 404 in Elasticsearch's error shape
+  // (through the onSend hook), which the clients decode into their usual exception; the app's
+  // not-found answer, in the contract's format, would be an undecodable one for the Java client.
+  for (const url of [`${base}/_*`, `${base}/:index/_*`]) {
+    app.all(url, { schema: { hide: true } }, async (request) => {
+      throw apiError(
+        "CS_ROUTE_NOT_FOUND",
+        `no route ${request.method} ${request.url.split("?")[0]}; the Elasticsearch-compatible endpoints are GET /, _search, _count and _msearch`,
+      );
     });
   }
+
+  // _msearch in a scope of its own: every media type it takes is read as text, never as JSON
+  // (NDJSON is not JSON); a media type without a parser is 415 before the body is read.
+  await app.register(async (scope) => {
+    scope.removeAllContentTypeParsers();
+    scope.addContentTypeParser(MSEARCH_TYPES, { parseAs: "string" }, (_request, body, done) => done(null, body));
+    for (const { method, url, params, doc } of urls("_msearch", "esMsearch").filter((u) => u.method === "POST")) {
+      scope.route({
+        method,
+        url,
+        schema: {
+          summary: `Several searches in one request (NDJSON, at most ${MSEARCH_MAX_SEARCHES})`,
+          description:
+            "Header lines take only index (an index expression of the path's chain); each search is checked and answered on its own (status per response).",
+          ...doc,
+          tags,
+          params,
+          querystring: EsQuerystring,
+          response: { 200: EsMsearchResponseSchema, ...ES_ERROR_RESPONSES },
+        },
+        preValidation: async (request) => {
+          fixedIndex(url, request);
+          target(request);
+        },
+        handler: async (request, reply) => {
+          const started = Date.now();
+          const flags = answerFlags(request.query as Query);
+          const searches = parseMsearch(typeof request.body === "string" ? request.body : "");
+          const path = request.params as ChainPath;
+          const responses: unknown[] = [];
+          // One after the other: an _msearch costs Elasticsearch no more at once than a search.
+          for (const s of searches) {
+            try {
+              const t = resolveIndexTarget(chains, prefix, { ...path, index: s.index ?? path.index });
+              responses.push({ ...(await search(t, s.body, flags)), status: 200 });
+            } catch (err) {
+              const mapped = mapError(err);
+              if (mapped.unexpected) request.log.warn({ err }, "_msearch item failed");
+              responses.push(toEsErrorBody(errorBody(mapped.details), mapped.status));
+            }
+          }
+          return json(reply, { took: Date.now() - started, responses });
+        },
+      });
+    }
+  });
 };

@@ -37,6 +37,8 @@ const flag = (description: string) => Type.Optional(Type.String({ description })
 export const EsQuerystring = Type.Object(
   {
     rest_total_hits_as_int: flag("true: hits.total as an integer instead of {value, relation}"),
+    typed_keys: flag("true: aggregation results keyed <type>#<name> (sterms#by_to), as the Java and Go typed clients read them"),
+    track_total_hits: flag("Only true (totals are always exact); accepted and ignored"),
     pretty: flag("Accepted and ignored"),
     human: flag("Accepted and ignored"),
     error_trace: flag("Accepted and ignored (stack traces are never returned)"),
@@ -88,18 +90,28 @@ export const EsCountResponseSchema = Type.Object(
   component("EsCountResponse"),
 );
 
+const EsRootCause = Type.Object(
+  {
+    type: Type.String({ description: "The error code, e.g. CS_QUERY_UNSUPPORTED_CLAUSE" }),
+    reason: Type.String({ description: "Human-readable explanation (not stable)" }),
+    path: Type.Union([Type.String(), Type.Null()], { description: "JSON path of the offending part of the request, or null" }),
+  },
+  component("EsRootCause"),
+);
+
 /** The error body on the Elasticsearch-compatible routes (documentation only). */
 export const EsErrorBodySchema = Type.Object(
   {
     error: Type.Intersect([
       ErrorDetailSchema,
-      Type.Object({ type: Type.String({ description: "Same as code" }), reason: Type.String({ description: "Same as message" }) }),
+      EsRootCause,
+      Type.Object({ root_cause: Type.Array(EsRootCause, { description: "Every problem found (the first is error itself)" }) }),
     ]),
-    errors: Type.Array(ErrorDetailSchema),
     status: Type.Integer({ description: "The HTTP status" }),
   },
   {
-    description: "The contract's error body plus Elasticsearch's error.type (the code), error.reason and status",
+    description:
+      "Elasticsearch's error shape: error.type is the code (also error.code), error.reason the message, error.root_cause every problem; status the HTTP status",
     ...component("EsErrorBody"),
   },
 );
@@ -121,12 +133,21 @@ export const EsInfoSchema = Type.Object(
     name: Type.String({ description: "chainsift" }),
     cluster_name: Type.String({ description: "chainsift and the chain, e.g. chainsift ethereum/ethereum/mainnet" }),
     cluster_uuid: Type.String(),
-    version: Type.Object({
-      number: Type.String({ description: "chainsift's version (not an Elasticsearch version)" }),
-      build_flavor: Type.String(),
-      distribution: Type.String({ description: "chainsift" }),
-    }),
-    tagline: Type.String(),
+    version: Type.Object(
+      {
+        number: Type.String({ description: "The Elasticsearch version whose API is served: 8.19.4" }),
+        build_flavor: Type.String(),
+        build_type: Type.String(),
+        build_hash: Type.String(),
+        build_date: Type.String(),
+        build_snapshot: Type.Boolean(),
+        lucene_version: Type.String(),
+        minimum_wire_compatibility_version: Type.String(),
+        minimum_index_compatibility_version: Type.String(),
+      },
+      { description: "The Elasticsearch release claimed (its build facts), as the Java client requires every field" },
+    ),
+    tagline: Type.String({ description: "chainsift's version and purpose" }),
   },
   component("EsInfo"),
 );

@@ -12,6 +12,7 @@ import { Client, errors } from "@elastic/elasticsearch";
 import type { FastifyInstance } from "fastify";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildApi } from "../../../api/app.js";
+import { CLAIMED_ES_VERSION } from "../../../api/routes/es/index.js";
 import { indexName } from "../../../es/mappings.js";
 import { loadConfig } from "../../../lib/config.js";
 import type { Quantity } from "../../../lib/records.js";
@@ -38,7 +39,7 @@ const { id: ID, indexPrefix: PREFIX, token: TOKEN, config } = isolatedApi(base, 
 
 /** The `_id`s of a search answer, sorted. */
 const ids = (res: { hits: { hits: Array<{ _id?: string | null }> } }): string[] => res.hits.hits.map((h) => h._id ?? "").sort();
-/** The error code the client surfaces for a refused request. */
+/** The status, first line of the message and error code the client surfaces for a refused request. */
 async function refusal(p: Promise<unknown>): Promise<{ status: number | undefined; message: string; code: unknown }> {
   const err = await p.then(
     () => undefined,
@@ -46,7 +47,9 @@ async function refusal(p: Promise<unknown>): Promise<{ status: number | undefine
   );
   expect(err).toBeInstanceOf(errors.ResponseError);
   const e = err as InstanceType<typeof errors.ResponseError>;
-  return { status: e.statusCode, message: e.message, code: (e.body as { error?: { code?: unknown } }).error?.code };
+  // The message is the type (our code), then the root causes ("\tRoot causes:\n\t\t<type>: <reason>"), as for Elasticsearch.
+  expect(e.message).toContain(`\tRoot causes:\n\t\t${(e.body as { error: { type: string } }).error.type}: `);
+  return { status: e.statusCode, message: e.message.split("\n")[0] ?? "", code: (e.body as { error?: { code?: unknown } }).error?.code };
 }
 
 describe.skipIf(!up)("the official @elastic/elasticsearch 8 client against the API", () => {
@@ -77,7 +80,8 @@ describe.skipIf(!up)("the official @elastic/elasticsearch 8 client against the A
   it("info() answers chainsift's name and version; ping() is true; a wrong token is refused with the client's 401", async () => {
     const info = await client.info();
     expect(info.name).toBe("chainsift");
-    expect(info.version.number).toBe(pkg.version);
+    expect(info.version.number).toBe(CLAIMED_ES_VERSION.number);
+    expect(info.tagline).toContain(pkg.version);
     expect(info.cluster_name).toBe("chainsift ethereum/ethereum/mainnet");
     expect(await client.ping()).toBe(true);
     const stranger = new Client({ node: `${apiUrl}/ethereum/ethereum/mainnet/es`, auth: { bearer: "wrong" } });

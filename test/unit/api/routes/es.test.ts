@@ -4,7 +4,7 @@
  */
 import { describe, expect, it } from "vitest";
 import { ApiError, errorBody } from "../../../../api/errors.js";
-import { MSEARCH_MAX_SEARCHES, parseMsearch, withoutZeroFrom } from "../../../../api/routes/es/index.js";
+import { MSEARCH_MAX_SEARCHES, parseMsearch, withoutNoOps } from "../../../../api/routes/es/index.js";
 import { kindsOfIndexExpression } from "../../../../api/routes/es/indices.js";
 import type { HitsEnvelope } from "../../../../api/search/envelope.js";
 import { toEsErrorBody, toEsSearchResponse } from "../../../../api/search/es-shape.js";
@@ -60,10 +60,14 @@ describe("parseMsearch", () => {
   });
 });
 
-it("withoutZeroFrom drops from: 0 only", () => {
-  expect(withoutZeroFrom({ from: 0, size: 3 })).toEqual({ size: 3 });
-  expect(withoutZeroFrom({ from: 5 })).toEqual({ from: 5 });
-  expect(withoutZeroFrom(undefined)).toBeUndefined();
+it("withoutNoOps drops from: 0 and track_total_hits: true only; refuses other track_total_hits", () => {
+  expect(withoutNoOps({ from: 0, size: 3 })).toEqual({ size: 3 });
+  expect(withoutNoOps({ from: 5 })).toEqual({ from: 5 });
+  expect(withoutNoOps({ from: 5, track_total_hits: true, size: 1 })).toEqual({ from: 5, size: 1 });
+  expect(withoutNoOps({ from: 0, track_total_hits: true })).toEqual({});
+  expect(() => withoutNoOps({ track_total_hits: 10 })).toThrow(/track_total_hits takes only true/);
+  expect(() => withoutNoOps({ track_total_hits: false })).toThrow(/track_total_hits takes only true/);
+  expect(withoutNoOps(undefined)).toBeUndefined();
 });
 
 describe("Elasticsearch 8 shapes", () => {
@@ -91,11 +95,23 @@ describe("Elasticsearch 8 shapes", () => {
     expect(toEsSearchResponse(env, true).hits.total).toBe(2);
   });
 
-  it("errors: type = code, reason = message, and status", () => {
-    const body = errorBody([{ code: "CS_QUERY_TOO_DEEP", message: "too deep", path: "query" }]);
+  it("errors: Elasticsearch's shape, type = code, reason = message, every problem a root cause, and status", () => {
+    const body = errorBody([
+      { code: "CS_QUERY_TOO_DEEP", message: "too deep", path: "query" },
+      { code: "CS_SIZE_INVALID", message: "bad size", path: "size" },
+    ]);
     expect(toEsErrorBody(body, 400)).toEqual({
-      error: { code: "CS_QUERY_TOO_DEEP", message: "too deep", path: "query", type: "CS_QUERY_TOO_DEEP", reason: "too deep" },
-      errors: body.errors,
+      error: {
+        root_cause: [
+          { type: "CS_QUERY_TOO_DEEP", reason: "too deep", path: "query" },
+          { type: "CS_SIZE_INVALID", reason: "bad size", path: "size" },
+        ],
+        type: "CS_QUERY_TOO_DEEP",
+        reason: "too deep",
+        path: "query",
+        code: "CS_QUERY_TOO_DEEP",
+        message: "too deep",
+      },
       status: 400,
     });
   });

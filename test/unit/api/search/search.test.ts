@@ -28,6 +28,13 @@ describe("buildSearchRequest", () => {
     });
     expect(buildSearchRequest({ size: 10 }, target, 1000)).not.toHaveProperty("search_after");
   });
+
+  it("asks for typed_keys only when told and when there are aggregations", () => {
+    const aggs = { n: { cardinality: { field: "from" } } };
+    expect(buildSearchRequest({ size: 0, aggs }, target, 1000, { typedKeys: true }).typed_keys).toBe(true);
+    expect(buildSearchRequest({ size: 0, aggs }, target, 1000)).not.toHaveProperty("typed_keys");
+    expect(buildSearchRequest({ size: 3 }, target, 1000, { typedKeys: true })).not.toHaveProperty("typed_keys");
+  });
 });
 
 describe("esSearchAfter", () => {
