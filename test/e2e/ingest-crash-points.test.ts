@@ -154,6 +154,8 @@ describe.skipIf(!up.ok)("crash points inside the follower: a SIGKILL at any step
   it("backfill-chunk: a backfill killed after producing a chunk and before its progress re-reads it and completes", async () => {
     const started = Date.now();
     const progressKey = key("backfill:0-7");
+    // A backfill produces final blocks only; anvil calls head - 64 finalized.
+    await rpc("anvil_mine", ["0x48"]);
     const crashing = await startIngest({ CHAINSIFT_TEST_CRASH_POINT: "backfill-chunk", CHAINSIFT_INGEST_CONCURRENCY: "4" }, [
       "--from",
       "0",
