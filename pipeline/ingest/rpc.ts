@@ -734,10 +734,12 @@ export function createRpcSource(opts: RpcSourceOptions): RpcSource {
       }
       inflight.delete(r.ep);
       if (r.ok) {
-        if (r.value !== null || atLeast === undefined || !nullFailover) return r.value;
+        if (r.value !== null || !nullFailover) return r.value;
         nullAnswer = { value: r.value };
         if (inflight.size > 0) continue; // another endpoint is still on it
-        const next = ranked(tried, atLeast).find((e) => available(e) && e.head !== null && e.head >= atLeast);
+        // By height: only an endpoint whose head covers it may know better. Without one (a read by hash):
+        // any other available endpoint.
+        const next = ranked(tried, atLeast).find((e) => available(e) && (atLeast === undefined || (e.head !== null && e.head >= atLeast)));
         if (!next) return r.value;
         metrics?.failovers.inc({ endpoint: r.ep.label, reason: "null_block" });
         start(next);
@@ -797,6 +799,13 @@ export function createRpcSource(opts: RpcSourceOptions): RpcSource {
     },
     finalizedNumber: () => onEndpoints(async (s) => (await s.finalizedNumber?.()) ?? null),
     blockHash: (number) => onEndpoints((s) => s.blockHash(number), number, { hedge: true }),
+    // By number: ranked and failed over like a block read. By hash: a backend that has not seen the block
+    // answers null, so the other endpoints are asked too before null is believed.
+    blockHeader: (id) =>
+      onEndpoints(async (s) => (await s.blockHeader?.(id)) ?? null, typeof id === "number" ? id : undefined, {
+        hedge: true,
+        nullFailover: true,
+      }),
     fetchBlock: (number) => onEndpoints((s) => s.fetchBlock(number), number, { hedge: true }),
     // null traces mean "no trace method", not "no block": ranked like a block read, no null failover.
     fetchTraces: (number) => onEndpoints((s) => s.fetchTraces(number), number, { nullFailover: false }),

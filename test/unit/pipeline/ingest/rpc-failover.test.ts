@@ -34,6 +34,10 @@ describe("JSON-RPC failover between endpoints", () => {
         const n = Number(call.params[0]);
         if (call.method === "eth_blockNumber") return `0x${node.head.toString(16)}`;
         if (call.method === "eth_chainId") return node.chainId ?? "0x1";
+        if (call.method === "eth_getBlockByHash") {
+          const k = Array.from({ length: node.head + 1 }, (_, i) => i).find((i) => syntheticBlock(i, 0).block.hash === call.params[0]);
+          return k === undefined || node.nullBlocks?.has(k) ? null : { ...syntheticBlock(k, 0).block, parentHash: `0x${"0".repeat(64)}` };
+        }
         if (n > node.head || node.nullBlocks?.has(n)) return call.method === "eth_getBlockReceipts" ? null : null;
         const b = syntheticBlock(n, 2);
         if (node.inconsistent) b.block.gasUsed = "0x1";
@@ -72,6 +76,17 @@ describe("JSON-RPC failover between endpoints", () => {
       [deadUrl, false, null],
       [b.url, true, 10],
     ]);
+  });
+
+  it("reads block headers (the follower's reorg confirmation) through the endpoints too: by hash, a null from a backend that has not seen the block is not believed while another endpoint has it", async () => {
+    const lagging = await start({ head: 5 });
+    const ahead = await start({ head: 10 });
+    source = createRpcSource({ rpcUrls: [lagging.url, ahead.url] });
+    expect(typeof source.blockHeader).toBe("function");
+    const hash9 = syntheticBlock(9, 0).block.hash as string;
+    expect(await source.blockHeader?.(hash9)).toMatchObject({ number: 9, hash: hash9 });
+    expect(await source.blockHeader?.(3)).toMatchObject({ number: 3 });
+    expect(await source.blockHeader?.(`0x${"9".repeat(64)}`)).toBeNull();
   });
 
   it("fails over on 503 and avoids the failing endpoint while it cools down, then probes it again", async () => {
