@@ -22,8 +22,11 @@ import type { Logger } from "../../lib/logger.js";
 import { logId, type ReorgRecord } from "../../lib/records.js";
 import { type OutgoingRecord, type RecordProducer, seqHeaders } from "../kafka/bus.js";
 import { ingestMetricsOf } from "./metrics.js";
-import type { ChainSource } from "./rpc.js";
-import { type BlockBundle, type RawRpcObject, toBlockBundle } from "./transform.js";
+import type { ChainSource, FetchedBlock } from "./rpc.js";
+import { type BlockBundle, type RawRpcObject, toBlockBundle, tracesMismatch } from "./transform.js";
+
+/** Fetches of a block with its call traces before traces that never match it are given up (the block is then produced without them). */
+export const TRACE_MATCH_ATTEMPTS = 3;
 
 /**
  * The records of one block as Kafka messages (pure); with `seq`, every message carries it in the
@@ -328,11 +331,39 @@ export function createIngester(deps: IngesterDeps): Ingester {
     }
   }
 
+  /**
+   * The block and, with `traces`, its call traces. Both are fetched at once by separate calls, which
+   * a load balancer may answer from backends on different branches: traces that do not belong to
+   * the block's transactions ({@link tracesMismatch}) are fetched again with the block, up to
+   * {@link TRACE_MATCH_ATTEMPTS} times, then the block is produced without them (`tracesMissing`);
+   * they are never attached to the wrong transactions nor dead-lettered as malformed.
+   */
   async function fetchOne(number: number, signal?: AbortSignal): Promise<Fetched> {
-    const tracesP = deps.traces ? fetchTraces(number) : undefined;
-    const fetched = await withRetry(`fetch block ${number}`, () => source.fetchBlock(number), signal, "rpc");
-    const traces = await tracesP;
-    if (!fetched) return { number, bundle: null };
+    for (let attempt = 1; ; attempt++) {
+      const tracesP = deps.traces ? fetchTraces(number) : undefined;
+      const fetched = await withRetry(`fetch block ${number}`, () => source.fetchBlock(number), signal, "rpc");
+      let traces = await tracesP;
+      if (!fetched) return { number, bundle: null };
+      const mismatch = traces?.frames ? tracesMismatch(traces.frames, fetched.block.transactions) : null;
+      if (mismatch !== null) {
+        metrics.tracesMismatched.inc();
+        if (attempt < TRACE_MATCH_ATTEMPTS && !signal?.aborted) {
+          log.warn({ block: number, attempt, reason: mismatch }, "call traces of another branch than the block; fetching both again");
+          await sleep(200 * attempt, signal);
+          continue;
+        }
+        log.warn({ block: number, reason: mismatch }, "call traces never matched the block; block produced without them");
+        traces = { frames: null, failed: true };
+      }
+      return shapeFetched(number, fetched, traces);
+    }
+  }
+
+  function shapeFetched(
+    number: number,
+    fetched: FetchedBlock,
+    traces: { frames: RawRpcObject[] | null; failed: boolean } | undefined,
+  ): Fetched {
     try {
       const bundle = toBlockBundle(fetched.block, fetched.receipts, traces?.frames);
       return { number, bundle, tracesMissing: traces?.failed === true };

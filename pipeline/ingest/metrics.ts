@@ -77,6 +77,12 @@ export interface IngestMetrics {
    */
   blockUnavailable: Counter;
   /**
+   * `chainsift_ingest_traces_mismatched_total`: call-trace answers that did not belong to the block
+   * fetched with them (another count of frames, or a frame naming another transaction: a backend on
+   * another branch); the block and its traces are fetched again (docs/reorgs.md "The follower").
+   */
+  tracesMismatched: Counter;
+  /**
    * `chainsift_ingest_unconfirmed_reorgs_total`: a suspected reorg (a differing or missing block, a
    * parent hash that does not match) that the node did not confirm when asked again (a stale backend,
    * a head that went backwards, headers that do not chain): nothing announced, the follower asks again.
@@ -191,6 +197,11 @@ export const ingestMetricsOf = memoPerRegistry((registry: Registry): IngestMetri
       name: "chainsift_ingest_retries_total",
       help: "Retries after a transient failure, by what failed (rpc, kafka, redis)",
       labelNames: ["target"] as const,
+      registers,
+    }),
+    tracesMismatched: new Counter({
+      name: "chainsift_ingest_traces_mismatched_total",
+      help: "Call-trace answers that did not belong to the block fetched with them (fetched again; after 3 tries the block is produced without traces)",
       registers,
     }),
     blockUnavailable: new Counter({

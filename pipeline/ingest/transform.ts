@@ -202,6 +202,28 @@ export interface BlockBundle {
 }
 
 /**
+ * Why a block's call traces, fetched apart from the block, do not belong to its transactions, or
+ * null when they do (pure). Traces come from a second JSON-RPC call, which a load balancer may send
+ * to a backend on another branch: the number of frames must equal the number of transactions and
+ * every frame that names its transaction (`txHash`, geth's callTracer and the parity conversion do)
+ * must name the block's transaction at the same position.
+ * @param frames - callTracer frames in transaction order (from `ChainSource.fetchTraces`).
+ * @param transactions - the raw block's `transactions` (full objects with `hash`).
+ * @returns a reason for the logs, e.g. `"call trace 3 is of transaction 0xab…, the block's is 0xcd…"`.
+ */
+export function tracesMismatch(frames: RawRpcObject[], transactions: unknown): string | null {
+  const txs = Array.isArray(transactions) ? (transactions as RawRpcObject[]) : [];
+  if (frames.length !== txs.length) return `${frames.length} call traces for ${txs.length} transactions`;
+  for (const [i, frame] of frames.entries()) {
+    const named = frame.txHash;
+    const mine = String(txs[i]?.hash ?? "").toLowerCase();
+    if (typeof named === "string" && named.toLowerCase() !== mine)
+      return `call trace ${i} is of transaction ${named}, the block's is ${mine}`;
+  }
+  return null;
+}
+
+/**
  * Pairs the callTracer frames of a block with its transactions (by `txHash` when the node gives
  * it, else by position) into {@link TraceRecord}s.
  * @throws {MalformedRpcDataError} when the number of frames differs from the number of transactions.
