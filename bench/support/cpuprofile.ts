@@ -23,7 +23,7 @@ export interface CpuProfile {
 
 /** One row of a summary. */
 export interface SelfTime {
-  /** `functionName url:line` (the line of the first node seen; 1-based), or a module name. */
+  /** `functionName url:line` (the line of the first node seen, 1-based; no line for `.ts` files), or a module name. */
   name: string;
   /** Self time, milliseconds. */
   selfMs: number;
@@ -80,6 +80,14 @@ export interface ProfileWindow {
 }
 
 /**
+ * `:<line>` (1-based) of a frame, or nothing for TypeScript files: tsx hands V8 each file compiled
+ * to JavaScript whose lines are not the source's (every chainsift function shows line 1).
+ */
+function lineOf(url: string, lineNumber: number): string {
+  return url.endsWith(".ts") ? "" : `:${lineNumber + 1}`;
+}
+
+/**
  * Summarises profiles (merged, e.g. one stage's profiles from several rounds), each within its
  * window (e.g. from the stage's ready line to the last record, so that startup is left out).
  * @param profiles - parsed `.cpuprofile` documents and their windows.
@@ -112,7 +120,7 @@ export function summariseProfiles(profiles: readonly ProfileWindow[], top = 10):
       if (row) row.us += us;
       else
         byFunction.set(key, {
-          name: `${frame.functionName || "(anonymous)"}${frame.url ? ` ${frame.url}:${frame.lineNumber + 1}` : ""}`,
+          name: `${frame.functionName || "(anonymous)"}${frame.url ? ` ${frame.url}${lineOf(frame.url, frame.lineNumber)}` : ""}`,
           us,
         });
       const mod = moduleOf(frame.url);
