@@ -11,7 +11,7 @@ import { join } from "node:path";
 
 /** The part of a V8 `Profile` this module reads. */
 export interface CpuProfile {
-  nodes: Array<{ id: number; callFrame: { functionName: string; url: string; lineNumber: number } }>;
+  nodes: Array<{ id: number; callFrame: { functionName: string; url: string; lineNumber: number }; children?: number[] }>;
   /** Start and end, microseconds on V8's monotonic clock. */
   startTime: number;
   endTime: number;
@@ -27,8 +27,13 @@ export interface SelfTime {
   name: string;
   /** Self time, milliseconds. */
   selfMs: number;
-  /** Share of the busy time (every sample but `(idle)`), 0..1. */
+  /** Share of the busy time (every sample but `(idle)`), 0..1; for a caller: share of the function's self time. */
   share: number;
+  /**
+   * For functions: the first callers outside Node's built-ins (the nearest ancestor in the call
+   * tree whose script is neither `node:*` nor native), top 3 by the self time they account for.
+   */
+  callers?: SelfTime[];
 }
 
 /** A profile's totals and its top functions and modules by self time. */
@@ -87,6 +92,11 @@ function lineOf(url: string, lineNumber: number): string {
   return url.endsWith(".ts") ? "" : `:${lineNumber + 1}`;
 }
 
+/** `functionName url[:line]` of a frame (`(anonymous)` for a nameless one; no URL for natives). */
+function frameName(frame: { functionName: string; url: string; lineNumber: number }): string {
+  return `${frame.functionName || "(anonymous)"}${frame.url ? ` ${frame.url}${lineOf(frame.url, frame.lineNumber)}` : ""}`;
+}
+
 /**
  * Summarises profiles (merged, e.g. one stage's profiles from several rounds), each within its
  * window (e.g. from the stage's ready line to the last record, so that startup is left out).
@@ -95,12 +105,21 @@ function lineOf(url: string, lineNumber: number): string {
  * @returns totals and the top functions and modules by self time; an empty profile gives zeros.
  */
 export function summariseProfiles(profiles: readonly ProfileWindow[], top = 10): ProfileSummary {
-  const byFunction = new Map<string, { name: string; us: number }>();
+  const byFunction = new Map<string, { name: string; us: number; callers: Map<string, number> }>();
   const byModule = new Map<string, number>();
   let totalUs = 0;
   let idleUs = 0;
   for (const { profile: p, fromUs = Number.NEGATIVE_INFINITY, toUs = Number.POSITIVE_INFINITY } of profiles) {
     const nodes = new Map(p.nodes.map((n) => [n.id, n.callFrame]));
+    const parent = new Map<number, number>();
+    for (const n of p.nodes) for (const c of n.children ?? []) parent.set(c, n.id);
+    const callerOf = (id: number): string => {
+      for (let a = parent.get(id); a !== undefined; a = parent.get(a)) {
+        const f = nodes.get(a);
+        if (f?.url && !f.url.startsWith("node:")) return frameName(f);
+      }
+      return "(no caller outside node's built-ins)";
+    };
     const samples = p.samples ?? [];
     const deltas = p.timeDeltas ?? [];
     let at = p.startTime;
@@ -116,13 +135,14 @@ export function summariseProfiles(profiles: readonly ProfileWindow[], top = 10):
         continue;
       }
       const key = `${frame.functionName}\u0000${frame.url}`;
-      const row = byFunction.get(key);
-      if (row) row.us += us;
-      else
-        byFunction.set(key, {
-          name: `${frame.functionName || "(anonymous)"}${frame.url ? ` ${frame.url}${lineOf(frame.url, frame.lineNumber)}` : ""}`,
-          us,
-        });
+      let row = byFunction.get(key);
+      if (!row) {
+        row = { name: frameName(frame), us: 0, callers: new Map() };
+        byFunction.set(key, row);
+      }
+      row.us += us;
+      const caller = callerOf(samples[i] as number);
+      row.callers.set(caller, (row.callers.get(caller) ?? 0) + us);
       const mod = moduleOf(frame.url);
       byModule.set(mod, (byModule.get(mod) ?? 0) + us);
     }
@@ -137,7 +157,18 @@ export function summariseProfiles(profiles: readonly ProfileWindow[], top = 10):
     totalMs: totalUs / 1000,
     idleMs: idleUs / 1000,
     busyMs: busyUs / 1000,
-    functions: rows([...byFunction.values()].map((r) => [r.name, r.us])),
+    functions: [...byFunction.values()]
+      .sort((a, b) => b.us - a.us)
+      .slice(0, top)
+      .map((r) => ({
+        name: r.name,
+        selfMs: r.us / 1000,
+        share: busyUs > 0 ? r.us / busyUs : 0,
+        callers: [...r.callers.entries()]
+          .sort((a, b) => b[1] - a[1])
+          .slice(0, 3)
+          .map(([name, us]) => ({ name, selfMs: us / 1000, share: r.us > 0 ? us / r.us : 0 })),
+      })),
     modules: rows([...byModule.entries()]),
   };
 }
@@ -158,13 +189,16 @@ export function readProfiles(dir: string): Array<{ pid: number | undefined; prof
     .map((f) => ({ pid: profilePid(f), profile: JSON.parse(readFileSync(join(dir, f), "utf8")) as CpuProfile }));
 }
 
-/** A summary as printable lines (a header, then the function table and the module table). */
+/** A summary as printable lines (a header, then the function table with each row's callers, and the module table). */
 export function formatSummary(label: string, s: ProfileSummary, files: number): string[] {
   const pct = (x: number) => `${(x * 100).toFixed(1).padStart(5)} %`;
   return [
     `profile ${label}: ${files} file(s), ${(s.totalMs / 1000).toFixed(2)} s sampled, ${(s.busyMs / 1000).toFixed(2)} s busy, ${(s.idleMs / 1000).toFixed(2)} s idle`,
     "  top self time by function (share of busy):",
-    ...s.functions.map((r) => `  ${r.selfMs.toFixed(0).padStart(7)} ms ${pct(r.share)}  ${r.name}`),
+    ...s.functions.flatMap((r) => [
+      `  ${r.selfMs.toFixed(0).padStart(7)} ms ${pct(r.share)}  ${r.name}`,
+      `                     called from: ${(r.callers ?? []).map((c) => `${(c.share * 100).toFixed(0)} % ${c.name}`).join("; ")}`,
+    ]),
     "  top self time by module:",
     ...s.modules.map((r) => `  ${r.selfMs.toFixed(0).padStart(7)} ms ${pct(r.share)}  ${r.name}`),
   ];

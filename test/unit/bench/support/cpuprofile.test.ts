@@ -4,13 +4,15 @@ import { type CpuProfile, moduleOf, profilePid, summariseProfiles } from "../../
 /** root → a (lib file) → b (package); idle and GC as V8 names them. */
 const profile: CpuProfile = {
   nodes: [
-    { id: 1, callFrame: { functionName: "(root)", url: "", lineNumber: -1 } },
-    { id: 2, callFrame: { functionName: "encode", url: "file:///repo/topics/wire.ts", lineNumber: 9 } },
+    { id: 1, callFrame: { functionName: "(root)", url: "", lineNumber: -1 }, children: [2, 4, 5] },
+    { id: 2, callFrame: { functionName: "encode", url: "file:///repo/topics/wire.ts", lineNumber: 9 }, children: [7] },
     { id: 3, callFrame: { functionName: "crc32C", url: "file:///x/node_modules/kafkajs/src/crc32C.js", lineNumber: 0 } },
     { id: 4, callFrame: { functionName: "(idle)", url: "", lineNumber: -1 } },
     { id: 5, callFrame: { functionName: "(garbage collector)", url: "", lineNumber: -1 } },
     // The same function at another node of the call tree: summed with node 2.
     { id: 6, callFrame: { functionName: "encode", url: "file:///repo/topics/wire.ts", lineNumber: 9 } },
+    // A built-in between encode (node 2) and crc32C (node 3): crc32C's caller is encode.
+    { id: 7, callFrame: { functionName: "allocate", url: "node:buffer", lineNumber: 1 }, children: [3, 6] },
   ],
   startTime: 1000,
   endTime: 2000,
@@ -31,6 +33,12 @@ describe("summariseProfiles", () => {
       ["(garbage collector)", 0.1],
     ]);
     expect(s.functions[0]?.share).toBeCloseTo(0.5);
+    // crc32C under node:buffer under encode; encode once at the top (no caller) and once under itself.
+    expect(s.functions[0]?.callers?.map((c) => [c.name, c.share])).toEqual([["encode file:///repo/topics/wire.ts", 1]]);
+    expect(s.functions[1]?.callers?.map((c) => [c.name, c.share])).toEqual([
+      ["(no caller outside node's built-ins)", 0.5],
+      ["encode file:///repo/topics/wire.ts", 0.5],
+    ]);
     expect(s.modules.map((m) => m.name)).toEqual(["node_modules/kafkajs", "topics/wire.ts", "(native)"]);
   });
 
