@@ -1,169 +1,406 @@
 /**
- * `npm run bench -- ingest [--copies N] [--processes]`: replays the mainnet fixture blocks N times (hashes and
- * numbers rewritten so every copy is a distinct set of records) through a JSON-RPC replay server
- * → ingest → Kafka → decode → index → Elasticsearch, and prints end-to-end records/s next to raw
- * Elasticsearch bulk records/s for the same documents on the same machine.
+ * `npm run bench -- ingest [--copies N] [--rounds R] [--concurrency C] [--timeout-s T] [--profile [--profile-dir D]]`:
+ * the honest ingest benchmark (issue 23 §1). The complete mainnet fixture blocks, copied N times
+ * (default 10) with rewritten hashes and contiguous numbers, are served by the JSON-RPC replay
+ * node in its own process (bench/support/replay-child.ts); each round (default 3) first bulk-loads
+ * the same documents straight into Elasticsearch ("raw"), then runs the pipeline end to end with
+ * every stage in its own process as operators deploy them (`cli/stage.ts`, what `npm run stage`
+ * runs): `ingest --from … --to …` (a backfill; `CHAINSIFT_INGEST_CONCURRENCY` = C when given,
+ * else the configured default), `decode`, `index`.
+ * Arrivals are counted without refresh polling: the index stage's
+ * `chainsift_index_documents_total{result="written"}` from its /metrics (every 500 ms), and one
+ * refresh + count at the end as a check. Printed per round and as medians: raw and end-to-end
+ * records/s and their ratio, ingest → Kafka (records ingest produced / time to its `backfill done`)
+ * and Kafka → Elasticsearch (documents written / time from the first to the last written seen)
+ * rates, and the CPU seconds per 1,000 records of every process (ingest, decode, index, the replay
+ * node, this process, and the stack's Elasticsearch, Kafka and schema registry, whose pids
+ * `bash scripts/stack.sh status` prints; all from /proc/<pid>/stat, between the stage being ready
+ * and the last record written). The load average is printed next to every round: the services are
+ * shared, so their CPU includes whatever else uses them. `--profile` starts the stage processes
+ * with `node --cpu-prof` (profiles in D, default a new temporary directory) and prints each stage's
+ * top self-time functions and modules (bench/support/cpuprofile.ts); profiling slows the stages,
+ * so its figures are not the baseline. `--legacy` runs the method before issue 23
+ * (bench/ingest-legacy.ts, which takes `--processes`).
+ * Bounded: each round gives up after T seconds (default 600); only 127.0.0.1 services.
  * Needs the stack (`npm run stack -- up`) and ../shared/data/mainnet.
  * @module
  */
-import { type ChildProcess, spawn } from "node:child_process";
-import { resolve } from "node:path";
+import { type ChildProcess, execFileSync } from "node:child_process";
+import { mkdirSync, mkdtempSync } from "node:fs";
+import { loadavg, tmpdir } from "node:os";
+import { join, resolve } from "node:path";
 import { performance } from "node:perf_hooks";
-import type { Client } from "@elastic/elasticsearch";
 import { indexName } from "../es/mappings.js";
-import type { Config } from "../lib/config.js";
-import { createLogger } from "../lib/logger.js";
-import { type RecordKind, recordId } from "../lib/records.js";
-import { createDecoder } from "../pipeline/decode/decoder.js";
+import type { RecordKind } from "../lib/records.js";
 import { ensureIndices } from "../pipeline/index/indexer.js";
-import { toBlockBundle } from "../pipeline/ingest/transform.js";
-import { startPipeline } from "../pipeline/runtime.js";
-import { type FixtureBlock, hasMainnetFixtures, loadCompleteBlocks, type RpcObject, SKIP_NO_FIXTURES } from "../test/support/fixtures.js";
+import { hasMainnetFixtures, loadCompleteBlocks, SKIP_NO_FIXTURES } from "../test/support/fixtures.js";
 import { createHarness } from "../test/support/harness.js";
-import { startRpcReplay } from "../test/support/rpc-replay.js";
+import { scrape } from "../test/support/prometheus.js";
+import { configEnv, type ReadyProcess, spawnReady } from "../test/support/stage-process.js";
+import { benchIngestLegacy } from "./ingest-legacy.js";
+import { formatSummary, readProfiles, summariseProfiles } from "./support/cpuprofile.js";
+import { type BenchDoc, blockDocs, contiguousCopies, numberArg, stringArg } from "./support/data.js";
+import { cpuSeconds, parseStackPids } from "./support/proc.js";
 
-/** Rewrites a 32-byte hash so copy `c` is distinct (first 4 bytes replaced by the copy index). */
-function rehash(h: unknown, c: number): string {
-  const s = String(h);
-  return `0x${(c + 1).toString(16).padStart(8, "0")}${s.slice(10)}`;
+/** The repository root (children run from there). */
+const ROOT = resolve(import.meta.dirname, "..");
+/** First block number of the copies (any number above the fixtures' works). */
+const START = 20_000_000;
+const KINDS: RecordKind[] = ["block", "tx", "log", "event"];
+/** The processes whose CPU is reported, in print order. */
+const PROCS = ["ingest", "decode", "index", "replay", "bench", "elasticsearch", "kafka", "registry"] as const;
+type Proc = (typeof PROCS)[number];
+
+/** Resolves when the child has exited (at once when it has already). */
+function exitOf(child: ChildProcess): Promise<void> {
+  return child.exitCode !== null || child.signalCode !== null ? Promise.resolve() : new Promise((done) => child.once("exit", () => done()));
 }
 
-/** A distinct copy of a fixture block: hashes and numbers rewritten consistently everywhere. */
-export function copyBlock(fb: FixtureBlock, c: number, offset: number): FixtureBlock {
-  const number = fb.number + offset * (c + 1);
-  const hex = `0x${number.toString(16)}`;
-  const hash = rehash(fb.hash, c);
-  const txs = (fb.block.transactions as RpcObject[]).map((t) => ({ ...t, hash: rehash(t.hash, c), blockHash: hash, blockNumber: hex }));
-  const receipts = (fb.receipts ?? []).map((r) => ({
-    ...r,
-    transactionHash: rehash(r.transactionHash, c),
-    blockHash: hash,
-    blockNumber: hex,
-    logs: (r.logs as RpcObject[]).map((l) => ({ ...l, transactionHash: rehash(l.transactionHash, c), blockHash: hash, blockNumber: hex })),
-  }));
-  return {
-    number,
-    hash,
-    block: { ...fb.block, hash, number: hex, parentHash: rehash(fb.block.parentHash, c), transactions: txs },
-    receipts,
-  };
+/** The pid of a started child. */
+function pidOf(p: ReadyProcess): number {
+  return p.child.pid as number;
 }
 
-async function countAll(es: Client, indices: string[]): Promise<number> {
-  await es.indices.refresh({ index: indices.join(",") });
-  const r = await es.count({ index: indices.join(",") });
-  return r.count;
+/** CPU seconds of a set of processes at one moment (absent: gone or unknown). */
+type CpuSample = Partial<Record<Proc, number>>;
+
+function sampleCpu(pids: Partial<Record<Proc, number>>): CpuSample {
+  const out: CpuSample = {};
+  for (const [name, pid] of Object.entries(pids) as Array<[Proc, number]>) {
+    const s = name === "bench" ? (process.cpuUsage().user + process.cpuUsage().system) / 1e6 : cpuSeconds(pid);
+    if (s !== undefined) out[name] = s;
+  }
+  return out;
 }
 
-/** Starts one stage as a child process (`cli/stage.ts`) on the bench's prefixes; resolves when it consumes. */
-function spawnStage(stage: string, config: Config): Promise<ChildProcess> {
-  const child = spawn(process.execPath, ["--import", "tsx", resolve(import.meta.dirname, "../cli/stage.ts"), stage], {
-    env: {
-      ...process.env,
-      CHAINSIFT_TOPIC_PREFIX: config.kafka.topicPrefix,
-      CHAINSIFT_GROUP_PREFIX: config.kafka.groupPrefix,
-      CHAINSIFT_INDEX_PREFIX: config.elasticsearch.indexPrefix,
-      LOG_LEVEL: "warn",
-      KAFKAJS_NO_PARTITIONER_WARNING: "1",
-    },
-    stdio: ["ignore", "pipe", "inherit"],
-  });
-  return new Promise((resolveReady, reject) => {
-    child.once("exit", (code) => reject(new Error(`stage ${stage} exited with ${code}`)));
-    child.stdout?.on("data", (d: Buffer) => {
-      if (d.toString().includes('"ready":true')) resolveReady(child);
+/** CPU seconds per 1,000 records between two samples, per process present in both. */
+function cpuPer1k(before: CpuSample, after: CpuSample, records: number): CpuSample {
+  const out: CpuSample = {};
+  for (const name of PROCS) {
+    const a = before[name];
+    const b = after[name];
+    if (a !== undefined && b !== undefined && records > 0) out[name] = ((b - a) / records) * 1000;
+  }
+  return out;
+}
+
+/** The stack's service pids (`bash scripts/stack.sh status`); empty when the script fails. */
+function stackPids(): Partial<Record<Proc, number>> {
+  try {
+    const pids = parseStackPids(execFileSync("bash", ["scripts/stack.sh", "status"], { cwd: ROOT, encoding: "utf8" }));
+    const out: Partial<Record<Proc, number>> = {};
+    for (const name of ["elasticsearch", "kafka", "registry"] as const) {
+      const pid = pids.get(name);
+      if (pid !== undefined) out[name] = pid;
+    }
+    return out;
+  } catch {
+    return {};
+  }
+}
+
+/** `load average 1/5/15 min` of this machine (os.loadavg), for the report. */
+function load(): string {
+  return `load ${loadavg()
+    .map((l) => l.toFixed(2))
+    .join(" ")}`;
+}
+
+function median(xs: number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  const m = Math.floor(s.length / 2);
+  return s.length % 2 ? (s[m] as number) : ((s[m - 1] as number) + (s[m] as number)) / 2;
+}
+
+function formatCpu(c: CpuSample): string {
+  return PROCS.filter((p) => c[p] !== undefined)
+    .map((p) => `${p} ${(c[p] as number).toFixed(3)}`)
+    .join(", ");
+}
+
+/** Now, microseconds on the monotonic clock V8 stamps CPU profiles with (bench/support/cpuprofile.ts). */
+function monoUs(): number {
+  return Number(process.hrtime.bigint() / 1000n);
+}
+
+/** Per stage process (by pid): the part of its profile that is measured (ready to last record). */
+const profileWindows = new Map<number, { fromUs: number; toUs: number }>();
+
+/** Figures of one raw round. */
+interface RawRound {
+  records: number;
+  seconds: number;
+  cpu: CpuSample;
+}
+
+/** Bulk-loads `docs` into fresh indices (the bulk helper, 5 MiB requests, as before issue 23); times the bulk only. */
+async function rawRound(docs: BenchDoc[], java: Partial<Record<Proc, number>>): Promise<RawRound> {
+  const h = createHarness();
+  try {
+    const prefix = h.config.elasticsearch.indexPrefix;
+    await ensureIndices(h.es, h.config.chain, prefix);
+    const pids = { ...java, bench: process.pid };
+    const before = sampleCpu(pids);
+    const t0 = performance.now();
+    const stats = await h.es.helpers.bulk<BenchDoc>({
+      datasource: docs,
+      onDocument: (d) => [{ index: { _index: indexName(h.config.chain, d.kind, prefix), _id: d.id } }, d.doc] as never,
+      flushBytes: 5 * 1024 * 1024,
     });
-  });
+    const seconds = (performance.now() - t0) / 1000;
+    const after = sampleCpu(pids);
+    const indices = KINDS.map((k) => indexName(h.config.chain, k, prefix)).join(",");
+    await h.es.indices.refresh({ index: indices });
+    const { count } = await h.es.count({ index: indices });
+    if (count !== docs.length || stats.failed > 0)
+      console.log(`WARNING raw: ${count} of ${docs.length} documents counted, ${stats.failed} failed`);
+    return { records: stats.successful, seconds, cpu: cpuPer1k(before, after, stats.successful) };
+  } finally {
+    await h.cleanup();
+  }
+}
+
+/** Figures of one end-to-end round. */
+interface E2eRound {
+  /** Documents the index stage reported written. */
+  written: number;
+  /** Documents counted after one refresh at the end. */
+  counted: number;
+  /** From ingest's ready line to the last document written, seconds. */
+  seconds: number;
+  /** From ingest's ready line to its `backfill done` line, seconds. */
+  ingestSeconds: number;
+  /** Records ingest produced (blocks, transactions, logs). */
+  ingestRecords: number;
+  /** From the first scrape that saw a document written to the last document written, seconds. */
+  indexSeconds: number;
+  cpu: CpuSample;
+}
+
+/** One end-to-end round: decode and index started and ready, then the ingest backfill; waits for every document. */
+async function e2eRound(opts: {
+  replay: { url: string; from: number; to: number; pid: number };
+  total: number;
+  ingestRecords: number;
+  java: Partial<Record<Proc, number>>;
+  concurrency?: number;
+  profileDir?: string;
+  timeoutMs: number;
+}): Promise<E2eRound> {
+  const h = createHarness();
+  const children: ReadyProcess[] = [];
+  try {
+    const env = configEnv(h.config, {
+      CHAINSIFT_RPC_URL: opts.replay.url,
+      CHAINSIFT_METRICS_HOST: "127.0.0.1",
+      CHAINSIFT_METRICS_PORT: "0",
+      KAFKAJS_NO_PARTITIONER_WARNING: "1",
+      LOG_LEVEL: "warn",
+      ...(opts.concurrency ? { CHAINSIFT_INGEST_CONCURRENCY: String(opts.concurrency) } : {}),
+    });
+    const nodeArgs = (stage: string) => {
+      if (!opts.profileDir) return [];
+      const dir = join(opts.profileDir, stage);
+      mkdirSync(dir, { recursive: true });
+      return ["--cpu-prof", "--cpu-prof-dir", dir];
+    };
+    const stage = (name: string, args: string[] = [], extra: NodeJS.ProcessEnv = {}, onLine?: (l: string) => void) =>
+      spawnReady({
+        label: `stage ${name}`,
+        nodeArgs: nodeArgs(name),
+        script: "cli/stage.ts",
+        args: [name, ...args],
+        env: { ...env, ...extra },
+        isReady: (l) => l.includes('"ready":true'),
+        onLine,
+        timeoutMs: 180_000,
+      });
+    // One after the other: two processes registering the same new subjects at once can race in the registry.
+    const decode = await stage("decode");
+    children.push(decode);
+    const index = await stage("index");
+    children.push(index);
+    const metricsUrl = String(index.ready.metrics);
+    const pids: Partial<Record<Proc, number>> = {
+      ...opts.java,
+      decode: pidOf(decode),
+      index: pidOf(index),
+      replay: opts.replay.pid,
+      bench: process.pid,
+    };
+    const before = sampleCpu(pids);
+    const fromUs = monoUs();
+
+    let ingestDoneAt: number | undefined;
+    let ingestCpuEnd: number | undefined;
+    let ingestPid = 0;
+    let ingestDoneUs: number | undefined;
+    // LOG_LEVEL info: ingest logs `backfill done` (pipeline/ingest/ingest.ts) when the last block is produced.
+    const ingest = await stage(
+      "ingest",
+      ["--from", String(opts.replay.from), "--to", String(opts.replay.to)],
+      { LOG_LEVEL: "info" },
+      (l) => {
+        if (ingestDoneAt === undefined && l.includes('"backfill done"')) {
+          ingestDoneAt = performance.now();
+          ingestDoneUs = monoUs();
+          ingestCpuEnd = cpuSeconds(ingestPid);
+        }
+      },
+    );
+    const t0 = performance.now();
+    const ingestFromUs = monoUs();
+    ingestPid = pidOf(ingest);
+    children.push(ingest);
+    const ingestCpuStart = cpuSeconds(ingestPid);
+    let ingestCpuLast = ingestCpuStart;
+
+    let written = 0;
+    let firstWrittenAt: number | undefined;
+    let lastWrittenAt = t0;
+    let last = before;
+    const deadline = t0 + opts.timeoutMs;
+    while (written < opts.total && performance.now() < deadline) {
+      await new Promise((r) => setTimeout(r, 500));
+      const now = (await scrape(metricsUrl)).sum("chainsift_index_documents_total", { result: "written" });
+      const at = performance.now();
+      if (now > 0 && firstWrittenAt === undefined) firstWrittenAt = at;
+      if (now > written) lastWrittenAt = at;
+      written = now;
+      last = sampleCpu(pids);
+      if (ingestDoneAt === undefined) ingestCpuLast = cpuSeconds(ingestPid) ?? ingestCpuLast;
+    }
+    const after = last;
+    const toUs = monoUs();
+    profileWindows.set(pidOf(decode), { fromUs, toUs });
+    profileWindows.set(pidOf(index), { fromUs, toUs });
+    profileWindows.set(ingestPid, { fromUs: ingestFromUs, toUs: ingestDoneUs ?? toUs });
+    const indices = KINDS.map((k) => indexName(h.config.chain, k, h.config.elasticsearch.indexPrefix)).join(",");
+    await h.es.indices.refresh({ index: indices });
+    const { count } = await h.es.count({ index: indices });
+    await exitOf(ingest.child);
+    if (written < opts.total) console.log(`WARNING e2e: ${written} of ${opts.total} documents written within ${opts.timeoutMs / 1000} s`);
+
+    const cpu = cpuPer1k(before, after, written);
+    // Ingest: from its ready line to its `backfill done` (the last poll's sample if it exited before it was read).
+    const ingestEnd = ingestCpuEnd ?? ingestCpuLast;
+    if (ingestCpuStart !== undefined && ingestEnd !== undefined && written > 0)
+      cpu.ingest = ((ingestEnd - ingestCpuStart) / written) * 1000;
+    return {
+      written,
+      counted: count,
+      seconds: (lastWrittenAt - t0) / 1000,
+      ingestSeconds: ((ingestDoneAt ?? performance.now()) - t0) / 1000,
+      ingestRecords: opts.ingestRecords,
+      indexSeconds: firstWrittenAt === undefined ? Number.NaN : (lastWrittenAt - firstWrittenAt) / 1000,
+      cpu,
+    };
+  } finally {
+    await Promise.all(children.map((c) => c.stop()));
+    await h.cleanup();
+  }
 }
 
 /** Runs the benchmark and prints its figures. */
 export async function benchIngest(args: string[]): Promise<void> {
+  if (args.includes("--legacy")) return benchIngestLegacy(args);
   if (!hasMainnetFixtures()) {
     console.log(SKIP_NO_FIXTURES);
     return;
   }
-  const copies = Number(args[args.indexOf("--copies") + 1] ?? 0) || 20;
-  const base = loadCompleteBlocks();
-  const blocks = Array.from({ length: copies }, (_, c) => base.map((b) => copyBlock(b, c, 100_000_000))).flat();
-  const decoder = createDecoder();
+  const copies = numberArg(args, "--copies", 10);
+  const rounds = numberArg(args, "--rounds", 3);
+  const concurrency = args.includes("--concurrency") ? numberArg(args, "--concurrency", 4) : undefined;
+  const timeoutMs = numberArg(args, "--timeout-s", 600) * 1000;
+  const profileDir = args.includes("--profile")
+    ? stringArg(args, "--profile-dir", mkdtempSync(join(tmpdir(), "chainsift-prof-")))
+    : undefined;
 
-  // Expected records, and the documents for the raw bulk baseline.
-  const docs: Array<{ kind: RecordKind; doc: Record<string, unknown> }> = [];
-  for (const fb of blocks) {
-    const bundle = toBlockBundle(fb.block, fb.receipts);
-    docs.push({ kind: "block", doc: bundle.block as never });
-    for (const t of bundle.transactions) docs.push({ kind: "tx", doc: t as never });
-    for (const l of bundle.logs) {
-      docs.push({ kind: "log", doc: l as never });
-      const ev = decoder.decode(l);
-      if (ev) docs.push({ kind: "event", doc: ev as never });
+  const base = loadCompleteBlocks();
+  const blocks = contiguousCopies(base, copies, START);
+  const docs = blockDocs(blocks);
+  const ingestRecords = docs.filter((d) => d.kind !== "event").length;
+  const java = stackPids();
+  console.log(
+    `bench ingest (honest method, issue 23): ${blocks.length} blocks (${base.length} fixture blocks x ${copies} copies), ${docs.length} records (${ingestRecords} from ingest, ${docs.length - ingestRecords} decoded events); ${rounds} rounds, raw then end to end`,
+  );
+  console.log(
+    `stages as processes: ingest (backfill ${START}..${START + blocks.length - 1}, concurrency ${concurrency ?? "default"}), decode, index; replay node in its own process; services pids ${JSON.stringify(java)}`,
+  );
+  if (profileDir) console.log(`profiling the stages (node --cpu-prof) into ${profileDir}: figures are slowed by the profiler`);
+  console.log("CPU figures: CPU seconds per 1,000 records (utime+stime from /proc/<pid>/stat)");
+
+  const replayProc = await spawnReady({
+    label: "replay node",
+    script: "bench/support/replay-child.ts",
+    args: ["--copies", String(copies), "--start", String(START)],
+    env: { ...process.env },
+    isReady: (l) => l.startsWith("{") && l.includes('"url"'),
+    timeoutMs: 180_000,
+  });
+  const replay = {
+    url: String(replayProc.ready.url),
+    from: Number(replayProc.ready.from),
+    to: Number(replayProc.ready.to),
+    pid: pidOf(replayProc),
+  };
+  const raws: RawRound[] = [];
+  const e2es: E2eRound[] = [];
+  try {
+    for (let r = 1; r <= rounds; r++) {
+      console.log(`round ${r} raw: ${load()}`);
+      const raw = await rawRound(docs, java);
+      raws.push(raw);
+      console.log(
+        `  raw ES bulk : ${raw.records} records in ${raw.seconds.toFixed(2)} s = ${(raw.records / raw.seconds).toFixed(0)} records/s`,
+      );
+      console.log(`  raw CPU/1k  : ${formatCpu(raw.cpu)}`);
+      console.log(`round ${r} end to end: ${load()}`);
+      const e = await e2eRound({ replay, total: docs.length, ingestRecords, java, concurrency, profileDir, timeoutMs });
+      e2es.push(e);
+      console.log(
+        `  end to end  : ${e.written} records written in ${e.seconds.toFixed(2)} s = ${(e.written / e.seconds).toFixed(0)} records/s (${e.counted} counted after one refresh)`,
+      );
+      console.log(
+        `  halves      : ingest → Kafka ${e.ingestRecords} records in ${e.ingestSeconds.toFixed(2)} s = ${(e.ingestRecords / e.ingestSeconds).toFixed(0)} records/s; Kafka → ES ${e.written} in ${e.indexSeconds.toFixed(2)} s = ${(e.written / e.indexSeconds).toFixed(0)} records/s`,
+      );
+      console.log(`  e2e CPU/1k  : ${formatCpu(e.cpu)}`);
+      console.log(`  after round ${r}: ${load()}`);
+    }
+  } finally {
+    await replayProc.stop();
+  }
+
+  const rawRate = median(raws.map((r) => r.records / r.seconds));
+  const e2eRate = median(e2es.map((e) => e.written / e.seconds));
+  const medianCpu = (rows: CpuSample[]): CpuSample => {
+    const out: CpuSample = {};
+    for (const p of PROCS) {
+      const xs = rows.map((c) => c[p]).filter((x): x is number => x !== undefined);
+      if (xs.length > 0) out[p] = median(xs);
+    }
+    return out;
+  };
+  const e2eCpu = medianCpu(e2es.map((e) => e.cpu));
+  const own = (["ingest", "decode", "index"] as const).reduce((s, p) => s + (e2eCpu[p] ?? 0), 0);
+  console.log(`medians of ${rounds} rounds (${load()}):`);
+  console.log(`  raw ES bulk     : ${rawRate.toFixed(0)} records/s`);
+  console.log(`  end to end      : ${e2eRate.toFixed(0)} records/s`);
+  console.log(`  ratio e2e / raw : ${(e2eRate / rawRate).toFixed(2)} (target >= 0.5)`);
+  console.log(`  ingest → Kafka  : ${median(e2es.map((e) => e.ingestRecords / e.ingestSeconds)).toFixed(0)} records/s`);
+  console.log(`  Kafka → ES      : ${median(e2es.map((e) => e.written / e.indexSeconds)).toFixed(0)} records/s`);
+  console.log(`  raw CPU/1k      : ${formatCpu(medianCpu(raws.map((r) => r.cpu)))}`);
+  console.log(`  e2e CPU/1k      : ${formatCpu(e2eCpu)}`);
+  console.log(`  chainsift CPU/1k (ingest + decode + index): ${own.toFixed(3)} s`);
+
+  if (profileDir) {
+    for (const stage of ["ingest", "decode", "index"]) {
+      // Startup and shutdown left out: each process from its measured start to the last record.
+      const profiles = readProfiles(join(profileDir, stage)).map(({ pid, profile }) => ({
+        profile,
+        ...(pid === undefined ? {} : profileWindows.get(pid)),
+      }));
+      for (const line of formatSummary(stage, summariseProfiles(profiles, 12), profiles.length)) console.log(line);
     }
   }
-  const total = docs.length;
-  console.log(`stages          : ${args.includes("--processes") ? "decode and index in their own processes" : "all in one process"}`);
-  console.log(`bench ingest: ${blocks.length} blocks (${base.length} fixture blocks x ${copies} copies), ${total} records`);
-
-  // 1. Raw Elasticsearch bulk of the same documents.
-  const raw = createHarness();
-  await ensureIndices(raw.es, raw.config.chain, raw.config.elasticsearch.indexPrefix);
-  const rawIndices = (["block", "tx", "log", "event"] as RecordKind[]).map((k) =>
-    indexName(raw.config.chain, k, raw.config.elasticsearch.indexPrefix),
-  );
-  let t0 = performance.now();
-  await raw.es.helpers.bulk({
-    datasource: docs,
-    onDocument: (d) =>
-      [
-        {
-          index: {
-            _index: indexName(raw.config.chain, d.kind, raw.config.elasticsearch.indexPrefix),
-            _id: recordId(d.kind, d.doc as never),
-          },
-        },
-        d.doc,
-      ] as never,
-    flushBytes: 5 * 1024 * 1024,
-  });
-  const rawCount = await countAll(raw.es, rawIndices);
-  const rawSec = (performance.now() - t0) / 1000;
-  await raw.cleanup();
-
-  // 2. End to end: replay node → ingest → Kafka → decode → index → ES.
-  const h = createHarness();
-  const config = { ...h.config, logLevel: "warn" };
-  const replay = await startRpcReplay({ blocks });
-  // --processes: decode and index run as their own processes (`npm run stage`), as an operator
-  // would deploy them; by default every stage shares this process's event loop.
-  const separate = args.includes("--processes");
-  const pipeline = await startPipeline({ config, logger: createLogger("warn", "bench"), es: h.es, stages: separate ? [] : undefined });
-  const children = separate ? await Promise.all(["decode", "index"].map((stage) => spawnStage(stage, config))) : [];
-  const indices = rawIndices.map((i) => i.replace(raw.config.elasticsearch.indexPrefix, h.config.elasticsearch.indexPrefix));
-  const { ingester, close } = await pipeline.createIngester(replay.url, { concurrency: 8 });
-  t0 = performance.now();
-  const ingestDone = ingester.ingestBlocks(blocks.map((b) => b.number)).then(() => performance.now());
-  let count = 0;
-  while (count < total) {
-    await new Promise((r) => setTimeout(r, 200));
-    count = await countAll(h.es, indices);
-    if (performance.now() - t0 > 600_000) break;
-  }
-  const e2eSec = (performance.now() - t0) / 1000;
-  const ingestSec = ((await ingestDone) - t0) / 1000;
-  await close();
-  for (const child of children) child.kill("SIGTERM");
-  await Promise.all(children.map((c) => new Promise((r) => (c.exitCode !== null ? r(null) : c.once("exit", r)))));
-  await pipeline.stop();
-  await replay.close();
-  await h.cleanup();
-
-  const rawRate = rawCount / rawSec;
-  const e2eRate = count / e2eSec;
-  const mem = process.memoryUsage();
-  console.log(`raw ES bulk     : ${rawCount} records in ${rawSec.toFixed(2)} s = ${rawRate.toFixed(0)} records/s`);
-  console.log(
-    `end to end      : ${count} records in ${e2eSec.toFixed(2)} s = ${e2eRate.toFixed(0)} records/s (ingest → Kafka finished after ${ingestSec.toFixed(2)} s)`,
-  );
-  console.log(`ratio e2e / raw : ${(e2eRate / rawRate).toFixed(2)} (target >= 0.80)`);
-  console.log(`bench process   : rss ${(mem.rss / 2 ** 20).toFixed(0)} MiB, heap used ${(mem.heapUsed / 2 ** 20).toFixed(0)} MiB`);
-  if (count < total) console.log(`WARNING: only ${count} of ${total} records arrived within 600 s`);
 }

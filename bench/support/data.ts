@@ -13,8 +13,51 @@ import { type EventRecord, RECORD_KINDS, type RecordKind, recordId } from "../..
 import { createDecoder } from "../../pipeline/decode/decoder.js";
 import { ensureIndices } from "../../pipeline/index/indexer.js";
 import { toBlockBundle } from "../../pipeline/ingest/transform.js";
-import type { FixtureBlock } from "../../test/support/fixtures.js";
-import { copyBlock } from "../ingest.js";
+import type { FixtureBlock, RpcObject } from "../../test/support/fixtures.js";
+
+/**
+ * A distinct copy of a fixture block: hashes and numbers rewritten consistently everywhere.
+ * @param c - the copy index (0-based): the first 4 bytes of every hash become `c + 1`.
+ * @param offset - copy `c` is numbered `fb.number + offset * (c + 1)` unless `number` is given.
+ * @param number - the copy's block number.
+ */
+export function copyBlock(fb: FixtureBlock, c: number, offset: number, number = fb.number + offset * (c + 1)): FixtureBlock {
+  const hex = `0x${number.toString(16)}`;
+  const hash = rehash(String(fb.hash), c);
+  const txs = (fb.block.transactions as RpcObject[]).map((t) => ({
+    ...t,
+    hash: rehash(String(t.hash), c),
+    blockHash: hash,
+    blockNumber: hex,
+  }));
+  const receipts = (fb.receipts ?? []).map((r) => ({
+    ...r,
+    transactionHash: rehash(String(r.transactionHash), c),
+    blockHash: hash,
+    blockNumber: hex,
+    logs: (r.logs as RpcObject[]).map((l) => ({
+      ...l,
+      transactionHash: rehash(String(l.transactionHash), c),
+      blockHash: hash,
+      blockNumber: hex,
+    })),
+  }));
+  return {
+    number,
+    hash,
+    block: { ...fb.block, hash, number: hex, parentHash: rehash(String(fb.block.parentHash), c), transactions: txs },
+    receipts,
+  };
+}
+
+/**
+ * `copies` copies of the fixture blocks numbered contiguously from `start` (copy `c` of base block
+ * `i` is block `start + c * base.length + i`), so that a backfill of `start..start + n - 1` reads
+ * them all; hashes rewritten as {@link copyBlock} does.
+ */
+export function contiguousCopies(base: readonly FixtureBlock[], copies: number, start: number): FixtureBlock[] {
+  return Array.from({ length: copies }, (_, c) => base.map((b, i) => copyBlock(b, c, 0, start + c * base.length + i))).flat();
+}
 
 /** One document to index. */
 export interface BenchDoc {
@@ -58,6 +101,11 @@ export function stringArg(args: readonly string[], name: string, fallback: strin
  */
 export function fixtureDocs(base: readonly FixtureBlock[], copies: number, offset: number): { blocks: FixtureBlock[]; docs: BenchDoc[] } {
   const blocks = Array.from({ length: copies }, (_, c) => base.map((b) => copyBlock(b, c, offset))).flat();
+  return { blocks, docs: blockDocs(blocks) };
+}
+
+/** Every record of the given blocks as ES documents: block, transactions, logs, decoded events. */
+export function blockDocs(blocks: readonly FixtureBlock[]): BenchDoc[] {
   const decoder = createDecoder();
   const docs: BenchDoc[] = [];
   const add = <K extends RecordKind>(kind: K, rec: Parameters<typeof recordId<K>>[1]): void => {
@@ -73,7 +121,7 @@ export function fixtureDocs(base: readonly FixtureBlock[], copies: number, offse
       if (ev) add("event", ev);
     }
   }
-  return { blocks, docs };
+  return docs;
 }
 
 /** Every decoded event of the given fixture blocks (each appears once). */
@@ -89,7 +137,7 @@ export function fixtureEvents(base: readonly FixtureBlock[]): EventRecord[] {
   return out;
 }
 
-/** Copy `c` of a 32-byte hash: the first 4 bytes replaced by `c + 1` (as bench/ingest.ts does). */
+/** Copy `c` of a 32-byte hash: the first 4 bytes replaced by `c + 1` (as {@link copyBlock} does). */
 export function rehash(hash: string, c: number): string {
   return `0x${(c + 1).toString(16).padStart(8, "0")}${hash.slice(10)}`;
 }

@@ -61,6 +61,7 @@ export interface StageProcess {
  * @param env - the child's environment, e.g. from {@link configEnv}.
  * @param timeoutMs - how long to wait for the ready line; default 90 s.
  * @param onLine - called with every stdout line, before and after the ready line.
+ * @param nodeArgs - options for node itself, before `--import tsx` (e.g. `--cpu-prof`); default none.
  * @throws when the process exits or times out before it is ready (with its output).
  */
 export async function spawnStage(
@@ -69,10 +70,52 @@ export async function spawnStage(
   args: string[] = [],
   timeoutMs = 90_000,
   onLine?: (line: string) => void,
+  nodeArgs: string[] = [],
 ): Promise<StageProcess> {
-  const child = spawn(process.execPath, ["--import", "tsx", "cli/stage.ts", stage, ...args], {
-    cwd: ROOT,
+  const proc = await spawnReady({
+    label: `stage ${stage}`,
+    script: "cli/stage.ts",
+    args: [stage, ...args],
+    nodeArgs,
     env,
+    isReady: (line) => line.includes('"ready":true'),
+    timeoutMs,
+    onLine,
+  });
+  return { ...proc, ready: proc.ready as StageProcess["ready"] };
+}
+
+/** A process started by {@link spawnReady} that printed its ready line. */
+export interface ReadyProcess {
+  child: ChildProcess;
+  /** The ready line, parsed as JSON. */
+  ready: Record<string, unknown>;
+  /** The last lines of its stdout and stderr (diagnostics). */
+  output: string[];
+  /** SIGTERM (by pid), then waits for the exit; returns the exit code. */
+  stop(): Promise<number | null>;
+}
+
+/**
+ * Spawns `node [nodeArgs] --import tsx <script> ...args` from the repository root and waits for
+ * the first stdout line that `isReady` accepts (a JSON line).
+ * @param opts.timeoutMs - how long to wait for the ready line; default 90000 ms.
+ * @param opts.onLine - called with every stdout line, before and after the ready line.
+ * @throws when the process exits or times out before it is ready (with its output, labelled).
+ */
+export async function spawnReady(opts: {
+  label: string;
+  script: string;
+  args?: string[];
+  nodeArgs?: string[];
+  env: NodeJS.ProcessEnv;
+  isReady: (line: string) => boolean;
+  timeoutMs?: number;
+  onLine?: (line: string) => void;
+}): Promise<ReadyProcess> {
+  const child = spawn(process.execPath, [...(opts.nodeArgs ?? []), "--import", "tsx", opts.script, ...(opts.args ?? [])], {
+    cwd: ROOT,
+    env: opts.env,
     stdio: ["ignore", "pipe", "pipe"],
   });
   const output: string[] = [];
@@ -82,14 +125,14 @@ export async function spawnStage(
   };
   const exited = new Promise<number | null>((done) => child.once("exit", (code) => done(code)));
   createInterface({ input: child.stderr as NodeJS.ReadableStream }).on("line", (l) => keep(`[stderr] ${l}`));
-  const ready = await new Promise<StageProcess["ready"] | undefined>((done) => {
-    const timer = setTimeout(() => done(undefined), timeoutMs);
+  const ready = await new Promise<Record<string, unknown> | undefined>((done) => {
+    const timer = setTimeout(() => done(undefined), opts.timeoutMs ?? 90_000);
     createInterface({ input: child.stdout as NodeJS.ReadableStream }).on("line", (line) => {
-      onLine?.(line);
+      opts.onLine?.(line);
       keep(line);
-      if (!line.includes('"ready":true')) return;
+      if (!opts.isReady(line)) return;
       clearTimeout(timer);
-      done(JSON.parse(line) as StageProcess["ready"]);
+      done(JSON.parse(line) as Record<string, unknown>);
     });
     void exited.then(() => {
       clearTimeout(timer);
@@ -102,7 +145,7 @@ export async function spawnStage(
   };
   if (!ready) {
     await stop();
-    throw new Error(`stage ${stage} did not become ready:\n${output.join("\n")}`);
+    throw new Error(`${opts.label} did not become ready:\n${output.join("\n")}`);
   }
   return { child, ready, output, stop };
 }
