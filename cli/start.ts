@@ -2,7 +2,7 @@
  * `npm start`: the main job. Brings the stack up (unless `--no-stack`), starts every pipeline
  * stage and the search API, and prints the API URL and a token.
  *
- * With no `--rpc-url` it runs on an embedded chain: anvil plus a traffic generator that deploys
+ * With no `--rpc-url` (nor `--chains` / `CHAINSIFT_CHAINS_FILE`) it runs on an embedded chain: anvil plus a traffic generator that deploys
  * an ERC-20 (and an ERC-721) and keeps making transfers, so a newcomer sees records arrive.
  *
  * Usage:
