@@ -6,7 +6,9 @@
  *   Base's entries of the token list, absent from mainnet's) is scaled, while mainnet's USDT
  *   contract (on mainnet's list only) is not;
  * - `ingest` with a file whose chain id is not the node's (anvil answers 31337) refuses to start
- *   with `CS_CHAIN_ID_MISMATCH`, both ids and the endpoint; with the node's id it starts.
+ *   with `CS_CHAIN_ID_MISMATCH`, both ids and the endpoint; with the node's id it starts;
+ * - `ingest` with `traces: on` refuses a node that has no trace method (the JSON-RPC replay server
+ *   of the mainnet fixtures, without traces; skipped without the fixtures).
  * Real Kafka, schema registry, Redis and anvil.
  */
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
@@ -17,11 +19,14 @@ import { type AnvilHandle, startAnvil } from "../../cli/devchain/anvil.js";
 import { PER_CHAIN_VARIABLES } from "../../lib/config.js";
 import type { EventRecord, LogRecord } from "../../lib/records.js";
 import { createBus, createRecordProducer } from "../../pipeline/kafka/bus.js";
+import { hasMainnetFixtures, loadCompleteBlocks, SKIP_NO_FIXTURES } from "../support/fixtures.js";
 import { createHarness, type Harness, probeStack, waitFor } from "../support/harness.js";
+import { type RpcReplay, startRpcReplay } from "../support/rpc-replay.js";
 import { usdtLog } from "../support/sample-records.js";
 import { configEnv, type StageProcess, spawnStage } from "../support/stage-process.js";
 
 const up = await probeStack();
+const fixtures = hasMainnetFixtures();
 
 /** Base's USDC (the bundled token list's entry for chain 8453, 6 decimals). */
 const BASE_USDC = "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913";
@@ -32,6 +37,7 @@ describe.skipIf(!up.ok)("a chains file for stage processes (npm run stage -- <st
   const dir = mkdtempSync(join(tmpdir(), "chainsift-chains-e2e-"));
   const stages: StageProcess[] = [];
   let anvil: AnvilHandle | undefined;
+  let replay: RpcReplay | undefined;
 
   /** The harness's environment for a child, without the per-chain variables a chains file replaces. */
   const childEnv = (extra: NodeJS.ProcessEnv = {}) => {
@@ -46,12 +52,23 @@ describe.skipIf(!up.ok)("a chains file for stage processes (npm run stage -- <st
     return path;
   };
 
+  /** Starts `ingest --chains <file>`: `started`, or the message of a process that exited before its ready line (with its output). */
+  const ingestOrRefusal = (file: string): Promise<string> =>
+    spawnStage("ingest", childEnv(), ["--chains", file], 90_000).then(
+      (s) => {
+        stages.push(s);
+        return "started";
+      },
+      (err: unknown) => (err as Error).message,
+    );
+
   beforeAll(() => {
     h = createHarness({ chain: BASE });
   });
   afterAll(async () => {
     await Promise.allSettled(stages.map((s) => s.stop()));
     await anvil?.stop();
+    await replay?.close();
     await h?.cleanup();
     rmSync(dir, { recursive: true, force: true });
   });
@@ -100,13 +117,7 @@ describe.skipIf(!up.ok)("a chains file for stage processes (npm run stage -- <st
   it("ingest refuses a node whose eth_chainId is not the file's chain id, and starts on the node's", async () => {
     anvil = await startAnvil({ blockTimeSec: 0 });
     const wrong = chainsFile("wrong.json", { ...BASE, chainId: 8453, rpcUrls: [anvil.rpcUrl], traces: "off" });
-    const refused = await spawnStage("ingest", childEnv(), ["--chains", wrong], 90_000).then(
-      (s) => {
-        stages.push(s);
-        return "started";
-      },
-      (err: unknown) => (err as Error).message,
-    );
+    const refused = await ingestOrRefusal(wrong);
     expect(refused).toContain(
       `CS_CHAIN_ID_MISMATCH: ethereum/base/mainnet is configured as chain id 8453 (chains file ${wrong}) but ${anvil.rpcUrl.replace(/\/$/, "")} answers eth_chainId 31337; refusing to start`,
     );
@@ -116,4 +127,18 @@ describe.skipIf(!up.ok)("a chains file for stage processes (npm run stage -- <st
     stages.push(ingest);
     expect(ingest.ready).toMatchObject({ stage: "ingest", ready: true });
   }, 180_000);
+
+  it.skipIf(!fixtures)(
+    "ingest with traces: on refuses a node without a trace method",
+    async () => {
+      replay = await startRpcReplay({ blocks: loadCompleteBlocks().slice(0, 2) });
+      const file = chainsFile("traces-on.json", { ...BASE, network: "replay", chainId: 1, rpcUrls: [replay.url], traces: "on" });
+      const refused = await ingestOrRefusal(file);
+      expect(refused).toContain(
+        "CHAINSIFT_CHAINS_FILE: ethereum/base/replay has traces: on, but the node has neither debug_traceBlockByNumber nor trace_block (use traces: auto to go on without)",
+      );
+    },
+    120_000,
+  );
 });
+if (!fixtures) console.warn(SKIP_NO_FIXTURES);
