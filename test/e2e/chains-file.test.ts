@@ -7,10 +7,14 @@
  *   contract (on mainnet's list only) is not;
  * - `ingest` with a file whose chain id is not the node's (anvil answers 31337) refuses to start
  *   with `CS_CHAIN_ID_MISMATCH`, both ids and the endpoint; with the node's id it starts;
+ * - `npm start -- --chains <file>` (cli/start.ts) refuses the same mismatch before any stage starts;
  * - `ingest` with `traces: on` refuses a node that has no trace method (the JSON-RPC replay server
  *   of the mainnet fixtures, without traces; skipped without the fixtures).
  * Real Kafka, schema registry, Redis and anvil.
  */
+
+import { spawn } from "node:child_process";
+import { once } from "node:events";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -115,7 +119,7 @@ describe.skipIf(!up.ok)("a chains file for stage processes (npm run stage -- <st
   }, 180_000);
 
   it("ingest refuses a node whose eth_chainId is not the file's chain id, and starts on the node's", async () => {
-    anvil = await startAnvil({ blockTimeSec: 0 });
+    anvil ??= await startAnvil({ blockTimeSec: 0 });
     const wrong = chainsFile("wrong.json", { ...BASE, chainId: 8453, rpcUrls: [anvil.rpcUrl], traces: "off" });
     const refused = await ingestOrRefusal(wrong);
     expect(refused).toContain(
@@ -140,5 +144,26 @@ describe.skipIf(!up.ok)("a chains file for stage processes (npm run stage -- <st
     },
     120_000,
   );
+
+  it("npm start -- --chains <file> refuses a node of another chain before starting any stage", async () => {
+    anvil ??= await startAnvil({ blockTimeSec: 0 });
+    const file = chainsFile("start-wrong.json", { ...BASE, chainId: 8453, rpcUrls: [anvil.rpcUrl], traces: "off" });
+    const child = spawn(process.execPath, ["--import", "tsx", "cli/start.ts", "--chains", file, "--no-stack", "--no-api"], {
+      cwd: join(import.meta.dirname, "../.."),
+      env: childEnv(),
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    const chunks: Buffer[] = [];
+    child.stdout.on("data", (d: Buffer) => chunks.push(d));
+    child.stderr.on("data", (d: Buffer) => chunks.push(d));
+    const [code] = (await once(child, "exit")) as [number | null];
+    expect(code).toBe(1);
+    const output = Buffer.concat(chunks).toString();
+    // Refused before the pipeline: no stage logged its start (the decode stage logs its options at info).
+    expect(output).not.toContain('"decode options"');
+    expect(output).toContain(
+      `CS_CHAIN_ID_MISMATCH: ethereum/base/mainnet is configured as chain id 8453 (chains file ${file}) but ${anvil.rpcUrl.replace(/\/$/, "")} answers eth_chainId 31337; refusing to start`,
+    );
+  }, 120_000);
 });
 if (!fixtures) console.warn(SKIP_NO_FIXTURES);
