@@ -27,9 +27,9 @@ const stage = process.argv[2] as Stage | undefined;
 const fromArg = process.argv.indexOf("--from");
 const from = fromArg > 0 ? Number(process.argv[fromArg + 1]) : undefined;
 const toArg = process.argv.indexOf("--to");
+const to = toArg > 0 ? Number(process.argv[toArg + 1]) : undefined;
 const chainsArg = process.argv.indexOf("--chains");
 const chainsFile = chainsArg > 0 ? process.argv[chainsArg + 1] : undefined;
-const to = toArg > 0 ? Number(process.argv[toArg + 1]) : undefined;
 if (!stage || !STAGES.includes(stage)) {
   console.error(`usage: npm run stage -- <${STAGES.join("|")}> [--chains <file>] [--from N [--to M] (ingest)]`);
   process.exit(2);

@@ -29,7 +29,7 @@ import { type ChainSource, createRpcSource, redactRpcUrl, type TraceSource } fro
 import { type Bus, createBus, createRecordProducer, type RecordProducer } from "./kafka/bus.js";
 import type { RunningConsumer } from "./kafka/consumer.js";
 import { startMatchStage } from "./match/stage.js";
-import type { TokenMetadataSource } from "./match/tokens.js";
+import { type TokenMetadataSource, tokenListMetadataSource } from "./match/tokens.js";
 import { startNotifyStage } from "./notify/stage.js";
 
 /** The consuming stages, in pipeline order (`npm start` runs them all). */
@@ -86,7 +86,10 @@ export interface PipelineDeps {
    * the bundled token list (none when `config.decode.tokenList` is false).
    */
   methodDecoding?: DecodeMethodOptions;
-  /** Token metadata for the match stage's Token entities (e.g. `rpcTokenMetadataSource(rpcUrl)`); default the bundled mainnet token list. */
+  /**
+   * Token metadata for the match stage's Token entities (e.g. `rpcTokenMetadataSource(rpcUrl)`);
+   * default the bundled token list's entries of `config.chainId`.
+   */
   tokenMetadata?: TokenMetadataSource;
   /** Refresh indices after each bulk (tests). Default false. */
   refresh?: boolean;
@@ -149,7 +152,7 @@ export interface Pipeline {
  * @param deps - configuration, logger, the shared Redis client and metrics registry, and the
  *   stage options ({@link PipelineDeps}; defaults: own ES client and Redis client, `createDecoder()` (signatures per config),
  *   on-chain token metadata from `config.ingest.rpcUrl` when `config.decode.tokenCalls`,
- *   stages decode and index, mainnet method decoding and token list, `refresh` false).
+ *   stages decode and index, method decoding and Token entities from the bundled token list of `config.chainId`, `refresh` false).
  * @returns the running pipeline ({@link Pipeline}): `bus`, `es`, `consumers`, `chainState()`,
  *   `createIngester(rpcUrl, opts?)` (an ingester over a JSON-RPC source with the durable chain
  *   state; its `close()` releases the source and its producer) and `stop()` (stops the stages and
@@ -244,7 +247,7 @@ export async function startPipeline(deps: PipelineDeps): Promise<Pipeline> {
       "match",
       await startMatchStage({
         ...(await shared()),
-        ...(deps.tokenMetadata ? { tokens: deps.tokenMetadata } : {}),
+        tokens: deps.tokenMetadata ?? tokenListMetadataSource(config.chainId),
         decode: methodDecoding,
       }),
     );
