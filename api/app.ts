@@ -16,6 +16,7 @@ import { createRedecodeStatusStore } from "../lib/abis/redecode-status.js";
 import { createAbiStore } from "../lib/abis/store.js";
 import type { AccountStore } from "../lib/accounts/store.js";
 import type { DecodeMethodOptions } from "../lib/chain/methods.js";
+import { methodDecodingOf } from "../lib/chain/tokens.js";
 import type { ChainId, Config } from "../lib/config.js";
 import type { RedisClient } from "../lib/redis.js";
 import pkg from "../package.json" with { type: "json" };
@@ -107,7 +108,8 @@ export interface ApiDeps {
   /**
    * Chain id and token decimals for the Method/Call arguments' `scaled` values of rule backtests
    * (`POST /alerting/rules/test/`), the same as the match stage's (`npm start` passes its node's chain
-   * id and token list to both). Default: mainnet (chain id 1) and the bundled token list.
+   * id and token list to both). Default: lib/chain/tokens.ts `methodDecodingOf(config)`, the
+   * configured `chainId` and the bundled token list.
    */
   methodDecoding?: DecodeMethodOptions;
   /**
@@ -219,7 +221,7 @@ export async function buildApi(deps: ApiDeps): Promise<FastifyInstance> {
     await app.register(rulesBackendsPlugin, { config, redis: app.redis });
     const { rules, deliveries, deliveryStatus, traceSource } = app.rulesBackends;
     await app.register(rulesRoutes({ rules, deliveries, deliveryStatus, traceSource, chains }));
-    await app.register(ruleTestRoutes({ config, chains, ...(deps.methodDecoding ? { decode: deps.methodDecoding } : {}) }));
+    await app.register(ruleTestRoutes({ config, chains, decode: deps.methodDecoding ?? methodDecodingOf(config) }));
   } catch (err) {
     // Release what the plugins registered so far opened (ES client, Redis connections).
     await app.close().catch(() => {});

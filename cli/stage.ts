@@ -5,6 +5,10 @@
  * last one it produced; the node's head on a first start; `--from N` to start elsewhere); with
  * `--from N --to M` it backfills that range instead (an interrupted one resumes), showing its
  * progress (a bar in a terminal, `backfill progress` log lines otherwise; cli/progress.ts), and exits.
+ * The chain comes from a chains file (`--chains <file>` or `CHAINSIFT_CHAINS_FILE`, docs/chains.md)
+ * or from the environment's one-chain shorthand; its chain id selects the token list of the decode,
+ * index and match stages, and `ingest` refuses a node whose `eth_chainId` differs from a configured
+ * one (`CS_CHAIN_ID_MISMATCH`).
  * Configuration comes from the environment (docs/configuration.md) through the process context
  * ({@link createCommon}), whose Redis client and metrics registry the stage uses. Stops cleanly on
  * SIGINT/SIGTERM (offsets of processed batches are committed). Serves `/metrics`, `/healthz` and
@@ -24,8 +28,10 @@ const fromArg = process.argv.indexOf("--from");
 const from = fromArg > 0 ? Number(process.argv[fromArg + 1]) : undefined;
 const toArg = process.argv.indexOf("--to");
 const to = toArg > 0 ? Number(process.argv[toArg + 1]) : undefined;
+const chainsArg = process.argv.indexOf("--chains");
+const chainsFile = chainsArg > 0 ? process.argv[chainsArg + 1] : undefined;
 if (!stage || !STAGES.includes(stage)) {
-  console.error(`usage: npm run stage -- <${STAGES.join("|")}> [--from N [--to M] (ingest)]`);
+  console.error(`usage: npm run stage -- <${STAGES.join("|")}> [--chains <file>] [--from N [--to M] (ingest)]`);
   process.exit(2);
 }
 if (stage === "ingest" && from !== undefined && !(Number.isInteger(from) && from >= 0)) {
@@ -37,7 +43,15 @@ if (to !== undefined && (stage !== "ingest" || from === undefined || !(Number.is
   process.exit(2);
 }
 
-const common = createCommon({ name: `chainsift-${stage}` });
+if (chainsArg > 0 && !chainsFile) {
+  console.error("--chains: expected a file");
+  process.exit(2);
+}
+
+const common = createCommon({
+  name: `chainsift-${stage}`,
+  ...(chainsFile ? { env: { ...process.env, CHAINSIFT_CHAINS_FILE: chainsFile } } : {}),
+});
 const { config, shutdown } = common;
 try {
   const server = await serveProcessMetrics(common);

@@ -2,7 +2,7 @@
  * `npm start`: the main job. Brings the stack up (unless `--no-stack`), starts every pipeline
  * stage and the search API, and prints the API URL and a token.
  *
- * With no `--rpc-url` it runs on an embedded chain: anvil plus a traffic generator that deploys
+ * With no `--rpc-url` (nor `--chains` / `CHAINSIFT_CHAINS_FILE`) it runs on an embedded chain: anvil plus a traffic generator that deploys
  * an ERC-20 (and an ERC-721) and keeps making transfers, so a newcomer sees records arrive.
  *
  * Usage:
@@ -12,6 +12,8 @@
  *   npm start -- --rpc-url <url> --from N --to M   # backfill a range (an interrupted one resumes), then keep serving the API
  *   npm start -- --rpc-url <url> --from N      # backfill from N and keep following the head
  *   npm start -- --rpc-url <url> --blocks 1,5,9   # ingest exactly these blocks
+ *   npm start -- --chains chainsift.chains.yaml    # the chain of a chains file (docs/chains.md); its
+ *                                              # chainId must be the node's eth_chainId
  * Flags: --no-stack (services already running), --no-api, --no-resume (a backfill re-reads its whole range), --help.
  * @module
  */
@@ -22,7 +24,7 @@ import { parseArgs } from "node:util";
 import { Client } from "@elastic/elasticsearch";
 import { startApi } from "../api/server.js";
 import { indexName } from "../es/mappings.js";
-import { lookupToken } from "../lib/chain/tokens.js";
+import { bundledTokens } from "../lib/chain/tokens.js";
 import { type Common, createCommon, embeddedOverlay } from "../lib/common.js";
 import { parseRpcUrls, rpcEndpoints } from "../lib/config.js";
 import { serveProcessMetrics } from "../lib/metrics.js";
@@ -32,13 +34,14 @@ import { INDEX_REORGS_STAGE } from "../pipeline/index/indexer.js";
 import { createRpcSource } from "../pipeline/ingest/rpc.js";
 import { createBus, skipExistingRecords } from "../pipeline/kafka/bus.js";
 import { rpcTokenMetadataSource } from "../pipeline/match/token-metadata.js";
-import { CONSUMING_STAGES, startPipeline } from "../pipeline/runtime.js";
+import { CONSUMING_STAGES, checkChainId, startPipeline } from "../pipeline/runtime.js";
 import { startAnvil } from "./devchain/anvil.js";
 import { startTraffic, TOKEN_DECIMALS, TOKEN_SYMBOL } from "./devchain/traffic.js";
 import { createBackfillDisplay } from "./progress.js";
 import { repoFile } from "./repo-file.js";
 
 const HELP = `chainsift — npm start [-- options]
+  --chains <file>   chains file (docs/chains.md; as CHAINSIFT_CHAINS_FILE): the chain, its chain id and endpoints
   --rpc-url <urls>  EVM JSON-RPC node, or several endpoints of the chain comma-separated (failover:
                     docs/reorgs.md#faults) (default: an embedded anvil chain with generated traffic)
   --from <n>        first block (default: after the last block ingested, or the current head on a
@@ -66,6 +69,7 @@ function intArg(name: string, v: string | undefined): number | undefined {
 const { values } = parseArgs({
   options: {
     "rpc-url": { type: "string" },
+    chains: { type: "string" },
     from: { type: "string" },
     to: { type: "string" },
     blocks: { type: "string" },
@@ -87,7 +91,8 @@ if (to !== undefined && from === undefined) {
   console.error("--to needs --from");
   process.exit(2);
 }
-const embedded = !values["rpc-url"] && !process.env.CHAINSIFT_RPC_URL && !process.env.CHAINSIFT_RPC_URLS;
+const chainsFile = values.chains ?? process.env.CHAINSIFT_CHAINS_FILE;
+const embedded = !values["rpc-url"] && !process.env.CHAINSIFT_RPC_URL && !process.env.CHAINSIFT_RPC_URLS && !chainsFile;
 let rpcUrlsArg: string[] | undefined;
 try {
   rpcUrlsArg = values["rpc-url"] === undefined ? undefined : parseRpcUrls(values["rpc-url"], "--rpc-url");
@@ -104,7 +109,10 @@ if (!values["no-stack"]) {
   }
 }
 
-const common = createCommon(embedded ? { overlay: embeddedOverlay } : {});
+const common = createCommon({
+  ...(embedded ? { overlay: embeddedOverlay } : {}),
+  ...(values.chains ? { env: { ...process.env, CHAINSIFT_CHAINS_FILE: values.chains } } : {}),
+});
 main(common).catch((err: unknown) => {
   common.logger.error({ err }, "npm start failed");
   void common.shutdown.run("error", 1);
@@ -117,8 +125,8 @@ async function main({ config, logger, shutdown, ...common }: Common): Promise<vo
   // Ingest fails over between every endpoint; the one-endpoint readers (token metadata, proxies) use the first.
   let rpcUrls = rpcUrlsArg ?? rpcEndpoints(config.ingest);
   let rpcUrl = rpcUrls[0] as string;
-  let tokens = lookupToken;
-  let chainId = 1;
+  let tokens = bundledTokens(config);
+  let chainId: number;
   if (embedded) {
     const anvil = await startAnvil({ blockTimeSec: 1, logger });
     shutdown.add("anvil", () => anvil.stop());
@@ -129,15 +137,22 @@ async function main({ config, logger, shutdown, ...common }: Common): Promise<vo
     shutdown.add("traffic", () => traffic.stop());
     const token = traffic.token.toLowerCase();
     // The embedded token is not on any token list: teach the decoder its decimals.
-    tokens = (address, cid) => (address === token ? { symbol: TOKEN_SYMBOL, decimals: TOKEN_DECIMALS } : lookupToken(address, cid));
+    const listed = tokens;
+    tokens = (address, cid) => (address === token ? { symbol: TOKEN_SYMBOL, decimals: TOKEN_DECIMALS } : listed(address, cid));
     logger.info({ rpcUrl, token: traffic.token, nft: traffic.nft }, "embedded chain: anvil with generated traffic");
     await forgetEarlierRuns(config, logger);
   } else {
-    // The chain id picks token decimals (token lists are per chain) before any stage starts.
+    // The chain id picks token decimals (token lists are per chain) before any stage starts: a
+    // configured one must be the node's, else the node's is taken.
     const probe = createRpcSource({ rpcUrls, ...config.ingest.rpc });
-    chainId = await probe.chainId();
-    probe.destroy();
+    try {
+      chainId = await probe.chainId();
+    } finally {
+      probe.destroy();
+    }
+    if (config.chainIdFrom !== "default") checkChainId(config, chainId, rpcUrls);
   }
+  config.chainId = chainId;
   // One registry and one Redis client for the process: the API's /metrics serves every stage's metrics too.
   const pipeline = await startPipeline({
     config,
@@ -147,7 +162,6 @@ async function main({ config, logger, shutdown, ...common }: Common): Promise<vo
     decoder: createDecoder({ chainId, tokens, signatures: config.decode.signatures }),
     // Decimals of tokens outside the bundled list, read on chain by the decode stage (CHAINSIFT_DECODE_TOKEN_CALLS).
     tokenRpcUrl: rpcUrl,
-    chainId,
     stages: [...CONSUMING_STAGES],
     // Token entities (first sighting of a token contract) carry name/symbol/decimals read on chain.
     tokenMetadata: rpcTokenMetadataSource(rpcUrl),

@@ -4,6 +4,7 @@
  * @module
  */
 import { hostname } from "node:os";
+import { type ChainEntry, ChainsFileError, chainKey, loadChainsFile } from "./chains.js";
 
 /** Which chain a deployment (or one pipeline) serves; the three URL segments of the search API. */
 export interface ChainId {
@@ -27,10 +28,38 @@ export const DEFAULT_EXPLORER_URLS: Readonly<Record<string, string>> = {
   "ethereum/ethereum/hoodi": "https://hoodi.etherscan.io",
 };
 
+/** Where {@link Config.chainId} came from. */
+export type ChainIdSource = "file" | "env" | "default";
+
 /** Full configuration of a chainsift process. */
 export interface Config {
-  /** The chain served. */
+  /**
+   * The chain served: the chains file's served entry (docs/chains.md), else the env shorthand
+   * `CHAINSIFT_TECHNOLOGY`, `CHAINSIFT_BLOCKCHAIN`, `CHAINSIFT_NETWORK`.
+   */
   chain: ChainId;
+  /**
+   * EIP-155 chain id of the served chain (e.g. 1 Ethereum mainnet, 8453 Base; https://chainlist.org):
+   * selects the bundled token list's entries for scaled amounts (decode stage, the match and index
+   * stages' method decoding, backtests). The chains file's `chainId`, else env `CHAINSIFT_CHAIN_ID`
+   * (an integer >= 1), default 1.
+   */
+  chainId: number;
+  /**
+   * Where {@link Config.chainId} came from: `file`, `env` (`CHAINSIFT_CHAIN_ID`) or `default`.
+   * A configured id (`file`, `env`) is checked against the node's `eth_chainId` when ingest (or
+   * `npm start`) starts, and a mismatch refuses to start (`CS_CHAIN_ID_MISMATCH`); with `default`
+   * `npm start` takes the node's id and `npm run stage -- ingest` does not check (the behaviour before
+   * chain ids were configured).
+   */
+  chainIdFrom: ChainIdSource;
+  /**
+   * The chains file (env `CHAINSIFT_CHAINS_FILE`, or `--chains <file>` of `npm start` and
+   * `npm run stage`; lib/chains.ts, docs/chains.md): its path and every chain it lists, as written.
+   * The served chain is its only entry, or the one `CHAINSIFT_CHAIN` (`technology/blockchain/network`)
+   * names. Default none: one chain from the environment (the env shorthand).
+   */
+  chainsFile: { path: string; chains: ChainEntry[] } | undefined;
   kafka: {
     /** Bootstrap brokers. Env `KAFKA_BROKERS` (comma-separated), default `127.0.0.1:9092`. */
     brokers: string[];
@@ -169,8 +198,14 @@ export interface Config {
      * ingest probes `debug_traceBlockByNumber` (callTracer), then parity-style `trace_block`, and uses
      * the first the node answers (start log line and metric `chainsift_ingest_trace_source`). Env
      * `CHAINSIFT_INGEST_TRACES` (`true`/`false`), default true; false skips them (cheaper ingest).
+     * A chains file's `traces`: `auto` and `on` true, `off` false.
      */
     traces: boolean;
+    /**
+     * Refuse to start ingest when the node has no trace method (the probe finds neither). A chains
+     * file's `traces: on`; the env shorthand has no such setting (false).
+     */
+    tracesRequired: boolean;
     /**
      * How often, in ms, a backfill without a terminal (stdout not a TTY: a pipe, a file, a
      * container log) logs a `backfill progress` line (blocks done / total, blocks/s, records/s,
@@ -203,9 +238,16 @@ export interface Config {
      * of contracts the bundled token list does not know, to fill their `scaled` (docs/decoding.md).
      * The node is the ingest node (`CHAINSIFT_RPC_URL`, or `npm start`'s `--rpc-url`); while it
      * fails, the decode stage retries its batch. Env `CHAINSIFT_DECODE_TOKEN_CALLS` (`true`/`false`),
-     * default true; false: only the bundled list's tokens are scaled.
+     * default true; false: only the bundled list's tokens are scaled. A chains file's
+     * `tokenDecimals` containing `calls`.
      */
     tokenCalls: boolean;
+    /**
+     * Scale amounts of the tokens on the bundled token list (@uniswap/default-token-list, entries of
+     * {@link Config.chainId}) with the list's decimals. Always true with the env shorthand; a chains
+     * file's `tokenDecimals` containing `tokenList` (default true).
+     */
+    tokenList: boolean;
     /**
      * How long a negative entry of that cache lives (a contract whose `decimals()` reverted or
      * returned garbage), in ms: after it, the contract is asked again. Env
@@ -374,8 +416,10 @@ export class ConfigError extends Error {
     /** The offending variable. */
     readonly variable: string,
     message: string,
+    /** The underlying error, e.g. a {@link ChainsFileError} (its `code` and `problems`). */
+    cause?: unknown,
   ) {
-    super(`${variable}: ${message}`);
+    super(`${variable}: ${message}`, cause === undefined ? undefined : { cause });
     this.name = "ConfigError";
   }
 }
@@ -476,9 +520,112 @@ function str(env: NodeJS.ProcessEnv, name: string, fallback: string): string {
 }
 
 /**
+ * The variables a chains file replaces (per-chain settings): set together with
+ * `CHAINSIFT_CHAINS_FILE`, {@link loadConfig} refuses them rather than pick one silently.
+ */
+export const PER_CHAIN_VARIABLES = [
+  "CHAINSIFT_TECHNOLOGY",
+  "CHAINSIFT_BLOCKCHAIN",
+  "CHAINSIFT_NETWORK",
+  "CHAINSIFT_CHAIN_ID",
+  "CHAINSIFT_RPC_URL",
+  "CHAINSIFT_RPC_URLS",
+  "CHAINSIFT_INGEST_CONCURRENCY",
+  "CHAINSIFT_INGEST_TRACES",
+  "CHAINSIFT_DECODE_TOKEN_CALLS",
+] as const;
+
+/** The served chain's settings, from the chains file or from the env shorthand. */
+interface ServedChain {
+  chain: ChainId;
+  chainId: number;
+  chainIdFrom: ChainIdSource;
+  chainsFile: Config["chainsFile"];
+  rpcUrls: string[];
+  concurrency: number;
+  traces: boolean;
+  tracesRequired: boolean;
+  tokenCalls: boolean;
+  tokenList: boolean;
+  /** The entry's `explorerUrl` (`""`: links off), absent when the entry has none. */
+  explorerUrl?: string;
+}
+
+function servedChain(env: NodeJS.ProcessEnv): ServedChain {
+  const path = env.CHAINSIFT_CHAINS_FILE?.trim();
+  if (!path) {
+    const chainIdRaw = env.CHAINSIFT_CHAIN_ID;
+    return {
+      chain: {
+        technology: str(env, "CHAINSIFT_TECHNOLOGY", "ethereum"),
+        blockchain: str(env, "CHAINSIFT_BLOCKCHAIN", "ethereum"),
+        network: str(env, "CHAINSIFT_NETWORK", "mainnet"),
+      },
+      chainId: int(env, "CHAINSIFT_CHAIN_ID", 1, 1),
+      chainIdFrom: chainIdRaw === undefined || chainIdRaw === "" ? "default" : "env",
+      chainsFile: undefined,
+      rpcUrls: env.CHAINSIFT_RPC_URLS?.trim()
+        ? parseRpcUrls(env.CHAINSIFT_RPC_URLS, "CHAINSIFT_RPC_URLS")
+        : parseRpcUrls(str(env, "CHAINSIFT_RPC_URL", "http://127.0.0.1:8545"), "CHAINSIFT_RPC_URL"),
+      concurrency: int(env, "CHAINSIFT_INGEST_CONCURRENCY", 4, 1),
+      traces: bool(env, "CHAINSIFT_INGEST_TRACES", true),
+      tracesRequired: false,
+      tokenCalls: bool(env, "CHAINSIFT_DECODE_TOKEN_CALLS", true),
+      tokenList: true,
+    };
+  }
+  for (const name of PER_CHAIN_VARIABLES) {
+    if (env[name] !== undefined && env[name] !== "") {
+      throw new ConfigError(name, `set by the chains file (CHAINSIFT_CHAINS_FILE=${path}); unset it or remove the file`);
+    }
+  }
+  let chains: ChainEntry[];
+  try {
+    chains = loadChainsFile(path).chains;
+  } catch (err) {
+    if (err instanceof ChainsFileError) throw new ConfigError("CHAINSIFT_CHAINS_FILE", err.message, err);
+    throw err;
+  }
+  const wanted = env.CHAINSIFT_CHAIN?.trim();
+  let entry: ChainEntry | undefined;
+  if (wanted) {
+    entry = chains.find((c) => chainKey(c) === wanted);
+    if (!entry) {
+      throw new ConfigError("CHAINSIFT_CHAIN", `${JSON.stringify(wanted)} is not in ${path} (it lists ${chains.map(chainKey).join(", ")})`);
+    }
+  } else if (chains.length === 1) {
+    entry = chains[0];
+  } else {
+    throw new ConfigError(
+      "CHAINSIFT_CHAIN",
+      `${path} lists ${chains.length} chains; a process serves one: set CHAINSIFT_CHAIN to one of ${chains.map(chainKey).join(", ")}`,
+    );
+  }
+  const c = entry as ChainEntry;
+  const decimals = c.tokenDecimals ?? ["tokenList", "calls"];
+  return {
+    chain: { technology: c.technology, blockchain: c.blockchain, network: c.network },
+    chainId: c.chainId,
+    chainIdFrom: "file",
+    chainsFile: { path, chains },
+    rpcUrls: [...c.rpcUrls],
+    concurrency: c.ingestConcurrency ?? 4,
+    traces: c.traces !== "off",
+    tracesRequired: c.traces === "on",
+    tokenCalls: decimals.includes("calls"),
+    tokenList: decimals.includes("tokenList"),
+    ...(c.explorerUrl === undefined ? {} : { explorerUrl: c.explorerUrl.replace(/\/+$/, "") }),
+  };
+}
+
+/**
  * Reads the configuration from an environment (default `process.env`).
  * @throws {ConfigError} when a numeric variable is not a valid integer (or below its minimum), when
- *   `LOG_FORMAT` is not `auto`, `json` or `pretty`, when `CHAINSIFT_RPC_URLS` (or `CHAINSIFT_RPC_URL`) holds no http(s) URL, when `CHAINSIFT_EXPLORER_URLS` is malformed, or when `CHAINSIFT_API_HEADERS_TIMEOUT_MS` exceeds `CHAINSIFT_API_REQUEST_TIMEOUT_MS`.
+ *   `LOG_FORMAT` is not `auto`, `json` or `pretty`, when `CHAINSIFT_RPC_URLS` (or `CHAINSIFT_RPC_URL`) holds no http(s) URL, when `CHAINSIFT_EXPLORER_URLS` is malformed, or when `CHAINSIFT_API_HEADERS_TIMEOUT_MS` exceeds `CHAINSIFT_API_REQUEST_TIMEOUT_MS`;
+ *   with `CHAINSIFT_CHAINS_FILE`: when the file is unreadable or invalid (variable
+ *   `CHAINSIFT_CHAINS_FILE`, message `CHAINSIFT_CHAINS_FILE: <file>: CS_CHAINS_FILE_INVALID: <path>: <problem>…`,
+ *   `cause` the {@link ChainsFileError}), when a per-chain variable ({@link PER_CHAIN_VARIABLES}) is
+ *   also set, or when `CHAINSIFT_CHAIN` is needed (several chains) or names no listed chain.
  */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const headersTimeoutMs = int(env, "CHAINSIFT_API_HEADERS_TIMEOUT_MS", 10_000, 1);
@@ -489,15 +636,16 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       `must not exceed CHAINSIFT_API_REQUEST_TIMEOUT_MS (${requestTimeoutMs}), got ${headersTimeoutMs}`,
     );
   }
-  const rpcUrls = env.CHAINSIFT_RPC_URLS?.trim()
-    ? parseRpcUrls(env.CHAINSIFT_RPC_URLS, "CHAINSIFT_RPC_URLS")
-    : parseRpcUrls(str(env, "CHAINSIFT_RPC_URL", "http://127.0.0.1:8545"), "CHAINSIFT_RPC_URL");
+  const served = servedChain(env);
+  const { rpcUrls } = served;
+  const explorerUrls = explorers(env, "CHAINSIFT_EXPLORER_URLS");
+  if (served.explorerUrl === "") delete explorerUrls[chainKey(served.chain)];
+  else if (served.explorerUrl !== undefined) explorerUrls[chainKey(served.chain)] = served.explorerUrl;
   return {
-    chain: {
-      technology: str(env, "CHAINSIFT_TECHNOLOGY", "ethereum"),
-      blockchain: str(env, "CHAINSIFT_BLOCKCHAIN", "ethereum"),
-      network: str(env, "CHAINSIFT_NETWORK", "mainnet"),
-    },
+    chain: served.chain,
+    chainId: served.chainId,
+    chainIdFrom: served.chainIdFrom,
+    chainsFile: served.chainsFile,
     kafka: {
       brokers: list(env, "KAFKA_BROKERS", ["127.0.0.1:9092"]),
       clientId: str(env, "KAFKA_CLIENT_ID", "chainsift"),
@@ -540,15 +688,17 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
         hedgeAfterMs: int(env, "CHAINSIFT_RPC_HEDGE_AFTER_MS", 2000, 0),
       },
       pollIntervalMs: int(env, "CHAINSIFT_POLL_INTERVAL_MS", 1000, 1),
-      concurrency: int(env, "CHAINSIFT_INGEST_CONCURRENCY", 4, 1),
-      traces: bool(env, "CHAINSIFT_INGEST_TRACES", true),
+      concurrency: served.concurrency,
+      traces: served.traces,
+      tracesRequired: served.tracesRequired,
       progressIntervalMs: int(env, "CHAINSIFT_PROGRESS_INTERVAL_MS", 5000, 1),
       testCrashPoint: env.CHAINSIFT_TEST_CRASH_POINT ? oneOf(env, "CHAINSIFT_TEST_CRASH_POINT", CRASH_POINTS, "produce-tip") : undefined,
       testCrashPercent: percent(env, "CHAINSIFT_TEST_CRASH_PERCENT", 100),
       testCrashSeed: int(env, "CHAINSIFT_TEST_CRASH_SEED", Math.floor(Math.random() * 2 ** 31)),
     },
     decode: {
-      tokenCalls: bool(env, "CHAINSIFT_DECODE_TOKEN_CALLS", true),
+      tokenCalls: served.tokenCalls,
+      tokenList: served.tokenList,
       tokenNegativeTtlMs: int(env, "CHAINSIFT_DECODE_TOKEN_NEGATIVE_TTL_MS", 86_400_000, 1),
       signatures: bool(env, "CHAINSIFT_DECODE_SIGNATURES", true),
     },
@@ -586,7 +736,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       maxInFlight: int(env, "CHAINSIFT_NOTIFY_MAX_IN_FLIGHT", 64, 1),
       telegramBotToken: env.CHAINSIFT_TELEGRAM_BOT_TOKEN || undefined,
       telegramApiUrl: str(env, "CHAINSIFT_TELEGRAM_API_URL", "https://api.telegram.org").replace(/\/+$/, ""),
-      explorerUrls: explorers(env, "CHAINSIFT_EXPLORER_URLS"),
+      explorerUrls,
     },
     logLevel: str(env, "LOG_LEVEL", "info"),
     logFormat: oneOf(env, "LOG_FORMAT", LOG_FORMATS, "auto"),

@@ -13,7 +13,10 @@ import type { DecodeMethodOptions } from "../lib/chain/methods.js";
 import { type ChainState, createRedisChainState, ingestKeyPrefix } from "../lib/chain/state.js";
 import { createTokenMetadataCache } from "../lib/chain/token-cache.js";
 import { readTokenMetadata } from "../lib/chain/token-metadata.js";
-import type { Config } from "../lib/config.js";
+import { bundledTokens, methodDecodingOf } from "../lib/chain/tokens.js";
+import { chainKey } from "../lib/chains.js";
+import { type Config, ConfigError } from "../lib/config.js";
+import { NonRetryableError } from "../lib/errors.js";
 import type { Logger } from "../lib/logger.js";
 import type { ReadinessCheck } from "../lib/metrics.js";
 import { lazyRedis, type RedisClient } from "../lib/redis.js";
@@ -24,11 +27,11 @@ import { ensureIndices, startIndexStage } from "./index/indexer.js";
 import { createCrashHook } from "./ingest/crash.js";
 import { createIngester, type Ingester } from "./ingest/ingest.js";
 import { ingestMetricsOf } from "./ingest/metrics.js";
-import { type ChainSource, createRpcSource, type TraceSource } from "./ingest/rpc.js";
+import { type ChainSource, createRpcSource, redactRpcUrl, type TraceSource } from "./ingest/rpc.js";
 import { type Bus, createBus, createRecordProducer, type RecordProducer } from "./kafka/bus.js";
 import type { RunningConsumer } from "./kafka/consumer.js";
 import { startMatchStage } from "./match/stage.js";
-import type { TokenMetadataSource } from "./match/tokens.js";
+import { type TokenMetadataSource, tokenListMetadataSource } from "./match/tokens.js";
 import { startNotifyStage } from "./notify/stage.js";
 
 /** The consuming stages, in pipeline order (`npm start` runs them all). */
@@ -60,15 +63,16 @@ export interface PipelineDeps {
   redis?: () => Promise<RedisClient>;
   /** Elasticsearch client; created from config when absent (and closed on stop). */
   es?: Client;
-  /** Decoder; when absent, `createDecoder` with `chainId` and the signature database per `config.decode.signatures`. */
+  /**
+   * Decoder; when absent, `createDecoder` with `config.chainId`, the bundled token list unless
+   * `config.decode.tokenList` is false, and the signature database per `config.decode.signatures`.
+   */
   decoder?: Decoder;
   /**
    * The node the decode stage reads token metadata from by `eth_call` (when `config.decode.tokenCalls`;
    * lib/chain/token-cache.ts), e.g. `npm start`'s `--rpc-url`. Default `config.ingest.rpcUrl`.
    */
   tokenRpcUrl?: string;
-  /** EIP-155 chain id of the chain (the decoder's), selecting the bundled token list's entries for the decode stage; default 1. */
-  chainId?: number;
   /**
    * Whether the decode stage also decodes with the user ABIs (lib/abis: registry in Redis, proxies
    * read from the node of {@link PipelineDeps.tokenRpcUrl}, history re-decoded from the log index;
@@ -78,9 +82,16 @@ export interface PipelineDeps {
   abis?: boolean;
   /** Which consuming stages to run. Default decode and index (match and notify need Redis and rules). */
   stages?: ConsumingStage[];
-  /** Chain id and token decimals for the match stage's decoded Method/Call arguments; default mainnet and the bundled token list. */
+  /**
+   * Chain id and token decimals for the decoded Method/Call arguments of the match stage and of the
+   * index stage's call documents; default {@link methodDecodingOf}(config): `config.chainId` and
+   * the bundled token list (none when `config.decode.tokenList` is false).
+   */
   methodDecoding?: DecodeMethodOptions;
-  /** Token metadata for the match stage's Token entities (e.g. `rpcTokenMetadataSource(rpcUrl)`); default the bundled mainnet token list. */
+  /**
+   * Token metadata for the match stage's Token entities (e.g. `rpcTokenMetadataSource(rpcUrl)`);
+   * default the bundled token list's entries of `config.chainId`.
+   */
   tokenMetadata?: TokenMetadataSource;
   /** Refresh indices after each bulk (tests). Default false. */
   refresh?: boolean;
@@ -143,7 +154,7 @@ export interface Pipeline {
  * @param deps - configuration, logger, the shared Redis client and metrics registry, and the
  *   stage options ({@link PipelineDeps}; defaults: own ES client and Redis client, `createDecoder()` (signatures per config),
  *   on-chain token metadata from `config.ingest.rpcUrl` when `config.decode.tokenCalls`,
- *   stages decode and index, mainnet method decoding and token list, `refresh` false).
+ *   stages decode and index, method decoding and Token entities from the bundled token list of `config.chainId`, `refresh` false).
  * @returns the running pipeline ({@link Pipeline}): `bus`, `es`, `consumers`, `chainState()`,
  *   `createIngester(rpcUrl, opts?)` (an ingester over a JSON-RPC source with the durable chain
  *   state; its `close()` releases the source and its producer) and `stop()` (stops the stages and
@@ -174,7 +185,20 @@ export async function startPipeline(deps: PipelineDeps): Promise<Pipeline> {
   const registry = deps.metricsRegistry;
   /** The registry, as an optional dependency of a stage (absent: the stage keeps a private one). */
   const metrics = registry ? { registry } : {};
+  const listTokens = bundledTokens(config);
+  const methodDecoding = deps.methodDecoding ?? methodDecodingOf(config);
   if (stages.includes("decode")) {
+    logger.info(
+      {
+        stage: "decode",
+        chain: config.chain,
+        chainId: config.chainId,
+        chainIdFrom: config.chainIdFrom,
+        tokenList: config.decode.tokenList,
+        tokenCalls: config.decode.tokenCalls,
+      },
+      "decode options",
+    );
     const tokenRpcUrl = deps.tokenRpcUrl ?? config.ingest.rpcUrl;
     const tokenMetadata = config.decode.tokenCalls
       ? createTokenMetadataCache({
@@ -185,9 +209,7 @@ export async function startPipeline(deps: PipelineDeps): Promise<Pipeline> {
           negativeTtlMs: config.decode.tokenNegativeTtlMs,
         })
       : undefined;
-    const decoder =
-      deps.decoder ??
-      createDecoder({ ...(deps.chainId === undefined ? {} : { chainId: deps.chainId }), signatures: config.decode.signatures });
+    const decoder = deps.decoder ?? createDecoder({ chainId: config.chainId, tokens: listTokens, signatures: config.decode.signatures });
     // User ABIs: proxies' implementation slots are read from the same node as token metadata.
     const abis = deps.abis === false ? {} : { abis: await abiDeps(config, await redis(), es, tokenRpcUrl) };
     started(
@@ -197,7 +219,8 @@ export async function startPipeline(deps: PipelineDeps): Promise<Pipeline> {
         decoder,
         logger,
         ...(tokenMetadata ? { tokenMetadata } : {}),
-        chainId: deps.chainId ?? 1,
+        chainId: config.chainId,
+        tokens: listTokens,
         ...metrics,
         ...abis,
       }),
@@ -214,6 +237,7 @@ export async function startPipeline(deps: PipelineDeps): Promise<Pipeline> {
         logger,
         refresh: deps.refresh,
         canonical: await chainState(),
+        decode: methodDecoding,
         ...metrics,
       }),
     );
@@ -225,8 +249,8 @@ export async function startPipeline(deps: PipelineDeps): Promise<Pipeline> {
       "match",
       await startMatchStage({
         ...(await shared()),
-        ...(deps.tokenMetadata ? { tokens: deps.tokenMetadata } : {}),
-        ...(deps.methodDecoding ? { decode: deps.methodDecoding } : {}),
+        tokens: deps.tokenMetadata ?? tokenListMetadataSource(config.chainId),
+        decode: methodDecoding,
       }),
     );
   }
@@ -243,18 +267,31 @@ export async function startPipeline(deps: PipelineDeps): Promise<Pipeline> {
     async createIngester(rpcUrl, opts) {
       const rpcUrls = typeof rpcUrl === "string" ? [rpcUrl] : rpcUrl;
       const source = createRpcSource({ rpcUrls, ...config.ingest.rpc, logger: logger.child({ stage: "ingest" }), ...metrics });
-      // Several endpoints must be one chain (an endpoint of another chain would feed its blocks): checked once here.
-      if (rpcUrls.length > 1) {
-        await source.chainId().catch((err: unknown) => {
-          source.destroy();
-          throw err;
-        });
+      // Several endpoints must be one chain (an endpoint of another chain would feed its blocks), and
+      // a configured chain id must be the node's: checked once here.
+      if (rpcUrls.length > 1 || config.chainIdFrom !== "default") {
+        await source
+          .chainId()
+          .then((nodeChainId) => {
+            if (config.chainIdFrom !== "default") checkChainId(config, nodeChainId, rpcUrls);
+          })
+          .catch((err: unknown) => {
+            source.destroy();
+            throw err;
+          });
       }
       const producer = await createRecordProducer(bus, registry ? { metrics: { registry, stage: "ingest" } } : {});
       producers.push(producer);
       // Traces wherever the node has them: probe once (debug, then parity), say which, remember it for the API.
       const wanted = opts?.traces ?? config.ingest.traces;
       const traceSource: TraceSource | "off" = wanted ? await probeTraceSource(source, { logger }) : "off";
+      if (traceSource === "none" && config.ingest.tracesRequired) {
+        source.destroy();
+        throw new ConfigError(
+          "CHAINSIFT_CHAINS_FILE",
+          `${chainKey(config.chain)} has traces: on, but the node has neither debug_traceBlockByNumber nor trace_block (use traces: auto to go on without)`,
+        );
+      }
       logger.info({ stage: "ingest", traceSource }, traceSourceMessage(traceSource));
       if (registry) ingestMetricsOf(registry).traceSource.set({ source: traceSource }, 1);
       await (await redis()).set(`${ingestKeyPrefix(config.redisKeyPrefix, config.chain)}traces`, traceSource);
@@ -293,6 +330,46 @@ export async function startPipeline(deps: PipelineDeps): Promise<Pipeline> {
       if (ownEs) await es.close();
     },
   };
+}
+
+/** Code of {@link ChainIdMismatchError}. */
+export const CHAIN_ID_MISMATCH = "CS_CHAIN_ID_MISMATCH";
+
+/** The node answers another `eth_chainId` than the configured chain id: the process refuses to start. */
+export class ChainIdMismatchError extends NonRetryableError {
+  constructor(
+    /** The configured chain id ({@link Config.chainId}). */
+    readonly configured: number,
+    /** The node's `eth_chainId`. */
+    readonly node: number,
+    message: string,
+  ) {
+    super(CHAIN_ID_MISMATCH, message);
+    this.name = "ChainIdMismatchError";
+  }
+}
+
+/**
+ * Refuses a node of another chain than the configured one.
+ * @param config - `chain`, `chainId`, `chainIdFrom`, `chainsFile` (named in the message).
+ * @param nodeChainId - the node's `eth_chainId`.
+ * @param rpcUrls - the node's endpoints, shown redacted ({@link redactRpcUrl}).
+ * @throws {ChainIdMismatchError} when they differ, e.g. `CS_CHAIN_ID_MISMATCH: ethereum/ethereum/mainnet
+ *   is configured as chain id 1 (chains file f.yaml) but http://127.0.0.1:8545 answers eth_chainId 31337;
+ *   refusing to start`.
+ */
+export function checkChainId(
+  config: Pick<Config, "chain" | "chainId" | "chainIdFrom" | "chainsFile">,
+  nodeChainId: number,
+  rpcUrls: readonly string[],
+): void {
+  if (nodeChainId === config.chainId) return;
+  const from = config.chainsFile ? `chains file ${config.chainsFile.path}` : "CHAINSIFT_CHAIN_ID";
+  throw new ChainIdMismatchError(
+    config.chainId,
+    nodeChainId,
+    `${CHAIN_ID_MISMATCH}: ${chainKey(config.chain)} is configured as chain id ${config.chainId} (${from}) but ${rpcUrls.map(redactRpcUrl).join(", ")} answers eth_chainId ${nodeChainId}; refusing to start`,
+  );
 }
 
 /** The decode stage's user-ABI dependencies: the store and its change feed on the shared client, proxy reads, re-decode from the log index. */

@@ -59,3 +59,23 @@ function index(): Map<number, Map<string, TokenInfo>> {
  * @example lookupToken("0xdac17f958d2ee523a2206206994597c13d831ec7", 1) // { symbol: "USDT", decimals: 6 }
  */
 export const lookupToken: TokenLookup = (address, chainId) => index().get(chainId)?.get(address.toLowerCase());
+
+/** A {@link TokenLookup} that knows no token (the bundled list switched off). */
+export const noTokens: TokenLookup = () => undefined;
+
+/**
+ * The bundled token list's lookup for a configuration (lib/config.ts): {@link lookupToken}, or
+ * {@link noTokens} when `decode.tokenList` is false (a chains file's `tokenDecimals` without `tokenList`).
+ */
+export function bundledTokens(config: { decode: { tokenList: boolean } }): TokenLookup {
+  return config.decode.tokenList ? lookupToken : noTokens;
+}
+
+/**
+ * The method decoding options (lib/chain/methods.ts `DecodeMethodOptions`) of a configuration:
+ * its `chainId` and {@link bundledTokens}. What the match stage, the index stage's call documents
+ * and rule backtests decode Method/Call arguments with.
+ */
+export function methodDecodingOf(config: { chainId: number; decode: { tokenList: boolean } }): { chainId: number; tokens: TokenLookup } {
+  return { chainId: config.chainId, tokens: bundledTokens(config) };
+}

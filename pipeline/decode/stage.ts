@@ -101,8 +101,16 @@ export interface DecodeStageDeps {
    * get `scaled: null`.
    */
   tokenMetadata?: TokenMetadataCache;
-  /** EIP-155 chain id of the logs, selecting the bundled token list's entries; default 1 (the decoder's default). */
-  chainId?: number;
+  /**
+   * EIP-155 chain id of the logs (lib/config.ts `Config.chainId`), selecting the bundled token
+   * list's entries: tokens the list knows on this chain are not asked on chain.
+   */
+  chainId: number;
+  /**
+   * The bundled token list's lookup (the decoder's): tokens it knows are not asked on chain. Default
+   * `lookupToken` (lib/chain/tokens.ts); `() => undefined` when the list is off.
+   */
+  tokens?: TokenLookup;
   /** Receives the consumer's `batch failed; retrying` (warn) and `dead-lettered` (warn) lines, tagged `stage: "decode"`. */
   logger: Logger;
   /** Registry of the shell's metrics (pipeline/kafka/metrics.ts), e.g. the process's; default a private one. */
@@ -175,7 +183,8 @@ export async function startDecodeStage(deps: DecodeStageDeps): Promise<RunningCo
       const requests = deps.tokenMetadata
         ? tokenRequests(
             inputs.map((i) => i.record),
-            deps.chainId ?? 1,
+            deps.chainId,
+            deps.tokens,
           )
         : [];
       const tokens = deps.tokenMetadata && requests.length > 0 ? lookupOf(await deps.tokenMetadata.resolve(requests)) : undefined;

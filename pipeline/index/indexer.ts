@@ -42,6 +42,7 @@
 import type { Client } from "@elastic/elasticsearch";
 import { Registry } from "prom-client";
 import { INDEX_SETTINGS, indexName, MAPPINGS } from "../../es/mappings.js";
+import type { DecodeMethodOptions } from "../../lib/chain/methods.js";
 import type { CanonicalReader } from "../../lib/chain/state.js";
 import type { ChainId } from "../../lib/config.js";
 import { NonRetryableError, RetryableError } from "../../lib/errors.js";
@@ -83,14 +84,20 @@ function blockOf(kind: RecordKind, doc: Record<string, unknown>): { height: numb
  * frame; records it cannot flatten are appended to `failures`. Records of the alerts and
  * dead-letter topics are not indexed.
  */
-export function toIndexDocs(inputs: InputRecord[], chain: ChainId, indexPrefix: string, failures: HandlerFailure[] = []): IndexDoc[] {
+export function toIndexDocs(
+  inputs: InputRecord[],
+  chain: ChainId,
+  indexPrefix: string,
+  failures: HandlerFailure[] = [],
+  decode?: DecodeMethodOptions,
+): IndexDoc[] {
   const docs: IndexDoc[] = [];
   for (const input of inputs) {
     if (input.topicKind === "traces") {
       // One trace record (a transaction's call tree) becomes one `call` document per frame.
       try {
         const version = messageSeq(input.message);
-        for (const call of callRecords(input.record as TraceRecord)) {
+        for (const call of callRecords(input.record as TraceRecord, decode)) {
           const at = { height: call.blockNumber.num, blockHash: call.blockHash };
           docs.push({ index: indexName(chain, "call", indexPrefix), id: callId(call), doc: call as never, input, ...at, version });
         }
@@ -168,6 +175,11 @@ export interface IndexerDeps {
   canonical?: CanonicalReader;
   /** Registry of the stage's metrics (`chainsift_index_*`, and the shell's), e.g. the process's; default a private one. */
   registry?: Registry;
+  /**
+   * Chain id and token lookup for the method decoding of `call` documents (`scaled` arguments),
+   * e.g. pipeline/runtime.ts `methodDecodingOf(config)`. Default lib/chain/methods.ts's (mainnet).
+   */
+  decode?: DecodeMethodOptions;
 }
 
 /** What {@link Indexer.indexBatch} did, beyond the failures it returns. */
@@ -343,7 +355,7 @@ export function createIndexer(deps: IndexerDeps): Indexer {
         await removeOrphaned(inputs, failures);
         return failures;
       }
-      const all = toIndexDocs(inputs, deps.chain, deps.indexPrefix, failures);
+      const all = toIndexDocs(inputs, deps.chain, deps.indexPrefix, failures, deps.decode);
       const stale = await orphanedAmong(all);
       counts.skippedOrphaned += stale.size;
       countDocs(
