@@ -110,6 +110,7 @@ describe.skipIf(!up.ok)("ABI re-decode: a failed re-decode is retried, counted a
     stage = await startDecodeStage({
       bus,
       decoder: createDecoder(),
+      chainId: h.config.chainId,
       logger: h.logger,
       registry,
       abis: { store, subscriber: () => redis.duplicate(), proxyTtlMs: 60_000, reloadIntervalMs: 60_000, redecode },
@@ -143,6 +144,7 @@ describe.skipIf(!up.ok)("ABI re-decode: a failed re-decode is retried, counted a
     stage = await startDecodeStage({
       bus,
       decoder: createDecoder(),
+      chainId: h.config.chainId,
       logger: h.logger,
       abis: {
         store,
