@@ -20,6 +20,16 @@ export interface IngestPosition {
   lastTimestampMs: number | null;
 }
 
+/** One JSON-RPC endpoint as the endpoint gauges show it (pipeline/ingest/rpc.ts keeps it current). */
+export interface EndpointHealth {
+  /** The endpoint's URL without credentials (userinfo, query string and token-like path segments replaced). */
+  endpoint: string;
+  /** Whether its last request succeeded and it is not cooling down after an error. */
+  up: boolean;
+  /** Its last `eth_blockNumber` answer, null before the first. */
+  head: number | null;
+}
+
 /** The ingest stage's families in one registry. */
 export interface IngestMetrics {
   /** Feeds the head and position gauges; update it in place. */
@@ -34,6 +44,30 @@ export interface IngestMetrics {
   rpcRequests: Counter<"method" | "outcome">;
   /** `chainsift_ingest_rpc_duration_seconds{method}`: one JSON-RPC call, from the call to its answer (batching included). */
   rpcSeconds: Histogram<"method">;
+  /**
+   * `chainsift_ingest_rpc_inconsistent_total{reason}`: node answers for a block that were not
+   * produced because they contradict themselves (receipt_block_hash, log_block_hash, receipt_count,
+   * receipt_order, gas_used; pipeline/ingest/rpc.ts `blockInconsistency`).
+   */
+  rpcInconsistent: Counter<"reason">;
+  /**
+   * The JSON-RPC endpoints whose health `chainsift_rpc_endpoint_up{endpoint}` and
+   * `chainsift_rpc_endpoint_head_block{endpoint}` show, by endpoint label (the last source that
+   * registered a label wins; a destroyed source removes its own).
+   */
+  endpoints: Map<string, () => EndpointHealth>;
+  /**
+   * `chainsift_rpc_endpoint_errors_total{endpoint,kind}`: failed requests to an endpoint by kind:
+   * http_429, http_5xx, http_other (another non-2xx status), timeout, connection (refused, reset),
+   * malformed (a body that is not JSON), inconsistent (a block answer contradicting itself),
+   * rpc_error (a JSON-RPC error answer to a block read).
+   */
+  endpointErrors: Counter<"endpoint" | "kind">;
+  /**
+   * `chainsift_rpc_failovers_total{endpoint,reason}`: calls moved from `endpoint` to another one,
+   * by reason (an error kind as above, or null_block: it had no block where another endpoint's head is).
+   */
+  failovers: Counter<"endpoint" | "reason">;
   /** `chainsift_ingest_retries_total{target}`: retries after transient failures, by what failed (rpc, kafka, redis). */
   retries: Counter<"target">;
   /** `chainsift_ingest_trace_source{source}`: 1 for the trace method in use (debug_traceBlockByNumber, trace_block, none, off). */
@@ -64,8 +98,42 @@ export const ingestMetricsOf = memoPerRegistry((registry: Registry): IngestMetri
     "Age of the last block produced: now - its header timestamp (at the head it moves between 0 and the block time)",
     () => (position.lastTimestampMs === null ? null : Math.max(0, (Date.now() - position.lastTimestampMs) / 1000)),
   );
+  const endpoints = new Map<string, () => EndpointHealth>();
+  const perEndpoint = (name: string, help: string, value: (h: EndpointHealth) => number | null) =>
+    new Gauge({
+      name,
+      help,
+      labelNames: ["endpoint"] as const,
+      registers,
+      collect() {
+        this.reset();
+        for (const health of endpoints.values()) {
+          const h = health();
+          this.set({ endpoint: h.endpoint }, value(h) ?? Number.NaN);
+        }
+      },
+    });
+  perEndpoint(
+    "chainsift_rpc_endpoint_up",
+    "1 while the JSON-RPC endpoint's last request succeeded and it is not cooling down after an error",
+    (h) => (h.up ? 1 : 0),
+  );
+  perEndpoint("chainsift_rpc_endpoint_head_block", "The JSON-RPC endpoint's last eth_blockNumber answer", (h) => h.head);
   return {
     position,
+    endpoints,
+    endpointErrors: new Counter({
+      name: "chainsift_rpc_endpoint_errors_total",
+      help: "Failed requests to a JSON-RPC endpoint by kind (http_429, http_5xx, http_other, timeout, connection, malformed, inconsistent, rpc_error)",
+      labelNames: ["endpoint", "kind"] as const,
+      registers,
+    }),
+    failovers: new Counter({
+      name: "chainsift_rpc_failovers_total",
+      help: "Calls moved from a JSON-RPC endpoint to another, by reason (an error kind, or null_block)",
+      labelNames: ["endpoint", "reason"] as const,
+      registers,
+    }),
     reorgs: new Counter({
       name: "chainsift_ingest_reorgs_total",
       help: "Chain reorganisations the follower found; depth=beyond_window when deeper than its window of produced hashes",
@@ -94,6 +162,12 @@ export const ingestMetricsOf = memoPerRegistry((registry: Registry): IngestMetri
       help: "Duration of one JSON-RPC call, from the call to its answer (calls are batched over HTTP)",
       labelNames: ["method"] as const,
       buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+      registers,
+    }),
+    rpcInconsistent: new Counter({
+      name: "chainsift_ingest_rpc_inconsistent_total",
+      help: "Block answers not produced because they contradict themselves (a load balancer mixing backends), by reason",
+      labelNames: ["reason"] as const,
       registers,
     }),
     retries: new Counter({

@@ -5,11 +5,13 @@
  * `eth_getTransactionReceipt` per transaction on nodes without `eth_getBlockReceipts`.
  * @module
  */
-import { type JsonRpcApiProviderOptions, type JsonRpcPayload, JsonRpcProvider, type JsonRpcResult } from "ethers";
+import { setTimeout as sleep } from "node:timers/promises";
+import { type JsonRpcApiProviderOptions, type JsonRpcPayload, JsonRpcProvider, type JsonRpcResult, Network } from "ethers";
 import type { Registry } from "prom-client";
 import { parityToCallFrames } from "../../lib/chain/parity-trace.js";
 import { RetryableError } from "../../lib/errors.js";
-import { ingestMetricsOf } from "./metrics.js";
+import type { Logger } from "../../lib/logger.js";
+import { type EndpointHealth, type IngestMetrics, ingestMetricsOf } from "./metrics.js";
 import type { RawRpcObject } from "./transform.js";
 
 /** A block as fetched: the raw block and its receipts in transaction order. */
@@ -64,50 +66,224 @@ export interface ChainSource {
 
 /** Options of {@link createRpcSource}. */
 export interface RpcSourceOptions {
-  /** JSON-RPC URL (http/https). */
-  rpcUrl: string;
-  /** Per-request timeout. Default 30000 ms. */
+  /** JSON-RPC URL (http/https): the one-endpoint shorthand of {@link RpcSourceOptions.rpcUrls}. */
+  rpcUrl?: string;
+  /**
+   * The chain's JSON-RPC endpoints (http/https), in order of preference; wins over `rpcUrl`. Calls
+   * go to the first healthy endpoint that is not behind and fail over to the others (docs/reorgs.md
+   * "The transport and failover"). One of `rpcUrl` and `rpcUrls` is required.
+   */
+  rpcUrls?: readonly string[];
+  /** Per-HTTP-request timeout in ms (a batch is one request). Default 10000 (config `ingest.rpc.timeoutMs`). */
   timeoutMs?: number;
+  /**
+   * Tries of one HTTP request on one endpoint (the first included) after 429, 5xx, a connection
+   * failure, a timeout or a body that is not JSON, while no other endpoint is available. Default 4.
+   */
+  attempts?: number;
+  /** Longest time in ms one HTTP request spends on its tries, waits included. Default 30000. */
+  retryBudgetMs?: number;
+  /** Longest wait in ms a 429's `Retry-After` is honoured for (longer ones are cut to it). Default 30000. */
+  retryAfterMaxMs?: number;
+  /** How long in ms an endpoint is avoided after its first error; doubles per consecutive error up to 60000. Default 2000. */
+  cooldownMs?: number;
+  /** An endpoint whose head is more than this many blocks below the highest endpoint head is behind (avoided). Default 3. */
+  maxLagBlocks?: number;
   /** Largest JSON-RPC batch. Default 50. */
   batchMaxCount?: number;
   /** How long ethers gathers calls into one batch. Default 2 ms (ethers' own default is 10 ms). */
   batchStallTimeMs?: number;
   /**
-   * Registry of `chainsift_ingest_rpc_requests_total` and `chainsift_ingest_rpc_duration_seconds`
-   * (pipeline/ingest/metrics.ts), e.g. the process's. Default: not measured.
+   * Registry of `chainsift_ingest_rpc_*` and `chainsift_rpc_*` metrics (pipeline/ingest/metrics.ts),
+   * e.g. the process's. Default: not measured.
    */
   registry?: Registry;
+  /** Receives endpoint state changes: down (warn), back up (info). Default: silent. */
+  logger?: Logger;
+}
+
+/** A {@link ChainSource} over one or more JSON-RPC endpoints (the return of {@link createRpcSource}). */
+export interface RpcSource extends ChainSource {
+  /** Each endpoint's health now, in configured order (labels without credentials). */
+  endpoints(): EndpointHealth[];
 }
 
 const METHOD_NOT_FOUND = -32601;
+const COOLDOWN_MAX_MS = 60_000;
+/** What ethers is told the network is: a static one, so it never detects it (its detection retries for ever, every second, on a dead endpoint). */
+const STATIC_NETWORK = new Network("chainsift-rpc", 0n);
+
+/** How a request to an endpoint failed without a JSON-RPC answer. */
+export type TransportErrorKind = "http_429" | "http_5xx" | "http_other" | "timeout" | "connection" | "malformed";
+
+/** A request to a JSON-RPC endpoint that got no JSON-RPC answer (thrown by the transport, the cause of a {@link RetryableError}). */
+export class RpcTransportError extends Error {
+  constructor(
+    /** What went wrong. */
+    readonly kind: TransportErrorKind,
+    message: string,
+    /** The wait a 429's `Retry-After` asked for, in ms (capped), when it had one. */
+    readonly retryAfterMs?: number,
+    options?: { cause?: unknown },
+  ) {
+    super(message, options);
+    this.name = "RpcTransportError";
+  }
+}
+
+/** A block answer that contradicts itself ({@link blockInconsistency}): retried, never produced. */
+export class InconsistentAnswerError extends RetryableError {
+  constructor(
+    readonly reason: InconsistencyReason,
+    message: string,
+  ) {
+    super(message);
+    this.name = "InconsistentAnswerError";
+  }
+}
+
+/**
+ * The wait an HTTP `Retry-After` header asks for (RFC 9110 §10.2.3: delay-seconds or an HTTP date), in ms.
+ * @param value - the header's value, null when absent.
+ * @param maxMs - the longest wait honoured; longer ones are cut to it.
+ * @returns the wait (0 … maxMs), or undefined when the header is absent or unreadable.
+ */
+export function retryAfterMs(value: string | null, maxMs: number, nowMs = Date.now()): number | undefined {
+  if (value === null) return undefined;
+  const v = value.trim();
+  const ms = /^\d+(\.\d+)?$/.test(v) ? Number(v) * 1000 : Date.parse(v) - nowMs;
+  return Number.isNaN(ms) ? undefined : Math.min(Math.max(0, ms), maxMs);
+}
+
+/**
+ * A JSON-RPC URL fit for logs and metric labels: without userinfo, query string and fragment
+ * (replaced by `?***`), and with every path segment that looks like a key (16 characters or more,
+ * or 8 or more mixing letters and digits, as Infura's `/v3/<key>` and Alchemy's `/v2/<key>`)
+ * replaced by `***`.
+ */
+export function redactRpcUrl(url: string): string {
+  let u: URL;
+  try {
+    u = new URL(url);
+  } catch {
+    return "<not a URL>";
+  }
+  const secret = (seg: string) => seg.length >= 16 || (seg.length >= 8 && /\d/.test(seg) && /[a-z]/i.test(seg));
+  const path = u.pathname
+    .split("/")
+    .map((seg) => (secret(seg) ? "***" : seg))
+    .join("/");
+  return `${u.protocol}//${u.host}${path === "/" ? "" : path}${u.search || u.hash ? "?***" : ""}`;
+}
+
+/** What the transport of one endpoint reports to, and asks of, the failover logic. */
+interface TransportHooks {
+  /** A request failed (every try counts). */
+  failed(err: RpcTransportError): void;
+  /** A request got an answer. */
+  ok(): void;
+  /** Whether to retry here rather than let the call fail over: no other endpoint is available. */
+  retryHere(): boolean;
+  /** Until when (ms since the epoch) a 429's `Retry-After` asks to wait. */
+  notBeforeMs(): number;
+}
+
+/** The transport's retry settings (see {@link RpcSourceOptions}). */
+interface TransportPolicy {
+  label: string;
+  timeoutMs: number;
+  attempts: number;
+  retryBudgetMs: number;
+  retryAfterMaxMs: number;
+}
 
 /**
  * ethers' JSON-RPC provider (batching, error mapping) over Node's fetch (undici) instead of
  * ethers' own HTTP layer, whose JavaScript UTF-8 decoding of multi-megabyte block and receipt
  * responses made fetching ~8x slower (measured: 75 mainnet blocks with receipts in 1.9 s through
  * ethers' FetchRequest, 0.2 s through fetch). `_send` is the override point ethers documents for
- * custom transports.
+ * custom transports; it sees every HTTP request (one call or a whole batch), so it is where HTTP
+ * statuses, `Retry-After` and unparsable bodies are handled: a failed request is sent again whole
+ * (no call of a batch is lost), or fails every call of it (ethers rejects each with the error).
  */
 class UndiciJsonRpcProvider extends JsonRpcProvider {
   readonly #url: string;
-  readonly #timeoutMs: number;
+  readonly #policy: TransportPolicy;
+  readonly #hooks: TransportHooks;
 
-  constructor(url: string, timeoutMs: number, options: JsonRpcApiProviderOptions) {
-    super(url, undefined, options);
+  constructor(url: string, policy: TransportPolicy, hooks: TransportHooks, options: JsonRpcApiProviderOptions) {
+    super(url, undefined, { ...options, staticNetwork: STATIC_NETWORK });
     this.#url = url;
-    this.#timeoutMs = timeoutMs;
+    this.#policy = policy;
+    this.#hooks = hooks;
   }
 
   override async _send(payload: JsonRpcPayload | JsonRpcPayload[]): Promise<JsonRpcResult[]> {
-    const res = await fetch(this.#url, {
-      method: "POST",
-      headers: { "content-type": "application/json", accept: "application/json" },
-      body: JSON.stringify(payload),
-      signal: AbortSignal.timeout(this.#timeoutMs),
-    });
-    const text = await res.text();
-    if (!res.ok) throw new Error(`JSON-RPC HTTP ${res.status}: ${text.slice(0, 200)}`);
-    const body = JSON.parse(text) as JsonRpcResult | JsonRpcResult[];
+    const { attempts, retryBudgetMs, label } = this.#policy;
+    const started = Date.now();
+    for (let attempt = 1; ; attempt++) {
+      const rateLimited = this.#hooks.notBeforeMs() - Date.now();
+      if (rateLimited > 0) {
+        if (!this.#hooks.retryHere() || Date.now() - started + rateLimited > retryBudgetMs) {
+          throw new RpcTransportError("http_429", `${label}: rate limited for ${rateLimited} ms more (Retry-After)`, rateLimited);
+        }
+        await sleep(rateLimited);
+      }
+      try {
+        const out = await this.#post(payload);
+        this.#hooks.ok();
+        return out;
+      } catch (err) {
+        if (!(err instanceof RpcTransportError)) throw err;
+        this.#hooks.failed(err);
+        if (err.kind === "http_429" && err.retryAfterMs !== undefined) {
+          if (attempt >= attempts || !this.#hooks.retryHere()) throw err;
+          continue; // waits for notBeforeMs above, within the budget
+        }
+        const delay = 250 * 2 ** (attempt - 1);
+        if (err.kind === "http_other" || attempt >= attempts || Date.now() - started + delay > retryBudgetMs || !this.#hooks.retryHere()) {
+          throw err;
+        }
+        await sleep(delay);
+      }
+    }
+  }
+
+  async #post(payload: JsonRpcPayload | JsonRpcPayload[]): Promise<JsonRpcResult[]> {
+    const { timeoutMs, label, retryAfterMaxMs } = this.#policy;
+    let res: Response;
+    let text: string;
+    try {
+      res = await fetch(this.#url, {
+        method: "POST",
+        headers: { "content-type": "application/json", accept: "application/json" },
+        body: JSON.stringify(payload),
+        signal: AbortSignal.timeout(timeoutMs),
+      });
+      text = await res.text();
+    } catch (err) {
+      const name = (err as Error)?.name;
+      if (name === "TimeoutError" || name === "AbortError") {
+        throw new RpcTransportError("timeout", `${label}: no answer within ${timeoutMs} ms`, undefined, { cause: err });
+      }
+      const cause = (err as { cause?: { code?: string; message?: string } })?.cause;
+      throw new RpcTransportError("connection", `${label}: ${cause?.code ?? cause?.message ?? (err as Error)?.message}`, undefined, {
+        cause: err,
+      });
+    }
+    if (!res.ok) {
+      const kind = res.status === 429 ? "http_429" : res.status >= 500 ? "http_5xx" : "http_other";
+      const wait = res.status === 429 ? retryAfterMs(res.headers.get("retry-after"), retryAfterMaxMs) : undefined;
+      throw new RpcTransportError(kind, `${label}: HTTP ${res.status}: ${text.slice(0, 200)}`, wait);
+    }
+    let body: JsonRpcResult | JsonRpcResult[];
+    try {
+      body = JSON.parse(text) as JsonRpcResult | JsonRpcResult[];
+    } catch (err) {
+      throw new RpcTransportError("malformed", `${label}: answer is not JSON (${text.length} bytes: ${text.slice(0, 80)}…)`, undefined, {
+        cause: err,
+      });
+    }
     return Array.isArray(body) ? body : [body];
   }
 }
@@ -118,21 +294,82 @@ function rpcErrorCode(err: unknown): number | undefined {
   return e?.error?.code ?? e?.info?.error?.code ?? (e?.cause !== undefined ? rpcErrorCode(e.cause) : undefined);
 }
 
+function transportErrorOf(err: unknown): RpcTransportError | undefined {
+  for (let e = err; e instanceof Error; e = e.cause) if (e instanceof RpcTransportError) return e;
+  return undefined;
+}
+
+/** Why a block's answer contradicts itself (see {@link blockInconsistency}). */
+export type InconsistencyReason = "receipt_block_hash" | "log_block_hash" | "receipt_count" | "receipt_order" | "gas_used";
+
+const HEX_QUANTITY = /^0x[0-9a-f]+$/i;
+const lower = (v: unknown) => (typeof v === "string" ? v.toLowerCase() : undefined);
+
+/**
+ * Whether a block and its receipts, as a node answered them, belong together (pure). A load
+ * balancer whose backends are on different branches or heights can answer the block from one and
+ * the receipts from another; such an answer must be asked again, never produced. Checks, in order:
+ * every receipt's `blockHash` and every log's `blockHash` is the block's `hash`
+ * (`receipt_block_hash`, `log_block_hash`); one receipt per transaction (`receipt_count`), the
+ * i-th for the i-th transaction (`transactionHash` and `transactionIndex`: `receipt_order`); the
+ * last receipt's `cumulativeGasUsed` is the block's `gasUsed` (`gas_used`; 0 for a block without
+ * transactions). Receipt fields per the execution API (https://ethereum.github.io/execution-apis/api-documentation/);
+ * pre-Byzantium receipts (`root` instead of `status`) carry the same fields.
+ *
+ * A value that is absent or not what the API defines (not a string, not a hex quantity) is not
+ * compared: it is malformed rather than inconsistent, and the transform (pipeline/ingest/transform.ts)
+ * dead-letters the block with its raw data.
+ * @returns the first contradiction found, or null when the answer is consistent.
+ */
+export function blockInconsistency(block: RawRpcObject, receipts: RawRpcObject[]): { reason: InconsistencyReason; detail: string } | null {
+  const hash = lower(block.hash);
+  if (hash === undefined) return null;
+  for (const r of receipts) {
+    const rh = lower(r.blockHash);
+    if (rh !== undefined && rh !== hash)
+      return { reason: "receipt_block_hash", detail: `receipt of ${String(r.transactionHash)} is in ${rh}, not ${hash}` };
+  }
+  for (const r of receipts) {
+    for (const l of Array.isArray(r.logs) ? (r.logs as RawRpcObject[]) : []) {
+      const lh = lower(l?.blockHash);
+      if (lh !== undefined && lh !== hash)
+        return { reason: "log_block_hash", detail: `a log of ${String(r.transactionHash)} is in ${lh}, not ${hash}` };
+    }
+  }
+  const txs = Array.isArray(block.transactions) ? (block.transactions as RawRpcObject[]) : undefined;
+  if (txs === undefined) return null;
+  if (receipts.length !== txs.length)
+    return { reason: "receipt_count", detail: `${receipts.length} receipts for ${txs.length} transactions` };
+  for (const [i, r] of receipts.entries()) {
+    const want = lower(txs[i]?.hash);
+    const got = lower(r.transactionHash);
+    if (want !== undefined && got !== undefined && want !== got)
+      return { reason: "receipt_order", detail: `receipt ${i} is of ${got}, transaction ${i} is ${want}` };
+    const index = r.transactionIndex;
+    if (typeof index === "string" && HEX_QUANTITY.test(index) && Number(index) !== i)
+      return { reason: "receipt_order", detail: `receipt ${i} has transactionIndex ${index}` };
+  }
+  const gasUsed = block.gasUsed;
+  const cumulative = receipts.length === 0 ? "0x0" : receipts[receipts.length - 1]?.cumulativeGasUsed;
+  if (typeof gasUsed === "string" && HEX_QUANTITY.test(gasUsed) && typeof cumulative === "string" && HEX_QUANTITY.test(cumulative)) {
+    if (BigInt(gasUsed) !== BigInt(cumulative))
+      return { reason: "gas_used", detail: `last cumulativeGasUsed ${cumulative} != block gasUsed ${gasUsed}` };
+  }
+  return null;
+}
+
 /** Where call traces come from: the node's method, or `none` when it has neither. */
 export type TraceSource = "debug_traceBlockByNumber" | "trace_block" | "none";
 
-/** Creates a {@link ChainSource} reading from a JSON-RPC URL. */
-export function createRpcSource(opts: RpcSourceOptions): ChainSource {
-  const provider = new UndiciJsonRpcProvider(opts.rpcUrl, opts.timeoutMs ?? 30_000, {
-    staticNetwork: true,
-    batchMaxCount: opts.batchMaxCount ?? 50,
-    batchStallTime: opts.batchStallTimeMs ?? 2,
-  });
+/**
+ * The {@link ChainSource} of one endpoint: its own ethers provider (batches) and what it learnt of
+ * the node (whether it has `eth_getBlockReceipts`, its trace method).
+ */
+function endpointSource(provider: UndiciJsonRpcProvider, metrics: IngestMetrics | undefined): ChainSource {
   let blockReceiptsSupported: boolean | undefined;
   /** Which trace method the node answers; undefined until the first attempt (debug first, then parity). */
   let traceSource: TraceSource | undefined;
 
-  const metrics = opts.registry ? ingestMetricsOf(opts.registry) : undefined;
   const send = async <T>(method: string, params: unknown[]): Promise<T> => {
     const endTimer = metrics?.rpcSeconds.startTimer({ method });
     let outcome = "ok";
@@ -203,10 +440,12 @@ export function createRpcSource(opts: RpcSourceOptions): ChainSource {
       const txs = block.transactions as RawRpcObject[];
       let receipts = (await receiptsP) ?? null;
       if (receipts === null || (receipts.length === 0 && txs.length > 0)) receipts = await receiptsOf(txs);
-      const foreign = receipts.find((r) => String(r.blockHash).toLowerCase() !== String(block.hash).toLowerCase());
-      if (foreign) {
-        throw new RetryableError(
-          `block ${number} changed while fetching receipts (reorg): ${String(foreign.blockHash)} != ${String(block.hash)}`,
+      const inconsistent = blockInconsistency(block, receipts);
+      if (inconsistent) {
+        metrics?.rpcInconsistent.inc({ reason: inconsistent.reason });
+        throw new InconsistentAnswerError(
+          inconsistent.reason,
+          `block ${number}: inconsistent answer (${inconsistent.reason}): ${inconsistent.detail}`,
         );
       }
       return { block, receipts };
@@ -269,6 +508,208 @@ export function createRpcSource(opts: RpcSourceOptions): ChainSource {
     },
     destroy() {
       provider.destroy();
+    },
+  };
+}
+
+/** One endpoint of a {@link createRpcSource} source and what is known of its health. */
+interface Endpoint {
+  /** Position in the configured list (the preference among equals). */
+  index: number;
+  /** {@link redactRpcUrl} of its URL, unique within the source. */
+  label: string;
+  source: ChainSource;
+  /** Its last `eth_blockNumber` answer. */
+  head: number | null;
+  /** Whether its last request succeeded. */
+  up: boolean;
+  /** Consecutive failed requests. */
+  errors: number;
+  /** Avoided until then (ms since the epoch) after an error. */
+  coolUntilMs: number;
+  /** Not asked before then (ms since the epoch): a 429's `Retry-After`. */
+  retryAfterUntilMs: number;
+  /** The `eth_blockNumber` in flight, so a hanging endpoint is not asked again meanwhile. */
+  headPending?: Promise<number>;
+}
+
+/**
+ * Creates a {@link ChainSource} reading from one JSON-RPC endpoint or several of the same chain
+ * (docs/reorgs.md "The transport and failover"): every call goes to the first available endpoint
+ * (not cooling down after an error, not behind the highest head, for a block read one whose head
+ * has the block) and fails over to the next on a transport error, an inconsistent block answer or
+ * a null block another endpoint's head covers. On one endpoint, or when no other is available, an
+ * HTTP request is retried in place (429 after its `Retry-After`, 5xx, connection failures,
+ * timeouts, bodies that are not JSON) within `attempts` and `retryBudgetMs`.
+ * @throws {Error} when neither `rpcUrl` nor `rpcUrls` names an endpoint.
+ */
+export function createRpcSource(opts: RpcSourceOptions): RpcSource {
+  const urls = opts.rpcUrls && opts.rpcUrls.length > 0 ? opts.rpcUrls : opts.rpcUrl ? [opts.rpcUrl] : [];
+  if (urls.length === 0) throw new Error("createRpcSource: no JSON-RPC endpoint (rpcUrl or rpcUrls)");
+  const metrics = opts.registry ? ingestMetricsOf(opts.registry) : undefined;
+  const log = opts.logger;
+  const cooldownMs = opts.cooldownMs ?? 2000;
+  const maxLag = opts.maxLagBlocks ?? 3;
+  const now = () => Date.now();
+  const available = (ep: Endpoint) => ep.coolUntilMs <= now();
+
+  const failed = (ep: Endpoint, kind: string, retryAfter?: number) => {
+    metrics?.endpointErrors.inc({ endpoint: ep.label, kind });
+    ep.errors++;
+    const cool = Math.max(retryAfter ?? 0, Math.min(cooldownMs * 2 ** (ep.errors - 1), COOLDOWN_MAX_MS));
+    ep.coolUntilMs = Math.max(ep.coolUntilMs, now() + cool);
+    if (retryAfter !== undefined) ep.retryAfterUntilMs = Math.max(ep.retryAfterUntilMs, now() + retryAfter);
+    if (ep.up && urls.length > 1)
+      log?.warn({ endpoint: ep.label, kind, cooldownMs: cool }, "JSON-RPC endpoint failing: avoided while it cools down");
+    ep.up = false;
+  };
+  const ok = (ep: Endpoint) => {
+    if (!ep.up && urls.length > 1) log?.info({ endpoint: ep.label }, "JSON-RPC endpoint answers again");
+    ep.up = true;
+    ep.errors = 0;
+  };
+
+  const labels = new Set<string>();
+  const endpoints: Endpoint[] = urls.map((url, index) => {
+    let label = redactRpcUrl(url);
+    if (labels.has(label)) label = `${label}#${index + 1}`;
+    labels.add(label);
+    const ep: Endpoint = { index, label, head: null, up: true, errors: 0, coolUntilMs: 0, retryAfterUntilMs: 0 } as Endpoint;
+    const hooks: TransportHooks = {
+      failed: (err) => failed(ep, err.kind, err.retryAfterMs),
+      ok: () => ok(ep),
+      retryHere: () => endpoints.every((o) => o === ep || !available(o)),
+      notBeforeMs: () => ep.retryAfterUntilMs,
+    };
+    const policy: TransportPolicy = {
+      label,
+      timeoutMs: opts.timeoutMs ?? 10_000,
+      attempts: opts.attempts ?? 4,
+      retryBudgetMs: opts.retryBudgetMs ?? 30_000,
+      retryAfterMaxMs: opts.retryAfterMaxMs ?? 30_000,
+    };
+    const provider = new UndiciJsonRpcProvider(url, policy, hooks, {
+      batchMaxCount: opts.batchMaxCount ?? 50,
+      batchStallTime: opts.batchStallTimeMs ?? 2,
+    });
+    ep.source = endpointSource(provider, metrics);
+    return ep;
+  });
+  const health = endpoints.map((ep) => () => ({ endpoint: ep.label, up: ep.up && available(ep), head: ep.head }));
+  for (const [i, ep] of endpoints.entries()) metrics?.endpoints.set(ep.label, health[i] as () => EndpointHealth);
+
+  /** The highest head of the available endpoints (of all when none is). */
+  const topHead = (): number | null => {
+    const heads = endpoints.filter((e) => e.head !== null && available(e)).map((e) => e.head as number);
+    const all = heads.length > 0 ? heads : endpoints.filter((e) => e.head !== null).map((e) => e.head as number);
+    return all.length > 0 ? Math.max(...all) : null;
+  };
+  /**
+   * The endpoints not in `tried`, best first: available before cooling down (those by the end of
+   * their cooldown); for a read of block `atLeast`, those whose head has it before those of unknown
+   * head before those below it; not behind (head ≥ top − maxLag) before behind; then configured order.
+   */
+  const ranked = (tried: Set<Endpoint>, atLeast?: number): Endpoint[] => {
+    const top = topHead();
+    const key = (e: Endpoint): number[] => {
+      const cooling = available(e) ? 0 : 1;
+      const has = atLeast === undefined ? 0 : e.head === null ? 1 : e.head >= atLeast ? 0 : 2;
+      const behind = e.head !== null && top !== null && e.head < top - maxLag ? 1 : 0;
+      return [cooling, has, behind, cooling ? e.coolUntilMs : e.index];
+    };
+    const keys = new Map(endpoints.map((e) => [e, key(e)]));
+    const cmp = (a: Endpoint, b: Endpoint) => {
+      const ka = keys.get(a) as number[];
+      const kb = keys.get(b) as number[];
+      for (let i = 0; i < ka.length; i++) if (ka[i] !== kb[i]) return (ka[i] as number) - (kb[i] as number);
+      return 0;
+    };
+    return endpoints.filter((e) => !tried.has(e)).sort(cmp);
+  };
+
+  /** Why a failed call moves to another endpoint; undefined: it does not (the node answered; e.g. method not found). */
+  const failoverReason = (err: unknown, blockRead: boolean): string | undefined => {
+    const transport = transportErrorOf(err);
+    if (transport) return transport.kind;
+    if (err instanceof InconsistentAnswerError) return "inconsistent";
+    // A block read answered with a JSON-RPC error (e.g. "header not found" from a lagging backend).
+    if (blockRead && err instanceof RetryableError && rpcErrorCode(err) !== METHOD_NOT_FOUND) return "rpc_error";
+    return undefined;
+  };
+
+  /**
+   * Runs `op` on the best endpoint and fails over along {@link ranked}; each endpoint is tried once
+   * per call. With `atLeast` (a read of that block), a null answer is asked again of an available
+   * endpoint whose head has the block.
+   * @throws the last endpoint's error when every endpoint failed, or the first error that is no reason to fail over.
+   */
+  async function onEndpoints<T>(op: (source: ChainSource) => Promise<T>, atLeast?: number): Promise<T> {
+    const tried = new Set<Endpoint>();
+    let last: unknown;
+    let ep = ranked(tried, atLeast)[0];
+    while (ep) {
+      tried.add(ep);
+      let reason: string;
+      try {
+        const out = await op(ep.source);
+        if (out !== null || atLeast === undefined) return out;
+        const next = ranked(tried, atLeast).find((e) => available(e) && e.head !== null && e.head >= atLeast);
+        if (!next) return out;
+        metrics?.failovers.inc({ endpoint: ep.label, reason: "null_block" });
+        ep = next;
+        continue;
+      } catch (err) {
+        const why = failoverReason(err, atLeast !== undefined);
+        if (why === undefined) throw err;
+        if (why === "inconsistent" || why === "rpc_error") failed(ep, why);
+        reason = why;
+        last = err;
+      }
+      const next = ranked(tried, atLeast)[0];
+      if (next) metrics?.failovers.inc({ endpoint: ep.label, reason });
+      ep = next;
+    }
+    throw last;
+  }
+
+  return {
+    endpoints: () => health.map((h) => h()),
+    chainId: () => onEndpoints((s) => s.chainId()),
+    async headNumber() {
+      // Every available endpoint (every endpoint when none is: that is the probe after a cooldown)
+      // is asked; the first answer is enough, the others update their heads when they come.
+      let asked = endpoints.filter(available);
+      if (asked.length === 0) asked = endpoints;
+      const answers = asked.map((ep) => {
+        ep.headPending ??= ep.source
+          .headNumber()
+          .then((h) => {
+            ep.head = h;
+            return h;
+          })
+          .finally(() => {
+            ep.headPending = undefined;
+          });
+        ep.headPending.catch(() => {});
+        return ep.headPending;
+      });
+      try {
+        await Promise.any(answers);
+      } catch (err) {
+        throw (err as AggregateError).errors[0];
+      }
+      return topHead() as number;
+    },
+    finalizedNumber: () => onEndpoints(async (s) => (await s.finalizedNumber?.()) ?? null),
+    blockHash: (number) => onEndpoints((s) => s.blockHash(number), number),
+    fetchBlock: (number) => onEndpoints((s) => s.fetchBlock(number), number),
+    fetchTraces: (number) => onEndpoints((s) => s.fetchTraces(number)),
+    probeTraces: (number) => onEndpoints(async (s) => (await s.probeTraces?.(number)) ?? "none"),
+    destroy() {
+      for (const [i, ep] of endpoints.entries()) {
+        ep.source.destroy();
+        if (metrics?.endpoints.get(ep.label) === health[i]) metrics?.endpoints.delete(ep.label);
+      }
     },
   };
 }
