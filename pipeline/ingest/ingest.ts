@@ -124,6 +124,17 @@ export interface IngesterDeps {
   /** Give up a block after this many transient failures (the error is thrown). Default: never give up (Infinity). */
   maxAttempts?: number;
   /**
+   * Longest retry delay, in ms, after a node fault (a failed JSON-RPC call, a block the node does
+   * not have yet, a reorg it did not confirm): short, so the follower keeps up with a 1 s chain
+   * after a fault. Kafka and Redis failures keep the long backoff (up to 30 s). Default 2000 ms.
+   */
+  nodeRetryMaxMs?: number;
+  /**
+   * Test-only crash points (config `ingest.crashPoint`, env `CHAINSIFT_TEST_CRASH_POINT`): called
+   * at each named point; the runtime's hook SIGKILLs the process there (seeded probability). Default none.
+   */
+  crashHook?: (point: CrashPoint) => void;
+  /**
    * Durable position, canonical map and sequence numbers (lib/chain/state.ts). Default: in
    * memory (nothing survives the process; tests and one-off tools only).
    */
@@ -134,6 +145,14 @@ export interface IngesterDeps {
    */
   registry?: Registry;
 }
+
+/**
+ * The points where the test-only crash hook ({@link IngesterDeps.crashHook}) is called:
+ * `announce-unwind` after a reorg's `reorgs` records are produced and before the position is
+ * unwound; `produce-tip` after a block's records are produced and before the tip is written;
+ * `backfill-chunk` after a backfill chunk is produced and before its progress is written.
+ */
+export type CrashPoint = "announce-unwind" | "produce-tip" | "backfill-chunk";
 
 /** Options of a follow-the-head run. */
 export interface FollowOptions {
@@ -251,6 +270,7 @@ export function createIngester(deps: IngesterDeps): Ingester {
   const log = deps.logger.child({ stage: "ingest" });
   const concurrency = deps.concurrency ?? 4;
   const maxAttempts = deps.maxAttempts ?? Number.POSITIVE_INFINITY;
+  const nodeRetryMaxMs = deps.nodeRetryMaxMs ?? 2000;
   const state = deps.state ?? createMemoryChainState();
   const metrics = ingestMetricsOf(deps.registry ?? new Registry());
   const seen = metrics.position;
@@ -274,7 +294,7 @@ export function createIngester(deps: IngesterDeps): Ingester {
         metrics.retries.inc({ target });
         log.warn({ err, attempt, retryInMs: delay }, `${what} failed; retrying`);
         await sleep(delay, signal);
-        delay = Math.min(delay * 2, 30_000);
+        delay = Math.min(delay * 2, target === "rpc" ? nodeRetryMaxMs : 30_000);
       }
     }
   }
@@ -453,18 +473,22 @@ export function createIngester(deps: IngesterDeps): Ingester {
       const signal = opts.signal;
       const window = opts.reorgWindow ?? 128;
       const finalizedEvery = opts.finalizedEveryPolls ?? 30;
+      const pollMs = opts.pollIntervalMs ?? 1000;
       const position = await withRetry("load the follower position", () => state.loadFollower(), signal);
       /** Hashes of the blocks produced recently, by number: the branch downstream stages know. */
       const produced = position.produced;
       let finalized: number | null = null;
       let polls = 0;
       const nodeHash = (n: number) => withRetry(`hash of block ${n}`, () => source.blockHash(n), signal, "rpc");
+      const header = (id: number | string) =>
+        withRetry(`header of block ${id}`, async () => (source.blockHeader ? source.blockHeader(id) : null), signal, "rpc");
 
       /**
-       * Whether the node no longer has our tip (`tip` at height `n`), given its head `head`. At or above
-       * the tip: the node's hash there differs. Below it, the node is either behind (a lagging endpoint,
-       * or anvil between unwinding and re-mining in `anvil_reorg`) or on a shorter branch; only the
-       * second counts: the node's block at its own head differs from the one produced there.
+       * Whether the node may no longer have our tip (`tip` at height `n`), given its head `head`. At or above
+       * the tip: the node's hash there differs (or is missing). Below it, the node is either behind (a lagging
+       * endpoint, or anvil between unwinding and re-mining in `anvil_reorg`) or on a shorter branch; only the
+       * second counts: the node's block at its own head differs from the one produced there. A suspicion only:
+       * {@link confirmFork} decides.
        */
       const tipOrphaned = async (n: number, tip: string, head: number): Promise<boolean> => {
         if (head >= n) return (await nodeHash(n)) !== tip;
@@ -472,10 +496,55 @@ export function createIngester(deps: IngesterDeps): Ingester {
         return mine !== undefined && (await nodeHash(head)) !== mine;
       };
 
-      /** Handles a reorg found at height `n`: announce, unwind, and return the first height to re-ingest. */
-      const reorg = async (n: number): Promise<number> => {
-        const fork = await findForkPoint(produced, n, nodeHash);
-        if (fork.orphaned.length === 0) return n + 1;
+      /**
+       * Confirms a suspected reorg of our blocks up to height `n` (the node's head: `head`) and finds its fork
+       * point, or returns null when the node does not confirm it. The node's block at `min(n, head)` must
+       * differ from ours (a null is never a reorg by itself: a lagging backend), the new branch must chain by
+       * parent hashes (`blockHeader` by hash) down to a block we produced, and the node must name the same
+       * block at that height when asked again (a stale backend answers once). Sources without `blockHeader`
+       * are walked by number ({@link findForkPoint}) between the two reads.
+       */
+      const confirmFork = async (n: number, head: number): Promise<ForkPoint | null> => {
+        const top = Math.min(n, head);
+        const mine = produced.get(top);
+        if (mine === undefined) return null;
+        if (!source.blockHeader) {
+          const first = await nodeHash(top);
+          if (first === null || first === mine) return null;
+          const fork = await findForkPoint(produced, n, async (k) => (k > head ? null : nodeHash(k)));
+          return fork.orphaned.length > 0 && (await nodeHash(top)) === first ? fork : null;
+        }
+        const first = await header(top);
+        if (first === null || first.hash === mine || first.number !== top) return null;
+        const branch = new Map<number, string>([[top, first.hash]]);
+        let cur = first;
+        while (produced.has(cur.number - 1) && produced.get(cur.number - 1) !== cur.parentHash) {
+          const parent = await header(cur.parentHash);
+          if (parent === null || parent.hash !== cur.parentHash || parent.number !== cur.number - 1) return null;
+          branch.set(parent.number, parent.hash);
+          cur = parent;
+        }
+        if ((await nodeHash(top)) !== first.hash) return null;
+        const ancestor = cur.number - 1;
+        const orphaned: ForkPoint["orphaned"] = [];
+        for (let k = ancestor + 1; k <= n; k++) {
+          const hash = produced.get(k);
+          if (hash !== undefined) orphaned.push({ number: k, hash, replacedBy: branch.get(k) ?? null });
+        }
+        return { ancestor, orphaned, beyondWindow: !produced.has(ancestor) && orphaned.length > 0 };
+      };
+
+      /**
+       * Handles a suspected reorg of our blocks up to height `n`: when the node confirms it, announce, unwind,
+       * and return the first height to re-ingest; null when it did not (counted; nothing announced).
+       */
+      const reorg = async (n: number, head: number): Promise<number | null> => {
+        const fork = await confirmFork(n, head);
+        if (fork === null || fork.orphaned.length === 0) {
+          metrics.unconfirmedReorgs.inc();
+          log.warn({ height: n, head }, "the node's block differs from the one produced but it did not confirm a reorg; asking again");
+          return null;
+        }
         stats.reorgs++;
         stats.orphaned += fork.orphaned.length;
         metrics.orphaned.inc(fork.orphaned.length);
@@ -495,6 +564,7 @@ export function createIngester(deps: IngesterDeps): Ingester {
         }
         const ancestorHash = produced.get(fork.ancestor) ?? null;
         await announceReorg(fork, ancestorHash, signal);
+        deps.crashHook?.("announce-unwind");
         const heights = fork.orphaned.map((o) => o.number);
         await withRetry(
           "unwind the position",
@@ -502,8 +572,29 @@ export function createIngester(deps: IngesterDeps): Ingester {
           () => state.unwind({ number: fork.ancestor, hash: ancestorHash ?? "" }, heights),
           signal,
         );
-        for (const h of heights) produced.delete(h);
+        for (const h of heights) {
+          produced.delete(h);
+          disputed.delete(h);
+        }
         return fork.ancestor + 1;
+      };
+
+      /**
+       * Heights whose produced block the canonical map names another block for: a reorg was announced
+       * (canon changed first) but the process died before unwinding. Each is either confirmed as a reorg
+       * by the tip check (and unwound), or, while the node still has our block there, produced again:
+       * canon back to it and its records with a new sequence number, so the index and the match stage
+       * take it as canonical again (docs/reorgs.md, "Restarts").
+       */
+      const disputed = new Set<number>();
+      /** Adds the heights where canon and produced disagree (at and below `upTo`) to {@link disputed}. */
+      const findDisputed = async (upTo: number) => {
+        const heights = [...produced.keys()].filter((h) => h <= upTo);
+        const canon = await withRetry("read the canonical map", () => state.hashesAt(heights), signal);
+        for (const h of heights) {
+          const c = canon.get(h);
+          if (c !== undefined && c !== produced.get(h)) disputed.add(h);
+        }
       };
 
       let next: number;
@@ -512,16 +603,44 @@ export function createIngester(deps: IngesterDeps): Ingester {
         // orphaned meanwhile: announce those first; what is known below it still guards reorgs.
         if (position.tip && position.tip.number >= opts.from) {
           const head = await withRetry("eth_blockNumber", () => source.headNumber(), signal, "rpc");
-          if (await tipOrphaned(position.tip.number, position.tip.hash, head)) await reorg(position.tip.number);
+          if (await tipOrphaned(position.tip.number, position.tip.hash, head)) await reorg(position.tip.number, head);
         }
         next = opts.from;
         for (const h of [...produced.keys()]) if (h >= next) produced.delete(h);
+        await findDisputed(next - 1);
       } else if (position.tip) {
         next = position.tip.number + 1;
-        log.info({ tip: position.tip }, "resuming after the last produced block");
+        await findDisputed(position.tip.number);
+        // A crash after `canon` named the next block and before the tip moved: that block may have been
+        // produced (in part). Taken as produced until checked: re-produced if the node still has it,
+        // announced as orphaned if the node confirms another block there.
+        const pending = (await withRetry("read the canonical map", () => state.hashesAt([next]), signal)).get(next);
+        if (pending) {
+          produced.set(next, pending);
+          disputed.add(next);
+          next++;
+        }
+        log.info({ tip: position.tip, disputed: [...disputed] }, "resuming after the last produced block");
       } else {
         next = await withRetry("eth_blockNumber", () => source.headNumber(), signal, "rpc");
       }
+
+      /** Delay before asking again after a node fault: from the poll interval (≤ 250 ms), doubling up to nodeRetryMaxMs. */
+      const faultStartMs = Math.min(pollMs, 250, nodeRetryMaxMs);
+      let faultDelayMs = faultStartMs;
+      const afterFault = async () => {
+        await sleep(faultDelayMs, signal);
+        faultDelayMs = Math.min(faultDelayMs * 2, nodeRetryMaxMs);
+      };
+
+      /** Produces a fetched block as canonical at its height and moves the position there. */
+      const produceAt = async (f: Fetched, bundle: BlockBundle) => {
+        await produceChunk([f], stats, signal, true);
+        deps.crashHook?.("produce-tip");
+        const ref: BlockRef = { number: f.number, hash: bundle.block.hash };
+        await withRetry("record the position", () => state.markProduced(ref), signal);
+        produced.set(f.number, ref.hash);
+      };
 
       log.info({ from: next }, "following the head");
       while (!signal?.aborted) {
@@ -540,19 +659,50 @@ export function createIngester(deps: IngesterDeps): Ingester {
         // so does one onto a branch with fewer blocks (the head dropped below our tip and the node's block at
         // its head is not ours). A node that is merely behind still has our block at its head: no reorg.
         const tip = produced.get(next - 1);
-        if (tip !== undefined && head >= 0 && (await tipOrphaned(next - 1, tip, head))) next = await reorg(next - 1);
-        while (next <= head && !signal?.aborted) {
-          const f = await fetchOne(next, signal);
-          const parent = produced.get(next - 1);
-          if (f.bundle && parent !== undefined && f.bundle.block.parentHash !== parent) {
-            next = await reorg(next - 1);
+        if (tip !== undefined && head >= 0 && (await tipOrphaned(next - 1, tip, head))) {
+          const resumeAt = await reorg(next - 1, head);
+          if (resumeAt === null) {
+            await afterFault();
             continue;
           }
-          await produceChunk([f], stats, signal, true);
+          next = resumeAt;
+        }
+        let faulted = false;
+        // Before anything new: produce again what an unfinished reorg announcement left disputed.
+        for (const h of [...disputed].sort((a, b) => a - b)) {
+          if (signal?.aborted || head < h) break;
+          const f = await fetchOne(h, signal);
+          const mine = produced.get(h);
+          if (!f.bundle || f.bundle.block.hash !== mine) {
+            faulted = true; // a lagging backend, or a reorg the tip check confirms at the next poll
+            break;
+          }
+          await produceAt(f, f.bundle);
+          disputed.delete(h);
+          metrics.reproduced.inc();
+          log.warn({ block: h, hash: mine }, "produced again: a reorg announced before a crash is not on the node's chain");
+        }
+        while (!faulted && disputed.size === 0 && next <= head && !signal?.aborted) {
+          const f = await fetchOne(next, signal);
+          if (!f.bundle && !f.error) {
+            // At or below the head the node reported and yet null: a lagging backend. Never skipped.
+            metrics.blockUnavailable.inc();
+            log.warn({ block: next, head }, "the node has no block at a height at or below its head; asking again");
+            faulted = true;
+            break;
+          }
+          const parent = produced.get(next - 1);
+          if (f.bundle && parent !== undefined && f.bundle.block.parentHash !== parent) {
+            const resumeAt = await reorg(next - 1, head);
+            if (resumeAt === null) {
+              faulted = true;
+              break;
+            }
+            next = resumeAt;
+            continue;
+          }
           if (f.bundle) {
-            const ref: BlockRef = { number: next, hash: f.bundle.block.hash };
-            await withRetry("record the position", () => state.markProduced(ref), signal);
-            produced.set(next, ref.hash);
+            await produceAt(f, f.bundle);
             // Keep `window` blocks, and every block the node does not call final yet.
             const keepFrom = Math.min(next - window + 1, finalized === null ? Number.POSITIVE_INFINITY : finalized + 1);
             for (const h of [...produced.keys()]) if (h < keepFrom) produced.delete(h);
@@ -560,10 +710,14 @@ export function createIngester(deps: IngesterDeps): Ingester {
               await withRetry("prune the position", () => state.prune(keepFrom, keepFrom - 16 * window), signal);
             }
             opts.onBlock?.(f.bundle);
+          } else {
+            await produceChunk([f], stats, signal, true); // malformed: dead-lettered whole, never dropped
           }
+          faultDelayMs = faultStartMs;
           next++;
         }
-        await sleep(opts.pollIntervalMs ?? 1000, signal);
+        if (faulted) await afterFault();
+        else await sleep(pollMs, signal);
       }
       return stats;
     },
@@ -600,6 +754,7 @@ export function createIngester(deps: IngesterDeps): Ingester {
       next = i + concurrency < numbers.length ? fetchChunk(i + concurrency) : undefined;
       next?.catch(() => {}); // surfaced when awaited
       records += await produceChunk(fetched, stats, signal);
+      if (onProduced) deps.crashHook?.("backfill-chunk");
       const last = fetched.at(-1)?.number;
       if (onProduced && last !== undefined) await withRetry("record backfill progress", () => onProduced(last), signal);
       done += fetched.length;

@@ -70,6 +70,22 @@ export interface IngestMetrics {
   failovers: Counter<"endpoint" | "reason">;
   /** `chainsift_ingest_retries_total{target}`: retries after transient failures, by what failed (rpc, kafka, redis). */
   retries: Counter<"target">;
+  /**
+   * `chainsift_ingest_block_unavailable_total`: a block at or below the head the node reported was
+   * answered with null (a lagging backend behind a load balancer); the follower waits and asks again.
+   */
+  blockUnavailable: Counter;
+  /**
+   * `chainsift_ingest_unconfirmed_reorgs_total`: a suspected reorg (a differing or missing block, a
+   * parent hash that does not match) that the node did not confirm when asked again (a stale backend,
+   * a head that went backwards, headers that do not chain): nothing announced, the follower asks again.
+   */
+  unconfirmedReorgs: Counter;
+  /**
+   * `chainsift_ingest_reproduced_blocks_total`: blocks produced again at a restart because a reorg
+   * announced before a crash was not finished and the node still has them (docs/reorgs.md).
+   */
+  reproduced: Counter;
   /** `chainsift_ingest_trace_source{source}`: 1 for the trace method in use (debug_traceBlockByNumber, trace_block, none, off). */
   traceSource: Gauge<"source">;
 }
@@ -174,6 +190,21 @@ export const ingestMetricsOf = memoPerRegistry((registry: Registry): IngestMetri
       name: "chainsift_ingest_retries_total",
       help: "Retries after a transient failure, by what failed (rpc, kafka, redis)",
       labelNames: ["target"] as const,
+      registers,
+    }),
+    blockUnavailable: new Counter({
+      name: "chainsift_ingest_block_unavailable_total",
+      help: "Blocks at or below the node's reported head that it answered null for (retried, never skipped)",
+      registers,
+    }),
+    unconfirmedReorgs: new Counter({
+      name: "chainsift_ingest_unconfirmed_reorgs_total",
+      help: "Suspected reorgs the node did not confirm when asked again (stale backend, head going backwards); nothing announced",
+      registers,
+    }),
+    reproduced: new Counter({
+      name: "chainsift_ingest_reproduced_blocks_total",
+      help: "Blocks produced again at a restart: a reorg announced before a crash that the node did not confirm",
       registers,
     }),
     traceSource: new Gauge({

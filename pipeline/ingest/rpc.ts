@@ -21,6 +21,13 @@ export interface FetchedBlock {
   receipts: RawRpcObject[];
 }
 
+/** A block header as far as the follower needs it (lower-case hex hashes). */
+export interface BlockHeader {
+  number: number;
+  hash: string;
+  parentHash: string;
+}
+
 /** Source of chain data. */
 export interface ChainSource {
   /** The node's chain id (EIP-155). */
@@ -29,6 +36,13 @@ export interface ChainSource {
   headNumber(): Promise<number>;
   /** Hash of the node's canonical block at a height, or null when it has none (reorg checks). */
   blockHash(number: number): Promise<string | null>;
+  /**
+   * The node's block header by height (`eth_getBlockByNumber(n, false)`) or by hash
+   * (`eth_getBlockByHash(h, false)`), or null when the node has no such block. The follower uses it
+   * to confirm a reorg: the new branch is walked down to a block it produced by parent hashes.
+   * Optional: without it, a reorg is confirmed by reading the heights again by number.
+   */
+  blockHeader?(id: number | string): Promise<BlockHeader | null>;
   /**
    * Height of the node's `finalized` block (block tag of the execution API, post-merge nodes;
    * https://ethereum.github.io/execution-apis/api-documentation/), or null when the node has none
@@ -412,6 +426,18 @@ function endpointSource(provider: UndiciJsonRpcProvider, metrics: IngestMetrics 
     async blockHash(number) {
       const block = await send<RawRpcObject | null>("eth_getBlockByNumber", [`0x${number.toString(16)}`, false]);
       return block ? String(block.hash).toLowerCase() : null;
+    },
+    async blockHeader(id) {
+      const block =
+        typeof id === "number"
+          ? await send<RawRpcObject | null>("eth_getBlockByNumber", [`0x${id.toString(16)}`, false])
+          : await send<RawRpcObject | null>("eth_getBlockByHash", [id, false]);
+      if (!block) return null;
+      return {
+        number: Number(block.number),
+        hash: String(block.hash).toLowerCase(),
+        parentHash: String(block.parentHash).toLowerCase(),
+      };
     },
     async fetchBlock(number) {
       const hexNumber = `0x${number.toString(16)}`;

@@ -4,10 +4,10 @@ import { createMemoryChainState } from "../../../../lib/chain/state.js";
 import { createLogger } from "../../../../lib/logger.js";
 import type { ReorgRecord } from "../../../../lib/records.js";
 import { createIngester, findForkPoint } from "../../../../pipeline/ingest/ingest.js";
-import type { ChainSource, FetchedBlock } from "../../../../pipeline/ingest/rpc.js";
+import type { ChainSource } from "../../../../pipeline/ingest/rpc.js";
 import type { OutgoingRecord, RecordProducer } from "../../../../pipeline/kafka/bus.js";
-import { SEQ_HEADER } from "../../../../topics/index.js";
 import { hasMainnetFixtures, loadMainnetBlocks, SKIP_NO_FIXTURES } from "../../../support/fixtures.js";
+import { followUntil, h, recordingProducer, scriptedChain, seqOf } from "../../../support/scripted-chain.js";
 
 const fixtures = hasMainnetFixtures();
 if (!fixtures) console.warn(SKIP_NO_FIXTURES);
@@ -87,82 +87,7 @@ describe.skipIf(!fixtures)("findForkPoint on real mainnet block hashes", () => {
 // The follower against a scripted chain (pure logic: in-memory state and producer).
 // ---------------------------------------------------------------------------------------------
 
-const ZERO = `0x${"0".repeat(64)}`;
-const MINER = "0x0000000000000000000000000000000000000000";
-const h = (branch: string, n: number) => keccak256(toUtf8Bytes(`${branch}/${n}`));
-
-/** A chain the test rewrites: heights → branch label (each block's hash depends on its branch and height). */
-function scriptedChain() {
-  const branchAt: string[] = [];
-  const hashAt = (n: number) => {
-    const b = branchAt[n];
-    return b === undefined ? null : h(b, n);
-  };
-  const raw = (n: number) => ({
-    hash: hashAt(n),
-    parentHash: n === 0 ? ZERO : hashAt(n - 1),
-    number: `0x${n.toString(16)}`,
-    timestamp: `0x${(1_700_000_000 + n).toString(16)}`,
-    miner: MINER,
-    gasUsed: "0x0",
-    gasLimit: "0x1c9c380",
-    difficulty: "0x0",
-    extraData: "0x",
-    stateRoot: ZERO,
-    transactionsRoot: ZERO,
-    receiptsRoot: ZERO,
-    transactions: [],
-    uncles: [],
-  });
-  const source: ChainSource = {
-    chainId: async () => 31337,
-    headNumber: async () => branchAt.length - 1,
-    blockHash: async (n) => hashAt(n),
-    fetchBlock: async (n): Promise<FetchedBlock | null> => (hashAt(n) ? { block: raw(n), receipts: [] } : null),
-    fetchTraces: async () => null,
-    destroy: () => {},
-  };
-  return {
-    source,
-    hashAt,
-    mine: (count: number, branch = "a") => {
-      for (let i = 0; i < count; i++) branchAt.push(branch);
-    },
-    /** Drops the top `count` blocks (the head goes down). */
-    shorten: (count: number) => {
-      branchAt.length -= count;
-    },
-    /** Replaces the top `depth` blocks with blocks of another branch (same height). */
-    reorg: (depth: number, branch: string) => {
-      for (let n = branchAt.length - depth; n < branchAt.length; n++) branchAt[n] = branch;
-    },
-  };
-}
-
-function recordingProducer() {
-  const sent: OutgoingRecord[] = [];
-  const producer: RecordProducer = {
-    send: async (records) => {
-      sent.push(...records);
-    },
-    disconnect: async () => {},
-    producer: undefined as never,
-  };
-  return { producer, sent };
-}
-
-const seqOf = (m: OutgoingRecord) => Number(m.headers?.[SEQ_HEADER]);
 const logger = createLogger("silent");
-
-/** Runs the follower until `until()` holds (polling every 5 ms), then stops it. */
-async function followUntil(ingester: ReturnType<typeof createIngester>, until: () => boolean, from?: number) {
-  const controller = new AbortController();
-  const run = ingester.follow({ from, pollIntervalMs: 5, signal: controller.signal, finalizedEveryPolls: 0 });
-  const deadline = Date.now() + 5000;
-  while (!until() && Date.now() < deadline) await new Promise((r) => setTimeout(r, 5));
-  controller.abort();
-  return run;
-}
 
 describe("the follower announces reorgs before the new branch and resumes from its durable position", () => {
   it("announces each orphaned block with a sequence number between the orphaned and the new records", async () => {
