@@ -1,7 +1,7 @@
 /**
  * `npm run stage -- <ingest|decode|index|match|notify>`: runs one pipeline stage as its own
  * process (operators scale and restart stages independently; `npm start` runs them all in one).
- * `ingest` follows the head of `CHAINSIFT_RPC_URL` from its durable position (the block after the
+ * `ingest` follows the head of `CHAINSIFT_RPC_URLS` (or `CHAINSIFT_RPC_URL`; failover between several) from its durable position (the block after the
  * last one it produced; the node's head on a first start; `--from N` to start elsewhere); with
  * `--from N --to M` it backfills that range instead (an interrupted one resumes), showing its
  * progress (a bar in a terminal, `backfill progress` log lines otherwise; cli/progress.ts), and exits.
@@ -14,6 +14,7 @@
  * @module
  */
 import { createCommon } from "../lib/common.js";
+import { rpcEndpoints } from "../lib/config.js";
 import { serveProcessMetrics } from "../lib/metrics.js";
 import { STAGES, type Stage, startPipeline } from "../pipeline/runtime.js";
 import { createBackfillDisplay } from "./progress.js";
@@ -49,7 +50,7 @@ try {
   });
   shutdown.add("pipeline", () => pipeline.stop());
   if (stage === "ingest") {
-    const { ingester, close } = await pipeline.createIngester(config.ingest.rpcUrl);
+    const { ingester, close } = await pipeline.createIngester(rpcEndpoints(config.ingest));
     shutdown.add("ingester", close);
     const signal = shutdown.signal;
     let running: Promise<unknown>;

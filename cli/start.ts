@@ -24,6 +24,7 @@ import { startApi } from "../api/server.js";
 import { indexName } from "../es/mappings.js";
 import { lookupToken } from "../lib/chain/tokens.js";
 import { type Common, createCommon, embeddedOverlay } from "../lib/common.js";
+import { parseRpcUrls, rpcEndpoints } from "../lib/config.js";
 import { serveProcessMetrics } from "../lib/metrics.js";
 import { RECORD_KINDS } from "../lib/records.js";
 import { createDecoder } from "../pipeline/decode/decoder.js";
@@ -38,7 +39,8 @@ import { createBackfillDisplay } from "./progress.js";
 import { repoFile } from "./repo-file.js";
 
 const HELP = `chainsift — npm start [-- options]
-  --rpc-url <url>   EVM JSON-RPC node (default: an embedded anvil chain with generated traffic)
+  --rpc-url <urls>  EVM JSON-RPC node, or several endpoints of the chain comma-separated (failover:
+                    docs/reorgs.md#faults) (default: an embedded anvil chain with generated traffic)
   --from <n>        first block (default: after the last block ingested, or the current head on a
                     first start; 0 on the embedded chain)
   --to <n>          last block of a backfill (default: keep following the head); a backfill
@@ -84,7 +86,14 @@ if (to !== undefined && from === undefined) {
   console.error("--to needs --from");
   process.exit(2);
 }
-const embedded = !values["rpc-url"] && !process.env.CHAINSIFT_RPC_URL;
+const embedded = !values["rpc-url"] && !process.env.CHAINSIFT_RPC_URL && !process.env.CHAINSIFT_RPC_URLS;
+let rpcUrlsArg: string[] | undefined;
+try {
+  rpcUrlsArg = values["rpc-url"] === undefined ? undefined : parseRpcUrls(values["rpc-url"], "--rpc-url");
+} catch (err) {
+  console.error((err as Error).message);
+  process.exit(2);
+}
 
 if (!values["no-stack"]) {
   const r = spawnSync("bash", [repoFile("scripts/stack.sh"), "up"], { stdio: "inherit" });
@@ -104,13 +113,16 @@ main(common).catch((err: unknown) => {
 async function main({ config, logger, shutdown, ...common }: Common): Promise<void> {
   // /metrics, /healthz, /readyz of the whole process (docs/metrics.md); the API serves /metrics too.
   const metricsServer = await serveProcessMetrics({ config, logger, shutdown, ...common });
-  let rpcUrl = values["rpc-url"] ?? config.ingest.rpcUrl;
+  // Ingest fails over between every endpoint; the one-endpoint readers (token metadata, proxies) use the first.
+  let rpcUrls = rpcUrlsArg ?? rpcEndpoints(config.ingest);
+  let rpcUrl = rpcUrls[0] as string;
   let tokens = lookupToken;
   let chainId = 1;
   if (embedded) {
     const anvil = await startAnvil({ blockTimeSec: 1, logger });
     shutdown.add("anvil", () => anvil.stop());
     rpcUrl = anvil.rpcUrl;
+    rpcUrls = [rpcUrl];
     chainId = anvil.chainId;
     const traffic = await startTraffic({ rpcUrl, intervalMs: 1000, logger });
     shutdown.add("traffic", () => traffic.stop());
@@ -121,7 +133,7 @@ async function main({ config, logger, shutdown, ...common }: Common): Promise<vo
     await forgetEarlierRuns(config, logger);
   } else {
     // The chain id picks token decimals (token lists are per chain) before any stage starts.
-    const probe = createRpcSource({ rpcUrl });
+    const probe = createRpcSource({ rpcUrls, ...config.ingest.rpc });
     chainId = await probe.chainId();
     probe.destroy();
   }
@@ -143,7 +155,7 @@ async function main({ config, logger, shutdown, ...common }: Common): Promise<vo
   shutdown.add("pipeline", () => pipeline.stop());
   // The embedded chain is new on every run: its follower position from an earlier run means nothing.
   if (embedded) await (await pipeline.chainState()).reset();
-  const { ingester, close } = await pipeline.createIngester(rpcUrl);
+  const { ingester, close } = await pipeline.createIngester(rpcUrls);
   shutdown.add("ingester", close);
   for (const check of pipeline.readiness) metricsServer?.addReadiness(check);
 

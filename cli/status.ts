@@ -10,10 +10,11 @@
  */
 import { Kafka, logLevel } from "kafkajs";
 import { createRedisChainState } from "../lib/chain/state.js";
-import type { Config } from "../lib/config.js";
+import { type Config, rpcEndpoints } from "../lib/config.js";
 import { createLogger } from "../lib/logger.js";
 import { connectRedisClient, withTimeout } from "../lib/redis.js";
 import { INDEX_REORGS_STAGE } from "../pipeline/index/indexer.js";
+import { createRpcSource, redactRpcUrl } from "../pipeline/ingest/rpc.js";
 import { createBus } from "../pipeline/kafka/bus.js";
 import { consumerGroupLag, recordsSince } from "../pipeline/kafka/lag.js";
 import { CONSUMING_STAGES } from "../pipeline/runtime.js";
@@ -40,6 +41,17 @@ export interface GroupLag {
   partitions: number;
 }
 
+/** One JSON-RPC endpoint of the chain (`CHAINSIFT_RPC_URLS`) as `eth_blockNumber` found it. */
+export interface EndpointStatus {
+  /** The URL without credentials (pipeline/ingest/rpc.ts `redactRpcUrl`). */
+  endpoint: string;
+  ok: boolean;
+  /** Its head, null when it did not answer. */
+  head: number | null;
+  /** `head N`, `head N, M blocks behind` (behind the highest endpoint head), or the error. */
+  detail: string;
+}
+
 /** Thresholds that make the status unhealthy when exceeded (absent: not checked). */
 export interface StatusThresholds {
   /** Largest allowed lag of one consumer group, in records. */
@@ -57,8 +69,13 @@ export interface Status {
   /** When it was read (ISO 8601). */
   at: string;
   services: ServiceHealth[];
-  /** The node's head (`eth_blockNumber`), null when unreachable. */
+  /** The node's head (`eth_blockNumber`; the highest of the endpoints), null when unreachable. */
   head: number | null;
+  /**
+   * Each JSON-RPC endpoint, in configured order. The `rpc-node` service is ok while one answers;
+   * an endpoint down or behind is shown here, and does not make the status unhealthy.
+   */
+  endpoints: EndpointStatus[];
   /** The last block ingest's follower produced (its durable position in Redis), null when none. */
   ingested: number | null;
   /** head − ingested, null when either is unknown. */
@@ -104,6 +121,7 @@ export async function gatherStatus(config: Config, thresholds: StatusThresholds 
   let ingested: number | null = null;
   let groups: GroupLag[] = [];
   let deadLettersLastHour: number | null = null;
+  let endpoints: EndpointStatus[] = [];
 
   const services = await Promise.all([
     probe("kafka", async () => {
@@ -142,18 +160,28 @@ export async function gatherStatus(config: Config, thresholds: StatusThresholds 
       return { ok: true, detail: "ok" };
     }),
     probe("rpc-node", async () => {
-      // A plain JSON-RPC call (https://ethereum.github.io/execution-apis/api-documentation/): an
-      // ethers provider keeps retrying its network detection in the background after a failure.
-      const res = await fetch(config.ingest.rpcUrl, {
-        method: "POST",
-        headers: { "content-type": "application/json" },
-        body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "eth_blockNumber", params: [] }),
-        signal: AbortSignal.timeout(PROBE_TIMEOUT_MS),
-      });
-      const body = (await res.json()) as { result?: string; error?: { message?: string } };
-      if (typeof body.result !== "string") return { ok: false, detail: `eth_blockNumber: ${body.error?.message ?? `HTTP ${res.status}`}` };
-      head = Number(body.result);
-      return { ok: true, detail: `${new URL(config.ingest.rpcUrl).host} head ${head}` };
+      // Every endpoint once (no retries, no failover): a plain eth_blockNumber
+      // (https://ethereum.github.io/execution-apis/api-documentation/).
+      endpoints = await Promise.all(
+        rpcEndpoints(config.ingest).map(async (url): Promise<EndpointStatus> => {
+          const endpoint = redactRpcUrl(url);
+          const source = createRpcSource({ rpcUrls: [url], attempts: 1, timeoutMs: PROBE_TIMEOUT_MS });
+          try {
+            const h = await source.headNumber();
+            return { endpoint, ok: true, head: h, detail: `head ${h}` };
+          } catch (err) {
+            return { endpoint, ok: false, head: null, detail: `eth_blockNumber: ${errorText(err)}` };
+          } finally {
+            source.destroy();
+          }
+        }),
+      );
+      const up = endpoints.filter((e) => e.ok);
+      if (up.length === 0) return { ok: false, detail: endpoints.map((e) => e.detail).join("; ") };
+      head = Math.max(...up.map((e) => e.head as number));
+      for (const e of up) if ((e.head as number) < (head as number)) e.detail += `, ${(head as number) - (e.head as number)} blocks behind`;
+      if (endpoints.length === 1) return { ok: true, detail: `${new URL(endpoints[0]?.endpoint ?? "").host} head ${head}` };
+      return { ok: true, detail: `${up.length}/${endpoints.length} endpoints up, head ${head}` };
     }),
   ]);
   await admin.disconnect().catch(() => {});
@@ -171,6 +199,7 @@ export async function gatherStatus(config: Config, thresholds: StatusThresholds 
     at: new Date().toISOString(),
     services,
     head,
+    endpoints,
     ingested,
     headLag,
     groups,
@@ -195,6 +224,9 @@ export function renderStatus(s: Status): string {
     "",
     "Chain",
     `  head ${dash(s.head)}   ingested ${dash(s.ingested)}   behind ${s.headLag === null ? "-" : `${s.headLag} blocks`}`,
+    ...(s.endpoints.length > 1
+      ? ["", "JSON-RPC endpoints", ...pad(s.endpoints.map((e) => [e.endpoint, e.ok ? "ok" : "DOWN", e.detail]))]
+      : []),
     "",
     "Consumer groups (lag: records written and not yet consumed)",
     ...pad([

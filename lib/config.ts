@@ -117,8 +117,43 @@ export interface Config {
     connectionTimeoutMs: number;
   };
   ingest: {
-    /** EVM JSON-RPC endpoint. Env `CHAINSIFT_RPC_URL`, default `http://127.0.0.1:8545`. */
+    /**
+     * The first of {@link Config.ingest.rpcUrls}: the node of the readers that use one endpoint
+     * (token metadata, proxy slots, `chainsift status`'s first probe).
+     */
     rpcUrl: string;
+    /**
+     * The chain's EVM JSON-RPC endpoints (http/https), in order of preference: ingest fails over
+     * between them (docs/reorgs.md "The transport and failover"). Env `CHAINSIFT_RPC_URLS`
+     * (comma-separated), else `CHAINSIFT_RPC_URL` (one endpoint), default `http://127.0.0.1:8545`.
+     * A URL's userinfo is sent as HTTP Basic authentication; logs and metric labels never show it.
+     */
+    rpcUrls: string[];
+    /** The JSON-RPC transport's limits (pipeline/ingest/rpc.ts `createRpcSource`). */
+    rpc: {
+      /** Timeout of one HTTP request (a call or a batch), in ms. Env `CHAINSIFT_RPC_TIMEOUT_MS`, default 10000. */
+      timeoutMs: number;
+      /**
+       * Tries of one HTTP request on one endpoint, the first included, after a 429, 5xx, connection
+       * failure, timeout or a body that is not JSON, while no other endpoint is available. Env
+       * `CHAINSIFT_RPC_ATTEMPTS`, default 4 (an integer >= 1).
+       */
+      attempts: number;
+      /** Longest time one HTTP request spends on its tries, waits included, in ms. Env `CHAINSIFT_RPC_RETRY_BUDGET_MS`, default 30000. */
+      retryBudgetMs: number;
+      /** Longest `Retry-After` of a 429 that is honoured, in ms (a longer one is cut to it). Env `CHAINSIFT_RPC_RETRY_AFTER_MAX_MS`, default 30000. */
+      retryAfterMaxMs: number;
+      /**
+       * How long an endpoint is avoided after an error, in ms; doubles with each consecutive error up
+       * to 60000 (or a 429's `Retry-After` when longer). Env `CHAINSIFT_RPC_COOLDOWN_MS`, default 2000.
+       */
+      cooldownMs: number;
+      /**
+       * An endpoint whose head is more than this many blocks below the highest endpoint head is
+       * behind and avoided while another is not. Env `CHAINSIFT_RPC_MAX_LAG_BLOCKS`, default 3.
+       */
+      maxLagBlocks: number;
+    };
     /** Head polling interval in follow mode. Env `CHAINSIFT_POLL_INTERVAL_MS`, default 1000. */
     pollIntervalMs: number;
     /** Blocks fetched concurrently during a backfill. Env `CHAINSIFT_INGEST_CONCURRENCY`, default 4. */
@@ -365,6 +400,37 @@ function explorers(env: NodeJS.ProcessEnv, name: string): Record<string, string>
   return out;
 }
 
+/**
+ * The ingest endpoints of a configuration: `ingest.rpcUrls`, or `[ingest.rpcUrl]` when code replaced
+ * `rpcUrl` alone (e.g. a test pointing the configuration at its own node).
+ */
+export function rpcEndpoints(ingest: Pick<Config["ingest"], "rpcUrl" | "rpcUrls">): string[] {
+  return ingest.rpcUrls[0] === ingest.rpcUrl ? ingest.rpcUrls : [ingest.rpcUrl];
+}
+
+/**
+ * Parses a comma-separated list of JSON-RPC endpoint URLs (`CHAINSIFT_RPC_URLS`, `--rpc-url a,b`).
+ * @param name - the variable or flag, for the error.
+ * @throws {ConfigError} when the list is empty or an item is not an http(s) URL.
+ */
+export function parseRpcUrls(raw: string, name: string): string[] {
+  const urls = raw
+    .split(",")
+    .map((s) => s.trim())
+    .filter((s) => s !== "");
+  if (urls.length === 0) throw new ConfigError(name, "expected one or more http(s) URLs, comma-separated");
+  for (const u of urls) {
+    let protocol: string | undefined;
+    try {
+      protocol = new URL(u).protocol;
+    } catch {
+      protocol = undefined;
+    }
+    if (protocol !== "http:" && protocol !== "https:") throw new ConfigError(name, `not an http(s) URL: item ${urls.indexOf(u) + 1}`);
+  }
+  return urls;
+}
+
 function str(env: NodeJS.ProcessEnv, name: string, fallback: string): string {
   const raw = env[name];
   return raw === undefined || raw === "" ? fallback : raw;
@@ -373,7 +439,7 @@ function str(env: NodeJS.ProcessEnv, name: string, fallback: string): string {
 /**
  * Reads the configuration from an environment (default `process.env`).
  * @throws {ConfigError} when a numeric variable is not a valid integer (or below its minimum), when
- *   `LOG_FORMAT` is not `auto`, `json` or `pretty`, when `CHAINSIFT_EXPLORER_URLS` is malformed, or when `CHAINSIFT_API_HEADERS_TIMEOUT_MS` exceeds `CHAINSIFT_API_REQUEST_TIMEOUT_MS`.
+ *   `LOG_FORMAT` is not `auto`, `json` or `pretty`, when `CHAINSIFT_RPC_URLS` (or `CHAINSIFT_RPC_URL`) holds no http(s) URL, when `CHAINSIFT_EXPLORER_URLS` is malformed, or when `CHAINSIFT_API_HEADERS_TIMEOUT_MS` exceeds `CHAINSIFT_API_REQUEST_TIMEOUT_MS`.
  */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const headersTimeoutMs = int(env, "CHAINSIFT_API_HEADERS_TIMEOUT_MS", 10_000, 1);
@@ -384,6 +450,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       `must not exceed CHAINSIFT_API_REQUEST_TIMEOUT_MS (${requestTimeoutMs}), got ${headersTimeoutMs}`,
     );
   }
+  const rpcUrls = env.CHAINSIFT_RPC_URLS?.trim()
+    ? parseRpcUrls(env.CHAINSIFT_RPC_URLS, "CHAINSIFT_RPC_URLS")
+    : parseRpcUrls(str(env, "CHAINSIFT_RPC_URL", "http://127.0.0.1:8545"), "CHAINSIFT_RPC_URL");
   return {
     chain: {
       technology: str(env, "CHAINSIFT_TECHNOLOGY", "ethereum"),
@@ -420,7 +489,16 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       connectionTimeoutMs: int(env, "CHAINSIFT_API_CONNECTION_TIMEOUT_MS", 120_000, 1),
     },
     ingest: {
-      rpcUrl: str(env, "CHAINSIFT_RPC_URL", "http://127.0.0.1:8545"),
+      rpcUrl: rpcUrls[0] as string,
+      rpcUrls,
+      rpc: {
+        timeoutMs: int(env, "CHAINSIFT_RPC_TIMEOUT_MS", 10_000, 1),
+        attempts: int(env, "CHAINSIFT_RPC_ATTEMPTS", 4, 1),
+        retryBudgetMs: int(env, "CHAINSIFT_RPC_RETRY_BUDGET_MS", 30_000, 0),
+        retryAfterMaxMs: int(env, "CHAINSIFT_RPC_RETRY_AFTER_MAX_MS", 30_000, 0),
+        cooldownMs: int(env, "CHAINSIFT_RPC_COOLDOWN_MS", 2000, 0),
+        maxLagBlocks: int(env, "CHAINSIFT_RPC_MAX_LAG_BLOCKS", 3, 0),
+      },
       pollIntervalMs: int(env, "CHAINSIFT_POLL_INTERVAL_MS", 1000, 1),
       concurrency: int(env, "CHAINSIFT_INGEST_CONCURRENCY", 4, 1),
       traces: bool(env, "CHAINSIFT_INGEST_TRACES", true),

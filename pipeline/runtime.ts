@@ -109,9 +109,13 @@ export interface Pipeline {
    * lib/chain/state.ts), shared by the ingesters and the index stage's canonical check.
    */
   chainState(): Promise<ChainState>;
-  /** Creates an ingester reading from a JSON-RPC URL (the caller drives it), with the durable {@link Pipeline.chainState}. */
+  /**
+   * Creates an ingester reading from a JSON-RPC URL, or from several endpoints of the chain with
+   * failover (`config.ingest.rpc` limits; pipeline/ingest/rpc.ts), the caller drives it; with the
+   * durable {@link Pipeline.chainState}.
+   */
   createIngester(
-    rpcUrl: string,
+    rpcUrl: string | readonly string[],
     opts?: { concurrency?: number; traces?: boolean },
   ): Promise<{
     ingester: Ingester;
@@ -235,7 +239,8 @@ export async function startPipeline(deps: PipelineDeps): Promise<Pipeline> {
     readiness,
     chainState,
     async createIngester(rpcUrl, opts) {
-      const source = createRpcSource({ rpcUrl, ...metrics });
+      const rpcUrls = typeof rpcUrl === "string" ? [rpcUrl] : rpcUrl;
+      const source = createRpcSource({ rpcUrls, ...config.ingest.rpc, logger: logger.child({ stage: "ingest" }), ...metrics });
       const producer = await createRecordProducer(bus, registry ? { metrics: { registry, stage: "ingest" } } : {});
       producers.push(producer);
       // Traces wherever the node has them: probe once (debug, then parity), say which, remember it for the API.

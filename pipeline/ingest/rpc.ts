@@ -222,12 +222,21 @@ interface TransportPolicy {
  */
 class UndiciJsonRpcProvider extends JsonRpcProvider {
   readonly #url: string;
+  readonly #headers: Record<string, string> = { "content-type": "application/json", accept: "application/json" };
   readonly #policy: TransportPolicy;
   readonly #hooks: TransportHooks;
 
   constructor(url: string, policy: TransportPolicy, hooks: TransportHooks, options: JsonRpcApiProviderOptions) {
     super(url, undefined, { ...options, staticNetwork: STATIC_NETWORK });
-    this.#url = url;
+    // fetch refuses URLs with credentials: `https://user:pass@host` becomes HTTP Basic authentication (RFC 7617).
+    const u = new URL(url);
+    if (u.username || u.password) {
+      const credentials = `${decodeURIComponent(u.username)}:${decodeURIComponent(u.password)}`;
+      this.#headers.authorization = `Basic ${Buffer.from(credentials).toString("base64")}`;
+      u.username = "";
+      u.password = "";
+    }
+    this.#url = u.toString();
     this.#policy = policy;
     this.#hooks = hooks;
   }
@@ -270,7 +279,7 @@ class UndiciJsonRpcProvider extends JsonRpcProvider {
     try {
       res = await fetch(this.#url, {
         method: "POST",
-        headers: { "content-type": "application/json", accept: "application/json" },
+        headers: this.#headers,
         body: JSON.stringify(payload),
         signal: AbortSignal.timeout(timeoutMs),
       });
@@ -665,11 +674,15 @@ export function createRpcSource(opts: RpcSourceOptions): RpcSource {
 
   /**
    * Runs `op` on the best endpoint and fails over along {@link ranked}; each endpoint is tried once
-   * per call. With `atLeast` (a read of that block), a null answer is asked again of an available
-   * endpoint whose head has the block.
+   * per call. With `atLeast` (a read of that block), endpoints whose head has it come first, and
+   * (unless `nullFailover` is false) a null answer is asked again of an available endpoint whose head has the block.
    * @throws the last endpoint's error when every endpoint failed, or the first error that is no reason to fail over.
    */
-  async function onEndpoints<T>(op: (source: ChainSource) => Promise<T>, atLeast?: number): Promise<T> {
+  async function onEndpoints<T>(
+    op: (source: ChainSource) => Promise<T>,
+    atLeast?: number,
+    nullFailover = atLeast !== undefined,
+  ): Promise<T> {
     const tried = new Set<Endpoint>();
     let last: unknown;
     let ep = ranked(tried, atLeast)[0];
@@ -678,7 +691,7 @@ export function createRpcSource(opts: RpcSourceOptions): RpcSource {
       let reason: string;
       try {
         const out = await op(ep.source);
-        if (out !== null || atLeast === undefined) return out;
+        if (out !== null || atLeast === undefined || !nullFailover) return out;
         const next = ranked(tried, atLeast).find((e) => available(e) && e.head !== null && e.head >= atLeast);
         if (!next) return out;
         metrics?.failovers.inc({ endpoint: ep.label, reason: "null_block" });
@@ -729,7 +742,8 @@ export function createRpcSource(opts: RpcSourceOptions): RpcSource {
     finalizedNumber: () => onEndpoints(async (s) => (await s.finalizedNumber?.()) ?? null),
     blockHash: (number) => onEndpoints((s) => s.blockHash(number), number),
     fetchBlock: (number) => onEndpoints((s) => s.fetchBlock(number), number),
-    fetchTraces: (number) => onEndpoints((s) => s.fetchTraces(number)),
+    // null traces mean "no trace method", not "no block": ranked like a block read, no null failover.
+    fetchTraces: (number) => onEndpoints((s) => s.fetchTraces(number), number, false),
     probeTraces: (number) => onEndpoints(async (s) => (await s.probeTraces?.(number)) ?? "none"),
     destroy() {
       for (const [i, ep] of endpoints.entries()) {

@@ -38,12 +38,15 @@ export interface ScriptedRpc {
   url: string;
   /** Every HTTP request received, in order, with its calls. */
   requests: ScriptedCall[][];
+  /** The headers of every HTTP request received, in order. */
+  headers: IncomingMessage["headers"][];
   close(): Promise<void>;
 }
 
 /** Starts the server on 127.0.0.1 with a free port. */
 export async function startScriptedRpc(opts: ScriptedRpcOptions): Promise<ScriptedRpc> {
   const requests: ScriptedCall[][] = [];
+  const headers: IncomingMessage["headers"][] = [];
   const hanging = new Set<ServerResponse>();
   const handle = async (req: IncomingMessage, res: ServerResponse) => {
     const chunks: Buffer[] = [];
@@ -55,6 +58,7 @@ export async function startScriptedRpc(opts: ScriptedRpcOptions): Promise<Script
       return { id: o.id ?? null, method: String(o.method), params: Array.isArray(o.params) ? o.params : [] };
     });
     requests.push(calls);
+    headers.push(req.headers);
     const action = opts.http?.(requests.length, calls);
     if (action === "hang") {
       hanging.add(res);
@@ -86,6 +90,7 @@ export async function startScriptedRpc(opts: ScriptedRpcOptions): Promise<Script
   return {
     url: `http://127.0.0.1:${port}`,
     requests,
+    headers,
     async close() {
       for (const r of hanging) r.destroy();
       server.closeAllConnections();

@@ -104,6 +104,25 @@ describe.skipIf(!up.ok || !fixtures)("chainsift status (real stack)", () => {
     expect(r.out).toContain("Status: UNHEALTHY\n  - elasticsearch: unreachable");
   });
 
+  it("shows each JSON-RPC endpoint, without credentials; the node is up while one endpoint answers", { timeout: 60_000 }, async () => {
+    const dead = "http://127.0.0.1:1";
+    const rpcUrls = [dead, `${replay.url}/?apikey=secret`];
+    const config = { ...h.config, ingest: { ...h.config.ingest, rpcUrl: dead, rpcUrls } };
+    const json = JSON.parse((await status(config, "--json")).out) as Status;
+    expect(json.services.find((v) => v.name === "rpc-node")).toEqual({
+      name: "rpc-node",
+      ok: true,
+      detail: `1/2 endpoints up, head ${last}`,
+    });
+    expect(json.endpoints.map((e) => [e.endpoint, e.ok, e.head])).toEqual([
+      [dead, false, null],
+      [`${replay.url}?***`, true, last],
+    ]);
+    const text = await status(config);
+    expect(text.out).toMatch(/\nJSON-RPC endpoints\n {2}http:\/\/127\.0\.0\.1:1 +DOWN +eth_blockNumber: /);
+    expect(text.out).not.toContain("secret");
+  });
+
   it("refuses a threshold that is not a non-negative integer (usage error, exit 2)", async () => {
     const r = await status(h.config, "--max-lag", "1.5");
     expect(r.code).toBe(2);

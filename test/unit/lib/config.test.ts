@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { ConfigError, loadConfig } from "../../../lib/config.js";
+import { ConfigError, loadConfig, rpcEndpoints } from "../../../lib/config.js";
 
 describe("loadConfig", () => {
   it("has working defaults for the local stack", () => {
@@ -50,6 +50,30 @@ describe("loadConfig", () => {
       /CHAINSIFT_API_HEADERS_TIMEOUT_MS: must not exceed CHAINSIFT_API_REQUEST_TIMEOUT_MS/,
     );
   });
+  it("reads the JSON-RPC endpoints: CHAINSIFT_RPC_URLS wins over the one-endpoint CHAINSIFT_RPC_URL", () => {
+    expect(loadConfig({}).ingest).toMatchObject({ rpcUrl: "http://127.0.0.1:8545", rpcUrls: ["http://127.0.0.1:8545"] });
+    expect(loadConfig({ CHAINSIFT_RPC_URL: "http://a:8545" }).ingest.rpcUrls).toEqual(["http://a:8545"]);
+    const both = loadConfig({ CHAINSIFT_RPC_URL: "http://a:8545", CHAINSIFT_RPC_URLS: " https://b/v3/key , http://c:8545 " }).ingest;
+    expect(both).toMatchObject({ rpcUrl: "https://b/v3/key", rpcUrls: ["https://b/v3/key", "http://c:8545"] });
+    expect(rpcEndpoints(both)).toEqual(["https://b/v3/key", "http://c:8545"]);
+    expect(rpcEndpoints({ ...both, rpcUrl: "http://replaced:1" })).toEqual(["http://replaced:1"]);
+    expect(() => loadConfig({ CHAINSIFT_RPC_URLS: "http://a, ws://secret@b" })).toThrow(
+      /CHAINSIFT_RPC_URLS: not an http\(s\) URL: item 2$/,
+    );
+    expect(loadConfig({}).ingest.rpc).toEqual({
+      timeoutMs: 10_000,
+      attempts: 4,
+      retryBudgetMs: 30_000,
+      retryAfterMaxMs: 30_000,
+      cooldownMs: 2000,
+      maxLagBlocks: 3,
+    });
+    expect(loadConfig({ CHAINSIFT_RPC_TIMEOUT_MS: "2000", CHAINSIFT_RPC_MAX_LAG_BLOCKS: "0" }).ingest.rpc).toMatchObject({
+      timeoutMs: 2000,
+      maxLagBlocks: 0,
+    });
+  });
+
   it("names the variable holding a bad integer", () => {
     expect(() => loadConfig({ CHAINSIFT_MAX_SIZE: "ten" })).toThrow(ConfigError);
     expect(() => loadConfig({ CHAINSIFT_MAX_SIZE: "0" })).toThrow(/CHAINSIFT_MAX_SIZE/);
