@@ -172,6 +172,23 @@ export interface Config {
      * default 5000 (ms, an integer >= 1).
      */
     progressIntervalMs: number;
+    /**
+     * TEST ONLY: a crash point of the ingest stage ({@link CrashPoint}) where the process SIGKILLs
+     * itself (pipeline/ingest/crash.ts), to test that a crash at any step leaves nothing half done
+     * (docs/reorgs.md). Env `CHAINSIFT_TEST_CRASH_POINT`: `announce-unwind`, `produce-tip` or
+     * `backfill-chunk`; default unset (never). Never set it in production.
+     */
+    testCrashPoint: CrashPoint | undefined;
+    /**
+     * TEST ONLY: the probability (0..1) that each pass through {@link testCrashPoint} kills the
+     * process. Env `CHAINSIFT_TEST_CRASH_PERCENT` (an integer 0..100), default 100 (the first pass).
+     */
+    testCrashPercent: number;
+    /**
+     * TEST ONLY: seed of the crash hook's generator (logged when the hook is armed). Env
+     * `CHAINSIFT_TEST_CRASH_SEED` (an integer), default random.
+     */
+    testCrashSeed: number;
   };
   decode: {
     /**
@@ -335,6 +352,16 @@ export const LOG_FORMATS = ["auto", "json", "pretty"] as const;
 /** `auto`, `json` or `pretty` ({@link Config.logFormat}). */
 export type LogFormat = (typeof LOG_FORMATS)[number];
 
+/**
+ * The ingest stage's test-only crash points (config `ingest.testCrashPoint`): `announce-unwind`
+ * after a reorg's `reorgs` records are produced and before the follower's position is unwound;
+ * `produce-tip` after a block's records are produced and before the tip is written;
+ * `backfill-chunk` after a backfill chunk is produced and before its progress is written.
+ */
+export const CRASH_POINTS = ["announce-unwind", "produce-tip", "backfill-chunk"] as const;
+/** One of {@link CRASH_POINTS}. */
+export type CrashPoint = (typeof CRASH_POINTS)[number];
+
 /** Thrown when an environment variable holds a value that cannot be used. */
 export class ConfigError extends Error {
   constructor(
@@ -352,6 +379,12 @@ function int(env: NodeJS.ProcessEnv, name: string, fallback: number, min = 0): n
   if (raw === undefined || raw === "") return fallback;
   const n = Number(raw);
   if (!Number.isInteger(n) || n < min) throw new ConfigError(name, `expected an integer >= ${min}, got ${JSON.stringify(raw)}`);
+  return n;
+}
+
+function percent(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
+  const n = int(env, name, fallback, 0);
+  if (n > 100) throw new ConfigError(name, `expected an integer from 0 to 100, got ${n}`);
   return n;
 }
 
@@ -503,6 +536,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       concurrency: int(env, "CHAINSIFT_INGEST_CONCURRENCY", 4, 1),
       traces: bool(env, "CHAINSIFT_INGEST_TRACES", true),
       progressIntervalMs: int(env, "CHAINSIFT_PROGRESS_INTERVAL_MS", 5000, 1),
+      testCrashPoint: env.CHAINSIFT_TEST_CRASH_POINT ? oneOf(env, "CHAINSIFT_TEST_CRASH_POINT", CRASH_POINTS, "produce-tip") : undefined,
+      testCrashPercent: percent(env, "CHAINSIFT_TEST_CRASH_PERCENT", 100),
+      testCrashSeed: int(env, "CHAINSIFT_TEST_CRASH_SEED", Math.floor(Math.random() * 2 ** 31)),
     },
     decode: {
       tokenCalls: bool(env, "CHAINSIFT_DECODE_TOKEN_CALLS", true),

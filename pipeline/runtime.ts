@@ -20,6 +20,7 @@ import { createDecoder, type Decoder } from "./decode/decoder.js";
 import { rpcImplementationReader } from "./decode/proxy.js";
 import { type DecodeStageDeps, startDecodeStage } from "./decode/stage.js";
 import { ensureIndices, startIndexStage } from "./index/indexer.js";
+import { createCrashHook } from "./ingest/crash.js";
 import { createIngester, type Ingester } from "./ingest/ingest.js";
 import { ingestMetricsOf } from "./ingest/metrics.js";
 import { type ChainSource, createRpcSource, type TraceSource } from "./ingest/rpc.js";
@@ -257,6 +258,10 @@ export async function startPipeline(deps: PipelineDeps): Promise<Pipeline> {
         traces: traceSource === "debug_traceBlockByNumber" || traceSource === "trace_block",
         state: await chainState(),
         ...metrics,
+        crashHook: createCrashHook(
+          { point: config.ingest.testCrashPoint, percent: config.ingest.testCrashPercent, seed: config.ingest.testCrashSeed },
+          logger,
+        ),
       });
       if (registry) {
         const seen = ingestMetricsOf(registry).position;

@@ -16,6 +16,7 @@
 import { Registry } from "prom-client";
 import { MalformedRpcDataError } from "../../lib/chain/rpc-values.js";
 import { type BlockRef, type ChainState, createMemoryChainState } from "../../lib/chain/state.js";
+import type { CrashPoint } from "../../lib/config.js";
 import { isRetryable } from "../../lib/errors.js";
 import type { Logger } from "../../lib/logger.js";
 import { logId, type ReorgRecord } from "../../lib/records.js";
@@ -130,8 +131,9 @@ export interface IngesterDeps {
    */
   nodeRetryMaxMs?: number;
   /**
-   * Test-only crash points (config `ingest.crashPoint`, env `CHAINSIFT_TEST_CRASH_POINT`): called
-   * at each named point; the runtime's hook SIGKILLs the process there (seeded probability). Default none.
+   * TEST ONLY: called at each crash point ({@link CrashPoint} of lib/config.ts); the runtime passes
+   * pipeline/ingest/crash.ts's hook when `CHAINSIFT_TEST_CRASH_POINT` is set, which SIGKILLs the
+   * process there. Default none.
    */
   crashHook?: (point: CrashPoint) => void;
   /**
@@ -145,14 +147,6 @@ export interface IngesterDeps {
    */
   registry?: Registry;
 }
-
-/**
- * The points where the test-only crash hook ({@link IngesterDeps.crashHook}) is called:
- * `announce-unwind` after a reorg's `reorgs` records are produced and before the position is
- * unwound; `produce-tip` after a block's records are produced and before the tip is written;
- * `backfill-chunk` after a backfill chunk is produced and before its progress is written.
- */
-export type CrashPoint = "announce-unwind" | "produce-tip" | "backfill-chunk";
 
 /** Options of a follow-the-head run. */
 export interface FollowOptions {

@@ -87,4 +87,17 @@ describe("loadConfig", () => {
     expect(loadConfig({ CHAINSIFT_PROGRESS_INTERVAL_MS: "250" }).ingest.progressIntervalMs).toBe(250);
     expect(() => loadConfig({ CHAINSIFT_PROGRESS_INTERVAL_MS: "0" })).toThrow(ConfigError);
   });
+
+  it("reads the ingest stage's test-only crash point (off by default), its percent and seed", () => {
+    expect(loadConfig({}).ingest.testCrashPoint).toBeUndefined();
+    const c = loadConfig({
+      CHAINSIFT_TEST_CRASH_POINT: "announce-unwind",
+      CHAINSIFT_TEST_CRASH_PERCENT: "30",
+      CHAINSIFT_TEST_CRASH_SEED: "7",
+    });
+    expect(c.ingest).toMatchObject({ testCrashPoint: "announce-unwind", testCrashPercent: 30, testCrashSeed: 7 });
+    expect(loadConfig({}).ingest.testCrashPercent).toBe(100);
+    expect(() => loadConfig({ CHAINSIFT_TEST_CRASH_POINT: "somewhere" })).toThrow(ConfigError);
+    expect(() => loadConfig({ CHAINSIFT_TEST_CRASH_PERCENT: "101" })).toThrow(ConfigError);
+  });
 });
