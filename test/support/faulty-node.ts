@@ -15,8 +15,11 @@
  * | `head-backwards` | call | `eth_blockNumber` 1–3 lower than the highest head answered before |
  *
  * Rates: {@link FaultyNode.setFaults}`(mode, rate)` — one mode at `rate` (0..1): an HTTP-level mode
- * rolls once per HTTP request, a call-level mode once per call it applies to. `mixed`: each HTTP
- * request is faulted with probability `rate`, the mode drawn uniformly among the seven (a call-level
+ * rolls once per HTTP request, a call-level mode once per call it applies to; several modes
+ * (`setFaults(["lagging", "hang"], 0.2)`): each rolls on its own at `rate` (the first HTTP-level
+ * hit answers the request; per call, the first call-level hit). `mixed`: each HTTP
+ * request is faulted with probability `rate`, the mode drawn uniformly among the seven, or among
+ * {@link FaultyNodeOptions.mixedModes} (a call-level
  * mode then hits one call of the request it applies to; none applicable: nothing is injected).
  * Every injection is counted in {@link FaultyNode.injected} (by mode), so tests compare it with
  * chainsift's metrics. Randomness comes from one seeded PRNG (bench/support/prng.ts, mulberry32);
@@ -36,8 +39,11 @@ import { prng } from "../../bench/support/prng.js";
 export const FAULT_MODES = ["lagging", "stale-branch", "rate-limit", "unavailable", "hang", "truncated", "head-backwards"] as const;
 /** One fault mode (module doc). */
 export type FaultMode = (typeof FAULT_MODES)[number];
-/** A fault mode, `mixed` (all of them, one per faulted request) or `none`. */
-export type FaultSetting = FaultMode | "mixed" | "none";
+/**
+ * A fault mode, several modes (each at the rate, independently), `mixed` (all of them, one per
+ * faulted request) or `none`.
+ */
+export type FaultSetting = FaultMode | readonly FaultMode[] | "mixed" | "none";
 
 const HTTP_MODES: ReadonlySet<FaultMode> = new Set(["rate-limit", "unavailable", "hang", "truncated"]);
 
@@ -51,6 +57,8 @@ export interface FaultyNodeOptions {
   mode?: FaultSetting;
   /** Initial rate, 0..1. Default 0. */
   rate?: number;
+  /** The modes `mixed` draws from. Default all of {@link FAULT_MODES}. */
+  mixedModes?: readonly FaultMode[];
   /** `lagging`: how many of the newest blocks a lagging backend lacks. Default 2. */
   laggingDepth?: number;
   /** `stale-branch`: how many of the newest blocks count as recent. Default 4. */
@@ -70,9 +78,17 @@ export interface FaultyNode {
   seed: number;
   /** Faults injected so far, by mode (a `mixed` run counts each under its drawn mode). */
   injected: Record<FaultMode, number>;
+  /**
+   * Call-level faults by mode and what they hit: `<mode>:block` (eth_getBlockByNumber with full
+   * transactions, as ingest's fetchBlock asks), `<mode>:hash` (without: a hash or header read),
+   * `<mode>:receipts`, `<mode>:head` (eth_blockNumber).
+   */
+  injectedOn: Record<string, number>;
   /** HTTP requests and JSON-RPC calls received so far. */
   requests: number;
   calls: number;
+  /** JSON-RPC calls received so far, by method. */
+  methods: Record<string, number>;
   /** Highest `eth_blockNumber` the upstream answered through the proxy (-1: none yet). */
   upstreamHead: number;
   /** Changes the fault setting (counters are kept). */
@@ -97,6 +113,7 @@ export async function startFaultyNode(opts: FaultyNodeOptions): Promise<FaultyNo
   const laggingDepth = opts.laggingDepth ?? 2;
   const recentDepth = opts.recentDepth ?? 4;
   const hangMs = opts.hangMs ?? 10_000;
+  const mixedModes = opts.mixedModes ?? FAULT_MODES;
   let setting: FaultSetting = opts.mode ?? "none";
   let rate = opts.rate ?? 0;
   let highestAnswered = -1;
@@ -115,8 +132,10 @@ export async function startFaultyNode(opts: FaultyNodeOptions): Promise<FaultyNo
     url: "",
     seed,
     injected: Object.fromEntries(FAULT_MODES.map((m) => [m, 0])) as Record<FaultMode, number>,
+    injectedOn: {},
     requests: 0,
     calls: 0,
+    methods: {},
     upstreamHead: -1,
     setFaults(mode, r = rate) {
       setting = mode;
@@ -219,13 +238,14 @@ export async function startFaultyNode(opts: FaultyNodeOptions): Promise<FaultyNo
     }
     const calls = parsed === undefined ? [] : Array.isArray(parsed) ? parsed : [parsed];
     node.calls += calls.length;
+    for (const c of calls) node.methods[String(c.method)] = (node.methods[String(c.method)] ?? 0) + 1;
 
     // Which fault, if any: an HTTP-level one for the request, or call-level ones per call (by index).
     let httpFault: FaultMode | undefined;
     const callFaults = new Map<number, FaultMode>();
     if (setting === "mixed") {
       if (rate > 0 && random() < rate) {
-        const mode = FAULT_MODES[Math.floor(random() * FAULT_MODES.length)] as FaultMode;
+        const mode = mixedModes[Math.floor(random() * mixedModes.length)] as FaultMode;
         if (HTTP_MODES.has(mode)) httpFault = mode;
         else {
           const candidates = calls.map((c, i) => [c, i] as const).filter(([c]) => applies(mode, c));
@@ -234,10 +254,12 @@ export async function startFaultyNode(opts: FaultyNodeOptions): Promise<FaultyNo
         }
       }
     } else if (setting !== "none" && rate > 0) {
-      if (HTTP_MODES.has(setting)) {
-        if (random() < rate) httpFault = setting;
-      } else {
-        for (const [i, c] of calls.entries()) if (applies(setting, c) && random() < rate) callFaults.set(i, setting);
+      // Several modes: each rolls on its own; the first HTTP-level hit wins, and per call the first call-level hit.
+      const modes: readonly FaultMode[] = typeof setting === "string" ? [setting] : setting;
+      for (const mode of modes) if (HTTP_MODES.has(mode) && httpFault === undefined && random() < rate) httpFault = mode;
+      for (const mode of modes) {
+        if (HTTP_MODES.has(mode)) continue;
+        for (const [i, c] of calls.entries()) if (!callFaults.has(i) && applies(mode, c) && random() < rate) callFaults.set(i, mode);
       }
     }
 
@@ -281,6 +303,15 @@ export async function startFaultyNode(opts: FaultyNodeOptions): Promise<FaultyNo
         const mode = callFaults.get(i);
         if (mode && corrupt(mode, c, a)) {
           node.injected[mode]++;
+          const on =
+            c.method === "eth_blockNumber"
+              ? "head"
+              : c.method === "eth_getBlockReceipts"
+                ? "receipts"
+                : c.params?.[1] === true
+                  ? "block"
+                  : "hash";
+          node.injectedOn[`${mode}:${on}`] = (node.injectedOn[`${mode}:${on}`] ?? 0) + 1;
           changed = true;
         }
         if (c.method === "eth_blockNumber" && typeof a.result === "string") highestAnswered = Math.max(highestAnswered, Number(a.result));
@@ -317,7 +348,7 @@ export async function startFaultyNode(opts: FaultyNodeOptions): Promise<FaultyNo
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   node.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   (opts.log ?? console.log)(
-    `[${opts.name ?? "faulty-node"}] seed ${seed} (${node.url} → ${opts.upstream}; ${setting}${setting === "none" ? "" : ` at ${rate}`})`,
+    `[${opts.name ?? "faulty-node"}] seed ${seed} (${node.url} → ${opts.upstream}; ${String(setting)}${setting === "none" ? "" : ` at ${rate}`})`,
   );
   return node;
 }

@@ -121,6 +121,7 @@ describe("faulty node", () => {
     for (const num of [9, 8]) for (const a of await ask(num)) expect(a.result).toBeNull();
     for (const a of await ask(7)) expect(a.result).not.toBeNull();
     expect(n.injected.lagging).toBe(4);
+    expect(n.injectedOn).toEqual({ "lagging:block": 2, "lagging:receipts": 2 });
     expect((await learnHead(n)).result).toBe("0x9");
   });
 
@@ -184,6 +185,17 @@ describe("faulty node", () => {
     expect(a.injected.unavailable).toBe(sa.filter((s) => s === 503).length);
     expect(a.injected.unavailable).toBeGreaterThan(20);
     expect(a.injected.unavailable).toBeLessThan(60);
+  });
+
+  it("several modes: each at the rate on its own, each counted", async () => {
+    const n = await start("none", 0, 5);
+    await learnHead(n);
+    n.setFaults(["lagging", "unavailable", "head-backwards"], 0.3);
+    const statuses = await drive(n, 200);
+    expect(n.injected.unavailable).toBe(statuses.filter((s) => s === 503).length);
+    // Each rolls on its own: about 30 % of 200 requests (60) for 503; lagging and head-backwards only on answered requests.
+    for (const mode of ["lagging", "unavailable", "head-backwards"] as FaultMode[]) expect(n.injected[mode], mode).toBeGreaterThan(20);
+    expect(n.injected["rate-limit"] + n.injected.hang + n.injected.truncated + n.injected["stale-branch"]).toBe(0);
   });
 
   it("mixed: every mode gets drawn and counted; unfaulted requests pass", async () => {
