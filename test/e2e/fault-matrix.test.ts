@@ -42,12 +42,12 @@ import { ingestMetricsOf } from "../../pipeline/ingest/metrics.js";
 import { createRpcSource } from "../../pipeline/ingest/rpc.js";
 import { createRecordProducer, type RecordProducer } from "../../pipeline/kafka/bus.js";
 import { type Pipeline, startPipeline } from "../../pipeline/runtime.js";
-import { deletePrefix } from "../integration/accounts/redis.js";
 import { alertProblems } from "../support/alert-check.js";
 import { type ChainComparison, compareWithChain } from "../support/canonical.js";
 import { type FaultMode, type FaultSetting, type FaultyNode, startFaultyNode } from "../support/faulty-node.js";
 import { createHarness, type Harness, probeStack, waitFor } from "../support/harness.js";
 import { tokenTransferRule } from "../support/rules.js";
+import { stopChainTest } from "../support/teardown.js";
 
 const up = await probeStack();
 
@@ -199,14 +199,7 @@ describe.skipIf(!up.ok)(
       await producer?.disconnect().catch(() => {});
       destroySource?.();
       await faulty?.close();
-      await watcher?.disconnect().catch(() => {});
-      await app?.close();
-      await closeRules?.().catch(() => {});
-      await pipeline?.stop();
-      await anvil?.stop();
-      await (await pipeline?.chainState())?.reset().catch(() => {});
-      if (h) await deletePrefix(h.config.redisUrl, h.redisPrefix).catch(() => 0);
-      await h?.cleanup();
+      await stopChainTest({ watcher, app, closeRules, pipeline, anvil, h });
     }, 60_000);
 
     /** Mines `n` blocks, one every {@link MINE_MS}. */
