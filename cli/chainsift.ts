@@ -433,7 +433,8 @@ export const commands: CliCommand[] = [
     usage: "[--max-lag <records>] [--max-head-lag <blocks>] [--max-dead-letters <n>]",
     details:
       "Unhealthy (exit 1): a service does not answer within 3 s (Kafka, Elasticsearch or red, schema registry, Redis,\n" +
-      "the JSON-RPC node of CHAINSIFT_RPC_URL), or a given threshold is exceeded. See docs/metrics.md.",
+      "the JSON-RPC node of CHAINSIFT_RPC_URL: none of the endpoints of CHAINSIFT_RPC_URLS answers), or a given threshold\n" +
+      "is exceeded. With several endpoints each is listed (ok/DOWN, head, blocks behind). See docs/metrics.md.",
     options: { "max-lag": { type: "string" }, "max-head-lag": { type: "string" }, "max-dead-letters": { type: "string" } },
     run: async (ctx, args) => {
       const limit = (name: string) => {

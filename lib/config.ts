@@ -153,6 +153,12 @@ export interface Config {
        * behind and avoided while another is not. Env `CHAINSIFT_RPC_MAX_LAG_BLOCKS`, default 3.
        */
       maxLagBlocks: number;
+      /**
+       * With several endpoints, a block read without an answer after this many ms is also sent to
+       * the next available endpoint (the first answer wins): a hanging backend costs this, not the
+       * timeout. 0: never. Env `CHAINSIFT_RPC_HEDGE_AFTER_MS`, default 2000.
+       */
+      hedgeAfterMs: number;
     };
     /** Head polling interval in follow mode. Env `CHAINSIFT_POLL_INTERVAL_MS`, default 1000. */
     pollIntervalMs: number;
@@ -531,6 +537,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
         retryAfterMaxMs: int(env, "CHAINSIFT_RPC_RETRY_AFTER_MAX_MS", 30_000, 0),
         cooldownMs: int(env, "CHAINSIFT_RPC_COOLDOWN_MS", 2000, 0),
         maxLagBlocks: int(env, "CHAINSIFT_RPC_MAX_LAG_BLOCKS", 3, 0),
+        hedgeAfterMs: int(env, "CHAINSIFT_RPC_HEDGE_AFTER_MS", 2000, 0),
       },
       pollIntervalMs: int(env, "CHAINSIFT_POLL_INTERVAL_MS", 1000, 1),
       concurrency: int(env, "CHAINSIFT_INGEST_CONCURRENCY", 4, 1),

@@ -242,6 +242,13 @@ export async function startPipeline(deps: PipelineDeps): Promise<Pipeline> {
     async createIngester(rpcUrl, opts) {
       const rpcUrls = typeof rpcUrl === "string" ? [rpcUrl] : rpcUrl;
       const source = createRpcSource({ rpcUrls, ...config.ingest.rpc, logger: logger.child({ stage: "ingest" }), ...metrics });
+      // Several endpoints must be one chain (an endpoint of another chain would feed its blocks): checked once here.
+      if (rpcUrls.length > 1) {
+        await source.chainId().catch((err: unknown) => {
+          source.destroy();
+          throw err;
+        });
+      }
       const producer = await createRecordProducer(bus, registry ? { metrics: { registry, stage: "ingest" } } : {});
       producers.push(producer);
       // Traces wherever the node has them: probe once (debug, then parity), say which, remember it for the API.

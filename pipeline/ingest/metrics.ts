@@ -65,7 +65,8 @@ export interface IngestMetrics {
   endpointErrors: Counter<"endpoint" | "kind">;
   /**
    * `chainsift_rpc_failovers_total{endpoint,reason}`: calls moved from `endpoint` to another one,
-   * by reason (an error kind as above, or null_block: it had no block where another endpoint's head is).
+   * by reason (an error kind as above; null_block: it had no block where another endpoint's head is;
+   * slow: no answer to a block read within the hedge delay, the next endpoint asked too).
    */
   failovers: Counter<"endpoint" | "reason">;
   /** `chainsift_ingest_retries_total{target}`: retries after transient failures, by what failed (rpc, kafka, redis). */
@@ -146,7 +147,7 @@ export const ingestMetricsOf = memoPerRegistry((registry: Registry): IngestMetri
     }),
     failovers: new Counter({
       name: "chainsift_rpc_failovers_total",
-      help: "Calls moved from a JSON-RPC endpoint to another, by reason (an error kind, or null_block)",
+      help: "Calls moved from a JSON-RPC endpoint to another, by reason (an error kind, null_block, or slow: hedged)",
       labelNames: ["endpoint", "reason"] as const,
       registers,
     }),

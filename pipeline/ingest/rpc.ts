@@ -3,6 +3,9 @@
  * Methods: `eth_blockNumber`, `eth_getBlockByNumber(n, true)`, `eth_getBlockReceipts(n)`
  * (https://ethereum.github.io/execution-apis/api-documentation/), falling back to one
  * `eth_getTransactionReceipt` per transaction on nodes without `eth_getBlockReceipts`.
+ * Over one endpoint or several of the same chain: HTTP requests retried after 429 (`Retry-After`),
+ * 5xx, resets, timeouts and unparsable bodies; block answers checked for consistency before they
+ * are returned; calls failed over between endpoints by health and head (docs/reorgs.md "Faults").
  * @module
  */
 import { setTimeout as sleep } from "node:timers/promises";
@@ -52,7 +55,9 @@ export interface ChainSource {
   /**
    * The block with full transactions and its receipts, or null when the node does not have the
    * block (yet).
-   * @throws {RetryableError} when the node fails or answers inconsistently (e.g. a reorg between calls).
+   * @throws {RetryableError} when the node fails, or answers inconsistently ({@link InconsistentAnswerError}:
+   *   the block and its receipts disagree, e.g. a reorg between calls or a load balancer mixing backends;
+   *   see {@link blockInconsistency}).
    */
   fetchBlock(number: number): Promise<FetchedBlock | null>;
   /**
@@ -103,6 +108,11 @@ export interface RpcSourceOptions {
   cooldownMs?: number;
   /** An endpoint whose head is more than this many blocks below the highest endpoint head is behind (avoided). Default 3. */
   maxLagBlocks?: number;
+  /**
+   * With several endpoints, a block read (`fetchBlock`, `blockHash`) that has no answer after this
+   * many ms is also sent to the next available endpoint; the first answer wins. 0: never. Default 2000.
+   */
+  hedgeAfterMs?: number;
   /** Largest JSON-RPC batch. Default 50. */
   batchMaxCount?: number;
   /** How long ethers gathers calls into one batch. Default 2 ms (ethers' own default is 10 ms). */
@@ -575,7 +585,8 @@ interface Endpoint {
  * has the block) and fails over to the next on a transport error, an inconsistent block answer or
  * a null block another endpoint's head covers. On one endpoint, or when no other is available, an
  * HTTP request is retried in place (429 after its `Retry-After`, 5xx, connection failures,
- * timeouts, bodies that are not JSON) within `attempts` and `retryBudgetMs`.
+ * timeouts, bodies that are not JSON) within `attempts` and `retryBudgetMs`. With several
+ * endpoints, `chainId()` asks all of them and throws (not retryable) when two answer different chains.
  * @throws {Error} when neither `rpcUrl` nor `rpcUrls` names an endpoint.
  */
 export function createRpcSource(opts: RpcSourceOptions): RpcSource {
@@ -585,6 +596,7 @@ export function createRpcSource(opts: RpcSourceOptions): RpcSource {
   const log = opts.logger;
   const cooldownMs = opts.cooldownMs ?? 2000;
   const maxLag = opts.maxLagBlocks ?? 3;
+  const hedgeAfterMs = opts.hedgeAfterMs ?? 2000;
   const now = () => Date.now();
   const available = (ep: Endpoint) => ep.coolUntilMs <= now();
 
@@ -592,7 +604,8 @@ export function createRpcSource(opts: RpcSourceOptions): RpcSource {
     metrics?.endpointErrors.inc({ endpoint: ep.label, kind });
     ep.errors++;
     const cool = Math.max(retryAfter ?? 0, Math.min(cooldownMs * 2 ** (ep.errors - 1), COOLDOWN_MAX_MS));
-    ep.coolUntilMs = Math.max(ep.coolUntilMs, now() + cool);
+    // One endpoint is asked whatever its state: cooling it down would only hide it from the up gauge.
+    if (urls.length > 1) ep.coolUntilMs = Math.max(ep.coolUntilMs, now() + cool);
     if (retryAfter !== undefined) ep.retryAfterUntilMs = Math.max(ep.retryAfterUntilMs, now() + retryAfter);
     if (ep.up && urls.length > 1)
       log?.warn({ endpoint: ep.label, kind, cooldownMs: cool }, "JSON-RPC endpoint failing: avoided while it cools down");
@@ -672,48 +685,91 @@ export function createRpcSource(opts: RpcSourceOptions): RpcSource {
     return undefined;
   };
 
+  /** One endpoint's outcome of a call. */
+  type Outcome<T> = { ep: Endpoint; ok: true; value: T } | { ep: Endpoint; ok: false; err: unknown };
+
   /**
    * Runs `op` on the best endpoint and fails over along {@link ranked}; each endpoint is tried once
    * per call. With `atLeast` (a read of that block), endpoints whose head has it come first, and
-   * (unless `nullFailover` is false) a null answer is asked again of an available endpoint whose head has the block.
+   * (unless `nullFailover` is false) a null answer is asked again of an available endpoint whose
+   * head has the block. With `hedge`, an endpoint that has not answered within `hedgeAfterMs` is
+   * joined by the next available one (a hanging backend costs that, not the timeout); the first
+   * answer wins, the slower one is ignored.
    * @throws the last endpoint's error when every endpoint failed, or the first error that is no reason to fail over.
    */
   async function onEndpoints<T>(
     op: (source: ChainSource) => Promise<T>,
     atLeast?: number,
-    nullFailover = atLeast !== undefined,
+    o: { nullFailover?: boolean; hedge?: boolean } = {},
   ): Promise<T> {
+    const nullFailover = o.nullFailover ?? atLeast !== undefined;
+    const hedgeMs = o.hedge ? hedgeAfterMs : 0;
     const tried = new Set<Endpoint>();
-    let last: unknown;
-    let ep = ranked(tried, atLeast)[0];
-    while (ep) {
+    const inflight = new Map<Endpoint, Promise<Outcome<T>>>();
+    const start = (ep: Endpoint) => {
       tried.add(ep);
-      let reason: string;
-      try {
-        const out = await op(ep.source);
-        if (out !== null || atLeast === undefined || !nullFailover) return out;
-        const next = ranked(tried, atLeast).find((e) => available(e) && e.head !== null && e.head >= atLeast);
-        if (!next) return out;
-        metrics?.failovers.inc({ endpoint: ep.label, reason: "null_block" });
-        ep = next;
+      inflight.set(
+        ep,
+        op(ep.source).then(
+          (value): Outcome<T> => ({ ep, ok: true, value }),
+          (err: unknown): Outcome<T> => ({ ep, ok: false, err }),
+        ),
+      );
+    };
+    const first = ranked(tried, atLeast)[0];
+    if (first) start(first);
+    let last: unknown;
+    let nullAnswer: { value: T } | undefined;
+    while (inflight.size > 0) {
+      const spare = hedgeMs > 0 ? ranked(tried, atLeast).find(available) : undefined;
+      let timer: NodeJS.Timeout | undefined;
+      const racers: Array<Promise<Outcome<T> | "hedge">> = [...inflight.values()];
+      if (spare) racers.push(new Promise((resolve) => (timer = setTimeout(() => resolve("hedge"), hedgeMs))));
+      const r = await Promise.race(racers);
+      clearTimeout(timer);
+      if (r === "hedge") {
+        metrics?.failovers.inc({ endpoint: [...inflight.keys()].at(-1)?.label ?? "", reason: "slow" });
+        start(spare as Endpoint);
         continue;
-      } catch (err) {
-        const why = failoverReason(err, atLeast !== undefined);
-        if (why === undefined) throw err;
-        if (why === "inconsistent" || why === "rpc_error") failed(ep, why);
-        reason = why;
-        last = err;
       }
+      inflight.delete(r.ep);
+      if (r.ok) {
+        if (r.value !== null || atLeast === undefined || !nullFailover) return r.value;
+        nullAnswer = { value: r.value };
+        if (inflight.size > 0) continue; // another endpoint is still on it
+        const next = ranked(tried, atLeast).find((e) => available(e) && e.head !== null && e.head >= atLeast);
+        if (!next) return r.value;
+        metrics?.failovers.inc({ endpoint: r.ep.label, reason: "null_block" });
+        start(next);
+        continue;
+      }
+      const why = failoverReason(r.err, atLeast !== undefined);
+      if (why === undefined) throw r.err;
+      if (why === "inconsistent" || why === "rpc_error") failed(r.ep, why);
+      last = r.err;
+      if (inflight.size > 0) continue;
       const next = ranked(tried, atLeast)[0];
-      if (next) metrics?.failovers.inc({ endpoint: ep.label, reason });
-      ep = next;
+      if (!next) break;
+      metrics?.failovers.inc({ endpoint: r.ep.label, reason: why });
+      start(next);
     }
+    if (nullAnswer) return nullAnswer.value;
     throw last;
   }
 
   return {
     endpoints: () => health.map((h) => h()),
-    chainId: () => onEndpoints((s) => s.chainId()),
+    async chainId() {
+      if (endpoints.length === 1) return onEndpoints((s) => s.chainId());
+      // Every endpoint that answers must be on the same chain: one of another chain would feed its blocks.
+      const answers = await Promise.allSettled(endpoints.map((ep) => ep.source.chainId()));
+      const ids = answers.flatMap((a, i) => (a.status === "fulfilled" ? [{ label: endpoints[i]?.label, id: a.value }] : []));
+      if (ids.length === 0) throw (answers[0] as PromiseRejectedResult).reason;
+      if (ids.some((x) => x.id !== ids[0]?.id)) {
+        throw new Error(`JSON-RPC endpoints of different chains: ${ids.map((x) => `${x.label} chain ${x.id}`).join(", ")}`);
+      }
+      return ids[0]?.id as number;
+    },
     async headNumber() {
       // Every available endpoint (every endpoint when none is: that is the probe after a cooldown)
       // is asked; the first answer is enough, the others update their heads when they come.
@@ -740,10 +796,10 @@ export function createRpcSource(opts: RpcSourceOptions): RpcSource {
       return topHead() as number;
     },
     finalizedNumber: () => onEndpoints(async (s) => (await s.finalizedNumber?.()) ?? null),
-    blockHash: (number) => onEndpoints((s) => s.blockHash(number), number),
-    fetchBlock: (number) => onEndpoints((s) => s.fetchBlock(number), number),
+    blockHash: (number) => onEndpoints((s) => s.blockHash(number), number, { hedge: true }),
+    fetchBlock: (number) => onEndpoints((s) => s.fetchBlock(number), number, { hedge: true }),
     // null traces mean "no trace method", not "no block": ranked like a block read, no null failover.
-    fetchTraces: (number) => onEndpoints((s) => s.fetchTraces(number), number, false),
+    fetchTraces: (number) => onEndpoints((s) => s.fetchTraces(number), number, { nullFailover: false }),
     probeTraces: (number) => onEndpoints(async (s) => (await s.probeTraces?.(number)) ?? "none"),
     destroy() {
       for (const [i, ep] of endpoints.entries()) {

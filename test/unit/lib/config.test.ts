@@ -67,6 +67,7 @@ describe("loadConfig", () => {
       retryAfterMaxMs: 30_000,
       cooldownMs: 2000,
       maxLagBlocks: 3,
+      hedgeAfterMs: 2000,
     });
     expect(loadConfig({ CHAINSIFT_RPC_TIMEOUT_MS: "2000", CHAINSIFT_RPC_MAX_LAG_BLOCKS: "0" }).ingest.rpc).toMatchObject({
       timeoutMs: 2000,

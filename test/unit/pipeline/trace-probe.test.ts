@@ -31,7 +31,7 @@ describe("probeTraceSource: a probe without an answer decides nothing", () => {
 
   it("the RPC source rethrows a transport failure of its probe and remembers nothing", async () => {
     // Port 9 (discard) on loopback: nothing listens, the connection is refused.
-    const source = createRpcSource({ rpcUrl: "http://127.0.0.1:9" });
+    const source = createRpcSource({ rpcUrl: "http://127.0.0.1:9", attempts: 1 }); // one try: no transport retries
     try {
       await expect(source.probeTraces!(1)).rejects.toThrow();
       await expect(source.probeTraces!(1)).rejects.toThrow();

@@ -7,6 +7,8 @@ import { type HttpAction, type ScriptedCall, type ScriptedRpc, startScriptedRpc,
 /** What one scripted endpoint does: its head, which blocks it answers null for, its HTTP faults. */
 interface Node {
   head: number;
+  /** eth_chainId answer; default 0x1. */
+  chainId?: string;
   nullBlocks?: Set<number>;
   inconsistent?: boolean;
   http?: (n: number, calls: ScriptedCall[]) => HttpAction;
@@ -31,7 +33,7 @@ describe("JSON-RPC failover between endpoints", () => {
       answer(call) {
         const n = Number(call.params[0]);
         if (call.method === "eth_blockNumber") return `0x${node.head.toString(16)}`;
-        if (call.method === "eth_chainId") return "0x1";
+        if (call.method === "eth_chainId") return node.chainId ?? "0x1";
         if (n > node.head || node.nullBlocks?.has(n)) return call.method === "eth_getBlockReceipts" ? null : null;
         const b = syntheticBlock(n, 2);
         if (node.inconsistent) b.block.gasUsed = "0x1";
@@ -125,6 +127,27 @@ describe("JSON-RPC failover between endpoints", () => {
     expect((await source.fetchBlock(10))?.block.hash).toBe(syntheticBlock(10).block.hash);
     expect(await metric(registry, "chainsift_rpc_failovers_total")).toEqual([`${a.url} inconsistent=1`]);
     expect(await metric(registry, "chainsift_ingest_rpc_inconsistent_total")).toEqual(["gas_used=1"]);
+  });
+
+  it("asks the next endpoint too when the first does not answer a block read in time (hedge), without waiting for its timeout", async () => {
+    const a = await start({ head: 10, http: (_, calls) => (calls.some((c) => c.method === "eth_getBlockByNumber") ? "hang" : undefined) });
+    const b = await start({ head: 10 });
+    const registry = new Registry();
+    source = createRpcSource({ rpcUrls: [a.url, b.url], registry, hedgeAfterMs: 100, timeoutMs: 600_000 });
+    expect((await source.fetchBlock(10))?.block.hash).toBe(syntheticBlock(10).block.hash);
+    expect(blockCalls(a)).toBe(1); // still hanging: its answer never came
+    expect(blockCalls(b)).toBe(1);
+    expect(await metric(registry, "chainsift_rpc_failovers_total")).toEqual([`${a.url} slow=1`]);
+  });
+
+  it("refuses endpoints of different chains (chainId asks every endpoint)", async () => {
+    const a = await start({ head: 10 });
+    const b = await start({ head: 10, chainId: "0x5" });
+    source = createRpcSource({ rpcUrls: [a.url, b.url] });
+    await expect(source.chainId()).rejects.toThrow(`JSON-RPC endpoints of different chains: ${a.url} chain 1, ${b.url} chain 5`);
+    source.destroy();
+    source = createRpcSource({ rpcUrls: [a.url, "http://127.0.0.1:1"] });
+    expect(await source.chainId()).toBe(1); // an endpoint that does not answer is no contradiction
   });
 
   it("never shows credentials in labels; userinfo is sent as Basic authentication", async () => {
