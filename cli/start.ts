@@ -44,7 +44,8 @@ const HELP = `chainsift — npm start [-- options]
   --from <n>        first block (default: after the last block ingested, or the current head on a
                     first start; 0 on the embedded chain)
   --to <n>          last block of a backfill (default: keep following the head); a backfill
-                    interrupted earlier resumes where it stopped
+                    interrupted earlier resumes where it stopped; it produces only blocks the
+                    node calls finalized (the rest is the follower's: docs/reorgs.md)
   --no-resume       with --from/--to: re-read the whole range even if an earlier run produced part of it
   --blocks <list>   comma-separated block numbers to ingest (then keep serving the API)
   --no-stack        do not run \`npm run stack -- up\` (services already running)

@@ -28,6 +28,8 @@ export interface AnvilOptions {
   binary?: string;
   /** How long to wait for anvil to answer `eth_chainId`, in milliseconds. Default 30000. */
   startTimeoutMs?: number;
+  /** More command-line arguments for anvil, e.g. `["--fork-url", url, "--fork-block-number", "3"]` (tests). Default none. */
+  extraArgs?: string[];
 }
 
 /** A running anvil started by {@link startAnvil}. */
@@ -169,6 +171,7 @@ export async function startAnvil(opts: AnvilOptions = {}): Promise<AnvilHandle> 
 
   const args = ["--host", "127.0.0.1", "--port", String(requestedPort), "--chain-id", String(chainId)];
   if (blockTimeSec > 0) args.push("--block-time", String(blockTimeSec));
+  args.push(...(opts.extraArgs ?? []));
   log.debug({ binary, args }, "starting anvil");
 
   // Own process group (POSIX): a terminal's Ctrl-C reaches only Node, whose shutdown then stops anvil in

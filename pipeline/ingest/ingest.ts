@@ -93,6 +93,12 @@ export interface IngestStats {
   deepReorgs: number;
   /** Blocks a backfill skipped because an earlier run of the same range produced them already. */
   resumedPast: number;
+  /**
+   * Blocks of a backfill's range above the node's finalized block (or above head minus
+   * `backfillSafetyDepth` when the node has no `finalized` tag): not produced by the backfill, left
+   * to the follower, which produces them with reorg protection (docs/reorgs.md).
+   */
+  deferred: number;
   /** Blocks produced without call traces because the node failed to trace them. */
   tracesMissing: number;
 }
@@ -130,6 +136,12 @@ export interface IngesterDeps {
    * after a fault. Kafka and Redis failures keep the long backoff (up to 30 s). Default 2000 ms.
    */
   nodeRetryMaxMs?: number;
+  /**
+   * A backfill produces only blocks at or below the node's `finalized` block; on a node without the
+   * tag, at or below its head minus this many blocks. The rest of its range is left to the follower
+   * (docs/reorgs.md, "Backfills"). Default 128 (blocks; the default reorg window).
+   */
+  backfillSafetyDepth?: number;
   /**
    * TEST ONLY: called at each crash point ({@link CrashPoint} of lib/config.ts); the runtime passes
    * pipeline/ingest/crash.ts's hook when `CHAINSIFT_TEST_CRASH_POINT` is set, which SIGKILLs the
@@ -174,9 +186,12 @@ export interface FollowOptions {
 export interface BackfillProgress {
   /** First block of the range. */
   from: number;
-  /** Last block of the range (inclusive). */
+  /**
+   * Last block the backfill produces (inclusive): the requested end, or the node's finalized block
+   * when that is lower (the rest is left to the follower; {@link IngestStats.deferred}).
+   */
   to: number;
-  /** Blocks in the range: `to - from + 1`. */
+  /** Blocks in the range: `to - from + 1` (0 when nothing of it is final yet). */
   total: number;
   /**
    * Blocks of the range done: produced, missing on the node or dead-lettered by this run, plus
@@ -211,6 +226,10 @@ export interface Ingester {
   ingestBlocks(numbers: number[], signal?: AbortSignal): Promise<IngestStats>;
   /**
    * Ingests `from..to` inclusive, resuming after what an earlier run of the same range produced.
+   * Only blocks at or below the node's `finalized` block (or its head minus `backfillSafetyDepth`
+   * on a node without the tag) are produced: the rest of the range is left to the follower and
+   * counted in `deferred` (docs/reorgs.md, "Backfills"); running the same range again later
+   * resumes and produces what became final meanwhile.
    * @throws {RangeError} for an invalid range.
    */
   backfill(from: number, to: number, opts?: AbortSignal | BackfillOptions): Promise<IngestStats>;
@@ -399,6 +418,7 @@ export function createIngester(deps: IngesterDeps): Ingester {
     orphaned: 0,
     deepReorgs: 0,
     resumedPast: 0,
+    deferred: 0,
     tracesMissing: 0,
   });
 
@@ -430,6 +450,16 @@ export function createIngester(deps: IngesterDeps): Ingester {
     await withRetry(`announce ${records.length} orphaned blocks`, () => producer.send(records), signal, "kafka");
   }
 
+  /**
+   * The highest height a backfill produces: the node's `finalized` block, or its head minus
+   * `backfillSafetyDepth` (default 128) when it has no such tag.
+   */
+  async function safeHeight(): Promise<number> {
+    const finalized = (await source.finalizedNumber?.()) ?? null;
+    if (finalized !== null) return finalized;
+    return (await source.headNumber()) - (deps.backfillSafetyDepth ?? 128);
+  }
+
   const ingester: Ingester = {
     async ingestBlock(number) {
       const stats = emptyStats();
@@ -453,13 +483,25 @@ export function createIngester(deps: IngesterDeps): Ingester {
           log.info({ from, to, resumeAt: start }, start > to ? "backfill already complete" : "resuming an interrupted backfill");
         }
       }
-      const numbers = Array.from({ length: to - start + 1 }, (_, i) => start + i);
+      // Only final blocks: a backfill keeps no reorg window, so blocks that may still be reorganised are the follower's.
+      const safe = await withRetry("the node's finalized block", () => safeHeight(), o.signal, "rpc");
+      const end = Math.min(to, safe);
+      const deferred = to - Math.max(end, start - 1);
+      if (deferred > 0) {
+        log.warn(
+          { from, to, safe, deferredFrom: Math.max(end + 1, start), deferred },
+          "backfill range reaches above the node's finalized block: those blocks are left to the follower (docs/reorgs.md)",
+        );
+      }
+      const numbers = Array.from({ length: Math.max(0, end - start + 1) }, (_, i) => start + i);
       const onProgress = o.onProgress;
+      const total = Math.max(0, end - from + 1);
       const report =
         onProgress &&
-        ((done: number, records: number) => onProgress({ from, to, total: to - from + 1, done: start - from + done, records }));
+        ((done: number, records: number) => onProgress({ from, to: end, total, done: Math.min(total, start - from) + done, records }));
       const stats = await ingestNumbers(numbers, o.signal, (last) => state.setBackfillProgress(from, to, last), report);
       stats.resumedPast = start - from;
+      stats.deferred = deferred;
       return stats;
     },
     async follow(opts = {}) {

@@ -21,6 +21,8 @@ export const h = (branch: string, n: number) => keccak256(toUtf8Bytes(`${branch}
 export interface ScriptedChainOptions {
   /** Give the source `blockHeader` (by number and by hash). Default false (reorgs confirmed by number only). */
   headers?: boolean;
+  /** Give the source `finalizedNumber`, answering what this returns. Default: no such method (no finality). */
+  finalized?: () => number | null;
 }
 
 /** What a stale or lagging backend answers for one height: null, or the block of another branch. */
@@ -82,6 +84,8 @@ export function scriptedChain(options: ScriptedChainOptions = {}) {
     fetchTraces: async () => null,
     destroy: () => {},
   };
+  const finalized = options.finalized;
+  if (finalized) source.finalizedNumber = async () => finalized();
   if (options.headers) {
     source.blockHeader = async (id) => {
       calls.push(`blockHeader:${id}`);

@@ -188,3 +188,35 @@ describe("a restart finishes or undoes a reorg announcement a crash cut short (i
     expect(blockNumbers(secondSent)).toEqual([6]);
   });
 });
+
+describe("backfills near the head (issue 19 §2, §3c): only final blocks, the rest left to the follower", () => {
+  it("stops at the node's finalized block, reports the rest as deferred, and a later run of the range resumes there", async () => {
+    let finalized = 12;
+    const chain = scriptedChain({ finalized: () => finalized });
+    chain.mine(21);
+    const state = createMemoryChainState();
+    const first = recordingProducer();
+    const progress: Array<{ done: number; total: number; to: number }> = [];
+    const stats = await createIngester({ source: chain.source, producer: first.producer, logger, state }).backfill(0, 20, {
+      onProgress: (p) => progress.push(p),
+    });
+    expect(blockNumbers(first.sent)).toEqual(Array.from({ length: 13 }, (_, i) => i));
+    expect(stats.deferred).toBe(8);
+    expect(await state.backfillProgress(0, 20)).toBe(12);
+    expect(progress.at(-1)).toMatchObject({ to: 12, total: 13, done: 13 });
+    finalized = 20;
+    const later = recordingProducer();
+    const again = await createIngester({ source: chain.source, producer: later.producer, logger, state }).backfill(0, 20);
+    expect(blockNumbers(later.sent)).toEqual([13, 14, 15, 16, 17, 18, 19, 20]);
+    expect(again.deferred).toBe(0);
+  });
+
+  it("on a node without the finalized tag, stops at head - backfillSafetyDepth", async () => {
+    const chain = scriptedChain();
+    chain.mine(21);
+    const { producer, sent } = recordingProducer();
+    const stats = await createIngester({ source: chain.source, producer, logger, backfillSafetyDepth: 5 }).backfill(3, 20);
+    expect(blockNumbers(sent)).toEqual([3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15]);
+    expect(stats.deferred).toBe(5);
+  });
+});
