@@ -11,8 +11,8 @@
  *
  * Measured per case: head lag = for every block, when ingest produced it minus when it first
  * appeared on anvil (anvil polled directly every 50 ms), p50/p99/max in ms; the lag of the first
- * and the last quarter of the run (does it grow?); blocks/s produced; blocks lost (heights of the
- * run's range never produced); reorgs the follower announced (none are made: every one is false);
+ * and the last quarter of the run (does it grow?); blocks/s produced; blocks lost (heights below
+ * the highest produced one never produced: skipped) and behind (due heights above it at the end); reorgs the follower announced (none are made: every one is false);
  * faults injected. Prints a table and the seed. Needs the stack (Kafka, registry) and anvil.
  * @module
  */
@@ -43,7 +43,10 @@ interface CaseResult {
   max: number;
   firstQuarterP50: number;
   lastQuarterP50: number;
+  /** Heights below the highest produced one that were never produced (skipped). */
   lost: number;
+  /** Heights due (appeared ≥ 2 s before the end) above the highest produced one: the follower is behind. */
+  behind: number;
   reorgs: number;
   injected: number;
 }
@@ -139,13 +142,14 @@ export async function benchFaults(args: string[]): Promise<void> {
         max: sorted.at(-1) ?? Number.NaN,
         firstQuarterP50: p50Of(lags.slice(0, quarter)),
         lastQuarterP50: p50Of(lags.slice(-quarter)),
-        lost: due.filter((n) => !producedAt.has(n)).length,
+        lost: due.filter((n) => !producedAt.has(n) && n < Math.max(-1, ...producedAt.keys())).length,
+        behind: due.filter((n) => n > Math.max(-1, ...producedAt.keys())).length,
         reorgs: stats?.reorgs ?? Number.NaN,
         injected: faulty.total(),
       });
       const r = results.at(-1) as CaseResult;
       console.log(
-        `  ${name}: ${r.blocks} blocks, lag p50 ${r.p50.toFixed(0)} ms p99 ${r.p99.toFixed(0)} ms, lost ${r.lost}, reorgs ${r.reorgs}, faults ${r.injected}`,
+        `  ${name}: ${r.blocks} blocks, lag p50 ${r.p50.toFixed(0)} ms p99 ${r.p99.toFixed(0)} ms, lost ${r.lost}, behind ${r.behind}, reorgs ${r.reorgs}, faults ${r.injected}`,
       );
     }
   } finally {
@@ -159,12 +163,12 @@ export async function benchFaults(args: string[]): Promise<void> {
   const fmt = (x: number) => (Number.isFinite(x) ? x.toFixed(0) : "–");
   console.log("");
   console.log(
-    "| case | blocks | blocks/s | head lag p50 ms | p99 ms | max ms | p50 first ¼ → last ¼ ms | lost | reorgs (false) | faults injected |",
+    "| case | blocks | blocks/s | head lag p50 ms | p99 ms | max ms | p50 first ¼ → last ¼ ms | lost | behind at the end | reorgs (false) | faults injected |",
   );
-  console.log("|---|---|---|---|---|---|---|---|---|---|");
+  console.log("|---|---|---|---|---|---|---|---|---|---|---|");
   for (const r of results) {
     console.log(
-      `| ${r.name} | ${r.blocks} | ${r.blocksPerSec.toFixed(2)} | ${fmt(r.p50)} | ${fmt(r.p99)} | ${fmt(r.max)} | ${fmt(r.firstQuarterP50)} → ${fmt(r.lastQuarterP50)} | ${r.lost} | ${fmt(r.reorgs)} | ${r.injected} |`,
+      `| ${r.name} | ${r.blocks} | ${r.blocksPerSec.toFixed(2)} | ${fmt(r.p50)} | ${fmt(r.p99)} | ${fmt(r.max)} | ${fmt(r.firstQuarterP50)} → ${fmt(r.lastQuarterP50)} | ${r.lost} | ${r.behind} | ${fmt(r.reorgs)} | ${r.injected} |`,
     );
   }
   const control = results.find((r) => r.name === "none");
