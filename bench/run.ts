@@ -1,11 +1,12 @@
 /**
  * `npm run bench -- <name> [options]`: runs one benchmark and prints its figures.
- * Benchmarks: ingest, decode, search, stream, match, alert-latency, reorg, rules, startup, capacity (docs/benchmarks.md).
+ * Benchmarks: ingest, decode, search, stream, match, alert-latency, reorg, rules, startup, capacity, faults (docs/benchmarks.md).
  * @module
  */
 import { benchAlertLatency } from "./alert-latency.js";
 import { benchCapacity } from "./capacity.js";
 import { benchDecode } from "./decode.js";
+import { benchFaults } from "./faults.js";
 import { benchIngest } from "./ingest.js";
 import { benchMatch } from "./match.js";
 import { benchReorg } from "./reorg.js";
@@ -25,6 +26,7 @@ const benches: Record<string, (args: string[]) => Promise<void>> = {
   rules: benchRules,
   startup: benchStartup,
   capacity: benchCapacity,
+  faults: benchFaults,
 };
 const [name, ...args] = process.argv.slice(2);
 const run = name ? benches[name] : undefined;
