@@ -312,8 +312,13 @@ describe.skipIf(!up)("alerting rules API (real Redis)", () => {
   });
 
   it("GET list pages through the caller's rules with limit and cursor, oldest first", async () => {
-    const made: string[] = [];
-    for (let i = 0; i < 5; i++) made.push((await create(TOKEN_B, { name: `b${i}` })).id);
+    const created: Rule[] = [];
+    for (let i = 0; i < 5; i++) created.push(await create(TOKEN_B, { name: `b${i}` }));
+    // Listing order: createdAt, then id (rules created in the same millisecond sort by id, not by creation).
+    const made = created
+      .map((r) => `${r.createdAt}|${r.id}`)
+      .sort()
+      .map((m) => m.slice(m.indexOf("|") + 1));
     const seen: string[] = [];
     const pages: number[] = [];
     let cursor: string | null = null;
