@@ -185,7 +185,9 @@ export interface Config {
       /**
        * With several endpoints, a block read without an answer after this many ms is also sent to
        * the next available endpoint (the first answer wins): a hanging backend costs this, not the
-       * timeout. 0: never. Env `CHAINSIFT_RPC_HEDGE_AFTER_MS`, default 2000.
+       * timeout. With one endpoint, a request of block reads is re-sent to the same URL after an
+       * adaptive delay of at most this many ms (pipeline/ingest/rpc.ts `hedgeDelayMs`). 0: never.
+       * Env `CHAINSIFT_RPC_HEDGE_AFTER_MS`, default 2000.
        */
       hedgeAfterMs: number;
     };

@@ -110,7 +110,13 @@ export interface RpcSourceOptions {
   maxLagBlocks?: number;
   /**
    * With several endpoints, a block read (`fetchBlock`, `blockHash`) that has no answer after this
-   * many ms is also sent to the next available endpoint; the first answer wins. 0: never. Default 2000.
+   * many ms is also sent to the next available endpoint; the first answer wins. With one endpoint, an
+   * HTTP request of block reads only ({@link HEDGED_METHODS}) without an answer after this many ms is
+   * sent once more to the same URL (a load balancer routes it to another backend, so one hanging
+   * backend costs this, not `timeoutMs`), again every such delay up to {@link HEDGED_COPIES} copies;
+   * the first answer wins and the others are aborted. There the delay adapts: 4 × the 90th percentile
+   * of the endpoint's recent answer times for the same kind of request, at least
+   * {@link HEDGE_FLOOR_MS}, at most this ({@link hedgeDelayMs}). 0: never. Default 2000.
    */
   hedgeAfterMs?: number;
   /** Largest JSON-RPC batch. Default 50. */
@@ -202,6 +208,8 @@ export function redactRpcUrl(url: string): string {
 
 /** What the transport of one endpoint reports to, and asks of, the failover logic. */
 interface TransportHooks {
+  /** A request was sent a second time because the first had no answer within `hedgeAfterMs` (one endpoint only). */
+  hedged(): void;
   /** A request failed (every try counts). */
   failed(err: RpcTransportError): void;
   /** A request got an answer. */
@@ -219,7 +227,45 @@ interface TransportPolicy {
   attempts: number;
   retryBudgetMs: number;
   retryAfterMaxMs: number;
+  /** Re-send a request of block reads to the same URL after this many ms without an answer; 0: never (several endpoints hedge across endpoints instead). */
+  hedgeAfterMs: number;
 }
+
+/** How many recent answer times per kind of request the lone-endpoint hedge delay is computed from. */
+export const HEDGE_SAMPLES = 32;
+/** The lone-endpoint hedge delay never goes below this many ms, however fast the endpoint answers. */
+export const HEDGE_FLOOR_MS = 250;
+
+/**
+ * When to re-send a lone endpoint's request of block reads (pure): 4 × the 90th percentile of the
+ * recent answer times of the same kind of request (hedging after a high percentile of the latency
+ * is the "hedged requests" of Dean & Barroso, "The Tail at Scale", CACM 56(2), 2013), at least
+ * {@link HEDGE_FLOOR_MS}, at most `capMs` (`hedgeAfterMs`); `capMs` until 8 answers were seen.
+ * @param samples - recent answer times in ms (any order), or undefined when none.
+ * @param capMs - the configured `hedgeAfterMs`.
+ * @returns the delay in ms.
+ */
+export function hedgeDelayMs(samples: readonly number[] | undefined, capMs: number): number {
+  if (!samples || samples.length < 8) return capMs;
+  const sorted = [...samples].sort((a, b) => a - b);
+  const p90 = sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * 0.9))] as number;
+  return Math.min(capMs, Math.max(HEDGE_FLOOR_MS, Math.ceil(4 * p90)));
+}
+
+/** At most this many copies of one hedged request are in flight (the first and its re-sends, one every `hedgeAfterMs`). */
+export const HEDGED_COPIES = 4;
+
+/**
+ * The JSON-RPC methods a lone endpoint's request is re-sent for when it hangs (cheap, idempotent
+ * block reads; traces and `eth_call`s are legitimately slow and are not doubled).
+ */
+export const HEDGED_METHODS: ReadonlySet<string> = new Set([
+  "eth_blockNumber",
+  "eth_getBlockByNumber",
+  "eth_getBlockByHash",
+  "eth_getBlockReceipts",
+  "eth_getTransactionReceipt",
+]);
 
 /**
  * ethers' JSON-RPC provider (batching, error mapping) over Node's fetch (undici) instead of
@@ -235,6 +281,15 @@ class UndiciJsonRpcProvider extends JsonRpcProvider {
   readonly #headers: Record<string, string> = { "content-type": "application/json", accept: "application/json" };
   readonly #policy: TransportPolicy;
   readonly #hooks: TransportHooks;
+  /** Recent answer times (ms) of hedgeable requests by their sorted method list, newest last, at most {@link HEDGE_SAMPLES}. */
+  readonly #latencies = new Map<string, number[]>();
+
+  #recordLatency(kind: string, ms: number): void {
+    const xs = this.#latencies.get(kind) ?? [];
+    xs.push(ms);
+    if (xs.length > HEDGE_SAMPLES) xs.shift();
+    this.#latencies.set(kind, xs);
+  }
 
   constructor(url: string, policy: TransportPolicy, hooks: TransportHooks, options: JsonRpcApiProviderOptions) {
     super(url, undefined, { ...options, staticNetwork: STATIC_NETWORK });
@@ -263,7 +318,7 @@ class UndiciJsonRpcProvider extends JsonRpcProvider {
         await sleep(rateLimited);
       }
       try {
-        const out = await this.#post(payload);
+        const out = await this.#postHedged(payload);
         this.#hooks.ok();
         return out;
       } catch (err) {
@@ -282,16 +337,78 @@ class UndiciJsonRpcProvider extends JsonRpcProvider {
     }
   }
 
-  async #post(payload: JsonRpcPayload | JsonRpcPayload[]): Promise<JsonRpcResult[]> {
+  /**
+   * {@link #post}, and for a request of block reads only ({@link HEDGED_METHODS}) with `hedgeAfterMs`
+   * set: the same request sent once more every `hedgeAfterMs` without an answer, up to
+   * {@link HEDGED_COPIES} in flight. The first answer
+   * wins and the other request is aborted; a failure before the second request went out is thrown at
+   * once (the retry loop above handles it), after it only when both failed.
+   */
+  #postHedged(payload: JsonRpcPayload | JsonRpcPayload[]): Promise<JsonRpcResult[]> {
+    const calls = Array.isArray(payload) ? payload : [payload];
+    if (this.#policy.hedgeAfterMs <= 0 || !calls.every((c) => HEDGED_METHODS.has(c.method))) return this.#post(payload);
+    const kind = calls
+      .map((c) => c.method)
+      .sort()
+      .join(",");
+    const hedgeMs = hedgeDelayMs(this.#latencies.get(kind), this.#policy.hedgeAfterMs);
+    return new Promise((resolve, reject) => {
+      const aborts: AbortController[] = [];
+      let pending = 0;
+      let hedged = false;
+      let done = false;
+      const finish = () => {
+        done = true;
+        clearTimeout(timer);
+        for (const a of aborts) a.abort();
+      };
+      const send = () => {
+        const abort = new AbortController();
+        aborts.push(abort);
+        pending++;
+        // The answering copy's own time: a hung copy's wait would push the delay up to the cap for good.
+        const sentAt = performance.now();
+        this.#post(payload, abort.signal).then(
+          (out) => {
+            if (done) return;
+            finish();
+            this.#recordLatency(kind, performance.now() - sentAt);
+            resolve(out);
+          },
+          (err: unknown) => {
+            pending--;
+            if (done || (hedged && pending > 0)) return;
+            finish();
+            reject(err);
+          },
+        );
+      };
+      let timer: NodeJS.Timeout | undefined;
+      const arm = () => {
+        timer = setTimeout(() => {
+          if (done) return;
+          hedged = true;
+          this.#hooks.hedged();
+          send();
+          if (aborts.length < HEDGED_COPIES) arm();
+        }, hedgeMs);
+      };
+      arm();
+      send();
+    });
+  }
+
+  async #post(payload: JsonRpcPayload | JsonRpcPayload[], abort?: AbortSignal): Promise<JsonRpcResult[]> {
     const { timeoutMs, label, retryAfterMaxMs } = this.#policy;
     let res: Response;
     let text: string;
     try {
+      const timeout = AbortSignal.timeout(timeoutMs);
       res = await fetch(this.#url, {
         method: "POST",
         headers: this.#headers,
         body: JSON.stringify(payload),
-        signal: AbortSignal.timeout(timeoutMs),
+        signal: abort ? AbortSignal.any([timeout, abort]) : timeout,
       });
       text = await res.text();
     } catch (err) {
@@ -628,6 +745,7 @@ export function createRpcSource(opts: RpcSourceOptions): RpcSource {
       ok: () => ok(ep),
       retryHere: () => endpoints.every((o) => o === ep || !available(o)),
       notBeforeMs: () => ep.retryAfterUntilMs,
+      hedged: () => metrics?.failovers.inc({ endpoint: label, reason: "slow" }),
     };
     const policy: TransportPolicy = {
       label,
@@ -635,6 +753,8 @@ export function createRpcSource(opts: RpcSourceOptions): RpcSource {
       attempts: opts.attempts ?? 4,
       retryBudgetMs: opts.retryBudgetMs ?? 30_000,
       retryAfterMaxMs: opts.retryAfterMaxMs ?? 30_000,
+      // Several endpoints hedge across endpoints (onEndpoints); a lone one re-sends to itself.
+      hedgeAfterMs: urls.length === 1 ? hedgeAfterMs : 0,
     };
     const provider = new UndiciJsonRpcProvider(url, policy, hooks, {
       batchMaxCount: opts.batchMaxCount ?? 50,

@@ -1,7 +1,7 @@
 import { Registry } from "prom-client";
 import { afterEach, describe, expect, it } from "vitest";
 import { RetryableError } from "../../../../lib/errors.js";
-import { createRpcSource } from "../../../../pipeline/ingest/rpc.js";
+import { createRpcSource, HEDGE_FLOOR_MS, hedgeDelayMs } from "../../../../pipeline/ingest/rpc.js";
 import { type HttpAction, type ScriptedCall, type ScriptedRpc, startScriptedRpc, syntheticBlock } from "../../../support/scripted-rpc.js";
 
 /**
@@ -94,5 +94,55 @@ describe("JSON-RPC transport retries", () => {
     } finally {
       source.destroy();
     }
+  });
+
+  it("a lone endpoint's hanging block read is sent once more (a load balancer's other backend answers); calls that are not block reads are not doubled", async () => {
+    // The first request hangs; with the request timeout at 10 min only the re-sent request can answer in the test's time.
+    const s = await scripted("hang");
+    const registry = new Registry();
+    const source = createRpcSource({ rpcUrl: s.url, timeoutMs: 600_000, hedgeAfterMs: 100, registry });
+    try {
+      const fetched = await source.fetchBlock(7);
+      expect(fetched?.block.hash).toBe(syntheticBlock(7, 2).block.hash);
+      expect(s.requests).toHaveLength(2);
+      expect(s.requests[1]?.map((c) => c.method).sort()).toEqual(["eth_getBlockByNumber", "eth_getBlockReceipts"]);
+      const failovers = (await registry.getSingleMetric("chainsift_rpc_failovers_total")?.get())?.values ?? [];
+      expect(failovers.map((v) => `${v.labels.reason}=${v.value}`)).toEqual(["slow=1"]);
+      expect(await errorsOf(registry)).toEqual([]);
+    } finally {
+      source.destroy();
+    }
+    // Not a block read (a trace): not re-sent early. Its hanging request runs into the (short) timeout, is
+    // counted as one, and only then is retried; a re-sent copy would have answered before any timeout.
+    await server?.close();
+    const t = await startScriptedRpc({
+      answer: (call) => (call.method === "debug_traceBlockByNumber" ? [] : undefined),
+      http: (n) => (n === 1 ? "hang" : undefined),
+    });
+    server = t;
+    const traceRegistry = new Registry();
+    const traced = createRpcSource({ rpcUrl: t.url, timeoutMs: 500, hedgeAfterMs: 100, registry: traceRegistry });
+    try {
+      expect(await traced.fetchTraces(7)).toEqual([]);
+      expect(t.requests).toHaveLength(2);
+      expect(await errorsOf(traceRegistry)).toEqual(["timeout=1"]);
+    } finally {
+      traced.destroy();
+    }
+  });
+});
+
+describe("hedgeDelayMs (pure): when a lone endpoint's block read is sent again", () => {
+  it("waits the configured cap until 8 answers were seen", () => {
+    expect(hedgeDelayMs(undefined, 2000)).toBe(2000);
+    expect(hedgeDelayMs([10, 10, 10, 10, 10, 10, 10], 2000)).toBe(2000);
+  });
+  it("is 4 × the 90th percentile of recent answers, at least the floor, at most the cap", () => {
+    const hundred = Array.from({ length: 10 }, (_, i) => (i < 9 ? 100 : 5000)); // one slow outlier above p90
+    expect(hedgeDelayMs(hundred, 2000)).toBe(2000); // p90 of 10 samples is the 10th: the outlier, capped
+    const twenty = Array.from({ length: 20 }, (_, i) => (i < 19 ? 100 : 5000));
+    expect(hedgeDelayMs(twenty, 2000)).toBe(400);
+    expect(hedgeDelayMs(Array(20).fill(5), 2000)).toBe(HEDGE_FLOOR_MS);
+    expect(hedgeDelayMs(Array(20).fill(900), 2000)).toBe(2000);
   });
 });
