@@ -210,6 +210,8 @@ export function redactRpcUrl(url: string): string {
 interface TransportHooks {
   /** A request was sent a second time because the first had no answer within `hedgeAfterMs` (one endpoint only). */
   hedged(): void;
+  /** A re-sent copy of a request failed while another copy is still on it: counted, nothing else (one endpoint only). */
+  counted(err: RpcTransportError): void;
   /** A request failed (every try counts). */
   failed(err: RpcTransportError): void;
   /** A request got an answer. */
@@ -377,7 +379,12 @@ class UndiciJsonRpcProvider extends JsonRpcProvider {
           },
           (err: unknown) => {
             pending--;
-            if (done || (hedged && pending > 0)) return;
+            if (abort.signal.aborted) return; // a copy given up after another answered: not the endpoint's error
+            if (done || (hedged && pending > 0)) {
+              // Not thrown (another copy is still on it, or answered): still one failed request of the endpoint.
+              if (err instanceof RpcTransportError) this.#hooks.counted(err);
+              return;
+            }
             finish();
             reject(err);
           },
@@ -746,6 +753,7 @@ export function createRpcSource(opts: RpcSourceOptions): RpcSource {
       retryHere: () => endpoints.every((o) => o === ep || !available(o)),
       notBeforeMs: () => ep.retryAfterUntilMs,
       hedged: () => metrics?.failovers.inc({ endpoint: label, reason: "slow" }),
+      counted: (err) => metrics?.endpointErrors.inc({ endpoint: label, kind: err.kind }),
     };
     const policy: TransportPolicy = {
       label,
