@@ -5,15 +5,17 @@
  * @module
  */
 import { SchemaRegistry, SchemaType } from "@kafkajs/confluent-schema-registry";
-import { type Admin, Kafka, logLevel as KafkaLogLevel, type KafkaMessage, Partitioners, type Producer } from "kafkajs";
+import avro from "avsc";
+import { type Admin, Kafka, logLevel as KafkaLogLevel, type KafkaMessage, type Producer } from "kafkajs";
 import type { Registry } from "prom-client";
 import type { ChainId, Config } from "../../lib/config.js";
 import { NonRetryableError } from "../../lib/errors.js";
 import type { Logger } from "../../lib/logger.js";
 import { SEQ_HEADER, subjectOf, TOPICS, type TopicKind, topicName } from "../../topics/index.js";
-import { fromWire, toWire } from "../../topics/wire.js";
+import { compileToWire, fromWire, stripWireFields } from "../../topics/wire.js";
 import { installKafkajsWarningFilter, kafkaLogCreator } from "./log.js";
 import { kafkaMetricsOf } from "./metrics.js";
+import { keyHashPartitioner } from "./partitioner.js";
 
 /** Shared Kafka plumbing of one process. */
 export interface Bus {
@@ -36,6 +38,13 @@ export interface Bus {
    */
   encode(kind: TopicKind, record: unknown): Promise<Buffer>;
   /**
+   * The synchronous encoder of a topic kind, once its schema is registered (the registry is asked
+   * at most once per kind and process): `encoder(kind)` resolves to a function that encodes a
+   * record in the same bytes as {@link Bus.encode}, optionally into a shared {@link EncodeSlab}.
+   * @throws {NonRetryableError} `CS_AVRO_ENCODE` (from the returned function) when the record does not fit the schema.
+   */
+  encoder(kind: TopicKind): Promise<(record: unknown, slab?: EncodeSlab) => Buffer>;
+  /**
    * Decodes a Confluent-framed Avro message.
    * @throws {NonRetryableError} `CS_AVRO_DECODE` when the bytes are not a valid framed Avro record.
    */
@@ -43,6 +52,54 @@ export interface Bus {
   /** Consumer group id for a stage: `<groupPrefix>.<topic prefix><chain>.<stage>`. */
   groupId(stage: string): string;
 }
+
+/**
+ * A buffer that several encoded messages are written into one after the other (each message a
+ * `subarray` of it), instead of one allocation and two copies per message. Replaced by a larger one
+ * when a message does not fit.
+ */
+export interface EncodeSlab {
+  buf: Buffer;
+  /** Next free byte. */
+  pos: number;
+}
+
+/** Size of a new {@link EncodeSlab}, in bytes (at least twice the message that did not fit). */
+const SLAB_BYTES = 256 * 1024;
+
+/** A fresh {@link EncodeSlab} of {@link SLAB_BYTES} (or `atLeast` bytes when larger). */
+export const newEncodeSlab = (atLeast = 0): EncodeSlab => ({ buf: Buffer.allocUnsafe(Math.max(SLAB_BYTES, atLeast)), pos: 0 });
+
+/**
+ * Writes a Confluent-framed Avro message (magic byte 0, the 4-byte big-endian schema id, the Avro
+ * body of `type.encode`) into `slab` and returns it as a view of the slab's bytes; a new slab is
+ * taken when it does not fit. The bytes are those of `registry.encode(id, record)`.
+ * @throws avsc's error when the record does not fit the type.
+ */
+export function encodeFramed(type: avro.Type, id: number, record: unknown, slab: EncodeSlab): Buffer {
+  for (;;) {
+    const start = slab.pos;
+    // avsc's encode returns the end position, or (negative) the fitting size minus the needed one.
+    const end = slab.buf.length - start > 5 ? type.encode(record, slab.buf, start + 5) : -5;
+    if (end >= 0) {
+      slab.buf[start] = 0;
+      slab.buf.writeInt32BE(id, start + 1);
+      slab.pos = end;
+      return slab.buf.subarray(start, end);
+    }
+    Object.assign(slab, newEncodeSlab(2 * (slab.buf.length - start - end)));
+  }
+}
+
+/** The paths of a record's fields that do not fit `type` (for the error message), e.g. `logIndex`. */
+function invalidPaths(type: avro.Type, record: unknown): string[] {
+  const paths: string[] = [];
+  type.isValid(record, { errorHook: (path) => paths.push(path.join(".")) });
+  return paths;
+}
+
+/** An unreachable registry is transient; anything else is the message's fault. */
+const registryUnreachable = (msg: string) => /ECONNREFUSED|ETIMEDOUT|socket hang up|fetch failed/i.test(msg);
 
 /** Options of {@link createBus}. */
 export interface BusOptions {
@@ -105,6 +162,32 @@ export async function createBus(opts: BusOptions): Promise<Bus> {
   const prefix = config.kafka.topicPrefix;
   const topic = (kind: TopicKind) => topicName(config.chain, kind, prefix);
   const ids = new Map<TopicKind, number>();
+  /** Per kind: the registered writer type and the compiled wire transform. */
+  const encoders = new Map<TopicKind, (record: unknown, slab?: EncodeSlab) => Buffer>();
+  /**
+   * Per schema id: how to read a message body. Ids of a current schema (any kind's) read with
+   * that kind's schema without the wire fields as the reader (no copy); other ids (older schemas,
+   * other producers) with the writer's type, then {@link fromWire}.
+   */
+  const readers = new Map<number, (body: Buffer) => unknown>();
+  const current = (Object.keys(TOPICS) as TopicKind[]).map((kind) => ({
+    fingerprint: avro.Type.forSchema(TOPICS[kind].schema as avro.Schema).fingerprint(),
+    reader: avro.Type.forSchema(stripWireFields(TOPICS[kind].schema) as avro.Schema, { omitRecordMethods: true }),
+  }));
+  const readerOf = async (id: number): Promise<(body: Buffer) => unknown> => {
+    let read = readers.get(id);
+    if (!read) {
+      const writer = (await registry.getSchema(id)) as unknown as avro.Type;
+      const fp = writer.fingerprint();
+      const mine = current.find((c) => c.fingerprint.equals(fp));
+      if (mine) {
+        const resolver = mine.reader.createResolver(writer);
+        read = (body) => mine.reader.fromBuffer(body, resolver);
+      } else read = (body) => fromWire(writer.fromBuffer(body));
+      readers.set(id, read);
+    }
+    return read;
+  };
 
   const register = async (kind: TopicKind): Promise<number> => {
     let id = ids.get(kind);
@@ -117,6 +200,29 @@ export async function createBus(opts: BusOptions): Promise<Bus> {
       ids.set(kind, id);
     }
     return id;
+  };
+
+  const encoder: Bus["encoder"] = async (kind) => {
+    let enc = encoders.get(kind);
+    if (!enc) {
+      const id = await register(kind);
+      const type = (await registry.getSchema(id)) as unknown as avro.Type;
+      const wire = compileToWire(TOPICS[kind].schema);
+      enc = (record, slab) => {
+        const value = wire(record);
+        try {
+          return encodeFramed(type, id, value, slab ?? newEncodeSlab());
+        } catch (err) {
+          const paths = invalidPaths(type, value);
+          const where = paths.length > 0 ? ` (invalid: ${paths.join(", ")})` : "";
+          throw new NonRetryableError("CS_AVRO_ENCODE", `record does not fit the ${kind} schema: ${(err as Error).message}${where}`, {
+            cause: err,
+          });
+        }
+      };
+      encoders.set(kind, enc);
+    }
+    return enc;
   };
 
   if (opts.setup !== false) {
@@ -143,24 +249,21 @@ export async function createBus(opts: BusOptions): Promise<Bus> {
     registry,
     chain: config.chain,
     topic,
+    encoder,
     async encode(kind, record) {
-      const id = await register(kind);
-      try {
-        return await registry.encode(id, toWire(record));
-      } catch (err) {
-        throw new NonRetryableError("CS_AVRO_ENCODE", `record does not fit the ${kind} schema: ${(err as Error).message}`, { cause: err });
-      }
+      return Buffer.from((await encoder(kind))(record));
     },
     async decode(value) {
       if (value === null || value.length < 5 || value[0] !== 0) {
         throw new NonRetryableError("CS_AVRO_DECODE", "message is not Confluent-framed Avro (missing magic byte or schema id)");
       }
+      const id = value.readInt32BE(1);
       try {
-        return fromWire(await registry.decode(value));
+        const read = readers.get(id) ?? (await readerOf(id));
+        return read(value.subarray(5));
       } catch (err) {
         const msg = (err as Error).message ?? String(err);
-        // An unreachable registry is transient; anything else is the message's fault.
-        if (/ECONNREFUSED|ETIMEDOUT|socket hang up|fetch failed/i.test(msg)) throw err;
+        if (registryUnreachable(msg)) throw err;
         throw new NonRetryableError("CS_AVRO_DECODE", `cannot decode Avro: ${msg}`, { cause: err });
       }
     },
@@ -268,7 +371,7 @@ export async function createRecordProducer(bus: Bus, opts: RecordProducerOptions
     idempotent: true,
     maxInFlightRequests: 1,
     allowAutoTopicCreation: false,
-    createPartitioner: Partitioners.DefaultPartitioner,
+    createPartitioner: keyHashPartitioner,
     // kafkajs requires unlimited retries for idempotence; each retry backs off up to 30 s.
     retry: { retries: Number.MAX_SAFE_INTEGER, maxRetryTime: 30_000 },
   });
@@ -277,7 +380,10 @@ export async function createRecordProducer(bus: Bus, opts: RecordProducerOptions
     producer,
     async send(records) {
       if (records.length === 0) return;
-      const encoded = await Promise.all(records.map((r) => bus.encode(r.kind, r.record)));
+      const kinds = [...new Set(records.map((r) => r.kind))];
+      const encoders = new Map(await Promise.all(kinds.map(async (k) => [k, await bus.encoder(k)] as const)));
+      const slab = newEncodeSlab();
+      const encoded = records.map((r) => (encoders.get(r.kind) as (record: unknown, slab?: EncodeSlab) => Buffer)(r.record, slab));
       // One request per ~maxRequestBytes, records kept in order; the broker refuses a record batch
       // larger than message.max.bytes (1 MiB by default).
       let byTopic = new Map<string, { key: string; value: Buffer; headers?: Record<string, string> }[]>();
