@@ -1,6 +1,6 @@
 /**
  * `npm run bench -- <name> [options]`: runs one benchmark and prints its figures.
- * Benchmarks: ingest, decode, search, stream, match, alert-latency, reorg, rules, startup, capacity, faults (docs/benchmarks.md).
+ * Benchmarks: ingest, decode, search, stream, match, alert-latency, reorg, rules, startup, capacity, faults, wire (docs/benchmarks.md).
  * @module
  */
 import { benchAlertLatency } from "./alert-latency.js";
@@ -14,6 +14,7 @@ import { benchRules } from "./rules.js";
 import { benchSearch } from "./search.js";
 import { benchStartup } from "./startup.js";
 import { benchStream } from "./stream.js";
+import { benchWire } from "./wire.js";
 
 const benches: Record<string, (args: string[]) => Promise<void>> = {
   ingest: benchIngest,
@@ -27,6 +28,7 @@ const benches: Record<string, (args: string[]) => Promise<void>> = {
   startup: benchStartup,
   capacity: benchCapacity,
   faults: benchFaults,
+  wire: benchWire,
 };
 const [name, ...args] = process.argv.slice(2);
 const run = name ? benches[name] : undefined;
