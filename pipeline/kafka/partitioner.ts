@@ -14,16 +14,14 @@ const M = 0x5bd1e995;
 /** murmur2's seed (Kafka's `Utils.murmur2`). */
 const SEED = 0x9747b28c;
 
-/** The bytes of a key: a string's UTF-8 bytes (ASCII strings read in place), or the Buffer itself. */
-function keyBytes(key: Buffer | string): { at: (i: number) => number; length: number } {
-  if (typeof key !== "string") return { at: (i) => key[i] as number, length: key.length };
-  for (let i = 0; i < key.length; i++) {
-    if (key.charCodeAt(i) >= 0x80) {
-      const buf = Buffer.from(key);
-      return { at: (j) => buf[j] as number, length: buf.length };
-    }
-  }
-  return { at: (i) => key.charCodeAt(i), length: key.length };
+/** Reused for string keys: their UTF-8 bytes are written here instead of a new Buffer per key. */
+let scratch = Buffer.allocUnsafe(256);
+
+/** The bytes of a key and their count: a string's UTF-8 bytes (in {@link scratch}), or the Buffer itself. */
+function keyBytes(key: Buffer | string): [Buffer, number] {
+  if (typeof key !== "string") return [key, key.length];
+  if (key.length * 3 > scratch.length) scratch = Buffer.allocUnsafe(key.length * 3);
+  return [scratch, scratch.write(key, 0, "utf8")];
 }
 
 /**
@@ -32,12 +30,12 @@ function keyBytes(key: Buffer | string): { at: (i: number) => number; length: nu
  * @param key - a string (hashed as UTF-8) or bytes.
  */
 export function murmur2(key: Buffer | string): number {
-  const { at, length } = keyBytes(key);
+  const [data, length] = keyBytes(key);
   let h = (SEED ^ length) | 0;
   const length4 = length >>> 2;
   for (let i = 0; i < length4; i++) {
     const i4 = i * 4;
-    let k = at(i4) | (at(i4 + 1) << 8) | (at(i4 + 2) << 16) | (at(i4 + 3) << 24);
+    let k = (data[i4] as number) | ((data[i4 + 1] as number) << 8) | ((data[i4 + 2] as number) << 16) | ((data[i4 + 3] as number) << 24);
     k = Math.imul(k, M);
     k ^= k >>> 24;
     k = Math.imul(k, M);
@@ -46,10 +44,10 @@ export function murmur2(key: Buffer | string): number {
   const tail = length & ~3;
   // The tail bytes, highest first (Kafka's switch falling through cases 3, 2, 1).
   const rest = length & 3;
-  if (rest >= 3) h ^= at(tail + 2) << 16;
-  if (rest >= 2) h ^= at(tail + 1) << 8;
+  if (rest >= 3) h ^= (data[tail + 2] as number) << 16;
+  if (rest >= 2) h ^= (data[tail + 1] as number) << 8;
   if (rest >= 1) {
-    h ^= at(tail);
+    h ^= data[tail] as number;
     h = Math.imul(h, M);
   }
   h ^= h >>> 13;
