@@ -492,3 +492,42 @@ export function createRpcClient(opts: RpcClientOptions): RpcClient {
     },
   };
 }
+
+/**
+ * Where a reader sends its calls: a client (e.g. the chain context's: its failover and endpoint
+ * health shared), or the chain's endpoint URLs (one or several, in order of preference) for a client
+ * made for the reader.
+ */
+export type RpcTarget = RpcClient | string | readonly string[];
+
+/** Whether a target is a client rather than URLs. */
+function isClient(target: RpcTarget): target is RpcClient {
+  return typeof target === "object" && !Array.isArray(target) && typeof (target as RpcClient).request === "function";
+}
+
+/**
+ * The client of a target: the client itself, or a new one over the URLs with `settings`.
+ * @returns the client and whether the caller owns it (must destroy it).
+ * @throws {Error} when the URLs are empty.
+ */
+export function rpcClientOf(target: RpcTarget, settings: Omit<RpcClientOptions, "urls"> = {}): { client: RpcClient; owned: boolean } {
+  if (isClient(target)) return { client: target, owned: false };
+  return { client: createRpcClient({ ...settings, urls: typeof target === "string" ? [target] : target }), owned: true };
+}
+
+/**
+ * Runs `fn` with the client of a target ({@link rpcClientOf}); a client made for it is destroyed after.
+ * @returns what `fn` returns; its errors as they are.
+ */
+export async function withRpcClient<T>(
+  target: RpcTarget,
+  settings: Omit<RpcClientOptions, "urls">,
+  fn: (client: RpcClient) => Promise<T>,
+): Promise<T> {
+  const { client, owned } = rpcClientOf(target, settings);
+  try {
+    return await fn(client);
+  } finally {
+    if (owned) client.destroy();
+  }
+}
