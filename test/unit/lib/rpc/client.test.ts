@@ -14,6 +14,7 @@ import { createRpcClient, type RpcClient } from "../../../../lib/rpc/client.js";
 import { RpcAnswerError } from "../../../../lib/rpc/transport.js";
 import { EIP1967_IMPLEMENTATION_SLOT, rpcImplementationReader } from "../../../../pipeline/decode/proxy.js";
 import { ingestMetricsOf } from "../../../../pipeline/ingest/metrics.js";
+import { createRpcSource } from "../../../../pipeline/ingest/rpc.js";
 import { rpcTokenMetadataSource } from "../../../../pipeline/match/token-metadata.js";
 import { type HttpAction, type ScriptedCall, type ScriptedRpc, startScriptedRpc } from "../../../support/scripted-rpc.js";
 
@@ -198,6 +199,28 @@ describe("readers over the one client: every endpoint of the chain, not the firs
     const err = await rpcImplementationReader(s.url)([PROXY]).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(RetryableError);
     expect((err as Error).message).toBe("eth_getStorageAt failed: the method eth_getStorageAt does not exist");
+  });
+});
+
+describe("ingest's chain source on a shared client", () => {
+  it("shares the endpoints' health with the other readers; destroying the source leaves the client usable", async () => {
+    const down = await startScriptedRpc({ answer, http: () => unavailable });
+    const up = await startScriptedRpc({ answer });
+    const client = createRpcClient({ urls: [down.url, up.url] });
+    try {
+      const source = createRpcSource({ client });
+      expect(await source.chainId()).toBe(31337); // asks both: the first fails, the second answers
+      expect(source.endpoints().map((e) => e.up)).toEqual([false, true]);
+      source.destroy();
+      // The first endpoint cools down after its 503: token metadata goes straight to the second.
+      const before = down.requests.length;
+      const [read] = await readTokenMetadata(client, [{ address: TOKEN, blockNumber: 5 }]);
+      expect(read?.decimals).toBe(6);
+      expect(down.requests.length).toBe(before);
+    } finally {
+      client.destroy();
+      await Promise.all([down.close(), up.close()]);
+    }
   });
 });
 
