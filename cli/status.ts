@@ -13,8 +13,9 @@ import { createRedisChainState } from "../lib/chain/state.js";
 import { type Config, rpcEndpoints } from "../lib/config.js";
 import { createLogger } from "../lib/logger.js";
 import { connectRedisClient, withTimeout } from "../lib/redis.js";
+import { createRpcClient } from "../lib/rpc/client.js";
+import { redactRpcUrl } from "../lib/rpc/transport.js";
 import { INDEX_REORGS_STAGE } from "../pipeline/index/indexer.js";
-import { createRpcSource, redactRpcUrl } from "../pipeline/ingest/rpc.js";
 import { createBus } from "../pipeline/kafka/bus.js";
 import { consumerGroupLag, recordsSince } from "../pipeline/kafka/lag.js";
 import { CONSUMING_STAGES } from "../pipeline/runtime.js";
@@ -43,7 +44,7 @@ export interface GroupLag {
 
 /** One JSON-RPC endpoint of the chain (`CHAINSIFT_RPC_URLS`) as `eth_blockNumber` found it. */
 export interface EndpointStatus {
-  /** The URL without credentials (pipeline/ingest/rpc.ts `redactRpcUrl`). */
+  /** The URL without credentials (lib/rpc/transport.ts `redactRpcUrl`). */
   endpoint: string;
   ok: boolean;
   /** Its head, null when it did not answer. */
@@ -160,19 +161,19 @@ export async function gatherStatus(config: Config, thresholds: StatusThresholds 
       return { ok: true, detail: "ok" };
     }),
     probe("rpc-node", async () => {
-      // Every endpoint once (no retries, no failover): a plain eth_blockNumber
+      // Every endpoint once, each through a client of its own (no retries, no failover): a plain eth_blockNumber
       // (https://ethereum.github.io/execution-apis/api-documentation/).
       endpoints = await Promise.all(
         rpcEndpoints(config.ingest).map(async (url): Promise<EndpointStatus> => {
           const endpoint = redactRpcUrl(url);
-          const source = createRpcSource({ rpcUrls: [url], attempts: 1, timeoutMs: PROBE_TIMEOUT_MS });
+          const client = createRpcClient({ urls: [url], attempts: 1, timeoutMs: PROBE_TIMEOUT_MS });
           try {
-            const h = await source.headNumber();
+            const h = Number(await client.request<string>("eth_blockNumber"));
             return { endpoint, ok: true, head: h, detail: `head ${h}` };
           } catch (err) {
             return { endpoint, ok: false, head: null, detail: `eth_blockNumber: ${errorText(err)}` };
           } finally {
-            source.destroy();
+            client.destroy();
           }
         }),
       );

@@ -158,7 +158,7 @@ export interface Config {
      * A URL's userinfo is sent as HTTP Basic authentication; logs and metric labels never show it.
      */
     rpcUrls: string[];
-    /** The JSON-RPC transport's limits (pipeline/ingest/rpc.ts `createRpcSource`). */
+    /** The JSON-RPC transport's limits (lib/rpc/client.ts `createRpcClient`, through pipeline/ingest/rpc.ts `createRpcSource`). */
     rpc: {
       /** Timeout of one HTTP request (a call or a batch), in ms. Env `CHAINSIFT_RPC_TIMEOUT_MS`, default 10000. */
       timeoutMs: number;
@@ -186,7 +186,7 @@ export interface Config {
        * With several endpoints, a block read without an answer after this many ms is also sent to
        * the next available endpoint (the first answer wins): a hanging backend costs this, not the
        * timeout. With one endpoint, a request of block reads is re-sent to the same URL after an
-       * adaptive delay of at most this many ms (pipeline/ingest/rpc.ts `hedgeDelayMs`). 0: never.
+       * adaptive delay of at most this many ms (lib/rpc/transport.ts `hedgeDelayMs`). 0: never.
        * Env `CHAINSIFT_RPC_HEDGE_AFTER_MS`, default 2000.
        */
       hedgeAfterMs: number;

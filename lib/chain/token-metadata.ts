@@ -5,7 +5,7 @@
  * one implementation of chainsift: the decode stage fills `scaled` with it (through the cache of
  * `token-cache.ts`) and the match stage's Token entities carry what it reads.
  *
- * - **One JSON-RPC batch** (https://www.jsonrpc.org/specification#batch) for many contracts: three
+ * - **One JSON-RPC batch** (https://www.jsonrpc.org/specification#batch, `RpcClient.batch`) for many contracts: three
  *   `eth_call`s per contract, at most {@link ReadTokenMetadataOptions.maxCallsPerRequest} calls per
  *   HTTP request.
  * - **Return values** ({@link decodeDecimals}, {@link decodeText}): `decimals()` is a `uint8` word
@@ -22,11 +22,14 @@
  *   read throws a {@link RetryableError}.
  * - **A node without `eth_call`** (JSON-RPC -32601 "method not found", e.g. chainsift's fixture replay
  *   server): every field null and {@link TokenMetadataRead.unavailable} true (nothing to cache).
- * - **Node failures** (connection refused, HTTP status other than 2xx, a body that is not a JSON-RPC
- *   batch answer, timeout): {@link RetryableError}.
+ * - **Node failures** (connection refused, HTTP status other than 2xx, a body that is not JSON,
+ *   timeout): retried and failed over by chainsift's one JSON-RPC client (lib/rpc/client.ts: every
+ *   endpoint of the chain, not only the first), then a {@link RetryableError}.
  * @module
  */
 import { RetryableError } from "../errors.js";
+import { type RpcClient, type RpcReply, type RpcTarget, withRpcClient } from "../rpc/client.js";
+import { METHOD_NOT_FOUND } from "../rpc/transport.js";
 
 /** Token metadata; each field null when unknown (reverted, not implemented, garbage). */
 export interface TokenMetadata {
@@ -56,7 +59,7 @@ export interface TokenMetadataRead extends TokenMetadata {
 
 /** Options of {@link readTokenMetadata}. */
 export interface ReadTokenMetadataOptions {
-  /** Timeout of one HTTP request, ms. Default 10000. */
+  /** Timeout of one HTTP request, ms, when `rpc` is URLs (a client's own setting applies otherwise). Default 10000. */
   timeoutMs?: number;
   /** Most `eth_call`s in one HTTP request (geth's default `BatchRequestLimit` is 1000). Default 300. */
   maxCallsPerRequest?: number;
@@ -77,7 +80,6 @@ export const TOKEN_METADATA_SELECTORS: Readonly<Record<keyof TokenMetadata, stri
 const ALL_FIELDS: ReadonlyArray<keyof TokenMetadata> = ["decimals", "symbol", "name"];
 const HEX = /^0x(?:[0-9a-fA-F]{2})*$/;
 const EXECUTION_FAILURE = /revert|invalid opcode|out of gas|stack (?:underflow|overflow|limit)|invalid jump|write protection|execution/i;
-const METHOD_NOT_FOUND = -32601;
 const utf8 = new TextDecoder("utf-8", { fatal: true });
 
 /**
@@ -127,69 +129,45 @@ export function decodeText(hex: string): string | null {
   return text(bytes.subarray(at + 32, at + 32 + Number(length)));
 }
 
-/** One JSON-RPC answer of a batch. */
-interface RpcAnswer {
-  id?: unknown;
-  result?: unknown;
-  error?: { code?: unknown; message?: unknown };
-}
-
 /** What one call gave: a result, an execution failure (revert), missing state, or no eth_call at all. */
 type CallOutcome = { result: string } | { failed: "reverted" | "state" | "unsupported"; message: string };
 
-function outcomeOf(answer: RpcAnswer | undefined): CallOutcome {
-  if (!answer) return { failed: "state", message: "no answer for the call in the batch" };
-  if (answer.error) {
-    const message = String(answer.error.message ?? "");
-    if (answer.error.code === METHOD_NOT_FOUND) return { failed: "unsupported", message };
-    if (answer.error.code === 3 || EXECUTION_FAILURE.test(message)) return { failed: "reverted", message };
+function outcomeOf(reply: RpcReply | undefined): CallOutcome {
+  if (!reply) return { failed: "state", message: "no answer for the call in the batch" };
+  if (reply.error) {
+    const message = String(reply.error.message ?? "");
+    if (reply.error.code === METHOD_NOT_FOUND) return { failed: "unsupported", message };
+    if (reply.error.code === 3 || EXECUTION_FAILURE.test(message)) return { failed: "reverted", message };
     return { failed: "state", message };
   }
-  return typeof answer.result === "string" ? { result: answer.result } : { failed: "state", message: "result is not a string" };
+  return typeof reply.result === "string" ? { result: reply.result } : { failed: "state", message: "result is not a string" };
 }
 
-/** Posts one batch; the answers in the order of `calls`. @throws {RetryableError} on any transport failure. */
-async function postBatch(
-  rpcUrl: string,
-  calls: Array<{ to: string; data: string; block: string }>,
-  timeoutMs: number,
-): Promise<CallOutcome[]> {
-  const payload = calls.map((c, id) => ({ jsonrpc: "2.0", id, method: "eth_call", params: [{ to: c.to, data: c.data }, c.block] }));
-  let body: unknown;
-  try {
-    const res = await fetch(rpcUrl, {
-      method: "POST",
-      headers: { "content-type": "application/json", accept: "application/json" },
-      body: JSON.stringify(payload),
-      signal: AbortSignal.timeout(timeoutMs),
-    });
-    const raw = await res.text();
-    if (!res.ok) throw new Error(`HTTP ${res.status}: ${raw.slice(0, 200)}`);
-    body = JSON.parse(raw);
-  } catch (err) {
-    throw new RetryableError(`eth_call batch of ${calls.length} calls failed: ${(err as Error).message}`, { cause: err });
-  }
-  if (!Array.isArray(body)) {
-    // A node refusing batches (or the whole request) answers one error object.
-    const error = (body as RpcAnswer)?.error;
-    if (error?.code === METHOD_NOT_FOUND) return calls.map(() => ({ failed: "unsupported", message: String(error.message) }));
-    throw new RetryableError(`eth_call batch of ${calls.length} calls: the node answered ${JSON.stringify(body).slice(0, 200)}`);
-  }
-  const byId = new Map<unknown, RpcAnswer>((body as RpcAnswer[]).map((a) => [a?.id, a]));
-  return calls.map((_, id) => outcomeOf(byId.get(id)));
-}
-
-/** Sends `calls` in requests of at most `max` calls, one after the other. */
-async function send(rpcUrl: string, calls: Array<{ to: string; data: string; block: string }>, max: number, timeoutMs: number) {
+/**
+ * Sends `calls` as batches of at most `max` calls, one after the other, through the client (failed
+ * over between its endpoints); the outcomes in the order of `calls`.
+ * @throws {RetryableError} when a batch got no answer from any endpoint.
+ */
+async function send(rpc: RpcClient, calls: Array<{ to: string; data: string; block: string }>, max: number): Promise<CallOutcome[]> {
   const out: CallOutcome[] = [];
-  for (let i = 0; i < calls.length; i += max) out.push(...(await postBatch(rpcUrl, calls.slice(i, i + max), timeoutMs)));
+  for (let i = 0; i < calls.length; i += max) {
+    const chunk = calls.slice(i, i + max);
+    let replies: RpcReply[];
+    try {
+      replies = await rpc.batch(chunk.map((c) => ({ method: "eth_call", params: [{ to: c.to, data: c.data }, c.block] })));
+    } catch (err) {
+      throw new RetryableError(`eth_call batch of ${chunk.length} calls failed: ${(err as Error).message}`, { cause: err });
+    }
+    out.push(...replies.map(outcomeOf));
+  }
   return out;
 }
 
 /**
  * Reads `decimals()`, `symbol()` and `name()` of many contracts in one JSON-RPC batch (see the
  * module notes for reverts, garbage, missing state and node failures).
- * @param rpcUrl - HTTP JSON-RPC endpoint of the chain's node.
+ * @param rpc - the chain's JSON-RPC client (e.g. the chain context's), or its endpoint URLs (a
+ *   client is made for the read: failed over between them in order of preference).
  * @param requests - the contracts and the block to read each at; duplicates are read once.
  * @param options - timeout, batch size, fields ({@link ReadTokenMetadataOptions}).
  * @returns one {@link TokenMetadataRead} per distinct lower-case address, in request order.
@@ -197,33 +175,39 @@ async function send(rpcUrl: string, calls: Array<{ to: string; data: string; blo
  *   for a call, at the block and again at `latest`.
  */
 export async function readTokenMetadata(
-  rpcUrl: string,
+  rpc: RpcTarget,
   requests: readonly TokenMetadataRequest[],
   options: ReadTokenMetadataOptions = {},
 ): Promise<TokenMetadataRead[]> {
+  return withRpcClient(rpc, { timeoutMs: options.timeoutMs ?? 10_000 }, (client) => read(client, requests, options));
+}
+
+/** {@link readTokenMetadata} on a client. */
+async function read(
+  rpc: RpcClient,
+  requests: readonly TokenMetadataRequest[],
+  options: ReadTokenMetadataOptions,
+): Promise<TokenMetadataRead[]> {
   const fields = options.fields ?? ALL_FIELDS;
   const max = Math.max(1, options.maxCallsPerRequest ?? 300);
-  const timeoutMs = options.timeoutMs ?? 10_000;
   const distinct = new Map<string, number>();
   for (const r of requests) if (!distinct.has(r.address.toLowerCase())) distinct.set(r.address.toLowerCase(), r.blockNumber);
   const addresses = [...distinct.keys()];
   const callsAt = (list: string[], block: (a: string) => string) =>
     list.flatMap((to) => fields.map((f) => ({ to, data: TOKEN_METADATA_SELECTORS[f], block: block(to) })));
   const outcomes = await send(
-    rpcUrl,
+    rpc,
     callsAt(addresses, (a) => `0x${(distinct.get(a) as number).toString(16)}`),
     max,
-    timeoutMs,
   );
   const byAddress = new Map(addresses.map((a, i) => [a, outcomes.slice(i * fields.length, (i + 1) * fields.length)]));
   // State missing at the block: the same contracts once more at `latest`.
   const again = addresses.filter((a) => byAddress.get(a)?.some((o) => "failed" in o && o.failed === "state"));
   if (again.length > 0) {
     const retried = await send(
-      rpcUrl,
+      rpc,
       callsAt(again, () => "latest"),
       max,
-      timeoutMs,
     );
     again.forEach((a, i) => {
       const list = retried.slice(i * fields.length, (i + 1) * fields.length);

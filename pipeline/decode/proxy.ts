@@ -7,6 +7,7 @@
  * @module
  */
 import { RetryableError } from "../../lib/errors.js";
+import { type RpcReply, type RpcTarget, rpcClientOf } from "../../lib/rpc/client.js";
 
 /** EIP-1967 implementation slot. */
 export const EIP1967_IMPLEMENTATION_SLOT = "0x360894a13ba1a3210667c828492db98dca3e2076cc3735a920a3ca505d382bbc";
@@ -24,39 +25,33 @@ export function addressInSlot(word: unknown): string | null {
 export type ImplementationReader = (addresses: readonly string[]) => Promise<Map<string, string | null>>;
 
 /**
- * An {@link ImplementationReader} over a JSON-RPC endpoint: one batch request with two
- * `eth_getStorageAt(address, slot, "latest")` calls per address.
- * @param rpcUrl - the node (config `ingest.rpcUrl`, `CHAINSIFT_RPC_URL`).
- * @param timeoutMs - per request; default 10000.
+ * An {@link ImplementationReader} over the chain's JSON-RPC client: one batch request with two
+ * `eth_getStorageAt(address, slot, "latest")` calls per address, failed over between the client's
+ * endpoints (lib/rpc/client.ts).
+ * @param rpc - the chain's client (e.g. the chain context's), or its endpoint URLs (config
+ *   `ingest.rpcUrls`; a client is made for the reader, failing over in order of preference).
+ * @param timeoutMs - per request when `rpc` is URLs; default 10000.
  * @returns a reader giving each address its implementation (EIP-1967 slot, else EIP-1822 slot), or null when both are empty.
- * @throws {RetryableError} when the node cannot be reached or answers an error.
+ * @throws {RetryableError} when no endpoint can be reached or the node answers an error.
  */
-export function rpcImplementationReader(rpcUrl: string, timeoutMs = 10_000): ImplementationReader {
+export function rpcImplementationReader(rpc: RpcTarget, timeoutMs = 10_000): ImplementationReader {
+  const { client } = rpcClientOf(rpc, { timeoutMs });
   return async (addresses) => {
     const out = new Map<string, string | null>();
     if (addresses.length === 0) return out;
-    const calls = addresses.flatMap((a, i) => [
-      { jsonrpc: "2.0", id: 2 * i, method: "eth_getStorageAt", params: [a, EIP1967_IMPLEMENTATION_SLOT, "latest"] },
-      { jsonrpc: "2.0", id: 2 * i + 1, method: "eth_getStorageAt", params: [a, EIP1822_PROXIABLE_SLOT, "latest"] },
+    const calls = addresses.flatMap((a) => [
+      { method: "eth_getStorageAt", params: [a, EIP1967_IMPLEMENTATION_SLOT, "latest"] },
+      { method: "eth_getStorageAt", params: [a, EIP1822_PROXIABLE_SLOT, "latest"] },
     ]);
-    let answers: Array<{ id: number; result?: unknown; error?: { message?: string } }>;
+    let replies: RpcReply[];
     try {
-      const res = await fetch(rpcUrl, {
-        method: "POST",
-        headers: { "content-type": "application/json" },
-        body: JSON.stringify(calls),
-        signal: AbortSignal.timeout(timeoutMs),
-      });
-      if (!res.ok) throw new Error(`HTTP ${res.status}`);
-      answers = (await res.json()) as typeof answers;
-      if (!Array.isArray(answers)) throw new Error("the node did not answer the batch with an array");
+      replies = await client.batch(calls);
     } catch (err) {
       throw new RetryableError(`cannot read proxy slots: ${(err as Error).message}`, { cause: err });
     }
-    const byId = new Map(answers.map((a) => [a.id, a]));
     addresses.forEach((a, i) => {
-      const e1967 = byId.get(2 * i);
-      const e1822 = byId.get(2 * i + 1);
+      const e1967 = replies[2 * i];
+      const e1822 = replies[2 * i + 1];
       if (e1967?.error || e1822?.error) throw new RetryableError(`eth_getStorageAt failed: ${(e1967?.error ?? e1822?.error)?.message}`);
       out.set(a, addressInSlot(e1967?.result) ?? addressInSlot(e1822?.result));
     });

@@ -7,6 +7,7 @@
  */
 import { Counter, Gauge, Histogram, type Registry } from "prom-client";
 import { memoPerRegistry } from "../../lib/metrics.js";
+import type { EndpointHealth } from "../../lib/rpc/client.js";
 
 /** Where ingest is, as the gauges show it (null until known). */
 export interface IngestPosition {
@@ -20,15 +21,8 @@ export interface IngestPosition {
   lastTimestampMs: number | null;
 }
 
-/** One JSON-RPC endpoint as the endpoint gauges show it (pipeline/ingest/rpc.ts keeps it current). */
-export interface EndpointHealth {
-  /** The endpoint's URL without credentials (userinfo, query string and token-like path segments replaced). */
-  endpoint: string;
-  /** Whether its last request succeeded and it is not cooling down after an error. */
-  up: boolean;
-  /** Its last `eth_blockNumber` answer, null before the first. */
-  head: number | null;
-}
+/** One JSON-RPC endpoint as the endpoint gauges show it (lib/rpc/client.ts keeps it current). */
+export type { EndpointHealth } from "../../lib/rpc/client.js";
 
 /** The ingest stage's families in one registry. */
 export interface IngestMetrics {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { redactRpcUrl, retryAfterMs } from "../../../../pipeline/ingest/rpc.js";
+import { redactRpcUrl, retryAfterMs } from "../../../../lib/rpc/transport.js";
 
 describe("retryAfterMs", () => {
   const now = Date.parse("2026-11-26T10:00:00Z");

@@ -1,7 +1,8 @@
 import { Registry } from "prom-client";
 import { afterEach, describe, expect, it } from "vitest";
 import { RetryableError } from "../../../../lib/errors.js";
-import { createRpcSource, HEDGE_FLOOR_MS, hedgeDelayMs } from "../../../../pipeline/ingest/rpc.js";
+import { HEDGE_FLOOR_MS, hedgeDelayMs } from "../../../../lib/rpc/transport.js";
+import { createRpcSource } from "../../../../pipeline/ingest/rpc.js";
 import { type HttpAction, type ScriptedCall, type ScriptedRpc, startScriptedRpc, syntheticBlock } from "../../../support/scripted-rpc.js";
 
 /**
