@@ -1,7 +1,8 @@
 /**
  * The API as a Fastify application: {@link buildApi} wires the plugins (metrics, errors,
- * elasticsearch, redis, accounts, rate limit, auth, OpenAPI) and the routes (health, search, admin)
- * from a {@link Config}. Nothing here reads the environment; api/server.ts listens.
+ * elasticsearch, redis, accounts, rate limit, auth, OpenAPI) and the routes (health, chains, search,
+ * Elasticsearch-compatible, admin, ABIs, rules, backtests) from a {@link Config}, for every served
+ * chain (api/chains.ts). Nothing here reads the environment; api/server.ts listens.
  *
  * Request path: metrics timing → authentication + rate limit (onRequest; public routes skip both)
  * → chain/kinds check → schema validation → allowlist validation → Elasticsearch → one error
@@ -20,6 +21,7 @@ import { methodDecodingOf } from "../lib/chain/tokens.js";
 import type { ChainId, Config } from "../lib/config.js";
 import type { RedisClient } from "../lib/redis.js";
 import pkg from "../package.json" with { type: "json" };
+import { resolveServedChains, type ServedChain, servedChain } from "./chains.js";
 import { accountsPlugin } from "./plugins/accounts.js";
 import { authPlugin } from "./plugins/auth.js";
 import { elasticsearchPlugin } from "./plugins/elasticsearch.js";
@@ -32,6 +34,7 @@ import { redisPlugin } from "./plugins/redis.js";
 import { rulesBackendsPlugin } from "./plugins/rules.js";
 import { abisRoutes } from "./routes/abis/index.js";
 import { adminRoutes } from "./routes/admin/index.js";
+import { chainsRoutes } from "./routes/chains.js";
 import { esRoutes } from "./routes/es/index.js";
 import { healthRoutes } from "./routes/health.js";
 import { rulesRoutes } from "./routes/rules/index.js";
@@ -78,10 +81,13 @@ export interface ApiDeps {
    */
   config: Config;
   /**
-   * The chains this deployment serves; the path segments of each request pick one, and its index
-   * names are resolved per request. Default: `[config.chain]`.
+   * The chains this deployment serves; the path segments of each request (or a rule's chain fields)
+   * pick one, and its index names are resolved per request. Plain chain ids other than
+   * `config.chain` get no chain id (null in `GET /chains/`) and the default method decoding; give
+   * {@link ServedChain}s to say more. Default: every chain of the chains file (`config.chainsFile`,
+   * each with its `chainId` and `tokenDecimals`), else `[config.chain]` (api/chains.ts `servedChainsOf`).
    */
-  chains?: ChainId[];
+  chains?: Array<ChainId | ServedChain>;
   /**
    * An Elasticsearch client to use (and leave open on close). Default: a client created from
    * `config.elasticsearch.url`, closed when the app closes.
@@ -107,9 +113,10 @@ export interface ApiDeps {
   metricsRegistry?: Registry;
   /**
    * Chain id and token decimals for the Method/Call arguments' `scaled` values of rule backtests
-   * (`POST /alerting/rules/test/`), the same as the match stage's (`npm start` passes its node's chain
-   * id and token list to both). Default: lib/chain/tokens.ts `methodDecodingOf(config)`, the
-   * configured `chainId` and the bundled token list.
+   * (`POST /alerting/rules/test/`) of `config.chain`, the same as its match stage's (`npm start`
+   * passes its node's chain id and token list to both). Default: lib/chain/tokens.ts
+   * `methodDecodingOf(config)`, the configured `chainId` and the bundled token list. Backtests of the
+   * other served chains decode with their own chain id (api/chains.ts).
    */
   methodDecoding?: DecodeMethodOptions;
   /**
@@ -138,7 +145,8 @@ export interface ApiDeps {
  */
 export async function buildApi(deps: ApiDeps): Promise<FastifyInstance> {
   const { config } = deps;
-  const chains = deps.chains && deps.chains.length > 0 ? deps.chains : [config.chain];
+  const served = resolveServedChains(config, deps.chains, deps.methodDecoding ?? methodDecodingOf(config));
+  const chains: ChainId[] = served.map((c) => ({ technology: c.technology, blockchain: c.blockchain, network: c.network }));
   const options: FastifyServerOptions = {
     routerOptions: { ignoreTrailingSlash: true },
     bodyLimit: BODY_LIMIT_BYTES,
@@ -186,13 +194,14 @@ export async function buildApi(deps: ApiDeps): Promise<FastifyInstance> {
       store: app.accounts,
       limit: (request, reply) => app.enforceRateLimit(request, reply),
     });
-    await app.register(openapiPlugin, { version: pkg.version });
+    await app.register(openapiPlugin, { version: pkg.version, chains });
     /** Search metrics of every search route (contract and Elasticsearch-compatible). */
     const onHits = (target: SearchTarget, hits: number, path: "bytes" | "parsed" | "stream"): void => {
       app.metrics.searchHits.inc({ chain: target.chain ? chainLabel(target.chain) : "unknown", kinds: target.kinds.join(",") }, hits);
       app.metrics.searchAnswers.inc({ path });
     };
     await app.register(healthRoutes);
+    await app.register(chainsRoutes({ chains: served, keyPrefix: config.redisKeyPrefix }));
     await app.register(metricsRoutes);
     // Search and admin bodies must be JSON objects (null, arrays, scalars: 400 CS_BODY_INVALID);
     // the rules routes, registered outside this scope, validate theirs themselves (CS_RULE_INVALID).
@@ -221,7 +230,7 @@ export async function buildApi(deps: ApiDeps): Promise<FastifyInstance> {
     await app.register(rulesBackendsPlugin, { config, redis: app.redis });
     const { rules, deliveries, deliveryStatus, traceSource } = app.rulesBackends;
     await app.register(rulesRoutes({ rules, deliveries, deliveryStatus, traceSource, chains }));
-    await app.register(ruleTestRoutes({ config, chains, decode: deps.methodDecoding ?? methodDecodingOf(config) }));
+    await app.register(ruleTestRoutes({ config, chains, decode: (chain) => servedChain(served, chain)?.decode }));
   } catch (err) {
     // Release what the plugins registered so far opened (ES client, Redis connections).
     await app.close().catch(() => {});

@@ -1,7 +1,9 @@
 /**
- * `npm run bench -- match [--seconds S] [--synthetic]`: throughput of the match stage's pure handler
- * (rule index lookup + targetMap evaluation, no Kafka, no Redis) with 10, 1,000 and 10,000 enabled
- * rules, in entities per second.
+ * `npm run bench -- match [--seconds S] [--synthetic] [--chains N]`: throughput of the match stage's
+ * pure handler (rule index lookup + targetMap evaluation, no Kafka, no Redis) with 10, 1,000 and
+ * 10,000 enabled rules, in entities per second. `--chains N`: the same rules and entities spread
+ * over N chains (rule i and entity j on chain i mod N and j mod N, one rule index per chain, as the
+ * match stage keeps them), against one chain in the same rounds; target ≥ 0.9× of one chain.
  *
  * Entities: the real mainnet fixture blocks (../shared/data/mainnet) through ingest transform and
  * the decoder: Event, Transaction and Method entities. Without fixtures (or with `--synthetic`),
@@ -216,47 +218,65 @@ interface Result {
 }
 
 interface Prepared {
-  index: ReturnType<typeof createRuleIndex>;
+  /** One rule index per chain (the match stage keeps one per served chain). */
+  indexes: Array<ReturnType<typeof createRuleIndex>>;
+  /** The chain (index position) of each entity, in `items` order. */
+  chainOf: number[];
   result: Omit<Result, "perSecond" | "medianPerSecond">;
   rates: number[];
 }
 
-function prepare(count: number, items: Item[]): Prepared {
-  const rules = makeRules(count, items, 1000 + count);
+/** The chain of position `i` of `--chains N`: mainnet, then `ethereum/chain-<i>/mainnet`. */
+const chainAt = (i: number) => (i === 0 ? CHAIN : { ...CHAIN, blockchain: `chain-${i}` });
+
+/**
+ * The rule indexes of one size over `chains` chains: the same rules, the i-th on chain i mod
+ * `chains` (every index is offered every rule and keeps its chain's, as the match stage's rule
+ * sync does); entity j belongs to chain j mod `chains`, so the records in total stay the same.
+ */
+function prepare(count: number, items: Item[], chains = 1): Prepared {
+  const rules = makeRules(count, items, 1000 + count).map((r, i) => ({ ...r, ...chainAt(i % chains) }));
   const t0 = performance.now();
-  const index = createRuleIndex({ chain: CHAIN });
-  for (const r of rules) index.upsert(r);
+  const indexes = Array.from({ length: chains }, (_, c) => createRuleIndex({ chain: chainAt(c) }));
+  for (const index of indexes) for (const r of rules) index.upsert(r);
   const buildMs = performance.now() - t0;
+  const chainOf = items.map((_, j) => j % chains);
   let candidates = 0;
   let matches = 0;
-  for (const it of items) {
+  for (const [j, it] of items.entries()) {
+    const index = indexes[chainOf[j] as number] as Prepared["indexes"][number];
     candidates += index.candidates(it.type, it.entity).length;
     matches += index.match(it.type, it.entity).length;
   }
-  for (let p = 0; p < 3; p++) for (const it of items) index.match(it.type, it.entity); // warm-up
-  const s = index.stats();
+  for (let p = 0; p < 3; p++) for (const [j, it] of items.entries()) indexes[chainOf[j] as number]?.match(it.type, it.entity); // warm-up
+  const stats = indexes.map((i) => i.stats());
   return {
-    index,
+    indexes,
+    chainOf,
     result: {
-      rules: s.rules,
+      rules: stats.reduce((n, s) => n + s.rules, 0),
       buildMs,
       candidatesPerEntity: candidates / items.length,
       matchesPerEntity: matches / items.length,
-      unbucketed: s.unbucketed,
-      largestBucket: s.largestBucket,
+      unbucketed: stats.reduce((n, s) => n + s.unbucketed, 0),
+      largestBucket: Math.max(...stats.map((s) => s.largestBucket)),
     },
     rates: [],
   };
 }
 
-/** One timed round: passes over all entities until `ms` have elapsed; returns entities/s. */
+/** One timed round: passes over all entities (each against its chain's index) until `ms` have elapsed; returns entities/s. */
 function round(p: Prepared, items: Item[], ms: number): number {
   let processed = 0;
   let sink = 0;
+  const { indexes, chainOf } = p;
   const start = performance.now();
   const deadline = start + ms;
   while (performance.now() < deadline) {
-    for (const it of items) sink += p.index.match(it.type, it.entity).length;
+    for (let j = 0; j < items.length; j++) {
+      const it = items[j] as Item;
+      sink += (indexes[chainOf[j] as number] as Prepared["indexes"][number]).match(it.type, it.entity).length;
+    }
     processed += items.length;
   }
   if (sink < 0) console.log(sink);
@@ -265,26 +285,36 @@ function round(p: Prepared, items: Item[], ms: number): number {
 
 const ROUNDS = 8;
 
-/** Runs the benchmark and prints its figures. Options: `--seconds S` of timed work per size (default 2, in 8 interleaved rounds), `--synthetic`. */
+/** Best and median of a prepared size's rounds. */
+function resultOf(p: Prepared): Result {
+  const sorted = [...p.rates].sort((a, b) => a - b);
+  return { ...p.result, perSecond: sorted[sorted.length - 1] as number, medianPerSecond: sorted[Math.floor(sorted.length / 2)] as number };
+}
+
+const pad = (v: string | number, w: number) => String(v).padStart(w);
+
+/**
+ * Runs the benchmark and prints its figures. Options: `--seconds S` of timed work per size (default
+ * 2, in 8 interleaved rounds), `--synthetic`, `--chains N` (N ≥ 2: the same rules spread over N
+ * chains, one rule index per chain as the match stage keeps them, and the same entities spread
+ * over the N chains; printed next to one chain, interleaved in the same rounds, with the ratio N
+ * chains / one chain per size, target ≥ 0.9).
+ */
 export async function benchMatch(args: string[]): Promise<void> {
   const sIdx = args.indexOf("--seconds");
   const seconds = sIdx >= 0 ? Number(args[sIdx + 1]) : 2;
   if (!Number.isFinite(seconds) || seconds <= 0) throw new Error("--seconds needs a positive number");
+  const cIdx = args.indexOf("--chains");
+  const chains = cIdx >= 0 ? Number(args[cIdx + 1]) : 1;
+  if (!Number.isInteger(chains) || chains < 1 || chains > 64) throw new Error("--chains needs an integer from 1 to 64");
   const synthetic = args.includes("--synthetic") || !hasMainnetFixtures();
   const { items, source } = synthetic ? syntheticItems() : fixtureItems();
   console.log(`match bench: ${source}; index lookup + evaluate per entity (no Kafka, no Redis), ${seconds}s per size`);
+  if (chains > 1) return benchChains(items, seconds, chains);
   const sizes = [10, 1_000, 10_000].map((n) => prepare(n, items));
   // Rounds interleave the sizes, so load from other processes affects them alike; best and median are reported.
   for (let r = 0; r < ROUNDS; r++) for (const p of sizes) p.rates.push(round(p, items, (seconds * 1000) / ROUNDS));
-  const results: Result[] = sizes.map((p) => {
-    const sorted = [...p.rates].sort((a, b) => a - b);
-    return {
-      ...p.result,
-      perSecond: sorted[sorted.length - 1] as number,
-      medianPerSecond: sorted[Math.floor(sorted.length / 2)] as number,
-    };
-  });
-  const pad = (v: string | number, w: number) => String(v).padStart(w);
+  const results: Result[] = sizes.map(resultOf);
   console.log(
     `${pad("rules", 7)} ${pad("build ms", 9)} ${pad("entities/s", 11)} ${pad("median", 9)} ${pad("candidates/entity", 18)} ${pad("matches/entity", 15)} ${pad("unbucketed", 11)} ${pad("largest bucket", 15)}`,
   );
@@ -301,6 +331,32 @@ export async function benchMatch(args: string[]): Promise<void> {
     `10k rules: ${Math.round(last.perSecond)} entities/s best, ${Math.round(last.medianPerSecond)} median (target >= 50000: ${last.medianPerSecond >= 50_000 ? "ok" : "MISSED"}); ` +
       `ratio 10k/10: ${ratio.toFixed(2)} best, ${medianRatio.toFixed(2)} median (target >= 0.5: ${medianRatio >= 0.5 ? "ok" : "MISSED"})`,
   );
+}
+
+/** `--chains N`: each size on one chain and on N chains, interleaved in the same rounds; the ratio per size. */
+function benchChains(items: Item[], seconds: number, chains: number): void {
+  console.log(`rules and entities spread over ${chains} chains (one rule index per chain) vs one chain; same rules, same entities`);
+  const pairs = [10, 1_000, 10_000].map((n) => [prepare(n, items, 1), prepare(n, items, chains)] as const);
+  const ms = (seconds * 1000) / ROUNDS;
+  for (let r = 0; r < ROUNDS; r++) for (const pair of pairs) for (const p of pair) p.rates.push(round(p, items, ms));
+  console.log(
+    `${pad("rules", 7)} ${pad("chains", 7)} ${pad("entities/s", 11)} ${pad("median", 9)} ${pad("candidates/entity", 18)} ${pad("matches/entity", 15)} ${pad("ratio (median)", 15)}`,
+  );
+  let worst = Number.POSITIVE_INFINITY;
+  for (const [one, many] of pairs) {
+    const [a, b] = [resultOf(one), resultOf(many)];
+    const ratio = b.medianPerSecond / a.medianPerSecond;
+    worst = Math.min(worst, ratio);
+    for (const [r, n, q] of [
+      [a, 1, ""],
+      [b, chains, ratio.toFixed(2)],
+    ] as const) {
+      console.log(
+        `${pad(r.rules, 7)} ${pad(n, 7)} ${pad(Math.round(r.perSecond), 11)} ${pad(Math.round(r.medianPerSecond), 9)} ${pad(r.candidatesPerEntity.toFixed(2), 18)} ${pad(r.matchesPerEntity.toFixed(3), 15)} ${pad(q, 15)}`,
+      );
+    }
+  }
+  console.log(`${chains} chains / one chain, worst size (median): ${worst.toFixed(2)} (target >= 0.9: ${worst >= 0.9 ? "ok" : "MISSED"})`);
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) await benchMatch(process.argv.slice(2));

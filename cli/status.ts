@@ -1,7 +1,8 @@
 /**
  * `npm run chainsift -- status`: the pipeline on one screen, read from the services themselves (no
  * stage process needs to be up): the services' health (Kafka, Elasticsearch, schema registry,
- * Redis, the JSON-RPC node), the chain head vs the last block ingest produced, each stage's
+ * Redis, the JSON-RPC nodes), and for every served chain (each chain of the chains file, else the
+ * one chain; a table when there are several) the head vs the last block ingest produced, each stage's
  * consumer-group lag (committed offsets vs high watermarks, pipeline/kafka/lag.ts) and the
  * dead letters written in the last hour (the dead-letter topic's time index). Unhealthy when a
  * service does not answer (or Elasticsearch is red), or a `--max-*` threshold is exceeded; the
@@ -9,7 +10,8 @@
  * @module
  */
 import { Kafka, logLevel } from "kafkajs";
-import { createRedisChainState } from "../lib/chain/state.js";
+import { readIngestStatus } from "../lib/chain/ingest-status.js";
+import { chainKey } from "../lib/chains.js";
 import { type Config, rpcEndpoints } from "../lib/config.js";
 import { createLogger } from "../lib/logger.js";
 import { connectRedisClient, withTimeout } from "../lib/redis.js";
@@ -63,6 +65,28 @@ export interface StatusThresholds {
   maxDeadLetters?: number;
 }
 
+/** One served chain's part of a {@link Status} (every chain of the chains file, or the one chain). */
+export interface ChainReport {
+  /** `technology/blockchain/network`. */
+  chain: string;
+  /** The chain's EIP-155 id as configured. */
+  chainId: number;
+  /** The node's head (`eth_blockNumber`; the highest of the chain's endpoints), null when none answers. */
+  head: number | null;
+  /** The chain's JSON-RPC endpoints, in configured order. */
+  endpoints: EndpointStatus[];
+  /** The last block the chain's ingest produced (its durable position in Redis), null when none. */
+  ingested: number | null;
+  /** The head as the chain's ingest last published it (lib/chain/ingest-status.ts), null when never. */
+  ingestHead: number | null;
+  /** head − ingested, null when either is unknown. */
+  headLag: number | null;
+  /** The chain's consumer groups (each stage's group is per chain). */
+  groups: GroupLag[];
+  /** Records written to the chain's dead-letter topic in the last hour, null when Kafka did not answer. */
+  deadLettersLastHour: number | null;
+}
+
 /** What {@link gatherStatus} found. */
 export interface Status {
   /** `technology/blockchain/network`. */
@@ -84,9 +108,30 @@ export interface Status {
   groups: GroupLag[];
   /** Records written to the dead-letter topic in the last hour, null when Kafka did not answer. */
   deadLettersLastHour: number | null;
-  /** Why it is unhealthy (empty: healthy). */
+  /**
+   * Every served chain (the chains file's, in its order; else the one chain), each with its head,
+   * ingested block, lag, consumer groups and dead letters. The top-level `head`, `endpoints`,
+   * `ingested`, `headLag`, `groups` and `deadLettersLastHour` are those of `config.chain`.
+   */
+  chains: ChainReport[];
+  /** Why it is unhealthy (empty: healthy); a chain's problems are prefixed with it when there are several. */
   problems: string[];
   healthy: boolean;
+}
+
+/**
+ * The configuration of each served chain: `config` itself for `config.chain`, and for each other
+ * chain of the chains file `config` with that chain's ids and JSON-RPC endpoints.
+ */
+export function chainConfigs(config: Config): Config[] {
+  const entries = config.chainsFile?.chains ?? [];
+  if (entries.length === 0) return [config];
+  const own = chainKey(config.chain);
+  return entries.map((e) => {
+    const chain = { technology: e.technology, blockchain: e.blockchain, network: e.network };
+    if (chainKey(chain) === own) return config;
+    return { ...config, chain, chainId: e.chainId, ingest: { ...config.ingest, rpcUrl: e.rpcUrls[0] as string, rpcUrls: [...e.rpcUrls] } };
+  });
 }
 
 const errorText = (err: unknown) => (err instanceof Error ? err.message : String(err)).split("\n")[0]?.slice(0, 160) ?? "";
@@ -100,15 +145,56 @@ async function probe(name: ServiceHealth["name"], fn: () => Promise<{ ok: boolea
   }
 }
 
+/** Probes every JSON-RPC endpoint of a chain once (no retries, no failover): a plain `eth_blockNumber`. */
+async function probeEndpoints(config: Config): Promise<{ endpoints: EndpointStatus[]; head: number | null }> {
+  // https://ethereum.github.io/execution-apis/api-documentation/
+  const endpoints = await Promise.all(
+    rpcEndpoints(config.ingest).map(async (url): Promise<EndpointStatus> => {
+      const endpoint = redactRpcUrl(url);
+      // A client of its own per endpoint (no retries, no failover): a plain eth_blockNumber.
+      const client = createRpcClient({ urls: [url], attempts: 1, timeoutMs: PROBE_TIMEOUT_MS });
+      try {
+        const h = Number(await client.request<string>("eth_blockNumber"));
+        return { endpoint, ok: true, head: h, detail: `head ${h}` };
+      } catch (err) {
+        return { endpoint, ok: false, head: null, detail: `eth_blockNumber: ${errorText(err)}` };
+      } finally {
+        client.destroy();
+      }
+    }),
+  );
+  const up = endpoints.filter((e) => e.ok);
+  const head = up.length === 0 ? null : Math.max(...up.map((e) => e.head as number));
+  for (const e of up) if (head !== null && (e.head as number) < head) e.detail += `, ${head - (e.head as number)} blocks behind`;
+  return { endpoints, head };
+}
+
 /**
- * Reads the status of the pipeline of `config.chain` from the services (each probe at most 3 s).
- * @param config - the process configuration (services, prefixes, chain, `ingest.rpcUrl`).
- * @param thresholds - optional limits (see {@link StatusThresholds}).
+ * Reads the status of the pipeline of every served chain (the chains file's, else `config.chain`)
+ * from the services (each probe at most 3 s; the chains are read together).
+ * @param config - the process configuration (services, prefixes, chain, `ingest.rpcUrl`, `chainsFile`).
+ * @param thresholds - optional limits (see {@link StatusThresholds}), applied to every chain.
  * @returns the status; never throws for an unreachable service (it is reported instead).
  */
 export async function gatherStatus(config: Config, thresholds: StatusThresholds = {}): Promise<Status> {
-  const chain = `${config.chain.technology}/${config.chain.blockchain}/${config.chain.network}`;
-  const bus = await createBus({ config, logger: createLogger("silent"), setup: false }); // names only: connects nothing
+  const configs = chainConfigs(config);
+  const reports: ChainReport[] = await Promise.all(
+    configs.map(async (c) => {
+      const bus = await createBus({ config: c, logger: createLogger("silent"), setup: false }); // names only: connects nothing
+      return {
+        chain: chainKey(c.chain),
+        chainId: c.chainId,
+        head: null,
+        endpoints: [],
+        ingested: null,
+        ingestHead: null,
+        headLag: null,
+        groups: [] as GroupLag[],
+        deadLettersLastHour: null,
+        bus,
+      };
+    }),
+  );
   const kafka = new Kafka({
     clientId: `${config.kafka.clientId}-status`,
     brokers: config.kafka.brokers,
@@ -118,25 +204,24 @@ export async function gatherStatus(config: Config, thresholds: StatusThresholds 
     retry: { retries: 1, initialRetryTime: 100 },
   });
   const admin = kafka.admin();
-  let head: number | null = null;
-  let ingested: number | null = null;
-  let groups: GroupLag[] = [];
-  let deadLettersLastHour: number | null = null;
-  let endpoints: EndpointStatus[] = [];
+  const busOf = (r: ChainReport) => (r as ChainReport & { bus: Awaited<ReturnType<typeof createBus>> }).bus;
 
   const services = await Promise.all([
     probe("kafka", async () => {
       await admin.connect();
       const cluster = await admin.describeCluster();
       const stages = [...CONSUMING_STAGES, INDEX_REORGS_STAGE];
-      groups = await Promise.all(
-        stages.map(async (stage) => {
-          const group = bus.groupId(stage);
-          const rows = await consumerGroupLag(admin, group);
-          return { stage, group, lag: rows.length === 0 ? null : rows.reduce((n, r) => n + r.lag, 0), partitions: rows.length };
-        }),
-      );
-      deadLettersLastHour = await recordsSince(admin, bus.topic("dead-letter"), Date.now() - DEAD_LETTER_WINDOW_MS).catch(() => null);
+      for (const r of reports) {
+        const bus = busOf(r);
+        r.groups = await Promise.all(
+          stages.map(async (stage) => {
+            const group = bus.groupId(stage);
+            const rows = await consumerGroupLag(admin, group);
+            return { stage, group, lag: rows.length === 0 ? null : rows.reduce((n, x) => n + x.lag, 0), partitions: rows.length };
+          }),
+        );
+        r.deadLettersLastHour = await recordsSince(admin, bus.topic("dead-letter"), Date.now() - DEAD_LETTER_WINDOW_MS).catch(() => null);
+      }
       return { ok: true, detail: `${cluster.brokers.length} broker(s)` };
     }),
     probe("elasticsearch", async () => {
@@ -153,58 +238,59 @@ export async function gatherStatus(config: Config, thresholds: StatusThresholds 
       const redis = await connectRedisClient(config.redisUrl, { connectTimeoutMs: PROBE_TIMEOUT_MS });
       try {
         await redis.client.ping();
-        const tip = (await createRedisChainState(redis.client, config.redisKeyPrefix, config.chain).loadFollower()).tip;
-        ingested = tip?.number ?? null;
+        await Promise.all(
+          configs.map(async (c, i) => {
+            const seen = await readIngestStatus(redis.client, config.redisKeyPrefix, c.chain);
+            const r = reports[i] as ChainReport;
+            r.ingested = seen.ingested?.number ?? null;
+            r.ingestHead = seen.head;
+          }),
+        );
       } finally {
         await redis.close();
       }
       return { ok: true, detail: "ok" };
     }),
     probe("rpc-node", async () => {
-      // Every endpoint once, each through a client of its own (no retries, no failover): a plain eth_blockNumber
-      // (https://ethereum.github.io/execution-apis/api-documentation/).
-      endpoints = await Promise.all(
-        rpcEndpoints(config.ingest).map(async (url): Promise<EndpointStatus> => {
-          const endpoint = redactRpcUrl(url);
-          const client = createRpcClient({ urls: [url], attempts: 1, timeoutMs: PROBE_TIMEOUT_MS });
-          try {
-            const h = Number(await client.request<string>("eth_blockNumber"));
-            return { endpoint, ok: true, head: h, detail: `head ${h}` };
-          } catch (err) {
-            return { endpoint, ok: false, head: null, detail: `eth_blockNumber: ${errorText(err)}` };
-          } finally {
-            client.destroy();
-          }
-        }),
-      );
-      const up = endpoints.filter((e) => e.ok);
-      if (up.length === 0) return { ok: false, detail: endpoints.map((e) => e.detail).join("; ") };
-      head = Math.max(...up.map((e) => e.head as number));
-      for (const e of up) if ((e.head as number) < (head as number)) e.detail += `, ${(head as number) - (e.head as number)} blocks behind`;
-      if (endpoints.length === 1) return { ok: true, detail: `${new URL(endpoints[0]?.endpoint ?? "").host} head ${head}` };
-      return { ok: true, detail: `${up.length}/${endpoints.length} endpoints up, head ${head}` };
+      const probed = await Promise.all(configs.map(probeEndpoints));
+      for (const [i, p] of probed.entries()) Object.assign(reports[i] as ChainReport, p);
+      const details = probed.map((p, i) => {
+        const label = configs.length > 1 ? `${reports[i]?.chain}: ` : "";
+        const up = p.endpoints.filter((e) => e.ok);
+        if (up.length === 0) return `${label}${p.endpoints.map((e) => e.detail).join("; ")}`;
+        if (p.endpoints.length === 1) return `${label}${new URL(p.endpoints[0]?.endpoint ?? "").host} head ${p.head}`;
+        return `${label}${up.length}/${p.endpoints.length} endpoints up, head ${p.head}`;
+      });
+      return { ok: probed.every((p) => p.head !== null), detail: details.join("; ") };
     }),
   ]);
   await admin.disconnect().catch(() => {});
 
-  const headLag = head !== null && ingested !== null ? Math.max(0, head - ingested) : null;
   const problems: string[] = services.filter((s) => !s.ok).map((s) => `${s.name}: ${s.detail}`);
-  const over = (what: string, value: number | null, max: number | undefined) => {
-    if (max !== undefined && value !== null && value > max) problems.push(`${what} ${value} > ${max}`);
-  };
-  for (const g of groups) over(`${g.stage} lag`, g.lag, thresholds.maxLag);
-  over("head lag (blocks)", headLag, thresholds.maxHeadLag);
-  over("dead letters in the last hour", deadLettersLastHour, thresholds.maxDeadLetters);
+  const chains: ChainReport[] = reports.map((r) => {
+    const { bus: _bus, ...report } = r as ChainReport & { bus: unknown };
+    report.headLag = report.head !== null && report.ingested !== null ? Math.max(0, report.head - report.ingested) : null;
+    const label = reports.length > 1 ? `${report.chain} ` : "";
+    const over = (what: string, value: number | null, max: number | undefined) => {
+      if (max !== undefined && value !== null && value > max) problems.push(`${label}${what} ${value} > ${max}`);
+    };
+    for (const g of report.groups) over(`${g.stage} lag`, g.lag, thresholds.maxLag);
+    over("head lag (blocks)", report.headLag, thresholds.maxHeadLag);
+    over("dead letters in the last hour", report.deadLettersLastHour, thresholds.maxDeadLetters);
+    return report;
+  });
+  const own = chains[configs.indexOf(config)] ?? (chains[0] as ChainReport);
   return {
-    chain,
+    chain: chainKey(config.chain),
     at: new Date().toISOString(),
     services,
-    head,
-    endpoints,
-    ingested,
-    headLag,
-    groups,
-    deadLettersLastHour,
+    head: own.head,
+    endpoints: own.endpoints,
+    ingested: own.ingested,
+    headLag: own.headLag,
+    groups: own.groups,
+    deadLettersLastHour: own.deadLettersLastHour,
+    chains,
     problems,
     healthy: problems.length === 0,
   };
@@ -223,7 +309,25 @@ export function renderStatus(s: Status): string {
     "Services",
     ...pad(s.services.map((v) => [v.name, v.ok ? "ok" : "DOWN", v.detail])),
     "",
-    "Chain",
+    ...(s.chains.length > 1
+      ? [
+          "Chains",
+          ...pad([
+            ["chain", "chain id", "head", "ingested", "behind", "dead letters (1 h)", "consumer lag (records)"],
+            ...s.chains.map((c) => [
+              c.chain,
+              String(c.chainId),
+              dash(c.head),
+              dash(c.ingested),
+              c.headLag === null ? "-" : `${c.headLag} blocks`,
+              dash(c.deadLettersLastHour),
+              String(c.groups.reduce((n, g) => n + (g.lag ?? 0), 0)),
+            ]),
+          ]),
+          "",
+          `Chain ${s.chain}`,
+        ]
+      : ["Chain"]),
     `  head ${dash(s.head)}   ingested ${dash(s.ingested)}   behind ${s.headLag === null ? "-" : `${s.headLag} blocks`}`,
     ...(s.endpoints.length > 1
       ? ["", "JSON-RPC endpoints", ...pad(s.endpoints.map((e) => [e.endpoint, e.ok ? "ok" : "DOWN", e.detail]))]

@@ -5,10 +5,11 @@
  * @module
  */
 import { Client } from "@elastic/elasticsearch";
-import type { Registry } from "prom-client";
+import { Registry } from "prom-client";
 import { indexName } from "../es/mappings.js";
 import { createRedecodeStatusStore } from "../lib/abis/redecode-status.js";
 import { createAbiStore } from "../lib/abis/store.js";
+import { startIngestStatusWriter } from "../lib/chain/ingest-status.js";
 import type { DecodeMethodOptions } from "../lib/chain/methods.js";
 import { type ChainState, createRedisChainState, ingestKeyPrefix } from "../lib/chain/state.js";
 import { createTokenMetadataCache } from "../lib/chain/token-cache.js";
@@ -295,6 +296,7 @@ export async function startPipeline(deps: PipelineDeps): Promise<Pipeline> {
       logger.info({ stage: "ingest", traceSource }, traceSourceMessage(traceSource));
       if (registry) ingestMetricsOf(registry).traceSource.set({ source: traceSource }, 1);
       await (await redis()).set(`${ingestKeyPrefix(config.redisKeyPrefix, config.chain)}traces`, traceSource);
+      const ingestRegistry = registry ?? new Registry();
       const ingester = createIngester({
         source,
         producer,
@@ -302,7 +304,8 @@ export async function startPipeline(deps: PipelineDeps): Promise<Pipeline> {
         concurrency: opts?.concurrency ?? config.ingest.concurrency,
         traces: traceSource === "debug_traceBlockByNumber" || traceSource === "trace_block",
         state: await chainState(),
-        ...metrics,
+        // Its own registry when the process has none: the status writer reads its position gauges.
+        registry: ingestRegistry,
         crashHook: createCrashHook(
           { point: config.ingest.testCrashPoint, percent: config.ingest.testCrashPercent, seed: config.ingest.testCrashSeed },
           logger,
@@ -313,11 +316,20 @@ export async function startPipeline(deps: PipelineDeps): Promise<Pipeline> {
         const freshMs = Math.max(10_000, 5 * config.ingest.pollIntervalMs);
         readiness.push({ name: "ingest", ready: () => seen.activeAtMs !== null && Date.now() - seen.activeAtMs < freshMs });
       }
+      // The head and position for GET /chains/ and `chainsift status` (lib/chain/ingest-status.ts).
+      const status = startIngestStatusWriter({
+        redis: await redis(),
+        keyPrefix: config.redisKeyPrefix,
+        chain: config.chain,
+        position: ingestMetricsOf(ingestRegistry).position,
+        logger,
+      });
       return {
         ingester,
         source,
         traceSource,
         async close() {
+          await status.stop();
           source.destroy();
           await producer.disconnect();
         },

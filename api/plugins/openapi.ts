@@ -18,6 +18,7 @@
 import swagger from "@fastify/swagger";
 import swaggerUi from "@fastify/swagger-ui";
 import type { FastifyPluginAsync } from "fastify";
+import type { ChainId } from "../../lib/config.js";
 import { COMPONENT_KEY } from "../../lib/validation/component.js";
 import { globalPlugin } from "./plugin.js";
 
@@ -28,6 +29,12 @@ export const DOCS_PREFIX = "/docs";
 export interface OpenapiPluginOptions {
   /** `info.version` of the document (the package version). */
   version: string;
+  /**
+   * The served chains (api/chains.ts): listed in `info.description`,
+   * and as the `examples` of every `technology`, `blockchain` and `network` path parameter
+   * ({@link servedChainExamples}). Default: none listed.
+   */
+  chains?: readonly ChainId[];
 }
 
 type Json = unknown;
@@ -66,8 +73,46 @@ export function hoistComponents<T extends { paths?: Json; components?: Record<st
   return { ...doc, paths, components: { ...doc.components, schemas } };
 }
 
+const CHAIN_PARAMS = ["technology", "blockchain", "network"] as const;
+
+/**
+ * Sets the `examples` of every `technology`, `blockchain` and `network` path parameter to the served
+ * values (distinct, in order) and appends them to its description, so the document names the
+ * chains a client may put in a path. Pure: returns a new document; unchanged when `chains` is empty.
+ * @param doc - an OpenAPI document (its `paths`).
+ * @param chains - the served chains.
+ */
+export function servedChainExamples<T extends { paths?: Json }>(doc: T, chains: readonly ChainId[]): T {
+  if (chains.length === 0 || typeof doc.paths !== "object" || doc.paths === null) return doc;
+  const values = (f: (typeof CHAIN_PARAMS)[number]) => [...new Set(chains.map((c) => c[f]))];
+  const paths: Record<string, Json> = {};
+  for (const [path, item] of Object.entries(doc.paths as Record<string, Record<string, Json>>)) {
+    const methods: Record<string, Json> = {};
+    for (const [method, op] of Object.entries(item)) {
+      const params = (op as { parameters?: Array<Record<string, Json>> } | null)?.parameters;
+      if (!Array.isArray(params)) {
+        methods[method] = op;
+        continue;
+      }
+      const parameters = params.map((p) => {
+        const f = CHAIN_PARAMS.find((n) => n === p.name);
+        if (!f || p.in !== "path") return p;
+        const served = values(f);
+        const schema = { ...(p.schema as Record<string, Json>), examples: served };
+        const description = `${typeof p.description === "string" ? `${p.description}; ` : ""}served: ${served.join(", ")}`;
+        return { ...p, schema, description };
+      });
+      methods[method] = { ...(op as object), parameters };
+    }
+    paths[path] = methods;
+  }
+  return { ...doc, paths };
+}
+
 /** Registers `@fastify/swagger` (document) and `@fastify/swagger-ui` (UI at {@link DOCS_PREFIX}). */
 export const openapiPlugin: FastifyPluginAsync<OpenapiPluginOptions> = globalPlugin(async (app, opts) => {
+  const chains = opts.chains ?? [];
+  const label = (c: ChainId) => `${c.technology}/${c.blockchain}/${c.network}`;
   // The UI and document routes are public: mark them before @fastify/swagger-ui adds them.
   app.addHook("onRoute", (route) => {
     if (route.url === DOCS_PREFIX || route.url.startsWith(`${DOCS_PREFIX}/`)) route.config = { ...route.config, public: true };
@@ -80,10 +125,13 @@ export const openapiPlugin: FastifyPluginAsync<OpenapiPluginOptions> = globalPlu
         version: opts.version,
         description:
           "Search EVM chain data (blocks, transactions, logs, decoded events) with an Elasticsearch-style query DSL. " +
-          "Errors: {error: {code, message, path}, errors: [...]}; see docs/api.md for every code.",
+          "Errors: {error: {code, message, path}, errors: [...]}; see docs/api.md for every code." +
+          (chains.length > 0
+            ? ` Served chains (path segments <technology>/<blockchain>/<network>, rule fields): ${chains.map(label).join(", ")}.`
+            : ""),
       },
       tags: [
-        { name: "search", description: "Query indexed chain data (API token)" },
+        { name: "search", description: "Query indexed chain data, and the served chains (API token)" },
         { name: "admin", description: "Accounts and API tokens (admin token)" },
         { name: "alerting", description: "Alerting rules and their delivery log (API token)" },
         { name: "operations", description: "Health and metrics (no token)" },
@@ -98,7 +146,9 @@ export const openapiPlugin: FastifyPluginAsync<OpenapiPluginOptions> = globalPlu
     },
     // The document type of @fastify/swagger is stricter than the JSON walked here.
     transformObject: (documents) =>
-      hoistComponents((documents as { openapiObject: Parameters<typeof hoistComponents>[0] }).openapiObject) as never,
+      hoistComponents(
+        servedChainExamples((documents as { openapiObject: Parameters<typeof hoistComponents>[0] }).openapiObject, chains),
+      ) as never,
   });
   await app.register(swaggerUi, { routePrefix: DOCS_PREFIX, staticCSP: true });
 }, "chainsift-openapi");

@@ -17,6 +17,7 @@
  * | `canon` | hash | height → hash of the block ingest holds canonical there, written *before* that block (or a reorg announcement) is produced; `""` = no block at that height after a reorg |
  * | `produced` | hash | height → hash of the block the follower produced there (its reorg window) |
  * | `tip` | string | `<number>:<hash>` of the last block the follower produced |
+ * | `status` | hash | the node's head and ingest's position for other processes (lib/chain/ingest-status.ts) |
  * | `backfill:<from>-<to>` | string | the last height of that backfill produced so far |
  * | `orphaned` | sorted set | block hash (lower case) → the first sequence number its orphaning does not void: every block a reorg announcement orphaned, kept {@link ORPHANED_RETENTION_MS} (as long as the topics can hold its records; `canon` is pruned after about 16 windows) |
  *
@@ -166,7 +167,8 @@ return score`;
 /** ZMSCORE of KEYS[1] for the members ARGV (Redis ≥ 6.2): scores as strings, false when absent. */
 const ORPHAN_SCORES = "return redis.call('ZMSCORE', KEYS[1], unpack(ARGV))";
 
-function parseTip(raw: string | null): BlockRef | null {
+/** Parses a `tip` value (`<number>:<hash>`); null when absent or malformed. */
+export function parseTip(raw: string | null): BlockRef | null {
   if (!raw) return null;
   const i = raw.indexOf(":");
   const number = Number(raw.slice(0, i));

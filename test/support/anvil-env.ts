@@ -21,7 +21,7 @@ import { lookupToken, type TokenInfo } from "../../lib/chain/tokens.js";
 import type { Config } from "../../lib/config.js";
 import { createLogger, type Logger } from "../../lib/logger.js";
 import { connectRuleStore, type RuleStore } from "../../lib/rules/store.js";
-import { createDecoder } from "../../pipeline/decode/decoder.js";
+import { createDecoder, type Decoder } from "../../pipeline/decode/decoder.js";
 import { type MatchStage, type MatchStageDeps, startMatchStage } from "../../pipeline/match/stage.js";
 import { type NotifyStage, startNotifyStage } from "../../pipeline/notify/stage.js";
 import { type Pipeline, startPipeline } from "../../pipeline/runtime.js";
@@ -148,6 +148,16 @@ export interface AnvilEnvOptions {
   beforeStages?: (env: AnvilEnvBase) => Promise<void>;
   /** The match stage's settings, used by every start of it ({@link AnvilEnv.startMatch} too). Default: none. */
   match?: (env: AnvilEnvBase) => MatchSettings;
+  /**
+   * Run in this harness (its topic, index and Redis prefixes; several environments share one ES,
+   * Kafka and Redis namespace that way, one per chain). Its `config` is copied, not changed; the
+   * caller cleans it up. Default: a fresh harness, cleaned up by `stop()`.
+   */
+  harness?: Harness;
+  /** The chain's path segments (`config.chain`). Default `ethereum/ethereum/anvil`. */
+  chain?: Config["chain"];
+  /** anvil's chain id (`eth_chainId`). Default 31337. */
+  chainId?: number;
 }
 
 /** What {@link startAnvilEnv} has set up before the match and notify stages start. */
@@ -174,6 +184,8 @@ export interface AnvilEnvBase {
   nftAddress: string | undefined;
   /** Decimals the decoder knows per lower-case token address (for `scaled`); tests may add tokens. */
   knownTokens: Map<string, TokenInfo>;
+  /** The decode stage's decoder (chain id {@link anvil}'s; e.g. for test/support/canonical.ts `compareWithChain`). */
+  decoder: Decoder;
   /** The decode pipeline (its bus is the match and notify stages' bus). */
   pipeline: Pipeline;
   /** The rule store the match stage reads (same Redis and prefix as the API's). */
@@ -225,11 +237,13 @@ export interface AnvilEnv extends AnvilEnvBase {
 /** Starts the environment (a few seconds: anvil, solc, Kafka consumer groups); on failure, what started is stopped. */
 export async function startAnvilEnv(options: AnvilEnvOptions): Promise<AnvilEnv> {
   const closers: Array<() => Promise<unknown>> = [];
-  const h = createHarness();
-  closers.push(async () => {
-    await h.cleanup();
-    await deletePrefix(h.config.redisUrl, h.redisPrefix).catch(() => 0);
-  });
+  const h = options.harness ? { ...options.harness, config: { ...options.harness.config } } : createHarness();
+  if (!options.harness) {
+    closers.push(async () => {
+      await h.cleanup();
+      await deletePrefix(h.config.redisUrl, h.redisPrefix).catch(() => 0);
+    });
+  }
   const stop = async () => {
     for (const close of closers.splice(0).reverse()) await close().catch(() => {});
   };
@@ -251,7 +265,7 @@ async function start(
     closers.push(close);
   };
   const config = h.config;
-  config.chain = { technology: "ethereum", blockchain: "ethereum", network: "anvil" };
+  config.chain = options.chain ?? { technology: "ethereum", blockchain: "ethereum", network: "anvil" };
   config.notify = { ...config.notify, maxAttempts: 3, baseDelayMs: 20, maxDelayMs: 100, ...options.notify, allowlist: ["127.0.0.1"] };
   config.ingest = { ...config.ingest, traces: options.traces };
   const logger = options.logLevel === undefined ? h.logger : createLogger(process.env.LOG_LEVEL ?? options.logLevel, `test-${h.id}`);
@@ -260,7 +274,7 @@ async function start(
   const http = await startReceiver("ok");
   onStop(http.close);
 
-  const anvil = await startAnvil({ blockTimeSec: 0 });
+  const anvil = await startAnvil({ blockTimeSec: 0, ...(options.chainId === undefined ? {} : { chainId: options.chainId }) });
   onStop(() => anvil.stop());
   // The decode stage reads proxies' implementation slots from the node (user ABIs).
   config.ingest = { ...config.ingest, rpcUrl: anvil.rpcUrl };
@@ -318,6 +332,7 @@ async function start(
     nft,
     nftAddress,
     knownTokens,
+    decoder,
     pipeline,
     rules: connected.store,
     http,

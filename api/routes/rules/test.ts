@@ -35,8 +35,11 @@ export interface RuleTestRoutesDeps {
   config: Pick<Config, "elasticsearch" | "backtest" | "notify">;
   /** The chains served; the rule must name one (its indices are read). */
   chains: ChainId[];
-  /** Decoding of Method/Call arguments, as the match stage's; default mainnet and the bundled token list. */
-  decode?: DecodeMethodOptions;
+  /**
+   * Decoding of Method/Call arguments of a rule's chain, as that chain's match stage's (api/chains.ts
+   * `ServedChain.decode`); absent or undefined: mainnet's chain id and the bundled token list.
+   */
+  decode?: (chain: ChainId) => DecodeMethodOptions | undefined;
 }
 
 /** The path of the route. */
@@ -78,6 +81,8 @@ export function ruleTestRoutes(deps: RuleTestRoutesDeps): FastifyPluginAsync {
         const accountId = callerId(request);
         const parsed = parseBacktestRequest(request.body, chains, config.backtest.maxBlocks);
         if (!parsed.ok) throw new ApiError(parsed.errors);
+        const { rule } = parsed.value;
+        const decode = deps.decode?.({ technology: rule.technology, blockchain: rule.blockchain, network: rule.network });
         const scan = {
           es: app.es,
           indexPrefix: config.elasticsearch.indexPrefix,
@@ -85,7 +90,7 @@ export function ruleTestRoutes(deps: RuleTestRoutesDeps): FastifyPluginAsync {
           explorers: config.notify.explorerUrls,
           timeoutMs: config.backtest.timeoutMs,
           log: request.log,
-          ...(deps.decode ? { decode: deps.decode } : {}),
+          ...(decode ? { decode } : {}),
         };
         const lines = await runBacktest(scan, parsed.value, accountId);
         const ndjson = async function* () {
