@@ -35,8 +35,8 @@ export interface RuleTestRoutesDeps {
   config: Pick<Config, "elasticsearch" | "backtest" | "notify">;
   /** The chains served; the rule must name one (its indices are read). */
   chains: ChainId[];
-  /** Decoding of Method/Call arguments, as the match stage's; default mainnet and the bundled token list. */
-  decode?: DecodeMethodOptions;
+  /** Decoding of Method/Call arguments, as the match stage's (the chain's; required, never assumed). */
+  decode: DecodeMethodOptions;
 }
 
 /** The path of the route. */
@@ -85,7 +85,7 @@ export function ruleTestRoutes(deps: RuleTestRoutesDeps): FastifyPluginAsync {
           explorers: config.notify.explorerUrls,
           timeoutMs: config.backtest.timeoutMs,
           log: request.log,
-          ...(deps.decode ? { decode: deps.decode } : {}),
+          decode: deps.decode,
         };
         const lines = await runBacktest(scan, parsed.value, accountId);
         const ndjson = async function* () {
