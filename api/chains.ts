@@ -15,9 +15,11 @@ export interface ServedChain extends ChainId {
   chainId: number | null;
   /**
    * How rule backtests of this chain decode Method/Call arguments (`scaled` values): its chain id and
-   * token decimals source, the same as its match stage's.
+   * token decimals source, the same as its match stage's; undefined when the chain id is unknown
+   * (a plain {@link ChainId} passed by a caller): backtests of that chain are then refused
+   * (`CS_BACKTEST_TARGET_UNSUPPORTED`), never decoded with an assumed chain id.
    */
-  decode: DecodeMethodOptions;
+  decode: DecodeMethodOptions | undefined;
 }
 
 /** The `technology/blockchain/network` key of a chain. */
@@ -47,8 +49,8 @@ export function servedChainsOf(
 
 /**
  * The served chains of {@link ApiDeps}-style input: `chains` as given (plain chain ids get
- * `config.chainId` and `ownDecode` when they are `config.chain`, else chain id null and the default
- * decoding, `{}`), or {@link servedChainsOf} when `chains` is absent or empty.
+ * `config.chainId` and `ownDecode` when they are `config.chain`, else chain id null and no
+ * decoding), or {@link servedChainsOf} when `chains` is absent or empty.
  */
 export function resolveServedChains(
   config: Pick<Config, "chain" | "chainId" | "decode" | "chainsFile">,
@@ -60,7 +62,7 @@ export function resolveServedChains(
   return chains.map((c) => {
     const ids = { technology: c.technology, blockchain: c.blockchain, network: c.network };
     if ("decode" in c) return { ...ids, chainId: c.chainId, decode: c.decode };
-    return keyOf(c) === own ? { ...ids, chainId: config.chainId, decode: ownDecode } : { ...ids, chainId: null, decode: {} };
+    return keyOf(c) === own ? { ...ids, chainId: config.chainId, decode: ownDecode } : { ...ids, chainId: null, decode: undefined };
   });
 }
 

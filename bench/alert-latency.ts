@@ -133,7 +133,13 @@ export async function benchAlertLatency(args: string[]): Promise<void> {
     stages: ["decode"],
   });
   const rules = await connectRuleStore(h.config);
-  const match = await startMatchStage({ bus: pipeline.bus, config: h.config, logger: h.logger, rules: rules.store });
+  const match = await startMatchStage({
+    bus: pipeline.bus,
+    config: h.config,
+    logger: h.logger,
+    rules: rules.store,
+    decode: { chainId: anvil.chainId },
+  });
   const notify = await startNotifyStage({ bus: pipeline.bus, config: h.config, logger: h.logger });
   /** A rule on every CST transfer, posting to `url`. */
   const everyTransfer = async (name: string, url: string) => {

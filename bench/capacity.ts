@@ -55,7 +55,7 @@ export async function benchCapacity(args: string[]): Promise<void> {
   const logDirArg = args.indexOf("--kafka-log-dir");
   const logDir = logDirArg >= 0 ? args[logDirArg + 1] : undefined;
   const blocks = loadCompleteBlocks();
-  const decoder = createDecoder();
+  const decoder = createDecoder({ chainId: 1 });
   const expected = fixtureRecords(blocks, decoder);
   const h = createHarness();
   const logger = createLogger("error", "bench-capacity");

@@ -7,7 +7,7 @@
  * - `with on-chain decimals`: `tokenRequests` over the batch, then `decodeBatch` with the batch's
  *   resolved metadata as the fallback lookup (every unlisted contract answered from memory, as the
  *   cache does after its first batch; the JSON-RPC and Redis round trips are not measured here).
- * - `signatures off`: `decodeBatch` with `createDecoder({ signatures: false })`
+ * - `signatures off`: `decodeBatch` with `createDecoder({ chainId: 1, signatures: false })`
  *   (`CHAINSIFT_DECODE_SIGNATURES=false`); the two above decode with the signature database on (the default);
  * - `unknown topic0, sigs on` / `… off`: only the logs whose topic0 is no standard layout (the
  *   ones that reach the signature database), with the database on and off: the per-log cost of a
@@ -45,8 +45,8 @@ export async function benchDecode(args: string[]): Promise<void> {
   const inputs = toInputs(logs);
   const standard = new Set(supportedEvents().map((e) => e.topic0));
   const unknown = toInputs(logs.filter((l) => typeof l.topics[0] === "string" && !standard.has(l.topics[0].toLowerCase())));
-  const decoder = createDecoder();
-  const withoutSignatures = createDecoder({ signatures: false });
+  const decoder = createDecoder({ chainId: 1 });
+  const withoutSignatures = createDecoder({ chainId: 1, signatures: false });
   const db = signatureDatabase();
   const resolved = new Map<string, TokenMetadata>(
     tokenRequests(logs, 1).map((r) => [r.address, { decimals: 18, symbol: "T", name: null }] as const),

@@ -61,7 +61,7 @@ export async function benchIngestLegacy(args: string[]): Promise<void> {
   const copies = Number(args[args.indexOf("--copies") + 1] ?? 0) || 20;
   const base = loadCompleteBlocks();
   const blocks = Array.from({ length: copies }, (_, c) => base.map((b) => copyBlock(b, c, 100_000_000))).flat();
-  const decoder = createDecoder();
+  const decoder = createDecoder({ chainId: 1 });
 
   // Expected records, and the documents for the raw bulk baseline.
   const docs: Array<{ kind: RecordKind; doc: Record<string, unknown> }> = [];

@@ -43,7 +43,7 @@ function randomAddress(rnd: () => number): string {
 }
 
 function fixtureItems(): { items: Item[]; source: string } {
-  const decoder = createDecoder();
+  const decoder = createDecoder({ chainId: 1 });
   const items: Item[] = [];
   const blocks = loadCompleteBlocks();
   let events = 0;
@@ -61,7 +61,7 @@ function fixtureItems(): { items: Item[]; source: string } {
     for (const tx of bundle.transactions) {
       items.push({ type: "Transaction", entity: transactionEntity(tx) as unknown as Record<string, unknown> });
       txs++;
-      const m = methodEntity(tx);
+      const m = methodEntity(tx, { chainId: 1 });
       if (m) {
         items.push({ type: "Method", entity: m as unknown as Record<string, unknown> });
         methods++;

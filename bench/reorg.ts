@@ -97,7 +97,13 @@ export async function benchReorg(args: string[]): Promise<void> {
     stages: ["decode", "index"],
   });
   const rules = await connectRuleStore(h.config);
-  const match = await startMatchStage({ bus: pipeline.bus, config: h.config, logger: h.logger, rules: rules.store });
+  const match = await startMatchStage({
+    bus: pipeline.bus,
+    config: h.config,
+    logger: h.logger,
+    rules: rules.store,
+    decode: { chainId: anvil.chainId },
+  });
   const rule = await rules.store.create(
     "bench",
     tokenTransferRule({

@@ -49,7 +49,7 @@ export async function benchWire(args: string[]): Promise<void> {
   }
   const copies = numberArg(args, "--copies", 10);
   const rounds = numberArg(args, "--rounds", 5);
-  const decoder = createDecoder();
+  const decoder = createDecoder({ chainId: 1 }); // the fixtures are Ethereum mainnet (EIP-155 chain id 1)
   const one: Array<{ kind: TopicKind; key: string; record: unknown }> = [];
   for (const fb of loadCompleteBlocks()) {
     const bundle = toBlockBundle(fb.block, fb.receipts, fb.traces);

@@ -13,6 +13,7 @@ import { Client } from "@elastic/elasticsearch";
 import { parseBacktestRequest } from "../api/backtest/request.js";
 import { type BacktestLine, runBacktest } from "../api/backtest/run.js";
 import { ApiError } from "../api/errors.js";
+import { methodDecodingOf } from "../lib/chain/tokens.js";
 import type { BacktestAction } from "../lib/match/backtest.js";
 import { type CliCommand, type CliContext, type CommandArgs, EXIT_FAILURE, EXIT_OK, EXIT_USAGE } from "./chainsift.js";
 
@@ -102,6 +103,8 @@ async function rulesTest(ctx: CliContext, args: CommandArgs): Promise<number> {
       requestTimeoutMs: config.elasticsearch.requestTimeoutMs,
       explorers: config.notify.explorerUrls,
       timeoutMs: config.backtest.timeoutMs,
+      // The configured chain's id and token list, as the match stage's.
+      decode: methodDecodingOf(config),
     };
     let complete = false;
     for await (const line of await runBacktest(deps, parsed.value, CLI_BACKTEST_ACCOUNT)) {

@@ -21,24 +21,24 @@
 import { spawnSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { parseArgs } from "node:util";
-import { Client } from "@elastic/elasticsearch";
 import { startApi } from "../api/server.js";
-import { indexName } from "../es/mappings.js";
-import { bundledTokens } from "../lib/chain/tokens.js";
+import { replaceChains } from "../lib/chain-context.js";
 import { type Common, createCommon, embeddedOverlay } from "../lib/common.js";
-import { parseRpcUrls, rpcEndpoints } from "../lib/config.js";
+import { type ChainSettings, parseRpcUrls } from "../lib/config.js";
 import { serveProcessMetrics } from "../lib/metrics.js";
-import { RECORD_KINDS } from "../lib/records.js";
-import { createDecoder } from "../pipeline/decode/decoder.js";
-import { INDEX_REORGS_STAGE } from "../pipeline/index/indexer.js";
-import { createRpcSource } from "../pipeline/ingest/rpc.js";
-import { createBus, skipExistingRecords } from "../pipeline/kafka/bus.js";
-import { rpcTokenMetadataSource } from "../pipeline/match/token-metadata.js";
-import { CONSUMING_STAGES, checkChainId, startPipeline } from "../pipeline/runtime.js";
+import { createChainContext, createChainContexts } from "../pipeline/chain-context.js";
+import { STAGES } from "../pipeline/runtime.js";
+import { adoptNodeChainIds, forgetEarlierRuns, startStages } from "../pipeline/wiring.js";
 import { startAnvil } from "./devchain/anvil.js";
 import { startTraffic, TOKEN_DECIMALS, TOKEN_SYMBOL } from "./devchain/traffic.js";
 import { createBackfillDisplay } from "./progress.js";
 import { repoFile } from "./repo-file.js";
+
+/** The embedded chains of `npm start` without arguments: two anvil nodes, each with its own traffic. */
+const EMBEDDED_CHAINS = [
+  { network: "anvil", chainId: 31337 },
+  { network: "anvil-l2", chainId: 31338 },
+] as const;
 
 const HELP = `chainsift — npm start [-- options]
   --chains <file>   chains file (docs/chains.md; as CHAINSIFT_CHAINS_FILE): the chain, its chain id and endpoints
@@ -110,6 +110,7 @@ if (!values["no-stack"]) {
 }
 
 const common = createCommon({
+  chains: createChainContexts,
   ...(embedded ? { overlay: embeddedOverlay } : {}),
   ...(values.chains ? { env: { ...process.env, CHAINSIFT_CHAINS_FILE: values.chains } } : {}),
 });
@@ -118,61 +119,70 @@ main(common).catch((err: unknown) => {
   void common.shutdown.run("error", 1);
 });
 
-/** Starts everything; each part registers its stop (stopped in reverse: API, ingester, pipeline, traffic, anvil, Redis). */
-async function main({ config, logger, shutdown, ...common }: Common): Promise<void> {
+/**
+ * Starts the embedded chains (anvil plus traffic each) and replaces the process's chain contexts by
+ * theirs (URL segments `ethereum/ethereum/<network>`, the anvil's chain id, the traffic's ERC-20 known
+ * to the decoder). A network set by `CHAINSIFT_NETWORK` replaces the first chain's.
+ */
+async function startEmbeddedChains(common: Common): Promise<void> {
+  const { config, logger, shutdown } = common;
+  const first = config.served[0] as ChainSettings;
+  const chains = await Promise.all(
+    EMBEDDED_CHAINS.map(async ({ network, chainId }, i) => {
+      const anvil = await startAnvil({ blockTimeSec: 1, chainId, logger });
+      shutdown.add(`anvil ${network}`, () => anvil.stop());
+      const traffic = await startTraffic({ rpcUrl: anvil.rpcUrl, intervalMs: 1000, logger });
+      shutdown.add(`traffic ${network}`, () => traffic.stop());
+      const token = traffic.token.toLowerCase();
+      const settings: ChainSettings = {
+        ...first,
+        chain: { ...first.chain, network: i === 0 ? config.chain.network : network },
+        chainId: anvil.chainId,
+        chainIdFrom: "default",
+        rpcUrls: [anvil.rpcUrl],
+      };
+      logger.info(
+        { chain: settings.chain, chainId: anvil.chainId, rpcUrl: anvil.rpcUrl, token: traffic.token, nft: traffic.nft },
+        "embedded chain: anvil with generated traffic",
+      );
+      // The embedded token is not on any token list: teach the decoder its decimals.
+      return createChainContext(config, settings, {
+        processMetrics: common.metrics,
+        logger,
+        extraTokens: (address) => (address === token ? { symbol: TOKEN_SYMBOL, decimals: TOKEN_DECIMALS } : undefined),
+      });
+    }),
+  );
+  replaceChains(common, chains);
+  config.served = common.chains.map((c) => c.config.served[0] as ChainSettings);
+  for (const chain of chains) await forgetEarlierRuns(common, chain);
+}
+
+/** Starts everything; each part registers its stop (stopped in reverse: API, ingesters, pipelines, traffic, anvil, Redis). */
+async function main(common: Common): Promise<void> {
+  const { config, logger, shutdown } = common;
   // /metrics, /healthz, /readyz of the whole process (docs/metrics.md); the API serves /metrics too.
-  const metricsServer = await serveProcessMetrics({ config, logger, shutdown, ...common });
-  // Ingest fails over between every endpoint; the one-endpoint readers (token metadata, proxies) use the first.
-  let rpcUrls = rpcUrlsArg ?? rpcEndpoints(config.ingest);
-  let rpcUrl = rpcUrls[0] as string;
-  let tokens = bundledTokens(config);
-  let chainId: number;
-  if (embedded) {
-    const anvil = await startAnvil({ blockTimeSec: 1, logger });
-    shutdown.add("anvil", () => anvil.stop());
-    rpcUrl = anvil.rpcUrl;
-    rpcUrls = [rpcUrl];
-    chainId = anvil.chainId;
-    const traffic = await startTraffic({ rpcUrl, intervalMs: 1000, logger });
-    shutdown.add("traffic", () => traffic.stop());
-    const token = traffic.token.toLowerCase();
-    // The embedded token is not on any token list: teach the decoder its decimals.
-    const listed = tokens;
-    tokens = (address, cid) => (address === token ? { symbol: TOKEN_SYMBOL, decimals: TOKEN_DECIMALS } : listed(address, cid));
-    logger.info({ rpcUrl, token: traffic.token, nft: traffic.nft }, "embedded chain: anvil with generated traffic");
-    await forgetEarlierRuns(config, logger);
-  } else {
+  const metricsServer = await serveProcessMetrics(common);
+  if (embedded) await startEmbeddedChains(common);
+  else {
+    if (rpcUrlsArg) {
+      const first = config.served[0] as ChainSettings;
+      config.served = [{ ...first, rpcUrls: rpcUrlsArg }];
+      replaceChains(common, [createChainContext(config, config.served[0], { processMetrics: common.metrics, logger })]);
+    }
     // The chain id picks token decimals (token lists are per chain) before any stage starts: a
     // configured one must be the node's, else the node's is taken.
-    const probe = createRpcSource({ rpcUrls, ...config.ingest.rpc });
-    try {
-      chainId = await probe.chainId();
-    } finally {
-      probe.destroy();
-    }
-    if (config.chainIdFrom !== "default") checkChainId(config, chainId, rpcUrls);
+    await adoptNodeChainIds(common);
   }
-  config.chainId = chainId;
-  // One registry and one Redis client for the process: the API's /metrics serves every stage's metrics too.
-  const pipeline = await startPipeline({
-    config,
-    logger,
-    redis: common.redis,
-    metricsRegistry: common.metrics,
-    decoder: createDecoder({ chainId, tokens, signatures: config.decode.signatures }),
-    // Decimals of tokens outside the bundled list, read on chain by the decode stage (CHAINSIFT_DECODE_TOKEN_CALLS).
-    tokenRpcUrl: rpcUrl,
-    stages: [...CONSUMING_STAGES],
-    // Token entities (first sighting of a token contract) carry name/symbol/decimals read on chain.
-    tokenMetadata: rpcTokenMetadataSource(rpcUrl),
-    methodDecoding: { chainId, tokens },
-  });
-  shutdown.add("pipeline", () => pipeline.stop());
-  // The embedded chain is new on every run: its follower position from an earlier run means nothing.
-  if (embedded) await (await pipeline.chainState()).reset();
-  const { ingester, close } = await pipeline.createIngester(rpcUrls);
-  shutdown.add("ingester", close);
-  for (const check of pipeline.readiness) metricsServer?.addReadiness(check);
+  // The process configuration's own chain is the first served one (API defaults, banner).
+  const first = common.chains[0] as Common["chains"][number];
+  config.chain = first.chain;
+  config.chainId = first.chainId;
+  // One process for every stage of every chain: the API's /metrics serves every chain's metrics too.
+  const running = await startStages(common, { stages: [...STAGES], multiChainIngest: true });
+  // The embedded chains are new on every run: their follower positions from an earlier run mean nothing.
+  if (embedded) for (const c of running.chains) await (await c.pipeline.chainState()).reset();
+  for (const check of running.readiness) metricsServer?.addReadiness(check);
 
   let token = config.api.tokens[0];
   if (!values["no-api"]) {
@@ -180,63 +190,43 @@ async function main({ config, logger, shutdown, ...common }: Common): Promise<vo
       token = randomBytes(24).toString("base64url");
       config.api.tokens = [token];
     }
-    // Rule backtests decode Method/Call arguments as the match stage does.
-    const api = await startApi({ config, logger, shutdown, ...common }, { methodDecoding: { chainId, tokens } });
-    const base = `${api.url}/${config.chain.technology}/${config.chain.blockchain}/${config.chain.network}/es`;
+    // Rule backtests decode Method/Call arguments as the match stage does (the first chain's options).
+    const api = await startApi(common, { methodDecoding: first.decode });
+    const tries = common.chains.map((c) => {
+      const base = `${api.url}/${c.chain.technology}/${c.chain.blockchain}/${c.chain.network}/es`;
+      return `  Try:    curl -s -X POST ${base}/event/search/ -H "Authorization: Bearer ${token}" -H 'Content-Type: application/json' -d '{"size":3,"sort":{"blockNumber.num":"desc"}}'   # ${c.key} (chain id ${c.chainId})`;
+    });
     console.log(`
 chainsift is running.
   API:    ${api.url}
   Token:  ${token}${config.api.tokens.length === 1 && !process.env.CHAINSIFT_API_TOKENS ? "   (generated for this run; set CHAINSIFT_API_TOKENS to fix it)" : ""}
-  Try:    curl -s -X POST ${base}/event/search/ -H "Authorization: Bearer ${token}" -H 'Content-Type: application/json' -d '{"size":3,"sort":{"blockNumber.num":"desc"}}'
+${tries.join("\n")}
 `);
   }
 
   const { signal } = shutdown;
   // A progress bar in a terminal, progress lines otherwise (cli/progress.ts); backfills only.
   const progress = createBackfillDisplay({ logger, logOutput: common.logOutput, intervalMs: config.ingest.progressIntervalMs });
-  const ingesting = (async () => {
-    if (blocks) {
-      const stats = await ingester.ingestBlocks(blocks, signal);
-      logger.info(stats, "blocks ingested; the API keeps serving (Ctrl-C to stop)");
-    } else if (from !== undefined && to !== undefined) {
-      const stats = await ingester
-        .backfill(from, to, { signal, resume: !values["no-resume"], onProgress: progress.update })
-        .finally(() => progress.stop());
-      logger.info(stats, "backfill done; the API keeps serving (Ctrl-C to stop)");
-    } else {
-      await ingester.follow({ from: from ?? (embedded ? 0 : undefined), pollIntervalMs: config.ingest.pollIntervalMs, signal });
-    }
-  })();
-  // Stopped first, before the ingester's producer is closed: the loop ends once the signal aborts
-  // it, so a Ctrl-C never cuts a block's produce request short (which failed the run with "The
+  const ingesting = Promise.all(
+    running.chains.map(async ({ ingest }) => {
+      const ingester = (ingest as NonNullable<typeof ingest>).ingester;
+      if (blocks) {
+        const stats = await ingester.ingestBlocks(blocks, signal);
+        logger.info(stats, "blocks ingested; the API keeps serving (Ctrl-C to stop)");
+      } else if (from !== undefined && to !== undefined) {
+        const stats = await ingester
+          .backfill(from, to, { signal, resume: !values["no-resume"], onProgress: progress.update })
+          .finally(() => progress.stop());
+        logger.info(stats, "backfill done; the API keeps serving (Ctrl-C to stop)");
+      } else {
+        await ingester.follow({ from: from ?? (embedded ? 0 : undefined), pollIntervalMs: config.ingest.pollIntervalMs, signal });
+      }
+    }),
+  );
+  // Stopped first, before the ingesters' producers are closed: the loops end once the signal aborts
+  // them, so a Ctrl-C never cuts a block's produce request short (which failed the run with "The
   // producer is disconnected").
   shutdown.add("ingest loop", () => ingesting.catch(() => {}));
   shutdown.add("progress display", () => progress.stop());
   await ingesting;
-}
-
-/**
- * The embedded chain starts again from block 0 on every run: drops the previous run's records so
- * searches show only this chain (topics keep their history), and moves every stage's consumer group
- * past the records already in the topics (a stage stopped before it committed, or a consumer group
- * that is new, would otherwise replay earlier runs).
- * @throws when Elasticsearch or Kafka cannot be reached, or another process holds the consumer groups.
- */
-async function forgetEarlierRuns(config: Common["config"], logger: Common["logger"]): Promise<void> {
-  const es = new Client({ node: config.elasticsearch.url });
-  await es.indices.delete({
-    index: RECORD_KINDS.map((k) => indexName(config.chain, k, config.elasticsearch.indexPrefix)),
-    ignore_unavailable: true,
-  });
-  await es.close();
-  const bus = await createBus({ config, logger, setup: false });
-  try {
-    await skipExistingRecords(bus, [...CONSUMING_STAGES, INDEX_REORGS_STAGE]);
-  } catch (err) {
-    throw new Error(
-      `cannot move the stages' consumer groups (${bus.groupId("<stage>")}) past earlier runs: ${(err as Error).message}. ` +
-        "Is another npm start (or npm run stage) still running against this stack? Stop it first.",
-      { cause: err },
-    );
-  }
 }

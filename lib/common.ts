@@ -8,7 +8,10 @@
  *   human-readable ones (`LOG_FORMAT`); `logOutput`, where its lines go (a progress bar redirects
  *   them while it owns the terminal);
  * - `metrics`: one prom-client registry per process, with the default process metrics; the API
- *   serves it at `/metrics` and the stages register theirs in it;
+ *   serves it at `/metrics`, merged with the registry of every chain (lib/chain-context.ts
+ *   `ProcessRegistry`), in which that chain's stages register theirs (label `chain`);
+ * - `chains`: one chain context per served chain (lib/chain-context.ts; `config.served`): ids,
+ *   narrowed configuration, JSON-RPC client, token lookups and decode options;
  * - `redis`: one node-redis client per process, connected on first use (lib/redis.ts) and closed on
  *   shutdown; connections that cannot be shared (the rule store's WATCH/MULTI, subscribers) are
  *   still opened by their owners;
@@ -21,7 +24,9 @@
  *   session timeout).
  * @module
  */
-import { collectDefaultMetrics, Registry } from "prom-client";
+import { setMaxListeners } from "node:events";
+import { collectDefaultMetrics } from "prom-client";
+import { type ChainContext, ProcessRegistry } from "./chain-context.js";
 import { type Config, loadConfig } from "./config.js";
 import { createLogger, createLogOutput, type Logger, type LogOutput } from "./logger.js";
 import { lazyRedis, type RedisClient } from "./redis.js";
@@ -36,6 +41,11 @@ export interface CommonOptions {
   overlay?: (config: Config, env: NodeJS.ProcessEnv) => Config;
   /** Route SIGINT and SIGTERM to `shutdown.run` (default true; tests pass false). */
   signals?: boolean;
+  /**
+   * Resolves the chain contexts of `config.served` (pipeline/chain-context.ts `createChainContexts`,
+   * which `npm start` and `npm run stage` pass: lib/ cannot build a JSON-RPC client). Default none.
+   */
+  chains?: (config: Config, opts: { processMetrics: ProcessRegistry; logger: Logger }) => ChainContext[];
   /** Ends the process once the shutdown has run; default `process.exit`. */
   exit?: (code: number) => void;
 }
@@ -72,8 +82,14 @@ export interface Common {
   logger: Logger;
   /** Where {@link Common.logger}'s lines go: stdout, or what a terminal display redirects them to. */
   logOutput: LogOutput;
-  /** The process's prom-client registry (default metrics collected). */
-  metrics: Registry;
+  /** The process's prom-client registry (default metrics collected), serving every chain's registry merged. */
+  metrics: ProcessRegistry;
+  /**
+   * Every served chain's context, in `config.served` order (the first is `config.chain`'s). Built by
+   * {@link createCommon} with {@link CommonOptions.chains} (none without); `npm start` replaces them
+   * once its embedded chains run (lib/chain-context.ts `replaceChains`).
+   */
+  chains: ChainContext[];
   /**
    * The process's shared node-redis client, connected by the first call (later calls share it;
    * a failed connection is retried by the next call) and closed by the shutdown.
@@ -97,7 +113,7 @@ export function createCommon(options: CommonOptions = {}): Common {
   const config = options.overlay ? options.overlay(loaded, env) : loaded;
   const logOutput = createLogOutput();
   const logger = createLogger(config.logLevel, options.name, { format: config.logFormat, output: logOutput });
-  const metrics = new Registry();
+  const metrics = new ProcessRegistry();
   collectDefaultMetrics({ register: metrics });
   const shutdown = createShutdown(logger, options.exit ?? ((code) => process.exit(code)));
   const redis = lazyRedis(config.redisUrl, { logger, label: "process" });
@@ -110,7 +126,12 @@ export function createCommon(options: CommonOptions = {}): Common {
     process.on("SIGINT", onSignal);
     process.on("SIGTERM", onSignal);
   }
-  return { config, logger, logOutput, metrics, redis: () => redis.client(), shutdown };
+  const chains = options.chains?.(config, { processMetrics: metrics, logger }) ?? [];
+  shutdown.add("chain clients", () => {
+    for (const c of common.chains) c.rpc.destroy();
+  });
+  const common: Common = { config, logger, logOutput, metrics, chains, redis: () => redis.client(), shutdown };
+  return common;
 }
 
 /**
@@ -121,6 +142,8 @@ export function createCommon(options: CommonOptions = {}): Common {
  */
 export function createShutdown(logger: Pick<Logger, "info" | "warn">, exit: (code: number) => void): Shutdown {
   const controller = new AbortController();
+  // Every chain's follower, consumers and clients watch the one signal (two chains pass the default of 10).
+  setMaxListeners(100, controller.signal);
   const stops: Array<{ name: string; stop: StopFunction }> = [];
   let running: Promise<void> | undefined;
   return {

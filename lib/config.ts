@@ -60,6 +60,14 @@ export interface Config {
    * names. Default none: one chain from the environment (the env shorthand).
    */
   chainsFile: { path: string; chains: ChainEntry[] } | undefined;
+  /**
+   * Every chain this process serves, in the file's order (the first is {@link Config.chain}): the
+   * chains file's entries, narrowed by `CHAINSIFT_CHAIN` (a comma-separated list of
+   * `technology/blockchain/network`; default every chain of the file), else the one chain of the env
+   * shorthand. Each becomes one chain context (lib/chain-context.ts) with its own narrowed
+   * configuration ({@link configOfChain}).
+   */
+  served: ChainSettings[];
   kafka: {
     /** Bootstrap brokers. Env `KAFKA_BROKERS` (comma-separated), default `127.0.0.1:9092`. */
     brokers: string[];
@@ -537,8 +545,8 @@ export const PER_CHAIN_VARIABLES = [
   "CHAINSIFT_DECODE_TOKEN_CALLS",
 ] as const;
 
-/** The served chain's settings, from the chains file or from the env shorthand. */
-interface ServedChain {
+/** One served chain's settings, from the chains file or from the env shorthand ({@link Config.served}). */
+export interface ChainSettings {
   chain: ChainId;
   chainId: number;
   chainIdFrom: ChainIdSource;
@@ -553,28 +561,31 @@ interface ServedChain {
   explorerUrl?: string;
 }
 
-function servedChain(env: NodeJS.ProcessEnv): ServedChain {
+/** The chains this process serves (the env shorthand's one, or the file's, narrowed by `CHAINSIFT_CHAIN`). */
+function servedChains(env: NodeJS.ProcessEnv): ChainSettings[] {
   const path = env.CHAINSIFT_CHAINS_FILE?.trim();
   if (!path) {
     const chainIdRaw = env.CHAINSIFT_CHAIN_ID;
-    return {
-      chain: {
-        technology: str(env, "CHAINSIFT_TECHNOLOGY", "ethereum"),
-        blockchain: str(env, "CHAINSIFT_BLOCKCHAIN", "ethereum"),
-        network: str(env, "CHAINSIFT_NETWORK", "mainnet"),
+    return [
+      {
+        chain: {
+          technology: str(env, "CHAINSIFT_TECHNOLOGY", "ethereum"),
+          blockchain: str(env, "CHAINSIFT_BLOCKCHAIN", "ethereum"),
+          network: str(env, "CHAINSIFT_NETWORK", "mainnet"),
+        },
+        chainId: int(env, "CHAINSIFT_CHAIN_ID", 1, 1),
+        chainIdFrom: chainIdRaw === undefined || chainIdRaw === "" ? "default" : "env",
+        chainsFile: undefined,
+        rpcUrls: env.CHAINSIFT_RPC_URLS?.trim()
+          ? parseRpcUrls(env.CHAINSIFT_RPC_URLS, "CHAINSIFT_RPC_URLS")
+          : parseRpcUrls(str(env, "CHAINSIFT_RPC_URL", "http://127.0.0.1:8545"), "CHAINSIFT_RPC_URL"),
+        concurrency: int(env, "CHAINSIFT_INGEST_CONCURRENCY", 4, 1),
+        traces: bool(env, "CHAINSIFT_INGEST_TRACES", true),
+        tracesRequired: false,
+        tokenCalls: bool(env, "CHAINSIFT_DECODE_TOKEN_CALLS", true),
+        tokenList: true,
       },
-      chainId: int(env, "CHAINSIFT_CHAIN_ID", 1, 1),
-      chainIdFrom: chainIdRaw === undefined || chainIdRaw === "" ? "default" : "env",
-      chainsFile: undefined,
-      rpcUrls: env.CHAINSIFT_RPC_URLS?.trim()
-        ? parseRpcUrls(env.CHAINSIFT_RPC_URLS, "CHAINSIFT_RPC_URLS")
-        : parseRpcUrls(str(env, "CHAINSIFT_RPC_URL", "http://127.0.0.1:8545"), "CHAINSIFT_RPC_URL"),
-      concurrency: int(env, "CHAINSIFT_INGEST_CONCURRENCY", 4, 1),
-      traces: bool(env, "CHAINSIFT_INGEST_TRACES", true),
-      tracesRequired: false,
-      tokenCalls: bool(env, "CHAINSIFT_DECODE_TOKEN_CALLS", true),
-      tokenList: true,
-    };
+    ];
   }
   for (const name of PER_CHAIN_VARIABLES) {
     if (env[name] !== undefined && env[name] !== "") {
@@ -588,28 +599,30 @@ function servedChain(env: NodeJS.ProcessEnv): ServedChain {
     if (err instanceof ChainsFileError) throw new ConfigError("CHAINSIFT_CHAINS_FILE", err.message, err);
     throw err;
   }
-  const wanted = env.CHAINSIFT_CHAIN?.trim();
-  let entry: ChainEntry | undefined;
-  if (wanted) {
-    entry = chains.find((c) => chainKey(c) === wanted);
+  const wanted = (env.CHAINSIFT_CHAIN ?? "")
+    .split(",")
+    .map((k) => k.trim())
+    .filter((k) => k !== "");
+  const entries: ChainEntry[] = [];
+  for (const key of wanted) {
+    const entry = chains.find((c) => chainKey(c) === key);
     if (!entry) {
-      throw new ConfigError("CHAINSIFT_CHAIN", `${JSON.stringify(wanted)} is not in ${path} (it lists ${chains.map(chainKey).join(", ")})`);
+      throw new ConfigError("CHAINSIFT_CHAIN", `${JSON.stringify(key)} is not in ${path} (it lists ${chains.map(chainKey).join(", ")})`);
     }
-  } else if (chains.length === 1) {
-    entry = chains[0];
-  } else {
-    throw new ConfigError(
-      "CHAINSIFT_CHAIN",
-      `${path} lists ${chains.length} chains; a process serves one: set CHAINSIFT_CHAIN to one of ${chains.map(chainKey).join(", ")}`,
-    );
+    if (!entries.includes(entry)) entries.push(entry);
   }
-  const c = entry as ChainEntry;
+  const chainsFile = { path, chains };
+  return (entries.length > 0 ? entries : chains).map((c) => settingsOfEntry(c, chainsFile));
+}
+
+/** A chains file entry's settings, with the file's defaults applied. */
+function settingsOfEntry(c: ChainEntry, chainsFile: NonNullable<Config["chainsFile"]>): ChainSettings {
   const decimals = c.tokenDecimals ?? ["tokenList", "calls"];
   return {
     chain: { technology: c.technology, blockchain: c.blockchain, network: c.network },
     chainId: c.chainId,
     chainIdFrom: "file",
-    chainsFile: { path, chains },
+    chainsFile,
     rpcUrls: [...c.rpcUrls],
     concurrency: c.ingestConcurrency ?? 4,
     traces: c.traces !== "off",
@@ -621,13 +634,41 @@ function servedChain(env: NodeJS.ProcessEnv): ServedChain {
 }
 
 /**
+ * The process configuration narrowed to one served chain: `chain`, `chainId`, `chainIdFrom`, the
+ * endpoints, ingest concurrency and traces, and the token decimal sources are the chain's; the rest
+ * (Kafka, Elasticsearch, Redis, the API, notify, the JSON-RPC transport's limits, …) is shared.
+ * @param config - the process configuration ({@link loadConfig}).
+ * @param s - one of `config.served`.
+ * @returns a new configuration whose `served` is `[s]`; `config` is not modified.
+ */
+export function configOfChain(config: Config, s: ChainSettings): Config {
+  return {
+    ...config,
+    chain: { ...s.chain },
+    chainId: s.chainId,
+    chainIdFrom: s.chainIdFrom,
+    chainsFile: s.chainsFile,
+    served: [s],
+    ingest: {
+      ...config.ingest,
+      rpcUrl: s.rpcUrls[0] as string,
+      rpcUrls: [...s.rpcUrls],
+      concurrency: s.concurrency,
+      traces: s.traces,
+      tracesRequired: s.tracesRequired,
+    },
+    decode: { ...config.decode, tokenCalls: s.tokenCalls, tokenList: s.tokenList },
+  };
+}
+
+/**
  * Reads the configuration from an environment (default `process.env`).
  * @throws {ConfigError} when a numeric variable is not a valid integer (or below its minimum), when
  *   `LOG_FORMAT` is not `auto`, `json` or `pretty`, when `CHAINSIFT_RPC_URLS` (or `CHAINSIFT_RPC_URL`) holds no http(s) URL, when `CHAINSIFT_EXPLORER_URLS` is malformed, or when `CHAINSIFT_API_HEADERS_TIMEOUT_MS` exceeds `CHAINSIFT_API_REQUEST_TIMEOUT_MS`;
  *   with `CHAINSIFT_CHAINS_FILE`: when the file is unreadable or invalid (variable
  *   `CHAINSIFT_CHAINS_FILE`, message `CHAINSIFT_CHAINS_FILE: <file>: CS_CHAINS_FILE_INVALID: <path>: <problem>…`,
  *   `cause` the {@link ChainsFileError}), when a per-chain variable ({@link PER_CHAIN_VARIABLES}) is
- *   also set, or when `CHAINSIFT_CHAIN` is needed (several chains) or names no listed chain.
+ *   also set, or when `CHAINSIFT_CHAIN` names a chain the file does not list.
  */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const headersTimeoutMs = int(env, "CHAINSIFT_API_HEADERS_TIMEOUT_MS", 10_000, 1);
@@ -638,16 +679,20 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       `must not exceed CHAINSIFT_API_REQUEST_TIMEOUT_MS (${requestTimeoutMs}), got ${headersTimeoutMs}`,
     );
   }
-  const served = servedChain(env);
+  const all = servedChains(env);
+  const served = all[0] as ChainSettings;
   const { rpcUrls } = served;
   const explorerUrls = explorers(env, "CHAINSIFT_EXPLORER_URLS");
-  if (served.explorerUrl === "") delete explorerUrls[chainKey(served.chain)];
-  else if (served.explorerUrl !== undefined) explorerUrls[chainKey(served.chain)] = served.explorerUrl;
+  for (const s of all) {
+    if (s.explorerUrl === "") delete explorerUrls[chainKey(s.chain)];
+    else if (s.explorerUrl !== undefined) explorerUrls[chainKey(s.chain)] = s.explorerUrl;
+  }
   return {
     chain: served.chain,
     chainId: served.chainId,
     chainIdFrom: served.chainIdFrom,
     chainsFile: served.chainsFile,
+    served: all,
     kafka: {
       brokers: list(env, "KAFKA_BROKERS", ["127.0.0.1:9092"]),
       clientId: str(env, "KAFKA_CLIENT_ID", "chainsift"),

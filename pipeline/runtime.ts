@@ -14,13 +14,13 @@ import type { DecodeMethodOptions } from "../lib/chain/methods.js";
 import { type ChainState, createRedisChainState, ingestKeyPrefix } from "../lib/chain/state.js";
 import { createTokenMetadataCache } from "../lib/chain/token-cache.js";
 import { readTokenMetadata } from "../lib/chain/token-metadata.js";
-import { bundledTokens, methodDecodingOf } from "../lib/chain/tokens.js";
 import { chainKey } from "../lib/chains.js";
 import { type Config, ConfigError } from "../lib/config.js";
 import { NonRetryableError } from "../lib/errors.js";
 import type { Logger } from "../lib/logger.js";
 import type { ReadinessCheck } from "../lib/metrics.js";
 import { lazyRedis, type RedisClient } from "../lib/redis.js";
+import { createChainContext, type PipelineChainContext } from "./chain-context.js";
 import { createDecoder, type Decoder } from "./decode/decoder.js";
 import { rpcImplementationReader } from "./decode/proxy.js";
 import { type DecodeStageDeps, startDecodeStage } from "./decode/stage.js";
@@ -32,7 +32,7 @@ import { type ChainSource, createRpcSource, redactRpcUrl, type TraceSource } fro
 import { type Bus, createBus, createRecordProducer, type RecordProducer } from "./kafka/bus.js";
 import type { RunningConsumer } from "./kafka/consumer.js";
 import { startMatchStage } from "./match/stage.js";
-import { type TokenMetadataSource, tokenListMetadataSource } from "./match/tokens.js";
+import type { TokenMetadataSource } from "./match/tokens.js";
 import { startNotifyStage } from "./notify/stage.js";
 
 /** The consuming stages, in pipeline order (`npm start` runs them all). */
@@ -65,8 +65,14 @@ export interface PipelineDeps {
   /** Elasticsearch client; created from config when absent (and closed on stop). */
   es?: Client;
   /**
-   * Decoder; when absent, `createDecoder` with `config.chainId`, the bundled token list unless
-   * `config.decode.tokenList` is false, and the signature database per `config.decode.signatures`.
+   * The chain's context (lib/chain-context.ts): ids, JSON-RPC client, token lookups and decode
+   * options of every stage. Default one resolved from `config` (its first served chain) with
+   * `metricsRegistry`, whose client the pipeline destroys on stop. `config` should be its `config`.
+   */
+  chain?: PipelineChainContext;
+  /**
+   * Decoder; when absent, `createDecoder` with the chain's id and tokens ({@link PipelineDeps.chain})
+   * and the signature database per `config.decode.signatures`.
    */
   decoder?: Decoder;
   /**
@@ -85,14 +91,10 @@ export interface PipelineDeps {
   stages?: ConsumingStage[];
   /**
    * Chain id and token decimals for the decoded Method/Call arguments of the match stage and of the
-   * index stage's call documents; default {@link methodDecodingOf}(config): `config.chainId` and
-   * the bundled token list (none when `config.decode.tokenList` is false).
+   * index stage's call documents; default the chain context's `decode`.
    */
   methodDecoding?: DecodeMethodOptions;
-  /**
-   * Token metadata for the match stage's Token entities (e.g. `rpcTokenMetadataSource(rpcUrl)`);
-   * default the bundled token list's entries of `config.chainId`.
-   */
+  /** Token metadata for the match stage's Token entities; default the chain context's `tokenMetadata`. */
   tokenMetadata?: TokenMetadataSource;
   /** Refresh indices after each bulk (tests). Default false. */
   refresh?: boolean;
@@ -129,7 +131,7 @@ export interface Pipeline {
    * durable {@link Pipeline.chainState}.
    */
   createIngester(
-    rpcUrl: string | readonly string[],
+    rpcUrl?: string | readonly string[],
     opts?: { concurrency?: number; traces?: boolean },
   ): Promise<{
     ingester: Ingester;
@@ -183,24 +185,25 @@ export async function startPipeline(deps: PipelineDeps): Promise<Pipeline> {
   const ownRedis = deps.redis ? undefined : lazyRedis(config.redisUrl, { logger, label: "pipeline" });
   const redis = deps.redis ?? (() => (ownRedis as NonNullable<typeof ownRedis>).client());
   const chainState = async (): Promise<ChainState> => createRedisChainState(await redis(), config.redisKeyPrefix, config.chain);
-  const registry = deps.metricsRegistry;
+  const registry = deps.metricsRegistry ?? deps.chain?.metrics;
   /** The registry, as an optional dependency of a stage (absent: the stage keeps a private one). */
   const metrics = registry ? { registry } : {};
-  const listTokens = bundledTokens(config);
-  const methodDecoding = deps.methodDecoding ?? methodDecodingOf(config);
+  const ctx = deps.chain ?? createChainContext(config, undefined, { ...(registry ? { metrics: registry } : {}), logger });
+  const listTokens = ctx.tokens;
+  const methodDecoding = deps.methodDecoding ?? ctx.decode;
   if (stages.includes("decode")) {
     logger.info(
       {
         stage: "decode",
-        chain: config.chain,
-        chainId: config.chainId,
+        chain: ctx.key,
+        chainId: ctx.chainId,
         chainIdFrom: config.chainIdFrom,
         tokenList: config.decode.tokenList,
         tokenCalls: config.decode.tokenCalls,
       },
       "decode options",
     );
-    const tokenRpcUrl = deps.tokenRpcUrl ?? config.ingest.rpcUrl;
+    const tokenRpcUrl = deps.tokenRpcUrl ?? ctx.config.ingest.rpcUrl;
     const tokenMetadata = config.decode.tokenCalls
       ? createTokenMetadataCache({
           redis,
@@ -210,7 +213,7 @@ export async function startPipeline(deps: PipelineDeps): Promise<Pipeline> {
           negativeTtlMs: config.decode.tokenNegativeTtlMs,
         })
       : undefined;
-    const decoder = deps.decoder ?? createDecoder({ chainId: config.chainId, tokens: listTokens, signatures: config.decode.signatures });
+    const decoder = deps.decoder ?? createDecoder({ chainId: ctx.chainId, tokens: listTokens, signatures: config.decode.signatures });
     // User ABIs: proxies' implementation slots are read from the same node as token metadata.
     const abis = deps.abis === false ? {} : { abis: await abiDeps(config, await redis(), es, tokenRpcUrl) };
     started(
@@ -220,7 +223,7 @@ export async function startPipeline(deps: PipelineDeps): Promise<Pipeline> {
         decoder,
         logger,
         ...(tokenMetadata ? { tokenMetadata } : {}),
-        chainId: config.chainId,
+        chainId: ctx.chainId,
         tokens: listTokens,
         ...metrics,
         ...abis,
@@ -250,7 +253,7 @@ export async function startPipeline(deps: PipelineDeps): Promise<Pipeline> {
       "match",
       await startMatchStage({
         ...(await shared()),
-        tokens: deps.tokenMetadata ?? tokenListMetadataSource(config.chainId),
+        tokens: deps.tokenMetadata ?? ctx.tokenMetadata,
         decode: methodDecoding,
       }),
     );
@@ -266,8 +269,12 @@ export async function startPipeline(deps: PipelineDeps): Promise<Pipeline> {
     readiness,
     chainState,
     async createIngester(rpcUrl, opts) {
-      const rpcUrls = typeof rpcUrl === "string" ? [rpcUrl] : rpcUrl;
-      const source = createRpcSource({ rpcUrls, ...config.ingest.rpc, logger: logger.child({ stage: "ingest" }), ...metrics });
+      // The chain's one client, unless the caller names other endpoints (tests).
+      const rpcUrls = rpcUrl === undefined ? ctx.rpcUrls : typeof rpcUrl === "string" ? [rpcUrl] : rpcUrl;
+      const ownSource = rpcUrl !== undefined;
+      const source = ownSource
+        ? createRpcSource({ rpcUrls, ...config.ingest.rpc, logger: logger.child({ stage: "ingest" }), ...metrics })
+        : ctx.rpc;
       // Several endpoints must be one chain (an endpoint of another chain would feed its blocks), and
       // a configured chain id must be the node's: checked once here.
       if (rpcUrls.length > 1 || config.chainIdFrom !== "default") {
@@ -277,7 +284,7 @@ export async function startPipeline(deps: PipelineDeps): Promise<Pipeline> {
             if (config.chainIdFrom !== "default") checkChainId(config, nodeChainId, rpcUrls);
           })
           .catch((err: unknown) => {
-            source.destroy();
+            if (ownSource) source.destroy();
             throw err;
           });
       }
@@ -287,7 +294,7 @@ export async function startPipeline(deps: PipelineDeps): Promise<Pipeline> {
       const wanted = opts?.traces ?? config.ingest.traces;
       const traceSource: TraceSource | "off" = wanted ? await probeTraceSource(source, { logger }) : "off";
       if (traceSource === "none" && config.ingest.tracesRequired) {
-        source.destroy();
+        if (ownSource) source.destroy();
         throw new ConfigError(
           "CHAINSIFT_CHAINS_FILE",
           `${chainKey(config.chain)} has traces: on, but the node has neither debug_traceBlockByNumber nor trace_block (use traces: auto to go on without)`,
@@ -330,7 +337,7 @@ export async function startPipeline(deps: PipelineDeps): Promise<Pipeline> {
         traceSource,
         async close() {
           await status.stop();
-          source.destroy();
+          if (ownSource) source.destroy();
           await producer.disconnect();
         },
       };
@@ -340,6 +347,7 @@ export async function startPipeline(deps: PipelineDeps): Promise<Pipeline> {
       await Promise.allSettled(producers.map((p) => p.disconnect()));
       await ownRedis?.close();
       if (ownEs) await es.close();
+      if (!deps.chain) ctx.rpc.destroy();
     },
   };
 }

@@ -52,8 +52,8 @@ export interface BacktestScanDeps {
   clock?: () => number;
   /** Clock of the alerts' `emittedAt`; default `() => new Date()`. */
   now?: () => Date;
-  /** Decoding of Method/Call arguments, as the match stage's; default mainnet. */
-  decode?: DecodeMethodOptions;
+  /** Decoding of Method/Call arguments, as the match stage's (the chain's; required, never assumed). */
+  decode: DecodeMethodOptions;
   /** Block-explorer base URLs of the rendered messages (config `notify.explorerUrls`); default lib/alerting/template.ts's. */
   explorers?: ExplorerUrls;
   /** Receives scan failures (the answer then ends with an `error` line). */
@@ -164,7 +164,7 @@ export async function startBacktest(deps: BacktestScanDeps, chain: ChainId, run:
     accountId: run.accountId,
     chain,
     head: run.head ?? run.to,
-    ...(deps.decode ? { decode: deps.decode } : {}),
+    decode: deps.decode,
     ...(deps.explorers ? { explorers: deps.explorers } : {}),
     ...(deps.now ? { now: deps.now } : {}),
   });

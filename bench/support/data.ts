@@ -106,7 +106,7 @@ export function fixtureDocs(base: readonly FixtureBlock[], copies: number, offse
 
 /** Every record of the given blocks as ES documents: block, transactions, logs, decoded events. */
 export function blockDocs(blocks: readonly FixtureBlock[]): BenchDoc[] {
-  const decoder = createDecoder();
+  const decoder = createDecoder({ chainId: 1 });
   const docs: BenchDoc[] = [];
   const add = <K extends RecordKind>(kind: K, rec: Parameters<typeof recordId<K>>[1]): void => {
     docs.push({ kind, id: recordId(kind, rec), doc: rec as unknown as Record<string, unknown> });
@@ -126,7 +126,7 @@ export function blockDocs(blocks: readonly FixtureBlock[]): BenchDoc[] {
 
 /** Every decoded event of the given fixture blocks (each appears once). */
 export function fixtureEvents(base: readonly FixtureBlock[]): EventRecord[] {
-  const decoder = createDecoder();
+  const decoder = createDecoder({ chainId: 1 });
   const out: EventRecord[] = [];
   for (const fb of base) {
     for (const l of toBlockBundle(fb.block, fb.receipts).logs) {

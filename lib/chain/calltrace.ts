@@ -193,7 +193,7 @@ export function flattenCallTrace(frame: CallFrame | { result: CallFrame }, ctx: 
  * Call entity of a flattened frame: the frame plus its input decoded against the built-in ABI set.
  * @returns null for CREATE/CREATE2/SELFDESTRUCT frames and inputs that do not decode.
  */
-export function callEntity(trace: TraceEntity, options: DecodeMethodOptions = {}): CallEntity | null {
+export function callEntity(trace: TraceEntity, options: DecodeMethodOptions): CallEntity | null {
   if (trace.type.startsWith("CREATE") || trace.type === "SELFDESTRUCT") return null;
   // DELEGATECALL runs the callee's code on the caller's storage: the token is the caller.
   const contract = trace.type === "DELEGATECALL" || trace.type === "CALLCODE" ? trace.from : trace.to;

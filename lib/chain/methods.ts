@@ -84,8 +84,8 @@ export interface DecodedMethod {
 
 /** Options of {@link decodeMethod}. */
 export interface DecodeMethodOptions {
-  /** EIP-155 chain id for token decimals lookups. Default 1. */
-  chainId?: number;
+  /** EIP-155 chain id for token decimals lookups (the chain context's; required, never assumed). */
+  chainId: number;
   /** Token lookup for `scaled`; default the bundled token list (`lib/chain/tokens.ts`). */
   tokens?: TokenLookup;
 }
@@ -160,7 +160,7 @@ const HEX_BYTES = /^0x(?:[0-9a-fA-F]{2})*$/;
  * @returns the decoded call, or null when the input is shorter than 4 bytes, not hex, has an
  *   unknown selector, or its arguments do not decode. Never throws.
  */
-export function decodeMethod(input: string, contract: string | null | undefined, options: DecodeMethodOptions = {}): DecodedMethod | null {
+export function decodeMethod(input: string, contract: string | null | undefined, options: DecodeMethodOptions): DecodedMethod | null {
   if (typeof input !== "string" || input.length < 10 || !HEX_BYTES.test(input)) return null;
   const methodId = input.slice(0, 10).toLowerCase();
   const { iface, bySelector } = compiledTable();
@@ -174,7 +174,7 @@ export function decodeMethod(input: string, contract: string | null | undefined,
   }
   let token: TokenInfo | undefined;
   if (contract) {
-    const t = (options.tokens ?? lookupToken)(contract.toLowerCase(), options.chainId ?? 1);
+    const t = (options.tokens ?? lookupToken)(contract.toLowerCase(), options.chainId);
     if (t && Number.isInteger(t.decimals) && t.decimals >= 0 && t.decimals <= 255) token = t;
   }
   const args: MethodArg[] = c.fragment.inputs.map((p, pos) => {

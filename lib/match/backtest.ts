@@ -198,8 +198,8 @@ export interface BacktesterOptions {
   chain: ChainId;
   /** The newest indexed block number: how deep each match is. */
   head: number;
-  /** Chain id and token decimals for decoded Method/Call arguments (as the match stage's `decode`); default mainnet. */
-  decode?: DecodeMethodOptions;
+  /** Chain id and token decimals for decoded Method/Call arguments (as the match stage's `decode`; the chain context's). */
+  decode: DecodeMethodOptions;
   /** Block-explorer base URLs of the rendered messages, as the notify stage's (config `notify.explorerUrls`); default lib/alerting/template.ts's. */
   explorers?: ExplorerUrls;
   /** Clock of `emittedAt`; default `() => new Date()`. */

@@ -151,7 +151,7 @@ export function transactionEntity(tx: TransactionRecord): TransactionEntity {
  *   selector, short or malformed arguments). Failed transactions (status 0) do give an entity;
  *   rules filter on `status`.
  */
-export function methodEntity(tx: TransactionRecord, options: DecodeMethodOptions = {}): MethodEntity | null {
+export function methodEntity(tx: TransactionRecord, options: DecodeMethodOptions): MethodEntity | null {
   if (tx.to === null) return null;
   const m = decodeMethod(tx.input, tx.to, options);
   if (!m) return null;
@@ -260,7 +260,7 @@ export interface SourceRecord {
  * @throws {SyntaxError} when a trace record's `frameJson` is not JSON; {@link MalformedRpcDataError}
  *   (lib/chain/rpc-values.ts) when a frame in it is malformed.
  */
-export function entitiesOf(source: SourceRecord, decode?: DecodeMethodOptions): TypedEntity[] {
+export function entitiesOf(source: SourceRecord, decode: DecodeMethodOptions): TypedEntity[] {
   const out: TypedEntity[] = [];
   switch (source.topicKind) {
     case "transactions": {

@@ -22,14 +22,15 @@ import type { EventArg, EventRecord, LogRecord } from "../../lib/records.js";
 import { EVENT_SPECS, type EventSpec } from "./events.js";
 import { matchSignature, SIGNATURE_STANDARD } from "./signatures.js";
 
-/** Dependencies of {@link createDecoder}; every field is optional. */
+/** Dependencies of {@link createDecoder}; every field but `chainId` is optional. */
 export interface DecoderDeps {
   /**
    * EIP-155 chain id of the logs (https://eips.ethereum.org/EIPS/eip-155), e.g. 1 for Ethereum
    * mainnet, 137 for Polygon. Selects which token-list entries give decimals, so a contract on
-   * another chain never gets a mainnet token's decimals. Default 1.
+   * another chain never gets a mainnet token's decimals. Required: the chain context's
+   * (lib/chain-context.ts), never assumed.
    */
-  chainId?: number;
+  chainId: number;
   /**
    * Token metadata lookup replacing the bundled Uniswap default token list ({@link lookupToken}).
    * Called with the emitting contract's lower-case address and {@link DecoderDeps.chainId}, only
@@ -411,11 +412,11 @@ function signatureEvent(log: LogRecord): EventRecord | null {
  *   A failed decode renders as `Name(undecodable: <error>)`.
  * - Record fields logIndex, transactionIndex, transactionHash, address, blockHash, blockNumber
  *   and timestamp are the log's (same objects, not copies).
- * @param deps optional chain id (default 1), token lookup (default: bundled token list) and
+ * @param deps the chain id (required), token lookup (default: bundled token list) and
  *   signature-database switch (default on).
  */
-export function createDecoder(deps: DecoderDeps = {}): Decoder {
-  const chainId = deps.chainId ?? 1;
+export function createDecoder(deps: DecoderDeps): Decoder {
+  const { chainId } = deps;
   const tokens = deps.tokens ?? lookupToken;
   const signatures = deps.signatures ?? true;
   const table = layouts();

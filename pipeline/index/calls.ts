@@ -13,7 +13,7 @@ import type { CallRecord, TraceRecord } from "../../lib/records.js";
  * Flattens and decodes a trace record into call records, in pre-order (top-level frame first).
  * @throws {SyntaxError} when `frameJson` is not JSON; {@link MalformedRpcDataError}-like errors from flattening for malformed frames.
  */
-export function callRecords(trace: TraceRecord, decode?: DecodeMethodOptions): CallRecord[] {
+export function callRecords(trace: TraceRecord, decode: DecodeMethodOptions): CallRecord[] {
   const frame = JSON.parse(trace.frameJson) as CallFrame;
   return flattenCallTrace(frame, trace).map((f): CallRecord => {
     const call = callEntity(f, decode);

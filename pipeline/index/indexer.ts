@@ -89,7 +89,7 @@ export function toIndexDocs(
   chain: ChainId,
   indexPrefix: string,
   failures: HandlerFailure[] = [],
-  decode?: DecodeMethodOptions,
+  decode: DecodeMethodOptions,
 ): IndexDoc[] {
   const docs: IndexDoc[] = [];
   for (const input of inputs) {
@@ -177,9 +177,9 @@ export interface IndexerDeps {
   registry?: Registry;
   /**
    * Chain id and token lookup for the method decoding of `call` documents (`scaled` arguments),
-   * e.g. pipeline/runtime.ts `methodDecodingOf(config)`. Default lib/chain/methods.ts's (mainnet).
+   * the chain context's `decode` (lib/chain-context.ts). Required: never assumed.
    */
-  decode?: DecodeMethodOptions;
+  decode: DecodeMethodOptions;
 }
 
 /** What {@link Indexer.indexBatch} did, beyond the failures it returns. */

@@ -45,8 +45,8 @@ import { createTokenTracker, type TokenMetadataSource, tokenListMetadataSource }
 
 /** Dependencies of {@link startMatchStage}. */
 export interface MatchStageDeps {
-  /** Chain id and token decimals for decoded Method/Call arguments' `scaled` values; default mainnet (1) and the bundled token list. */
-  decode?: DecodeMethodOptions;
+  /** Chain id and token decimals for decoded Method/Call arguments' `scaled` values: the chain context's `decode` (lib/chain-context.ts). */
+  decode: DecodeMethodOptions;
   bus: Bus;
   config: Pick<Config, "chain" | "redisUrl" | "redisKeyPrefix">;
   logger: Logger;

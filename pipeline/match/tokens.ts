@@ -41,7 +41,7 @@ export interface TokenMetadataSource {
  * For tests and as a fallback; production uses eth_call.
  * @param chainId EIP-155 chain id, default 1.
  */
-export function tokenListMetadataSource(chainId = 1): TokenMetadataSource {
+export function tokenListMetadataSource(chainId: number): TokenMetadataSource {
   return {
     async fetch(address, standard) {
       const t = standard === "erc20" ? lookupToken(address.toLowerCase(), chainId) : undefined;

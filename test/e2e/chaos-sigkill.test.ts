@@ -125,7 +125,7 @@ for (const { title, minBlocks: MIN_BLOCKS, minKills: MIN_KILLS, minReorgs: MIN_R
     let watcher: Consumer | undefined;
     let closeRules: (() => Promise<void>) | undefined;
     let ruleId: string;
-    const decoder = createDecoder();
+    const decoder = createDecoder({ chainId: 1 });
     const published: AlertAvro[] = [];
     const running = new Map<Stage, Proc>();
     /** Output tail per stage (stdout + stderr), for diagnostics. */

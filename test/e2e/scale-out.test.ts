@@ -105,7 +105,7 @@ describe.skipIf(!fixtures || !up.ok)("scale-out: 2 decode, 2 index, 2 match proc
 
     // What must end in Elasticsearch, from the fixtures through the same transforms ingest, decode
     // and index use; and the alert of every USDT Transfer (threshold 1: `confirmed` at first sight).
-    const expected = fixtureRecords(blocks, createDecoder());
+    const expected = fixtureRecords(blocks, createDecoder({ chainId: 1 }));
     for (const [k, ids] of expected.ids) expectedIds.set(k, ids);
     for (const ev of expected.events)
       if (ev.event === "Transfer" && ev.address.toLowerCase() === USDT)

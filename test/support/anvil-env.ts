@@ -121,7 +121,7 @@ export interface WebhookAlert {
 }
 
 /** Match stage settings a suite chooses (bus, config, logger and the rule store come from the environment). */
-export type MatchSettings = Omit<MatchStageDeps, "bus" | "config" | "logger" | "rules">;
+export type MatchSettings = Partial<Omit<MatchStageDeps, "bus" | "config" | "logger" | "rules">>;
 
 /** Options of {@link startAnvilEnv}. */
 export interface AnvilEnvOptions {
@@ -373,7 +373,14 @@ async function start(
   };
   await options.beforeStages?.(base);
 
-  const matchDeps: MatchStageDeps = { bus: pipeline.bus, config, logger, rules: connected.store, ...options.match?.(base) };
+  const matchDeps: MatchStageDeps = {
+    bus: pipeline.bus,
+    config,
+    logger,
+    rules: connected.store,
+    decode: { chainId: anvil.chainId },
+    ...options.match?.(base),
+  };
   let match: MatchStage | undefined;
   const startMatch = async () => {
     if (match) throw new Error("a match stage is already running");

@@ -148,7 +148,7 @@ export async function compareWithChain(opts: CompareOptions): Promise<ChainCompa
           const ev = opts.decoder.decode(l);
           return ev ? [eventId(ev)] : [];
         }),
-        call: bundle.traces.flatMap((t) => callRecords(t).map((c) => callId(c))),
+        call: bundle.traces.flatMap((t) => callRecords(t, { chainId: 1 }).map((c) => callId(c))),
       };
       for (const kind of kinds) {
         comparisons++;

@@ -61,7 +61,7 @@ export function fixtureRecords(blocks: readonly FixtureBlock[], decoder: Decoder
       counts.event++;
     }
     for (const tr of bundle.traces) {
-      for (const c of callRecords(tr)) {
+      for (const c of callRecords(tr, { chainId: 1 })) {
         add("call", recordId("call", c));
         counts.call++;
       }

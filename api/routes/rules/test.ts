@@ -37,9 +37,10 @@ export interface RuleTestRoutesDeps {
   chains: ChainId[];
   /**
    * Decoding of Method/Call arguments of a rule's chain, as that chain's match stage's (api/chains.ts
-   * `ServedChain.decode`); absent or undefined: mainnet's chain id and the bundled token list.
+   * `ServedChain.decode`); undefined for a chain whose chain id is unknown: its backtests are refused
+   * with `CS_BACKTEST_TARGET_UNSUPPORTED` (never decoded with an assumed chain id).
    */
-  decode?: (chain: ChainId) => DecodeMethodOptions | undefined;
+  decode: (chain: ChainId) => DecodeMethodOptions | undefined;
 }
 
 /** The path of the route. */
@@ -82,7 +83,11 @@ export function ruleTestRoutes(deps: RuleTestRoutesDeps): FastifyPluginAsync {
         const parsed = parseBacktestRequest(request.body, chains, config.backtest.maxBlocks);
         if (!parsed.ok) throw new ApiError(parsed.errors);
         const { rule } = parsed.value;
-        const decode = deps.decode?.({ technology: rule.technology, blockchain: rule.blockchain, network: rule.network });
+        const decode = deps.decode({ technology: rule.technology, blockchain: rule.blockchain, network: rule.network });
+        if (decode === undefined) {
+          // A served chain whose chain id the API was not given: its Method/Call values cannot be scaled (never assume mainnet).
+          throw new ApiError([{ code: "CS_BACKTEST_TARGET_UNSUPPORTED", message: "this chain's chain id is not configured: its rules cannot be tested on history", path: "rule.network" }]);
+        }
         const scan = {
           es: app.es,
           indexPrefix: config.elasticsearch.indexPrefix,
@@ -90,7 +95,7 @@ export function ruleTestRoutes(deps: RuleTestRoutesDeps): FastifyPluginAsync {
           explorers: config.notify.explorerUrls,
           timeoutMs: config.backtest.timeoutMs,
           log: request.log,
-          ...(decode ? { decode } : {}),
+          decode,
         };
         const lines = await runBacktest(scan, parsed.value, accountId);
         const ndjson = async function* () {

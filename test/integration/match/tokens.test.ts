@@ -57,7 +57,7 @@ describe.skipIf(!up)("token tracker (real Redis)", () => {
     const source: TokenMetadataSource = {
       async fetch(address, standard, at) {
         calls.push(`${address}:${standard}:${at.blockNumber}`);
-        return tokenListMetadataSource().fetch(address, standard, at);
+        return tokenListMetadataSource(1).fetch(address, standard, at);
       },
     };
     const a = createTokenTracker({ redis: client, keyPrefix: PREFIX, chain: CHAIN, metadata: source });

@@ -109,7 +109,7 @@ describe.skipIf(!up.ok)("ABI re-decode: a failed re-decode is retried, counted a
     };
     stage = await startDecodeStage({
       bus,
-      decoder: createDecoder(),
+      decoder: createDecoder({ chainId: 1 }),
       chainId: h.config.chainId,
       logger: h.logger,
       registry,
@@ -143,7 +143,7 @@ describe.skipIf(!up.ok)("ABI re-decode: a failed re-decode is retried, counted a
     const before = seen.searches;
     stage = await startDecodeStage({
       bus,
-      decoder: createDecoder(),
+      decoder: createDecoder({ chainId: 1 }),
       chainId: h.config.chainId,
       logger: h.logger,
       abis: {

@@ -92,6 +92,7 @@ describe.skipIf(!up.ok)("index stage: orphaned records are removed whatever the 
       indexPrefix: prefix,
       logger: h.logger,
       refresh: true,
+      decode: { chainId: 1 },
       ...(canonical ? { canonical } : {}),
     });
     return { indexer, prefix };
@@ -148,7 +149,14 @@ describe.skipIf(!up.ok)("index stage: orphaned records are removed whatever the 
   it("without the canonical map, external versions alone keep the moved transaction on the new block", async () => {
     const prefix = `${h.id}-nomap-`;
     await ensureIndices(h.es, h.config.chain, prefix);
-    const indexer = createIndexer({ es: h.es, chain: h.config.chain, indexPrefix: prefix, logger: h.logger, refresh: true });
+    const indexer = createIndexer({
+      es: h.es,
+      chain: h.config.chain,
+      indexPrefix: prefix,
+      logger: h.logger,
+      refresh: true,
+      decode: { chainId: 1 },
+    });
     await indexer.indexBatch(newTxs());
     await indexer.indexBatch(orphanedTxs()); // older version of the moved tx: refused (409), not dead-lettered
     await indexer.indexBatch([input("reorgs", reorg(), 20)]); // must not delete the newer document

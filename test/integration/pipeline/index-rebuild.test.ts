@@ -101,6 +101,7 @@ describe.skipIf(!up.ok)("index stage rebuilt from the topics after a reorg and a
       indexPrefix: config.elasticsearch.indexPrefix,
       logger: h.logger,
       canonical: state,
+      decode: { chainId: 1 },
     };
     await ensureIndices(h.es, config.chain, config.elasticsearch.indexPrefix);
     const removals = createIndexer(common);

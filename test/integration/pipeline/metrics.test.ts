@@ -135,7 +135,7 @@ describe.skipIf(!up.ok || !fixtures)("per-stage /metrics after ingesting the mai
     // By decoding source: the same split as the decoder gives in this process (no user ABIs registered).
     const local = blocks
       .flatMap((b) => toBlockBundle(b.block, b.receipts).logs)
-      .map((l) => createDecoder().decode(l))
+      .map((l) => createDecoder({ chainId: 1 }).decode(l))
       .filter((e) => e !== null);
     expect(local.length).toBe(events);
     for (const source of ["standard", "signature"] as const)

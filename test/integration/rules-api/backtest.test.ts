@@ -223,7 +223,7 @@ describe.skipIf(!up)("rule backtests over indexed records", () => {
   });
 
   it("stops at a block boundary at the time cap and continues from nextFrom to the same matches", async () => {
-    const deps = { es, indexPrefix: PREFIX, requestTimeoutMs: 10_000, timeoutMs: 3_500, pageSize: 2 };
+    const deps = { es, indexPrefix: PREFIX, requestTimeoutMs: 10_000, timeoutMs: 3_500, pageSize: 2, decode: { chainId: 1 } };
     const collect = async (from: number, clock: () => number) => {
       const out: Line[] = [];
       for await (const l of await startBacktest({ ...deps, clock }, MAINNET, { rule, accountId: "a", from, to: LAST, head: LAST }))

@@ -47,6 +47,8 @@ describe("toIndexDocs", () => {
       ],
       chain,
       "",
+      [],
+      { chainId: 1 },
     );
     expect(docs.map((d) => [d.index, d.id])).toEqual([
       ["ethereum-ethereum-mainnet-block", "0xb"],
@@ -83,7 +85,9 @@ describe("toIndexDocs", () => {
       }),
     };
     const failures: Parameters<typeof toIndexDocs>[3] = [];
-    const docs = toIndexDocs([input("traces", trace), input("traces", { ...trace, frameJson: "{not json" })], chain, "", failures);
+    const docs = toIndexDocs([input("traces", trace), input("traces", { ...trace, frameJson: "{not json" })], chain, "", failures, {
+      chainId: 1,
+    });
     expect(docs.map((d) => [d.index, d.id])).toEqual([
       ["ethereum-ethereum-mainnet-call", "0xt_c_"],
       ["ethereum-ethereum-mainnet-call", "0xt_c_0"],

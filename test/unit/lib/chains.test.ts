@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { CHAINS_FILE_INVALID, ChainsFileError, loadChainsFile, parseChainsFile } from "../../../lib/chains.js";
-import { ConfigError, loadConfig } from "../../../lib/config.js";
+import { type ChainSettings, ConfigError, configOfChain, loadConfig } from "../../../lib/config.js";
 import { CHAIN_ID_MISMATCH, ChainIdMismatchError, checkChainId } from "../../../pipeline/runtime.js";
 
 const dir = mkdtempSync(join(tmpdir(), "chainsift-chains-"));
@@ -171,7 +171,8 @@ describe("loadConfig with CHAINSIFT_CHAINS_FILE", () => {
     const fromEnv = loadConfig(env);
     expect(fromFile.chainIdFrom).toBe("file");
     expect(fromFile.chainsFile?.path).toBe(path);
-    expect({ ...fromFile, chainIdFrom: "env", chainsFile: undefined }).toEqual(fromEnv);
+    const asEnv = <T>(x: T) => ({ ...x, chainIdFrom: "env", chainsFile: undefined });
+    expect({ ...asEnv(fromFile), served: fromFile.served.map(asEnv) }).toEqual(fromEnv);
   });
   it("maps traces on, token sources and the explorer URL", () => {
     const path = file(`chains:\n${BASE}    traces: "on"\n    tokenDecimals: []\n    explorerUrl: https://basescan.org/\n`);
@@ -188,16 +189,24 @@ describe("loadConfig with CHAINSIFT_CHAINS_FILE", () => {
       `CHAINSIFT_RPC_URL: set by the chains file (CHAINSIFT_CHAINS_FILE=${path}); unset it or remove the file`,
     );
   });
-  it("serves the chain CHAINSIFT_CHAIN names; several chains without it are refused", () => {
+  it("serves the chains CHAINSIFT_CHAIN names (a comma list), every chain of the file without it; an unlisted one is refused", () => {
     const path = file(`chains:\n${MAINNET}${BASE}`);
     expect(loadConfig({ CHAINSIFT_CHAINS_FILE: path, CHAINSIFT_CHAIN: "ethereum/base/mainnet" })).toMatchObject({
       chain: { technology: "ethereum", blockchain: "base", network: "mainnet" },
       chainId: 8453,
       ingest: { rpcUrls: ["https://base.example/rpc"], rpcUrl: "https://base.example/rpc" },
     });
-    expect(() => loadConfig({ CHAINSIFT_CHAINS_FILE: path })).toThrow(
-      `CHAINSIFT_CHAIN: ${path} lists 2 chains; a process serves one: set CHAINSIFT_CHAIN to one of ethereum/ethereum/mainnet, ethereum/base/mainnet`,
-    );
+    const all = loadConfig({ CHAINSIFT_CHAINS_FILE: path });
+    expect(all.served.map((s) => [s.chain.blockchain, s.chainId, s.rpcUrls])).toEqual([
+      ["ethereum", 1, ["http://127.0.0.1:8545"]],
+      ["base", 8453, ["https://base.example/rpc"]],
+    ]);
+    expect(all.chain.blockchain).toBe("ethereum");
+    const base = configOfChain(all, all.served[1] as ChainSettings);
+    expect(base).toMatchObject({ chain: { blockchain: "base" }, chainId: 8453, ingest: { rpcUrl: "https://base.example/rpc" } });
+    expect(base.served).toHaveLength(1);
+    const listed = loadConfig({ CHAINSIFT_CHAINS_FILE: path, CHAINSIFT_CHAIN: " ethereum/base/mainnet , ethereum/ethereum/mainnet" });
+    expect(listed.served.map((s) => s.chainId)).toEqual([8453, 1]);
     expect(() => loadConfig({ CHAINSIFT_CHAINS_FILE: path, CHAINSIFT_CHAIN: "ethereum/op/mainnet" })).toThrow(
       `CHAINSIFT_CHAIN: "ethereum/op/mainnet" is not in ${path} (it lists ethereum/ethereum/mainnet, ethereum/base/mainnet)`,
     );

@@ -20,7 +20,7 @@ const chain = { technology: "ethereum", blockchain: "base", network: "mainnet" }
 
 describe("the index stage's call documents decode with the configured chain", () => {
   type CallDoc = { args: Array<{ name: string; value: { scaled: number | null } }> };
-  const scaledValue = (decode?: Parameters<typeof toIndexDocs>[4]) => {
+  const scaledValue = (decode: Parameters<typeof toIndexDocs>[4]) => {
     const doc = toIndexDocs([input], chain, "", [], decode)[0]?.doc as unknown as CallDoc | undefined;
     return doc?.args.find((a) => a.name === "value")?.value.scaled;
   };

@@ -73,7 +73,7 @@ function without(schema: AvroSchema, names: readonly string[]): AvroSchema {
 describe.skipIf(!fixtures)("Avro schema evolution (BACKWARD)", () => {
   const shanghai = fixtures ? loadCompleteBlocks().find((b) => b.number === 17_053_184) : undefined;
   const bundle = shanghai ? toBlockBundle(shanghai.block, shanghai.receipts) : undefined;
-  const decoder = createDecoder();
+  const decoder = createDecoder({ chainId: 1 });
   const event = () => bundle!.logs.map((l) => decoder.decode(l)).find((e) => e !== null && e.error === null)!;
 
   for (const [kind, schema, record] of [

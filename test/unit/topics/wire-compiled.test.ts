@@ -79,7 +79,7 @@ const synthetic: Array<{ kind: TopicKind; record: unknown }> = [
 function allRecords(): Array<{ kind: TopicKind; record: unknown }> {
   const out = [...synthetic];
   if (!fixtures) return out;
-  const decoder = createDecoder();
+  const decoder = createDecoder({ chainId: 1 }); // the fixtures are Ethereum mainnet (EIP-155 chain id 1)
   for (const fb of loadCompleteBlocks()) {
     const bundle = toBlockBundle(fb.block, fb.receipts, fb.traces);
     for (const m of bundleToMessages(bundle)) out.push({ kind: m.kind, record: m.record });

@@ -31,12 +31,12 @@ describe.skipIf(!fixtures)("trace records rebuilt from call documents", () => {
     let nested = 0;
     for (const fb of loadCompleteBlocks().filter((b) => b.traces)) {
       for (const trace of toBlockBundle(fb.block, fb.receipts, fb.traces).traces) {
-        const docs = callRecords(trace).map(asIndexed).reverse() as never[];
+        const docs = callRecords(trace, { chainId: 1 }).map(asIndexed).reverse() as never[];
         const rebuilt = traceRecordOfCalls(docs);
         const strip = (list: ReturnType<typeof entitiesOf>) =>
           list.map(({ type, entity }) => ({ type, entity: { ...entity, revertReason: null } }));
-        expect(strip(entitiesOf({ topicKind: "traces", record: rebuilt }))).toEqual(
-          strip(entitiesOf({ topicKind: "traces", record: trace })),
+        expect(strip(entitiesOf({ topicKind: "traces", record: rebuilt }, { chainId: 1 }))).toEqual(
+          strip(entitiesOf({ topicKind: "traces", record: trace }, { chainId: 1 })),
         );
         traces++;
         if (docs.length > 1) nested++;
@@ -89,17 +89,20 @@ describe("createBacktester alerts", () => {
   });
   const block = usdtLog.blockNumber.num;
   const run = (rule: RuleInput, head: number) =>
-    createBacktester({ rule, accountId: "acc", chain: MAINNET, head, now: () => new Date("2026-01-01T00:00:00Z") }).block(
-      block,
-      usdtLog.blockHash,
-      [
-        { kind: "log", record: asIndexed(usdtLog) },
-        {
-          kind: "log",
-          record: asIndexed({ ...usdtLog, address: "0x0000000000000000000000000000000000000001", logIndex: { num: 999, raw: "0x3e7" } }),
-        },
-      ],
-    );
+    createBacktester({
+      rule,
+      accountId: "acc",
+      chain: MAINNET,
+      head,
+      decode: { chainId: 1 },
+      now: () => new Date("2026-01-01T00:00:00Z"),
+    }).block(block, usdtLog.blockHash, [
+      { kind: "log", record: asIndexed(usdtLog) },
+      {
+        kind: "log",
+        record: asIndexed({ ...usdtLog, address: "0x0000000000000000000000000000000000000001", logIndex: { num: 999, raw: "0x3e7" } }),
+      },
+    ]);
   const statuses = (r: ReturnType<typeof run>) =>
     r.matches.flatMap((m) => m.alerts.map((a) => [a.alert.status, a.alert.confirmations, a.alert.sequence]));
 
@@ -137,7 +140,14 @@ describe("createBacktester alerts", () => {
       },
     };
     const textOf = (explorers?: Record<string, string>) => {
-      const tester = createBacktester({ rule, accountId: "acc", chain: MAINNET, head: block, ...(explorers ? { explorers } : {}) });
+      const tester = createBacktester({
+        rule,
+        accountId: "acc",
+        chain: MAINNET,
+        head: block,
+        decode: { chainId: 1 },
+        ...(explorers ? { explorers } : {}),
+      });
       const action = tester.block(block, usdtLog.blockHash, [{ kind: "log", record: asIndexed(usdtLog) }]).matches[0]?.alerts[0]
         ?.actions[0];
       return JSON.stringify(action);

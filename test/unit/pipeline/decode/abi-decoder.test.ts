@@ -199,7 +199,7 @@ describe.skipIf(!have)("user ABIs on mainnet fixture logs", () => {
       },
     ];
     const abis = buildAbiIndex([reg("acc-1", USDT, usdtAbi)]);
-    const decoder = withAbis(createDecoder(), {
+    const decoder = withAbis(createDecoder({ chainId: 1 }), {
       decode: (l) => decodeWithAbis(abis, l, null),
       covers: (l) => abiCovers(abis, l.address, null),
     });
@@ -228,7 +228,7 @@ describe.skipIf(!have)("user ABIs on mainnet fixture logs", () => {
       const index = buildAbiIndex(regs);
       return { decode: (l: LogRecord) => decodeWithAbis(index, l, null), covers: (l: LogRecord) => abiCovers(index, l.address, null) };
     };
-    const decode = (regs: AbiRegistration[]) => withAbis(createDecoder(), registry(regs)).decode(log as LogRecord);
+    const decode = (regs: AbiRegistration[]) => withAbis(createDecoder({ chainId: 1 }), registry(regs)).decode(log as LogRecord);
     expect(decode([])).toMatchObject({ source: "signature", event: "OwnershipTransferred" });
     expect(decode([reg("acc-1", contract, owned)])).toMatchObject({ source: "abi", args: [{ name: "from" }, { name: "to" }] });
     // The contract's own ABI lacks the event: no signature decode either.

@@ -30,7 +30,7 @@ const CRYPTOKITTIES = "0x06012c8cf97bead5deae237070f9587f8e7a266d";
 const MAX_UINT256 = (1n << 256n) - 1n;
 
 const eventType = avro.Type.forSchema(eventSchema as avro.Schema);
-const decoder = createDecoder();
+const decoder = createDecoder({ chainId: 1 });
 
 /** The address held in a 32-byte topic or data word, lower-case. */
 const wordAddress = (word: string): string => `0x${word.slice(-40)}`;
@@ -348,7 +348,7 @@ describe("decoder on synthetic logs", () => {
     expect(ev.standard).toBe("weth");
     expect(arg(ev, "wad").scaled).toBe(2.5);
     expect(ev.str).toBe(`Deposit(dst=${ALICE}, wad=2500000000000000000 [2.5 WRAP])`);
-    const bad = createDecoder({ tokens: () => ({ symbol: "X", decimals: -1 }) }).decode(log) as EventRecord;
+    const bad = createDecoder({ chainId: 1, tokens: () => ({ symbol: "X", decimals: -1 }) }).decode(log) as EventRecord;
     expect(arg(bad, "wad").scaled).toBeNull();
     // Events without a token amount never consult the lookup.
     seen.length = 0;

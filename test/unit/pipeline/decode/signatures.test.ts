@@ -26,7 +26,7 @@ const ERC777_SENT = id("Sent(address,address,address,uint256,bytes,bytes)");
 /** EtherDelta's `Deposit(address token, address user, uint256 amount, uint256 balance)`, nothing indexed: same topic0 as ERC-4626's Deposit (2 indexed). */
 const DEPOSIT_4626 = id("Deposit(address,address,uint256,uint256)");
 
-const decoder = createDecoder();
+const decoder = createDecoder({ chainId: 1 });
 const standardTopics = new Set(supportedEvents().map((e) => e.topic0));
 
 let fixtureLogs: LogRecord[] | undefined;
@@ -201,7 +201,7 @@ describe.skipIf(!hasMainnetFixtures())("decoding mainnet fixture logs by signatu
   });
 
   it("the switch off (CHAINSIFT_DECODE_SIGNATURES=false) gives no event; standard layouts are unaffected", () => {
-    const off = createDecoder({ signatures: false });
+    const off = createDecoder({ chainId: 1, signatures: false });
     expect(off.decode(fixtureLog("0x24578bf2676fabd01269543dda61e53496a3282b1d9794ddb141319578052359", 54))).toBeNull();
     const transfer = allLogs().find((l) => standardTopics.has(l.topics[0] as string)) as LogRecord;
     expect(off.decode(transfer)).toEqual(decoder.decode(transfer));

@@ -61,7 +61,7 @@ describe.skipIf(!fixtures)("token batch on mainnet fixture logs", () => {
     const [reverted, ...rest] = requests.map((r) => r.address);
     resolved.set(reverted!, { decimals: null, symbol: null, name: null }); // decimals() reverted
     for (const a of rest) resolved.set(a, { decimals: 8, symbol: a === rest[0] ? null : "FAKE", name: null });
-    const decoder = createDecoder();
+    const decoder = createDecoder({ chainId: 1 });
     const { out, failures } = decodeBatch(decoder, logs.map(input), lookupOf(resolved));
     expect(failures).toEqual([]);
     const events = out.map((o) => o.record as EventRecord);

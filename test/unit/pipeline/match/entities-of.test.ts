@@ -36,24 +36,24 @@ describe.skipIf(!fixtures)("entitiesOf", () => {
       for (const tx of bundle.transactions) {
         const expected = [
           { type: "Transaction", entity: transactionEntity(tx) },
-          ...[methodEntity(tx)].filter((m) => m !== null).map((entity) => ({ type: "Method", entity })),
+          ...[methodEntity(tx, { chainId: 1 })].filter((m) => m !== null).map((entity) => ({ type: "Method", entity })),
           ...[contractEntity(tx)].filter((c) => c !== null).map((entity) => ({ type: "Contract", entity })),
         ];
         methods += expected.length > 1 ? 1 : 0;
-        expect(entitiesOf({ topicKind: "transactions", record: tx })).toEqual(expected);
+        expect(entitiesOf({ topicKind: "transactions", record: tx }, { chainId: 1 })).toEqual(expected);
       }
     }
     expect(methods).toBeGreaterThan(0);
   });
 
   it("logs give a Log, events an Event (Token entities come from the token tracker)", () => {
-    const decoder = createDecoder();
+    const decoder = createDecoder({ chainId: 1 });
     const bundle = tracedBundles()[0];
     if (!bundle) throw new Error("no traced block");
     for (const log of bundle.logs) {
-      expect(entitiesOf({ topicKind: "logs", record: log })).toEqual([{ type: "Log", entity: logEntity(log) }]);
+      expect(entitiesOf({ topicKind: "logs", record: log }, { chainId: 1 })).toEqual([{ type: "Log", entity: logEntity(log) }]);
       const ev = decoder.decode(log);
-      if (ev) expect(entitiesOf({ topicKind: "events", record: ev })).toEqual([{ type: "Event", entity: eventEntity(ev) }]);
+      if (ev) expect(entitiesOf({ topicKind: "events", record: ev }, { chainId: 1 })).toEqual([{ type: "Event", entity: eventEntity(ev) }]);
     }
   });
 
@@ -64,7 +64,7 @@ describe.skipIf(!fixtures)("entitiesOf", () => {
         const frames = flattenCallTrace(JSON.parse(t.frameJson), t);
         const expected = [
           ...frames.flatMap((f) => {
-            const call = callEntity(f);
+            const call = callEntity(f, { chainId: 1 });
             return call
               ? [
                   { type: "Trace", entity: f },
@@ -75,7 +75,7 @@ describe.skipIf(!fixtures)("entitiesOf", () => {
           ...contractEntitiesFromTrace(frames, t).map((entity) => ({ type: "Contract", entity })),
         ];
         calls += expected.filter((e) => e.type === "Call").length;
-        expect(entitiesOf({ topicKind: "traces", record: t })).toEqual(expected);
+        expect(entitiesOf({ topicKind: "traces", record: t }, { chainId: 1 })).toEqual(expected);
       }
     }
     expect(calls).toBeGreaterThan(0);
@@ -83,10 +83,10 @@ describe.skipIf(!fixtures)("entitiesOf", () => {
 
   it("throws SyntaxError for frames that are not JSON, MalformedRpcDataError for malformed frames; other topics give nothing", () => {
     const t = tracedBundles()[0]?.traces[0] as TraceRecord;
-    expect(() => entitiesOf({ topicKind: "traces", record: { ...t, frameJson: "{" } })).toThrow(SyntaxError);
-    expect(() => entitiesOf({ topicKind: "traces", record: { ...t, frameJson: '{"type":"CALL","from":"nope"}' } })).toThrow(
+    expect(() => entitiesOf({ topicKind: "traces", record: { ...t, frameJson: "{" } }, { chainId: 1 })).toThrow(SyntaxError);
+    expect(() => entitiesOf({ topicKind: "traces", record: { ...t, frameJson: '{"type":"CALL","from":"nope"}' } }, { chainId: 1 })).toThrow(
       MalformedRpcDataError,
     );
-    expect(entitiesOf({ topicKind: "blocks", record: {} })).toEqual([]);
+    expect(entitiesOf({ topicKind: "blocks", record: {} }, { chainId: 1 })).toEqual([]);
   });
 });

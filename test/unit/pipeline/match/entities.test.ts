@@ -165,7 +165,7 @@ describe.skipIf(!fixtures)("flattenCallTrace on real geth callTracer output", ()
     let transfers = 0;
     forEachTracedTx((root, tx) => {
       for (const f of flattenCallTrace(root, traceContextOf(tx))) {
-        const c = callEntity(f);
+        const c = callEntity(f, { chainId: 1 });
         const known = f.methodId !== null && supportedMethods().some((m) => m.methodId === f.methodId) && !f.type.startsWith("CREATE");
         if (!known) {
           expect(c).toBeNull();
@@ -195,7 +195,7 @@ describe.skipIf(!fixtures)("Method entities from real transactions", () => {
     let unknown = 0;
     for (const b of loadCompleteBlocks()) {
       for (const tx of toBlockBundle(b.block, b.receipts).transactions) {
-        const m = methodEntity(tx);
+        const m = methodEntity(tx, { chainId: 1 });
         const sel = tx.input.slice(0, 10);
         if (!supportedMethods().some((s) => s.methodId === sel) || tx.to === null) {
           expect(m).toBeNull();
@@ -223,18 +223,19 @@ describe.skipIf(!fixtures)("Method entities from real transactions", () => {
   it("scales token amounts of known tokens; labels shared ERC-20/721 selectors", () => {
     const usdt = "0xdAC17F958D2ee523a2206206994597C13D831ec7";
     const input = `0xa9059cbb${"0".repeat(24)}${"11".repeat(20)}${1_500_500_000n.toString(16).padStart(64, "0")}`;
-    const m = decodeMethod(input, usdt);
+    const m = decodeMethod(input, usdt, { chainId: 1 });
     expect(m?.args[1]?.value).toEqual({ hex: "0x596fd020", num: 1_500_500_000, scaled: 1500.5, type: "uint256" });
-    expect(decodeMethod(input, "0x0000000000000000000000000000000000000001")?.args[1]?.value.scaled).toBeNull();
+    expect(decodeMethod(input, "0x0000000000000000000000000000000000000001", { chainId: 1 })?.args[1]?.value.scaled).toBeNull();
     const approve = `0x095ea7b3${"0".repeat(24)}${"11".repeat(20)}${"0".repeat(63)}5`;
-    expect(decodeMethod(approve, usdt)?.standard).toBe("erc20");
-    expect(decodeMethod(approve, "0x0000000000000000000000000000000000000001")?.standard).toBe("erc20|erc721");
-    expect(decodeMethod("0xa9059cbb00", usdt)).toBeNull();
-    expect(decodeMethod("0x12345678", usdt)).toBeNull();
-    expect(decodeMethod("0x", usdt)).toBeNull();
+    expect(decodeMethod(approve, usdt, { chainId: 1 })?.standard).toBe("erc20");
+    expect(decodeMethod(approve, "0x0000000000000000000000000000000000000001", { chainId: 1 })?.standard).toBe("erc20|erc721");
+    expect(decodeMethod("0xa9059cbb00", usdt, { chainId: 1 })).toBeNull();
+    expect(decodeMethod("0x12345678", usdt, { chainId: 1 })).toBeNull();
+    expect(decodeMethod("0x", usdt, { chainId: 1 })).toBeNull();
     const path = decodeMethod(
       `0x7ff36ab5${"0".repeat(63)}1${"0".repeat(62)}80${"0".repeat(24)}${"22".repeat(20)}${"0".repeat(63)}9${"0".repeat(63)}2${"0".repeat(24)}${"c0".repeat(20)}${"0".repeat(24)}${"dd".repeat(20)}`,
       "0x7a250d5630B4cF539739dF2C5dAcb4c659F2488D",
+      { chainId: 1 },
     );
     expect(path?.name).toBe("swapExactETHForTokens");
     expect(path?.args[1]).toEqual({
@@ -250,7 +251,7 @@ describe.skipIf(!fixtures)("record adapters", () => {
     const b = loadCompleteBlocks().find((x) => x.number === 17053184);
     if (!b) throw new Error("block 17053184 missing");
     const bundle = toBlockBundle(b.block, b.receipts);
-    const decoder = createDecoder();
+    const decoder = createDecoder({ chainId: 1 });
     const log = bundle.logs[0] as (typeof bundle.logs)[number];
     const le = logEntity(log);
     expect(le.entityId).toBe(logId(log));

@@ -278,7 +278,7 @@ describe("a retraction reads as one in every channel", () => {
 
 describe.skipIf(!hasMainnetFixtures())("token amounts of real mainnet events (fixtures, the real decoder)", () => {
   it("{amount.<arg>} of every scaled argument is the exact amount in the token list's decimals, with its symbol", () => {
-    const { events } = fixtureRecords(loadCompleteBlocks(), createDecoder());
+    const { events } = fixtureRecords(loadCompleteBlocks(), createDecoder({ chainId: 1 }));
     let checked = 0;
     const symbols = new Set<string>();
     for (const ev of events) {
@@ -298,7 +298,7 @@ describe.skipIf(!hasMainnetFixtures())("token amounts of real mainnet events (fi
   });
 
   it("a real USDT Transfer renders with its explorer link", () => {
-    const { events } = fixtureRecords(loadCompleteBlocks(), createDecoder());
+    const { events } = fixtureRecords(loadCompleteBlocks(), createDecoder({ chainId: 1 }));
     const ev = events.find((e) => e.address.toLowerCase() === USDT && e.event === "Transfer" && e.args[2]?.value.scaled !== null)!;
     const a = sampleAlert({ entity: ev as unknown as Record<string, unknown>, blockNumber: ev.blockNumber.num, blockHash: ev.blockHash });
     const text = telegramBody(a, { chatId: "1", template: "{amount.value} to {args.1.value.hex} {explorer.tx}" }).text;
