@@ -86,7 +86,13 @@ export function ruleTestRoutes(deps: RuleTestRoutesDeps): FastifyPluginAsync {
         const decode = deps.decode({ technology: rule.technology, blockchain: rule.blockchain, network: rule.network });
         if (decode === undefined) {
           // A served chain whose chain id the API was not given: its Method/Call values cannot be scaled (never assume mainnet).
-          throw new ApiError([{ code: "CS_BACKTEST_TARGET_UNSUPPORTED", message: "this chain's chain id is not configured: its rules cannot be tested on history", path: "rule.network" }]);
+          throw new ApiError([
+            {
+              code: "CS_BACKTEST_TARGET_UNSUPPORTED",
+              message: "this chain's chain id is not configured: its rules cannot be tested on history",
+              path: "rule.network",
+            },
+          ]);
         }
         const scan = {
           es: app.es,
