@@ -52,6 +52,7 @@ import { TOPICS, type TopicKind } from "../../topics/index.js";
 import { type Bus, messageSeq } from "../kafka/bus.js";
 import { type HandlerFailure, type InputRecord, type RunningConsumer, runConsumer } from "../kafka/consumer.js";
 import { callRecords } from "./calls.js";
+import { coalesceBatches } from "./coalesce.js";
 import { countByKind, indexMetricsOf } from "./metrics.js";
 
 /** One document to index. */
@@ -481,6 +482,8 @@ export interface IndexStageDeps extends IndexerDeps {
  * behind a backlog of record batches (measured by `npm run bench -- reorg`: with one consumer for
  * everything, p99 "reorg → orphans unsearchable" reached 2.8–4.1 s under traffic). Correct in any
  * order: see the module doc. Creates the chain's indices first when missing (`ensureIndices`).
+ * The partition batches of the record topics handed over together (and those arriving while a bulk
+ * runs) go to Elasticsearch as one bulk (./coalesce.ts `coalesceBatches`).
  *
  * Errors of records never reject or stop the stage: a record ES refuses for its content (e.g. a
  * mapping error) becomes a {@link NonRetryableError} `CS_ES_REJECTED`, a trace that cannot be
@@ -509,7 +512,8 @@ export async function startIndexStage(deps: IndexStageDeps): Promise<RunningCons
     handler: (inputs: InputRecord[]) => indexer.indexBatch(inputs),
     ...(deps.registry ? { registry: deps.registry } : {}),
   };
-  const main = await runConsumer({ ...common, stage: "index", topics: records });
+  // One bulk (and one canonical check before and after) for the partition batches handed over together.
+  const main = await runConsumer({ ...common, handler: coalesceBatches(common.handler), stage: "index", topics: records });
   const removals = topics.includes("reorgs") ? await runConsumer({ ...common, stage: INDEX_REORGS_STAGE, topics: ["reorgs"] }) : undefined;
   return {
     consumer: main.consumer,
