@@ -7,6 +7,8 @@
  * - `with on-chain decimals`: `tokenRequests` over the batch, then `decodeBatch` with the batch's
  *   resolved metadata as the fallback lookup (every unlisted contract answered from memory, as the
  *   cache does after its first batch; the JSON-RPC and Redis round trips are not measured here).
+ * - `ethers path`: `decodeBatch` with `createDecoder({ chainId: 1, fastPath: false })`: every layout decoded with
+ *   ethers' AbiCoder, as before the fast path (pipeline/decode/words.ts); same records;
  * - `signatures off`: `decodeBatch` with `createDecoder({ chainId: 1, signatures: false })`
  *   (`CHAINSIFT_DECODE_SIGNATURES=false`); the two above decode with the signature database on (the default);
  * - `unknown topic0, sigs on` / `… off`: only the logs whose topic0 is no standard layout (the
@@ -47,6 +49,7 @@ export async function benchDecode(args: string[]): Promise<void> {
   const unknown = toInputs(logs.filter((l) => typeof l.topics[0] === "string" && !standard.has(l.topics[0].toLowerCase())));
   const decoder = createDecoder({ chainId: 1 });
   const withoutSignatures = createDecoder({ chainId: 1, signatures: false });
+  const ethersOnly = createDecoder({ chainId: 1, fastPath: false });
   const db = signatureDatabase();
   const resolved = new Map<string, TokenMetadata>(
     tokenRequests(logs, 1).map((r) => [r.address, { decimals: 18, symbol: "T", name: null }] as const),
@@ -73,6 +76,7 @@ export async function benchDecode(args: string[]): Promise<void> {
       us: [],
       events: 0,
     },
+    { label: "ethers path", inputs: inputs.length, run: () => decodeBatch(ethersOnly, inputs).out.length, us: [], events: 0 },
     { label: "signatures off", inputs: inputs.length, run: () => decodeBatch(withoutSignatures, inputs).out.length, us: [], events: 0 },
     { label: "unknown topic0, sigs on", inputs: unknown.length, run: () => decodeBatch(decoder, unknown).out.length, us: [], events: 0 },
     {

@@ -16,11 +16,12 @@
  *   a layout fits strictly, rendered the same way with `source: "signature"`.
  * @module
  */
-import { AbiCoder, type EventFragment, formatUnits, hexlify, Interface, ParamType, toUtf8Bytes } from "ethers";
+import { AbiCoder, type EventFragment, hexlify, Interface, ParamType, toUtf8Bytes } from "ethers";
 import { lookupToken, type TokenInfo, type TokenLookup } from "../../lib/chain/tokens.js";
 import type { EventArg, EventRecord, LogRecord } from "../../lib/records.js";
 import { EVENT_SPECS, type EventSpec } from "./events.js";
 import { matchSignature, SIGNATURE_STANDARD } from "./signatures.js";
+import { decimalText, readWord, type WordPlan, wordPlan } from "./words.js";
 
 /** Dependencies of {@link createDecoder}; every field but `chainId` is optional. */
 export interface DecoderDeps {
@@ -45,6 +46,13 @@ export interface DecoderDeps {
    * true; the process sets it from `CHAINSIFT_DECODE_SIGNATURES` (lib/config.ts `decode.signatures`).
    */
   signatures?: boolean;
+  /**
+   * Decode layouts whose every argument is one 32-byte word (all standard layouts but ERC-1155
+   * `TransferBatch`) straight from the hex (./words.ts), ethers' `AbiCoder` only for the others.
+   * Default true; false decodes everything with ethers: the reference the unit tests compare the
+   * fast path against, and the `ethers path` line of `npm run bench -- decode`. Same records either way.
+   */
+  fastPath?: boolean;
 }
 
 /** A log decoder. Stateless apart from its immutable tables; safe to share. */
@@ -95,6 +103,8 @@ interface Slot {
   addressAsUint: boolean;
   /** An indexed dynamic value (string, bytes, array, tuple): only its keccak-256 hash is logged, rendered as that word. */
   hashed: boolean;
+  /** How to read it from its word without ethers (./words.ts); null when it is not one word. */
+  word: WordPlan | null;
 }
 
 /** A precompiled event layout ({@link compileLayout}). */
@@ -109,6 +119,10 @@ export interface Layout {
   dataLength: number | null;
   slots: Slot[];
   hasScaled: boolean;
+  /** Every slot has a {@link Slot.word} plan: the layout decodes without ethers (./words.ts). */
+  words: boolean;
+  /** `<signature> [<standard>]`, the prefix of its error messages. */
+  where: string;
 }
 
 const coder = AbiCoder.defaultAbiCoder();
@@ -160,14 +174,19 @@ export function compileLayout(spec: EventSpec, fragment: EventFragment): Layout 
     const list = param.indexed ? topicTypes : dataTypes;
     const addressAsUint = param.baseType === "address";
     list.push(hashed ? TOPIC_WORD : addressAsUint ? ADDRESS_AS_UINT : param);
+    const indexed = param.indexed === true;
+    const scaled = spec.scaled?.includes(param.name) ?? false;
+    const word = wordPlan(param, hashed, indexed, list.length - 1);
     return {
       name: param.name,
       param,
       index: list.length - 1,
-      indexed: param.indexed === true,
-      scaled: spec.scaled?.includes(param.name) ?? false,
+      indexed,
+      scaled,
       addressAsUint: addressAsUint && !hashed,
       hashed,
+      // `scaled` applies to integers only: an amount of another type keeps the ethers path's rendering.
+      word: word && (!scaled || word.kind === "uint" || word.kind === "int") ? word : null,
     };
   });
   let dataLength: number | null = 0;
@@ -175,10 +194,11 @@ export function compileLayout(spec: EventSpec, fragment: EventFragment): Layout 
     const s = staticSize(t);
     dataLength = s === null || dataLength === null ? null : dataLength + s;
   }
+  const signature = fragment.format("sighash");
   return {
     spec,
     event: fragment.name,
-    signature: fragment.format("sighash"),
+    signature,
     topic0: fragment.topicHash.toLowerCase(),
     topicCount: 1 + topicTypes.length,
     topicTypes,
@@ -186,6 +206,8 @@ export function compileLayout(spec: EventSpec, fragment: EventFragment): Layout 
     dataLength,
     slots,
     hasScaled: slots.some((s) => s.scaled),
+    words: slots.every((s) => s.word !== null),
+    where: `${signature} [${spec.standard}]`,
   };
 }
 
@@ -260,12 +282,6 @@ function render(p: ParamType, v: unknown): Rendered {
   }
 }
 
-/** `formatUnits` without a bare `.0` suffix: `1.5`, `2`, `0.000001`. */
-function decimalText(v: bigint, decimals: number): string {
-  const s = formatUnits(v, decimals);
-  return s.endsWith(".0") ? s.slice(0, -2) : s;
-}
-
 function usableToken(t: TokenInfo | undefined): TokenInfo | undefined {
   return t && Number.isInteger(t.decimals) && t.decimals >= 0 && t.decimals <= 255 ? t : undefined;
 }
@@ -314,12 +330,15 @@ export function failedEvent(log: LogRecord, candidates: Layout[], layout: Layout
 }
 
 /**
- * Checks the log's shape against one layout and decodes it.
+ * Checks the log's shape against one layout and decodes it: from the hex words directly
+ * (./words.ts) when every argument of the layout is one word and `fast` is on, else with ethers'
+ * `AbiCoder`; both give the same record or the same reason.
  * @param token - decimals and symbol for the layout's scaled arguments, if known.
+ * @param fast - take the fast path when the layout has one ({@link DecoderDeps.fastPath}); default true.
  * @returns the event, or the one-line reason it does not decode (never throws).
  */
-export function decodeWith(layout: Layout, log: LogRecord, token: TokenInfo | undefined): EventRecord | string {
-  const where = `${layout.signature} [${layout.spec.standard}]`;
+export function decodeWith(layout: Layout, log: LogRecord, token: TokenInfo | undefined, fast = true): EventRecord | string {
+  const where = layout.where;
   const topics = log.topics;
   for (let i = 1; i < topics.length; i++) {
     if (!WORD.test(topics[i] as string)) return `${where}: topic ${i} is not a 32-byte hex word`;
@@ -330,6 +349,46 @@ export function decodeWith(layout: Layout, log: LogRecord, token: TokenInfo | un
   if (layout.dataLength !== null && dataBytes !== layout.dataLength) {
     return `${where}: data is ${plural(dataBytes, "byte")}, expected ${layout.dataLength}`;
   }
+  return fast && layout.words ? decodeWords(layout, log, data, token) : decodeEthers(layout, log, data, token);
+}
+
+/** The record of a decoded log: `args` and the `str` parts built by {@link decodeWords} or {@link decodeEthers}. */
+function decodedEvent(layout: Layout, log: LogRecord, args: EventArg[], parts: string[]): EventRecord {
+  const rec = base(log, layout.event, layout.signature, layout.spec.standard);
+  rec.args = args;
+  rec.str = `${layout.event}(${parts.join(", ")})`;
+  return rec;
+}
+
+/** Appends one rendered argument to `args` and `parts`, with `scaled` when `big` is an amount of a known token. */
+function pushArg(args: EventArg[], parts: string[], slot: Slot, r: Rendered, big: bigint | undefined, token: TokenInfo | undefined): void {
+  let scaled: number | null = null;
+  let text = r.text;
+  if (slot.scaled && token && big !== undefined) {
+    const dec = decimalText(big, token.decimals);
+    scaled = Number(dec);
+    text = token.symbol ? `${r.text} [${dec} ${token.symbol}]` : `${r.text} [${dec}]`;
+  }
+  args.push({ name: slot.name, pos: args.length, value: { hex: r.hex, num: r.num, scaled, type: slot.param.type } });
+  parts.push(`${slot.name}=${text}`);
+}
+
+/** The fast path: every argument read from its word (./words.ts); the layout's shape is checked. */
+function decodeWords(layout: Layout, log: LogRecord, data: string, token: TokenInfo | undefined): EventRecord | string {
+  const args: EventArg[] = [];
+  const parts: string[] = [];
+  for (const slot of layout.slots) {
+    const v = readWord(slot.word as WordPlan, log.topics, data);
+    if (v === null) return `${layout.where}: argument ${slot.name} is not an address (non-zero upper 12 bytes)`;
+    pushArg(args, parts, slot, v, v.big, token);
+  }
+  return decodedEvent(layout, log, args, parts);
+}
+
+/** The general path: ethers' `AbiCoder` (dynamic, array and tuple arguments); the layout's shape is checked. */
+function decodeEthers(layout: Layout, log: LogRecord, data: string, token: TokenInfo | undefined): EventRecord | string {
+  const where = layout.where;
+  const topics = log.topics;
   let topicValues: ArrayLike<unknown> = [];
   let dataValues: ArrayLike<unknown> = [];
   try {
@@ -344,8 +403,7 @@ export function decodeWith(layout: Layout, log: LogRecord, token: TokenInfo | un
   }
   const args: EventArg[] = [];
   const parts: string[] = [];
-  for (let pos = 0; pos < layout.slots.length; pos++) {
-    const slot = layout.slots[pos] as Slot;
+  for (const slot of layout.slots) {
     const v = (slot.indexed ? topicValues : dataValues)[slot.index];
     let r: Rendered;
     if (slot.hashed) {
@@ -358,20 +416,9 @@ export function decodeWith(layout: Layout, log: LogRecord, token: TokenInfo | un
     } else {
       r = render(slot.param, v);
     }
-    let scaled: number | null = null;
-    let text = r.text;
-    if (slot.scaled && token && typeof v === "bigint") {
-      const dec = decimalText(v, token.decimals);
-      scaled = Number(dec);
-      text = token.symbol ? `${r.text} [${dec} ${token.symbol}]` : `${r.text} [${dec}]`;
-    }
-    args.push({ name: slot.name, pos, value: { hex: r.hex, num: r.num, scaled, type: slot.param.type } });
-    parts.push(`${slot.name}=${text}`);
+    pushArg(args, parts, slot, r, typeof v === "bigint" ? v : undefined, token);
   }
-  const rec = base(log, layout.event, layout.signature, layout.spec.standard);
-  rec.args = args;
-  rec.str = `${layout.event}(${parts.join(", ")})`;
-  return rec;
+  return decodedEvent(layout, log, args, parts);
 }
 
 /**
@@ -419,6 +466,7 @@ export function createDecoder(deps: DecoderDeps): Decoder {
   const { chainId } = deps;
   const tokens = deps.tokens ?? lookupToken;
   const signatures = deps.signatures ?? true;
+  const fast = deps.fastPath ?? true;
   const table = layouts();
   return {
     decode(log: LogRecord, fallback?: TokenLookup): EventRecord | null {
@@ -440,7 +488,7 @@ export function createDecoder(deps: DecoderDeps): Decoder {
           const address = log.address.toLowerCase();
           token = usableToken(tokens(address, chainId) ?? fallback?.(address, chainId));
         }
-        const out = decodeWith(layout, log, token);
+        const out = decodeWith(layout, log, token, fast);
         return typeof out === "string" ? failedEvent(log, candidates, layout, out) : out;
       } catch (err) {
         return failedEvent(log, candidates, layout, `internal decoder error: ${message(err)}`);

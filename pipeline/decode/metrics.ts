@@ -39,3 +39,21 @@ export const decodeMetricsOf = memoPerRegistry(
     }),
   }),
 );
+
+/**
+ * Adds a batch's produced events to `chainsift_decode_events_total`: one `inc` per (source,
+ * outcome) pair, not per event (prom-client hashes the labels on every call).
+ * @param events - the family ({@link DecodeMetrics.events}).
+ * @param records - the produced event records.
+ */
+export function countEvents(events: Counter<"source" | "outcome">, records: Iterable<{ source: string; error: string | null }>): void {
+  const perLabel = new Map<string, number>();
+  for (const ev of records) {
+    const key = `${ev.source}|${ev.error === null ? "decoded" : "error"}`;
+    perLabel.set(key, (perLabel.get(key) ?? 0) + 1);
+  }
+  for (const [key, n] of perLabel) {
+    const [source, outcome] = key.split("|") as [string, string];
+    events.inc({ source, outcome }, n);
+  }
+}

@@ -21,7 +21,7 @@ import { type Bus, createRecordProducer, messageSeq, type OutgoingRecord, seqHea
 import { type HandlerFailure, type InputRecord, type RunningConsumer, runConsumer } from "../kafka/consumer.js";
 import { type AbiRegistry, type AbiRegistryDeps, createAbiRegistry } from "./abis.js";
 import type { Decoder } from "./decoder.js";
-import { decodeMetricsOf } from "./metrics.js";
+import { countEvents, decodeMetricsOf } from "./metrics.js";
 import { redecodeHistory } from "./redecode.js";
 import { lookupOf, tokenRequests } from "./token-batch.js";
 
@@ -209,10 +209,10 @@ export async function startDecodeStage(deps: DecodeStageDeps): Promise<RunningCo
       const { out, failures } = decodeBatch(decoder, inputs, tokens);
       await producer.send(out);
       if (metrics)
-        for (const m of out) {
-          const ev = m.record as EventRecord;
-          metrics.events.inc({ source: ev.source, outcome: ev.error === null ? "decoded" : "error" });
-        }
+        countEvents(
+          metrics.events,
+          out.map((m) => m.record as EventRecord),
+        );
       return failures;
     },
   });

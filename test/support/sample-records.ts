@@ -21,3 +21,22 @@ export const usdtLog: LogRecord = {
   removed: false,
   timestamp: "2023-04-13T13:33:47",
 };
+
+/**
+ * A log with the given topics, data and emitting contract, in a fixed block (17000000, log index
+ * 42 of transaction index 3): for decoder tests on synthetic payloads.
+ */
+export function syntheticLog(topics: string[], data: string, address: string): LogRecord {
+  return {
+    address,
+    topics,
+    data,
+    blockHash: `0x${"ab".repeat(32)}`,
+    blockNumber: { num: 17_000_000, raw: "0x1036640" },
+    transactionHash: `0x${"cd".repeat(32)}`,
+    transactionIndex: { num: 3, raw: "0x3" },
+    logIndex: { num: 42, raw: "0x2a" },
+    removed: false,
+    timestamp: "2023-04-13T22:44:59",
+  };
+}

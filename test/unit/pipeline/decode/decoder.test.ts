@@ -12,6 +12,7 @@ import { createDecoder, supportedEvents } from "../../../../pipeline/decode/deco
 import { toBlockBundle } from "../../../../pipeline/ingest/transform.js";
 import { eventSchema } from "../../../../topics/schemas.js";
 import { hasMainnetFixtures, loadCompleteBlocks, SKIP_NO_FIXTURES } from "../../../support/fixtures.js";
+import { syntheticLog } from "../../../support/sample-records.js";
 
 const TRANSFER = id("Transfer(address,address,uint256)");
 const APPROVAL = id("Approval(address,address,uint256)");
@@ -79,20 +80,7 @@ function arg(ev: EventRecord, name: string) {
 }
 
 /** A synthetic log around given topics and data. */
-function synthetic(topics: string[], data: string, address = USDT): LogRecord {
-  return {
-    address,
-    topics,
-    data,
-    blockHash: `0x${"ab".repeat(32)}`,
-    blockNumber: { num: 17_000_000, raw: "0x1036640" },
-    transactionHash: `0x${"cd".repeat(32)}`,
-    transactionIndex: { num: 3, raw: "0x3" },
-    logIndex: { num: 42, raw: "0x2a" },
-    removed: false,
-    timestamp: "2023-04-13T22:44:59",
-  };
-}
+const synthetic = (topics: string[], data: string, address = USDT): LogRecord => syntheticLog(topics, data, address);
 const word = (v: bigint): string => v.toString(16).padStart(64, "0");
 const addrTopic = (a: string): string => `0x${a.slice(2).padStart(64, "0")}`;
 const ALICE = "0x1111111111111111111111111111111111111111";
@@ -354,6 +342,14 @@ describe("decoder on synthetic logs", () => {
     seen.length = 0;
     custom.decode(synthetic([V2_SYNC], `0x${word(1n)}${word(2n)}`));
     expect(seen).toEqual([]);
+  });
+
+  it("scales by a token's decimals above 80 (decimals() is a uint8) instead of failing the log", () => {
+    const log = synthetic([DEPOSIT, addrTopic(ALICE)], `0x${word(15n * 10n ** 75n)}`);
+    const ev = createDecoder({ chainId: 1, tokens: () => ({ symbol: "BIG", decimals: 90 }) }).decode(log) as EventRecord;
+    expect(ev.error).toBeNull();
+    expect(arg(ev, "wad").scaled).toBe(1.5e-14);
+    expect(ev.str).toBe(`Deposit(dst=${ALICE}, wad=${15n * 10n ** 75n} [0.000000000000015 BIG])`);
   });
 
   it("unknown topic0 and logs without topics give null", () => {
