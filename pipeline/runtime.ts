@@ -195,7 +195,7 @@ export async function startPipeline(deps: PipelineDeps): Promise<Pipeline> {
     logger.info(
       {
         stage: "decode",
-        chain: ctx.key,
+        chain: ctx.chain,
         chainId: ctx.chainId,
         chainIdFrom: config.chainIdFrom,
         tokenList: config.decode.tokenList,

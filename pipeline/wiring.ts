@@ -87,28 +87,28 @@ export async function startStages(common: Common, opts: StartStagesOptions): Pro
   const { config } = common;
   const es = new Client({ node: config.elasticsearch.url, requestTimeout: config.elasticsearch.requestTimeoutMs });
   common.shutdown.add("elasticsearch client", () => es.close());
-  // The chains start side by side: a slow consumer-group join of one does not hold up the next.
-  const running = await Promise.all(
-    chains.map(async (context): Promise<RunningChain> => {
-      const pipeline = await startPipeline({
-        config: context.config,
-        logger: chains.length > 1 ? common.logger.child({ chain: context.key }) : common.logger,
-        redis: common.redis,
-        es,
-        chain: context,
-        metricsRegistry: context.metrics,
-        stages,
-        ...(opts.abis === undefined ? {} : { abis: opts.abis }),
-      });
-      common.shutdown.add(`pipeline ${context.key}`, () => pipeline.stop());
-      const entry: RunningChain = { context, pipeline };
-      if (withIngest) {
-        entry.ingest = await pipeline.createIngester();
-        common.shutdown.add(`ingester ${context.key}`, entry.ingest.close);
-      }
-      return entry;
-    }),
-  );
+  // One chain after the other: topic creation of two chains at once made the broker answer
+  // "This server does not host this topic-partition" to the second chain's metadata requests.
+  const running: RunningChain[] = [];
+  for (const context of chains) {
+    const pipeline = await startPipeline({
+      config: context.config,
+      logger: chains.length > 1 ? common.logger.child({ chain: context.key }) : common.logger,
+      redis: common.redis,
+      es,
+      chain: context,
+      metricsRegistry: context.metrics,
+      stages,
+      ...(opts.abis === undefined ? {} : { abis: opts.abis }),
+    });
+    common.shutdown.add(`pipeline ${context.key}`, () => pipeline.stop());
+    const entry: RunningChain = { context, pipeline };
+    if (withIngest) {
+      entry.ingest = await pipeline.createIngester();
+      common.shutdown.add(`ingester ${context.key}`, entry.ingest.close);
+    }
+    running.push(entry);
+  }
   const readiness = running.flatMap(({ context, pipeline }) =>
     pipeline.readiness.map(
       (check): ReadinessCheck => (chains.length > 1 ? { name: `${check.name} ${context.key}`, ready: check.ready } : check),
