@@ -6,8 +6,10 @@
  *
  * - ids: `chain` (the URL segments), `key` (`technology/blockchain/network`), numeric `chainId`;
  * - `config`: the process configuration narrowed to this chain (lib/config.ts `configOfChain`);
- * - `rpc`: the chain's one JSON-RPC client, made by pipeline/chain-context.ts `createChainRpc` (the
- *   one place a chain's client is built);
+ * - `client`: the chain's one JSON-RPC client (lib/rpc/client.ts: every endpoint of the chain with
+ *   failover, retries and hedging), made by pipeline/chain-context.ts `createChainRpc` (the one place
+ *   a chain's client is built); token metadata and proxy reads go through it;
+ * - `rpc`: ingest's block reads (pipeline/ingest/rpc.ts `ChainSource`) over that same client;
  * - `tokens`, `decode`: the decimals lookup and the method-decoding options (lib/chain/methods.ts
  *   `DecodeMethodOptions`) of the decode, index and match stages and of rule backtests;
  * - `tokenMetadata`: name/symbol/decimals of the match stage's Token entities;
@@ -19,6 +21,7 @@ import type { DecodeMethodOptions } from "./chain/methods.js";
 import type { TokenMetadata } from "./chain/token-metadata.js";
 import type { TokenLookup } from "./chain/tokens.js";
 import type { ChainId, Config } from "./config.js";
+import type { RpcClient } from "./rpc/client.js";
 
 /**
  * What lib/ knows of a chain's JSON-RPC client: the client itself is pipeline/ingest/rpc.ts's
@@ -53,15 +56,21 @@ export interface ChainContext<Rpc extends ChainRpc = ChainRpc> {
   config: Config;
   /** The chain's JSON-RPC endpoints, in order of preference. */
   rpcUrls: readonly string[];
-  /** The chain's one JSON-RPC client (pipeline/chain-context.ts `createChainRpc`): ingest reads blocks through it. */
+  /**
+   * The chain's one JSON-RPC client (lib/rpc/client.ts, made by pipeline/chain-context.ts
+   * `createChainRpc`): token metadata, proxy implementation slots and {@link ChainContext.rpc} all
+   * speak through it, so they share its endpoints' health, failover and limits.
+   */
+  client: RpcClient;
+  /** Ingest's block, receipt and trace reads over {@link ChainContext.client} (pipeline/ingest/rpc.ts `ChainSource`). */
   rpc: Rpc;
   /** Token decimals for scaled amounts: the bundled list of {@link ChainContext.chainId} (unless `tokenList` is off) plus any extra lookup. */
   tokens: TokenLookup;
   /** Method/Call decoding options of the decode, index and match stages and of backtests: `{ chainId, tokens }`. */
   decode: Required<DecodeMethodOptions>;
   /**
-   * Token entity metadata of the match stage: `decimals()`/`symbol()`/`name()` by `eth_call` on the
-   * first endpoint when the chain's token decimal sources include `calls`, else the bundled list.
+   * Token entity metadata of the match stage: `decimals()`/`symbol()`/`name()` by `eth_call` through
+   * {@link ChainContext.client} when the chain's token decimal sources include `calls`, else the bundled list.
    */
   tokenMetadata: ChainTokenMetadata;
   /** The chain's prom-client registry (default label `chain` = {@link ChainContext.key}). */
@@ -76,7 +85,11 @@ export interface ChainContext<Rpc extends ChainRpc = ChainRpc> {
  * @param next - the new contexts.
  */
 export function replaceChains(common: { chains: ChainContext[]; metrics: Registry }, next: ChainContext[]): void {
-  for (const c of common.chains) if (!next.includes(c)) c.rpc.destroy();
+  for (const c of common.chains) {
+    if (next.includes(c)) continue;
+    c.rpc.destroy();
+    c.client.destroy();
+  }
   common.chains = next;
   if (common.metrics instanceof ProcessRegistry) common.metrics.keepChains(next.map((c) => c.key));
 }

@@ -128,7 +128,10 @@ export function createCommon(options: CommonOptions = {}): Common {
   }
   const chains = options.chains?.(config, { processMetrics: metrics, logger }) ?? [];
   shutdown.add("chain clients", () => {
-    for (const c of common.chains) c.rpc.destroy();
+    for (const c of common.chains) {
+      c.rpc.destroy();
+      c.client.destroy();
+    }
   });
   const common: Common = { config, logger, logOutput, metrics, chains, redis: () => redis.client(), shutdown };
   return common;

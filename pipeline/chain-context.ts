@@ -11,6 +11,8 @@ import { type ChainContext, chainRegistry, ProcessRegistry } from "../lib/chain-
 import { chainKey } from "../lib/chains.js";
 import { type ChainSettings, type Config, configOfChain } from "../lib/config.js";
 import type { Logger } from "../lib/logger.js";
+import { createRpcClient, type RpcClient } from "../lib/rpc/client.js";
+import { ingestMetricsOf } from "./ingest/metrics.js";
 import { type ChainSource, createRpcSource } from "./ingest/rpc.js";
 import { rpcTokenMetadataSource } from "./match/token-metadata.js";
 import { tokenListMetadataSource } from "./match/tokens.js";
@@ -31,18 +33,25 @@ export interface ChainContextOptions {
 }
 
 /**
- * Builds the chain's one JSON-RPC client: the chain's endpoints with failover and the process's
- * transport limits (`config.ingest.rpc`). The only place a chain's client is made.
+ * Builds the chain's one JSON-RPC client (lib/rpc/client.ts): the chain's endpoints with failover
+ * and the process's transport limits (`config.ingest.rpc`), and ingest's block reads over it. The
+ * only place a chain's client is made.
  * @param config - a configuration narrowed to the chain (`ingest.rpcUrls`, `ingest.rpc`).
- * @param opts - logger and registry of the client's endpoint metrics.
+ * @param opts - logger and registry of the client's endpoint metrics (`chainsift_ingest_rpc_*`).
+ * @returns `client` (token metadata, proxy reads) and `rpc` (ingest's `ChainSource` on that client;
+ *   its `destroy` leaves the client open: destroy both).
  */
-export function createChainRpc(config: Config, opts: { logger?: Logger; registry?: Registry } = {}): ChainSource {
-  return createRpcSource({
-    rpcUrls: config.ingest.rpcUrls,
+export function createChainRpc(
+  config: Config,
+  opts: { logger?: Logger; registry?: Registry } = {},
+): { client: RpcClient; rpc: ChainSource } {
+  const client = createRpcClient({
     ...config.ingest.rpc,
+    urls: config.ingest.rpcUrls,
     ...(opts.logger ? { logger: opts.logger.child({ stage: "ingest" }) } : {}),
-    ...(opts.registry ? { registry: opts.registry } : {}),
+    ...(opts.registry ? { metrics: ingestMetricsOf(opts.registry) } : {}),
   });
+  return { client, rpc: createRpcSource({ client, ...(opts.registry ? { registry: opts.registry } : {}) }) };
 }
 
 /**
@@ -58,16 +67,18 @@ export function createChainContext(config: Config, settings?: ChainSettings, opt
   const listed = bundledTokens(own);
   const extra = opts.extraTokens;
   const tokens: TokenLookup = extra ? (address, id) => extra(address, id) ?? listed(address, id) : listed;
+  const { client, rpc } = createChainRpc(own, { ...(opts.logger ? { logger: opts.logger } : {}), registry: metrics });
   return {
     key,
     chain: own.chain,
     chainId: own.chainId,
     config: own,
     rpcUrls: own.ingest.rpcUrls,
-    rpc: createChainRpc(own, { ...(opts.logger ? { logger: opts.logger } : {}), registry: metrics }),
+    client,
+    rpc,
     tokens,
     decode: { chainId: own.chainId, tokens },
-    tokenMetadata: own.decode.tokenCalls ? rpcTokenMetadataSource(own.ingest.rpcUrl) : tokenListMetadataSource(own.chainId),
+    tokenMetadata: own.decode.tokenCalls ? rpcTokenMetadataSource(client) : tokenListMetadataSource(own.chainId),
     metrics,
   };
 }

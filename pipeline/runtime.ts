@@ -347,7 +347,10 @@ export async function startPipeline(deps: PipelineDeps): Promise<Pipeline> {
       await Promise.allSettled(producers.map((p) => p.disconnect()));
       await ownRedis?.close();
       if (ownEs) await es.close();
-      if (!deps.chain) ctx.rpc.destroy();
+      if (!deps.chain) {
+        ctx.rpc.destroy();
+        ctx.client.destroy();
+      }
     },
   };
 }
