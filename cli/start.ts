@@ -190,8 +190,12 @@ async function main(common: Common): Promise<void> {
       token = randomBytes(24).toString("base64url");
       config.api.tokens = [token];
     }
-    // Rule backtests decode Method/Call arguments as the match stage does (the first chain's options).
-    const api = await startApi(common, { methodDecoding: first.decode });
+    // One API for every running chain: search paths, rules and backtests of each (backtests decode
+    // Method/Call arguments with the chain's own options, as its match stage does).
+    const api = await startApi(common, {
+      chains: common.chains.map((c) => ({ ...c.chain, chainId: c.chainId, decode: c.decode })),
+      methodDecoding: first.decode,
+    });
     const tries = common.chains.map((c) => {
       const base = `${api.url}/${c.chain.technology}/${c.chain.blockchain}/${c.chain.network}/es`;
       return `  Try:    curl -s -X POST ${base}/event/search/ -H "Authorization: Bearer ${token}" -H 'Content-Type: application/json' -d '{"size":3,"sort":{"blockNumber.num":"desc"}}'   # ${c.key} (chain id ${c.chainId})`;

@@ -20,6 +20,7 @@ import { NonRetryableError } from "../lib/errors.js";
 import type { Logger } from "../lib/logger.js";
 import type { ReadinessCheck } from "../lib/metrics.js";
 import { lazyRedis, type RedisClient } from "../lib/redis.js";
+import type { RpcTarget } from "../lib/rpc/client.js";
 import { createChainContext, type PipelineChainContext } from "./chain-context.js";
 import { createDecoder, type Decoder } from "./decode/decoder.js";
 import { rpcImplementationReader } from "./decode/proxy.js";
@@ -77,7 +78,8 @@ export interface PipelineDeps {
   decoder?: Decoder;
   /**
    * The node the decode stage reads token metadata from by `eth_call` (when `config.decode.tokenCalls`;
-   * lib/chain/token-cache.ts), e.g. `npm start`'s `--rpc-url`. Default `config.ingest.rpcUrl`.
+   * lib/chain/token-cache.ts), e.g. a test's own node. Default: the chain's one JSON-RPC client
+   * (`ChainContext.client`: every `ingest.rpcUrls` endpoint, with failover).
    */
   tokenRpcUrl?: string;
   /**
@@ -203,19 +205,20 @@ export async function startPipeline(deps: PipelineDeps): Promise<Pipeline> {
       },
       "decode options",
     );
-    const tokenRpcUrl = deps.tokenRpcUrl ?? ctx.config.ingest.rpcUrl;
+    // The chain's one client (every endpoint, failover), unless the caller names another node (tests).
+    const tokenRpc = deps.tokenRpcUrl ?? ctx.client;
     const tokenMetadata = config.decode.tokenCalls
       ? createTokenMetadataCache({
           redis,
           keyPrefix: config.redisKeyPrefix,
           chain: config.chain,
-          read: (requests) => readTokenMetadata(tokenRpcUrl, requests),
+          read: (requests) => readTokenMetadata(tokenRpc, requests),
           negativeTtlMs: config.decode.tokenNegativeTtlMs,
         })
       : undefined;
     const decoder = deps.decoder ?? createDecoder({ chainId: ctx.chainId, tokens: listTokens, signatures: config.decode.signatures });
     // User ABIs: proxies' implementation slots are read from the same node as token metadata.
-    const abis = deps.abis === false ? {} : { abis: await abiDeps(config, await redis(), es, tokenRpcUrl) };
+    const abis = deps.abis === false ? {} : { abis: await abiDeps(config, await redis(), es, tokenRpc) };
     started(
       "decode",
       await startDecodeStage({
@@ -396,12 +399,12 @@ export function checkChainId(
 }
 
 /** The decode stage's user-ABI dependencies: the store and its change feed on the shared client, proxy reads, re-decode from the log index. */
-async function abiDeps(config: Config, redis: RedisClient, es: Client, rpcUrl: string): Promise<NonNullable<DecodeStageDeps["abis"]>> {
+async function abiDeps(config: Config, redis: RedisClient, es: Client, rpc: RpcTarget): Promise<NonNullable<DecodeStageDeps["abis"]>> {
   const prefix = config.redisKeyPrefix;
   return {
     store: createAbiStore({ redis, keyPrefix: prefix, maxPerAccount: config.abis.maxPerAccount }),
     subscriber: () => redis.duplicate(),
-    implementations: rpcImplementationReader(rpcUrl),
+    implementations: rpcImplementationReader(rpc),
     proxyTtlMs: config.abis.proxyTtlMs,
     reloadIntervalMs: config.abis.reloadIntervalMs,
     redecode: {
