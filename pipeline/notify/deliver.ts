@@ -22,10 +22,11 @@ import type { Attempt, Channel } from "./channels/channel.js";
 import { createDiscordChannel } from "./channels/discord.js";
 import { createEmailChannel, type MailerConfig } from "./channels/email.js";
 import { createHttpSender } from "./channels/http.js";
-import { createSlackChannel } from "./channels/slack.js";
+import { createSlackChannel, type SlackConfig } from "./channels/slack.js";
 import { createTelegramChannel, type TelegramConfig } from "./channels/telegram.js";
 import { createWebhookChannel } from "./channels/webhook.js";
 import { describeDestination } from "./log.js";
+import type { MessageStore } from "./messages.js";
 import {
   type AttemptOutcome,
   CS_DELIVERY_EXHAUSTED,
@@ -38,6 +39,7 @@ import { createGuardedAgent, type DestinationPolicy, parseAllowlist } from "./ss
 
 export { classifySmtpError, createSmtpTransport, type MailerConfig, type MailTransport, type OutgoingMail } from "./channels/email.js";
 export { USER_AGENT } from "./channels/http.js";
+export { CS_SLACK_API_ERROR, CS_SLACK_UNCONFIGURED, type SlackConfig } from "./channels/slack.js";
 export { CS_TELEGRAM_UNCONFIGURED, type TelegramConfig } from "./channels/telegram.js";
 export * from "./outcome.js";
 
@@ -143,6 +145,14 @@ export interface DelivererDeps {
   mailer?: MailerConfig;
   /** The operator's Telegram bot; without a token Telegram actions end with `CS_TELEGRAM_UNCONFIGURED`. Default no token, `https://api.telegram.org`. */
   telegram?: TelegramConfig;
+  /** The operator's Slack bot for Web API actions (`chat.postMessage`/`chat.update`); default no token, `https://slack.com/api`. */
+  slack?: SlackConfig;
+  /**
+   * Where the messages of pending alerts are remembered (`createMessageStore`, messages.ts), so
+   * that a retraction edits them (Discord, Telegram, Slack Web API), names them (Slack incoming
+   * webhook) or answers them in their thread (e-mail). Without it, a retraction is a new message.
+   */
+  messages?: MessageStore;
   /** Block-explorer base URLs by chain for the links in messages (config `notify.explorerUrls`); default `DEFAULT_EXPLORER_URLS` (lib/config.ts). */
   explorers?: ExplorerUrls;
   /** Clock (default `() => new Date()`); gives the signature timestamp and `Retry-After` dates. */
@@ -214,12 +224,14 @@ export function createDeliverer(deps: DelivererDeps): Deliverer {
   const send = createHttpSender({ dispatcher, policy: destPolicy, timeoutMs, now });
   const messages = deps.explorers ? { explorers: deps.explorers } : {};
   const telegram: TelegramConfig = deps.telegram ?? { botToken: undefined, apiUrl: "https://api.telegram.org" };
+  const slack: SlackConfig = deps.slack ?? { botToken: undefined, apiUrl: "https://slack.com/api" };
+  const posted = deps.messages;
   const channels: Channel[] = [
     createWebhookChannel(send, deps.secrets),
-    createSlackChannel(send, deps.secrets, messages),
-    createDiscordChannel(send, deps.secrets, messages),
-    createTelegramChannel(send, deps.secrets, telegram, messages),
-    createEmailChannel({ ...(deps.mailer ? { mailer: deps.mailer } : {}), timeoutMs, messages }),
+    createSlackChannel(send, deps.secrets, messages, slack, posted),
+    createDiscordChannel(send, deps.secrets, messages, posted),
+    createTelegramChannel(send, deps.secrets, telegram, messages, posted),
+    createEmailChannel({ ...(deps.mailer ? { mailer: deps.mailer } : {}), timeoutMs, messages, ...(posted ? { posted } : {}) }),
   ];
   const byType = new Map<string, Channel>(channels.flatMap((c) => c.types.map((t) => [t, c] as const)));
 
