@@ -15,6 +15,7 @@
  */
 import type { Dispatcher } from "undici";
 import type { Alert } from "../../lib/alerting/alert.js";
+import type { Digest } from "../../lib/alerting/storm.js";
 import type { ExplorerUrls } from "../../lib/alerting/template.js";
 import type { Logger } from "../../lib/logger.js";
 import type { AlertDefinition } from "../../lib/rules/model.js";
@@ -181,6 +182,12 @@ export interface Deliverer {
    * outcome; rejects only when the secret store fails (infrastructure: retry later).
    */
   attempt(alert: Alert, action: AlertDefinition, actionIndex: number): Promise<AttemptResult>;
+  /**
+   * Makes one attempt at sending a storm-control digest (lib/alerting/storm.ts) through its action's
+   * channel; outcomes as {@link attempt}. A channel without digests (`Webhook (GET)`) gives a final
+   * `CS_ACTION_INVALID`. Rejects only when the secret store fails.
+   */
+  attemptDigest(digest: Digest): Promise<AttemptResult>;
   /** Closes the HTTP agent and the SMTP transport. */
   close(): Promise<void>;
 }
@@ -297,36 +304,61 @@ export function createDeliverer(deps: DelivererDeps): Deliverer {
     async attempt(alert, action, actionIndex) {
       const { destination, run: prepared, result: early } = await begin(alert, action, actionIndex);
       if (!prepared) return { ...early!, retryable: false };
-      let out: AttemptOutcome;
+      return once(prepared, destination);
+    },
+    async attemptDigest(digest) {
+      let destination: string;
       try {
-        out = await prepared(1);
-      } catch (err) {
-        out = classifyRequestError(err);
+        destination = describeDestination(digest.action, digest.entity);
+      } catch {
+        destination = "(invalid)";
       }
-      if (out.ok)
-        return {
-          ok: true,
-          attempts: 1,
-          final: true,
-          retryable: false,
-          destination,
-          ...(out.status === undefined ? {} : { status: out.status }),
-        };
-      return {
-        ok: false,
-        attempts: 1,
-        final: !out.retryable,
-        retryable: out.retryable,
-        code: out.code,
-        error: out.error,
-        destination,
-        ...(out.status === undefined ? {} : { status: out.status }),
-        ...(out.retryAfterMs === undefined ? {} : { retryAfterMs: out.retryAfterMs }),
-      };
+      const channel = byType.get(String(digest.action?.type));
+      let prepared: Attempt | DeliveryResult;
+      try {
+        if (!channel?.prepareDigest) throw invalid(`action type ${JSON.stringify(digest.action?.type)} cannot send a digest`);
+        prepared = await channel.prepareDigest(digest);
+      } catch (err) {
+        const nr = nonRetryableIn(err);
+        if (!nr) throw err;
+        return { ok: false, attempts: 0, final: true, retryable: false, code: nr.code, error: nr.message, destination };
+      }
+      if (typeof prepared !== "function") return { ...prepared, destination, retryable: false };
+      return once(prepared, destination);
     },
     async close() {
       await ownAgent?.close();
       await Promise.all(channels.map((c) => c.close?.()));
     },
   };
+
+  /** One attempt of a prepared send, classified. */
+  async function once(prepared: Attempt, destination: string): Promise<AttemptResult> {
+    let out: AttemptOutcome;
+    try {
+      out = await prepared(1);
+    } catch (err) {
+      out = classifyRequestError(err);
+    }
+    if (out.ok)
+      return {
+        ok: true,
+        attempts: 1,
+        final: true,
+        retryable: false,
+        destination,
+        ...(out.status === undefined ? {} : { status: out.status }),
+      };
+    return {
+      ok: false,
+      attempts: 1,
+      final: !out.retryable,
+      retryable: out.retryable,
+      code: out.code,
+      error: out.error,
+      destination,
+      ...(out.status === undefined ? {} : { status: out.status }),
+      ...(out.retryAfterMs === undefined ? {} : { retryAfterMs: out.retryAfterMs }),
+    };
+  }
 }

@@ -24,6 +24,7 @@ import { createMessageStore } from "./messages.js";
 import { createDeliveryQueue, type DeliveryJob, type DeliveryQueue, laneOf } from "./queue.js";
 import { defaultRetryWindowMs, type Scheduler, type SchedulerOptions, startScheduler } from "./scheduler.js";
 import { createSecretStore } from "./sign.js";
+import { createStormStore } from "./storm.js";
 
 /** Dependencies of {@link startNotifyStage}. */
 export interface NotifyStageDeps {
@@ -122,6 +123,7 @@ export async function startNotifyStage(deps: NotifyStageDeps): Promise<NotifySta
     deliverer,
     deliveryLog,
     logger,
+    storm: createStormStore(redis, config.redisKeyPrefix),
     ...(deps.registry ? { registry: deps.registry } : {}),
     options: {
       retry,

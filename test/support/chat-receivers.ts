@@ -16,6 +16,7 @@
  *   `{"ok": true, "channel", "ts"}` or `{"ok": false, "error": "invalid_auth" | "channel_not_found"
  *   | "message_not_found"}`.
  * - Slack incoming webhook `POST /slack/hook` → `200 ok` (it cannot edit).
+ * - A plain webhook receiver `POST /webhook` → `204` (bodies in `requests`).
  * @module
  */
 import { createServer, type IncomingHttpHeaders, type Server } from "node:http";
@@ -54,6 +55,8 @@ export interface ChatReceivers {
   slackApiUrl: string;
   /** Slack incoming-webhook URL. */
   slackHookUrl: string;
+  /** A plain webhook URL (`Webhook (POST)`). */
+  webhookUrl: string;
   /** Messages by service, in posting order. */
   messages: ChatMessage[];
   requests: ChatRequest[];
@@ -131,6 +134,7 @@ export async function startChatReceivers(botTokens: { telegram: string; slack: s
         messages.push({ service: "slack-webhook", id: String(++next), text: String(body.text), history: [], alertId });
         return res.writeHead(200, { "content-type": "text/plain" }).end("ok");
       }
+      if (req.method === "POST" && p === "/webhook") return res.writeHead(204).end();
       return json(res, 404, { message: `unknown ${req.method} ${p}` });
     });
   });
@@ -142,6 +146,7 @@ export async function startChatReceivers(botTokens: { telegram: string; slack: s
     telegramApiUrl: base,
     slackApiUrl: `${base}/api`,
     slackHookUrl: `${base}/slack/hook`,
+    webhookUrl: `${base}/webhook`,
     messages,
     requests,
     close: () => new Promise<void>((resolve) => server.close(() => resolve())),

@@ -15,8 +15,9 @@
  * An unknown message (404: deleted) or no remembered one: the retraction is posted as a new message.
  * @module
  */
-import type { MessageOptions } from "../../../lib/alerting/render.js";
+import { DISCORD_CONTENT_MAX, type MessageOptions } from "../../../lib/alerting/render.js";
 import { type RenderedRequest, renderAction } from "../../../lib/alerting/rendered.js";
+import { digestChatText } from "../../../lib/alerting/storm.js";
 import type { SecretSource } from "../deliver.js";
 import { type MessageStore, type PostedMessage, rememberQuietly, remembers } from "../messages.js";
 import type { Channel } from "./channel.js";
@@ -93,6 +94,18 @@ export function createDiscordChannel(
         if (out.ok) await rememberQuietly(messages, alert, actionIndex, postedOf(out, new Date().toISOString()));
         return out;
       };
+    },
+    async prepareDigest(digest) {
+      const url = String((digest.action.parameters as { url?: unknown }).url ?? "");
+      const username = (digest.action.parameters as { username?: unknown }).username;
+      const content = digestChatText(digest, "discord", DISCORD_CONTENT_MAX);
+      const body = JSON.stringify({
+        content,
+        allowed_mentions: { parse: [] },
+        ...(typeof username === "string" && username ? { username } : {}),
+      });
+      const secret = await secrets.getOrCreate(digest.accountId);
+      return () => send("POST", url, secret, digest.id, body, opts);
     },
   };
 }

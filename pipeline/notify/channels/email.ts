@@ -13,6 +13,8 @@ import { createTransport } from "nodemailer";
 import type { Alert } from "../../../lib/alerting/alert.js";
 import type { MessageOptions } from "../../../lib/alerting/render.js";
 import { type RenderedEmail, renderAction } from "../../../lib/alerting/rendered.js";
+import { digestEmail } from "../../../lib/alerting/storm.js";
+import { isEmailAddress } from "../../../lib/email.js";
 import { type MessageStore, type PostedMessage, rememberQuietly } from "../messages.js";
 import {
   type AttemptOutcome,
@@ -112,6 +114,15 @@ export interface EmailChannelDeps {
   posted?: MessageStore;
 }
 
+/** The outcome of an Email action while no SMTP server is configured: dead-lettered for a replay. */
+const UNCONFIGURED = {
+  ok: false,
+  attempts: 0,
+  final: false,
+  code: CS_MAILER_UNCONFIGURED,
+  error: "no SMTP server is configured for e-mail alerts",
+} as const;
+
 /** The `Email` channel. Recipients must pass the rules' e-mail syntax check (`isEmailAddress`). */
 export function createEmailChannel(deps: EmailChannelDeps): Channel {
   const { mailer, timeoutMs, messages = {}, posted } = deps;
@@ -151,17 +162,40 @@ export function createEmailChannel(deps: EmailChannelDeps): Channel {
     types: ["Email"],
     async prepare(alert, action, actionIndex) {
       const msg = renderAction(alert, action, messages) as RenderedEmail;
-      if (!mailer || (!mailer.transport && !mailer.smtpUrl)) {
+      if (!mailer || (!mailer.transport && !mailer.smtpUrl)) return UNCONFIGURED;
+      const thread = alert.status === "removed" && posted ? await posted.get(alert, actionIndex) : null;
+      return () => send(alert, msg, actionIndex, thread);
+    },
+    async prepareDigest(digest) {
+      const r = (digest.action.parameters as { recipients?: unknown }).recipients;
+      const recipients = Array.isArray(r) ? r.filter((x): x is string => typeof x === "string").map((x) => x.trim()) : [];
+      if (recipients.length === 0 || !recipients.every(isEmailAddress)) {
         return {
           ok: false,
           attempts: 0,
-          final: false,
-          code: CS_MAILER_UNCONFIGURED,
-          error: "no SMTP server is configured for e-mail alerts",
+          final: true,
+          code: CS_ACTION_INVALID,
+          error: "Email action needs a non-empty list of e-mail addresses in recipients",
         };
       }
-      const thread = alert.status === "removed" && posted ? await posted.get(alert, actionIndex) : null;
-      return () => send(alert, msg, actionIndex, thread);
+      if (!mailer || (!mailer.transport && !mailer.smtpUrl)) return UNCONFIGURED;
+      const msg = digestEmail(digest);
+      return async () => {
+        transport ??= createSmtpTransport(mailer.smtpUrl!, timeoutMs);
+        const domain = /@([^>\s]+)>?\s*$/.exec(mailer.from)?.[1] ?? "chainsift.invalid";
+        try {
+          await transport.sendMail({
+            from: mailer.from,
+            to: recipients,
+            ...msg,
+            messageId: `<${digest.id}.${digest.actionIndex}@${domain}>`,
+            headers: { "X-Chainsift-Digest-Id": digest.id, "X-Chainsift-Rule-Id": digest.ruleId },
+          });
+          return { ok: true, status: 250 };
+        } catch (err) {
+          return classifySmtpError(err);
+        }
+      };
     },
     async close() {
       transport?.close?.();

@@ -21,6 +21,7 @@
 import type { Alert } from "../../../lib/alerting/alert.js";
 import type { MessageOptions } from "../../../lib/alerting/render.js";
 import { type RenderedRequest, renderAction } from "../../../lib/alerting/rendered.js";
+import { digestChatText } from "../../../lib/alerting/storm.js";
 import type { SecretSource } from "../deliver.js";
 import { type MessageStore, type PostedMessage, rememberQuietly, remembers } from "../messages.js";
 import { type AttemptOutcome, oneLine } from "../outcome.js";
@@ -151,6 +152,19 @@ export function createSlackChannel(
           await rememberQuietly(messages, alert, actionIndex, { kind: "slack-webhook", alertId: alert.id, at: new Date().toISOString() });
         return out;
       };
+    },
+    async prepareDigest(digest) {
+      const p = digest.action.parameters as { url?: unknown; channel?: unknown; username?: unknown };
+      const url = String(p.url ?? "");
+      const channel = String(p.channel ?? "");
+      const username = String(p.username ?? "");
+      const body = JSON.stringify({ text: digestChatText(digest, "slack", 40_000), channel, ...(username ? { username } : {}) });
+      const secret = await secrets.getOrCreate(digest.accountId);
+      if (url !== postUrl) return () => send("POST", url, secret, digest.id, body);
+      if (!slack.botToken)
+        return { ok: false, attempts: 0, final: false, code: CS_SLACK_UNCONFIGURED, error: "no Slack bot token is configured" };
+      const headers = { authorization: `Bearer ${slack.botToken}` };
+      return async () => slackApiAnswer(await send("POST", postUrl, secret, digest.id, body, { keepBody: true, headers })).outcome;
     },
   };
 }

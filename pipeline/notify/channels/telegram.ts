@@ -25,8 +25,9 @@
  * the retraction is sent as a new message; `message is not modified` counts as delivered.
  * @module
  */
-import type { MessageOptions } from "../../../lib/alerting/render.js";
+import { type MessageOptions, TELEGRAM_TEXT_MAX } from "../../../lib/alerting/render.js";
 import { type RenderedTelegram, renderAction } from "../../../lib/alerting/rendered.js";
+import { digestChatText } from "../../../lib/alerting/storm.js";
 import type { SecretSource } from "../deliver.js";
 import { type MessageStore, type PostedMessage, rememberQuietly, remembers } from "../messages.js";
 import { type AttemptOutcome, CS_DELIVERY_HTTP_STATUS } from "../outcome.js";
@@ -103,6 +104,21 @@ export function createTelegramChannel(
         if (!out.ok && out.status === 400 && /message to edit not found/i.test(out.error)) return post();
         return operatorFailure(out);
       };
+    },
+    async prepareDigest(digest) {
+      if (!telegram.botToken) {
+        return { ok: false, attempts: 0, final: false, code: CS_TELEGRAM_UNCONFIGURED, error: "no Telegram bot token is configured" };
+      }
+      const p = digest.action.parameters as { chatId?: unknown; messageThreadId?: unknown };
+      const body = JSON.stringify({
+        chat_id: String(p.chatId ?? ""),
+        text: digestChatText(digest, "plain", TELEGRAM_TEXT_MAX),
+        link_preview_options: { is_disabled: true },
+        ...(Number.isSafeInteger(p.messageThreadId) ? { message_thread_id: p.messageThreadId } : {}),
+      });
+      const secret = await secrets.getOrCreate(digest.accountId);
+      return async () =>
+        operatorFailure(await send("POST", `${telegram.apiUrl}/bot${telegram.botToken}/sendMessage`, secret, digest.id, body, opts));
     },
   };
 }
