@@ -384,6 +384,22 @@ export interface Config {
      * private address must be in `CHAINSIFT_NOTIFY_ALLOWLIST`).
      */
     telegramApiUrl: string;
+    // --- h-storm (issue 24 §3): Slack Web API bot for editable Slack messages ---
+    /**
+     * Token (`xoxb-…`, scope `chat:write`) of the operator's Slack bot for `Slack` actions whose
+     * `url` is `<slackApiUrl>/chat.postMessage`: their messages are posted with `chat.postMessage`
+     * and a retraction edits them with `chat.update`. A secret: sent only to `slackApiUrl`, never
+     * logged. Env `CHAINSIFT_SLACK_BOT_TOKEN`, default none (such actions end with
+     * `CS_SLACK_UNCONFIGURED` and are dead-lettered for a replay; incoming-webhook actions are unaffected).
+     */
+    slackBotToken: string | undefined;
+    /**
+     * Base URL of the Slack Web API (https://api.slack.com/web). Env `CHAINSIFT_SLACK_API_URL`,
+     * default `https://slack.com/api`; a local receiver in tests (a private address must be in
+     * `CHAINSIFT_NOTIFY_ALLOWLIST`).
+     */
+    slackApiUrl: string;
+    // --- end h-storm ---
     /**
      * Block-explorer base URL per chain, for the links in alert messages (`{explorer.tx}`, …; paths
      * `/tx/<hash>`, `/block/<n>`, `/address/<a>`, `/token/<a>` as Etherscan and Blockscout use).
@@ -783,6 +799,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       maxInFlight: int(env, "CHAINSIFT_NOTIFY_MAX_IN_FLIGHT", 64, 1),
       telegramBotToken: env.CHAINSIFT_TELEGRAM_BOT_TOKEN || undefined,
       telegramApiUrl: str(env, "CHAINSIFT_TELEGRAM_API_URL", "https://api.telegram.org").replace(/\/+$/, ""),
+      slackBotToken: env.CHAINSIFT_SLACK_BOT_TOKEN || undefined,
+      slackApiUrl: str(env, "CHAINSIFT_SLACK_API_URL", "https://slack.com/api").replace(/\/+$/, ""),
       explorerUrls,
     },
     logLevel: str(env, "LOG_LEVEL", "info"),

@@ -38,6 +38,15 @@ export interface DeliveryLogEntry {
   code?: string;
   /** ISO 8601 UTC time the delivery finished. */
   at: string;
+  /**
+   * Storm control (lib/alerting/storm.ts): `throttled` — the alert was held back by the action's
+   * throttle or digest and is in the window's digest (code `CS_THROTTLED`); `digest` — this entry is
+   * the digest message itself (`alertId` is the digest id; `sequence`/`status` its last alert's).
+   * Absent for an alert sent on its own.
+   */
+  state?: "throttled" | "digest";
+  /** With `state: "digest"`: how many alerts the digest accounts for. */
+  digestCount?: number;
 }
 
 /** A page of the log. */

@@ -236,13 +236,13 @@ export interface MessageOptions {
 
 /**
  * The first line of every message of a `removed` alert, whatever the channel and template:
- * `RETRACTED: block 123 (0x88e9…6cb6) left the canonical chain; the earlier pending alert for this
- * match no longer holds.` Empty for other statuses.
+ * `RETRACTED: block 123 (0x88e9…6cb6) was reorganised away (it left the canonical chain); the earlier
+ * pending alert for this match no longer holds.` Empty for other statuses.
  */
 export function retractionLine(alert: Pick<Alert, "status" | "blockNumber" | "blockHash">): string {
   if (alert.status !== "removed") return "";
   const h = alert.blockHash.length > 14 ? `${alert.blockHash.slice(0, 6)}…${alert.blockHash.slice(-4)}` : alert.blockHash;
-  return `RETRACTED: block ${alert.blockNumber} (${h}) left the canonical chain; the earlier pending alert for this match no longer holds.`;
+  return `RETRACTED: block ${alert.blockNumber} (${h}) was reorganised away (it left the canonical chain); the earlier pending alert for this match no longer holds.`;
 }
 
 /** The most useful explorer link of an alert: its transaction, else its block; "" without an explorer. */

@@ -133,13 +133,26 @@ export interface WebhookParameters {
   url: string;
 }
 
+/**
+ * Storm control of an action (h-storm, issue 24 §2; lib/alerting/storm.ts, docs/rules.md "Storm
+ * control"): `throttle` — at most `max` messages per `windowSec`-second window, the rest in the
+ * window's digest (`false`: no throttle, turning the chat/e-mail default off); `digest` — every
+ * alert of a window in one message naming the first `maxEntities` (default 10).
+ */
+export interface StormControl {
+  throttle?: { max: number; windowSec: number } | false;
+  digest?: { windowSec: number; maxEntities?: number };
+}
+
 /** Alert definition (alerts item). */
-export type AlertDefinition =
+export type AlertDefinition = (
   | { type: "Email"; parameters: EmailParameters; payload?: PayloadItem[] | null }
   | { type: "Slack"; parameters: SlackParameters; payload?: PayloadItem[] | null }
   | { type: "Discord"; parameters: DiscordParameters; payload?: PayloadItem[] | null }
   | { type: "Telegram"; parameters: TelegramParameters; payload?: PayloadItem[] | null }
-  | { type: "Webhook (GET)" | "Webhook (POST)"; parameters: WebhookParameters; payload?: PayloadItem[] | null };
+  | { type: "Webhook (GET)" | "Webhook (POST)"; parameters: WebhookParameters; payload?: PayloadItem[] | null }
+) &
+  StormControl;
 
 /** Rule config: what to match and what to do. */
 export interface RuleConfig {

@@ -383,20 +383,48 @@ export const TelegramParametersSchema = Type.Object(
 /** Parameters of a webhook alert (GET or POST). `{field}` tokens in the URL are replaced at delivery. */
 export const WebhookParametersSchema = Type.Object({ url: HttpUrlSchema }, component("WebhookParameters"));
 
+// --- h-storm (issue 24 §2): storm control fields of an alert action (lib/alerting/storm.ts) ---
+/** `throttle`: at most `max` messages per `windowSec` window, the rest in the window's digest; `false`: no throttle. */
+export const ThrottleSchema = Type.Union(
+  [
+    Type.Object(
+      {
+        max: Type.Integer({ minimum: 1, maximum: 10_000, description: "messages sent one by one per window" }),
+        windowSec: Type.Integer({ minimum: 1, maximum: 86_400, description: "window length in seconds (windows aligned to the epoch)" }),
+      },
+      { additionalProperties: false },
+    ),
+    Type.Literal(false, { description: "no throttle (turns the chat and e-mail default of 10 per 60 s off)" }),
+  ],
+  component("Throttle"),
+);
+/** `digest`: every alert of a `windowSec` window in one message naming the first `maxEntities`. */
+export const DigestSchema = Type.Object(
+  {
+    windowSec: Type.Integer({ minimum: 1, maximum: 86_400, description: "window length in seconds (windows aligned to the epoch)" }),
+    maxEntities: Type.Optional(Type.Integer({ minimum: 1, maximum: 50, description: "entities named in the digest (default 10)" })),
+  },
+  { additionalProperties: false, ...component("Digest") },
+);
+/** The storm-control fields every action type may carry (docs/rules.md "Storm control"). */
+const StormFields = { throttle: Type.Optional(ThrottleSchema), digest: Type.Optional(DigestSchema) };
+// --- end h-storm ---
+
 /**
  * Alert definition (alerts item): the action and what it sends. Additional properties are allowed.
  * The contract's four types come first, unchanged; `Discord` and `Telegram` are chainsift's.
  */
 export const AlertDefinitionSchema = Type.Union(
   [
-    Type.Object({ type: Type.Literal("Email"), parameters: EmailParametersSchema, payload: PayloadSchema }),
-    Type.Object({ type: Type.Literal("Slack"), parameters: SlackParametersSchema, payload: PayloadSchema }),
-    Type.Object({ type: Type.Literal("Discord"), parameters: DiscordParametersSchema, payload: PayloadSchema }),
-    Type.Object({ type: Type.Literal("Telegram"), parameters: TelegramParametersSchema, payload: PayloadSchema }),
+    Type.Object({ type: Type.Literal("Email"), parameters: EmailParametersSchema, payload: PayloadSchema, ...StormFields }),
+    Type.Object({ type: Type.Literal("Slack"), parameters: SlackParametersSchema, payload: PayloadSchema, ...StormFields }),
+    Type.Object({ type: Type.Literal("Discord"), parameters: DiscordParametersSchema, payload: PayloadSchema, ...StormFields }),
+    Type.Object({ type: Type.Literal("Telegram"), parameters: TelegramParametersSchema, payload: PayloadSchema, ...StormFields }),
     Type.Object({
       type: Type.Enum(["Webhook (GET)", "Webhook (POST)"] as const),
       parameters: WebhookParametersSchema,
       payload: PayloadSchema,
+      ...StormFields,
     }),
   ],
   component("AlertDefinition"),

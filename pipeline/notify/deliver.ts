@@ -15,6 +15,7 @@
  */
 import type { Dispatcher } from "undici";
 import type { Alert } from "../../lib/alerting/alert.js";
+import type { Digest } from "../../lib/alerting/storm.js";
 import type { ExplorerUrls } from "../../lib/alerting/template.js";
 import type { Logger } from "../../lib/logger.js";
 import type { AlertDefinition } from "../../lib/rules/model.js";
@@ -22,10 +23,11 @@ import type { Attempt, Channel } from "./channels/channel.js";
 import { createDiscordChannel } from "./channels/discord.js";
 import { createEmailChannel, type MailerConfig } from "./channels/email.js";
 import { createHttpSender } from "./channels/http.js";
-import { createSlackChannel } from "./channels/slack.js";
+import { createSlackChannel, type SlackConfig } from "./channels/slack.js";
 import { createTelegramChannel, type TelegramConfig } from "./channels/telegram.js";
 import { createWebhookChannel } from "./channels/webhook.js";
 import { describeDestination } from "./log.js";
+import type { MessageStore } from "./messages.js";
 import {
   type AttemptOutcome,
   CS_DELIVERY_EXHAUSTED,
@@ -38,6 +40,7 @@ import { createGuardedAgent, type DestinationPolicy, parseAllowlist } from "./ss
 
 export { classifySmtpError, createSmtpTransport, type MailerConfig, type MailTransport, type OutgoingMail } from "./channels/email.js";
 export { USER_AGENT } from "./channels/http.js";
+export { CS_SLACK_API_ERROR, CS_SLACK_UNCONFIGURED, type SlackConfig } from "./channels/slack.js";
 export { CS_TELEGRAM_UNCONFIGURED, type TelegramConfig } from "./channels/telegram.js";
 export * from "./outcome.js";
 
@@ -143,6 +146,14 @@ export interface DelivererDeps {
   mailer?: MailerConfig;
   /** The operator's Telegram bot; without a token Telegram actions end with `CS_TELEGRAM_UNCONFIGURED`. Default no token, `https://api.telegram.org`. */
   telegram?: TelegramConfig;
+  /** The operator's Slack bot for Web API actions (`chat.postMessage`/`chat.update`); default no token, `https://slack.com/api`. */
+  slack?: SlackConfig;
+  /**
+   * Where the messages of pending alerts are remembered (`createMessageStore`, messages.ts), so
+   * that a retraction edits them (Discord, Telegram, Slack Web API), names them (Slack incoming
+   * webhook) or answers them in their thread (e-mail). Without it, a retraction is a new message.
+   */
+  messages?: MessageStore;
   /** Block-explorer base URLs by chain for the links in messages (config `notify.explorerUrls`); default `DEFAULT_EXPLORER_URLS` (lib/config.ts). */
   explorers?: ExplorerUrls;
   /** Clock (default `() => new Date()`); gives the signature timestamp and `Retry-After` dates. */
@@ -171,6 +182,12 @@ export interface Deliverer {
    * outcome; rejects only when the secret store fails (infrastructure: retry later).
    */
   attempt(alert: Alert, action: AlertDefinition, actionIndex: number): Promise<AttemptResult>;
+  /**
+   * Makes one attempt at sending a storm-control digest (lib/alerting/storm.ts) through its action's
+   * channel; outcomes as {@link attempt}. A channel without digests (`Webhook (GET)`) gives a final
+   * `CS_ACTION_INVALID`. Rejects only when the secret store fails.
+   */
+  attemptDigest(digest: Digest): Promise<AttemptResult>;
   /** Closes the HTTP agent and the SMTP transport. */
   close(): Promise<void>;
 }
@@ -214,12 +231,14 @@ export function createDeliverer(deps: DelivererDeps): Deliverer {
   const send = createHttpSender({ dispatcher, policy: destPolicy, timeoutMs, now });
   const messages = deps.explorers ? { explorers: deps.explorers } : {};
   const telegram: TelegramConfig = deps.telegram ?? { botToken: undefined, apiUrl: "https://api.telegram.org" };
+  const slack: SlackConfig = deps.slack ?? { botToken: undefined, apiUrl: "https://slack.com/api" };
+  const posted = deps.messages;
   const channels: Channel[] = [
     createWebhookChannel(send, deps.secrets),
-    createSlackChannel(send, deps.secrets, messages),
-    createDiscordChannel(send, deps.secrets, messages),
-    createTelegramChannel(send, deps.secrets, telegram, messages),
-    createEmailChannel({ ...(deps.mailer ? { mailer: deps.mailer } : {}), timeoutMs, messages }),
+    createSlackChannel(send, deps.secrets, messages, slack, posted),
+    createDiscordChannel(send, deps.secrets, messages, posted),
+    createTelegramChannel(send, deps.secrets, telegram, messages, posted),
+    createEmailChannel({ ...(deps.mailer ? { mailer: deps.mailer } : {}), timeoutMs, messages, ...(posted ? { posted } : {}) }),
   ];
   const byType = new Map<string, Channel>(channels.flatMap((c) => c.types.map((t) => [t, c] as const)));
 
@@ -285,36 +304,61 @@ export function createDeliverer(deps: DelivererDeps): Deliverer {
     async attempt(alert, action, actionIndex) {
       const { destination, run: prepared, result: early } = await begin(alert, action, actionIndex);
       if (!prepared) return { ...early!, retryable: false };
-      let out: AttemptOutcome;
+      return once(prepared, destination);
+    },
+    async attemptDigest(digest) {
+      let destination: string;
       try {
-        out = await prepared(1);
-      } catch (err) {
-        out = classifyRequestError(err);
+        destination = describeDestination(digest.action, digest.entity);
+      } catch {
+        destination = "(invalid)";
       }
-      if (out.ok)
-        return {
-          ok: true,
-          attempts: 1,
-          final: true,
-          retryable: false,
-          destination,
-          ...(out.status === undefined ? {} : { status: out.status }),
-        };
-      return {
-        ok: false,
-        attempts: 1,
-        final: !out.retryable,
-        retryable: out.retryable,
-        code: out.code,
-        error: out.error,
-        destination,
-        ...(out.status === undefined ? {} : { status: out.status }),
-        ...(out.retryAfterMs === undefined ? {} : { retryAfterMs: out.retryAfterMs }),
-      };
+      const channel = byType.get(String(digest.action?.type));
+      let prepared: Attempt | DeliveryResult;
+      try {
+        if (!channel?.prepareDigest) throw invalid(`action type ${JSON.stringify(digest.action?.type)} cannot send a digest`);
+        prepared = await channel.prepareDigest(digest);
+      } catch (err) {
+        const nr = nonRetryableIn(err);
+        if (!nr) throw err;
+        return { ok: false, attempts: 0, final: true, retryable: false, code: nr.code, error: nr.message, destination };
+      }
+      if (typeof prepared !== "function") return { ...prepared, destination, retryable: false };
+      return once(prepared, destination);
     },
     async close() {
       await ownAgent?.close();
       await Promise.all(channels.map((c) => c.close?.()));
     },
   };
+
+  /** One attempt of a prepared send, classified. */
+  async function once(prepared: Attempt, destination: string): Promise<AttemptResult> {
+    let out: AttemptOutcome;
+    try {
+      out = await prepared(1);
+    } catch (err) {
+      out = classifyRequestError(err);
+    }
+    if (out.ok)
+      return {
+        ok: true,
+        attempts: 1,
+        final: true,
+        retryable: false,
+        destination,
+        ...(out.status === undefined ? {} : { status: out.status }),
+      };
+    return {
+      ok: false,
+      attempts: 1,
+      final: !out.retryable,
+      retryable: out.retryable,
+      code: out.code,
+      error: out.error,
+      destination,
+      ...(out.status === undefined ? {} : { status: out.status }),
+      ...(out.retryAfterMs === undefined ? {} : { retryAfterMs: out.retryAfterMs }),
+    };
+  }
 }

@@ -66,6 +66,8 @@ export interface DeliveryJob {
   lastError?: string;
   /** HTTP status or SMTP reply code of the last answered attempt. */
   lastStatus?: number;
+  /** Storm control let this job through (`storm.ts`): its retries are not counted against the window again. */
+  admitted?: boolean;
   /** The alert as its Avro record (JSON-safe). */
   alert: AlertAvro;
   /** Where the alert came from, to dead-letter it with its original bytes (base64). */

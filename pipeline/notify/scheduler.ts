@@ -37,11 +37,13 @@ import {
   type Registry,
 } from "prom-client";
 import { alertFromAvro } from "../../lib/alerting/avro.js";
+import { digestFacts, stormPolicyOf } from "../../lib/alerting/storm.js";
 import type { Logger } from "../../lib/logger.js";
 import { CS_DELIVERY_EXHAUSTED, type Deliverer, type RetryPolicy, retryDelayMs } from "./deliver.js";
 import { afterFailure, afterSuccess, type DestinationHealth, type HealthPolicy } from "./health.js";
 import { type DeliveryLog, deliveryLogEntry } from "./log.js";
 import { type DeliveryJob, type DeliveryQueue, LeaseLostError } from "./queue.js";
+import { type ClaimedDigest, CS_THROTTLED, type StormStore } from "./storm.js";
 
 /** A queued job's time budget ran out while its destination was unhealthy (it waited for a probe instead of being attempted). */
 export const CS_DESTINATION_UNHEALTHY = "CS_DESTINATION_UNHEALTHY";
@@ -90,6 +92,13 @@ export interface SchedulerDeps {
   nowMs?: () => number;
   /** Uniform [0, 1) (default `Math.random`). */
   random?: () => number;
+  /**
+   * Storm control's state (`storm.ts`): with it, actions with a throttle or digest policy
+   * (lib/alerting/storm.ts, chat and e-mail by default) send at most their allowance per window and
+   * hold the rest for the window's digest, which this scheduler sends when the window ends.
+   * Without it, every alert is sent one by one.
+   */
+  storm?: StormStore;
 }
 
 /** A running scheduler. */
@@ -99,7 +108,7 @@ export interface Scheduler {
   /** Attempts in flight. */
   inFlight(): number;
   /** Jobs finished by this process so far, by outcome. */
-  stats(): { delivered: number; refused: number; deadLettered: number; retried: number };
+  stats(): { delivered: number; refused: number; deadLettered: number; retried: number; throttled: number; digests: number };
   /** Stops claiming, waits for attempts in flight to finish (each bounded by the attempt timeout). */
   stop(): Promise<void>;
 }
@@ -233,7 +242,9 @@ export function startScheduler(deps: SchedulerDeps): Scheduler {
   const notBefore = new Map<string, number>();
   const laneDestination = new Map<string, string>();
   const destInFlight = new Map<string, number>();
-  const stats = { delivered: 0, refused: 0, deadLettered: 0, retried: 0 };
+  const stats = { delivered: 0, refused: 0, deadLettered: 0, retried: 0, throttled: 0, digests: 0 };
+  const storm = deps.storm;
+  let flushing: Promise<void> | undefined;
   let stopping = false;
   let wakeUp: (() => void) | undefined;
   let woken = false;
@@ -416,7 +427,8 @@ export function startScheduler(deps: SchedulerDeps): Scheduler {
     }
   }
 
-  async function attemptHead(job: DeliveryJob, lease: Lease): Promise<void> {
+  async function attemptHead(head: DeliveryJob, lease: Lease): Promise<void> {
+    let job = head;
     const alert = alertFromAvro(job.alert);
     const action = alert.actions[job.actionIndex];
     if (await deliveryLog.alreadyDelivered(job.alertId, job.actionIndex)) {
@@ -424,6 +436,32 @@ export function startScheduler(deps: SchedulerDeps): Scheduler {
       return;
     }
     await lease.check();
+    const policy = storm && !job.admitted ? stormPolicyOf(action) : null;
+    if (storm && policy) {
+      const now = nowMs();
+      if ((await storm.admit(job.lane, job.actionIndex, alert, policy, now)) === "held") {
+        const windowEnd = new Date((Math.floor(now / policy.windowMs) + 1) * policy.windowMs).toISOString();
+        const entry = deliveryLogEntry(
+          alert,
+          action ?? ({} as never),
+          job.actionIndex,
+          {
+            ok: false,
+            attempts: 0,
+            final: true,
+            code: CS_THROTTLED,
+            error: `held back by the action's ${policy.max > 0 ? `throttle (${policy.max} per ${policy.windowMs / 1000} s)` : "digest"}: in the digest sent after ${windowEnd}`,
+          },
+          new Date(now),
+        );
+        await deliveryLog.record(job.ruleId, { ...entry, state: "throttled" });
+        await queue.pop(job.lane, lease.token, [job.id], now, true);
+        metrics.deliveries.inc({ channel: channelOf(job), outcome: "throttled" });
+        stats.throttled++;
+        return;
+      }
+      job = { ...job, admitted: true }; // a retry of this job is not counted again
+    }
     const r = await deliverer.attempt(alert, action ?? ({} as never), job.actionIndex);
     const attempts = job.attempts + r.attempts;
     const now = nowMs();
@@ -506,6 +544,68 @@ export function startScheduler(deps: SchedulerDeps): Scheduler {
     await queue.reschedule(updated, lease.token, due);
   }
 
+  /** Sends the digests due now (storm control), each under a lease; a failure is retried later. */
+  async function flushDigests(): Promise<void> {
+    if (!storm) return;
+    const claimed = await storm.claimDue(nowMs(), leaseMs, owner);
+    for (const c of claimed) {
+      if (stopping) {
+        await storm.retry(c, nowMs()).catch(() => {});
+        continue;
+      }
+      await sendDigest(c);
+    }
+  }
+
+  async function sendDigest(c: ClaimedDigest): Promise<void> {
+    const d = c.digest;
+    const r = await deliverer.attemptDigest(d);
+    const now = nowMs();
+    const last = d.alerts[d.alerts.length - 1]!;
+    const facts = digestFacts(d);
+    const record = async (result: Parameters<typeof deliveryLogEntry>[3]) => {
+      const entry = deliveryLogEntry(
+        { id: d.id, sequence: last.sequence, status: last.status },
+        d.action,
+        d.actionIndex,
+        { ...result, attempts: c.tries + result.attempts },
+        new Date(now),
+      );
+      await deliveryLog.record(d.ruleId, { ...entry, state: "digest", digestCount: facts.count });
+    };
+    const channel = String(d.action?.type ?? "unknown");
+    if (r.ok || !r.retryable) {
+      await record(r);
+      await storm!.finish(c);
+      metrics.deliveries.inc({ channel, outcome: r.ok ? "digest" : "refused" });
+      if (r.ok) stats.digests++;
+      if (!r.ok) logger.warn({ ruleId: d.ruleId, digestId: d.id, code: r.code, err: r.error }, "notify: digest refused");
+      return;
+    }
+    if (c.tries + 1 >= options.retry.maxAttempts) {
+      await record({
+        ...r,
+        final: false,
+        code: CS_DELIVERY_EXHAUSTED,
+        error: `gave up after ${c.tries + 1} attempts; last: ${r.code} ${r.error ?? ""}`.trim(),
+      });
+      await storm!.finish(c);
+      metrics.deliveries.inc({ channel, outcome: "dead_lettered" });
+      logger.warn({ ruleId: d.ruleId, digestId: d.id, code: r.code, err: r.error }, "notify: digest given up");
+      return;
+    }
+    await storm!.retry(c, now + retryDelayMs(c.tries + 1, options.retry, r.retryAfterMs, random));
+  }
+
+  function flushInBackground(): void {
+    if (!storm || flushing || stopping) return;
+    flushing = flushDigests()
+      .catch((err) => logger.warn({ err }, "notify: cannot send the due digests; retrying"))
+      .finally(() => {
+        flushing = undefined;
+      });
+  }
+
   function launch(lane: string): void {
     const p = runLane(lane)
       .catch((err) => {
@@ -522,6 +622,7 @@ export function startScheduler(deps: SchedulerDeps): Scheduler {
     while (!stopping) {
       woken = false;
       let launched = 0;
+      flushInBackground();
       try {
         if (running.size < maxInFlight) {
           const now = nowMs();
@@ -576,7 +677,7 @@ export function startScheduler(deps: SchedulerDeps): Scheduler {
       stopping = true;
       wake();
       await looping;
-      await Promise.allSettled([...running.values()]);
+      await Promise.allSettled([...running.values(), ...(flushing ? [flushing] : [])]);
     },
   };
 }

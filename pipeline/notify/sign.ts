@@ -7,8 +7,17 @@
  * and query, exactly as sent) for `Webhook (GET)`, which has no body. Receivers verify with
  * {@link verifyWebhookSignature}; see `docs/alerting-delivery.md` for a stand-alone snippet.
  *
+ * Every request also carries the three headers of Standard Webhooks
+ * (https://github.com/standard-webhooks/standard-webhooks/blob/main/spec/standard-webhooks.md):
+ * `webhook-id` (the alert id), `webhook-timestamp` (Unix seconds) and `webhook-signature`
+ * (`v1,<base64 of HMAC-SHA256 of "<id>.<timestamp>.<signed content>">`, keyed with the base64
+ * decoding of the secret after `whsec_`), so receivers can verify with the `standardwebhooks`
+ * libraries (npm, PyPI, …) — {@link signStandardWebhook}.
+ *
  * Secrets live in Redis under `<prefix>notify:secret:<accountId>` (string). Format:
- * `whsec_` + base64url of 32 random bytes; the HMAC key is the UTF-8 bytes of the whole string.
+ * `whsec_` + base64 (RFC 4648 §4, padded) of 32 random bytes, as Standard Webhooks expects; secrets
+ * made before that used base64url (§5, unpadded), which {@link standardWebhookKey} reads too. The
+ * `X-Chainsift-Signature` HMAC key is the UTF-8 bytes of the whole string.
  * @module
  */
 import { createHmac, randomBytes, timingSafeEqual } from "node:crypto";
@@ -25,7 +34,49 @@ export const HEADER = {
   signature: "x-chainsift-signature",
   idempotencyKey: "idempotency-key",
   userAgent: "user-agent",
+  /** Standard Webhooks: the message id (the alert id). */
+  webhookId: "webhook-id",
+  /** Standard Webhooks: Unix seconds (the same value as `x-chainsift-timestamp`). */
+  webhookTimestamp: "webhook-timestamp",
+  /** Standard Webhooks: `v1,<base64>` ({@link signStandardWebhook}). */
+  webhookSignature: "webhook-signature",
 } as const;
+
+/** Prefix of Standard Webhooks secrets (and of chainsift's). */
+export const SECRET_PREFIX = "whsec_";
+
+/**
+ * The Standard Webhooks HMAC key of a secret: the base64 decoding of what follows `whsec_`
+ * (the whole string when it lacks the prefix). Node's base64 decoder also reads the URL-safe
+ * alphabet and missing padding, so secrets created before the switch to padded base64 keep working
+ * here; receivers' libraries need them in standard base64 (`-`→`+`, `_`→`/`, pad with `=`), or a
+ * rotated secret.
+ * @throws {RangeError} when the decoded key is empty.
+ */
+export function standardWebhookKey(secret: string): Buffer {
+  const b64 = secret.startsWith(SECRET_PREFIX) ? secret.slice(SECRET_PREFIX.length) : secret;
+  const key = Buffer.from(b64, "base64");
+  if (key.length === 0) throw new RangeError("webhook secret has an empty base64 key");
+  return key;
+}
+
+/**
+ * Signs as Standard Webhooks does: `"v1," + base64(HMAC-SHA256(key = standardWebhookKey(secret),
+ * message = "<msgId>.<timestampSec>.<content>"))`.
+ * @param msgId The `webhook-id` (chainsift sends the alert id).
+ * @param timestampSec Unix time in whole seconds, sent as `webhook-timestamp`.
+ * @param content The request body (POST), or the request target (path + query) for `Webhook (GET)`.
+ * @returns e.g. `v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=`.
+ * @throws {RangeError} when `timestampSec` is not a non-negative integer or the key is empty.
+ */
+export function signStandardWebhook(secret: string, msgId: string, timestampSec: number, content: string | Uint8Array): string {
+  if (!Number.isSafeInteger(timestampSec) || timestampSec < 0)
+    throw new RangeError(`timestampSec must be a non-negative integer, got ${timestampSec}`);
+  const mac = createHmac("sha256", standardWebhookKey(secret));
+  mac.update(`${msgId}.${timestampSec}.`, "utf8");
+  mac.update(typeof content === "string" ? Buffer.from(content, "utf8") : content);
+  return `v1,${mac.digest("base64")}`;
+}
 
 /**
  * The string that is signed: `${timestampSec}.${content}` (content as UTF-8 when given as text).
@@ -71,7 +122,9 @@ export interface WebhookHeaderInput {
 /**
  * The headers of every webhook and chat request: `X-Chainsift-Alert-Id`, `Idempotency-Key` (both
  * the alert id), `X-Chainsift-Timestamp` (Unix seconds), `X-Chainsift-Signature` (`v1=<hex>`),
- * `User-Agent`. `Content-Type` is added by the deliverer for bodies.
+ * the Standard Webhooks `webhook-id` (the alert id), `webhook-timestamp` (the same seconds) and
+ * `webhook-signature` (`v1,<base64>`), and `User-Agent`. `Content-Type` is added by the deliverer
+ * for bodies.
  */
 export function webhookHeaders(input: WebhookHeaderInput): Record<string, string> {
   return {
@@ -79,6 +132,9 @@ export function webhookHeaders(input: WebhookHeaderInput): Record<string, string
     [HEADER.idempotencyKey]: input.alertId,
     [HEADER.timestamp]: String(input.timestampSec),
     [HEADER.signature]: signWebhook(input.secret, input.timestampSec, input.signedContent),
+    [HEADER.webhookId]: input.alertId,
+    [HEADER.webhookTimestamp]: String(input.timestampSec),
+    [HEADER.webhookSignature]: signStandardWebhook(input.secret, input.alertId, input.timestampSec, input.signedContent),
     [HEADER.userAgent]: input.userAgent,
   };
 }
@@ -148,9 +204,12 @@ export function verifyWebhookSignature(
   return match ? { ok: true, timestampSec } : { ok: false, reason: "mismatch" };
 }
 
-/** Creates a new signing secret: `whsec_` + base64url (RFC 4648 §5, unpadded) of 32 bytes from the OS CSPRNG. */
+/**
+ * Creates a new signing secret: `whsec_` + base64 (RFC 4648 §4, padded: 44 characters) of 32 bytes
+ * from the OS CSPRNG — the Standard Webhooks secret format, which its libraries decode.
+ */
 export function generateSecret(): string {
-  return `whsec_${randomBytes(32).toString("base64url")}`;
+  return `${SECRET_PREFIX}${randomBytes(32).toString("base64")}`;
 }
 
 /**

@@ -20,9 +20,11 @@ import { deadLetter, type HandlerFailure, type InputRecord, type RunningConsumer
 import { createDeliverer, type Deliverer } from "./deliver.js";
 import { destinationKey } from "./health.js";
 import { createDeliveryLog, type DeliveryLog } from "./log.js";
+import { createMessageStore } from "./messages.js";
 import { createDeliveryQueue, type DeliveryJob, type DeliveryQueue, laneOf } from "./queue.js";
 import { defaultRetryWindowMs, type Scheduler, type SchedulerOptions, startScheduler } from "./scheduler.js";
 import { createSecretStore } from "./sign.js";
+import { createStormStore } from "./storm.js";
 
 /** Dependencies of {@link startNotifyStage}. */
 export interface NotifyStageDeps {
@@ -109,6 +111,8 @@ export async function startNotifyStage(deps: NotifyStageDeps): Promise<NotifySta
       secrets: createSecretStore({ redis, keyPrefix: config.redisKeyPrefix }),
       mailer: n.smtpUrl ? { from: n.mailFrom, smtpUrl: n.smtpUrl } : undefined,
       telegram: { botToken: n.telegramBotToken, apiUrl: n.telegramApiUrl },
+      slack: { botToken: n.slackBotToken, apiUrl: n.slackApiUrl },
+      messages: createMessageStore(redis, config.redisKeyPrefix),
       explorers: n.explorerUrls,
       log: logger.child({ stage: "notify" }),
     });
@@ -119,6 +123,7 @@ export async function startNotifyStage(deps: NotifyStageDeps): Promise<NotifySta
     deliverer,
     deliveryLog,
     logger,
+    storm: createStormStore(redis, config.redisKeyPrefix),
     ...(deps.registry ? { registry: deps.registry } : {}),
     options: {
       retry,

@@ -4,18 +4,48 @@
  * fixtures (test/integration/api/fixtures.ts) into the real Elasticsearch under a unique index
  * prefix, starts the API on 127.0.0.1 (a random port) with a unique Redis key prefix and a token of
  * its own, and writes `{url, token, records}` as JSON to the file named by its first argument once
- * it listens (the records let the Python tests compute what they expect). SIGTERM / SIGINT delete
+ * it listens (the records let the Python tests compute what they expect), plus `webhooks`: a
+ * `Webhook (POST)` and a `Webhook (GET)` request as the notify deliverer really sent them to a
+ * local receiver (`{secret, method, target, headers, body}`, body as received), which
+ * test_standard_webhooks.py verifies with the PyPI `standardwebhooks`. SIGTERM / SIGINT delete
  * the indices and Redis keys, close the API and exit 0.
  *
  * Usage: `node --import tsx test/python/serve.ts <info.json>`; Elasticsearch and Redis from the
  * usual configuration (lib/config.ts). Exits 1 when they are unreachable.
  */
 import { writeFileSync } from "node:fs";
+import { createServer, type IncomingHttpHeaders } from "node:http";
 import type { AddressInfo } from "node:net";
 import { Client } from "@elastic/elasticsearch";
 import { buildApi } from "../../api/app.js";
 import { loadConfig } from "../../lib/config.js";
+import { createDeliverer } from "../../pipeline/notify/deliver.js";
+import { generateSecret } from "../../pipeline/notify/sign.js";
 import { deleteRedisKeys, indexFixtures, isolatedApi, MAINNET, RECORDS, searchStackUp } from "../integration/api/fixtures.js";
+import { sampleAlert } from "../unit/pipeline/notify/fixtures.js";
+
+/** Delivers one POST and one GET webhook of a sample alert to a local receiver; returns the requests as received. */
+async function sampleWebhooks() {
+  const secret = generateSecret();
+  const got: { method: string; target: string; headers: IncomingHttpHeaders; body: string }[] = [];
+  const server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on("data", (c: Buffer) => chunks.push(c));
+    req.on("end", () => {
+      got.push({ method: req.method ?? "", target: req.url ?? "", headers: req.headers, body: Buffer.concat(chunks).toString("utf8") });
+      res.writeHead(204).end();
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  const deliverer = createDeliverer({ allowlist: ["127.0.0.1"], secrets: { getOrCreate: async () => secret }, retry: { maxAttempts: 1 } });
+  const alert = sampleAlert();
+  await deliverer.deliver(alert, { type: "Webhook (POST)", parameters: { url: `${base}/post` } }, 0);
+  await deliverer.deliver(alert, { type: "Webhook (GET)", parameters: { url: `${base}/get/{transactionHash}` } }, 1);
+  await deliverer.close();
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return got.map((r) => ({ secret, ...r }));
+}
 
 const infoFile = process.argv[2];
 if (!infoFile) {
@@ -31,7 +61,8 @@ await indexFixtures(es, MAINNET, PREFIX);
 const app = await buildApi({ config, es, logger: false });
 await app.listen({ host: "127.0.0.1", port: 0 });
 const url = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
-writeFileSync(infoFile, JSON.stringify({ url, token: TOKEN, chainPath: "/ethereum/ethereum/mainnet/es", records: RECORDS }));
+const webhooks = await sampleWebhooks();
+writeFileSync(infoFile, JSON.stringify({ url, token: TOKEN, chainPath: "/ethereum/ethereum/mainnet/es", records: RECORDS, webhooks }));
 
 let closing = false;
 async function close(): Promise<void> {

@@ -120,6 +120,13 @@ export const DeliveryLogEntrySchema = Type.Object(
     error: Type.Optional(Type.String()),
     code: Type.Optional(Type.String({ description: "Delivery error code, e.g. CS_DELIVERY_REJECTED" })),
     at: Time("When the delivery finished"),
+    state: Type.Optional(
+      Type.Enum(["throttled", "digest"] as const, {
+        description:
+          "Storm control: throttled = held back, in the window's digest (code CS_THROTTLED); digest = the digest message (alertId = digest id)",
+      }),
+    ),
+    digestCount: Type.Optional(Type.Integer({ minimum: 0, description: "With state digest: the alerts the digest accounts for" })),
   },
   { description: "One delivery of one action of one alert", ...component("DeliveryLogEntry") },
 );

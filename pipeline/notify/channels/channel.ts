@@ -6,6 +6,7 @@
  * @module
  */
 import type { Alert } from "../../../lib/alerting/alert.js";
+import type { Digest } from "../../../lib/alerting/storm.js";
 import type { AlertDefinition, AlertType } from "../../../lib/rules/model.js";
 import type { AttemptOutcome, DeliveryResult } from "../outcome.js";
 
@@ -24,6 +25,12 @@ export interface Channel {
    * @throws {Error} any other error is infrastructure (e.g. the secret store): retry later.
    */
   prepare(alert: Alert, action: AlertDefinition, actionIndex: number): Promise<Attempt | DeliveryResult>;
+  /**
+   * Like {@link prepare}, for a storm-control digest of the action (`digest.action`): one message
+   * summarising the alerts held back in a window (lib/alerting/storm.ts). Absent: no digests.
+   * @throws as {@link prepare}.
+   */
+  prepareDigest?(digest: Digest): Promise<Attempt | DeliveryResult>;
   /** Releases connections and transports. */
   close?(): Promise<void>;
 }

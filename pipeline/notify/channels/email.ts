@@ -2,12 +2,20 @@
  * The `Email` channel: one message to all recipients of the action through the operator's SMTP
  * server (nodemailer), with a stable Message-ID per alert and action so mail clients can collapse
  * re-sends. SMTP reply classes: RFC 5321 §4.2.1.
+ *
+ * Retractions people can see: the Message-ID and subject of a delivered `pending` alert's e-mail
+ * are remembered (`messages.ts`); the match's `removed` alert is sent in the same thread, with
+ * `In-Reply-To` and `References` naming that Message-ID (RFC 5322 §3.6.4) and the subject
+ * `Re: <first subject>`, so mail clients show the retraction under the message it retracts.
  * @module
  */
 import { createTransport } from "nodemailer";
 import type { Alert } from "../../../lib/alerting/alert.js";
 import type { MessageOptions } from "../../../lib/alerting/render.js";
 import { type RenderedEmail, renderAction } from "../../../lib/alerting/rendered.js";
+import { digestEmail } from "../../../lib/alerting/storm.js";
+import { isEmailAddress } from "../../../lib/email.js";
+import { type MessageStore, type PostedMessage, rememberQuietly } from "../messages.js";
 import {
   type AttemptOutcome,
   CS_ACTION_INVALID,
@@ -102,29 +110,48 @@ export interface EmailChannelDeps {
   timeoutMs: number;
   /** Explorer links of the messages. */
   messages?: MessageOptions;
+  /** Where pending alerts' Message-IDs are remembered, so retractions thread under them. */
+  posted?: MessageStore;
 }
+
+/** The outcome of an Email action while no SMTP server is configured: dead-lettered for a replay. */
+const UNCONFIGURED = {
+  ok: false,
+  attempts: 0,
+  final: false,
+  code: CS_MAILER_UNCONFIGURED,
+  error: "no SMTP server is configured for e-mail alerts",
+} as const;
 
 /** The `Email` channel. Recipients must pass the rules' e-mail syntax check (`isEmailAddress`). */
 export function createEmailChannel(deps: EmailChannelDeps): Channel {
-  const { mailer, timeoutMs, messages = {} } = deps;
+  const { mailer, timeoutMs, messages = {}, posted } = deps;
   let transport: MailTransport | undefined = mailer?.transport;
 
-  async function send(alert: Alert, msg: RenderedEmail, actionIndex: number): Promise<AttemptOutcome> {
+  async function send(alert: Alert, msg: RenderedEmail, actionIndex: number, thread: PostedMessage | null): Promise<AttemptOutcome> {
     if (!mailer) throw new Error("unreachable: no mailer");
     transport ??= createSmtpTransport(mailer.smtpUrl!, timeoutMs);
     const recipients = msg.recipients;
     const domain = /@([^>\s]+)>?\s*$/.exec(mailer.from)?.[1] ?? "chainsift.invalid";
+    // The same alert and action always get the same Message-ID, so mail clients can collapse re-sends.
+    const messageId = `<${alert.id}.${actionIndex}@${domain}>`;
+    const replyTo = thread?.kind === "email" ? thread : null;
     try {
       await transport.sendMail({
         from: mailer.from,
         to: recipients,
-        subject: msg.subject,
+        subject: replyTo ? `Re: ${replyTo.subject}` : msg.subject,
         text: msg.text,
         html: msg.html,
-        // The same alert and action always get the same Message-ID, so mail clients can collapse re-sends.
-        messageId: `<${alert.id}.${actionIndex}@${domain}>`,
-        headers: { "X-Chainsift-Alert-Id": alert.id, "X-Chainsift-Rule-Id": alert.ruleId, "X-Chainsift-Sequence": String(alert.sequence) },
+        messageId,
+        headers: {
+          "X-Chainsift-Alert-Id": alert.id,
+          "X-Chainsift-Rule-Id": alert.ruleId,
+          "X-Chainsift-Sequence": String(alert.sequence),
+          ...(replyTo ? { "In-Reply-To": replyTo.messageId, References: replyTo.messageId } : {}),
+        },
       });
+      await rememberQuietly(posted, alert, actionIndex, { kind: "email", messageId, subject: msg.subject, at: new Date().toISOString() });
       return { ok: true, status: 250 };
     } catch (err) {
       return classifySmtpError(err);
@@ -135,16 +162,40 @@ export function createEmailChannel(deps: EmailChannelDeps): Channel {
     types: ["Email"],
     async prepare(alert, action, actionIndex) {
       const msg = renderAction(alert, action, messages) as RenderedEmail;
-      if (!mailer || (!mailer.transport && !mailer.smtpUrl)) {
+      if (!mailer || (!mailer.transport && !mailer.smtpUrl)) return UNCONFIGURED;
+      const thread = alert.status === "removed" && posted ? await posted.get(alert, actionIndex) : null;
+      return () => send(alert, msg, actionIndex, thread);
+    },
+    async prepareDigest(digest) {
+      const r = (digest.action.parameters as { recipients?: unknown }).recipients;
+      const recipients = Array.isArray(r) ? r.filter((x): x is string => typeof x === "string").map((x) => x.trim()) : [];
+      if (recipients.length === 0 || !recipients.every(isEmailAddress)) {
         return {
           ok: false,
           attempts: 0,
-          final: false,
-          code: CS_MAILER_UNCONFIGURED,
-          error: "no SMTP server is configured for e-mail alerts",
+          final: true,
+          code: CS_ACTION_INVALID,
+          error: "Email action needs a non-empty list of e-mail addresses in recipients",
         };
       }
-      return () => send(alert, msg, actionIndex);
+      if (!mailer || (!mailer.transport && !mailer.smtpUrl)) return UNCONFIGURED;
+      const msg = digestEmail(digest);
+      return async () => {
+        transport ??= createSmtpTransport(mailer.smtpUrl!, timeoutMs);
+        const domain = /@([^>\s]+)>?\s*$/.exec(mailer.from)?.[1] ?? "chainsift.invalid";
+        try {
+          await transport.sendMail({
+            from: mailer.from,
+            to: recipients,
+            ...msg,
+            messageId: `<${digest.id}.${digest.actionIndex}@${domain}>`,
+            headers: { "X-Chainsift-Digest-Id": digest.id, "X-Chainsift-Rule-Id": digest.ruleId },
+          });
+          return { ok: true, status: 250 };
+        } catch (err) {
+          return classifySmtpError(err);
+        }
+      };
     },
     async close() {
       transport?.close?.();

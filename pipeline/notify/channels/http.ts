@@ -53,17 +53,24 @@ export interface SendOptions {
    * the answer has no `Retry-After` header.
    */
   retryAfterFromBody?: (body: string) => number | undefined;
+  /** Keep (at most 64 KiB of) a 2xx answer's body as `responseBody`: chat APIs answer the posted message's id. */
+  keepBody?: boolean;
+  /** Extra request headers (e.g. the Slack bot token's `Authorization`); never logged. */
+  headers?: Record<string, string>;
 }
+
+/** An attempt's outcome, with the answer's body when {@link SendOptions.keepBody} asked for it. */
+export type SendOutcome = AttemptOutcome & { responseBody?: string };
 
 /** Sends one signed request; with a body it is JSON. */
 export type HttpSender = (
-  method: "GET" | "POST",
+  method: "GET" | "POST" | "PATCH",
   url: string,
   secret: string,
   alertId: string,
   body?: string,
   options?: SendOptions,
-) => Promise<AttemptOutcome>;
+) => Promise<SendOutcome>;
 
 /** Creates the {@link HttpSender} shared by the webhook and chat (Slack, Discord, Telegram) channels. */
 export function createHttpSender(deps: HttpSenderDeps): HttpSender {
@@ -79,6 +86,7 @@ export function createHttpSender(deps: HttpSenderDeps): HttpSender {
       userAgent: USER_AGENT,
     });
     if (body !== undefined) headers["content-type"] = "application/json";
+    if (options.headers) Object.assign(headers, options.headers);
     const res = await request(u, {
       method,
       headers,
@@ -90,9 +98,11 @@ export function createHttpSender(deps: HttpSenderDeps): HttpSender {
     });
     const ok = res.statusCode >= 200 && res.statusCode < 300;
     let text = "";
-    if (ok) await res.body.dump({ limit: 64 * 1024 }).catch(() => {});
+    if (ok && options.keepBody) text = await excerpt(res.body, 64 * 1024);
+    else if (ok) await res.body.dump({ limit: 64 * 1024 }).catch(() => {});
     else text = await excerpt(res.body, 1024);
     const out = classifyHttpStatus(res.statusCode, res.headers["retry-after"], now().getTime(), oneLine(text, 200));
+    if (out.ok && options.keepBody) return { ...out, responseBody: text };
     if (!out.ok && out.retryable && out.retryAfterMs === undefined && options.retryAfterFromBody) {
       const retryAfterMs = options.retryAfterFromBody(text);
       if (retryAfterMs !== undefined && Number.isFinite(retryAfterMs) && retryAfterMs >= 0)

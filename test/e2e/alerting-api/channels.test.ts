@@ -127,7 +127,7 @@ describe.skipIf(!services.ok)("alerting API end to end: channels and account iso
     expect(Math.abs(Number(req.headers["x-chainsift-timestamp"]) - Date.now() / 1000)).toBeLessThan(120);
 
     const secret = await secretA();
-    expect(secret).toMatch(/^whsec_[A-Za-z0-9_-]{43}$/);
+    expect(secret).toMatch(/^whsec_[A-Za-z0-9+/]{43}=$/);
     expect(await env.secrets.get(env.accounts.a.id)).toBe(secret);
     expect(verifyWebhookSignature(secret, req.headers, req.body)).toEqual({
       ok: true,

@@ -213,7 +213,7 @@ describe.skipIf(!up.ok)("Discord and Telegram through the notify stage (real Kaf
     const ok = received.filter((r) => r.alertId === alert.id && r.status !== 429);
     const first = (r: Received) => String(r.service === "discord" ? r.body.content : r.body.text).split("\n");
     for (const r of ok) {
-      expect(first(r)[0]).toMatch(/RETRACTED: block 123 \(0x88e9…6cb6\) left the canonical chain/);
+      expect(first(r)[0]).toMatch(/RETRACTED: block 123 \(0x88e9…6cb6\) was reorganised away/);
       expect(first(r)[1]).toMatch(/^(\*\*)?removed/);
     }
   });

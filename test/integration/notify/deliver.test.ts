@@ -8,6 +8,7 @@ import { randomBytes } from "node:crypto";
 import { createServer, type IncomingHttpHeaders, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { createClient } from "redis";
+import { Webhook } from "standardwebhooks";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { loadConfig } from "../../../lib/config.js";
 import type { AlertDefinition } from "../../../lib/rules/model.js";
@@ -114,6 +115,26 @@ describe.skipIf(!up)("notify delivery (local receivers, real Redis)", () => {
     expect(req.headers["idempotency-key"]).toBe(alert.id);
     const secret = await secrets.getOrCreate(ACCOUNT_ID);
     expect(verifyWebhookSignature(secret, req.headers, req.url).ok).toBe(true);
+    // Standard Webhooks: the official library verifies the request target (GET has no body)
+    expect(req.headers["webhook-id"]).toBe(alert.id);
+    expect(req.headers["webhook-timestamp"]).toBe(req.headers["x-chainsift-timestamp"]);
+    const std = req.headers as Record<string, string>;
+    expect(new Webhook(secret).verify(req.url, std, { jsonParse: false })).toBeUndefined();
+    expect(() => new Webhook(secret).verify(`${req.url}x`, std, { jsonParse: false })).toThrow(/signature/i);
+  });
+
+  it("Webhook (POST): the official standardwebhooks package verifies the delivered request", async () => {
+    const action: AlertDefinition = { type: "Webhook (POST)", parameters: { url: `${receiver.base}/std` } };
+    expect(await deliverer.deliver(alert, action, 1)).toMatchObject({ ok: true, attempts: 1 });
+    const req = receiver.received[0]!;
+    const secret = await secrets.getOrCreate(ACCOUNT_ID);
+    expect(secret).toMatch(/^whsec_[A-Za-z0-9+/]{43}=$/);
+    const std = req.headers as Record<string, string>;
+    expect(std["webhook-id"]).toBe(alert.id);
+    expect(std["webhook-signature"]).toMatch(/^v1,[A-Za-z0-9+/]{43}=$/);
+    expect(new Webhook(secret).verify(req.body, std)).toEqual(JSON.parse(req.body));
+    expect(() => new Webhook(secret).verify(req.body.replace('"sequence":42', '"sequence":43'), std)).toThrow(/signature/i);
+    expect(() => new Webhook(secret).verify(req.body, { ...std, "webhook-id": "other" })).toThrow(/signature/i);
   });
 
   it("Webhook (POST): JSON body with a valid signature and the idempotency header", async () => {

@@ -1203,3 +1203,32 @@ describe("chainsift's own alert types and message templates (backward compatible
     );
   });
 });
+
+describe("validateRuleInput: storm control fields of an action (throttle, digest)", () => {
+  const alerts = (r: Body) => (r.config as { alerts: Record<string, unknown>[] }).alerts;
+
+  it("accepts throttle, throttle false and digest on any action", () => {
+    const body = validRule();
+    alerts(body)[0]!.throttle = { max: 5, windowSec: 60 };
+    alerts(body)[1]!.throttle = false;
+    alerts(body)[2]!.digest = { windowSec: 300, maxEntities: 5 };
+    const res = validateRuleInput(body, "create", chains);
+    if (!res.ok) throw new Error(JSON.stringify(res.errors));
+    expect(createSchema.Check(body)).toBe(true);
+  });
+
+  it("refuses a throttle of 0 messages, a window of 0 s, unknown fields and 51 named entities", () => {
+    for (const bad of [
+      { throttle: { max: 0, windowSec: 60 } },
+      { throttle: { max: 5, windowSec: 0 } },
+      { throttle: { max: 5, windowSec: 60, burst: 2 } },
+      { throttle: true },
+      { digest: { windowSec: 60, maxEntities: 51 } },
+      { digest: { maxEntities: 5 } },
+    ]) {
+      const errors = refuse((r) => Object.assign(alerts(r)[0]!, bad));
+      expect(errors.length, JSON.stringify(bad)).toBeGreaterThan(0);
+      expect(errors[0]!.path, JSON.stringify(bad)).toMatch(/^config\.alerts\[0\]/);
+    }
+  });
+});

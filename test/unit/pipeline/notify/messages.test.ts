@@ -250,7 +250,7 @@ describe("a retraction reads as one in every channel", () => {
 
   it("names the block that left the chain", () => {
     expect(line).toBe(
-      `RETRACTED: block 123 (${BLOCK_HASH.slice(0, 6)}…${BLOCK_HASH.slice(-4)}) left the canonical chain; the earlier pending alert for this match no longer holds.`,
+      `RETRACTED: block 123 (${BLOCK_HASH.slice(0, 6)}…${BLOCK_HASH.slice(-4)}) was reorganised away (it left the canonical chain); the earlier pending alert for this match no longer holds.`,
     );
     expect(retractionLine(transfer)).toBe("");
   });

@@ -1,11 +1,15 @@
 /** Unit tests of webhook signing and verification, and of the secret store against an in-memory Redis double. */
 import { createHmac } from "node:crypto";
+import { Webhook } from "standardwebhooks";
 import { describe, expect, it } from "vitest";
 import {
   createSecretStore,
+  generateSecret,
   type SecretRedis,
   secretKey,
+  signStandardWebhook,
   signWebhook,
+  standardWebhookKey,
   verifyWebhookSignature,
   webhookHeaders,
 } from "../../../../pipeline/notify/sign.js";
@@ -31,6 +35,38 @@ describe("signWebhook", () => {
   });
 });
 
+describe("signStandardWebhook (Standard Webhooks)", () => {
+  it("matches the specification's example (secret, msg id, timestamp, payload from the spec)", () => {
+    // https://github.com/standard-webhooks/standard-webhooks/blob/main/spec/standard-webhooks.md (signature scheme example)
+    const sig = signStandardWebhook(
+      "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
+      "msg_p5jXN8AQM9LWM0D4loKWxJek",
+      1614265330,
+      '{"test": 2432232314}',
+    );
+    expect(sig).toBe("v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=");
+  });
+
+  it("verifies with the official standardwebhooks library for a new secret", () => {
+    const secret = generateSecret();
+    const headers = webhookHeaders({ alertId: "a1", secret, timestampSec: TS, signedContent: BODY, userAgent: "x" });
+    const wh = new Webhook(secret);
+    // the library checks the timestamp against its clock: use its own signing as the oracle
+    expect(headers["webhook-signature"]).toBe(wh.sign("a1", new Date(TS * 1000), BODY));
+    const fresh = Math.floor(Date.now() / 1000);
+    const now = webhookHeaders({ alertId: "a1", secret, timestampSec: fresh, signedContent: BODY, userAgent: "x" });
+    expect(wh.verify(BODY, now)).toEqual(JSON.parse(BODY));
+    expect(() => wh.verify(`${BODY} `, now)).toThrow();
+  });
+
+  it("reads secrets made before the switch (base64url, unpadded) as the same key", () => {
+    const bytes = Buffer.from("00ff".repeat(16), "hex");
+    expect(standardWebhookKey(`whsec_${bytes.toString("base64url")}`)).toEqual(bytes);
+    expect(standardWebhookKey(`whsec_${bytes.toString("base64")}`)).toEqual(bytes);
+    expect(() => standardWebhookKey("whsec_")).toThrow(RangeError);
+  });
+});
+
 describe("webhookHeaders + verifyWebhookSignature", () => {
   const headers = webhookHeaders({
     alertId: "abc",
@@ -46,6 +82,9 @@ describe("webhookHeaders + verifyWebhookSignature", () => {
       "idempotency-key": "abc",
       "x-chainsift-timestamp": String(TS),
       "x-chainsift-signature": signWebhook(SECRET, TS, BODY),
+      "webhook-id": "abc",
+      "webhook-timestamp": String(TS),
+      "webhook-signature": signStandardWebhook(SECRET, "abc", TS, BODY),
       "user-agent": "chainsift-notify/0.1.0",
     });
   });
@@ -110,8 +149,8 @@ describe("createSecretStore", () => {
     const store = createSecretStore({ redis, keyPrefix: "t:" });
     expect(await store.get("acc")).toBeNull();
     const [a, b] = await Promise.all([store.getOrCreate("acc"), store.getOrCreate("acc")]);
-    expect(a).toMatch(/^whsec_[A-Za-z0-9_-]{43}$/);
-    expect(Buffer.from(a.slice(6), "base64url")).toHaveLength(32);
+    expect(a).toMatch(/^whsec_[A-Za-z0-9+/]{43}=$/);
+    expect(Buffer.from(a.slice(6), "base64")).toHaveLength(32);
     expect(b).toBe(a);
     expect(redis.data.get(secretKey("t:", "acc"))).toBe(a);
     const rotated = await store.rotate("acc");
