@@ -66,12 +66,18 @@ export interface FirstSight {
 /**
  * Decides first sight of a match at a head (pure).
  * @param headNumber - the current head; a head below the entity's block counts as the block.
+ * @param threshold - confirmations needed; default {@link thresholdOf} the rule (the finality tracker passes 1: its "head" is the finalized block).
  * @throws {TypeError} as {@link alertTemplate}.
  */
-export function decideMatch(rule: Rule, entity: MatchedEntity, headNumber: number, chain: ChainId): FirstSight {
+export function decideMatch(
+  rule: Rule,
+  entity: MatchedEntity,
+  headNumber: number,
+  chain: ChainId,
+  threshold = thresholdOf(rule),
+): FirstSight {
   const template = alertTemplate(rule, entity, chain);
   const { ruleId, entityId, blockHash, blockNumber } = template;
-  const threshold = thresholdOf(rule);
   const confirmations = confirmationsAt(headNumber, blockNumber);
   return {
     member: matchMember({ blockHash, ruleId, entityId }),

@@ -64,6 +64,12 @@ export interface ConfirmationTrackerDeps {
    * Redis server's clock.
    */
   outboxVisibilityMs?: number;
+  /**
+   * Confirmations a rule's match needs; default the rule's own (`thresholdOf`: max(1,
+   * maxConfirmationCount)). The match stage's finality tracker answers 1 and is given the node's
+   * finalized block as its head (docs/rules.md, "Confirm on finality").
+   */
+  threshold?: (rule: Rule) => number;
 }
 
 /** The confirmation tracker (see the module doc and `decide.ts` for the rules). */
@@ -139,7 +145,7 @@ export function createConfirmationTracker(deps: ConfirmationTrackerDeps): Confir
     const out: Alert[] = [];
     for (const batch of chunks(matches, batchSize)) {
       const items = batch.map(({ rule, entity }) => {
-        const d = decideMatch(rule, entity, headNumber, chain);
+        const d = decideMatch(rule, entity, headNumber, chain, deps.threshold?.(rule));
         const { ruleId, blockNumber } = d.template;
         return {
           state: keys.state(d.member),
