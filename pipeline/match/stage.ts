@@ -124,6 +124,7 @@ export async function startMatchStage(deps: MatchStageDeps): Promise<MatchStage>
     keyPrefix: `${config.redisKeyPrefix}final:`,
     outboxVisibilityMs,
     threshold: () => 1,
+    strictHead: true,
   });
   const searchIndex = createSearchIndex(config.chain, deps.decode);
   const tokens = createTokenTracker({ ...keyed, metadata: deps.tokens ?? tokenListMetadataSource(1) });
@@ -230,6 +231,16 @@ export async function startMatchStage(deps: MatchStageDeps): Promise<MatchStage>
     metrics.matches.inc({ type: m.rule.config.targetType });
     return m;
   };
+  // The finalized block also moves without new blocks (ingest publishes it every finalizedEveryPolls polls).
+  let advancing: Promise<void> | undefined;
+  const finalTimer = setInterval(() => {
+    advancing ??= advanceFinal()
+      .catch((err) => log.warn({ err }, "finality confirmations not advanced; retried"))
+      .finally(() => {
+        advancing = undefined;
+      });
+  }, 1000);
+  finalTimer.unref();
   const running = await runConsumer({
     bus,
     logger: deps.logger,
@@ -285,6 +296,8 @@ export async function startMatchStage(deps: MatchStageDeps): Promise<MatchStage>
     sweepOutbox: async () => (await publisher.sweep()) + (await finalPublisher.sweep()),
     async stop() {
       unwatch();
+      clearInterval(finalTimer);
+      await advancing;
       const sweepsStopped = Promise.all([publisher.stop(), finalPublisher.stop()]);
       await running.stop();
       await sweepsStopped;

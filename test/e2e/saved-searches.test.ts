@@ -7,8 +7,11 @@
  * answers for the same query over the same blocks. Also: the API refuses a clause the evaluator
  * cannot answer exactly, naming it.
  */
+
+import { createClient } from "redis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startApi } from "../../api/server.js";
+import { finalizedKey, readFinalized } from "../../lib/chain/finality.js";
 import { type AnvilEnv, startAnvilEnv } from "../support/anvil-env.js";
 import { probeStack, waitFor } from "../support/harness.js";
 
@@ -142,13 +145,15 @@ describe.skipIf(!up.ok)("saved searches fire exactly on what the search API find
         .map((x) => x.entityId)
         .sort();
 
+    // Every block up to the last one indexed, so both sides look at the same blocks.
+    await waitFor(async () => (await searchIds("block", { term: { "number.num": last } })).length === 1, 60_000, 500);
     for (const [label, { kind, query }] of Object.entries(queries)) {
       let found: string[] = [];
       // Both sides converge (indexing and delivery run concurrently); then they must be equal.
       await waitFor(
         async () => {
           found = await searchIds(kind, query);
-          return found.length > 0 && fired(label).length === found.length;
+          return found.length > 0 && JSON.stringify(fired(label)) === JSON.stringify(found);
         },
         60_000,
         500,
@@ -160,4 +165,56 @@ describe.skipIf(!up.ok)("saved searches fire exactly on what the search API find
     expect(new Set(env.alertsAt("bigTransfersText").map((x) => x.targetType))).toEqual(new Set(["Event"]));
     expect(new Set(env.alertsAt("busyBlocks").map((x) => x.targetType))).toEqual(new Set(["Block"]));
   }, 240_000);
+
+  it("confirms a confirmOn finalized search only when its block is final (anvil: finalized = head - 64)", async () => {
+    const to = env.newAddress();
+    const res = await request("POST", "/alerting/searches/", {
+      name: "final transfer",
+      ...env.config.chain,
+      maxConfirmationCount: 1,
+      sendPendingAlerts: true,
+      confirmOn: "finalized",
+      kind: "event",
+      query: {
+        nested: { path: "args", query: { bool: { filter: [{ term: { "args.name": "to" } }, { term: { "args.value.hex": to } }] } } },
+      },
+      alerts: [{ type: "Webhook (POST)", parameters: { url: env.hook("final") } }],
+    });
+    expect(res.status, JSON.stringify(res.body)).toBe(201);
+    expect(res.body.warnings).toBeUndefined(); // anvil answers the finalized tag
+    const id = res.body.id as string;
+    await waitFor(async () => env.match.searchIndex.get(id), 10_000, 50);
+    const finalizedNow = async () => Number(((await env.rpc("eth_getBlockByNumber", ["finalized", false])) as { number: string }).number);
+    // Past anvil's first 64 blocks, and ingest has published a finalized block above 0 (lib/chain/finality.ts).
+    await env.mine(70);
+    const redis = createClient({ url: env.config.redisUrl });
+    await redis.connect();
+    try {
+      const key = finalizedKey(env.config.redisKeyPrefix, env.config.chain);
+      await waitFor(async () => ((await readFinalized(redis, key)) ?? 0) > 0, 30_000, 200);
+    } finally {
+      await redis.quit();
+    }
+
+    await env.transfer(to, 4_000_000n);
+    await env.mine(1);
+    const block = Number(await env.rpc("eth_blockNumber"));
+    // Without confirmOn, maxConfirmationCount 1 would send `confirmed` at once; here `pending` first.
+    const [pending] = await env.waitAlerts("final", 1, 30_000);
+    expect(pending).toMatchObject({ status: "pending", blockNumber: block, maxConfirmationCount: 1 });
+
+    // Up to the block before: still not final. Ingest reads the tag every 30 polls (3 s here).
+    await env.mine(block - 1 - (await finalizedNow()));
+    expect(await finalizedNow()).toBe(block - 1);
+    await new Promise((r) => setTimeout(r, 5_000));
+    expect(env.alertsAt("final").map((a) => a.status)).toEqual(["pending"]);
+
+    await env.mine(1);
+    expect(await finalizedNow()).toBe(block);
+    const alerts = await env.waitAlerts("final", 2, 30_000);
+    expect(alerts[1]).toMatchObject({ status: "confirmed", entityId: pending?.entityId, blockHash: pending?.blockHash, confirmations: 1 });
+    await env.mine(2);
+    await new Promise((r) => setTimeout(r, 4_000));
+    expect(env.alertsAt("final")).toHaveLength(2);
+  }, 120_000);
 });

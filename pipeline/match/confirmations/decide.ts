@@ -67,6 +67,7 @@ export interface FirstSight {
  * Decides first sight of a match at a head (pure).
  * @param headNumber - the current head; a head below the entity's block counts as the block.
  * @param threshold - confirmations needed; default {@link thresholdOf} the rule (the finality tracker passes 1: its "head" is the finalized block).
+ * @param strictHead - a head below the block does not count as the block (the finality tracker); default false.
  * @throws {TypeError} as {@link alertTemplate}.
  */
 export function decideMatch(
@@ -75,6 +76,7 @@ export function decideMatch(
   headNumber: number,
   chain: ChainId,
   threshold = thresholdOf(rule),
+  strictHead = false,
 ): FirstSight {
   const template = alertTemplate(rule, entity, chain);
   const { ruleId, entityId, blockHash, blockNumber } = template;
@@ -82,7 +84,8 @@ export function decideMatch(
   return {
     member: matchMember({ blockHash, ruleId, entityId }),
     template,
-    confirmNow: confirmations >= threshold,
+    // The finality tracker's head (the finalized block) below the block means "not final yet", not "the block itself".
+    confirmNow: strictHead ? headNumber - blockNumber + 1 >= threshold : confirmations >= threshold,
     sendPending: rule.sendPendingAlerts === true,
     dueHead: blockNumber + threshold - 1,
     confirmations,

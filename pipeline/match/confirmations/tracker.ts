@@ -70,6 +70,8 @@ export interface ConfirmationTrackerDeps {
    * finalized block as its head (docs/rules.md, "Confirm on finality").
    */
   threshold?: (rule: Rule) => number;
+  /** A head below a match's block does not count as the block (the finality tracker: not final yet). Default false. */
+  strictHead?: boolean;
 }
 
 /** The confirmation tracker (see the module doc and `decide.ts` for the rules). */
@@ -145,7 +147,7 @@ export function createConfirmationTracker(deps: ConfirmationTrackerDeps): Confir
     const out: Alert[] = [];
     for (const batch of chunks(matches, batchSize)) {
       const items = batch.map(({ rule, entity }) => {
-        const d = decideMatch(rule, entity, headNumber, chain, deps.threshold?.(rule));
+        const d = decideMatch(rule, entity, headNumber, chain, deps.threshold?.(rule), deps.strictHead === true);
         const { ruleId, blockNumber } = d.template;
         return {
           state: keys.state(d.member),
