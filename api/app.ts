@@ -41,6 +41,7 @@ import { rulesRoutes } from "./routes/rules/index.js";
 import { ruleTestRoutes } from "./routes/rules/test.js";
 import { searchRoutes } from "./routes/search/index.js";
 import { chainLabel } from "./routes/search/target.js";
+import { searchesRoutes } from "./routes/searches/index.js";
 import type { SearchTarget } from "./search/search.js";
 
 /** The JSON media type of the official Elasticsearch clients, parsed as `application/json`. */
@@ -228,8 +229,9 @@ export async function buildApi(deps: ApiDeps): Promise<FastifyInstance> {
       }),
     );
     await app.register(rulesBackendsPlugin, { config, redis: app.redis });
-    const { rules, deliveries, deliveryStatus, traceSource } = app.rulesBackends;
+    const { rules, deliveries, deliveryStatus, traceSource, searches, finalitySource } = app.rulesBackends;
     await app.register(rulesRoutes({ rules, deliveries, deliveryStatus, traceSource, chains }));
+    await app.register(searchesRoutes({ searches, chains, finalitySource }));
     await app.register(ruleTestRoutes({ config, chains, decode: (chain) => servedChain(served, chain)?.decode }));
   } catch (err) {
     // Release what the plugins registered so far opened (ES client, Redis connections).

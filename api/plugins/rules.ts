@@ -11,14 +11,17 @@
  * ```
  * @module
  */
+
 import type { FastifyPluginAsync } from "fastify";
 import { createDeliveryLog, type DeliveryLog } from "../../lib/alerting/deliveries.js";
 import { actionDeliveryStatus } from "../../lib/alerting/destinations.js";
+import { finalizedKey, readFinalized } from "../../lib/chain/finality.js";
 import { ingestKeyPrefix } from "../../lib/chain/state.js";
-import type { Config } from "../../lib/config.js";
+import type { ChainId, Config } from "../../lib/config.js";
 import type { Logger } from "../../lib/logger.js";
 import { type ConnectedRedis, type RedisClient, sharedOrConnect } from "../../lib/redis.js";
 import { connectRuleStore, type RuleStore } from "../../lib/rules/store.js";
+import { searchKeyPrefix } from "../../lib/searches/model.js";
 import type { RulesRoutesDeps } from "../routes/rules/index.js";
 import { globalPlugin } from "./plugin.js";
 
@@ -35,6 +38,10 @@ export type RulesBackendsConfig = Pick<Config, "redisUrl" | "redisKeyPrefix"> & 
 /** The rule store and delivery log of the rules routes (`rulesRoutes`), with the Redis connections they own. */
 export interface RulesBackends {
   rules: RuleStore;
+  /** The saved searches' store: a rule store under `searchKeyPrefix` (lib/searches/model.ts), on a connection of its own. */
+  searches: RuleStore;
+  /** Whether ingest published a finalized block for a chain (lib/chain/finality.ts): `finalized`, `none` (ingest ran, no tag), or null (no ingest ran). */
+  finalitySource: (chain: ChainId) => Promise<"finalized" | "none" | null>;
   deliveries: DeliveryLog;
   /** Delivery status of a rule's actions, read from the notify stage's queue on the log's connection. */
   deliveryStatus: NonNullable<RulesRoutesDeps["deliveryStatus"]>;
@@ -71,6 +78,19 @@ export async function connectRulesBackends(config: RulesBackendsConfig, options:
     ...(options.logger ? { logger: options.logger } : {}),
     ...(config.rules?.maxPerAccount !== undefined ? { maxRulesPerAccount: config.rules.maxPerAccount } : {}),
   });
+  let searchConn: Awaited<ReturnType<typeof connectRuleStore>>;
+  try {
+    searchConn = await connectRuleStore(
+      { ...config, redisKeyPrefix: searchKeyPrefix(config.redisKeyPrefix) },
+      {
+        ...(options.logger ? { logger: options.logger } : {}),
+        ...(config.rules?.maxPerAccount !== undefined ? { maxRulesPerAccount: config.rules.maxPerAccount } : {}),
+      },
+    );
+  } catch (err) {
+    await ruleConn.close();
+    throw err;
+  }
   let log: ConnectedRedis;
   try {
     log = await sharedOrConnect(options.redis, config.redisUrl, {
@@ -79,17 +99,23 @@ export async function connectRulesBackends(config: RulesBackendsConfig, options:
     });
   } catch (err) {
     await ruleConn.close();
+    await searchConn.close();
     throw err;
   }
   const { client } = log;
   let closing: Promise<void> | undefined;
   return {
     rules: ruleConn.store,
+    searches: searchConn.store,
+    async finalitySource(chain) {
+      if ((await readFinalized(client, finalizedKey(config.redisKeyPrefix, chain))) !== null) return "finalized";
+      return (await client.get(`${ingestKeyPrefix(config.redisKeyPrefix, chain)}traces`)) === null ? null : "none";
+    },
     deliveries: createDeliveryLog({ redis: client, keyPrefix: config.redisKeyPrefix }),
     deliveryStatus: (ruleId, actions) => actionDeliveryStatus(client, config.redisKeyPrefix, ruleId, actions),
     traceSource: (chain) => client.get(`${ingestKeyPrefix(config.redisKeyPrefix, chain)}traces`),
     close() {
-      closing ??= Promise.all([ruleConn.close(), log.close()]).then(() => {});
+      closing ??= Promise.all([ruleConn.close(), searchConn.close(), log.close()]).then(() => {});
       return closing;
     },
   };

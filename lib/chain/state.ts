@@ -25,7 +25,9 @@
  * follows from the change is produced (see {@link ChainState.announce} and {@link ChainState.expect}).
  * @module
  */
+
 import type { ChainId } from "../config.js";
+import { recordFinalized } from "./finality.js";
 
 /**
  * Kafka's default `segment.ms`, 7 days (https://kafka.apache.org/documentation/#topicconfigs_segment.ms):
@@ -119,6 +121,11 @@ export interface ChainState extends CanonicalReader {
   backfillProgress(from: number, to: number): Promise<number | null>;
   /** Records that the backfill `from..to` produced everything up to `last`. */
   setBackfillProgress(from: number, to: number, last: number): Promise<void>;
+  /**
+   * Publishes the node's finalized block number for the match stage (lib/chain/finality.ts); null
+   * (no answer) writes nothing. Optional: the in-memory state has nobody to tell.
+   */
+  recordFinalized?(finalized: number | null): Promise<void>;
   /** Deletes every key of this chain's ingest state (`npm start` on the embedded chain, tests). */
   reset(): Promise<void>;
 }
@@ -186,6 +193,7 @@ export function createRedisChainState(redis: ChainStateRedis, keyPrefix: string,
   const backfillKey = (from: number, to: number) => `${p}backfill:${from}-${to}`;
   const below = async (key: string, height: number) => (await redis.hKeys(key)).filter((f) => Number(f) < height);
   return {
+    recordFinalized: (finalized) => recordFinalized(redis, `${p}finalized`, finalized),
     async reserveSeq(count) {
       const last = Number(await redis.eval(RESERVE, { keys: [k.seq], arguments: [String(count), String(Date.now() * 1000)] }));
       return last - count + 1;

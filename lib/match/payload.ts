@@ -80,6 +80,9 @@ function selectInto(out: Record<string, unknown>, items: readonly AnyItem[], sou
   }
 }
 
+/** Default payload of a saved search's `Block` alerts (docs/rules.md, "Saved searches"). */
+export const BLOCK_PAYLOAD_FIELDS: readonly string[] = ["hash", "number", "timestamp", "miner", "transactionCount"];
+
 /**
  * Selects the payload of an alert from the matched entity.
  *
@@ -105,7 +108,8 @@ export function selectPayload(
     selectInto(out, payloadItems, entity);
     return out;
   }
-  if (targetType) for (const f of DEFAULT_PAYLOAD_FIELDS[targetType]) out[f] = read(entity, f);
+  // A saved search over blocks alerts with targetType `Block` (lib/searches/model.ts), which is not a rule target type.
+  if (targetType) for (const f of DEFAULT_PAYLOAD_FIELDS[targetType] ?? BLOCK_PAYLOAD_FIELDS) out[f] = read(entity, f);
   return out;
 }
 

@@ -178,6 +178,13 @@ export interface RuleInput {
   version?: number;
   state?: RuleState;
   sendPendingAlerts?: boolean;
+  /**
+   * chainsift's extension (an additional top-level property of the contract's rule): `count`
+   * (default; absent or null too) sends `confirmed` after maxConfirmationCount confirmations;
+   * `finalized` when the block is at or below the node's `finalized` block (chains without one
+   * fall back to the count). docs/rules.md, "Confirm on finality".
+   */
+  confirmOn?: "count" | "finalized" | null;
   [extra: string]: unknown;
 }
 

@@ -346,11 +346,24 @@ export function findRuleErrors(body: unknown, mode: "create" | "update", chains:
     ...urlErrors(body, flagged),
     ...templateErrors(body, flagged),
     ...extraPropertyErrors(body),
+    ...confirmOnErrors(body),
   ];
   return [...errors, ...extra]
     .map((e, n) => ({ e, n, r: topLevelRank(e.path) }))
     .sort((a, b) => a.r - b.r || a.n - b.n)
     .map(({ e }) => e);
+}
+
+/** The values of the `confirmOn` extension (docs/rules.md, "Confirm on finality"); absent or null means `count`. */
+export const CONFIRM_ON_VALUES = ["count", "finalized"] as const;
+
+/** `CS_RULE_INVALID` at `confirmOn` when the extension property holds anything but {@link CONFIRM_ON_VALUES} or null. */
+function confirmOnErrors(body: Record<string, unknown>): RuleValidationError[] {
+  const v = body.confirmOn;
+  if (v === undefined || v === null || (CONFIRM_ON_VALUES as readonly unknown[]).includes(v)) return [];
+  return [
+    { code: "CS_RULE_INVALID", path: "confirmOn", message: `confirmOn: must be one of ${CONFIRM_ON_VALUES.join(", ")} (or null: count)` },
+  ];
 }
 
 /**

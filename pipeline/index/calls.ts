@@ -5,7 +5,7 @@
  * @module
  */
 
-import { type CallFrame, callEntity, flattenCallTrace } from "../../lib/chain/calltrace.js";
+import { callDocuments } from "../../lib/chain/call-records.js";
 import type { DecodeMethodOptions } from "../../lib/chain/methods.js";
 import type { CallRecord, TraceRecord } from "../../lib/records.js";
 
@@ -14,31 +14,6 @@ import type { CallRecord, TraceRecord } from "../../lib/records.js";
  * @throws {SyntaxError} when `frameJson` is not JSON; {@link MalformedRpcDataError}-like errors from flattening for malformed frames.
  */
 export function callRecords(trace: TraceRecord, decode: DecodeMethodOptions): CallRecord[] {
-  const frame = JSON.parse(trace.frameJson) as CallFrame;
-  return flattenCallTrace(frame, trace).map((f): CallRecord => {
-    const call = callEntity(f, decode);
-    return {
-      type: f.type,
-      from: f.from,
-      to: f.to,
-      value: f.value,
-      gas: f.gas,
-      gasUsed: f.gasUsed,
-      input: f.input,
-      output: f.output,
-      methodId: f.methodId,
-      error: f.error,
-      depth: f.depth,
-      traceAddress: f.traceAddress,
-      subtraces: f.subtraces,
-      name: call?.name ?? null,
-      signature: call?.signature ?? null,
-      args: call?.args ?? [],
-      transactionHash: f.transactionHash,
-      transactionIndex: f.transactionIndex,
-      blockHash: f.blockHash,
-      blockNumber: f.blockNumber,
-      timestamp: f.timestamp,
-    };
-  });
+  // One function for the index stage and the match stage's saved searches (lib/chain/call-records.ts).
+  return callDocuments(trace, decode);
 }

@@ -228,6 +228,7 @@ export async function followHead(core: IngestCore, opts: FollowOptions = {}): Pr
     }
     if (finalizedEvery > 0 && polls++ % finalizedEvery === 0) {
       finalized = (await source.finalizedNumber?.().catch(() => null)) ?? null;
+      await state.recordFinalized?.(finalized).catch((err) => log.warn({ err }, "finalized block not published"));
     }
     // A reorg that replaced the tip without growing the chain (or while we were down) shows up only here;
     // so does one onto a branch with fewer blocks (the head dropped below our tip and the node's block at

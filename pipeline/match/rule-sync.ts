@@ -14,7 +14,8 @@ import type { ConfirmationTracker } from "./confirmations/tracker.js";
 /** Dependencies of {@link startRuleSync}. */
 export interface RuleSyncDeps {
   rules: RuleStore;
-  index: RuleIndex;
+  /** The rule index, or the saved-search index (`search-index.ts`): anything that takes rules and drops them by id. */
+  index: Pick<RuleIndex, "upsert"> & { remove(id: string): unknown };
   /** Forgets the tracked matches of deleted and disabled rules. */
   tracker: Pick<ConfirmationTracker, "dropRule">;
   logger: Logger;

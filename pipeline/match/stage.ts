@@ -22,6 +22,7 @@
 
 import { Registry } from "prom-client";
 import type { Alert } from "../../lib/alerting/alert.js";
+import { finalizedKey, readFinalized } from "../../lib/chain/finality.js";
 import type { DecodeMethodOptions } from "../../lib/chain/methods.js";
 import { createRedisChainState } from "../../lib/chain/state.js";
 import type { Config } from "../../lib/config.js";
@@ -30,7 +31,9 @@ import { entitiesOf, type TypedEntity } from "../../lib/match/entities.js";
 import { createRuleIndex, type RuleIndex } from "../../lib/match/rule-index.js";
 import type { BlockRecord, EventRecord, ReorgRecord, TraceRecord } from "../../lib/records.js";
 import { type RedisClient, sharedOrConnect } from "../../lib/redis.js";
+import type { Rule } from "../../lib/rules/model.js";
 import { connectRuleStore, type RuleStore } from "../../lib/rules/store.js";
+import { searchKeyPrefix } from "../../lib/searches/model.js";
 import { REDECODE_HEADER } from "../../topics/index.js";
 import { type Bus, createRecordProducer, messageSeq } from "../kafka/bus.js";
 import { type RunningConsumer, runConsumer } from "../kafka/consumer.js";
@@ -41,6 +44,7 @@ import { confirmationKeys } from "./keys.js";
 import { countAlerts, matchMetricsOf } from "./metrics.js";
 import { createAlertPublisher } from "./publisher.js";
 import { startRuleSync } from "./rule-sync.js";
+import { createSearchIndex, type SearchIndex } from "./search-index.js";
 import { createTokenTracker, type TokenMetadataSource, tokenListMetadataSource } from "./tokens.js";
 
 /** Dependencies of {@link startMatchStage}. */
@@ -60,6 +64,8 @@ export interface MatchStageDeps {
   redis?: RedisClient;
   /** Rule store; connected from config when absent (and closed on stop). */
   rules?: RuleStore;
+  /** The saved searches' store (a rule store under `searchKeyPrefix`); connected from config when absent (and closed on stop). */
+  searches?: RuleStore;
   /** Token metadata for Token entities. Default: the bundled token list (mainnet, chain id 1). */
   tokens?: TokenMetadataSource;
   /** Full reload of the rules, in case a change notification was missed. Default 30000 ms. */
@@ -82,6 +88,8 @@ export interface MatchStageDeps {
 export interface MatchStage extends RunningConsumer {
   /** The enabled rules of the served chain, as the stage matches them. */
   index: RuleIndex;
+  /** The enabled saved searches of the served chain. */
+  searchIndex: SearchIndex;
   /** Reloads every rule from the store now. */
   reload(): Promise<void>;
   /** Runs one outbox sweep now; returns how many alerts it re-published. */
@@ -102,9 +110,23 @@ export async function startMatchStage(deps: MatchStageDeps): Promise<MatchStage>
   const redis = own.client;
   const connected = deps.rules ? undefined : await connectRuleStore(config);
   const rules = deps.rules ?? (connected?.store as RuleStore);
+  const connectedSearches = deps.searches
+    ? undefined
+    : await connectRuleStore({ ...config, redisKeyPrefix: searchKeyPrefix(config.redisKeyPrefix) });
+  const searches = deps.searches ?? (connectedSearches?.store as RuleStore);
   const keyed = { redis, keyPrefix: config.redisKeyPrefix, chain: config.chain };
   const index = createRuleIndex({ chain: config.chain });
-  const tracker = createConfirmationTracker({ ...keyed, outboxVisibilityMs: Math.max(0, deps.outboxGraceMs ?? 10_000) });
+  const outboxVisibilityMs = Math.max(0, deps.outboxGraceMs ?? 10_000);
+  const tracker = createConfirmationTracker({ ...keyed, outboxVisibilityMs });
+  // Confirm on finality (docs/rules.md): a tracker of its own whose head is the node's finalized block, one confirmation.
+  const finalTracker = createConfirmationTracker({
+    ...keyed,
+    keyPrefix: `${config.redisKeyPrefix}final:`,
+    outboxVisibilityMs,
+    threshold: () => 1,
+    strictHead: true,
+  });
+  const searchIndex = createSearchIndex(config.chain, deps.decode);
   const tokens = createTokenTracker({ ...keyed, metadata: deps.tokens ?? tokenListMetadataSource(1) });
   const chain = createChainView(createRedisChainState(redis, config.redisKeyPrefix, config.chain));
   const registry = deps.registry ?? new Registry();
@@ -112,17 +134,58 @@ export async function startMatchStage(deps: MatchStageDeps): Promise<MatchStage>
   const metrics = matchMetricsOf(registry);
   const outboxKey = confirmationKeys(config.redisKeyPrefix, config.chain).outbox;
   const unwatch = metrics.watch({ rules: () => index.stats().rules, outboxSize: () => redis.hLen(outboxKey) });
-  const sync = await startRuleSync({ rules, index, tracker, logger: log, reloadIntervalMs: deps.reloadIntervalMs });
-  const publisher = createAlertPublisher({
-    tracker,
-    producer,
-    ruleName: (id) => index.get(id)?.name,
-    logger: log,
-    beforePublish: deps.beforePublish,
+  const bothTrackers = { dropRule: async (id: string) => (await tracker.dropRule(id)) + (await finalTracker.dropRule(id)) };
+  const sync = await startRuleSync({ rules, index, tracker: bothTrackers, logger: log, reloadIntervalMs: deps.reloadIntervalMs });
+  const searchSync = await startRuleSync({
+    rules: searches,
+    index: searchIndex,
+    tracker: bothTrackers,
+    logger: log.child({ store: "searches" }),
+    reloadIntervalMs: deps.reloadIntervalMs,
   });
+  const publisherOf = (t: typeof tracker) =>
+    createAlertPublisher({
+      tracker: t,
+      producer,
+      ruleName: (id) => index.get(id)?.name ?? searchIndex.get(id)?.name,
+      logger: log,
+      beforePublish: deps.beforePublish,
+    });
+  const publisher = publisherOf(tracker);
+  const finalPublisher = publisherOf(finalTracker);
   // Alerts a previous process emitted but did not publish, before consuming anything.
-  await publisher.sweep().catch((err) => log.warn({ err }, "outbox sweep failed; retried periodically"));
-  publisher.startSweeping(deps.outboxSweepIntervalMs ?? 5_000);
+  for (const p of [publisher, finalPublisher]) {
+    await p.sweep().catch((err) => log.warn({ err }, "outbox sweep failed; retried periodically"));
+    p.startSweeping(deps.outboxSweepIntervalMs ?? 5_000);
+  }
+  // The node's finalized block as ingest last published it (lib/chain/finality.ts), read at most once a second.
+  const finalKey = finalizedKey(config.redisKeyPrefix, config.chain);
+  let finalized: { at: number; value: number | null } = { at: 0, value: null };
+  let finalHead = -1;
+  const finalizedNow = async (): Promise<number | null> => {
+    if (Date.now() - finalized.at >= 1000) finalized = { at: Date.now(), value: await readFinalized(redis, finalKey) };
+    return finalized.value;
+  };
+  /** Records matches with the right tracker: `confirmOn: "finalized"` on a chain with a finalized block goes to the finality tracker, the rest (and the fallback) by count. */
+  const track = async (matches: MatchInput[]): Promise<void> => {
+    if (matches.length === 0) return;
+    const wantsFinal = matches.some((m) => (m.rule as Rule).confirmOn === "finalized");
+    const f = wantsFinal ? await finalizedNow() : null;
+    const byCount = f === null ? matches : matches.filter((m) => m.rule.confirmOn !== "finalized");
+    const byFinal = f === null ? [] : matches.filter((m) => m.rule.confirmOn === "finalized");
+    if (byCount.length > 0) await emitAndPublish(publisher, () => tracker.onMatches(byCount, chain.head() ?? 0));
+    if (byFinal.length > 0 && f !== null) await emitAndPublish(finalPublisher, () => finalTracker.onMatches(byFinal, f));
+  };
+  /** Moves the finality tracker's head to the finalized block when it advanced and its hash is known. */
+  const advanceFinal = async (): Promise<void> => {
+    const f = await finalizedNow();
+    if (f === null || f <= finalHead) return;
+    await chain.learn([f]);
+    const hash = chain.canonical(f);
+    if (hash === undefined) return;
+    finalHead = f;
+    await emitAndPublish(finalPublisher, () => finalTracker.onHead({ number: f, hash }, chain.canonical));
+  };
 
   /** The entities of a record, Token included; none for a trace whose frames are not JSON. */
   const entitiesWithToken = async (input: { topicKind: "events" | "transactions" | "logs" | "traces"; record: unknown }) => {
@@ -148,13 +211,36 @@ export async function startMatchStage(deps: MatchStageDeps): Promise<MatchStage>
   // and a batch that took lower numbers must not reach the alerts topic after one that took higher
   // numbers; across processes the publisher sends a rule's earlier outbox alerts first
   // (publisher.ts, Order; docs/alerting-delivery.md, Ordering).
-  const emitAndPublish = async (emit: () => Promise<readonly Alert[]>): Promise<void> => {
-    await publisher.emitAndPublish(async () => {
+  const emitAndPublish = async (p: typeof publisher, emit: () => Promise<readonly Alert[]>): Promise<void> => {
+    await p.emitAndPublish(async () => {
       const alerts = await emit();
       countAlerts(metrics, alerts);
       return alerts;
     });
   };
+  /** The saved searches' matches of a record; none for a trace whose frames are not JSON. */
+  const searchMatches = (kind: string, record: unknown): MatchInput[] => {
+    try {
+      return searchIndex.matchRecords(kind, record);
+    } catch (err) {
+      if (!(err instanceof SyntaxError)) throw err;
+      return [];
+    }
+  };
+  const countSearchMatch = (m: MatchInput): MatchInput => {
+    metrics.matches.inc({ type: m.rule.config.targetType });
+    return m;
+  };
+  // The finalized block also moves without new blocks (ingest publishes it every finalizedEveryPolls polls).
+  let advancing: Promise<void> | undefined;
+  const finalTimer = setInterval(() => {
+    advancing ??= advanceFinal()
+      .catch((err) => log.warn({ err }, "finality confirmations not advanced; retried"))
+      .finally(() => {
+        advancing = undefined;
+      });
+  }, 1000);
+  finalTimer.unref();
   const running = await runConsumer({
     bus,
     logger: deps.logger,
@@ -171,7 +257,9 @@ export async function startMatchStage(deps: MatchStageDeps): Promise<MatchStage>
           const head = chain.head();
           if (!head) continue;
           await chain.learn();
-          await emitAndPublish(() => tracker.onHead(head, chain.canonical));
+          await emitAndPublish(publisher, () => tracker.onHead(head, chain.canonical));
+          if (kind === "blocks") await track(searchIndex.matchRecords("blocks", input.record).map(countSearchMatch));
+          await advanceFinal();
         }
         return [];
       }
@@ -189,9 +277,10 @@ export async function startMatchStage(deps: MatchStageDeps): Promise<MatchStage>
           if (matched.length > 0) metrics.matches.inc({ type }, matched.length);
           for (const rule of matched) matches.push({ rule, entity: entity as unknown as MatchedEntity });
         }
+        for (const m of searchMatches(kind, input.record)) matches.push(countSearchMatch(m));
       }
       // A head below an entity's block (its block record not consumed yet) counts as that block.
-      if (matches.length > 0) await emitAndPublish(() => tracker.onMatches(matches, chain.head() ?? 0));
+      await track(matches);
       return [];
     },
   });
@@ -199,16 +288,24 @@ export async function startMatchStage(deps: MatchStageDeps): Promise<MatchStage>
   return {
     ...running,
     index,
-    reload: sync.reload,
-    sweepOutbox: publisher.sweep,
+    searchIndex,
+    async reload() {
+      await sync.reload();
+      await searchSync.reload();
+    },
+    sweepOutbox: async () => (await publisher.sweep()) + (await finalPublisher.sweep()),
     async stop() {
       unwatch();
-      const sweepsStopped = publisher.stop();
+      clearInterval(finalTimer);
+      await advancing;
+      const sweepsStopped = Promise.all([publisher.stop(), finalPublisher.stop()]);
       await running.stop();
       await sweepsStopped;
       await sync.stop();
+      await searchSync.stop();
       await producer.disconnect();
       await connected?.close();
+      await connectedSearches?.close();
       await own.close();
     },
   };

@@ -97,7 +97,19 @@ export const RULES_ERROR_CODES = {
     description:
       "Alerting rules: the account already has the most rules it may have (CHAINSIFT_MAX_RULES_PER_ACCOUNT, default 1000); delete one first.",
   },
-} as const satisfies Record<RuleValidationCode | RuleStoreErrorCode | "CS_RULE_ID_INVALID" | "CS_RULE_TOO_LARGE", ErrorCodeInfo>;
+  CS_SEARCH_KIND: {
+    status: 400,
+    description: "Saved searches: kind is missing or not one of event, tx, log, block, call (path kind).",
+  },
+  CS_SEARCH_INEXACT: {
+    status: 400,
+    description:
+      "Saved searches: the match stage's evaluator cannot answer this clause exactly as Elasticsearch would (e.g. date math, a partial date, a non-decimal number, a match text with non-ASCII characters); the path names the clause.",
+  },
+} as const satisfies Record<
+  RuleValidationCode | RuleStoreErrorCode | "CS_RULE_ID_INVALID" | "CS_RULE_TOO_LARGE" | "CS_SEARCH_KIND" | "CS_SEARCH_INEXACT",
+  ErrorCodeInfo
+>;
 
 /** One of the codes of {@link RULES_ERROR_CODES}. */
 export type RulesErrorCode = keyof typeof RULES_ERROR_CODES;

@@ -66,17 +66,26 @@ export interface FirstSight {
 /**
  * Decides first sight of a match at a head (pure).
  * @param headNumber - the current head; a head below the entity's block counts as the block.
+ * @param threshold - confirmations needed; default {@link thresholdOf} the rule (the finality tracker passes 1: its "head" is the finalized block).
+ * @param strictHead - a head below the block does not count as the block (the finality tracker); default false.
  * @throws {TypeError} as {@link alertTemplate}.
  */
-export function decideMatch(rule: Rule, entity: MatchedEntity, headNumber: number, chain: ChainId): FirstSight {
+export function decideMatch(
+  rule: Rule,
+  entity: MatchedEntity,
+  headNumber: number,
+  chain: ChainId,
+  threshold = thresholdOf(rule),
+  strictHead = false,
+): FirstSight {
   const template = alertTemplate(rule, entity, chain);
   const { ruleId, entityId, blockHash, blockNumber } = template;
-  const threshold = thresholdOf(rule);
   const confirmations = confirmationsAt(headNumber, blockNumber);
   return {
     member: matchMember({ blockHash, ruleId, entityId }),
     template,
-    confirmNow: confirmations >= threshold,
+    // The finality tracker's head (the finalized block) below the block means "not final yet", not "the block itself".
+    confirmNow: strictHead ? headNumber - blockNumber + 1 >= threshold : confirmations >= threshold,
     sendPending: rule.sendPendingAlerts === true,
     dueHead: blockNumber + threshold - 1,
     confirmations,

@@ -64,6 +64,14 @@ export interface ConfirmationTrackerDeps {
    * Redis server's clock.
    */
   outboxVisibilityMs?: number;
+  /**
+   * Confirmations a rule's match needs; default the rule's own (`thresholdOf`: max(1,
+   * maxConfirmationCount)). The match stage's finality tracker answers 1 and is given the node's
+   * finalized block as its head (docs/rules.md, "Confirm on finality").
+   */
+  threshold?: (rule: Rule) => number;
+  /** A head below a match's block does not count as the block (the finality tracker: not final yet). Default false. */
+  strictHead?: boolean;
 }
 
 /** The confirmation tracker (see the module doc and `decide.ts` for the rules). */
@@ -139,7 +147,7 @@ export function createConfirmationTracker(deps: ConfirmationTrackerDeps): Confir
     const out: Alert[] = [];
     for (const batch of chunks(matches, batchSize)) {
       const items = batch.map(({ rule, entity }) => {
-        const d = decideMatch(rule, entity, headNumber, chain);
+        const d = decideMatch(rule, entity, headNumber, chain, deps.threshold?.(rule), deps.strictHead === true);
         const { ruleId, blockNumber } = d.template;
         return {
           state: keys.state(d.member),
