@@ -13,7 +13,8 @@
  * - the reorgs announced on the `reorgs` topic are exactly the ones the test made (same count,
  *   every orphaned hash announced is one the test orphaned): no false reorg;
  * - the fault metrics count what was injected: every HTTP-level fault (429, 503, hang, truncated
- *   JSON) is at least one `chainsift_ingest_rpc_requests_total{outcome="error"}`.
+ *   JSON) is one endpoint error of its kind, except one that hit a re-sent copy given up because
+ *   another copy had answered (at most as many as the re-sends); a hang times out or is overtaken.
  * The phases' ranges (the first from block 0) cover the whole chain.
  *
  * Time (CI): the test mines the blocks itself (`evm_mine` every {@link MINE_MS} ms, interval
@@ -355,7 +356,13 @@ describe.skipIf(!up.ok)(
           const n = injected[m] ?? 0;
           // A hang either times out or, the endpoint being alone, is overtaken by a re-sent copy (hedge).
           if (kind === "timeout") expect((errors[kind] ?? 0) + resent, kind).toBeGreaterThanOrEqual(n);
-          else expect(errors[kind] ?? 0, kind).toBe(n);
+          else {
+            // Every counted error was injected; an injected one may go uncounted only when it hit a copy
+            // given up because another copy of the request had answered (lib/rpc/transport.ts: the
+            // lone-endpoint hedge), and there are at most `resent` of those. Seen under load: 429s 4 of 5.
+            expect(errors[kind] ?? 0, kind).toBeLessThanOrEqual(n);
+            expect((errors[kind] ?? 0) + resent, kind).toBeGreaterThanOrEqual(n);
+          }
         }
         // A made-up hash on a full block or its receipts is an inconsistent answer (a made-up hash alone is the follower's to re-read).
         if (injected["stale-branch"]) expect((errors.inconsistent ?? 0) + follower.unconfirmed).toBeGreaterThan(0);
