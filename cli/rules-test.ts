@@ -15,7 +15,7 @@ import { type BacktestLine, runBacktest } from "../api/backtest/run.js";
 import { ApiError } from "../api/errors.js";
 import { methodDecodingOf } from "../lib/chain/tokens.js";
 import type { BacktestAction } from "../lib/match/backtest.js";
-import { type CliCommand, type CliContext, type CommandArgs, EXIT_FAILURE, EXIT_OK, EXIT_USAGE } from "./chainsift.js";
+import { type CliCommand, type CliContext, type CommandArgs, EXIT_FAILURE, EXIT_OK, EXIT_USAGE } from "./commands/core.js";
 
 /** The account shown in the alerts of a CLI backtest (there is no caller). */
 export const CLI_BACKTEST_ACCOUNT = "cli";

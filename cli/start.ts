@@ -2,11 +2,13 @@
  * `npm start`: the main job. Brings the stack up (unless `--no-stack`), starts every pipeline
  * stage and the search API, and prints the API URL and a token.
  *
- * With no `--rpc-url` (nor `--chains` / `CHAINSIFT_CHAINS_FILE`) it runs on an embedded chain: anvil plus a traffic generator that deploys
- * an ERC-20 (and an ERC-721) and keeps making transfers, so a newcomer sees records arrive.
+ * With no `--rpc-url` (nor `--chains` / `CHAINSIFT_CHAINS_FILE`) it runs two embedded chains
+ * (`ethereum/ethereum/anvil`, chain id 31337, and `ethereum/ethereum/anvil-l2`, 31338): each an anvil
+ * plus a traffic generator that deploys an ERC-20 (and an ERC-721) and keeps making transfers, so a
+ * newcomer sees records arrive on both (test/e2e/start-two-chains.test.ts).
  *
  * Usage:
- *   npm start                                  # embedded anvil chain, follow the head
+ *   npm start                                  # two embedded anvil chains, follow their heads
  *   npm start -- --rpc-url <url>               # any EVM JSON-RPC node, follow its head (a restart
  *                                              # resumes after the last block ingested, docs/reorgs.md)
  *   npm start -- --rpc-url <url> --from N --to M   # backfill a range (an interrupted one resumes), then keep serving the API
@@ -43,9 +45,9 @@ const EMBEDDED_CHAINS = [
 const HELP = `chainsift — npm start [-- options]
   --chains <file>   chains file (docs/chains.md; as CHAINSIFT_CHAINS_FILE): the chain, its chain id and endpoints
   --rpc-url <urls>  EVM JSON-RPC node, or several endpoints of the chain comma-separated (failover:
-                    docs/reorgs.md#faults) (default: an embedded anvil chain with generated traffic)
+                    docs/reorgs.md#faults) (default: two embedded anvil chains with generated traffic)
   --from <n>        first block (default: after the last block ingested, or the current head on a
-                    first start; 0 on the embedded chain)
+                    first start; 0 on the embedded chains)
   --to <n>          last block of a backfill (default: keep following the head); a backfill
                     interrupted earlier resumes where it stopped; it produces only blocks the
                     node calls finalized (the rest is the follower's: docs/reorgs.md)
