@@ -1,35 +1,25 @@
 /**
  * The one place that reads the environment. Every process calls {@link loadConfig} once and
  * passes the result (or parts of it) down as a dependency object; nothing else reads `process.env`.
+ * The parsers of single variables are in lib/config/parse.ts and the served chains (chains file or
+ * env shorthand) in lib/config/chains.ts; both read only the environment object `loadConfig` hands
+ * them, and everything they export for importers is re-exported here.
  * @module
  */
 import { hostname } from "node:os";
-import { type ChainEntry, ChainsFileError, chainKey, loadChainsFile } from "./chains.js";
+import { type ChainEntry, type ChainsFileError, chainKey } from "./chains.js";
+import { type ChainId, type ChainIdSource, type ChainSettings, servedChains } from "./config/chains.js";
+import { bool, ConfigError, explorers, int, list, oneOf, percent, str } from "./config/parse.js";
 
-/** Which chain a deployment (or one pipeline) serves; the three URL segments of the search API. */
-export interface ChainId {
-  /** e.g. `ethereum`. Env `CHAINSIFT_TECHNOLOGY`, default `ethereum`. */
-  technology: string;
-  /** e.g. `ethereum`. Env `CHAINSIFT_BLOCKCHAIN`, default `ethereum`. */
-  blockchain: string;
-  /** e.g. `mainnet`. Env `CHAINSIFT_NETWORK`, default `mainnet`. */
-  network: string;
-}
-
-/**
- * Explorers used when the operator configures none for a chain (`CHAINSIFT_EXPLORER_URLS` adds or
- * replaces entries). All are Etherscan-style (`/tx/<hash>`, `/block/<n>`, `/address/<a>`,
- * `/token/<a>`), which Blockscout and the other Etherscan-family explorers share.
- */
-export const DEFAULT_EXPLORER_URLS: Readonly<Record<string, string>> = {
-  "ethereum/ethereum/mainnet": "https://etherscan.io",
-  "ethereum/ethereum/sepolia": "https://sepolia.etherscan.io",
-  "ethereum/ethereum/holesky": "https://holesky.etherscan.io",
-  "ethereum/ethereum/hoodi": "https://hoodi.etherscan.io",
-};
-
-/** Where {@link Config.chainId} came from. */
-export type ChainIdSource = "file" | "env" | "default";
+export {
+  type ChainId,
+  type ChainIdSource,
+  type ChainSettings,
+  configOfChain,
+  PER_CHAIN_VARIABLES,
+  rpcEndpoints,
+} from "./config/chains.js";
+export { ConfigError, DEFAULT_EXPLORER_URLS, parseRpcUrls } from "./config/parse.js";
 
 /** Full configuration of a chainsift process. */
 export interface Config {
@@ -435,248 +425,6 @@ export type LogFormat = (typeof LOG_FORMATS)[number];
 export const CRASH_POINTS = ["announce-unwind", "produce-tip", "backfill-chunk"] as const;
 /** One of {@link CRASH_POINTS}. */
 export type CrashPoint = (typeof CRASH_POINTS)[number];
-
-/** Thrown when an environment variable holds a value that cannot be used. */
-export class ConfigError extends Error {
-  constructor(
-    /** The offending variable. */
-    readonly variable: string,
-    message: string,
-    /** The underlying error, e.g. a {@link ChainsFileError} (its `code` and `problems`). */
-    cause?: unknown,
-  ) {
-    super(`${variable}: ${message}`, cause === undefined ? undefined : { cause });
-    this.name = "ConfigError";
-  }
-}
-
-function int(env: NodeJS.ProcessEnv, name: string, fallback: number, min = 0): number {
-  const raw = env[name];
-  if (raw === undefined || raw === "") return fallback;
-  const n = Number(raw);
-  if (!Number.isInteger(n) || n < min) throw new ConfigError(name, `expected an integer >= ${min}, got ${JSON.stringify(raw)}`);
-  return n;
-}
-
-function percent(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
-  const n = int(env, name, fallback, 0);
-  if (n > 100) throw new ConfigError(name, `expected an integer from 0 to 100, got ${n}`);
-  return n;
-}
-
-function list(env: NodeJS.ProcessEnv, name: string, fallback: string[]): string[] {
-  const raw = env[name];
-  if (raw === undefined || raw.trim() === "") return fallback;
-  return raw
-    .split(",")
-    .map((s) => s.trim())
-    .filter((s) => s !== "");
-}
-
-function bool(env: NodeJS.ProcessEnv, name: string, fallback: boolean): boolean {
-  const raw = env[name];
-  if (raw === undefined || raw === "") return fallback;
-  if (/^(true|1|yes)$/i.test(raw)) return true;
-  if (/^(false|0|no)$/i.test(raw)) return false;
-  throw new ConfigError(name, `expected true or false, got ${JSON.stringify(raw)}`);
-}
-
-function oneOf<T extends string>(env: NodeJS.ProcessEnv, name: string, values: readonly T[], fallback: T): T {
-  const raw = env[name];
-  if (raw === undefined || raw === "") return fallback;
-  const value = values.find((v) => v === raw.toLowerCase());
-  if (value === undefined) throw new ConfigError(name, `expected one of ${values.join(", ")}, got ${JSON.stringify(raw)}`);
-  return value;
-}
-
-/** `CHAINSIFT_EXPLORER_URLS` over {@link DEFAULT_EXPLORER_URLS} (see `notify.explorerUrls`). */
-function explorers(env: NodeJS.ProcessEnv, name: string): Record<string, string> {
-  const out: Record<string, string> = { ...DEFAULT_EXPLORER_URLS };
-  for (const entry of list(env, name, [])) {
-    const at = entry.indexOf("=");
-    const chain = entry.slice(0, at).trim();
-    const url = entry.slice(at + 1).trim();
-    if (at < 0 || !/^[^/\s]+\/[^/\s]+\/[^/\s]+$/.test(chain)) {
-      throw new ConfigError(name, `expected technology/blockchain/network=<URL> entries, got ${JSON.stringify(entry)}`);
-    }
-    if (url === "") {
-      delete out[chain];
-      continue;
-    }
-    if (!/^https?:\/\/[^\s]+$/i.test(url)) throw new ConfigError(name, `expected an http(s) URL for ${chain}, got ${JSON.stringify(url)}`);
-    out[chain] = url.replace(/\/+$/, "");
-  }
-  return out;
-}
-
-/**
- * The ingest endpoints of a configuration: `ingest.rpcUrls`, or `[ingest.rpcUrl]` when code replaced
- * `rpcUrl` alone (e.g. a test pointing the configuration at its own node).
- */
-export function rpcEndpoints(ingest: Pick<Config["ingest"], "rpcUrl" | "rpcUrls">): string[] {
-  return ingest.rpcUrls[0] === ingest.rpcUrl ? ingest.rpcUrls : [ingest.rpcUrl];
-}
-
-/**
- * Parses a comma-separated list of JSON-RPC endpoint URLs (`CHAINSIFT_RPC_URLS`, `--rpc-url a,b`).
- * @param name - the variable or flag, for the error.
- * @throws {ConfigError} when the list is empty or an item is not an http(s) URL.
- */
-export function parseRpcUrls(raw: string, name: string): string[] {
-  const urls = raw
-    .split(",")
-    .map((s) => s.trim())
-    .filter((s) => s !== "");
-  if (urls.length === 0) throw new ConfigError(name, "expected one or more http(s) URLs, comma-separated");
-  for (const u of urls) {
-    let protocol: string | undefined;
-    try {
-      protocol = new URL(u).protocol;
-    } catch {
-      protocol = undefined;
-    }
-    if (protocol !== "http:" && protocol !== "https:") throw new ConfigError(name, `not an http(s) URL: item ${urls.indexOf(u) + 1}`);
-  }
-  return urls;
-}
-
-function str(env: NodeJS.ProcessEnv, name: string, fallback: string): string {
-  const raw = env[name];
-  return raw === undefined || raw === "" ? fallback : raw;
-}
-
-/**
- * The variables a chains file replaces (per-chain settings): set together with
- * `CHAINSIFT_CHAINS_FILE`, {@link loadConfig} refuses them rather than pick one silently.
- */
-export const PER_CHAIN_VARIABLES = [
-  "CHAINSIFT_TECHNOLOGY",
-  "CHAINSIFT_BLOCKCHAIN",
-  "CHAINSIFT_NETWORK",
-  "CHAINSIFT_CHAIN_ID",
-  "CHAINSIFT_RPC_URL",
-  "CHAINSIFT_RPC_URLS",
-  "CHAINSIFT_INGEST_CONCURRENCY",
-  "CHAINSIFT_INGEST_TRACES",
-  "CHAINSIFT_DECODE_TOKEN_CALLS",
-] as const;
-
-/** One served chain's settings, from the chains file or from the env shorthand ({@link Config.served}). */
-export interface ChainSettings {
-  chain: ChainId;
-  chainId: number;
-  chainIdFrom: ChainIdSource;
-  chainsFile: Config["chainsFile"];
-  rpcUrls: string[];
-  concurrency: number;
-  traces: boolean;
-  tracesRequired: boolean;
-  tokenCalls: boolean;
-  tokenList: boolean;
-  /** The entry's `explorerUrl` (`""`: links off), absent when the entry has none. */
-  explorerUrl?: string;
-}
-
-/** The chains this process serves (the env shorthand's one, or the file's, narrowed by `CHAINSIFT_CHAIN`). */
-function servedChains(env: NodeJS.ProcessEnv): ChainSettings[] {
-  const path = env.CHAINSIFT_CHAINS_FILE?.trim();
-  if (!path) {
-    const chainIdRaw = env.CHAINSIFT_CHAIN_ID;
-    return [
-      {
-        chain: {
-          technology: str(env, "CHAINSIFT_TECHNOLOGY", "ethereum"),
-          blockchain: str(env, "CHAINSIFT_BLOCKCHAIN", "ethereum"),
-          network: str(env, "CHAINSIFT_NETWORK", "mainnet"),
-        },
-        chainId: int(env, "CHAINSIFT_CHAIN_ID", 1, 1),
-        chainIdFrom: chainIdRaw === undefined || chainIdRaw === "" ? "default" : "env",
-        chainsFile: undefined,
-        rpcUrls: env.CHAINSIFT_RPC_URLS?.trim()
-          ? parseRpcUrls(env.CHAINSIFT_RPC_URLS, "CHAINSIFT_RPC_URLS")
-          : parseRpcUrls(str(env, "CHAINSIFT_RPC_URL", "http://127.0.0.1:8545"), "CHAINSIFT_RPC_URL"),
-        concurrency: int(env, "CHAINSIFT_INGEST_CONCURRENCY", 4, 1),
-        traces: bool(env, "CHAINSIFT_INGEST_TRACES", true),
-        tracesRequired: false,
-        tokenCalls: bool(env, "CHAINSIFT_DECODE_TOKEN_CALLS", true),
-        tokenList: true,
-      },
-    ];
-  }
-  for (const name of PER_CHAIN_VARIABLES) {
-    if (env[name] !== undefined && env[name] !== "") {
-      throw new ConfigError(name, `set by the chains file (CHAINSIFT_CHAINS_FILE=${path}); unset it or remove the file`);
-    }
-  }
-  let chains: ChainEntry[];
-  try {
-    chains = loadChainsFile(path).chains;
-  } catch (err) {
-    if (err instanceof ChainsFileError) throw new ConfigError("CHAINSIFT_CHAINS_FILE", err.message, err);
-    throw err;
-  }
-  const wanted = (env.CHAINSIFT_CHAIN ?? "")
-    .split(",")
-    .map((k) => k.trim())
-    .filter((k) => k !== "");
-  const entries: ChainEntry[] = [];
-  for (const key of wanted) {
-    const entry = chains.find((c) => chainKey(c) === key);
-    if (!entry) {
-      throw new ConfigError("CHAINSIFT_CHAIN", `${JSON.stringify(key)} is not in ${path} (it lists ${chains.map(chainKey).join(", ")})`);
-    }
-    if (!entries.includes(entry)) entries.push(entry);
-  }
-  const chainsFile = { path, chains };
-  return (entries.length > 0 ? entries : chains).map((c) => settingsOfEntry(c, chainsFile));
-}
-
-/** A chains file entry's settings, with the file's defaults applied. */
-function settingsOfEntry(c: ChainEntry, chainsFile: NonNullable<Config["chainsFile"]>): ChainSettings {
-  const decimals = c.tokenDecimals ?? ["tokenList", "calls"];
-  return {
-    chain: { technology: c.technology, blockchain: c.blockchain, network: c.network },
-    chainId: c.chainId,
-    chainIdFrom: "file",
-    chainsFile,
-    rpcUrls: [...c.rpcUrls],
-    concurrency: c.ingestConcurrency ?? 4,
-    traces: c.traces !== "off",
-    tracesRequired: c.traces === "on",
-    tokenCalls: decimals.includes("calls"),
-    tokenList: decimals.includes("tokenList"),
-    ...(c.explorerUrl === undefined ? {} : { explorerUrl: c.explorerUrl.replace(/\/+$/, "") }),
-  };
-}
-
-/**
- * The process configuration narrowed to one served chain: `chain`, `chainId`, `chainIdFrom`, the
- * endpoints, ingest concurrency and traces, and the token decimal sources are the chain's; the rest
- * (Kafka, Elasticsearch, Redis, the API, notify, the JSON-RPC transport's limits, …) is shared.
- * @param config - the process configuration ({@link loadConfig}).
- * @param s - one of `config.served`.
- * @returns a new configuration whose `served` is `[s]`; `config` is not modified.
- */
-export function configOfChain(config: Config, s: ChainSettings): Config {
-  return {
-    ...config,
-    chain: { ...s.chain },
-    chainId: s.chainId,
-    chainIdFrom: s.chainIdFrom,
-    chainsFile: s.chainsFile,
-    served: [s],
-    ingest: {
-      ...config.ingest,
-      rpcUrl: s.rpcUrls[0] as string,
-      rpcUrls: [...s.rpcUrls],
-      concurrency: s.concurrency,
-      traces: s.traces,
-      tracesRequired: s.tracesRequired,
-    },
-    decode: { ...config.decode, tokenCalls: s.tokenCalls, tokenList: s.tokenList },
-  };
-}
-
 /**
  * Reads the configuration from an environment (default `process.env`).
  * @throws {ConfigError} when a numeric variable is not a valid integer (or below its minimum), when

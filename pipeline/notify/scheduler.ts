@@ -24,25 +24,21 @@
  *   delivered and logged, so the new holder skips it instead of sending it twice.
  * - **Bookkeeping** as `handle.ts` did: the redelivery guard, one delivery-log entry per job, the
  *   dead letter with the alert's original bytes (so `chainsift alerts replay` works unchanged).
+ *
+ * Its metrics are defined in `scheduler-metrics.ts`; storm control's digests are sent by `digests.ts`.
  * @module
  */
 import { randomUUID } from "node:crypto";
-import {
-  type Counter,
-  type Gauge,
-  type Histogram,
-  Counter as PCounter,
-  Gauge as PGauge,
-  Histogram as PHistogram,
-  type Registry,
-} from "prom-client";
+import type { Registry } from "prom-client";
 import { alertFromAvro } from "../../lib/alerting/avro.js";
-import { digestFacts, stormPolicyOf } from "../../lib/alerting/storm.js";
+import { stormPolicyOf } from "../../lib/alerting/storm.js";
 import type { Logger } from "../../lib/logger.js";
 import { CS_DELIVERY_EXHAUSTED, type Deliverer, type RetryPolicy, retryDelayMs } from "./deliver.js";
+import { sendDigest as sendDigestOnce } from "./digests.js";
 import { afterFailure, afterSuccess, type DestinationHealth, type HealthPolicy } from "./health.js";
 import { type DeliveryLog, deliveryLogEntry } from "./log.js";
 import { type DeliveryJob, type DeliveryQueue, LeaseLostError } from "./queue.js";
+import { metricsIn } from "./scheduler-metrics.js";
 import { type ClaimedDigest, CS_THROTTLED, type StormStore } from "./storm.js";
 
 /** A queued job's time budget ran out while its destination was unhealthy (it waited for a probe instead of being attempted). */
@@ -122,99 +118,6 @@ export function defaultRetryWindowMs(retry: RetryPolicy, attemptTimeoutMs: numbe
   let waits = 0;
   for (let n = 1; n < retry.maxAttempts; n++) waits += Math.min(retry.maxDelayMs, retry.baseDelayMs * 2 ** (n - 1));
   return waits + retry.maxAttempts * attemptTimeoutMs;
-}
-
-interface Metrics {
-  leasesLost: Counter;
-  deliveries: Counter<"channel" | "outcome">;
-  attempts: Counter<"outcome">;
-  deadLetters: Counter<"code">;
-  unhealthy: Gauge<"destination">;
-  inFlight: Gauge;
-  latency: Histogram<"channel">;
-  fromBlock: Histogram<"channel" | "status">;
-}
-
-function metricsIn(registry: Registry | undefined): Metrics {
-  const registers = registry ? [registry] : [];
-  const get = <T>(name: string, make: () => T): T => (registry?.getSingleMetric(name) as T | undefined) ?? make();
-  return {
-    leasesLost: get(
-      "chainsift_notify_leases_lost_total",
-      () =>
-        new PCounter({
-          name: "chainsift_notify_leases_lost_total",
-          help: "Jobs this process stopped working because its lease of their lane had been taken over (it had stopped renewing it for a whole lease); the new holder finishes them.",
-          registers,
-        }),
-    ),
-    deliveries: get(
-      "chainsift_notify_deliveries_total",
-      () =>
-        new PCounter({
-          name: "chainsift_notify_deliveries_total",
-          help: "Jobs (alert actions) finished, by channel and outcome (delivered, refused, dead_lettered).",
-          labelNames: ["channel", "outcome"] as const,
-          registers,
-        }),
-    ),
-    attempts: get(
-      "chainsift_notify_attempts_total",
-      () =>
-        new PCounter({
-          name: "chainsift_notify_attempts_total",
-          help: "Delivery attempts made, by outcome (ok, retryable, final).",
-          labelNames: ["outcome"] as const,
-          registers,
-        }),
-    ),
-    deadLetters: get(
-      "chainsift_notify_dead_letters_total",
-      () =>
-        new PCounter({
-          name: "chainsift_notify_dead_letters_total",
-          help: "Jobs dead-lettered, by code.",
-          labelNames: ["code"] as const,
-          registers,
-        }),
-    ),
-    unhealthy: get(
-      "chainsift_notify_destination_unhealthy",
-      () =>
-        new PGauge({
-          name: "chainsift_notify_destination_unhealthy",
-          help: "1 while a destination (webhook origin, or smtp) is marked unhealthy, as last seen by this process; 0 once it recovered.",
-          labelNames: ["destination"] as const,
-          registers,
-        }),
-    ),
-    inFlight: get(
-      "chainsift_notify_attempts_in_flight",
-      () => new PGauge({ name: "chainsift_notify_attempts_in_flight", help: "Delivery attempts running in this process.", registers }),
-    ),
-    latency: get(
-      "chainsift_notify_delivery_latency_seconds",
-      () =>
-        new PHistogram({
-          name: "chainsift_notify_delivery_latency_seconds",
-          help: "Time from enqueueing a job to its successful delivery.",
-          labelNames: ["channel"] as const,
-          buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300],
-          registers,
-        }),
-    ),
-    fromBlock: get(
-      "chainsift_notify_block_to_delivery_seconds",
-      () =>
-        new PHistogram({
-          name: "chainsift_notify_block_to_delivery_seconds",
-          help: "Time from the matched block's header timestamp to the successful delivery, by channel and alert status (confirmed alerts include the wait for their confirmations)",
-          labelNames: ["channel", "status"] as const,
-          buckets: [1, 2.5, 5, 10, 15, 30, 60, 120, 300, 600, 1800, 3600],
-          registers,
-        }),
-    ),
-  };
 }
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
@@ -557,45 +460,8 @@ export function startScheduler(deps: SchedulerDeps): Scheduler {
     }
   }
 
-  async function sendDigest(c: ClaimedDigest): Promise<void> {
-    const d = c.digest;
-    const r = await deliverer.attemptDigest(d);
-    const now = nowMs();
-    const last = d.alerts[d.alerts.length - 1]!;
-    const facts = digestFacts(d);
-    const record = async (result: Parameters<typeof deliveryLogEntry>[3]) => {
-      const entry = deliveryLogEntry(
-        { id: d.id, sequence: last.sequence, status: last.status },
-        d.action,
-        d.actionIndex,
-        { ...result, attempts: c.tries + result.attempts },
-        new Date(now),
-      );
-      await deliveryLog.record(d.ruleId, { ...entry, state: "digest", digestCount: facts.count });
-    };
-    const channel = String(d.action?.type ?? "unknown");
-    if (r.ok || !r.retryable) {
-      await record(r);
-      await storm!.finish(c);
-      metrics.deliveries.inc({ channel, outcome: r.ok ? "digest" : "refused" });
-      if (r.ok) stats.digests++;
-      if (!r.ok) logger.warn({ ruleId: d.ruleId, digestId: d.id, code: r.code, err: r.error }, "notify: digest refused");
-      return;
-    }
-    if (c.tries + 1 >= options.retry.maxAttempts) {
-      await record({
-        ...r,
-        final: false,
-        code: CS_DELIVERY_EXHAUSTED,
-        error: `gave up after ${c.tries + 1} attempts; last: ${r.code} ${r.error ?? ""}`.trim(),
-      });
-      await storm!.finish(c);
-      metrics.deliveries.inc({ channel, outcome: "dead_lettered" });
-      logger.warn({ ruleId: d.ruleId, digestId: d.id, code: r.code, err: r.error }, "notify: digest given up");
-      return;
-    }
-    await storm!.retry(c, now + retryDelayMs(c.tries + 1, options.retry, r.retryAfterMs, random));
-  }
+  const sendDigest = (c: ClaimedDigest) =>
+    sendDigestOnce({ storm: storm!, deliverer, deliveryLog, retry: options.retry, nowMs, random, logger, metrics, stats }, c);
 
   function flushInBackground(): void {
     if (!storm || flushing || stopping) return;
