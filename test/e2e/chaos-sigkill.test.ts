@@ -332,7 +332,12 @@ for (const { title, minBlocks: MIN_BLOCKS, minKills: MIN_KILLS, minReorgs: MIN_R
         const totalKills = () => Object.values(kills).reduce((a, b) => a + b, 0);
         while (Date.now() - started < CHAOS_BUDGET_MS) {
           const head = await headNumber();
-          if (head - startHead >= MIN_BLOCKS && totalKills() >= MIN_KILLS && reorgs.length >= MIN_REORGS) break;
+          // A crash-point variant also runs until an armed ingest crashed itself at least once (bounded by the
+          // budget): its last reorg may come too late for the armed ingest to see it before the chaos ends (a run
+          // ended with no crash-point exit although the hook was armed at announce-unwind, seed 183034384).
+          const crashed = Object.values(crashes).reduce((a, b) => a + b, 0) > 0;
+          if (head - startHead >= MIN_BLOCKS && totalKills() >= MIN_KILLS && reorgs.length >= MIN_REORGS && (!crashPoints || crashed))
+            break;
           await sleep(between(1500, 5000));
           // Kills are due a bit more often than reorgs; a stage that is down is not killed again.
           if (random() < 0.65) {
