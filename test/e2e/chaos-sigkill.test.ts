@@ -246,7 +246,7 @@ for (const { title, minBlocks: MIN_BLOCKS, minKills: MIN_KILLS, minReorgs: MIN_R
       h = createHarness({ chain: { technology: "ethereum", blockchain: "ethereum", network: "anvil" } });
       h.config.api.rateLimitMax = 1_000_000;
       anvil = await startAnvil({ blockTimeSec: 0.25 });
-      h.config.ingest = { ...h.config.ingest, rpcUrl: anvil.rpcUrl, pollIntervalMs: 100 };
+      h.config.ingest = { ...h.config.ingest, rpcUrl: anvil.rpcUrl, rpcUrls: [anvil.rpcUrl], pollIntervalMs: 100 };
       traffic = await startTraffic({ rpcUrl: anvil.rpcUrl, intervalMs: 200, nft: false });
       // Topics, schemas and indices before any process starts (no stage consumes in this process).
       pipeline = await startPipeline({ config: h.config, logger: h.logger, es: h.es, decoder, stages: [] });

@@ -37,7 +37,7 @@ describe.skipIf(!up.ok || !fixtures)("chainsift status (real stack)", () => {
   beforeAll(async () => {
     h = createHarness();
     replay = await startRpcReplay({ blocks });
-    h.config.ingest = { ...h.config.ingest, rpcUrl: replay.url, traces: false };
+    h.config.ingest = { ...h.config.ingest, rpcUrl: replay.url, rpcUrls: [replay.url], traces: false };
     pipeline = await startPipeline({ config: h.config, logger: h.logger, es: h.es, stages: ["decode"] });
     // The follower produces the head block (its durable position is what status reads), then stops.
     const { ingester, close } = await pipeline.createIngester(replay.url, { traces: false });

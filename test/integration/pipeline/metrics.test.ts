@@ -47,7 +47,7 @@ describe.skipIf(!up.ok || !fixtures)("per-stage /metrics after ingesting the mai
   beforeAll(async () => {
     h = createHarness();
     replay = await startRpcReplay({ blocks });
-    h.config.ingest = { ...h.config.ingest, rpcUrl: replay.url, traces: false };
+    h.config.ingest = { ...h.config.ingest, rpcUrl: replay.url, rpcUrls: [replay.url], traces: false };
     ingestServer = await startMetricsServer({ registry, host: "127.0.0.1", port: 0 });
     // Topics, schemas and indices exist before the stage processes start.
     pipeline = await startPipeline({ config: h.config, logger: h.logger, es: h.es, stages: [], metricsRegistry: registry });
