@@ -25,6 +25,7 @@ import type { RuleStore } from "../../../lib/rules/store.js";
 import { DEFAULT_LIST_LIMIT, MAX_LIST_LIMIT } from "../../../lib/rules/store.js";
 import { RULE_LIMITS } from "../../../lib/rules/validate.js";
 import { type StoredSearch, searchView } from "../../../lib/searches/model.js";
+import { component } from "../../../lib/validation/component.js";
 import { ApiError, apiError } from "../../errors.js";
 import { callerId, RULES_ROUTE_CONFIG, rulesValidatorCompiler } from "../rules/index.js";
 import { RULES_ERROR_RESPONSES, RuleListQuery, RuleParams, RulesErrorBodySchema } from "../rules/schema.js";
@@ -64,7 +65,12 @@ export const SavedSearchSchema = Type.Object(
     }),
     confirmOn: Type.Optional(Type.Union([Type.Literal("count"), Type.Literal("finalized"), Type.Null()])),
   },
-  { additionalProperties: true, description: "A saved search: a rule's top-level fields with kind, query and alerts in place of config" },
+  {
+    additionalProperties: true,
+    description: "A saved search: a rule's top-level fields with kind, query and alerts in place of config",
+    // One named component for every route's body and answer (the generated clients get one model, not one per route).
+    ...component("SavedSearch"),
+  },
 );
 
 const SearchPageSchema = Type.Object({ searches: Type.Array(SavedSearchSchema), nextCursor: Type.Union([Type.String(), Type.Null()]) });
