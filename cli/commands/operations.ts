@@ -3,10 +3,7 @@
  * `status` (cli/status.ts).
  * @module
  */
-import { createLogger } from "../../lib/logger.js";
-import { createBus } from "../../pipeline/kafka/bus.js";
-import { replayAlertDeadLetters } from "../../pipeline/notify/replay.js";
-import { gatherStatus, renderStatus, type StatusThresholds } from "../status.js";
+import type { StatusThresholds } from "../status.js";
 import { type CliCommand, EXIT_FAILURE, EXIT_OK, printJson, UsageError } from "./core.js";
 
 /** `alerts replay [--rule <rule-id>] [--idle-ms <ms>]`: re-sends dead-lettered alerts. */
@@ -19,6 +16,13 @@ export const alertsReplayCommand: CliCommand = {
   run: async (ctx, args) => {
     const idle = args.values["idle-ms"] === undefined ? undefined : Number(args.values["idle-ms"]);
     if (idle !== undefined && (!Number.isInteger(idle) || idle < 0)) throw new UsageError("--idle-ms: expected a non-negative integer");
+    // Loaded on use: Kafka, the notify stage and the status probes (Elasticsearch, JSON-RPC) are
+    // ~1.4 s of start-up that the account and ABI commands do not need.
+    const [{ createLogger }, { createBus }, { replayAlertDeadLetters }] = await Promise.all([
+      import("../../lib/logger.js"),
+      import("../../pipeline/kafka/bus.js"),
+      import("../../pipeline/notify/replay.js"),
+    ]);
     const bus = await createBus({ config: ctx.config, logger: createLogger("warn", "chainsift-cli") });
     const result = await replayAlertDeadLetters({ bus, ruleId: args.values.rule as string | undefined, idleMs: idle });
     if (args.values.json) printJson(ctx.output, result);
@@ -54,6 +58,7 @@ export const statusCommand: CliCommand = {
       const n = limit(name);
       if (n !== undefined) thresholds[key] = n;
     }
+    const { gatherStatus, renderStatus } = await import("../status.js");
     const status = await gatherStatus(ctx.config, thresholds);
     if (args.json) printJson(ctx.output, status);
     else ctx.output.out(renderStatus(status));

@@ -19,10 +19,10 @@ interface Result {
   stderr: string;
 }
 
-/** Runs `npx tsx cli/chainsift.ts ...args` in the repo with this run's Redis prefix. */
+/** Runs `node --import tsx cli/chainsift.ts ...args` (this Node, no npx) in the repo with this run's Redis prefix. */
 function cli(args: string[], env: Record<string, string> = {}): Promise<Result> {
   return new Promise((resolve, reject) => {
-    const child = spawn("npx", ["tsx", "cli/chainsift.ts", ...args], {
+    const child = spawn(process.execPath, ["--import", "tsx", "cli/chainsift.ts", ...args], {
       cwd: root,
       env: { ...process.env, REDIS_URL: url, CHAINSIFT_REDIS_PREFIX: h.config.redisKeyPrefix, ...env },
       stdio: ["ignore", "pipe", "pipe"],
