@@ -277,35 +277,60 @@ export async function createBus(opts: BusOptions): Promise<Bus> {
  * Moves the consumer groups of some stages to the end of every existing topic of the bus's chain,
  * so that they start after every record already there. For a chain that starts again from block
  * 0 on every run (npm start's embedded anvil chain): records of earlier runs must not be indexed,
- * matched or notified again. Commits each partition's high watermark for each stage's group
- * (kafkajs `admin.setOffsets`), which needs the groups to have no running members: call it
- * before the stages start.
- * @throws the admin client's errors (e.g. a group that still has members).
+ * matched or notified again. Commits each partition's high watermark for each stage's group,
+ * which needs the groups to have no running members: call it before the stages start.
+ *
+ * Done as kafkajs's `admin.setOffsets` does it (a consumer of the group joins, pauses, seeks and
+ * stops after its first fetch, committing the seeked offsets), but with one consumer per group
+ * for all topics at once and a 100 ms fetch wait: `setOffsets` takes one topic per call and waits
+ * out the default 5 s fetch, ~4 s per topic and group (46 s for one group in
+ * test/integration/pipeline/skip-existing.test.ts).
+ * @throws Error when a group still has running members (kafkajs's state in the message), or the
+ *   client's errors (Kafka unreachable).
  */
 export async function skipExistingRecords(bus: Bus, stages: readonly string[]): Promise<void> {
   const admin = bus.kafka.admin();
   await admin.connect();
+  let ends: Map<string, Awaited<ReturnType<typeof admin.fetchTopicOffsets>>>;
   try {
     const existing = new Set(await admin.listTopics());
     const topics = (Object.keys(TOPICS) as TopicKind[]).map((kind) => bus.topic(kind)).filter((t) => existing.has(t));
     // Explicit high watermarks: kafkajs resetOffsets({earliest: false}) commits the marker -1,
     // which a joining consumer reads as "no offset" (and then starts from the beginning).
-    const ends = new Map(await Promise.all(topics.map(async (t) => [t, await admin.fetchTopicOffsets(t)] as const)));
-    // Each setOffsets takes seconds (a group coordinator round trip); the groups are independent,
-    // so they run at once (sequentially, a second `npm start` spent ~200 s here before its banner).
-    await Promise.all(
-      stages.map(async (stage) => {
-        for (const topic of topics) {
-          await admin.setOffsets({
-            groupId: bus.groupId(stage),
-            topic,
-            partitions: (ends.get(topic) ?? []).map((p) => ({ partition: p.partition, offset: p.high })),
-          });
-        }
-      }),
-    );
+    ends = new Map(await Promise.all(topics.map(async (t) => [t, await admin.fetchTopicOffsets(t)] as const)));
   } finally {
     await admin.disconnect();
+  }
+  if (ends.size === 0) return;
+  // The groups are independent: they move at once.
+  await Promise.all(stages.map((stage) => moveGroupTo(bus, bus.groupId(stage), ends)));
+}
+
+/** Commits `ends` (topic → each partition's high watermark) as the offsets of group `groupId`, which must have no running members. */
+async function moveGroupTo(
+  bus: Bus,
+  groupId: string,
+  ends: ReadonlyMap<string, ReadonlyArray<{ partition: number; high: string }>>,
+): Promise<void> {
+  const consumer = bus.kafka.consumer({ groupId, maxWaitTimeInMs: 100, allowAutoTopicCreation: false });
+  await consumer.connect();
+  try {
+    const topics = [...ends.keys()];
+    await consumer.subscribe({ topics, fromBeginning: true });
+    const description = await consumer.describeGroup();
+    if (!["Empty", "Dead"].includes(description.state))
+      throw new Error(`consumer group ${groupId} must have no running members to move its offsets; its state: ${description.state}`);
+    await new Promise<void>((resolve, reject) => {
+      consumer.on(consumer.events.FETCH, () => {
+        consumer.stop().then(resolve, reject);
+      });
+      consumer.run({ eachBatchAutoResolve: false, eachBatch: async () => {} }).catch(reject);
+      // Nothing is consumed: the consumer only carries the seeked offsets to its commit.
+      consumer.pause(topics.map((topic) => ({ topic })));
+      for (const [topic, partitions] of ends) for (const p of partitions) consumer.seek({ topic, partition: p.partition, offset: p.high });
+    });
+  } finally {
+    await consumer.disconnect();
   }
 }
 

@@ -7,6 +7,7 @@ import { indexName } from "../../../es/mappings.js";
 import type { BlockRecord } from "../../../lib/records.js";
 import { createBus, createRecordProducer, skipExistingRecords } from "../../../pipeline/kafka/bus.js";
 import { type Pipeline, startPipeline } from "../../../pipeline/runtime.js";
+import { TOPICS, type TopicKind } from "../../../topics/index.js";
 import { createHarness, type Harness, probeStack, waitFor } from "../../support/harness.js";
 import { ABSENT_BLOCK_FIELDS } from "../../support/records.js";
 
@@ -54,13 +55,25 @@ describe.skipIf(!up.ok)("skipExistingRecords (real Kafka)", () => {
     const producer = await createRecordProducer(setup);
     await producer.send([1, 2].map((n) => ({ kind: "blocks" as const, key: block(n).hash, record: block(n) })));
 
-    await skipExistingRecords(setup, ["index"]);
+    await skipExistingRecords(setup, ["index", "decode"]);
     const admin = setup.kafka.admin();
     await admin.connect();
-    const [committed] = await admin.fetchOffsets({ groupId: setup.groupId("index"), topics: [setup.topic("blocks")] });
-    const ends = await admin.fetchTopicOffsets(setup.topic("blocks"));
+    const existing = new Set(await admin.listTopics());
+    const topics = (Object.keys(TOPICS) as TopicKind[]).map((k) => setup.topic(k)).filter((t) => existing.has(t));
+    expect(topics).toContain(setup.topic("blocks"));
+    // Every existing topic of the chain, for both groups, at its high watermark (one consumer per group covers all topics).
+    for (const stage of ["index", "decode"]) {
+      const committed = await admin.fetchOffsets({ groupId: setup.groupId(stage), topics });
+      for (const topic of topics) {
+        const ends = await admin.fetchTopicOffsets(topic);
+        const got = committed
+          .find((c) => c.topic === topic)
+          ?.partitions.map((p) => `${p.partition}:${p.offset}`)
+          .sort();
+        expect({ stage, topic, got }).toEqual({ stage, topic, got: ends.map((p) => `${p.partition}:${p.high}`).sort() });
+      }
+    }
     await admin.disconnect();
-    expect(committed?.partitions.map((p) => p.offset).sort()).toEqual(ends.map((p) => p.high).sort());
 
     // This run: the index stage starts, a third block is produced; only it reaches Elasticsearch.
     pipeline = await startPipeline({ config: h.config, logger: h.logger, es: h.es, refresh: true, stages: ["index"] });
@@ -78,5 +91,7 @@ describe.skipIf(!up.ok)("skipExistingRecords (real Kafka)", () => {
     const all = await h.es.search({ index, query: { match_all: {} }, size: 10 });
     expect(found.length).toBeGreaterThan(0);
     expect(all.hits.hits.map((x) => x._id)).toEqual([block(3).hash]);
+    // A group with a running member cannot be moved.
+    await expect(skipExistingRecords(setup, ["index"])).rejects.toThrow(/no running members/);
   });
 });
