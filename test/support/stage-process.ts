@@ -14,6 +14,23 @@ import type { Config } from "../../lib/config.js";
 const ROOT = resolve(import.meta.dirname, "../..");
 
 /**
+ * The variables that point a process at `config`'s services and its prefixes (topics, consumer
+ * groups, indices, Redis keys) — no chain, no node: a chains file or {@link configEnv} adds those.
+ */
+export function serviceEnv(config: Config): NodeJS.ProcessEnv {
+  return {
+    KAFKA_BROKERS: config.kafka.brokers.join(","),
+    CHAINSIFT_TOPIC_PREFIX: config.kafka.topicPrefix,
+    CHAINSIFT_GROUP_PREFIX: config.kafka.groupPrefix,
+    SCHEMA_REGISTRY_URL: config.schemaRegistryUrl,
+    ELASTICSEARCH_URL: config.elasticsearch.url,
+    CHAINSIFT_INDEX_PREFIX: config.elasticsearch.indexPrefix,
+    REDIS_URL: config.redisUrl,
+    CHAINSIFT_REDIS_PREFIX: config.redisKeyPrefix,
+  };
+}
+
+/**
  * The environment variables that make a child process load `config` (lib/config.ts reads them),
  * on top of this process's environment.
  * @param config - usually a harness's config.
@@ -25,14 +42,7 @@ export function configEnv(config: Config, extra: NodeJS.ProcessEnv = {}): NodeJS
     CHAINSIFT_TECHNOLOGY: config.chain.technology,
     CHAINSIFT_BLOCKCHAIN: config.chain.blockchain,
     CHAINSIFT_NETWORK: config.chain.network,
-    KAFKA_BROKERS: config.kafka.brokers.join(","),
-    CHAINSIFT_TOPIC_PREFIX: config.kafka.topicPrefix,
-    CHAINSIFT_GROUP_PREFIX: config.kafka.groupPrefix,
-    SCHEMA_REGISTRY_URL: config.schemaRegistryUrl,
-    ELASTICSEARCH_URL: config.elasticsearch.url,
-    CHAINSIFT_INDEX_PREFIX: config.elasticsearch.indexPrefix,
-    REDIS_URL: config.redisUrl,
-    CHAINSIFT_REDIS_PREFIX: config.redisKeyPrefix,
+    ...serviceEnv(config),
     CHAINSIFT_RPC_URL: config.ingest.rpcUrl,
     CHAINSIFT_POLL_INTERVAL_MS: String(config.ingest.pollIntervalMs),
     CHAINSIFT_INGEST_TRACES: String(config.ingest.traces),

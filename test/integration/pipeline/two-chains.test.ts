@@ -13,6 +13,7 @@ import { type Common, createCommon } from "../../../lib/common.js";
 import { createChainContexts } from "../../../pipeline/chain-context.js";
 import { type RunningStages, startStages } from "../../../pipeline/wiring.js";
 import { createHarness, type Harness, servicesUp } from "../../support/harness.js";
+import { serviceEnv } from "../../support/stage-process.js";
 
 const up = await servicesUp();
 const dir = mkdtempSync(join(tmpdir(), "chainsift-two-chains-"));
@@ -33,14 +34,7 @@ function commonOf(h: Harness, extra: NodeJS.ProcessEnv = {}): Common {
   const { config } = h;
   return createCommon({
     env: {
-      KAFKA_BROKERS: config.kafka.brokers.join(","),
-      CHAINSIFT_TOPIC_PREFIX: config.kafka.topicPrefix,
-      CHAINSIFT_GROUP_PREFIX: config.kafka.groupPrefix,
-      SCHEMA_REGISTRY_URL: config.schemaRegistryUrl,
-      ELASTICSEARCH_URL: config.elasticsearch.url,
-      CHAINSIFT_INDEX_PREFIX: config.elasticsearch.indexPrefix,
-      REDIS_URL: config.redisUrl,
-      CHAINSIFT_REDIS_PREFIX: config.redisKeyPrefix,
+      ...serviceEnv(config),
       LOG_LEVEL: config.logLevel,
       CHAINSIFT_CHAINS_FILE: file,
       ...extra,
