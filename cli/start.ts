@@ -45,7 +45,9 @@ const EMBEDDED_CHAINS = [
 const HELP = `chainsift — npm start [-- options]
   --chains <file>   chains file (docs/chains.md; as CHAINSIFT_CHAINS_FILE): the chain, its chain id and endpoints
   --rpc-url <urls>  EVM JSON-RPC node, or several endpoints of the chain comma-separated (failover:
-                    docs/reorgs.md#faults) (default: two embedded anvil chains with generated traffic)
+                    docs/reorgs.md#faults) (default: two embedded anvil chains with generated traffic);
+                    with a chains file of one chain it replaces that chain's endpoints, with several it
+                    is refused (exit 2): each chain's rpcUrls go in the file
   --from <n>        first block (default: after the last block ingested, or the current head on a
                     first start; 0 on the embedded chains)
   --to <n>          last block of a backfill (default: keep following the head); a backfill
@@ -168,6 +170,16 @@ async function main(common: Common): Promise<void> {
   if (embedded) await startEmbeddedChains(common);
   else {
     if (rpcUrlsArg) {
+      if (config.served.length > 1) {
+        // Which chain's endpoints they are is not said: replacing the first chain's would be a guess,
+        // and serving only that chain would drop the others without a word.
+        logger.error(
+          { chains: config.served.map((c) => `${c.chain.technology}/${c.chain.blockchain}/${c.chain.network}`) },
+          `--rpc-url names the endpoints of one chain, but ${config.served.length} chains are configured: set each chain's rpcUrls in the chains file instead (docs/chains.md)`,
+        );
+        await shutdown.run("usage", 2);
+        return;
+      }
       const first = config.served[0] as ChainSettings;
       config.served = [{ ...first, rpcUrls: rpcUrlsArg }];
       replaceChains(common, [createChainContext(config, config.served[0], { processMetrics: common.metrics, logger })]);

@@ -165,5 +165,38 @@ describe.skipIf(!up.ok)("a chains file for stage processes (npm run stage -- <st
       `CS_CHAIN_ID_MISMATCH: ethereum/base/mainnet is configured as chain id 8453 (chains file ${file}) but ${anvil.rpcUrl.replace(/\/$/, "")} answers eth_chainId 31337; refusing to start`,
     );
   }, 120_000);
+
+  it("npm start -- --chains <file of two chains> --rpc-url <url> is refused (exit 2): the endpoints would belong to no chain in particular", async () => {
+    const file = join(dir, "two.json");
+    writeFileSync(
+      file,
+      JSON.stringify({
+        chains: [
+          { ...BASE, chainId: 8453, rpcUrls: ["http://127.0.0.1:1"], traces: "off" },
+          {
+            technology: "ethereum",
+            blockchain: "ethereum",
+            network: "mainnet",
+            chainId: 1,
+            rpcUrls: ["http://127.0.0.1:1"],
+            traces: "off",
+          },
+        ],
+      }),
+    );
+    const child = spawn(
+      process.execPath,
+      ["--import", "tsx", "cli/start.ts", "--chains", file, "--rpc-url", "http://127.0.0.1:2", "--no-stack", "--no-api"],
+      { cwd: join(import.meta.dirname, "../.."), env: childEnv(), stdio: ["ignore", "pipe", "pipe"] },
+    );
+    const chunks: Buffer[] = [];
+    child.stdout.on("data", (d: Buffer) => chunks.push(d));
+    child.stderr.on("data", (d: Buffer) => chunks.push(d));
+    const [code] = (await once(child, "exit")) as [number | null];
+    const output = Buffer.concat(chunks).toString();
+    expect(code, output).toBe(2);
+    expect(output).toContain("--rpc-url names the endpoints of one chain, but 2 chains are configured");
+    expect(output).not.toContain('"decode options"');
+  }, 120_000);
 });
 if (!fixtures) console.warn(SKIP_NO_FIXTURES);
