@@ -14,6 +14,7 @@ import { Type } from "typebox";
 import type { DecodeMethodOptions } from "../../../lib/chain/methods.js";
 import type { ChainId, Config } from "../../../lib/config.js";
 import { RULE_LIMITS } from "../../../lib/rules/validate.js";
+import { component } from "../../../lib/validation/component.js";
 import { type BacktestRequest, parseBacktestRequest, type SearchBacktestRequest } from "../../backtest/request.js";
 import { runBacktest } from "../../backtest/run.js";
 import { ApiError } from "../../errors.js";
@@ -25,8 +26,13 @@ import { RULES_ERROR_RESPONSES, RulesErrorBodySchema } from "./schema.js";
  * of each type are listed in api/backtest/run.ts and docs/alerting.md.
  */
 export const BacktestLineSchema = Type.Object(
-  { type: Type.Union(["start", "match", "block", "error", "end"].map((t) => Type.Literal(t))) },
-  { additionalProperties: true, description: "One line of the application/x-ndjson answer (one JSON object per line)" },
+  { type: Type.Enum(["start", "match", "block", "error", "end"] as const) },
+  {
+    additionalProperties: true,
+    description: "One line of the application/x-ndjson answer (one JSON object per line)",
+    // One model for both backtest routes (rules and saved searches).
+    ...component("BacktestLine"),
+  },
 );
 
 /** The answers of both backtest routes (OpenAPI): 200 NDJSON lines, the rules routes' errors, 409, 413. */

@@ -32,23 +32,17 @@ const Chain = (f: string) => Type.String({ description: `${f}: must name a chain
 const inputProperties = {
   name: Type.String({ maxLength: RULE_LIMITS.nameMaxLength }),
   description: Type.Union([Type.String({ maxLength: RULE_LIMITS.descriptionMaxLength }), Type.Null()]),
-  state: Type.Union([Type.Literal("enabled"), Type.Literal("disabled")], {
-    description: "default enabled",
-    ...component("SavedSearchState"),
-  }),
+  state: Type.Enum(["enabled", "disabled"] as const, { description: "default enabled", ...component("SavedSearchState") }),
   technology: Chain("technology"),
   blockchain: Chain("blockchain"),
   network: Chain("network"),
   maxConfirmationCount: Type.Integer({ minimum: 0 }),
   sendPendingAlerts: Type.Boolean({ description: "default false" }),
-  confirmOn: Type.Union([Type.Union([Type.Literal("count"), Type.Literal("finalized")], component("ConfirmOn")), Type.Null()], {
+  confirmOn: Type.Union([Type.Enum(["count", "finalized"] as const, component("ConfirmOn")), Type.Null()], {
     description: "finalized: confirmed once the block is at or below the node's finalized block (docs/alerting.md)",
   }),
   version: Type.Integer({ description: "ignored on create; on update, the version the client last saw (stale: 409)" }),
-  kind: Type.Union(
-    SEARCH_KINDS.map((k) => Type.Literal(k)),
-    { description: "The record kind searched", ...component("SavedSearchKind") },
-  ),
+  kind: Type.Enum(SEARCH_KINDS, { description: "The record kind searched", ...component("SavedSearchKind") }),
   query: SearchDslQuerySchema,
   alerts: Type.Array(AlertDefinitionSchema, {
     minItems: RULE_LIMITS.alertsMin,
