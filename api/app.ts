@@ -42,6 +42,7 @@ import { ruleTestRoutes } from "./routes/rules/test.js";
 import { searchRoutes } from "./routes/search/index.js";
 import { chainLabel } from "./routes/search/target.js";
 import { searchesRoutes } from "./routes/searches/index.js";
+import { searchTestRoutes } from "./routes/searches/test.js";
 import type { SearchTarget } from "./search/search.js";
 
 /** The JSON media type of the official Elasticsearch clients, parsed as `application/json`. */
@@ -232,7 +233,9 @@ export async function buildApi(deps: ApiDeps): Promise<FastifyInstance> {
     const { rules, deliveries, deliveryStatus, traceSource, searches, finalitySource } = app.rulesBackends;
     await app.register(rulesRoutes({ rules, deliveries, deliveryStatus, traceSource, chains }));
     await app.register(searchesRoutes({ searches, chains, finalitySource }));
-    await app.register(ruleTestRoutes({ config, chains, decode: (chain) => servedChain(served, chain)?.decode }));
+    const backtests = { config, chains, decode: (chain: ChainId) => servedChain(served, chain)?.decode };
+    await app.register(ruleTestRoutes(backtests));
+    await app.register(searchTestRoutes(backtests));
   } catch (err) {
     // Release what the plugins registered so far opened (ES client, Redis connections).
     await app.close().catch(() => {});

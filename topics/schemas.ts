@@ -284,6 +284,22 @@ export const alertSchema: AvroSchema = {
     { name: "entityJson", type: "string" },
     { name: "actionsJson", type: "string" },
     { name: "emittedAt", type: "string" },
+    // Added later with a default (backward compatible): only `removed` alerts carry it (lib/alerting/alert.ts ReplacingBlock).
+    {
+      name: "replacedBy",
+      type: [
+        "null",
+        {
+          type: "record",
+          name: "ReplacingBlock",
+          fields: [
+            { name: "number", type: "long" },
+            { name: "hash", type: ["null", "string"], default: null },
+          ],
+        },
+      ],
+      default: null,
+    },
   ],
 };
 

@@ -1,5 +1,6 @@
 /**
- * The error codes of rule backtests (`POST /alerting/rules/test/`, `chainsift rules test`); part of
+ * The error codes of rule and saved-search backtests (`POST /alerting/rules/test/`, `POST
+ * /alerting/searches/test/`, `chainsift rules test`); part of
  * the API's {@link ERROR_CODES} (api/errors.ts) and of its table in docs/api.md. A rule that fails
  * validation is answered with the `CS_RULE_*` codes of `POST /alerting/rules/`, paths under `rule.`.
  * @module
@@ -11,22 +12,22 @@ export const BACKTEST_ERROR_CODES = {
   CS_BACKTEST_INVALID: {
     status: 400,
     description:
-      "Rule backtest: the body is not {rule, from, to} or {rule, last}: rule missing, from/to/last missing or not an integer >= 0 (last >= 1), from after to, or a range and last together (path names the field).",
+      "Rule or saved-search backtest: the body is not {rule, from, to} or {rule, last} ({search, …} for POST /alerting/searches/test/): rule or search missing, from/to/last missing or not an integer >= 0 (last >= 1), from after to, a range and last together, or an unknown key (path names the field).",
   },
   CS_BACKTEST_RANGE_TOO_LARGE: {
     status: 400,
     description:
-      "Rule backtest: the range covers more blocks than CHAINSIFT_BACKTEST_MAX_BLOCKS (default 100000); split it (path to or last).",
+      "Rule or saved-search backtest: the range covers more blocks than CHAINSIFT_BACKTEST_MAX_BLOCKS (default 100000); split it (path to or last).",
   },
   CS_BACKTEST_TARGET_UNSUPPORTED: {
     status: 400,
     description:
-      "Rule backtest: the rule's targetType cannot be tested on history (Token: the first sight of a token needs the whole chain's history); path rule.config.targetType.",
+      "Rule or saved-search backtest: the rule's targetType cannot be tested on history (Token: the first sight of a token needs the whole chain's history; path rule.config.targetType), or the chain's chain id is not configured (path rule.network or search.network).",
   },
   CS_BACKTEST_NOTHING_INDEXED: {
     status: 409,
     description:
-      "Rule backtest: last was given but no block of the rule's chain is indexed yet, so there is no newest block to count from.",
+      "Rule or saved-search backtest: last was given but no block of the rule's (search's) chain is indexed yet, so there is no newest block to count from.",
   },
 } as const satisfies Record<string, ErrorCodeInfo>;
 

@@ -8,6 +8,10 @@
  * | `from`, `to` | integers >= 0, `from <= to` | the block range, both ends included |
  * | `last` | integer >= 1 | instead of `from`/`to`: the newest `last` indexed blocks |
  *
+ * A saved-search backtest (`POST /alerting/searches/test/`, {@link parseSearchBacktestRequest}) takes
+ * `search` (a saved-search body exactly as `POST /alerting/searches/` takes it, same validation,
+ * paths under `search.`) in place of `rule`, with the same range keys.
+ *
  * Other top-level keys are refused (`CS_BACKTEST_INVALID`), so a typo such as `form` is not ignored.
  * @module
  */
@@ -17,6 +21,8 @@ import type { RuleInput } from "../../lib/rules/model.js";
 import { validateRuleInput } from "../../lib/rules/validate.js";
 import type { ApiErrorDetail } from "../errors.js";
 import { ruleValidationDetails } from "../routes/rules/errors.js";
+import { validateSearchInput } from "../routes/searches/validate.js";
+import type { SearchBacktestInput } from "./search-tester.js";
 
 /** The block range of a backtest: explicit, or the newest `last` blocks. */
 export type BacktestRange = { from: number; to: number } | { last: number };
@@ -27,47 +33,49 @@ export interface BacktestRequest {
   range: BacktestRange;
 }
 
+/** A checked saved-search backtest request. */
+export interface SearchBacktestRequest {
+  search: SearchBacktestInput;
+  range: BacktestRange;
+}
+
 /** Result of {@link parseBacktestRequest}. */
 export type ParsedBacktestRequest = { ok: true; value: BacktestRequest } | { ok: false; errors: ApiErrorDetail[] };
 
-const KEYS = new Set(["rule", "from", "to", "last"]);
+/** Result of {@link parseSearchBacktestRequest}. */
+export type ParsedSearchBacktestRequest = { ok: true; value: SearchBacktestRequest } | { ok: false; errors: ApiErrorDetail[] };
 
 function isBlockNumber(v: unknown, min: number): v is number {
   return typeof v === "number" && Number.isSafeInteger(v) && v >= min;
 }
 
+const bad = (message: string, path: string | null): ApiErrorDetail => ({ code: "CS_BACKTEST_INVALID", message, path });
+
 /**
- * Checks a backtest body (see the module table).
- * @param body - the parsed JSON body.
- * @param chains - the chains served (the rule must name one, as for `POST /alerting/rules/`).
- * @param maxBlocks - the range cap (config `backtest.maxBlocks`).
- * @returns the request, or every problem: `CS_RULE_*` (paths under `rule.`), `CS_BACKTEST_INVALID`,
- *   `CS_BACKTEST_RANGE_TOO_LARGE`, `CS_BACKTEST_TARGET_UNSUPPORTED`.
+ * The shared part of both bodies: the top-level keys and the range; `subject` checks the rule or
+ * the search (its problems are pushed, paths already prefixed).
  */
-export function parseBacktestRequest(body: unknown, chains: readonly ChainId[], maxBlocks: number): ParsedBacktestRequest {
-  const bad = (message: string, path: string | null): ApiErrorDetail => ({ code: "CS_BACKTEST_INVALID", message, path });
+function parseBody<T>(
+  body: unknown,
+  key: "rule" | "search",
+  maxBlocks: number,
+  subject: (value: unknown, errors: ApiErrorDetail[]) => T | undefined,
+): { ok: true; value: { subject: T; range: BacktestRange } } | { ok: false; errors: ApiErrorDetail[] } {
   if (body === null || typeof body !== "object" || Array.isArray(body)) {
-    return { ok: false, errors: [bad("the body must be a JSON object {rule, from, to} or {rule, last}", null)] };
+    return { ok: false, errors: [bad(`the body must be a JSON object {${key}, from, to} or {${key}, last}`, null)] };
   }
   const b = body as Record<string, unknown>;
   const errors: ApiErrorDetail[] = [];
-  for (const key of Object.keys(b))
-    if (!KEYS.has(key)) errors.push(bad(`unknown key ${JSON.stringify(key)}: expected rule, from, to or last`, key));
+  for (const k of Object.keys(b))
+    if (![key, "from", "to", "last"].includes(k))
+      errors.push(bad(`unknown key ${JSON.stringify(k)}: expected ${key}, from, to or last`, k));
 
-  let rule: RuleInput | undefined;
-  if (b.rule === undefined) errors.push(bad("rule is required: a rule body as POST /alerting/rules/ takes it", "rule"));
-  else {
-    const checked = validateRuleInput(b.rule, "create", chains);
-    if (!checked.ok) {
-      for (const d of ruleValidationDetails(checked.errors)) errors.push({ ...d, path: d.path === null ? "rule" : `rule.${d.path}` });
-    } else if (BACKTEST_SOURCES[checked.value.config.targetType] === null) {
-      errors.push({
-        code: "CS_BACKTEST_TARGET_UNSUPPORTED",
-        message: `${checked.value.config.targetType} rules cannot be tested on history: the first sight of a token needs the whole chain's history`,
-        path: "rule.config.targetType",
-      });
-    } else rule = checked.value;
-  }
+  let checked: T | undefined;
+  if (b[key] === undefined) {
+    const what =
+      key === "rule" ? "a rule body as POST /alerting/rules/ takes it" : "a saved-search body as POST /alerting/searches/ takes it";
+    errors.push(bad(`${key} is required: ${what}`, key));
+  } else checked = subject(b[key], errors);
 
   let range: BacktestRange | undefined;
   const hasRange = b.from !== undefined || b.to !== undefined;
@@ -96,6 +104,50 @@ export function parseBacktestRequest(body: unknown, chains: readonly ChainId[], 
       } else range = { from: b.from, to: b.to };
     }
   }
-  if (errors.length > 0 || !rule || !range) return { ok: false, errors };
-  return { ok: true, value: { rule, range } };
+  if (errors.length > 0 || checked === undefined || !range) return { ok: false, errors };
+  return { ok: true, value: { subject: checked, range } };
+}
+
+/**
+ * Checks a rule backtest body (see the module table).
+ * @param body - the parsed JSON body.
+ * @param chains - the chains served (the rule must name one, as for `POST /alerting/rules/`).
+ * @param maxBlocks - the range cap (config `backtest.maxBlocks`).
+ * @returns the request, or every problem: `CS_RULE_*` (paths under `rule.`), `CS_BACKTEST_INVALID`,
+ *   `CS_BACKTEST_RANGE_TOO_LARGE`, `CS_BACKTEST_TARGET_UNSUPPORTED`.
+ */
+export function parseBacktestRequest(body: unknown, chains: readonly ChainId[], maxBlocks: number): ParsedBacktestRequest {
+  const parsed = parseBody(body, "rule", maxBlocks, (value, errors): RuleInput | undefined => {
+    const checked = validateRuleInput(value, "create", chains);
+    if (!checked.ok) {
+      for (const d of ruleValidationDetails(checked.errors)) errors.push({ ...d, path: d.path === null ? "rule" : `rule.${d.path}` });
+    } else if (BACKTEST_SOURCES[checked.value.config.targetType] === null) {
+      errors.push({
+        code: "CS_BACKTEST_TARGET_UNSUPPORTED",
+        message: `${checked.value.config.targetType} rules cannot be tested on history: the first sight of a token needs the whole chain's history`,
+        path: "rule.config.targetType",
+      });
+    } else return checked.value;
+    return undefined;
+  });
+  return parsed.ok ? { ok: true, value: { rule: parsed.value.subject, range: parsed.value.range } } : parsed;
+}
+
+/**
+ * Checks a saved-search backtest body: `{search, from, to}` or `{search, last}` (see the module notes).
+ * @param body - the parsed JSON body.
+ * @param chains - the chains served (the search must name one, as for `POST /alerting/searches/`).
+ * @param maxBlocks - the range cap (config `backtest.maxBlocks`).
+ * @returns the request, or every problem: the codes of `POST /alerting/searches/` (`CS_RULE_*`,
+ *   `CS_SEARCH_KIND`, `CS_QUERY_*`, `CS_SEARCH_INEXACT`; paths under `search.`), `CS_BACKTEST_INVALID`,
+ *   `CS_BACKTEST_RANGE_TOO_LARGE`.
+ */
+export function parseSearchBacktestRequest(body: unknown, chains: readonly ChainId[], maxBlocks: number): ParsedSearchBacktestRequest {
+  const parsed = parseBody(body, "search", maxBlocks, (value, errors): SearchBacktestInput | undefined => {
+    const checked = validateSearchInput(value, "create", chains);
+    if (checked.ok) return checked.value as unknown as SearchBacktestInput;
+    for (const d of checked.errors) errors.push({ ...d, path: d.path === null ? "search" : `search.${d.path}` });
+    return undefined;
+  });
+  return parsed.ok ? { ok: true, value: { search: parsed.value.subject, range: parsed.value.range } } : parsed;
 }

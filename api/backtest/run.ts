@@ -1,5 +1,5 @@
 /**
- * Runs a rule backtest against Elasticsearch: reads the indexed records of the range with a
+ * Runs a rule or saved-search backtest against Elasticsearch: reads the indexed records of the range with a
  * point-in-time `search_after` scan (one PIT over the kinds the target type needs, sorted by block
  * number; https://www.elastic.co/guide/en/elasticsearch/reference/8.19/paginate-search-results.html#search-after),
  * hands them block by block to the pure backtester (lib/match/backtest.ts) and yields the answer's
@@ -25,9 +25,11 @@ import type { ExplorerUrls } from "../../lib/alerting/template.js";
 import type { DecodeMethodOptions } from "../../lib/chain/methods.js";
 import type { ChainId } from "../../lib/config.js";
 import { BACKTEST_SOURCES, type BacktestMatch, createBacktester, type IndexedRecord } from "../../lib/match/backtest.js";
+import type { RecordKind } from "../../lib/records.js";
 import type { RuleInput } from "../../lib/rules/model.js";
 import { apiError } from "../errors.js";
-import type { BacktestRequest } from "./request.js";
+import type { BacktestRequest, SearchBacktestRequest } from "./request.js";
+import { createSearchBacktester, type SearchBacktestInput } from "./search-tester.js";
 
 /** The end-line `reason` of a backtest stopped by its time cap. */
 export const CS_BACKTEST_TIME_CAP = "CS_BACKTEST_TIME_CAP";
@@ -60,16 +62,18 @@ export interface BacktestScanDeps {
   log?: { warn(obj: object, msg?: string): void };
 }
 
-/** One resolved backtest: the checked rule and the block range. */
-export interface BacktestRun {
-  rule: RuleInput;
+/** What a backtest tests: a checked rule, or a checked saved search (`POST /alerting/searches/test/`). */
+export type BacktestSubject = { rule: RuleInput } | { search: SearchBacktestInput };
+
+/** One resolved backtest: the checked rule or saved search, and the block range. */
+export type BacktestRun = BacktestSubject & {
   /** Owner shown in the alerts. */
   accountId: string;
   from: number;
   to: number;
   /** Newest indexed block of the chain, or null when none is (then `to` stands for it). */
   head: number | null;
-}
+};
 
 /** The `start` line. */
 export interface BacktestStartLine {
@@ -78,7 +82,8 @@ export interface BacktestStartLine {
   to: number;
   head: number | null;
   kinds: string[];
-  rule: { name: string; targetType: string; maxConfirmationCount: number; sendPendingAlerts: boolean };
+  /** The rule's (or saved search's) settings; `kind` only for a saved search (its targetType is the alerts'). */
+  rule: { name: string; targetType: string; maxConfirmationCount: number; sendPendingAlerts: boolean; kind?: string };
   limits: { timeoutMs: number };
 }
 
@@ -153,21 +158,26 @@ export async function indexedHead(
 export async function startBacktest(deps: BacktestScanDeps, chain: ChainId, run: BacktestRun): Promise<AsyncGenerator<BacktestLine>> {
   const clock = deps.clock ?? (() => performance.now());
   const started = clock();
-  const kinds = [...(BACKTEST_SOURCES[run.rule.config.targetType] ?? [])];
-  const reqOpts = { requestTimeout: deps.requestTimeoutMs };
-  const pit = await deps.es.openPointInTime(
-    { index: kinds.map((k) => indexName(chain, k, deps.indexPrefix)), keep_alive: "1m", ignore_unavailable: true },
-    reqOpts,
-  );
-  const tester = createBacktester({
-    rule: run.rule,
+  const options = {
     accountId: run.accountId,
     chain,
     head: run.head ?? run.to,
     decode: deps.decode,
     ...(deps.explorers ? { explorers: deps.explorers } : {}),
     ...(deps.now ? { now: deps.now } : {}),
-  });
+  };
+  const tester =
+    "search" in run ? createSearchBacktester({ ...options, search: run.search }) : createBacktester({ ...options, rule: run.rule });
+  const kinds: RecordKind[] = "search" in run ? [run.search.config.kind] : [...(BACKTEST_SOURCES[run.rule.config.targetType] ?? [])];
+  // Blocks carry their own number and hash; every other kind its block's.
+  const blockOf = (kind: RecordKind): { number: string; hash: string } =>
+    kind === "block" ? { number: "number", hash: "hash" } : { number: "blockNumber", hash: "blockHash" };
+  const numberField = `${blockOf(kinds[0] ?? "tx").number}.num`;
+  const reqOpts = { requestTimeout: deps.requestTimeoutMs };
+  const pit = await deps.es.openPointInTime(
+    { index: kinds.map((k) => indexName(chain, k, deps.indexPrefix)), keep_alive: "1m", ignore_unavailable: true },
+    reqOpts,
+  );
   const pageSize = deps.pageSize ?? 500;
 
   async function* lines(): AsyncGenerator<BacktestLine> {
@@ -208,10 +218,11 @@ export async function startBacktest(deps: BacktestScanDeps, chain: ChainId, run:
         head: run.head,
         kinds,
         rule: {
-          name: run.rule.name,
-          targetType: run.rule.config.targetType,
-          maxConfirmationCount: run.rule.maxConfirmationCount,
-          sendPendingAlerts: run.rule.sendPendingAlerts === true,
+          name: tester.rule.name,
+          targetType: tester.rule.config.targetType,
+          maxConfirmationCount: tester.rule.maxConfirmationCount,
+          sendPendingAlerts: tester.rule.sendPendingAlerts,
+          ...("search" in run ? { kind: run.search.config.kind } : {}),
         },
         limits: { timeoutMs: deps.timeoutMs },
       };
@@ -224,8 +235,8 @@ export async function startBacktest(deps: BacktestScanDeps, chain: ChainId, run:
         const req: estypes.SearchRequest = {
           pit: { id: pitId, keep_alive: "1m" },
           size: pageSize,
-          query: { range: { "blockNumber.num": { gte: run.from, lte: run.to } } },
-          sort: [{ "blockNumber.num": "asc" }, { _shard_doc: "asc" }],
+          query: { range: { [numberField]: { gte: run.from, lte: run.to } } },
+          sort: [{ [numberField]: "asc" }, { _shard_doc: "asc" }],
           track_total_hits: false,
           timeout: `${deps.requestTimeoutMs}ms`,
         };
@@ -237,7 +248,8 @@ export async function startBacktest(deps: BacktestScanDeps, chain: ChainId, run:
         for (const hit of res.hits.hits) {
           const record = hit._source as Record<string, unknown>;
           const kind = kindOfIndex(hit._index);
-          const number = (record.blockNumber as { num?: unknown } | undefined)?.num;
+          const fields = blockOf(kind ?? "tx");
+          const number = (record[fields.number] as { num?: unknown } | undefined)?.num;
           if (!kind || typeof number !== "number") continue;
           if (pending && pending.number !== number) {
             if (overTime()) {
@@ -246,7 +258,7 @@ export async function startBacktest(deps: BacktestScanDeps, chain: ChainId, run:
             }
             yield* flush();
           }
-          pending ??= { number, hash: String(record.blockHash), records: [] };
+          pending ??= { number, hash: String(record[fields.hash]), records: [] };
           pending.records.push({ kind, record });
         }
         const last = res.hits.hits.at(-1);
@@ -270,7 +282,7 @@ export async function startBacktest(deps: BacktestScanDeps, chain: ChainId, run:
 }
 
 /**
- * Runs a checked backtest request: its chain is the rule's; `last` counts back from the newest
+ * Runs a checked backtest request (a rule's or a saved search's): its chain is the rule's (search's); `last` counts back from the newest
  * indexed block ({@link indexedHead}); then {@link startBacktest}. Used by the route and the CLI.
  * @param accountId - the owner shown in the alerts.
  * @throws `ApiError` 409 `CS_BACKTEST_NOTHING_INDEXED` for `last` when no block is indexed; the ES
@@ -278,13 +290,15 @@ export async function startBacktest(deps: BacktestScanDeps, chain: ChainId, run:
  */
 export async function runBacktest(
   deps: BacktestScanDeps,
-  request: BacktestRequest,
+  request: BacktestRequest | SearchBacktestRequest,
   accountId: string,
 ): Promise<AsyncGenerator<BacktestLine>> {
-  const { rule, range } = request;
-  const chain = { technology: rule.technology, blockchain: rule.blockchain, network: rule.network };
+  const { range } = request;
+  const subject: BacktestSubject = "search" in request ? { search: request.search } : { rule: request.rule };
+  const of = "search" in request ? request.search : request.rule;
+  const chain = { technology: of.technology, blockchain: of.blockchain, network: of.network };
   const head = await indexedHead(deps, chain);
-  if (!("last" in range)) return startBacktest(deps, chain, { rule, accountId, from: range.from, to: range.to, head });
-  if (head === null) throw apiError("CS_BACKTEST_NOTHING_INDEXED", "no block of the rule's chain is indexed yet", "last");
-  return startBacktest(deps, chain, { rule, accountId, from: Math.max(0, head - range.last + 1), to: head, head });
+  if (!("last" in range)) return startBacktest(deps, chain, { ...subject, accountId, from: range.from, to: range.to, head });
+  if (head === null) throw apiError("CS_BACKTEST_NOTHING_INDEXED", "no block of the chain is indexed yet", "last");
+  return startBacktest(deps, chain, { ...subject, accountId, from: Math.max(0, head - range.last + 1), to: head, head });
 }

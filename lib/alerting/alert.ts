@@ -21,6 +21,19 @@ import type { AlertDefinition, TargetType } from "../rules/model.js";
  */
 export type AlertStatus = "pending" | "confirmed" | "removed";
 
+/**
+ * The block that took a reorganised-away block's place, as the match stage knew it when it emitted
+ * a `removed` alert: the height (always known: the one the match was at) and the new canonical
+ * block's hash there, or null when no block was known at that height yet (the new branch is shorter
+ * so far, e.g. ingest found the reorg before it produced the new branch's block at that height).
+ */
+export interface ReplacingBlock {
+  /** Height of the replacing block: the removed alert's `blockNumber`. */
+  number: number;
+  /** Hash of the new canonical block at that height, lower-case hex, or null when none was known yet. */
+  hash: string | null;
+}
+
 /** One alert: a rule matched an entity in a block, in a given status. */
 export interface Alert {
   /** Stable idempotency key: hex SHA-256 of `ruleId|entityId|blockHash|status` ({@link alertId}). Receivers deduplicate by it. */
@@ -54,6 +67,11 @@ export interface Alert {
   actions: AlertDefinition[];
   /** ISO 8601 UTC time the match stage emitted the alert. */
   emittedAt: string;
+  /**
+   * Only on `removed` alerts: the block that replaced `blockHash` at `blockNumber` ({@link ReplacingBlock}).
+   * Absent on other statuses and on `removed` alerts emitted before the field existed.
+   */
+  replacedBy?: ReplacingBlock | null;
 }
 
 /**

@@ -234,15 +234,30 @@ export interface MessageOptions {
   explorers?: ExplorerUrls;
 }
 
+/** A block hash shortened for people: `0x88e9…6cb6`. */
+function shortHash(hash: string): string {
+  return hash.length > 14 ? `${hash.slice(0, 6)}…${hash.slice(-4)}` : hash;
+}
+
 /**
- * The first line of every message of a `removed` alert, whatever the channel and template:
- * `RETRACTED: block 123 (0x88e9…6cb6) was reorganised away (it left the canonical chain); the earlier
- * pending alert for this match no longer holds.` Empty for other statuses.
+ * The first line of every message of a `removed` alert, whatever the channel and template, naming
+ * the replacing block (`replacedBy`, set by the match stage):
+ * `RETRACTED: block 123 (0x88e9…6cb6) was reorganised away and replaced by block 123 (0x5b1c…09fa); the earlier pending alert for this match no longer holds.`
+ * When no block was known at that height yet (`replacedBy.hash` null):
+ * `RETRACTED: block 123 (0x88e9…6cb6) was reorganised away; no block had replaced it at height 123 yet; …`.
+ * A `removed` alert without `replacedBy` (emitted before the field existed):
+ * `RETRACTED: block 123 (0x88e9…6cb6) was reorganised away (it left the canonical chain); …`.
+ * Empty for other statuses.
  */
-export function retractionLine(alert: Pick<Alert, "status" | "blockNumber" | "blockHash">): string {
+export function retractionLine(alert: Pick<Alert, "status" | "blockNumber" | "blockHash" | "replacedBy">): string {
   if (alert.status !== "removed") return "";
-  const h = alert.blockHash.length > 14 ? `${alert.blockHash.slice(0, 6)}…${alert.blockHash.slice(-4)}` : alert.blockHash;
-  return `RETRACTED: block ${alert.blockNumber} (${h}) was reorganised away (it left the canonical chain); the earlier pending alert for this match no longer holds.`;
+  const by = alert.replacedBy;
+  const what = !by
+    ? " (it left the canonical chain)"
+    : by.hash === null
+      ? `; no block had replaced it at height ${by.number} yet`
+      : ` and replaced by block ${by.number} (${shortHash(by.hash)})`;
+  return `RETRACTED: block ${alert.blockNumber} (${shortHash(alert.blockHash)}) was reorganised away${what}; the earlier pending alert for this match no longer holds.`;
 }
 
 /** The most useful explorer link of an alert: its transaction, else its block; "" without an explorer. */

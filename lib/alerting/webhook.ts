@@ -2,9 +2,11 @@
  * The JSON body of `Webhook (POST)`, version 1: the reference layout of every alert
  * (docs/alerting-delivery.md), a fixed selection of {@link Alert} fields in a fixed order. It
  * leaves out what is internal or only for people: `accountId`, `entity`, `actions`, `ruleName`.
+ * A `removed` alert that names its replacing block also carries `replacedBy` (`{number, hash}`,
+ * hash null when no block was known at that height yet), after `emittedAt`; no other alert has it.
  * @module
  */
-import type { Alert } from "./alert.js";
+import type { Alert, ReplacingBlock } from "./alert.js";
 
 /** The fields of the webhook body, in the order they are written. */
 export const WEBHOOK_FIELDS = [
@@ -25,7 +27,7 @@ export const WEBHOOK_FIELDS = [
 ] as const satisfies ReadonlyArray<keyof Alert>;
 
 /** JSON body of `Webhook (POST)`; `id` is also its `Idempotency-Key` header. */
-export type WebhookBody = Pick<Alert, (typeof WEBHOOK_FIELDS)[number]>;
+export type WebhookBody = Pick<Alert, (typeof WEBHOOK_FIELDS)[number]> & { replacedBy?: ReplacingBlock };
 
 /** Builds the {@link WebhookBody} of an alert: the {@link WEBHOOK_FIELDS}, in order (`chain` copied field by field). */
 export function webhookBody(alert: Alert): WebhookBody {
@@ -33,6 +35,7 @@ export function webhookBody(alert: Alert): WebhookBody {
   for (const field of WEBHOOK_FIELDS) body[field] = alert[field];
   const { technology, blockchain, network } = alert.chain;
   body.chain = { technology, blockchain, network };
+  if (alert.status === "removed" && alert.replacedBy) body.replacedBy = { number: alert.replacedBy.number, hash: alert.replacedBy.hash };
   return body as WebhookBody;
 }
 

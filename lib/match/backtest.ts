@@ -227,31 +227,41 @@ function renderActions(alert: Alert, explorers: ExplorerUrls | undefined): Backt
 }
 
 /**
- * Starts a backtest of one rule (see the module notes).
- * @throws {RuleCompileError} (evaluate.ts) when the targetMap cannot be compiled; validated rules always compile.
+ * The service-set fields of a tested rule or saved search, as if it had just been stored enabled:
+ * id {@link BACKTEST_RULE_ID}, the caller's account, version (the body's or 1), state `enabled`
+ * (a disabled body is tested too), `sendPendingAlerts` and `description` defaulted, both times now.
  */
-export function createBacktester(options: BacktesterOptions): Backtester {
-  const { chain, head } = options;
-  const now = options.now ?? (() => new Date());
+export function backtestStoredFields(
+  input: { version?: number | undefined; sendPendingAlerts?: boolean | undefined; description?: string | null | undefined },
+  accountId: string,
+  now: () => Date,
+) {
   const stamp = now().toISOString();
-  const rule: Rule = {
-    ...options.rule,
+  return {
     id: BACKTEST_RULE_ID,
-    accountId: options.accountId,
-    version: options.rule.version ?? 1,
-    state: "enabled",
-    sendPendingAlerts: options.rule.sendPendingAlerts === true,
-    description: options.rule.description ?? null,
+    accountId,
+    version: input.version ?? 1,
+    state: "enabled" as const,
+    sendPendingAlerts: input.sendPendingAlerts === true,
+    description: input.description ?? null,
     createdAt: stamp,
     updatedAt: stamp,
   };
-  const index = createRuleIndex({ chain });
-  index.upsert(rule);
-  const threshold = thresholdOf(rule);
-  const targetType = rule.config.targetType;
-  let sequence = 0;
+}
 
-  const alertsOf = (entity: MatchedEntity): BacktestAlert[] => {
+/** What {@link alertEmitter} needs: the rule snapshot as evaluated and the backtest's options. */
+export type AlertEmitterOptions = Pick<BacktesterOptions, "chain" | "head" | "explorers"> & { rule: Rule; now: () => Date };
+
+/**
+ * The alerts of the matches of one backtest, in match order (see the module notes: `pending` and
+ * `confirmed` relative to `head`), with per-backtest sequence numbers and every action rendered.
+ * Shared by rule and saved-search backtests (api/backtest/search-tester.ts).
+ */
+export function alertEmitter(options: AlertEmitterOptions): (entity: MatchedEntity) => BacktestAlert[] {
+  const { rule, chain, head, now } = options;
+  const threshold = thresholdOf(rule);
+  let sequence = 0;
+  return (entity) => {
     const template = alertTemplate(rule, entity, chain);
     const emitted: Array<[AlertStatus, number]> = [];
     if (threshold <= 1) emitted.push(["confirmed", 1]);
@@ -271,6 +281,20 @@ export function createBacktester(options: BacktesterOptions): Backtester {
       return { alert: { ...webhookBody(alert), ruleName: alert.ruleName ?? null }, actions: renderActions(alert, options.explorers) };
     });
   };
+}
+
+/**
+ * Starts a backtest of one rule (see the module notes).
+ * @throws {RuleCompileError} (evaluate.ts) when the targetMap cannot be compiled; validated rules always compile.
+ */
+export function createBacktester(options: BacktesterOptions): Backtester {
+  const { chain } = options;
+  const now = options.now ?? (() => new Date());
+  const rule: Rule = { ...options.rule, ...backtestStoredFields(options.rule, options.accountId, now) };
+  const index = createRuleIndex({ chain });
+  index.upsert(rule);
+  const targetType = rule.config.targetType;
+  const alertsOf = alertEmitter({ ...options, rule, now });
 
   return {
     rule,

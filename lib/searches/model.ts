@@ -10,7 +10,8 @@
  * alerts and notify treat both alike.
  * @module
  */
-import type { RecordKind } from "../records.js";
+import type { MatchedEntity } from "../match/alert-template.js";
+import { type RecordKind, recordId } from "../records.js";
 import type { AlertDefinition, Rule, RuleState, TargetType } from "../rules/model.js";
 
 /** The record kinds a saved search can run over (the search API's kinds). */
@@ -89,5 +90,23 @@ export function searchAsRule(search: StoredSearch): Rule {
     ...search,
     sendPendingAlerts: search.sendPendingAlerts === true,
     config: { targetType: SEARCH_TARGET_TYPE[search.config.kind] as TargetType, targetMap: [], alerts: search.config.alerts },
+  };
+}
+
+/**
+ * The entity a saved search alerts with, built from one indexed document of its kind (the match
+ * stage's `search-index.ts` and the saved-search backtest, api/backtest/search-tester.ts, both use it,
+ * so a backtest's alert equals the live one): the document with `entityId` (its Elasticsearch `_id`,
+ * lib/records.ts `recordId`), `blockHash` and `blockNumber` (a block's own `hash` and `number`).
+ * @param kind - the record kind of the document.
+ * @param doc - the document as the index stage stores it.
+ * @param id - its `_id`; default `recordId(kind, doc)`.
+ */
+export function searchEntity(kind: RecordKind, doc: Record<string, unknown>, id = recordId(kind, doc as never)): MatchedEntity {
+  return {
+    ...doc,
+    entityId: id,
+    blockHash: String(kind === "block" ? doc.hash : doc.blockHash),
+    blockNumber: (kind === "block" ? doc.number : doc.blockNumber) as MatchedEntity["blockNumber"],
   };
 }

@@ -16,7 +16,7 @@ import type { ChainId } from "../../lib/config.js";
 import type { MatchedEntity } from "../../lib/match/alert-template.js";
 import { type RecordKind, recordId, type TraceRecord } from "../../lib/records.js";
 import type { Rule } from "../../lib/rules/model.js";
-import { type StoredSearch, searchAsRule } from "../../lib/searches/model.js";
+import { type StoredSearch, searchAsRule, searchEntity } from "../../lib/searches/model.js";
 
 /** The record kind of each topic the stage consumes. */
 const KIND_OF_TOPIC: Readonly<Record<string, RecordKind>> = {
@@ -93,12 +93,7 @@ export function createSearchIndex(chain: ChainId, decode: DecodeMethodOptions): 
         let entity: MatchedEntity | undefined;
         for (const s of searches) {
           if (!s.matches(doc, id)) continue;
-          entity ??= {
-            ...doc,
-            entityId: id,
-            blockHash: String(kind === "block" ? doc.hash : doc.blockHash),
-            blockNumber: (kind === "block" ? doc.number : doc.blockNumber) as MatchedEntity["blockNumber"],
-          };
+          entity ??= searchEntity(kind, doc, id);
           out.push({ rule: s.rule, entity });
         }
       }

@@ -81,6 +81,9 @@ describe.skipIf(!up.ok)("alerting end to end on anvil", () => {
     await new Promise((r) => setTimeout(r, 1500));
     const removed = alertsOf(ruleId).find((a) => a.status === "removed")!;
     expect(removed).toMatchObject({ entityId: pending.entityId, blockHash: pending.blockHash });
+    // The webhook body names the block now at that height: the node's.
+    const now = (await env.rpc("eth_getBlockByNumber", [`0x${pending.blockNumber.toString(16)}`, false])) as { hash: string };
+    expect(removed.replacedBy).toEqual({ number: pending.blockNumber, hash: now.hash.toLowerCase() });
     expect(alertsOf(ruleId).some((a) => a.status === "confirmed" && a.blockHash === pending.blockHash)).toBe(false);
   });
 

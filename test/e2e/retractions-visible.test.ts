@@ -3,7 +3,7 @@
  * Telegram and e-mail actions (pending alerts on), its block is reorganised away (`anvil_reorg`)
  * before confirmation, and the `removed` alert edits the Discord and Telegram messages (local
  * receivers of the API calls, test/support/chat-receivers.ts) and answers the first e-mail in its
- * thread (the local SMTP server).
+ * thread (the local SMTP server); every retraction names the block that replaced the orphaned one.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type AnvilEnv, startAnvilEnv } from "../support/anvil-env.js";
@@ -67,19 +67,25 @@ describe.skipIf(!up.ok)("a reorg edits the Discord and Telegram messages and thr
     await waitFor(async () => chat.messages.length >= 2 && smtp.mails.length >= 1, 30_000);
     expect(chat.messages.map((m) => m.text.split(":")[0])).toEqual(expect.arrayContaining(["pending", "pending"]));
 
+    const height = Number(((await env.rpc("eth_getBlockByNumber", ["latest", false])) as { number: string }).number);
     await env.rpc("anvil_reorg", [1, []]);
     await env.rpc("anvil_dropAllTransactions", []).catch(() => {});
     await env.mine(3);
     await waitFor(async () => chat.messages.every((m) => m.history.length === 1) && smtp.mails.length >= 2, 30_000);
 
     expect(chat.messages.map((m) => m.service).sort()).toEqual(["discord", "telegram"]); // edited, nothing new posted
+    // The retraction names the block that took the orphaned one's place (the node's block at that height now).
+    const now = ((await env.rpc("eth_getBlockByNumber", [`0x${height.toString(16)}`, false])) as { hash: string }).hash.toLowerCase();
+    const named = `replaced by block ${height} (${now.slice(0, 6)}…${now.slice(-4)})`;
     for (const m of chat.messages) {
       expect(m.history[0]).toMatch(/^pending: block \d+$/);
       expect(m.text).toMatch(/RETRACTED: block \d+ \(0x[0-9a-f]{4}…[0-9a-f]{4}\) was reorganised away/);
+      expect(m.text).toContain(named);
     }
     const [first, retraction] = smtp.mails;
     expect(retraction!.headers.get("in-reply-to")).toBe(first!.messageId);
     expect(retraction!.subject).toBe(`Re: ${first!.subject}`);
     expect(retraction!.text).toMatch(/RETRACTED/);
+    expect(retraction!.text).toContain(named);
   }, 120_000);
 });

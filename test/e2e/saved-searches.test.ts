@@ -4,8 +4,9 @@
  * filter/should/must_not with minimum_should_match, nested args, terms, ranges, match on text,
  * exists), then real traffic (ERC-20 transfers and mints over several blocks) through ingest → decode → index + match → notify → a local webhook receiver. The key
  * property: for each search, the entity ids that fired are exactly the `_id`s the search API
- * answers for the same query over the same blocks. Also: the API refuses a clause the evaluator
- * cannot answer exactly, naming it.
+ * answers for the same query over the same blocks, and the saved-search backtest
+ * (`POST /alerting/searches/test/`) of the same search over those blocks answers them too. Also:
+ * the API refuses a clause the evaluator cannot answer exactly, naming it.
  */
 
 import { createClient } from "redis";
@@ -161,6 +162,25 @@ describe.skipIf(!up.ok)("saved searches fire exactly on what the search API find
       expect(found.length, `${label}: the search API finds something`).toBeGreaterThan(0);
       expect(fired(label), `${label} (${kind}) ${JSON.stringify(query)}`).toEqual(found);
       for (const alert of env.alertsAt(label)) expect(alert.ruleId).toBe(ids[label]);
+
+      // The backtest of the same search over the same blocks answers the same records (POST /alerting/searches/test/).
+      const { technology, blockchain, network } = env.config.chain;
+      const alerts = [{ type: "Webhook (POST)", parameters: { url: env.hook(label) } }];
+      const search = { name: label, technology, blockchain, network, maxConfirmationCount: 1, kind, query, alerts };
+      const res = await fetch(`${api.url}/alerting/searches/test/`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+        body: JSON.stringify({ search, from: start, to: last }),
+      });
+      const text = await res.text();
+      expect(res.status, text).toBe(200);
+      const lines = text
+        .trim()
+        .split("\n")
+        .map((l) => JSON.parse(l) as { type: string; entityId?: string });
+      expect(lines.at(-1), label).toMatchObject({ type: "end", complete: true });
+      const tested = lines.filter((l) => l.type === "match").map((l) => l.entityId as string);
+      expect(tested.sort(), `${label}: backtest = search API = fired`).toEqual(found);
     }
     expect(new Set(env.alertsAt("bigTransfersText").map((x) => x.targetType))).toEqual(new Set(["Event"]));
     expect(new Set(env.alertsAt("busyBlocks").map((x) => x.targetType))).toEqual(new Set(["Block"]));

@@ -118,6 +118,8 @@ export interface WebhookAlert {
   blockNumber: number;
   payload: Record<string, unknown>;
   emittedAt: string;
+  /** Only on `removed` alerts: the block that replaced `blockHash` at its height (hash null: none yet). */
+  replacedBy?: { number: number; hash: string | null };
 }
 
 /** Match stage settings a suite chooses (bus, config, logger and the rule store come from the environment). */

@@ -9,12 +9,13 @@
  * @module
  */
 import { Readable } from "node:stream";
-import type { FastifyPluginAsync } from "fastify";
+import type { FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest } from "fastify";
 import { Type } from "typebox";
 import type { DecodeMethodOptions } from "../../../lib/chain/methods.js";
 import type { ChainId, Config } from "../../../lib/config.js";
 import { RULE_LIMITS } from "../../../lib/rules/validate.js";
-import { parseBacktestRequest } from "../../backtest/request.js";
+import { component } from "../../../lib/validation/component.js";
+import { type BacktestRequest, parseBacktestRequest, type SearchBacktestRequest } from "../../backtest/request.js";
 import { runBacktest } from "../../backtest/run.js";
 import { ApiError } from "../../errors.js";
 import { callerId, RULES_PREFIX, RULES_ROUTE_CONFIG } from "./index.js";
@@ -25,9 +26,25 @@ import { RULES_ERROR_RESPONSES, RulesErrorBodySchema } from "./schema.js";
  * of each type are listed in api/backtest/run.ts and docs/alerting.md.
  */
 export const BacktestLineSchema = Type.Object(
-  { type: Type.Union(["start", "match", "block", "error", "end"].map((t) => Type.Literal(t))) },
-  { additionalProperties: true, description: "One line of the application/x-ndjson answer (one JSON object per line)" },
+  { type: Type.Enum(["start", "match", "block", "error", "end"] as const) },
+  {
+    additionalProperties: true,
+    description: "One line of the application/x-ndjson answer (one JSON object per line)",
+    // One model for both backtest routes (rules and saved searches).
+    ...component("BacktestLine"),
+  },
 );
+
+/** The answers of both backtest routes (OpenAPI): 200 NDJSON lines, the rules routes' errors, 409, 413. */
+export const BACKTEST_RESPONSES = {
+  200: {
+    description: "NDJSON: start, match…, block…, [error], end",
+    content: { "application/x-ndjson": { schema: BacktestLineSchema } },
+  },
+  ...RULES_ERROR_RESPONSES,
+  409: RulesErrorBodySchema,
+  413: RulesErrorBodySchema,
+};
 
 /** Dependencies of {@link ruleTestRoutes}. */
 export interface RuleTestRoutesDeps {
@@ -41,6 +58,48 @@ export interface RuleTestRoutesDeps {
    * with `CS_BACKTEST_TARGET_UNSUPPORTED` (never decoded with an assumed chain id).
    */
   decode: (chain: ChainId) => DecodeMethodOptions | undefined;
+}
+
+/**
+ * Runs a checked backtest (a rule's, or a saved search's for `POST /alerting/searches/test/`) and
+ * answers its NDJSON lines as the scan goes.
+ * @throws `ApiError` 400 `CS_BACKTEST_TARGET_UNSUPPORTED` (path `rule.network` or `search.network`)
+ *   when the chain's chain id is not configured; what `runBacktest` throws.
+ */
+export async function answerBacktest(
+  app: FastifyInstance,
+  deps: RuleTestRoutesDeps,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  checked: BacktestRequest | SearchBacktestRequest,
+): Promise<FastifyReply> {
+  const { config } = deps;
+  const [key, of] = "search" in checked ? (["search", checked.search] as const) : (["rule", checked.rule] as const);
+  const decode = deps.decode({ technology: of.technology, blockchain: of.blockchain, network: of.network });
+  if (decode === undefined) {
+    // A served chain whose chain id the API was not given: its Method/Call values cannot be scaled (never assume mainnet).
+    throw new ApiError([
+      {
+        code: "CS_BACKTEST_TARGET_UNSUPPORTED",
+        message: `this chain's chain id is not configured: its ${key === "rule" ? "rules" : "saved searches"} cannot be tested on history`,
+        path: `${key}.network`,
+      },
+    ]);
+  }
+  const scan = {
+    es: app.es,
+    indexPrefix: config.elasticsearch.indexPrefix,
+    requestTimeoutMs: config.elasticsearch.requestTimeoutMs,
+    explorers: config.notify.explorerUrls,
+    timeoutMs: config.backtest.timeoutMs,
+    log: request.log,
+    decode,
+  };
+  const lines = await runBacktest(scan, checked, callerId(request));
+  const ndjson = async function* () {
+    for await (const line of lines) yield `${JSON.stringify(line)}\n`;
+  };
+  return reply.type("application/x-ndjson; charset=utf-8").send(Readable.from(ndjson(), { objectMode: false }));
 }
 
 /** The path of the route. */
@@ -66,48 +125,15 @@ export function ruleTestRoutes(deps: RuleTestRoutesDeps): FastifyPluginAsync {
             "Evaluates the rule with the match stage's code against the records already indexed in the range; stores and delivers nothing. " +
             "Answer: 200 application/x-ndjson, lines start, match (entity and alerts rendered per action), block (counts), error, end. " +
             `Refusals: 400 CS_RULE_* (paths under rule.), CS_BACKTEST_INVALID, CS_BACKTEST_RANGE_TOO_LARGE (more than ${config.backtest.maxBlocks} blocks), CS_BACKTEST_TARGET_UNSUPPORTED; 409 CS_BACKTEST_NOTHING_INDEXED.`,
-          response: {
-            200: {
-              description: "NDJSON: start, match…, block…, [error], end",
-              content: { "application/x-ndjson": { schema: BacktestLineSchema } },
-            },
-            ...RULES_ERROR_RESPONSES,
-            409: RulesErrorBodySchema,
-            413: RulesErrorBodySchema,
-          },
+          response: BACKTEST_RESPONSES,
         },
         bodyLimit: RULE_LIMITS.bodyMaxBytes,
       },
       async (request, reply) => {
-        const accountId = callerId(request);
+        callerId(request);
         const parsed = parseBacktestRequest(request.body, chains, config.backtest.maxBlocks);
         if (!parsed.ok) throw new ApiError(parsed.errors);
-        const { rule } = parsed.value;
-        const decode = deps.decode({ technology: rule.technology, blockchain: rule.blockchain, network: rule.network });
-        if (decode === undefined) {
-          // A served chain whose chain id the API was not given: its Method/Call values cannot be scaled (never assume mainnet).
-          throw new ApiError([
-            {
-              code: "CS_BACKTEST_TARGET_UNSUPPORTED",
-              message: "this chain's chain id is not configured: its rules cannot be tested on history",
-              path: "rule.network",
-            },
-          ]);
-        }
-        const scan = {
-          es: app.es,
-          indexPrefix: config.elasticsearch.indexPrefix,
-          requestTimeoutMs: config.elasticsearch.requestTimeoutMs,
-          explorers: config.notify.explorerUrls,
-          timeoutMs: config.backtest.timeoutMs,
-          log: request.log,
-          decode,
-        };
-        const lines = await runBacktest(scan, parsed.value, accountId);
-        const ndjson = async function* () {
-          for await (const line of lines) yield `${JSON.stringify(line)}\n`;
-        };
-        return reply.type("application/x-ndjson; charset=utf-8").send(Readable.from(ndjson(), { objectMode: false }));
+        return answerBacktest(app, deps, request, reply, parsed.value);
       },
     );
   };

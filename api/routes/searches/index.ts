@@ -14,6 +14,8 @@
  * and error codes as the rules routes (./../rules/index.ts): the searches live in a rule store of
  * their own (lib/searches/model.ts `searchKeyPrefix`), so the store's answers (`CS_RULE_NOT_FOUND`,
  * `CS_RULE_VERSION_CONFLICT`, `CS_RULE_LIMIT_REACHED`, …) are the rules'. Bodies: ./validate.ts.
+ * OpenAPI: ./schema.ts (answers `SavedSearch`, bodies `SavedSearchCreate` and `SavedSearchUpdate`, which
+ * never require the server-assigned `id`); `POST /alerting/searches/test/` (backtest): ./test.ts.
  * A PUT that changes `kind`, `query` or `alerts` is applied to the version it was checked against
  * (the stored `config` is rebuilt from it): a concurrent change answers 409, never a lost update.
  * @module
@@ -25,10 +27,10 @@ import type { RuleStore } from "../../../lib/rules/store.js";
 import { DEFAULT_LIST_LIMIT, MAX_LIST_LIMIT } from "../../../lib/rules/store.js";
 import { RULE_LIMITS } from "../../../lib/rules/validate.js";
 import { type StoredSearch, searchView } from "../../../lib/searches/model.js";
-import { component } from "../../../lib/validation/component.js";
 import { ApiError, apiError } from "../../errors.js";
 import { callerId, RULES_ROUTE_CONFIG, rulesValidatorCompiler } from "../rules/index.js";
 import { RULES_ERROR_RESPONSES, RuleListQuery, RuleParams, RulesErrorBodySchema } from "../rules/schema.js";
+import { SavedSearchCreateSchema, SavedSearchSchema, SavedSearchUpdateSchema } from "./schema.js";
 import { validateSearchInput } from "./validate.js";
 
 /** Base path of the saved-search routes. */
@@ -46,32 +48,6 @@ export interface SearchesRoutesDeps {
    */
   finalitySource?: (chain: ChainId) => Promise<"finalized" | "none" | null>;
 }
-
-/** A saved search as answered (OpenAPI; the fields are listed in docs/rules.md). */
-export const SavedSearchSchema = Type.Object(
-  {
-    id: Type.String({ format: "uuid" }),
-    name: Type.String(),
-    kind: Type.Union(["event", "tx", "log", "block", "call"].map((k) => Type.Literal(k))),
-    query: Type.Object({}, { additionalProperties: true, description: "The search DSL query as sent (the search API's allowlist)" }),
-    esQuery: Type.Union([Type.Object({}, { additionalProperties: true }), Type.Null()], {
-      description:
-        "Service-added: the query as the search API sends it to Elasticsearch, which the match stage evaluates; ignored on input",
-    }),
-    alerts: Type.Array(Type.Object({}, { additionalProperties: true }), {
-      minItems: 1,
-      maxItems: 10,
-      description: "As a rule's config.alerts",
-    }),
-    confirmOn: Type.Optional(Type.Union([Type.Literal("count"), Type.Literal("finalized"), Type.Null()])),
-  },
-  {
-    additionalProperties: true,
-    description: "A saved search: a rule's top-level fields with kind, query and alerts in place of config",
-    // One named component for every route's body and answer (the generated clients get one model, not one per route).
-    ...component("SavedSearch"),
-  },
-);
 
 const SearchPageSchema = Type.Object({ searches: Type.Array(SavedSearchSchema), nextCursor: Type.Union([Type.String(), Type.Null()]) });
 const common = { tags: ["alerting"] };
@@ -176,7 +152,7 @@ export function searchesRoutes(deps: SearchesRoutesDeps): FastifyPluginAsync {
           description:
             "Required: name, maxConfirmationCount, technology, blockchain, network, kind (event, tx, log, block, call), query (the search DSL), alerts (as a rule's config.alerts). " +
             "Optional: description, state, sendPendingAlerts, confirmOn (count | finalized). Refusals: 400 CS_RULE_* (rule fields and alerts), CS_SEARCH_KIND, CS_QUERY_* and CS_SEARCH_INEXACT (query); 409 CS_RULE_LIMIT_REACHED.",
-          body: SavedSearchSchema,
+          body: SavedSearchCreateSchema,
           response: { 201: SavedSearchSchema, ...RULES_ERROR_RESPONSES, 409: RulesErrorBodySchema, 413: RulesErrorBodySchema },
         },
         bodyLimit: RULE_LIMITS.bodyMaxBytes,
@@ -204,7 +180,7 @@ export function searchesRoutes(deps: SearchesRoutesDeps): FastifyPluginAsync {
           description:
             "Any subset of the fields, merged at the top level. With version, applied only to that version (else 409 CS_RULE_VERSION_CONFLICT); a change of kind, query or alerts is always applied to the version it was checked against.",
           params: RuleParams,
-          body: SavedSearchSchema,
+          body: SavedSearchUpdateSchema,
           response: { 200: SavedSearchSchema, ...RULES_ERROR_RESPONSES, 409: RulesErrorBodySchema, 413: RulesErrorBodySchema },
         },
         bodyLimit: RULE_LIMITS.bodyMaxBytes,

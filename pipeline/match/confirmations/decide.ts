@@ -18,7 +18,7 @@
  *   payload) and entity taken at first sight: the {@link AlertTemplate}.
  * @module
  */
-import { type AlertStatus, alertId } from "../../../lib/alerting/alert.js";
+import { type AlertStatus, alertId, type ReplacingBlock } from "../../../lib/alerting/alert.js";
 import type { ChainId } from "../../../lib/config.js";
 import { type AlertTemplate, alertTemplate, confirmationsAt, type MatchedEntity, thresholdOf } from "../../../lib/match/alert-template.js";
 import type { Rule } from "../../../lib/rules/model.js";
@@ -107,6 +107,8 @@ export interface Finalization {
   status: Extract<AlertStatus, "confirmed" | "removed">;
   alertId: string;
   confirmations: number;
+  /** Only on removals: the block now canonical at the match's height (hash null: none there yet). */
+  replacedBy?: ReplacingBlock;
 }
 
 /**
@@ -132,18 +134,19 @@ export function decideHead(
     const { blockHash, ruleId, entityId } = parseMember(member);
     return { member, ruleId, status, alertId: alertId(ruleId, entityId, blockHash, status), confirmations };
   };
-  const verdict = new Map<string, boolean>(); // `${bn}|${hash}` → still canonical (or unknown)
+  // `${bn}|${hash}` → the canonical hash there ("" none, undefined unknown) when the match's block left the chain, or true when it did not.
+  const verdict = new Map<string, true | string>();
   const removed: Finalization[] = [];
   for (const { member, score } of tracked) {
     const { blockHash } = parseMember(member);
     const vk = `${score}|${blockHash}`;
-    let ok = verdict.get(vk);
-    if (ok === undefined) {
+    let v = verdict.get(vk);
+    if (v === undefined) {
       const h = lookup(score);
-      ok = h === undefined || h === blockHash;
-      verdict.set(vk, ok);
+      v = h === undefined || h === blockHash ? true : h;
+      verdict.set(vk, v);
     }
-    if (!ok) removed.push(finalize(member, "removed", 0));
+    if (v !== true) removed.push({ ...finalize(member, "removed", 0), replacedBy: { number: score, hash: v === "" ? null : v } });
   }
   const gone = new Set(removed.map((r) => r.member));
   const blockOf = new Map(tracked.map((t) => [t.member, t.score]));

@@ -5,13 +5,14 @@
  * emitter died in between stays in the outbox, and a later sweep claims it ({@link Outbox.claim})
  * and gets it identical (id, sequence, emittedAt, payload), so an emitted alert is never lost.
  *
- * An outbox record is `{"s":status,"q":sequence,"c":confirmations,"at":emittedAt,"t":template}`,
+ * An outbox record is `{"s":status,"q":sequence,"c":confirmations,"at":emittedAt,"t":template}`
+ * (a `removed` one also `"r":{"number":…,"hash":…}`, the replacing block),
  * with the template JSON embedded verbatim (never re-encoded, so numbers keep their exact text);
  * {@link alertOfRecord} is the one function that turns it into an {@link Alert}, for the emitting
  * call and every later read alike.
  * @module
  */
-import { type Alert, type AlertStatus, alertId } from "../../../lib/alerting/alert.js";
+import { type Alert, type AlertStatus, alertId, type ReplacingBlock } from "../../../lib/alerting/alert.js";
 import type { ConfirmationKeys } from "../keys.js";
 import { luaScript, runLua } from "../lua.js";
 import type { MatchRedis } from "../redis.js";
@@ -24,16 +25,17 @@ export const EMIT_ARGS = ["emittedAt", "visibilityMs"] as const;
 
 /**
  * Lua for the emitting scripts (after their prelude, which binds {@link OUTBOX_KEYS} and
- * {@link EMIT_ARGS}): `emit(id, status, sequenceKey, confirmations, template)` increases the rule's
+ * {@link EMIT_ARGS}): `emit(id, status, sequenceKey, confirmations, template, extra)` increases the rule's
  * sequence, stores the outbox record, makes it claimable after the visibility window (Redis time)
- * and returns it. It guards nothing itself.
+ * and returns it. It guards nothing itself. `extra` (optional) is JSON text of more members, each
+ * with its leading comma (`,"r":{…}`), written verbatim.
  */
 export const EMIT_LUA = `
 local clock = redis.call('TIME')
 local visibleAt = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000) + tonumber(visibilityMs)
-local function emit(id, status, sequenceKey, confirmations, template)
+local function emit(id, status, sequenceKey, confirmations, template, extra)
   local q = redis.call('INCR', sequenceKey)
-  local rec = '{"s":"' .. status .. '","q":' .. q .. ',"c":' .. confirmations .. ',"at":"' .. emittedAt .. '","t":' .. template .. '}'
+  local rec = '{"s":"' .. status .. '","q":' .. q .. ',"c":' .. confirmations .. ',"at":"' .. emittedAt .. '"' .. (extra or '') .. ',"t":' .. template .. '}'
   redis.call('HSET', outbox, id, rec)
   redis.call('ZADD', outboxOrder, redis.call('INCR', outboxCount), id)
   redis.call('ZADD', outboxVisible, visibleAt, id)
@@ -102,6 +104,8 @@ interface OutboxRecord {
   c: number;
   at: string;
   t: AlertTemplate;
+  /** Only on removals: the replacing block. */
+  r?: ReplacingBlock;
 }
 
 /** The {@link Alert} of an outbox record (module doc). */
@@ -127,6 +131,7 @@ export function alertOfRecord(json: string): Alert {
     entity: t.entity,
     actions: t.actions,
     emittedAt: r.at,
+    ...(r.r ? { replacedBy: r.r } : {}),
   };
 }
 

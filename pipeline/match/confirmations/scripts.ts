@@ -69,13 +69,14 @@ return out
 /**
  * Finishes a batch of tracked matches (`Finalization` in `decide.ts`): each one still
  * tracked is forgotten, and its alert (status `confirmed` or `removed`) is emitted from the stored
- * template unless guarded — a `removed` one only when `pending` went out. Returns the outbox
- * records emitted.
+ * template unless guarded — a `removed` one only when `pending` went out; `extra` is the outbox
+ * record's extra JSON members (`,"r":{…}`, the replacing block of a removal; "" for none). Returns
+ * the outbox records emitted.
  */
 export const FINALIZE = luaScript(
   {
     ...EMITTING,
-    item: { keys: ["state", "ruleSet", "guard", "ruleSequence"], args: ["status", "member", "alertId", "confirmations"] },
+    item: { keys: ["state", "ruleSet", "guard", "ruleSequence"], args: ["status", "member", "alertId", "confirmations", "extra"] },
   },
   `${EMIT_LUA}${FORGET_LUA}
 local out = {}
@@ -85,7 +86,7 @@ for i = 1, itemCount do
     local f = redis.call('HMGET', it.state, 't', 'ps')
     forget(it.state, it.ruleSet, it.member)
     if (it.status == 'confirmed' or f[2] == '1') and redis.call('SET', it.guard, '1', 'NX', 'EX', ttl) then
-      out[#out + 1] = emit(it.alertId, it.status, it.ruleSequence, it.confirmations, f[1])
+      out[#out + 1] = emit(it.alertId, it.status, it.ruleSequence, it.confirmations, f[1], it.extra)
     end
   end
 end

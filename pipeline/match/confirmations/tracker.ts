@@ -183,6 +183,7 @@ export function createConfirmationTracker(deps: ConfirmationTrackerDeps): Confir
         member: f.member,
         alertId: f.alertId,
         confirmations: f.confirmations,
+        extra: f.replacedBy ? `,"r":${JSON.stringify(f.replacedBy)}` : "",
       }));
       out.push(...alertsOf(await runLua(redis, FINALIZE, emitting(), values)));
     }

@@ -182,6 +182,8 @@ describe.skipIf(!up)("confirmation tracker (real Redis)", () => {
     const removed = await t.onHead(head(502, [500, 501, 502]), canonicalOf([500, 501, 502]));
     expect(statuses(removed)).toEqual(["removed@0#2"]);
     expect(removed[0]).toMatchObject({ ruleId: withPending.id, entityId: e.entityId, blockHash: e.blockHash });
+    // it names the block that took block 500's place (fork b's)
+    expect(removed[0]?.replacedBy).toEqual({ number: 500, hash: hashOf("b-500") });
     expect(removed[0]?.id).toBe(createHash("sha256").update(`${withPending.id}|${e.entityId}|${e.blockHash}|removed`).digest("hex"));
     expect(await t.trackedCount()).toBe(0);
     for (let h = 503; h < 510; h++) expect(await t.onHead(head(h, [500, 501, 502]), canonicalOf([500, 501, 502]))).toEqual([]);
@@ -297,6 +299,7 @@ describe.skipIf(!up)("confirmation tracker outbox (real Redis)", () => {
       "t:confirmed#4",
     ]);
     expect(emitted.map((a) => a.ruleName)).toEqual(["tracked", "tracked", "instant", "instant", "tracked", "tracked"]);
+    expect(emitted.map((a) => a.replacedBy ?? null)).toEqual([null, null, null, null, { number: 101, hash: hashOf("b-101") }, null]);
 
     const outbox = await t.unacked();
     expect(JSON.stringify(outbox)).toBe(JSON.stringify(emitted)); // same fields, same order, same bytes

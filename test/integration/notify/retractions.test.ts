@@ -4,8 +4,9 @@
  * (test/support/chat-receivers.ts) and the local SMTP server: a `pending` alert is posted to each,
  * then the match's `removed` alert **edits** the Discord, Telegram and Slack (bot token) messages,
  * posts a follow-up naming the first message through a Slack incoming webhook, and answers the
- * first e-mail in its thread (`In-Reply-To`, `References`). A retraction whose first message is
- * unknown is posted as a new message.
+ * first e-mail in its thread (`In-Reply-To`, `References`); every retraction names the replacing
+ * block the alert carries (`replacedBy`, through the alerts topic's Avro). A retraction whose first
+ * message is unknown is posted as a new message.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Alert } from "../../../lib/alerting/alert.js";
@@ -85,7 +86,10 @@ describe.skipIf(!up.ok)("retractions edit or thread the first message (real noti
     // the Discord message was asked for with ?wait=true (to learn its id)
     expect(chat.requests.find((r) => r.method === "POST" && r.path.startsWith("/api/webhooks/"))?.path).toMatch(/\?wait=true$/);
 
-    const removed = { ...sampleAlert({ status: "removed", confirmations: 0, sequence: 2 }), actions: actions() };
+    // The match stage names the block that replaced the orphaned one (pipeline/match/confirmations/decide.ts).
+    const replacedBy = { number: 123, hash: "0x5b1c7d0e1f2a3b4c5d6e7f8091a2b3c4d5e6f708192a3b4c5d6e7f80910209fa" };
+    const named = "replaced by block 123 (0x5b1c…09fa)";
+    const removed = { ...sampleAlert({ status: "removed", confirmations: 0, sequence: 2 }), actions: actions(), replacedBy };
     await produce(removed);
     await delivered(removed.id, 5);
 
@@ -96,6 +100,7 @@ describe.skipIf(!up.ok)("retractions edit or thread the first message (real noti
       expect(m.history, s).toHaveLength(1);
       expect(m.history[0], s).not.toMatch(/RETRACTED/);
       expect(m.text, s).toMatch(/RETRACTED: block 123 \(0x88e9…6cb6\) was reorganised away/);
+      expect(m.text, s).toContain(named);
     }
     expect(chat.requests.filter((r) => r.method === "PATCH")).toHaveLength(1);
     expect(chat.requests.filter((r) => r.path.endsWith("/editMessageText"))).toHaveLength(1);
@@ -106,6 +111,7 @@ describe.skipIf(!up.ok)("retractions edit or thread the first message (real noti
     expect(hook[1]!.text).toContain(`Retracts the message posted at `);
     expect(hook[1]!.text).toContain(`(pending alert ${pending.id.slice(0, 12)})`);
     expect(hook[1]!.text).toMatch(/RETRACTED: block 123/);
+    expect(hook[1]!.text).toContain(named);
 
     expect(smtp.mails).toHaveLength(2);
     const retraction = smtp.mails[1]!;
@@ -114,6 +120,7 @@ describe.skipIf(!up.ok)("retractions edit or thread the first message (real noti
     expect(String(retraction.headers.get("references"))).toContain(firstMail.messageId!);
     expect(retraction.subject).toBe(`Re: ${firstMail.subject}`);
     expect(retraction.text).toMatch(/RETRACTED: block 123/);
+    expect(retraction.text).toContain(named);
   });
 
   it("a retraction whose first message is unknown is posted as a new message", async () => {

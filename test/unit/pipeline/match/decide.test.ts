@@ -95,11 +95,25 @@ describe("decideHead", () => {
         status: "removed",
         alertId: alertId("rule-1", "tx102_e_0", "0xorphan", "removed"),
         confirmations: 0,
+        replacedBy: { number: 102, hash: "0xa102" },
       },
     ]);
     expect(confirmed.map((c) => [parseMember(c.member).blockHash, c.status, c.confirmations])).toEqual([
       ["0xa100", "confirmed", 5],
       ["0xa101", "confirmed", 4],
+    ]);
+  });
+
+  it("a removal names the block now canonical at its height, or none (hash null) when a reorg left the height empty", () => {
+    const tracked = [
+      { member: m(70, "0xold"), score: 70 },
+      { member: m(71, "0xold71"), score: 71 },
+    ];
+    const canonical = (n: number) => (n === 70 ? "0xNew70" : n === 71 ? "" : undefined);
+    const { removed } = decideHead({ number: 72, hash: "0xa72" }, canonical, tracked, []);
+    expect(removed.map((r) => r.replacedBy)).toEqual([
+      { number: 70, hash: "0xnew70" },
+      { number: 71, hash: null },
     ]);
   });
 

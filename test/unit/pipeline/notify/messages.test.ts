@@ -255,6 +255,21 @@ describe("a retraction reads as one in every channel", () => {
     expect(retractionLine(transfer)).toBe("");
   });
 
+  it("names the replacing block the match stage found, or says none had replaced it yet", () => {
+    const by = "0x5b1c7d0e1f2a3b4c5d6e7f8091a2b3c4d5e6f708192a3b4c5d6e7f80910209fa";
+    const replaced = { ...removed, replacedBy: { number: 123, hash: by } };
+    const text = `RETRACTED: block 123 (${BLOCK_HASH.slice(0, 6)}…${BLOCK_HASH.slice(-4)}) was reorganised away and replaced by block 123 (0x5b1c…09fa); the earlier pending alert for this match no longer holds.`;
+    expect(retractionLine(replaced)).toBe(text);
+    expect(retractionLine({ ...removed, replacedBy: { number: 123, hash: null } })).toBe(
+      `RETRACTED: block 123 (${BLOCK_HASH.slice(0, 6)}…${BLOCK_HASH.slice(-4)}) was reorganised away; no block had replaced it at height 123 yet; the earlier pending alert for this match no longer holds.`,
+    );
+    // Every channel's default and templated message carries it.
+    expect(slackBody(replaced, slack).text).toContain("replaced by block 123 (0x5b1c…09fa)");
+    expect(discordBody(replaced, { template: "{alert.status}" }).content).toContain("replaced by block 123 (0x5b1c…09fa)");
+    expect(telegramBody(replaced, { chatId: "1" }).text).toContain("replaced by block 123 (0x5b1c…09fa)");
+    expect(emailMessage(replaced).text).toContain("replaced by block 123 (0x5b1c…09fa)");
+  });
+
   it("default messages start with it", () => {
     expect(slackBody(removed, slack).text.split("\n")[0]).toBe(`*${line}*`);
     expect(discordBody(removed, {}).content.split("\n")[0]).toBe(`**${line}**`);

@@ -210,6 +210,18 @@ describe("webhookBody", () => {
     expect(JSON.parse(webhookJson(alert))).toEqual(b);
   });
 
+  it("a removed alert that names its replacing block also carries replacedBy, after the documented fields; no other does", () => {
+    const replacedBy = { number: 123, hash: "0x5b1c" };
+    const removed = webhookBody({ ...alert, status: "removed", confirmations: 0, replacedBy });
+    expect(Object.keys(removed)).toEqual([...DOCUMENTED_WEBHOOK_FIELDS, "replacedBy"]);
+    expect(removed.replacedBy).toEqual(replacedBy);
+    expect(webhookBody({ ...alert, status: "removed", replacedBy: { number: 123, hash: null } }).replacedBy).toEqual({
+      number: 123,
+      hash: null,
+    });
+    expect(Object.keys(webhookBody({ ...alert, replacedBy }))).toEqual(DOCUMENTED_WEBHOOK_FIELDS);
+  });
+
   it("writes bigints as decimal strings", () => {
     const json = webhookJson(sampleAlert({ payload: { value: 2n ** 70n } }));
     expect(JSON.parse(json).payload.value).toBe("1180591620717411303424");

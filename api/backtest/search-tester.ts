@@ -1,0 +1,104 @@
+/**
+ * Saved-search backtests, the pure part (`POST /alerting/searches/test/`, docs/alerting.md "Test a
+ * saved search on history"): a saved search evaluated against the documents of its record kind read
+ * back from the index, block by block, with the match stage's own code — the query compiled once by
+ * the search DSL evaluator (es/evaluate.ts `compileEsQuery`, from the `esQuery` the API derived),
+ * each document turned into the entity the live stage alerts with (lib/searches/model.ts
+ * `searchEntity`), the alerts built and rendered as a rule backtest's (lib/match/backtest.ts
+ * `alertEmitter`: same `pending`/`confirmed` modelling relative to the newest indexed block).
+ *
+ * The live stage evaluates the very documents the index stage stores (a transaction's trace as one
+ * `call` document per frame), so a backtest over the indexed documents answers, for a range, the
+ * records the live stage fired for — and the search API's answer for the same query over the same
+ * blocks (the evaluator answers as Elasticsearch; test/e2e/saved-searches.test.ts checks all three).
+ * Within a block, documents are taken in chain order: transaction index, then log index, then the
+ * call frame's trace address.
+ * @module
+ */
+import { compileEsQuery } from "../../es/evaluate.js";
+import {
+  alertEmitter,
+  type BacktestBlock,
+  type Backtester,
+  type BacktesterOptions,
+  backtestStoredFields,
+  type IndexedRecord,
+} from "../../lib/match/backtest.js";
+import type { RecordKind } from "../../lib/records.js";
+import { type SearchConfig, type StoredSearch, searchAsRule, searchEntity } from "../../lib/searches/model.js";
+
+/** A checked saved-search body (api/routes/searches/validate.ts, `create` mode): a rule's top-level fields and a {@link SearchConfig}. */
+export interface SearchBacktestInput {
+  name: string;
+  description?: string | null;
+  technology: string;
+  blockchain: string;
+  network: string;
+  maxConfirmationCount: number;
+  sendPendingAlerts?: boolean;
+  /** As a rule's (lib/rules/model.ts `RuleInput.confirmOn`); a backtest models the count only. */
+  confirmOn?: "count" | "finalized" | null;
+  version?: number;
+  config: SearchConfig;
+  [extra: string]: unknown;
+}
+
+/** Options of {@link createSearchBacktester}: a rule backtest's, with the saved search in place of the rule. */
+export interface SearchBacktesterOptions extends Omit<BacktesterOptions, "rule"> {
+  /** The checked saved search; its state is ignored (a disabled search is tested too). */
+  search: SearchBacktestInput;
+}
+
+function num(q: unknown): number {
+  const n = (q as { num?: unknown } | null | undefined)?.num;
+  return typeof n === "number" ? n : -1;
+}
+
+/** Chain order of two documents of one block: transaction index, log index, trace address. */
+function chainOrder(a: Record<string, unknown>, b: Record<string, unknown>): number {
+  const d = num(a.transactionIndex) - num(b.transactionIndex) || num(a.logIndex) - num(b.logIndex);
+  if (d !== 0) return d;
+  const x = Array.isArray(a.traceAddress) ? (a.traceAddress as number[]) : [];
+  const y = Array.isArray(b.traceAddress) ? (b.traceAddress as number[]) : [];
+  for (let i = 0; i < Math.min(x.length, y.length); i++) if (x[i] !== y[i]) return (x[i] as number) - (y[i] as number);
+  return x.length - y.length;
+}
+
+/**
+ * Starts a backtest of one saved search (see the module notes). Documents of other kinds given to
+ * `block` are ignored.
+ * @throws {Error} when the search's `esQuery` cannot be compiled (a checked search always compiles).
+ */
+export function createSearchBacktester(options: SearchBacktesterOptions): Backtester {
+  const now = options.now ?? (() => new Date());
+  const stored: StoredSearch = { ...options.search, ...backtestStoredFields(options.search, options.accountId, now) };
+  const kind: RecordKind = stored.config.kind;
+  const compiled = compileEsQuery(stored.config.esQuery ?? undefined, kind);
+  if (!compiled.ok) throw new Error(`saved search: ${compiled.errors.map((e) => `${e.path}: ${e.message}`).join("; ")}`);
+  const matches = compiled.value;
+  const rule = searchAsRule(stored);
+  const alertsOf = alertEmitter({ ...options, rule, now });
+  return {
+    rule,
+    block(blockNumber, blockHash, records: readonly IndexedRecord[]) {
+      const docs = records.filter((r) => r.kind === kind).map((r) => r.record);
+      docs.sort(chainOrder);
+      const result: BacktestBlock = { blockNumber, blockHash, records: docs.length, entities: docs.length, matches: [], alerts: 0 };
+      for (const doc of docs) {
+        const entity = searchEntity(kind, doc);
+        if (!matches(doc, entity.entityId)) continue;
+        const alerts = alertsOf(entity);
+        result.alerts += alerts.length;
+        result.matches.push({
+          blockNumber,
+          blockHash,
+          targetType: rule.config.targetType,
+          entityId: entity.entityId,
+          entity: entity as Record<string, unknown>,
+          alerts,
+        });
+      }
+      return result;
+    },
+  };
+}

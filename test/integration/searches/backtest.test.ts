@@ -1,0 +1,175 @@
+/**
+ * Saved-search backtests (`POST /alerting/searches/test/`) over the API's hand-written records
+ * (test/integration/api/fixtures.ts) indexed in the real Elasticsearch under a unique prefix: for
+ * each query the `match` lines name exactly the `_id`s the search API answers for the same query
+ * over the same blocks (events, transactions, blocks), the alerts are the saved search's
+ * (targetType of its kind, actions rendered), and the refusals carry the saved-search codes with
+ * paths under `search.`. Also the OpenAPI document of the saved-search routes: the bodies do not
+ * require the server-assigned `id`. Skips when Elasticsearch or Redis is down.
+ */
+import type { FastifyInstance } from "fastify";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { loadConfig } from "../../../lib/config.js";
+import {
+  BINANCE,
+  blocks,
+  FIRST_BLOCK,
+  type FixtureApi,
+  isolatedApi,
+  MAINNET,
+  searchStackUp,
+  startFixtureApi,
+  USDT,
+} from "../api/fixtures.js";
+
+const base = loadConfig();
+const up = await searchStackUp(base);
+const isolated = isolatedApi(base, "sb");
+const config = { ...isolated.config, backtest: { maxBlocks: 10, timeoutMs: 60_000 } };
+const AUTH = { authorization: `Bearer ${isolated.token}` };
+const LAST = FIRST_BLOCK + blocks.length - 1;
+
+type Line = Record<string, unknown> & { type: string };
+const parseLines = (text: string) =>
+  text
+    .trim()
+    .split("\n")
+    .map((l) => JSON.parse(l) as Line);
+
+const search = (kind: string, query: Record<string, unknown>) => ({
+  name: `search ${kind}`,
+  ...MAINNET,
+  maxConfirmationCount: 2,
+  sendPendingAlerts: true,
+  kind,
+  query,
+  alerts: [{ type: "Webhook (POST)", parameters: { url: "https://hooks.example.com/found" } }],
+});
+
+describe.skipIf(!up)("saved-search backtests over indexed records", () => {
+  let api: FixtureApi;
+  let app: FastifyInstance;
+  const post = (url: string, payload: unknown) => app.inject({ method: "POST", url, headers: AUTH, payload: payload as object });
+
+  beforeAll(async () => {
+    api = await startFixtureApi(config);
+    ({ app } = api);
+  });
+
+  afterAll(async () => {
+    await api?.close();
+  });
+
+  /** The `_id`s the search API answers for the query over the fixture blocks. */
+  const searchApiIds = async (kind: string, query: Record<string, unknown>): Promise<string[]> => {
+    const field = kind === "block" ? "number.num" : "blockNumber.num";
+    const res = await post(`/ethereum/ethereum/mainnet/es/${kind}/search/`, {
+      size: 1000,
+      query: { bool: { filter: [query, { range: { [field]: { gte: FIRST_BLOCK, lte: LAST } } }] } },
+    });
+    expect(res.statusCode, res.body).toBe(200);
+    return (res.json().hits.hits as Array<{ _id: string }>).map((h) => h._id).sort();
+  };
+
+  it.each([
+    [
+      "USDT transfers to Binance (event, nested args)",
+      "event",
+      {
+        bool: {
+          filter: [
+            { term: { event: "transfer" } },
+            { term: { address: USDT } },
+            {
+              nested: {
+                path: "args",
+                query: { bool: { filter: [{ term: { "args.name": "to" } }, { term: { "args.value.hex": BINANCE.toLowerCase() } }] } },
+              },
+            },
+          ],
+        },
+      },
+      "Event",
+    ],
+    ["transactions to USDT (tx)", "tx", { term: { to: USDT } }, "Transaction"],
+    ["busy blocks (block: its own number and hash)", "block", { range: { transactionCount: { gte: 4 } } }, "Block"],
+  ])("%s: the match lines are exactly the search API's answer for the same query and blocks", async (_label, kind, query, targetType) => {
+    const expected = await searchApiIds(kind, query);
+    expect(expected.length, "the search API finds something").toBeGreaterThan(0);
+    const res = await post("/alerting/searches/test/", { search: search(kind, query), from: FIRST_BLOCK, to: LAST });
+    expect(res.statusCode, res.body).toBe(200);
+    expect(res.headers["content-type"]).toMatch(/^application\/x-ndjson/);
+    const lines = parseLines(res.body);
+    expect(lines[0]).toMatchObject({ type: "start", from: FIRST_BLOCK, to: LAST, kinds: [kind], rule: { kind, targetType } });
+    const matches = lines.filter((l) => l.type === "match") as Array<Line & { entityId: string; alerts: Array<Record<string, never>> }>;
+    expect(matches.map((m) => m.entityId).sort()).toEqual(expected);
+    // A search over blocks reads every block by its own number (the others: by their blockNumber).
+    const blockLines = lines.filter((l) => l.type === "block").map((l) => l.blockNumber);
+    if (kind === "block") expect(blockLines).toEqual(blocks.map((b) => b.number.num));
+    else expect(blockLines.length).toBeGreaterThan(0);
+    for (const m of matches) {
+      // maxConfirmationCount 2 with pending alerts: pending, and confirmed below the newest block.
+      const alerts = m.alerts as unknown as Array<{ alert: Record<string, unknown>; actions: Array<Record<string, unknown>> }>;
+      expect(alerts.map((a) => a.alert.status)).toEqual(m.blockNumber === LAST ? ["pending"] : ["pending", "confirmed"]);
+      expect(alerts[0]?.alert).toMatchObject({ targetType, entityId: m.entityId, ruleName: `search ${kind}` });
+      expect(alerts[0]?.actions[0]).toMatchObject({ index: 0, type: "Webhook (POST)", method: "POST" });
+    }
+    expect(lines.at(-1)).toMatchObject({ type: "end", complete: true, matches: matches.length });
+  });
+
+  it.each([
+    ["no search", { from: FIRST_BLOCK, to: LAST }, "CS_BACKTEST_INVALID", "search"],
+    ["a rule in place of the search", { rule: {}, search: search("event", {}), last: 1 }, "CS_BACKTEST_INVALID", "rule"],
+    ["an unknown kind", { search: search("trace", { match_all: {} }), last: 1 }, "CS_SEARCH_KIND", "search.kind"],
+    [
+      "a clause the evaluator cannot answer exactly",
+      { search: search("event", { range: { timestamp: { gte: "now-1d" } } }), last: 1 },
+      "CS_SEARCH_INEXACT",
+      "search.query.range.timestamp.gte",
+    ],
+    [
+      "a rule field of the search",
+      { search: { ...search("event", {}), maxConfirmationCount: -1 }, last: 1 },
+      "CS_RULE_INVALID",
+      "search.maxConfirmationCount",
+    ],
+    ["a range over the cap", { search: search("event", {}), from: 0, to: 10 }, "CS_BACKTEST_RANGE_TOO_LARGE", "to"],
+  ])("refuses %s: 400 with code and path", async (_what, payload, code, path) => {
+    const res = await post("/alerting/searches/test/", payload);
+    expect(res.statusCode, res.body).toBe(400);
+    expect(res.json().errors).toContainEqual(expect.objectContaining({ code, path }));
+  });
+
+  it("OpenAPI: the saved-search bodies never require the server-assigned id; the answer has it", async () => {
+    const res = await app.inject({ method: "GET", url: "/docs/json" });
+    expect(res.statusCode).toBe(200);
+    type Schema = { $ref?: string; required?: string[]; properties?: Record<string, unknown> };
+    const doc = res.json<{
+      paths: Record<
+        string,
+        Record<string, { requestBody?: { content: Record<string, { schema: Schema }> }; responses: Record<string, unknown> }>
+      >;
+      components: { schemas: Record<string, Schema> };
+    }>();
+    const resolve = (s: Schema | undefined): Schema =>
+      s?.$ref ? (doc.components.schemas[s.$ref.split("/").at(-1) as string] ?? {}) : (s ?? {});
+    const body = (path: string, method: string) => resolve(doc.paths[path]?.[method]?.requestBody?.content["application/json"]?.schema);
+
+    const create = body("/alerting/searches/", "post");
+    expect(create.required ?? []).not.toContain("id");
+    expect(create.required ?? []).not.toContain("esQuery");
+    expect([...(create.required ?? [])].sort()).toEqual(
+      ["alerts", "blockchain", "kind", "maxConfirmationCount", "name", "network", "query", "technology"].sort(),
+    );
+    expect(create.properties).not.toHaveProperty("id");
+    const update = body("/alerting/searches/{rule_id}/", "put");
+    expect(update.required ?? []).toEqual([]);
+    expect(update.properties).toHaveProperty("query");
+    const created = doc.paths["/alerting/searches/"]?.post?.responses["201"] as { content: Record<string, { schema: Schema }> } | undefined;
+    const answer = resolve(created?.content["application/json"]?.schema);
+    expect(answer.required).toContain("id");
+    const test = body("/alerting/searches/test/", "post");
+    expect(Object.keys(test.properties ?? {}).sort()).toEqual(["from", "last", "search", "to"]);
+    expect(resolve(test.properties?.search as Schema)).toEqual(create);
+  });
+});
