@@ -189,7 +189,9 @@ export function createPartitionRouter(es: Client, chain: ChainId, prefix: string
       const wanted = new Map<string, { kind: RecordKind; partition: number }>();
       for (const { kind, height } of docs) {
         const p = partitionOfDoc(kind, height);
-        for (const partition of [p, p + 1]) {
+        // The next one ahead of need, except for a block of the migrated index's range (its next partition may never be used).
+        const legacyBlock = p === 0 && height <= (legacyThrough?.[kind] ?? -1);
+        for (const partition of legacyBlock ? [p] : [p, p + 1]) {
           const name = partitionIndexName(aliases[kind], partition);
           if (!ready.has(name)) wanted.set(name, { kind, partition });
         }
@@ -223,12 +225,13 @@ export async function sealPartitions(
   for (const kind of RECORD_KINDS) {
     const alias = indexName(chain, kind, prefix);
     const through = await legacyOf(es, alias);
+    // Every backing index (a `name` filter would leave out the ones without the setting).
     const res = await es.indices
-      .getSettings({ index: alias, name: "index.blocks.write", ignore_unavailable: true, allow_no_indices: true })
+      .getSettings({ index: alias, flat_settings: true, ignore_unavailable: true, allow_no_indices: true })
       .catch(() => ({}));
-    for (const [index, s] of Object.entries(res as Record<string, { settings?: { index?: { blocks?: { write?: string } } } }>)) {
+    for (const [index, s] of Object.entries(res as Record<string, { settings?: Record<string, string> }>)) {
       const p = partitionOfIndex(index);
-      if (p === undefined || s.settings?.index?.blocks?.write === "true") continue;
+      if (p === undefined || s.settings?.["index.blocks.write"] === "true") continue;
       const { blocks } = partitioning[kind];
       const last = p === 0 ? Math.max(blocks - 1, through) : (p + 1) * blocks - 1;
       if (last >= belowBlock) continue;

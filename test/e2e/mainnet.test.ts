@@ -69,6 +69,7 @@ describe.skipIf(!fixtures || !up.ok)("mainnet fixtures → ingest → Kafka → 
     const txTotal = blocks.reduce((n, b) => n + (b.block.transactions as unknown[]).length, 0);
     const logTotal = blocks.reduce((n, b) => n + receiptLogs(b).length, 0);
     // Wait until everything is searchable.
+    await waitFor(async () => (await search("block", { size: 0 })).hits.total === blocks.length, 120_000, 500);
     await waitFor(async () => (await search("tx", { size: 0 })).hits.total === txTotal, 120_000, 500);
     await waitFor(async () => (await search("log", { size: 0 })).hits.total === logTotal, 120_000, 500);
     await waitFor(
