@@ -202,7 +202,9 @@ export async function bulkLoad(
 
 /** Deletes the four record indices under `prefix` (by name; missing ones are ignored). Never throws. */
 export async function deleteBenchIndices(es: Client, chain: ChainId, prefix: string): Promise<void> {
+  // The names are aliases over backing indices (es/partitions.ts): DELETE takes the concrete ones.
   await es.indices
-    .delete({ index: benchIndices(chain, prefix).join(","), ignore_unavailable: true, allow_no_indices: true })
+    .get({ index: benchIndices(chain, prefix).join(","), ignore_unavailable: true, allow_no_indices: true })
+    .then((found) => (Object.keys(found).length > 0 ? es.indices.delete({ index: Object.keys(found).join(",") }) : undefined))
     .catch((err: unknown) => console.error(`could not delete the ${prefix}* indices:`, err));
 }
