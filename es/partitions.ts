@@ -94,6 +94,16 @@ export async function ensureAlias(es: Client, chain: ChainId, kind: RecordKind, 
   await createPartition(es, alias, kind, 0, p);
 }
 
+/**
+ * Deletes the indices behind some aliases (their backing indices) or concrete indices of those
+ * names; missing ones are skipped. DELETE refuses an alias name, hence the lookup of concrete names.
+ * @throws the client's error when Elasticsearch refuses.
+ */
+export async function deleteIndicesOf(es: Client, names: readonly string[]): Promise<void> {
+  const found = Object.keys(await es.indices.get({ index: names.join(","), ignore_unavailable: true, allow_no_indices: true }));
+  if (found.length > 0) await es.indices.delete({ index: found.join(",") });
+}
+
 /** Mapping `_meta` key of the migrated index: the highest block it held when it was migrated. */
 export const LEGACY_META = "chainsift_legacy_through_block";
 

@@ -151,7 +151,7 @@ describe.skipIf(!up.ok)("Indices partitioned by block range (anvil, partitions o
       // Indexed before the reorg (in the old block's partition), so its move is what is tested.
       const compare = (to: number, orph: string[] = []) =>
         compareWithChain({ rpcUrl: env.anvil.rpcUrl, app: env.app, config: env.h.config, decoder, from: 0, to, orphaned: orph });
-      await waitFor(async () => (await compare(head)).ok, 120_000, 1000);
+      await waitFor(async () => (await compare(head)).ok, 180_000, 1000);
       const before = await search(env.app, "tx", { query: { ids: { values: [hash] } }, _source: ["blockNumber"] });
       expect(before.hits.hits.map((h) => (h._source?.blockNumber as { num: number } | undefined)?.num)).toEqual([at]);
 
