@@ -37,6 +37,13 @@
  *    ingest's durable `orphaned` set (kept `ORPHANED_RETENTION_MS`, 14 days): a record of a block in
  *    it, older than the announcement that orphaned the block, is orphaned. So a rebuild from the
  *    topics or an Elasticsearch outage of any length does not bring orphaned records back.
+ *
+ * Partitions (es/partitions.ts): each document is written to the backing index of its block's
+ * range, `<alias>-p<floor(height / N)>`, so external versions are per backing index. A transaction
+ * that a reorg moves to a block of another partition is written there as a new document; its old
+ * document (in the orphaned block's partition) is found and deleted by mechanisms 2 and 3, which
+ * search the alias and delete by the concrete index a hit or a write names. So one document remains
+ * (test/e2e/partitions.test.ts moves one across a boundary).
  * @module
  */
 import type { Client } from "@elastic/elasticsearch";
