@@ -101,7 +101,8 @@ export async function ensureAlias(es: Client, chain: ChainId, kind: RecordKind, 
  */
 export async function deleteIndicesOf(es: Client, names: readonly string[]): Promise<void> {
   const found = Object.keys(await es.indices.get({ index: names.join(","), ignore_unavailable: true, allow_no_indices: true }));
-  if (found.length > 0) await es.indices.delete({ index: found.join(",") });
+  // In chunks: hundreds of names do not fit one request line.
+  for (let i = 0; i < found.length; i += 20) await es.indices.delete({ index: found.slice(i, i + 20).join(",") });
 }
 
 /** Mapping `_meta` key of the migrated index: the highest block it held when it was migrated. */

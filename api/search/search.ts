@@ -107,6 +107,9 @@ export function buildSearchRequest(
     timeout: `${requestTimeoutMs}ms`,
     ignore_unavailable: true,
     allow_no_indices: true,
+    // The aliases span block-range partitions (es/partitions.ts): the can-match phase, run whenever
+    // more than one shard is searched, skips the shards a block range or number cannot match.
+    pre_filter_shard_size: 1,
   };
   if (plan.query) req.query = plan.query as estypes.QueryDslQueryContainer;
   if (plan.sort) req.sort = plan.sort as estypes.Sort;
