@@ -164,10 +164,14 @@ export function directRequest(esUrl: string, chain: ChainId, prefix: string, q: 
   const target: SearchTarget = { kinds, indices: kinds.map((k) => indexName(chain, k, prefix)) };
   const checked = validateSearchBody(q.body, { kinds, maxSize });
   if (!checked.ok) throw new Error(`${q.name}: the API refuses the body: ${JSON.stringify(checked.errors)}`);
-  const { index, ignore_unavailable, allow_no_indices, ...body } = buildSearchRequest(checked.value, target, timeoutMs);
+  const { index, ignore_unavailable, allow_no_indices, pre_filter_shard_size, ...body } = buildSearchRequest(
+    checked.value,
+    target,
+    timeoutMs,
+  );
   const indices = Array.isArray(index) ? index.join(",") : String(index);
   return {
-    url: `${esUrl}/${indices}/_search?ignore_unavailable=${ignore_unavailable}&allow_no_indices=${allow_no_indices}`,
+    url: `${esUrl}/${indices}/_search?ignore_unavailable=${ignore_unavailable}&allow_no_indices=${allow_no_indices}&pre_filter_shard_size=${pre_filter_shard_size}`,
     headers: { "content-type": "application/json" },
     body: JSON.stringify(body),
   };
