@@ -92,6 +92,7 @@ describe.skipIf(!up.ok)("Indices partitioned by block range (anvil, partitions o
       chain: config.chain,
       indexPrefix: singlePrefix,
       partitioning: config.elasticsearch.partitioning,
+      decode: { chainId: 31337 },
       logger: env.h.logger,
       canonical: await env.pipeline.chainState(),
     });

@@ -88,6 +88,7 @@ describe.skipIf(!up.ok)("partitioned indices: in-place migration from one index 
       indexPrefix: h.config.elasticsearch.indexPrefix,
       logger: h.logger,
       partitioning: uniformPartitioning(N),
+      decode: { chainId: 1 },
       refresh: true,
     });
     const fresh = Array.from({ length: 6 }, (_, i) => txAt(100 + i, 40 + i));
