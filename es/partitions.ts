@@ -11,18 +11,24 @@
  *   `floor(blockNumber / N)`;
  * - the index stage writes each document to its backing index by block number (an alias over
  *   several indices takes no writes without `is_write_index`, and range routing needs the concrete
- *   index anyway), creating the partition and the next one ahead of need ({@link PartitionRouter});
- * - hits name the alias in `_index` ({@link aliasOfIndex}), not the backing index.
+ *   index anyway), creating the partition, and the next one ahead of need once its last tenth of
+ *   blocks is reached ({@link PartitionRouter});
+ * - hits name the alias in `_index` ({@link aliasOfIndex}), not the backing index;
+ * - every backing index records N in its mapping `_meta` ({@link BLOCKS_META}): the API reads the
+ *   layout back ({@link readLayout}) to search only the partitions a query's block filter can match
+ *   (es/pruning.ts, api/search/partitions.ts).
  *
  * The Elasticsearch the tests run (integ-test-zip 8.19) has no ILM nor data streams, hence a layout
  * chainsift manages itself with the core index, alias and clone APIs.
  * @module
  */
 import type { Client } from "@elastic/elasticsearch";
+import { ConfigError } from "../lib/config/parse.js";
 import type { ChainId } from "../lib/config.js";
 import type { KindPartitioning, Partitioning } from "../lib/partitioning.js";
 import { RECORD_KINDS, type RecordKind } from "../lib/records.js";
 import { INDEX_SETTINGS, indexName, MAPPINGS } from "./mappings.js";
+import type { PartitionLayout } from "./pruning.js";
 
 export { DEFAULT_PARTITIONING, type KindPartitioning, type Partitioning, uniformPartitioning } from "../lib/partitioning.js";
 
@@ -59,7 +65,15 @@ export function partitionSettings(p: KindPartitioning): Record<string, unknown> 
 const errorType = (err: unknown) => (err as { body?: { error?: { type?: string } } }).body?.error?.type;
 
 /**
- * Creates a backing index (explicit mapping, the kind's settings, member of the alias) unless it exists.
+ * Mapping `_meta` key of every backing index: its kind's blocks per partition (N). It makes the
+ * layout self-describing: the API prunes by it ({@link readLayout}) and the index stage refuses to
+ * start with another N for an alias that has partitions ({@link ensureAlias}).
+ */
+export const BLOCKS_META = "chainsift_partition_blocks";
+
+/**
+ * Creates a backing index (explicit mapping with `_meta` {@link BLOCKS_META}, the kind's settings,
+ * member of the alias) unless it exists.
  * @throws the client's error for anything but `resource_already_exists_exception`.
  */
 export async function createPartition(es: Client, alias: string, kind: RecordKind, partition: number, p: KindPartitioning): Promise<void> {
@@ -67,7 +81,7 @@ export async function createPartition(es: Client, alias: string, kind: RecordKin
     await es.indices.create({
       index: partitionIndexName(alias, partition),
       settings: partitionSettings(p) as never,
-      mappings: MAPPINGS[kind] as never,
+      mappings: { ...MAPPINGS[kind], _meta: { [BLOCKS_META]: p.blocks } } as never,
       aliases: { [alias]: {} },
     });
   } catch (err) {
@@ -80,14 +94,24 @@ export async function createPartition(es: Client, alias: string, kind: RecordKin
  * partitioning) is migrated in place ({@link migrateToAlias}); a missing alias gets partition 0
  * (so a single-partition deployment, and tools that bulk-write to the alias name while it has one
  * index, keep working); existing backing indices get the fields a newer chainsift maps.
+ * @throws {ConfigError} (CHAINSIFT_INDEX_PARTITION_BLOCKS) when the alias's partitions were made
+ *   with another number of blocks per partition: N cannot change once an alias has partitions (a
+ *   replay would write a record into another backing index than its first copy, and the API's
+ *   pruning reads N from the indices).
  * @throws the client's error when Elasticsearch refuses (e.g. a conflicting mapping).
  */
 export async function ensureAlias(es: Client, chain: ChainId, kind: RecordKind, prefix: string, p: KindPartitioning): Promise<void> {
   const alias = indexName(chain, kind, prefix);
   if (await es.indices.exists({ index: alias })) {
     const concrete = !(await es.indices.existsAlias({ name: alias }));
-    if (concrete) await migrateToAlias(es, alias);
-    // PUT _mapping adds fields and never changes existing ones.
+    if (concrete) await migrateToAlias(es, alias, p.blocks);
+    const made = (await readMetas(es, alias)).map((m) => m.meta?.[BLOCKS_META]).filter((n) => n !== undefined && n !== p.blocks);
+    if (made.length > 0)
+      throw new ConfigError(
+        "CHAINSIFT_INDEX_PARTITION_BLOCKS",
+        `${kind}: ${p.blocks} blocks per partition, but the partitions of ${alias} were made with ${made[0]}; N cannot change once an alias has partitions (reindex into new aliases to change it)`,
+      );
+    // PUT _mapping adds fields and never changes existing ones (nor `_meta` when it names none).
     await es.indices.putMapping({ index: alias, ...(MAPPINGS[kind] as object) });
     return;
   }
@@ -113,14 +137,15 @@ export const LEGACY_META = "chainsift_legacy_through_block";
  * the name: (1) `index.blocks.write` on it (clone requires it; writes meanwhile are refused and
  * retried by the index stage), (2) refresh, read its highest block number, (3) `_clone` it to
  * `<alias>-p000000` (hard-linked segments: seconds, whatever its size) with writes allowed again,
- * recording the highest block in the clone's mapping `_meta` ({@link LEGACY_META}), (4) one atomic
+ * recording the highest block in the clone's mapping `_meta` ({@link LEGACY_META}, with
+ * {@link BLOCKS_META}), (4) one atomic
  * `_aliases` call: add the alias to the clone and remove the old index. Blocks up to that height
  * stay in the clone ({@link PartitionRouter}), so a replay overwrites them instead of duplicating
  * them in their range partition. Safe to run again after a crash at any step (a clone already made
  * is reused).
  * @throws the client's error when a step fails.
  */
-export async function migrateToAlias(es: Client, alias: string): Promise<void> {
+export async function migrateToAlias(es: Client, alias: string, blocks: number): Promise<void> {
   const clone = partitionIndexName(alias, 0);
   await es.indices.putSettings({ index: alias, settings: { "index.blocks.write": true } });
   await es.indices.refresh({ index: alias });
@@ -128,7 +153,7 @@ export async function migrateToAlias(es: Client, alias: string): Promise<void> {
   if (!(await es.indices.exists({ index: clone }))) {
     await es.indices.clone({ index: alias, target: clone, settings: { "index.blocks.write": false } as never, wait_for_active_shards: 1 });
   }
-  await es.indices.putMapping({ index: clone, _meta: { [LEGACY_META]: through } });
+  await es.indices.putMapping({ index: clone, _meta: { [LEGACY_META]: through, [BLOCKS_META]: blocks } });
   await es.indices.updateAliases({ actions: [{ add: { index: clone, alias } }, { remove_index: { index: alias } }] });
 }
 
@@ -143,21 +168,61 @@ async function highestBlock(es: Client, index: string): Promise<number> {
   return Math.max(aggs?.a?.value ?? -1, aggs?.b?.value ?? -1);
 }
 
-/** The migrated index of an alias and the highest block it holds, from its mapping `_meta`. */
+/**
+ * Each index behind a name (an alias's backing indices, or the concrete index of that name) with its
+ * mapping `_meta` (undefined when it has none); empty when the name does not exist.
+ * @throws the client's error for anything but a missing name.
+ */
+async function readMetas(es: Client, name: string): Promise<Array<{ index: string; meta: Record<string, unknown> | undefined }>> {
+  const res = await es.indices.get({
+    index: name,
+    ignore_unavailable: true,
+    allow_no_indices: true,
+    filter_path: ["*.aliases", "*.mappings._meta"],
+  });
+  return Object.entries(res as Record<string, { mappings?: { _meta?: Record<string, unknown> } }>).map(([index, v]) => ({
+    index,
+    meta: v.mappings?._meta,
+  }));
+}
+
+/** The highest block the migrated index of an alias holds, from its mapping `_meta`; -1 when none was migrated. */
 async function legacyOf(es: Client, alias: string): Promise<number> {
-  const res = await es.indices.getMapping({ index: alias, ignore_unavailable: true, allow_no_indices: true }).catch(() => ({}));
   let through = -1;
-  for (const m of Object.values(res as Record<string, { mappings?: { _meta?: Record<string, unknown> } }>)) {
-    const v = m.mappings?._meta?.[LEGACY_META];
+  for (const { meta } of await readMetas(es, alias).catch(() => [])) {
+    const v = meta?.[LEGACY_META];
     if (typeof v === "number") through = Math.max(through, v);
   }
   return through;
 }
 
 /**
+ * How an alias's blocks are laid out, read from its backing indices' mapping `_meta`
+ * ({@link BLOCKS_META}, {@link LEGACY_META}), or undefined when pruning by block range would not
+ * be exact: the name is missing, is a concrete index (not migrated yet), or has an index that is
+ * not a backing index of it, lacks the blocks per partition or disagrees on them.
+ * @throws the client's error when Elasticsearch cannot be asked.
+ */
+export async function readLayout(es: Client, alias: string): Promise<PartitionLayout | undefined> {
+  const metas = await readMetas(es, alias);
+  let blocks: number | undefined;
+  let legacyThrough = -1;
+  for (const { index, meta } of metas) {
+    const n = meta?.[BLOCKS_META];
+    if (aliasOfIndex(index) !== alias || partitionOfIndex(index) === undefined || typeof n !== "number" || !(n >= 1)) return undefined;
+    if (blocks !== undefined && n !== blocks) return undefined;
+    blocks = n;
+    const legacy = meta?.[LEGACY_META];
+    if (typeof legacy === "number") legacyThrough = Math.max(legacyThrough, legacy);
+  }
+  return blocks === undefined ? undefined : { blocks, legacyThrough };
+}
+
+/**
  * Routes documents to their backing index by block number and creates partitions ahead of need.
  * One per indexer process; partitions it created or found are cached, so only the first document of
- * a new partition costs round trips (create it and the next one).
+ * a new partition costs a round trip (create it), and the first one in its last tenth of blocks
+ * creates the next partition, ahead of need.
  */
 export interface PartitionRouter {
   /**
@@ -167,7 +232,11 @@ export interface PartitionRouter {
    * Call {@link PartitionRouter.prepare} first.
    */
   indexOf(kind: RecordKind, height: number): string;
-  /** Reads the migrated indices' bounds (once) and creates every partition of these (kind, height) pairs and the next one, when not done yet. */
+  /**
+   * Reads the migrated indices' bounds (once) and creates every partition of these (kind, height)
+   * pairs, and the next one for a height in the last tenth (`ceil(N / 10)` blocks) of its partition,
+   * when not done yet.
+   */
   prepare(docs: Iterable<{ kind: RecordKind; height: number }>): Promise<void>;
 }
 
@@ -200,9 +269,13 @@ export function createPartitionRouter(es: Client, chain: ChainId, prefix: string
       const wanted = new Map<string, { kind: RecordKind; partition: number }>();
       for (const { kind, height } of docs) {
         const p = partitionOfDoc(kind, height);
-        // The next one ahead of need, except for a block of the migrated index's range (its next partition may never be used).
+        // The next one ahead of need from a block in the last tenth of its partition (an empty
+        // partition still costs a shard in searches that cannot be pruned), except for a block of
+        // the migrated index's range (its next partition may never be used).
         const legacyBlock = p === 0 && height <= (legacyThrough?.[kind] ?? -1);
-        for (const partition of legacyBlock ? [p] : [p, p + 1]) {
+        const { blocks } = partitioning[kind];
+        const ahead = !legacyBlock && Number.isSafeInteger(height) && height - p * blocks >= blocks - Math.ceil(blocks / 10);
+        for (const partition of ahead ? [p, p + 1] : [p]) {
           const name = partitionIndexName(aliases[kind], partition);
           if (!ready.has(name)) wanted.set(name, { kind, partition });
         }

@@ -241,6 +241,7 @@ describe.skipIf(!up.ok)("Indices partitioned by block range (anvil, partitions o
         return na as Json;
       };
       const range = { range: { "blockNumber.num": { gte: 3, lte: head - 2 } } };
+      const narrow = { range: { "blockNumber.num": { gte: N + 2, lte: 2 * N + 7 } } };
       const bySort = { "blockNumber.num": "asc" };
       const token = env.traffic.token.toLowerCase();
       const shapes: Array<[string, string, Json]> = [
@@ -293,8 +294,42 @@ describe.skipIf(!up.ok)("Indices partitioned by block range (anvil, partitions o
           { size: 0, aggs: { gas: { sum: { field: "gasUsed.num" } }, top: { max: { field: "blockNumber.num" } } } },
         ],
         ["count only", "event", { size: 0, query: range }],
+        // Pruned to the partitions of the block range (api/search/partitions.ts): the same answers.
+        ["block by number (pruned to one partition)", "block", { query: { term: { "number.num": 2 * N + 3 } } }],
+        ["txs of a narrow range (pruned)", "tx", { query: narrow, sort: [bySort, { "transactionIndex.num": "asc" }], size: 1000 }],
+        [
+          "events: bool filter range + term (pruned), aggregations",
+          "event",
+          {
+            query: { bool: { filter: [narrow, { term: { "event.raw": "Transfer" } }], should: [{ term: { "blockNumber.num": 1 } }] } },
+            sort: [{ "blockNumber.num": "desc" }, { "logIndex.num": "asc" }],
+            size: 100,
+            aggs: { per: { terms: { field: "blockNumber.num", size: 50 } } },
+          },
+        ],
+        [
+          "txs of blocks by terms (pruned)",
+          "tx",
+          {
+            query: { terms: { "blockNumber.num": [3, 2 * N + 1, 4 * N + 2] } },
+            size: 1000,
+            sort: [bySort, { "transactionIndex.num": "asc" }],
+          },
+        ],
+        [
+          "beyond the head (partitions not created yet)",
+          "tx",
+          { query: { range: { "blockNumber.num": { gte: head + 10 * N, lte: head + 10 * N + 5 } } } },
+        ],
       ];
       for (const [what, kinds, body] of shapes) await same(what, `/${kinds}/search/`, JSON.stringify(body));
+
+      // Pruning happened: the block-by-number search touched one shard, the narrow range two; the unpruned range all.
+      const shards = async (kinds: string, body: Json) =>
+        (JSON.parse((await ask(env.app, `/${kinds}/search/`, JSON.stringify(body))).body) as { _shards: { total: number } })._shards.total;
+      expect(await shards("block", { query: { term: { "number.num": 2 * N + 3 } } })).toBe(1);
+      expect(await shards("tx", { query: narrow })).toBe(2);
+      expect(await shards("tx", { query: range })).toBeGreaterThanOrEqual(5);
 
       // ids across kinds (GET a block or a transaction by hash): a search over the aliases.
       const blocks = await search(env.app, "block", {
@@ -337,6 +372,17 @@ describe.skipIf(!up.ok)("Indices partitioned by block range (anvil, partitions o
         JSON.stringify({ query: range, size: -1, sort: [bySort, { "logIndex.num": "asc" }] }),
       );
       expect((streamed.hits as { hits: unknown[] }).hits.length).toBe((streamed.hits as { total: number }).total);
+      const prunedStream = await same(
+        "size -1 (pruned)",
+        "/log/search/",
+        JSON.stringify({ query: narrow, size: -1, sort: [bySort, { "logIndex.num": "asc" }] }),
+      );
+      expect((prunedStream.hits as { total: number }).total).toBeGreaterThan(0);
+      await same(
+        "size -1 beyond the head",
+        "/tx/search/",
+        JSON.stringify({ query: { term: { "blockNumber.num": head + 10 * N } }, size: -1 }),
+      );
 
       // The Elasticsearch-compatible routes, by the hits' `_index` (the alias) and by kind.
       const alias = indexName(env.h.config.chain, "event", prefix);
@@ -346,6 +392,7 @@ describe.skipIf(!up.ok)("Indices partitioned by block range (anvil, partitions o
         `<prefix>${alias.slice(prefix.length)}`,
       );
       await same("es _count", "/log,tx/_count", JSON.stringify({ query: range }));
+      await same("es _count (pruned)", "/log,tx/_count", JSON.stringify({ query: narrow }));
       await same(
         "es _msearch",
         "/_msearch",

@@ -4,11 +4,14 @@
  * data in it, while searches keep running: no search fails or misses a document during the swap,
  * the old index becomes the first backing index behind the alias, a replay of an old record
  * overwrites its document there (no duplicate in a range partition), and new blocks go to their
- * range partitions. Then `sealPartitions` force-merges and write-blocks the ranges below a height.
+ * range partitions. The layout the API prunes by is read back from the indices, and another N is
+ * refused. Then the admin CLI's `partitions seal` (`sealPartitions`) force-merges and write-blocks
+ * the ranges below a height.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { EXIT_OK, runCli } from "../../../cli/chainsift.js";
 import { INDEX_SETTINGS, indexName, MAPPINGS } from "../../../es/mappings.js";
-import { partitionIndexName, sealPartitions, uniformPartitioning } from "../../../es/partitions.js";
+import { partitionIndexName, readLayout, uniformPartitioning } from "../../../es/partitions.js";
 import type { TransactionRecord } from "../../../lib/records.js";
 import { createIndexer, ensureIndices } from "../../../pipeline/index/indexer.js";
 import type { InputRecord } from "../../../pipeline/kafka/consumer.js";
@@ -81,7 +84,7 @@ describe.skipIf(!up.ok)("partitioned indices: in-place migration from one index 
     expect(Object.keys(aliases)).toEqual([partitionIndexName(alias, 0)]);
     expect((await h.es.count({ index: alias })).count).toBe(40);
 
-    // A replay of an old record (block 25: partition 2 by range, but it lives in the migrated index) and new blocks 40..45.
+    // A replay of an old record (block 25: partition 2 by range, but it lives in the migrated index) and new blocks.
     const indexer = createIndexer({
       es: h.es,
       chain: h.config.chain,
@@ -91,7 +94,8 @@ describe.skipIf(!up.ok)("partitioned indices: in-place migration from one index 
       decode: { chainId: 1 },
       refresh: true,
     });
-    const fresh = Array.from({ length: 6 }, (_, i) => txAt(100 + i, 40 + i));
+    // Blocks 40..44 and 49: the last tenth of partition 4 creates partition 5 ahead of need.
+    const fresh = Array.from({ length: 6 }, (_, i) => txAt(100 + i, i === 5 ? 49 : 40 + i));
     expect(await indexer.indexBatch([input(old[25] as TransactionRecord, 5), ...fresh.map((t) => input(t, 9))])).toEqual([]);
     await h.es.indices.refresh({ index: alias });
     const where = new Map<string, string>();
@@ -110,9 +114,23 @@ describe.skipIf(!up.ok)("partitioned indices: in-place migration from one index 
     // Migrating again is a no-op.
     await ensureIndices(h.es, h.config.chain, h.config.elasticsearch.indexPrefix, uniformPartitioning(N));
     expect((await h.es.count({ index: alias })).count).toBe(46);
+    // The layout the API prunes by is read from the indices: N, and the migrated index's last block.
+    expect(await readLayout(h.es, alias)).toEqual({ blocks: N, legacyThrough: 39 });
+    // N cannot change once the alias has partitions.
+    await expect(ensureIndices(h.es, h.config.chain, h.config.elasticsearch.indexPrefix, uniformPartitioning(2 * N))).rejects.toThrow(
+      /CHAINSIFT_INDEX_PARTITION_BLOCKS.*made with 10/,
+    );
 
     // Sealing below block 50: the migrated index (blocks ≤ 39) and partition 4 (40..49), not 5 (50..59).
-    const sealed = await sealPartitions(h.es, h.config.chain, h.config.elasticsearch.indexPrefix, uniformPartitioning(N), 50);
+    // Through the admin CLI (`partitions seal`), which calls es/partitions.ts sealPartitions.
+    const out: string[] = [];
+    const config = { ...h.config, elasticsearch: { ...h.config.elasticsearch, partitioning: uniformPartitioning(N) } };
+    const code = await runCli(["partitions", "seal", "--below", "50", "--json"], {
+      config,
+      output: { out: (t) => out.push(t), err: (t) => out.push(t) },
+    });
+    expect(code, out.join("\n")).toBe(EXIT_OK);
+    const { sealed } = JSON.parse(out.join("\n")) as { sealed: string[] };
     expect(sealed.filter((i) => i.startsWith(`${alias}-`))).toEqual([partitionIndexName(alias, 0), partitionIndexName(alias, 4)]);
     const settings = await h.es.indices.getSettings({ index: alias, name: "index.blocks.write" });
     expect(settings[partitionIndexName(alias, 0)]?.settings?.index?.blocks?.write).toBe("true");
