@@ -9,7 +9,9 @@
  * - ≥ 5 partitions per kind, and every query shape of the contract (filters, nested, ids across
  *   kinds, sorts, aggregations, search_after paging, `size: -1`) and of the Elasticsearch-compatible
  *   routes (`_search` by the hits' `_index`, `_count`, `_msearch`) answers exactly what the one
- *   index answers (`took` and `_shards` aside: those count the backing indices).
+ *   index answers (`took` and `_shards` aside: those count the backing indices), including queries
+ *   the API prunes to the partitions of their block filter (api/search/partitions.ts), which search
+ *   1 or 2 shards where the unpruned range searches every partition.
  */
 
 import { Interface, Wallet } from "ethers";
