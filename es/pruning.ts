@@ -24,7 +24,9 @@ export const BLOCK_FIELD: Record<RecordKind, string> = {
 
 /** An inclusive interval of block numbers; `lo` may be -Infinity, `hi` +Infinity. */
 export interface BlockInterval {
+  /** Lowest block number, inclusive (-Infinity: unbounded below). */
   lo: number;
+  /** Highest block number, inclusive (+Infinity: unbounded above). */
   hi: number;
 }
 
