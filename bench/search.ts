@@ -16,17 +16,31 @@
  * `--api-cpu-prof DIR` writes a V8 CPU profile of the API child into DIR when it stops (open it
  * in Chrome DevTools or speedscope).
  *
+ * `--partitions P`: instead, the same documents loaded twice, into ONE backing index per kind and
+ * into P block-range partitions per kind (es/partitions.ts; copy c of the fixture blocks has block
+ * numbers n + 10^8 (c + 1), so N = 10^8 × ceil(copies / P) blocks per partition and copies default
+ * to P), both force-merged to one segment per shard, and every query sent straight to
+ * Elasticsearch against each layout, interleaved, on the indices the API would name (its partition
+ * pruning, api/search/partitions.ts); prints the shards searched, p50/p99 per layout, the ratio P/1
+ * (target: p50 ≤ 1.2× for the contract's typical queries, which filter by a block range or term)
+ * and the load average.
+ *
  * Data: every complete mainnet fixture block copied N times (hashes and numbers rewritten), with
  * its transactions, logs and decoded events, in indices under a unique `bench-search-<hex>-`
  * prefix that are deleted at the end. Needs Elasticsearch and ../shared/data/mainnet.
  * @module
  */
+import { loadavg } from "node:os";
 import { Client } from "@elastic/elasticsearch";
 import { validateSearchBody } from "../api/dsl/validate.js";
+import { searchIndices } from "../api/search/partitions.js";
 import { buildSearchRequest, type SearchTarget } from "../api/search/search.js";
 import { indexName } from "../es/mappings.js";
+import { createPartitionRouter, uniformPartitioning } from "../es/partitions.js";
 import { type ChainId, loadConfig } from "../lib/config.js";
+import type { Partitioning } from "../lib/partitioning.js";
 import type { EventRecord, LogRecord, RecordKind, TransactionRecord } from "../lib/records.js";
+import { ensureIndices } from "../pipeline/index/indexer.js";
 import { hasMainnetFixtures, loadCompleteBlocks, SKIP_NO_FIXTURES } from "../test/support/fixtures.js";
 import { type ApiChild, type ReadyChild, readProcCpuMs, spawnApi, spawnPassthrough } from "./support/api-child.js";
 import { type BenchDoc, benchPrefix, bulkLoad, deleteBenchIndices, fixtureDocs, numberArg, stringArg } from "./support/data.js";
@@ -145,22 +159,47 @@ interface Prepared {
 /**
  * The direct Elasticsearch request equivalent to an API query: the API's validator and request
  * builder produce the ES request; index and URL parameters go into the URL, the rest into the body.
+ * `indices` replaces the aliases (e.g. the pruned partitions of {@link apiIndices}).
  * `esUrl` is Elasticsearch's base URL, or that of the pass-through floor in front of it (same
  * path, query string and body).
  * @throws {Error} when the API would refuse the body.
  */
-export function directRequest(esUrl: string, chain: ChainId, prefix: string, q: BenchQuery, maxSize: number, timeoutMs: number): Prepared {
+export function directRequest(
+  esUrl: string,
+  chain: ChainId,
+  prefix: string,
+  q: BenchQuery,
+  maxSize: number,
+  timeoutMs: number,
+  indices?: string[],
+): Prepared {
   const kinds = q.kinds.split(",") as RecordKind[];
-  const target: SearchTarget = { kinds, indices: kinds.map((k) => indexName(chain, k, prefix)) };
+  const target: SearchTarget = { kinds, indices: indices ?? kinds.map((k) => indexName(chain, k, prefix)) };
   const checked = validateSearchBody(q.body, { kinds, maxSize });
   if (!checked.ok) throw new Error(`${q.name}: the API refuses the body: ${JSON.stringify(checked.errors)}`);
-  const { index, ignore_unavailable, allow_no_indices, ...body } = buildSearchRequest(checked.value, target, timeoutMs);
-  const indices = Array.isArray(index) ? index.join(",") : String(index);
+  const { index, ignore_unavailable, allow_no_indices, pre_filter_shard_size, ...body } = buildSearchRequest(
+    checked.value,
+    target,
+    timeoutMs,
+  );
+  const names = Array.isArray(index) ? index.join(",") : String(index);
   return {
-    url: `${esUrl}/${indices}/_search?ignore_unavailable=${ignore_unavailable}&allow_no_indices=${allow_no_indices}`,
+    url: `${esUrl}/${names}/_search?ignore_unavailable=${ignore_unavailable}&allow_no_indices=${allow_no_indices}&pre_filter_shard_size=${pre_filter_shard_size}`,
     headers: { "content-type": "application/json" },
     body: JSON.stringify(body),
   };
+}
+
+/**
+ * The indices the API searches for a query (api/search/partitions.ts `searchIndices`): the backing
+ * indices of the partitions its block range can match, else the aliases.
+ * @throws {Error} when the API would refuse the body.
+ */
+export async function apiIndices(es: Client, chain: ChainId, prefix: string, q: BenchQuery, maxSize: number): Promise<string[]> {
+  const kinds = q.kinds.split(",") as RecordKind[];
+  const checked = validateSearchBody(q.body, { kinds, maxSize });
+  if (!checked.ok) throw new Error(`${q.name}: the API refuses the body: ${JSON.stringify(checked.errors)}`);
+  return searchIndices(es, { kinds, indices: kinds.map((k) => indexName(chain, k, prefix)) }, checked.value.query);
 }
 
 function apiRequest(api: ApiChild, chain: ChainId, q: BenchQuery): Prepared {
@@ -175,6 +214,11 @@ function apiRequest(api: ApiChild, chain: ChainId, q: BenchQuery): Prepared {
 interface Hits {
   total: number;
   ids: string[];
+}
+
+/** autocannon options of a prepared request: POST, `connections` in a closed loop (or `rate` requests/s), for `seconds`. */
+function loadOptions(p: Prepared, seconds: number, connections: number, rate?: number): LoadOptions {
+  return { url: p.url, method: "POST", headers: p.headers, body: p.body, connections, duration: seconds, ...(rate ? { rate } : {}) };
 }
 
 /** Sends one request and returns `hits.total` and the hit ids. @throws {Error} on a non-2xx answer. */
@@ -234,6 +278,7 @@ export async function benchSearch(args: string[]): Promise<void> {
     console.log(SKIP_NO_FIXTURES);
     return;
   }
+  if (args.includes("--partitions")) return benchPartitions(args);
   const copies = numberArg(args, "--copies", 20);
   const connections = numberArg(args, "--connections", 8);
   const duration = numberArg(args, "--duration", 10);
@@ -280,8 +325,10 @@ export async function benchSearch(args: string[]): Promise<void> {
 
     const rows: Row[] = [];
     for (const q of queries) {
+      // The indices the API itself names (its partition pruning), so that direct and API do the same search.
+      const indices = await apiIndices(es, chain, prefix, q, config.api.maxSize);
       const request = (base: string): Prepared =>
-        directRequest(base, chain, prefix, q, config.api.maxSize, config.elasticsearch.requestTimeoutMs);
+        directRequest(base, chain, prefix, q, config.api.maxSize, config.elasticsearch.requestTimeoutMs, indices);
       const targets: Array<{ name: TargetName; req: Prepared; samples: LoadSample[]; pid?: number; cpuMs: number }> = [
         { name: "direct", req: request(config.elasticsearch.url), samples: [], cpuMs: 0 },
         ...(floor ? [{ name: "floor" as const, req: request(floor.url), samples: [], pid: floor.pid, cpuMs: 0 }] : []),
@@ -291,15 +338,7 @@ export async function benchSearch(args: string[]): Promise<void> {
       for (const t of targets) hits.set(t.name, await probe(t.req));
       const d = hits.get("direct") as Hits;
       const mismatches = [...hits].filter(([, h]) => h.total !== d.total || h.ids.join() !== d.ids.join()).map(([name]) => name);
-      const opts = (p: Prepared, seconds: number): LoadOptions => ({
-        url: p.url,
-        method: "POST",
-        headers: p.headers,
-        body: p.body,
-        connections,
-        duration: seconds,
-        ...(rate ? { rate } : {}),
-      });
+      const opts = (p: Prepared, seconds: number): LoadOptions => loadOptions(p, seconds, connections, rate);
       for (const t of targets) await runLoad(opts(t.req, warmup));
       for (let i = 0; i < rounds; i++) {
         for (const t of targets) {
@@ -395,6 +434,162 @@ export async function benchSearch(args: string[]): Promise<void> {
   } finally {
     await Promise.all([api?.stop(), floor?.stop()]);
     await deleteBenchIndices(es, chain, prefix);
+    await es.close();
+  }
+}
+
+/** Block number of a bench document (`number.num` of a block, `blockNumber.num` of the rest). */
+const heightOf = (d: BenchDoc): number =>
+  ((d.kind === "block" ? d.doc.number : d.doc.blockNumber) as { num: number } | undefined)?.num ?? Number.NaN;
+
+/**
+ * The queries of `--partitions`: {@link benchQueries} and two with a block filter where theirs have
+ * none (the contract's typical shapes: the txs of a block by number, the token's Transfers from an
+ * address over a block range).
+ */
+export function partitionQueries(docs: readonly BenchDoc[]): BenchQuery[] {
+  const queries = benchQueries(docs);
+  const blocks = docs.filter((d) => d.kind === "block").map((d) => d.doc as { number: { num: number }; transactionCount: number });
+  const copy0 = blocks.filter((b) => b.number.num < 2 * OFFSET);
+  const busiest = copy0.reduce((a, b) => (b.transactionCount > a.transactionCount ? b : a));
+  const numbers = copy0.map((b) => b.number.num);
+  const events = queries.find((q) => q.name === "events raw+nested");
+  const filter = ((events?.body.query as { bool: { filter: unknown[] } } | undefined)?.bool.filter ?? []) as unknown[];
+  const range = { range: { "blockNumber.num": { gte: Math.min(...numbers), lte: Math.max(...numbers) } } };
+  return [
+    ...queries,
+    {
+      name: "txs of a block by num",
+      kinds: "tx",
+      body: { query: { bool: { filter: { term: { "blockNumber.num": busiest.number.num } } } }, size: 1000 },
+    },
+    {
+      name: "events nested + range",
+      kinds: "event",
+      body: { ...events?.body, query: { bool: { filter: [...filter, range] } } },
+    },
+  ];
+}
+
+/** Loads `docs` into the partitioned aliases under `prefix` (routing as the index stage does), then refreshes. */
+async function loadPartitioned(
+  es: Client,
+  chain: ChainId,
+  prefix: string,
+  docs: readonly BenchDoc[],
+  partitioning: Partitioning,
+): Promise<number> {
+  await ensureIndices(es, chain, prefix, partitioning);
+  const router = createPartitionRouter(es, chain, prefix, partitioning);
+  await router.prepare(docs.map((d) => ({ kind: d.kind, height: heightOf(d) })));
+  const stats = await es.helpers.bulk<BenchDoc>({
+    datasource: [...docs],
+    onDocument: (d) => [{ index: { _index: router.indexOf(d.kind, heightOf(d)), _id: d.id } }, d.doc] as never,
+    flushBytes: 5 * 1024 * 1024,
+    concurrency: 2,
+  });
+  if (stats.failed > 0) throw new Error(`bulk load: ${stats.failed} documents refused`);
+  await es.indices.refresh({ index: `${prefix}*` });
+  return (await es.cat.indices({ index: `${prefix}*`, format: "json" })).length;
+}
+
+/** `--partitions P`: the same queries against one backing index and P partitions per kind (module notes). */
+async function benchPartitions(args: string[]): Promise<void> {
+  const parts = Math.max(1, Math.round(numberArg(args, "--partitions", 30)));
+  const copies = numberArg(args, "--copies", parts);
+  const connections = numberArg(args, "--connections", 8);
+  const duration = numberArg(args, "--duration", 10);
+  const rounds = Math.round(numberArg(args, "--rounds", 2));
+  const warmup = numberArg(args, "--warmup", 3);
+  const only = stringArg(args, "--only", "");
+  const config = loadConfig();
+  const { chain } = config;
+  const es = new Client({ node: config.elasticsearch.url, requestTimeout: 120_000 });
+  const one = benchPrefix("search1");
+  const many = benchPrefix(`search${parts}`);
+  try {
+    const { docs } = fixtureDocs(loadCompleteBlocks(), copies, OFFSET);
+    const n1 = await loadPartitioned(es, chain, one, docs, uniformPartitioning(OFFSET * 1000));
+    const nP = await loadPartitioned(es, chain, many, docs, uniformPartitioning(OFFSET * Math.ceil(copies / parts)));
+    // Both layouts alike: one segment per shard (sealed partitions are force-merged, es/partitions.ts `sealPartitions`).
+    await es.indices.forcemerge({ index: `${one}*,${many}*`, max_num_segments: 1 });
+    console.log(
+      `bench search --partitions ${parts}: ${docs.length} records (${copies} copies of the fixture blocks, ~${Math.round(docs.length / parts)} per partition) loaded twice: ${n1} backing indices under ${one}*, ${nP} under ${many}*, force-merged to 1 segment; load average ${loadavg()
+        .map((l) => l.toFixed(1))
+        .join(" ")}`,
+    );
+    let queries = partitionQueries(docs);
+    if (only) queries = queries.filter((q) => only.split(",").some((o) => q.name.includes(o)));
+    const rows: Array<{ name: string; shards: string; total: number; same: boolean; a: LoadResult; b: LoadResult }> = [];
+    for (const q of queries) {
+      // The indices the API names (pruned to the partitions a block range can match), for each layout.
+      const req = async (prefix: string) =>
+        directRequest(
+          config.elasticsearch.url,
+          chain,
+          prefix,
+          q,
+          config.api.maxSize,
+          config.elasticsearch.requestTimeoutMs,
+          await apiIndices(es, chain, prefix, q, config.api.maxSize),
+        );
+      const [ra, rb] = [await req(one), await req(many)];
+      const shardsOf = async (p: Prepared) =>
+        (
+          (await (await fetch(p.url, { method: "POST", headers: p.headers, body: p.body })).json()) as {
+            _shards: { total: number; skipped?: number };
+          }
+        )._shards;
+      const [ha, hb] = [await probe(ra), await probe(rb)];
+      const opts = (p: Prepared, seconds: number): LoadOptions => loadOptions(p, seconds, connections);
+      await runLoad(opts(ra, warmup));
+      await runLoad(opts(rb, warmup));
+      const sa: LoadSample[] = [];
+      const sb: LoadSample[] = [];
+      for (let i = 0; i < rounds; i++) {
+        sa.push(await runLoad(opts(ra, duration / rounds)));
+        sb.push(await runLoad(opts(rb, duration / rounds)));
+      }
+      const [s1, sP] = [await shardsOf(ra), await shardsOf(rb)];
+      const row = {
+        name: q.name,
+        shards: `${s1.total}/${sP.total}${sP.skipped ? ` (${sP.skipped} skipped)` : ""}`,
+        total: ha.total,
+        same: ha.total === hb.total && [...ha.ids].sort().join() === [...hb.ids].sort().join(),
+        a: summarize(sa),
+        b: summarize(sb),
+      };
+      rows.push(row);
+    }
+    console.log("");
+    const head = `${"query".padEnd(22)} ${pad("shards", 16)} ${pad("total", 6)} ${pad("1 p50", 7)} ${pad("1 p99", 7)} ${pad(`${parts} p50`, 7)} ${pad(`${parts} p99`, 7)} ${pad("p50 x", 6)} ${pad("p99 x", 6)}  verdict`;
+    console.log(head);
+    console.log("-".repeat(head.length));
+    let pass = true;
+    for (const r of rows) {
+      const x50 = r.b.p50 / r.a.p50;
+      const ok = x50 <= P50_TARGET && r.same;
+      pass &&= ok;
+      console.log(
+        `${r.name.padEnd(22)} ${pad(r.shards, 16)} ${pad(String(r.total), 6)} ${pad(fmtMs(r.a.p50), 7)} ${pad(fmtMs(r.a.p99), 7)} ${pad(fmtMs(r.b.p50), 7)} ${pad(fmtMs(r.b.p99), 7)} ${pad(x50.toFixed(2), 6)} ${pad((r.b.p99 / r.a.p99).toFixed(2), 6)}  ${ok ? "ok" : r.same ? "MISS" : "DIFFERENT HITS"}`,
+      );
+    }
+    const gm = Math.exp(rows.reduce((n, r) => n + Math.log(r.b.p50 / r.a.p50), 0) / Math.max(rows.length, 1));
+    console.log(
+      `(Elasticsearch _search directly; latencies in ms; ${connections} connections, closed loop, ${duration} s per layout in ${rounds} interleaved rounds)`,
+    );
+    console.log(
+      `geometric mean p50 ratio ${parts} partitions / 1: ${gm.toFixed(2)}; load average ${loadavg()
+        .map((l) => l.toFixed(1))
+        .join(" ")}`,
+    );
+    console.log("(shards: searched by one index / by the partitions, from `_shards`; skipped ones were ruled out by the can-match phase)");
+    console.log(
+      `verdict: ${pass ? "PASS" : "FAIL"} (target: p50 with ${parts} partitions <= ${P50_TARGET}x one index's, same hits, for every query)`,
+    );
+  } finally {
+    await deleteBenchIndices(es, chain, one).catch(() => {});
+    await deleteBenchIndices(es, chain, many).catch(() => {});
     await es.close();
   }
 }

@@ -39,6 +39,7 @@ import {
   UsageError,
 } from "./commands/core.js";
 import { alertsReplayCommand, statusCommand } from "./commands/operations.js";
+import { partitionsSealCommand } from "./commands/partitions.js";
 import { rulesTestCommand } from "./rules-test.js";
 
 export { abisAdd } from "./commands/abis.js";
@@ -54,7 +55,14 @@ export {
 export * from "./commands/core.js";
 
 /** The registered commands, in help order. Append to add one. */
-export const commands: CliCommand[] = [...accountCommands, ...abiCommands, alertsReplayCommand, statusCommand, rulesTestCommand];
+export const commands: CliCommand[] = [
+  ...accountCommands,
+  ...abiCommands,
+  alertsReplayCommand,
+  statusCommand,
+  rulesTestCommand,
+  partitionsSealCommand,
+];
 
 // ---------------------------------------------------------------------------------------------
 // Dispatcher

@@ -194,7 +194,8 @@ export const MAPPINGS: Record<RecordKind, Mapping> = {
 
 /**
  * Index settings shared by every kind: one shard, no replicas (a single node goes green), and
- * the `lowercase_address` normalizer (custom normalizer with the `lowercase` filter).
+ * the `lowercase_address` normalizer (custom normalizer with the `lowercase` filter). Backing
+ * indices take their kind's primaries and replicas instead (es/partitions.ts `partitionSettings`).
  */
 export const INDEX_SETTINGS = {
   number_of_shards: 1,
@@ -207,9 +208,12 @@ export function indexName(chain: ChainId, kind: RecordKind, prefix = ""): string
   return `${prefix}${chain.technology}-${chain.blockchain}-${chain.network}-${kind}`.toLowerCase();
 }
 
-/** Kind of an index name produced by {@link indexName}, or undefined. */
+/**
+ * Kind of an index name produced by {@link indexName} (an alias), or of one of its backing
+ * indices (`<alias>-p<partition>`, es/partitions.ts), or undefined.
+ */
 export function kindOfIndex(index: string): RecordKind | undefined {
-  const m = /-(block|tx|log|event|call)$/.exec(index);
+  const m = /-(block|tx|log|event|call)(?:-p\d+)?$/.exec(index);
   return m?.[1] as RecordKind | undefined;
 }
 

@@ -10,6 +10,8 @@ import { hostname } from "node:os";
 import { type ChainEntry, type ChainsFileError, chainKey } from "./chains.js";
 import { type ChainId, type ChainIdSource, type ChainSettings, servedChains } from "./config/chains.js";
 import { bool, ConfigError, explorers, int, list, oneOf, percent, str } from "./config/parse.js";
+import { partitioningOf } from "./config/partitioning.js";
+import type { Partitioning } from "./partitioning.js";
 
 export {
   type ChainId,
@@ -95,6 +97,15 @@ export interface Config {
      * no-op that still cost ~7 % of the API's CPU per small search (bench search profile).
      */
     tracing: boolean;
+    /**
+     * Indices partitioned by block range behind one alias per kind (es/partitions.ts): blocks per
+     * backing index, primaries and replicas, per record kind. Env `CHAINSIFT_INDEX_PARTITION_BLOCKS`,
+     * `CHAINSIFT_INDEX_SHARDS`, `CHAINSIFT_INDEX_REPLICAS`: each an integer for every kind or a JSON
+     * object by kind (`{"event":100000,"call":50000}`; kinds left out keep their default). Defaults
+     * es/partitions.ts `DEFAULT_PARTITIONING` (block 2,000,000, tx 150,000, log 250,000, event
+     * 150,000, call 60,000 blocks; 1 primary, 0 replicas), sized in docs/operations.md.
+     */
+    partitioning: Partitioning;
   };
   /** Env `REDIS_URL`, default `redis://127.0.0.1:6379`. */
   redisUrl: string;
@@ -470,6 +481,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       indexPrefix: str(env, "CHAINSIFT_INDEX_PREFIX", ""),
       requestTimeoutMs: int(env, "ELASTICSEARCH_REQUEST_TIMEOUT_MS", 30_000, 1),
       tracing: bool(env, "CHAINSIFT_ES_TRACING", false),
+      partitioning: partitioningOf(env),
     },
     redisUrl: str(env, "REDIS_URL", "redis://127.0.0.1:6379"),
     redisKeyPrefix: str(env, "CHAINSIFT_REDIS_PREFIX", "cs:"),

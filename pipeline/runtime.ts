@@ -175,7 +175,7 @@ export async function startPipeline(deps: PipelineDeps): Promise<Pipeline> {
   const ownEs = !deps.es;
   const es = deps.es ?? new Client({ node: config.elasticsearch.url, requestTimeout: config.elasticsearch.requestTimeoutMs });
   const bus = await createBus({ config, logger });
-  await ensureIndices(es, config.chain, config.elasticsearch.indexPrefix);
+  await ensureIndices(es, config.chain, config.elasticsearch.indexPrefix, config.elasticsearch.partitioning);
   const stages = deps.stages ?? ["decode", "index"];
   const consumers: RunningConsumer[] = [];
   const readiness: ReadinessCheck[] = [];
@@ -241,6 +241,7 @@ export async function startPipeline(deps: PipelineDeps): Promise<Pipeline> {
         es,
         chain: config.chain,
         indexPrefix: config.elasticsearch.indexPrefix,
+        partitioning: config.elasticsearch.partitioning,
         logger,
         refresh: deps.refresh,
         canonical: await chainState(),

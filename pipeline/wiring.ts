@@ -18,6 +18,7 @@
  */
 import { Client } from "@elastic/elasticsearch";
 import { indexName } from "../es/mappings.js";
+import { deleteIndicesOf } from "../es/partitions.js";
 import { replaceChains } from "../lib/chain-context.js";
 import type { Common } from "../lib/common.js";
 import { ConfigError } from "../lib/config.js";
@@ -170,10 +171,11 @@ export async function adoptNodeChainIds(common: Common): Promise<void> {
 export async function forgetEarlierRuns(common: Pick<Common, "logger">, chain: PipelineChainContext): Promise<void> {
   const { config } = chain;
   const es = new Client({ node: config.elasticsearch.url });
-  await es.indices.delete({
-    index: RECORD_KINDS.map((k) => indexName(config.chain, k, config.elasticsearch.indexPrefix)),
-    ignore_unavailable: true,
-  });
+  // The names are aliases over block-range partitions: their backing indices are deleted.
+  await deleteIndicesOf(
+    es,
+    RECORD_KINDS.map((k) => indexName(config.chain, k, config.elasticsearch.indexPrefix)),
+  );
   await es.close();
   const bus = await createBus({ config, logger: common.logger, setup: false });
   try {

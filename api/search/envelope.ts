@@ -2,6 +2,9 @@
  * Pure shaping of Elasticsearch search responses into the contract's hits envelope:
  * `{took, timed_out, _shards, hits: {total, max_score, hits: [{_index, _type, _id, _score, _routing?, _parent?, _source}]}}`.
  *
+ * - `_index` is the alias (`indexName(chain, kind, prefix)`), not the backing index of the hit's
+ *   block range (es/partitions.ts `aliasOfIndex`): the name the searches and the
+ *   Elasticsearch-compatible routes take.
  * - `_type` is the record kind, derived from the index name ({@link kindOfIndex}).
  * - `_routing` and `_parent` are the hash of the containing entity ({@link parentOf}): the block
  *   hash for a tx, the transaction hash for a log or event; absent for a block.
@@ -18,6 +21,7 @@
  */
 import type { estypes } from "@elastic/elasticsearch";
 import { kindOfIndex } from "../../es/mappings.js";
+import { aliasOfIndex } from "../../es/partitions.js";
 import { PARENT_FIELD, parentOf, type RecordByKind, type RecordKind } from "../../lib/records.js";
 
 /** Shard counts of a search (ES `_shards`, without failure details). */
@@ -161,7 +165,7 @@ export function shapeHit(hit: estypes.SearchHit<unknown>, opts: ShapeOptions = {
   const source = (hit._source ?? {}) as Record<string, unknown>;
   const parent = parentFromFields(kind, hit.fields) ?? parentOf(kind, source as unknown as RecordByKind[typeof kind]);
   const score = opts.unitScores ? 1 : (hit._score ?? null);
-  const out: EnvelopeHit = { _index: hit._index, _type: kind, _id: hit._id ?? "", _score: score, _source: source };
+  const out: EnvelopeHit = { _index: aliasOfIndex(hit._index), _type: kind, _id: hit._id ?? "", _score: score, _source: source };
   if (typeof parent === "string") {
     out._routing = parent;
     out._parent = parent;

@@ -17,7 +17,7 @@
  * - the head: `took`, `timed_out`, `_shards` (the four counts), `hits.total` as an integer
  *   (ES's `"terminated_early":false`, written in size 0 answers, is dropped as the parse path does),
  *   `hits.max_score` (1 for filter-only results, see api/search/envelope.ts);
- * - each hit's head: `_index`, `_type` (the kind of the index), `_id`, `_score` (1 for
+ * - each hit's head: `_index` (the alias, not the backing index: es/partitions.ts), `_type` (the kind of the index), `_id`, `_score` (1 for
  *   filter-only results), `_routing` and `_parent` (the hash of the containing block or
  *   transaction, read from the hit's `fields`, i.e. the request's `docvalue_fields`), then
  *   `_source` and `sort` exactly as ES wrote them; the `fields` part is dropped.
@@ -35,6 +35,7 @@
  */
 
 import { kindOfIndex } from "../../es/mappings.js";
+import { aliasOfIndex } from "../../es/partitions.js";
 import { PARENT_FIELD, type RecordKind } from "../../lib/records.js";
 
 /** The answer of a size ≥ 0 search, ready to send. */
@@ -72,13 +73,16 @@ const CLOSE_BRACKET = 0x5d; // ]
 /** A parent hash as chainsift stores it (0x-hex); any other parent value sends the response to the parse path. */
 const PLAIN = /^0x[0-9a-fA-F]+$/;
 
-const kindCache = new Map<string, RecordKind | undefined>();
-function kindOf(index: string): RecordKind | undefined {
-  if (!kindCache.has(index)) {
+const kindCache = new Map<string, { kind: RecordKind | undefined; alias: string }>();
+/** Kind and alias (the `_index` answered, es/partitions.ts `aliasOfIndex`) of an index a hit came from. */
+function kindOf(index: string): { kind: RecordKind | undefined; alias: string } {
+  let v = kindCache.get(index);
+  if (!v) {
     if (kindCache.size > 10_000) kindCache.clear();
-    kindCache.set(index, kindOfIndex(index));
+    v = { kind: kindOfIndex(index), alias: aliasOfIndex(index) };
+    kindCache.set(index, v);
   }
-  return kindCache.get(index);
+  return v;
 }
 
 /** Allocates the buffer an answer is written into (at least `size` bytes). Default `Buffer.allocUnsafe`. */
@@ -121,7 +125,7 @@ export function shapeRawEnvelope(response: Buffer | string, allocate: Allocate =
     const m = HIT_HEAD.exec(buf.toString("latin1", at, sourceAt));
     if (!m) return undefined;
     const [, index, id, score] = m as unknown as [string, string, string, string];
-    const kind = kindOf(index);
+    const { kind, alias } = kindOf(index);
     if (!kind) return undefined;
     const next = buf.indexOf(NEXT_HIT, sourceAt);
     const end = next < 0 || next >= stop ? stop - 1 : next; // the hit's closing brace
@@ -156,7 +160,7 @@ export function shapeRawEnvelope(response: Buffer | string, allocate: Allocate =
       return undefined; // a kind without a parent never gets `fields`; be safe if it does
     }
     const routing = parent === undefined ? "" : `,"_routing":"${parent}","_parent":"${parent}"`;
-    const hitHead = `${heads.length > 0 ? "," : ""}{"_index":"${index}","_type":"${kind}","_id":"${id}","_score":${unitScores ? "1" : score}${routing},"_source":`;
+    const hitHead = `${heads.length > 0 ? "," : ""}{"_index":"${alias}","_type":"${kind}","_id":"${id}","_score":${unitScores ? "1" : score}${routing},"_source":`;
     heads.push(hitHead);
     ranges.push(sourceAt, sourceEnd, sortAt, end);
     size += hitHead.length + (sourceEnd - sourceAt) + (end - sortAt) + 1;

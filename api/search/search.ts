@@ -20,6 +20,7 @@ import { AGG_LIMITS, countBuckets } from "../dsl/aggs.js";
 import type { SearchPlan } from "../dsl/validate.js";
 import { apiError } from "../errors.js";
 import { type HitsEnvelope, shapeEnvelope } from "./envelope.js";
+import { prunedTarget } from "./partitions.js";
 import type { BufferLease } from "./pool.js";
 import { type Allocate, type RawEnvelope, shapeRawEnvelope } from "./raw.js";
 
@@ -107,6 +108,9 @@ export function buildSearchRequest(
     timeout: `${requestTimeoutMs}ms`,
     ignore_unavailable: true,
     allow_no_indices: true,
+    // The aliases span block-range partitions (es/partitions.ts): the can-match phase, run whenever
+    // more than one shard is searched, skips the shards a block range or number cannot match.
+    pre_filter_shard_size: 1,
   };
   if (plan.query) req.query = plan.query as estypes.QueryDslQueryContainer;
   if (plan.sort) req.sort = plan.sort as estypes.Sort;
@@ -121,7 +125,8 @@ export function buildSearchRequest(
 
 /**
  * Runs a search with `size >= 0` and returns the hits envelope (with each hit's `sort` values when
- * the plan is sorted, and `aggregations` when it has any).
+ * the plan is sorted, and `aggregations` when it has any). The target's aliases are narrowed to the
+ * partitions the query's block range can match (api/search/partitions.ts `prunedTarget`).
  * @throws the ES client's errors (`ResponseError`, `ConnectionError`, `TimeoutError`, …), which the
  * error handler maps to CS_QUERY_REJECTED / CS_BACKEND_UNAVAILABLE / CS_INTERNAL; `ApiError`
  * CS_AGG_TOO_MANY_BUCKETS from {@link checkBucketCap}.
@@ -133,7 +138,8 @@ export async function runSearch(
   requestTimeoutMs: number,
   options: SearchOptions = {},
 ): Promise<HitsEnvelope> {
-  const res = await es.search(buildSearchRequest(plan, target, requestTimeoutMs, options), requestOptions(requestTimeoutMs));
+  const pruned = await prunedTarget(es, target, plan.query);
+  const res = await es.search(buildSearchRequest(plan, pruned, requestTimeoutMs, options), requestOptions(requestTimeoutMs));
   checkBucketCap(res.aggregations);
   return shapeEnvelope(res, shapeOptions(plan));
 }
@@ -204,14 +210,15 @@ export function searchBytes(es: Client, req: estypes.SearchRequest, requestTimeo
  * the layout that path expects, the response is parsed and shaped (and `allocate` is not used).
  * @throws as {@link runSearch}.
  */
-export function runSearchText(
+export async function runSearchText(
   es: Client,
   plan: SearchPlan,
   target: SearchTarget,
   requestTimeoutMs: number,
   allocate?: Allocate,
 ): Promise<RawEnvelope> {
-  return withSearchBytes(es, buildSearchRequest(plan, target, requestTimeoutMs), requestTimeoutMs, (bytes) => {
+  const pruned = await prunedTarget(es, target, plan.query);
+  return withSearchBytes(es, buildSearchRequest(plan, pruned, requestTimeoutMs), requestTimeoutMs, (bytes) => {
     if (!plan.aggs) {
       const fast = shapeRawEnvelope(bytes, allocate);
       if (fast) return fast;

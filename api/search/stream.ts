@@ -2,7 +2,7 @@
  * `size: -1` ("return all matches"): a point-in-time (PIT) + `search_after` scan whose hits are
  * written to the reply incrementally, so memory stays bounded by one page whatever the result size.
  *
- * 1. Open a PIT on every requested index
+ * 1. Open a PIT on every requested index (the partitions a block range can match: api/search/partitions.ts)
  *    (https://www.elastic.co/guide/en/elasticsearch/reference/8.19/point-in-time-api.html).
  * 2. Count the matches against that PIT (`size: 0`, `track_total_hits: true`): the envelope's
  *    `hits.total`, `took`, `timed_out` and `_shards` come from this request. Because the scan uses the
@@ -28,6 +28,7 @@ import { Readable } from "node:stream";
 import type { Client, estypes } from "@elastic/elasticsearch";
 import type { SearchPlan } from "../dsl/validate.js";
 import { shapeHit, shapeShards, totalOf } from "./envelope.js";
+import { searchIndices } from "./partitions.js";
 import { checkBucketCap, parentFields, requestOptions, type SearchTarget } from "./search.js";
 
 /** Minimal logger used by the stream (pino and Fastify loggers fit). */
@@ -82,7 +83,9 @@ export async function streamSearch(opts: StreamSearchOptions): Promise<SearchStr
   const reqOpts = requestOptions(requestTimeoutMs);
   const timeout = `${requestTimeoutMs}ms`;
 
-  const opened = await es.openPointInTime({ index: target.indices, keep_alive: keepAlive, ignore_unavailable: true }, reqOpts);
+  // On the partitions the query's block range can match (api/search/partitions.ts), else the aliases.
+  const index = await searchIndices(es, target, plan.query);
+  const opened = await es.openPointInTime({ index, keep_alive: keepAlive, ignore_unavailable: true }, reqOpts);
   let pitId = opened.id;
   let closing: Promise<void> | undefined;
   /** Idempotent: the scan's `finally` and the stream's `close` event both call it. */

@@ -8,6 +8,7 @@ import { performance } from "node:perf_hooks";
 import { Readable } from "node:stream";
 import type { Client } from "@elastic/elasticsearch";
 import { indexName } from "../../es/mappings.js";
+import { deleteIndicesOf } from "../../es/partitions.js";
 import type { ChainId } from "../../lib/config.js";
 import { type EventRecord, RECORD_KINDS, type RecordKind, recordId } from "../../lib/records.js";
 import { createDecoder } from "../../pipeline/decode/decoder.js";
@@ -202,7 +203,7 @@ export async function bulkLoad(
 
 /** Deletes the four record indices under `prefix` (by name; missing ones are ignored). Never throws. */
 export async function deleteBenchIndices(es: Client, chain: ChainId, prefix: string): Promise<void> {
-  await es.indices
-    .delete({ index: benchIndices(chain, prefix).join(","), ignore_unavailable: true, allow_no_indices: true })
-    .catch((err: unknown) => console.error(`could not delete the ${prefix}* indices:`, err));
+  await deleteIndicesOf(es, benchIndices(chain, prefix)).catch((err: unknown) =>
+    console.error(`could not delete the ${prefix}* indices:`, err),
+  );
 }

@@ -37,11 +37,19 @@
  *    ingest's durable `orphaned` set (kept `ORPHANED_RETENTION_MS`, 14 days): a record of a block in
  *    it, older than the announcement that orphaned the block, is orphaned. So a rebuild from the
  *    topics or an Elasticsearch outage of any length does not bring orphaned records back.
+ *
+ * Partitions (es/partitions.ts): each document is written to the backing index of its block's
+ * range, `<alias>-p<floor(height / N)>`, so external versions are per backing index. A transaction
+ * that a reorg moves to a block of another partition is written there as a new document; its old
+ * document (in the orphaned block's partition) is found and deleted by mechanisms 2 and 3, which
+ * search the alias and delete by the concrete index a hit or a write names. So one document remains
+ * (test/e2e/partitions.test.ts moves one across a boundary).
  * @module
  */
 import type { Client } from "@elastic/elasticsearch";
 import { Registry } from "prom-client";
-import { INDEX_SETTINGS, indexName, MAPPINGS } from "../../es/mappings.js";
+import { indexName, kindOfIndex, MAPPINGS } from "../../es/mappings.js";
+import { createPartitionRouter, DEFAULT_PARTITIONING, ensureAlias, type Partitioning } from "../../es/partitions.js";
 import type { DecodeMethodOptions } from "../../lib/chain/methods.js";
 import type { CanonicalReader } from "../../lib/chain/state.js";
 import type { ChainId } from "../../lib/config.js";
@@ -57,6 +65,9 @@ import { countByKind, indexMetricsOf } from "./metrics.js";
 
 /** One document to index. */
 export interface IndexDoc {
+  /** Its record kind. */
+  kind: RecordKind;
+  /** The kind's alias (`indexName`) from {@link toIndexDocs}; the indexer sets the backing index it is written to. */
   index: string;
   id: string;
   doc: Record<string, unknown>;
@@ -100,7 +111,15 @@ export function toIndexDocs(
         const version = messageSeq(input.message);
         for (const call of callRecords(input.record as TraceRecord, decode)) {
           const at = { height: call.blockNumber.num, blockHash: call.blockHash };
-          docs.push({ index: indexName(chain, "call", indexPrefix), id: callId(call), doc: call as never, input, ...at, version });
+          docs.push({
+            kind: "call",
+            index: indexName(chain, "call", indexPrefix),
+            id: callId(call),
+            doc: call as never,
+            input,
+            ...at,
+            version,
+          });
         }
       } catch (err) {
         failures.push({
@@ -114,6 +133,7 @@ export function toIndexDocs(
     if (!kind) continue;
     const doc = input.record as Record<string, unknown>;
     docs.push({
+      kind,
       index: indexName(chain, kind, indexPrefix),
       id: recordId(kind, doc as never),
       doc,
@@ -126,33 +146,32 @@ export function toIndexDocs(
 }
 
 /**
- * Creates each kind's index with its explicit mapping and settings when missing, and adds the
- * fields a newer chainsift maps to an existing index (PUT `_mapping` adds fields and never changes
- * existing ones: https://www.elastic.co/guide/en/elasticsearch/reference/8.19/indices-put-mapping.html),
+ * Makes each kind's alias ready (es/partitions.ts `ensureAlias`): creates partition 0 with its
+ * explicit mapping and the kind's settings behind the alias when the alias is missing, migrates a
+ * concrete index of the alias's name (the layout before partitioning) in place, and adds the fields
+ * a newer chainsift maps to the existing backing indices (PUT `_mapping` adds fields and never
+ * changes existing ones: https://www.elastic.co/guide/en/elasticsearch/reference/8.19/indices-put-mapping.html),
  * so an upgrade indexes its new record fields into the old indices (`dynamic: strict` would refuse them).
+ * @param partitioning - blocks per partition, primaries and replicas per kind; default {@link DEFAULT_PARTITIONING}.
  * @throws when Elasticsearch refuses (e.g. a mapping that conflicts with the existing one).
  */
-export async function ensureIndices(es: Client, chain: ChainId, indexPrefix: string): Promise<void> {
-  for (const kind of Object.keys(MAPPINGS) as RecordKind[]) {
-    const index = indexName(chain, kind, indexPrefix);
-    if (await es.indices.exists({ index })) {
-      await es.indices.putMapping({ index, ...(MAPPINGS[kind] as object) });
-      continue;
-    }
-    try {
-      await es.indices.create({ index, settings: INDEX_SETTINGS as never, mappings: MAPPINGS[kind] as never });
-    } catch (err) {
-      const type = (err as { body?: { error?: { type?: string } } }).body?.error?.type;
-      if (type !== "resource_already_exists_exception") throw err;
-    }
-  }
+export async function ensureIndices(
+  es: Client,
+  chain: ChainId,
+  indexPrefix: string,
+  partitioning: Partitioning = DEFAULT_PARTITIONING,
+): Promise<void> {
+  for (const kind of Object.keys(MAPPINGS) as RecordKind[]) await ensureAlias(es, chain, kind, indexPrefix, partitioning[kind]);
 }
 
 /** Dependencies of {@link createIndexer}. */
 export interface IndexerDeps {
   /** Elasticsearch client (e.g. the pipeline's); left open (the caller owns it). */
   es: Client;
-  /** The chain whose indices are written: `<indexPrefix><technology>-<blockchain>-<network>-<kind>` (es/mappings.ts `indexName`). */
+  /**
+   * The chain whose indices are written: aliases `<indexPrefix><technology>-<blockchain>-<network>-<kind>`
+   * (es/mappings.ts `indexName`), backing indices `<alias>-p<partition>` (es/partitions.ts).
+   */
   chain: ChainId;
   /** Prepended to every index name, e.g. `""` (config `elasticsearch.indexPrefix`); tests use a unique one. */
   indexPrefix: string;
@@ -166,6 +185,11 @@ export interface IndexerDeps {
   flushBytes?: number;
   /** Retries of 429-rejected items inside one bulk call. Default 5. */
   retries?: number;
+  /**
+   * Blocks per partition, primaries and replicas per kind (config `elasticsearch.partitioning`);
+   * default es/partitions.ts `DEFAULT_PARTITIONING`. Every indexer of a chain must use the same.
+   */
+  partitioning?: Partitioning;
   /** Refresh the touched indices after each batch (tests; default false, ES refreshes every second). */
   refresh?: boolean;
   /**
@@ -229,7 +253,7 @@ export function createIndexer(deps: IndexerDeps): Indexer {
   const counts: IndexCounts = { written: 0, superseded: 0, skippedOrphaned: 0, deletedOrphaned: 0 };
   const indices = allIndices(deps.chain, deps.indexPrefix);
   const metrics = indexMetricsOf(deps.registry ?? new Registry());
-  const kindOfIndex = new Map(indices.map((i) => [i.index, i.kind] as const));
+  const router = createPartitionRouter(es, deps.chain, deps.indexPrefix, deps.partitioning ?? DEFAULT_PARTITIONING);
   /** Counts documents of one result, by their index's record kind: one `inc` per kind, not per document. */
   const countDocs = (result: string, docIndices: Iterable<string | undefined>) =>
     countByKind(metrics.documents, result, docIndices, kindOfIndex);
@@ -364,6 +388,9 @@ export function createIndexer(deps: IndexerDeps): Indexer {
         return failures;
       }
       const all = toIndexDocs(inputs, deps.chain, deps.indexPrefix, failures, deps.decode);
+      // Each document goes to the backing index of its block's partition, created ahead of need.
+      await router.prepare(all).catch(retryable("creating partitions failed"));
+      for (const d of all) d.index = router.indexOf(d.kind, d.height);
       const stale = await orphanedAmong(all);
       counts.skippedOrphaned += stale.size;
       countDocs(
@@ -502,7 +529,7 @@ export interface IndexStageDeps extends IndexerDeps {
  *   lib/errors.ts class.
  */
 export async function startIndexStage(deps: IndexStageDeps): Promise<RunningConsumer> {
-  await ensureIndices(deps.es, deps.chain, deps.indexPrefix);
+  await ensureIndices(deps.es, deps.chain, deps.indexPrefix, deps.partitioning);
   const indexer = createIndexer(deps);
   const topics = deps.topics ?? ["blocks", "transactions", "logs", "events", "traces", "reorgs"];
   const records = topics.filter((t) => t !== "reorgs");

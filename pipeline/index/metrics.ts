@@ -54,17 +54,18 @@ export const indexMetricsOf = memoPerRegistry(
  * @param documents - the family ({@link IndexMetrics.documents}).
  * @param result - the `result` label, e.g. `written`.
  * @param docIndices - the index of each document (undefined: unknown).
- * @param kindOfIndex - index name → record kind (`kind` label); an index not in it counts as `unknown`.
+ * @param kindOfIndex - index name (an alias or a backing partition) → record kind (`kind` label);
+ *   undefined counts as `unknown`.
  */
 export function countByKind(
   documents: Counter<"kind" | "result">,
   result: string,
   docIndices: Iterable<string | undefined>,
-  kindOfIndex: ReadonlyMap<string, string>,
+  kindOfIndex: (index: string) => string | undefined,
 ): void {
   const perKind = new Map<string, number>();
   for (const index of docIndices) {
-    const kind = kindOfIndex.get(index ?? "") ?? "unknown";
+    const kind = (index === undefined ? undefined : kindOfIndex(index)) ?? "unknown";
     perKind.set(kind, (perKind.get(kind) ?? 0) + 1);
   }
   for (const [kind, n] of perKind) documents.inc({ kind, result }, n);

@@ -6,6 +6,9 @@
 import { getAddress } from "ethers";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startApi } from "../../api/server.js";
+import { indexName } from "../../es/mappings.js";
+import { partitionIndexName } from "../../es/partitions.js";
+import { uniformPartitioning } from "../../lib/partitioning.js";
 import { type Pipeline, startPipeline } from "../../pipeline/runtime.js";
 import { type FixtureBlock, hasMainnetFixtures, loadCompleteBlocks, type RpcObject, SKIP_NO_FIXTURES } from "../support/fixtures.js";
 import { createHarness, type Harness, probeStack, waitFor } from "../support/harness.js";
@@ -57,6 +60,8 @@ describe.skipIf(!fixtures || !up.ok)("mainnet fixtures → ingest → Kafka → 
   beforeAll(async () => {
     blocks = loadCompleteBlocks();
     h = createHarness();
+    // Partitions of 1 block (issue 22): each block's records in a backing index of their own behind each kind's alias.
+    h.config.elasticsearch.partitioning = uniformPartitioning(1);
     token = h.config.api.tokens[0] as string;
     replay = await startRpcReplay({ blocks, blockReceipts: true, traces: true });
     pipeline = await startPipeline({ config: h.config, logger: h.logger, es: h.es });
@@ -69,6 +74,7 @@ describe.skipIf(!fixtures || !up.ok)("mainnet fixtures → ingest → Kafka → 
     const txTotal = blocks.reduce((n, b) => n + (b.block.transactions as unknown[]).length, 0);
     const logTotal = blocks.reduce((n, b) => n + receiptLogs(b).length, 0);
     // Wait until everything is searchable.
+    await waitFor(async () => (await search("block", { size: 0 })).hits.total === blocks.length, 120_000, 500);
     await waitFor(async () => (await search("tx", { size: 0 })).hits.total === txTotal, 120_000, 500);
     await waitFor(async () => (await search("log", { size: 0 })).hits.total === logTotal, 120_000, 500);
     await waitFor(
@@ -100,6 +106,10 @@ describe.skipIf(!fixtures || !up.ok)("mainnet fixtures → ingest → Kafka → 
       const logs = await search("log", { query: { range: { "blockNumber.num": { gte: fb.number, lte: fb.number } } }, size: 0 });
       expect(logs.hits.total, `logs of ${fb.number}`).toBe(receiptLogs(fb).length);
     }
+    // One backing index per block (and ahead of need, the next block's).
+    const blockAlias = indexName(h.config.chain, "block", h.config.elasticsearch.indexPrefix);
+    const backing = new Set(Object.keys(await h.es.indices.get({ index: blockAlias })));
+    for (const fb of blocks) expect(backing.has(partitionIndexName(blockAlias, fb.number)), `partition of ${fb.number}`).toBe(true);
     const b17 = await search("tx", { query: { term: { "blockNumber.num": 17_000_000 } }, size: 0 });
     expect(b17.hits.total).toBe(102);
     const l17 = await search("log", { query: { term: { "blockNumber.num": 17_000_000 } }, size: 0 });

@@ -23,6 +23,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { AnvilHandle } from "../../cli/devchain/anvil.js";
 import { rpcCall } from "../../cli/devchain/rpc.js";
 import type { TrafficHandle } from "../../cli/devchain/traffic.js";
+import { uniformPartitioning } from "../../lib/partitioning.js";
 import { createDecoder } from "../../pipeline/decode/decoder.js";
 import { type ChainComparison, compareWithChain } from "../support/canonical.js";
 import { type FollowedChain, startFollowedChain } from "../support/followed-chain.js";
@@ -152,7 +153,8 @@ describe.skipIf(!up.ok)("Reorg matrix (anvil with ERC-20 traffic, decode + index
 
   let env: FollowedChain;
   beforeAll(async () => {
-    env = await startFollowedChain(decoder);
+    // Partitions of 25 blocks (es/partitions.ts): the deeper reorgs span partition boundaries.
+    env = await startFollowedChain(decoder, { partitioning: uniformPartitioning(25) });
     ({ h, anvil, traffic, app, setupHeight } = env);
   });
   afterAll(async () => {

@@ -19,6 +19,7 @@ import type { AddressInfo } from "node:net";
 import { Client } from "@elastic/elasticsearch";
 import { buildApi } from "../../api/app.js";
 import { loadConfig } from "../../lib/config.js";
+import { uniformPartitioning } from "../../lib/partitioning.js";
 import { createDeliverer } from "../../pipeline/notify/deliver.js";
 import { generateSecret } from "../../pipeline/notify/sign.js";
 import { deleteRedisKeys, indexFixtures, isolatedApi, MAINNET, RECORDS, searchStackUp } from "../integration/api/fixtures.js";
@@ -57,7 +58,8 @@ if (!(await searchStackUp(base))) process.exit(1);
 
 const { id: ID, indexPrefix: PREFIX, token: TOKEN, config } = isolatedApi(base, "py");
 const es = new Client({ node: base.elasticsearch.url });
-await indexFixtures(es, MAINNET, PREFIX);
+// Partitions of 1 block behind each kind's alias (es/partitions.ts), as a large deployment has them.
+await indexFixtures(es, MAINNET, PREFIX, uniformPartitioning(1));
 const app = await buildApi({ config, es, logger: false });
 await app.listen({ host: "127.0.0.1", port: 0 });
 const url = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;

@@ -9,6 +9,7 @@ import { buildApi } from "../../api/app.js";
 import { type AnvilHandle, startAnvil } from "../../cli/devchain/anvil.js";
 import { rpcCall } from "../../cli/devchain/rpc.js";
 import { startTraffic, type TrafficHandle } from "../../cli/devchain/traffic.js";
+import type { Partitioning } from "../../lib/partitioning.js";
 import type { Decoder } from "../../pipeline/decode/decoder.js";
 import { type Pipeline, startPipeline } from "../../pipeline/runtime.js";
 import { createHarness, type Harness } from "./harness.js";
@@ -30,9 +31,11 @@ export interface FollowedChain {
  * Starts anvil (0.25 s blocks) with ERC-20 traffic every 200 ms, decode + index, a follower from
  * block 0 (100 ms polls) and the API.
  * @param decoder The decoder of the decode stage (its chain id must be anvil's, 31337).
+ * @param options.partitioning Blocks per partition etc. of the index stage (default the config's).
  */
-export async function startFollowedChain(decoder: Decoder): Promise<FollowedChain> {
+export async function startFollowedChain(decoder: Decoder, options: { partitioning?: Partitioning } = {}): Promise<FollowedChain> {
   const h = createHarness();
+  if (options.partitioning) h.config.elasticsearch.partitioning = options.partitioning;
   h.config.api.rateLimitMax = 1_000_000;
   const controller = new AbortController();
   const anvil = await startAnvil({ blockTimeSec: 0.25 });

@@ -40,6 +40,7 @@ import { ApiError, apiError, type ErrorBody, errorBody } from "../../errors.js";
 import { mapError } from "../../plugins/errors.js";
 import { requireObjectBody } from "../../plugins/object-body.js";
 import { type EsSearchResponse, toEsErrorBody, toEsSearchResponse } from "../../search/es-shape.js";
+import { searchIndices } from "../../search/partitions.js";
 import { requestOptions, runSearch, type SearchTarget } from "../../search/search.js";
 import { SearchBody } from "../search/schema.js";
 import { chainLabel } from "../search/target.js";
@@ -333,7 +334,8 @@ export const esRoutes: FastifyPluginAsyncTypebox<EsRoutesOptions> = async (app, 
           if (key !== "query") throw apiError("CS_BODY_INVALID", `_count takes only query; unknown key ${JSON.stringify(key)}`, key);
         const checked = validateQuery(body.query ?? {}, t.kinds);
         if (!checked.ok) throw new ApiError(checked.errors);
-        const req: estypes.CountRequest = { index: t.indices, ignore_unavailable: true, allow_no_indices: true };
+        const index = await searchIndices(app.es, t, checked.value);
+        const req: estypes.CountRequest = { index, ignore_unavailable: true, allow_no_indices: true };
         if (checked.value) req.query = checked.value as estypes.QueryDslQueryContainer;
         const res = await app.es.count(req, requestOptions(timeoutMs));
         const s = res._shards;

@@ -15,6 +15,7 @@ import { buildApi } from "../../../api/app.js";
 import { CLAIMED_ES_VERSION } from "../../../api/routes/es/index.js";
 import { indexName } from "../../../es/mappings.js";
 import { loadConfig } from "../../../lib/config.js";
+import { uniformPartitioning } from "../../../lib/partitioning.js";
 import type { Quantity } from "../../../lib/records.js";
 import pkg from "../../../package.json" with { type: "json" };
 import {
@@ -60,7 +61,8 @@ describe.skipIf(!up)("the official @elastic/elasticsearch 8 client against the A
 
   beforeAll(async () => {
     es = new Client({ node: base.elasticsearch.url });
-    await indexFixtures(es, MAINNET, PREFIX);
+    // Partitions of 1 block (es/partitions.ts): the routes search aliases over several backing indices, pruned by block number.
+    await indexFixtures(es, MAINNET, PREFIX, uniformPartitioning(1));
     app = await buildApi({ config, es, logger: false });
     await app.listen({ host: "127.0.0.1", port: 0 });
     apiUrl = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
@@ -176,7 +178,9 @@ describe.skipIf(!up)("the official @elastic/elasticsearch 8 client against the A
     expect(ids(await client.search({ index: "ethereum-ethereum-mainnet-*", query }))).toEqual([tx0.hash, b0.hash].sort());
     expect(ids(await client.search({ index: "*", query }))).toEqual([tx0.hash, b0.hash].sort());
     expect(ids(await client.search({ query }))).toEqual([tx0.hash, b0.hash].sort());
-    // A hit's _index can be searched again.
+    // A hit's _index (the alias, not the block's backing index) can be searched again.
+    const hit = (await client.search({ index: "tx", query })).hits.hits[0];
+    expect(hit?._index).toBe(indexName(MAINNET, "tx", PREFIX));
     expect(ids(await client.search({ index: indexName(MAINNET, "tx", PREFIX), query }))).toEqual([tx0.hash]);
     const r = await refusal(client.search({ index: "ethereum-ethereum-sepolia-tx", query }));
     expect(r).toMatchObject({ status: 404, code: "CS_UNKNOWN_KIND" });

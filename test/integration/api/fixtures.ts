@@ -9,7 +9,9 @@ import { id as keccakText } from "ethers";
 import type { FastifyInstance } from "fastify";
 import { buildApi } from "../../../api/app.js";
 import { INDEX_SETTINGS, indexName, MAPPINGS } from "../../../es/mappings.js";
+import { createPartitionRouter } from "../../../es/partitions.js";
 import type { ChainId, Config } from "../../../lib/config.js";
+import type { Partitioning } from "../../../lib/partitioning.js";
 import {
   type BlockRecord,
   type EventRecord,
@@ -22,6 +24,7 @@ import {
   type TransactionRecord,
 } from "../../../lib/records.js";
 import { connectRedisClient } from "../../../lib/redis.js";
+import { ensureIndices } from "../../../pipeline/index/indexer.js";
 import { ABSENT_BLOCK_FIELDS, ABSENT_TRANSACTION_FIELDS } from "../../support/records.js";
 
 /** Whether Elasticsearch answers `_cluster/health` at `url` within 3 s. */
@@ -278,20 +281,33 @@ addLogAndEvent(
 /** All fixture records by kind. */
 export const RECORDS: { [K in RecordKind]: RecordByKind[K][] } = { block: blocks, tx: txs, log: logs, event: events, call: [] };
 
-/** Creates the four record indices of `chain` under `prefix` and indexes {@link RECORDS} (refreshed). */
-export async function indexFixtures(es: Client, chain: ChainId, prefix: string): Promise<string[]> {
+/**
+ * Creates the record indices of `chain` under `prefix` and indexes {@link RECORDS} (refreshed): one
+ * concrete index per kind (the layout before partitioning), or with `partitioning` the aliases over
+ * block-range partitions, each record routed to its backing index as the index stage does
+ * (es/partitions.ts). Returns the index (alias) names.
+ */
+export async function indexFixtures(es: Client, chain: ChainId, prefix: string, partitioning?: Partitioning): Promise<string[]> {
   const indices = RECORD_KINDS.map((k) => indexName(chain, k, prefix));
-  for (const kind of RECORD_KINDS) {
-    await es.indices.create({
-      index: indexName(chain, kind, prefix),
-      settings: INDEX_SETTINGS as unknown as estypes.IndicesIndexSettings,
-      mappings: MAPPINGS[kind],
-    });
+  const router = partitioning ? createPartitionRouter(es, chain, prefix, partitioning) : undefined;
+  const heightOf = (kind: RecordKind, r: Record<string, unknown>) => ((kind === "block" ? r.number : r.blockNumber) as { num: number }).num;
+  if (partitioning && router) {
+    await ensureIndices(es, chain, prefix, partitioning);
+    await router.prepare(RECORD_KINDS.flatMap((kind) => RECORDS[kind].map((r) => ({ kind, height: heightOf(kind, r as never) }))));
+  } else {
+    for (const kind of RECORD_KINDS) {
+      await es.indices.create({
+        index: indexName(chain, kind, prefix),
+        settings: INDEX_SETTINGS as unknown as estypes.IndicesIndexSettings,
+        mappings: MAPPINGS[kind],
+      });
+    }
   }
   const operations: object[] = [];
   for (const kind of RECORD_KINDS) {
     for (const record of RECORDS[kind]) {
-      operations.push({ index: { _index: indexName(chain, kind, prefix), _id: recordId(kind, record) } }, record);
+      const index = router ? router.indexOf(kind, heightOf(kind, record as never)) : indexName(chain, kind, prefix);
+      operations.push({ index: { _index: index, _id: recordId(kind, record) } }, record);
     }
   }
   const bulk = await es.bulk({ operations, refresh: true });

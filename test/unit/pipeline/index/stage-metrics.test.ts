@@ -31,8 +31,8 @@ describe("countByKind (index stage)", () => {
       ["p-block", "block"],
       ["p-log", "log"],
     ]);
-    countByKind(documents, "written", ["p-log", "p-block", "p-log", "p-log", "elsewhere", undefined], kinds);
-    countByKind(documents, "superseded", [], kinds);
+    countByKind(documents, "written", ["p-log", "p-block", "p-log", "p-log", "elsewhere", undefined], (i) => kinds.get(i));
+    countByKind(documents, "superseded", [], (i) => kinds.get(i));
     expect(inc).toHaveBeenCalledTimes(3);
     expect(await values(registry, "chainsift_index_documents_total")).toEqual({
       "kind=log,result=written": 3,
