@@ -95,13 +95,19 @@ export interface ChainState extends CanonicalReader {
    * Reserves `count` consecutive ingest sequence numbers and returns the first. Numbers grow
    * strictly; the Redis state never hands out one below `Date.now() * 1000` (microseconds), so a
    * lost or reset state does not hand out numbers below the versions already in Elasticsearch.
+   * @param expect - blocks to record as canonical first, as {@link ChainState.expect} does, in the
+   *   same Redis round trip (one script: `canon` written, then the numbers reserved, atomically).
+   *   The follower's catch-up needs both before every block it produces. Default: none.
    */
-  reserveSeq(count: number): Promise<number>;
+  reserveSeq(count: number, expect?: readonly BlockRef[]): Promise<number>;
   /** The follower's position. */
   loadFollower(): Promise<FollowerPosition>;
   /** Records that the block `ref` is about to be produced as canonical at its height (`canon`). */
   expect(refs: readonly BlockRef[]): Promise<void>;
-  /** Records that the follower produced `ref`: `produced[ref.number]` and the tip. */
+  /**
+   * Records that the follower produced `ref`: `produced[ref.number]` and the tip, both at once
+   * (Redis: one script, one round trip; a crash never leaves one without the other).
+   */
   markProduced(ref: BlockRef): Promise<void>;
   /**
    * Records a reorg before its announcements are produced: each orphaned `hash` joins the `orphaned`
@@ -158,6 +164,18 @@ redis.call('SET', KEYS[1], string.format('%d', cur))
 return string.format('%d', cur)`;
 
 /**
+ * {@link RESERVE} after `HSET canon` (KEYS[2]) of the field/value pairs ARGV[3..] (height, hash),
+ * when there are any: the blocks recorded as canonical and their sequence numbers in one round trip.
+ */
+const EXPECT_RESERVE = `for i = 3, #ARGV - 1, 2 do redis.call('HSET', KEYS[2], ARGV[i], ARGV[i + 1]) end
+${RESERVE}`;
+
+/** `HSET produced` (KEYS[1]) ARGV[1] = height → ARGV[2] = hash, and `SET tip` (KEYS[2]) to ARGV[3], atomically. */
+const MARK_PRODUCED = `redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
+redis.call('SET', KEYS[2], ARGV[3])
+return 1`;
+
+/**
  * Adds block hashes to the `orphaned` set (KEYS[1]) with score max(seq (KEYS[2]), ARGV[1] = now in µs) + 1:
  * every number reserved so far is below it, every later one at or above. Drops members older than
  * ARGV[2] (µs) and lets the whole set expire ARGV[3] ms after the last orphaning. Returns the score.
@@ -194,8 +212,10 @@ export function createRedisChainState(redis: ChainStateRedis, keyPrefix: string,
   const below = async (key: string, height: number) => (await redis.hKeys(key)).filter((f) => Number(f) < height);
   return {
     recordFinalized: (finalized) => recordFinalized(redis, `${p}finalized`, finalized),
-    async reserveSeq(count) {
-      const last = Number(await redis.eval(RESERVE, { keys: [k.seq], arguments: [String(count), String(Date.now() * 1000)] }));
+    async reserveSeq(count, expect = []) {
+      const args = [String(count), String(Date.now() * 1000)];
+      for (const r of expect) args.push(String(r.number), r.hash);
+      const last = Number(await redis.eval(EXPECT_RESERVE, { keys: [k.seq, k.canon], arguments: args }));
       return last - count + 1;
     },
     async loadFollower() {
@@ -214,8 +234,10 @@ export function createRedisChainState(redis: ChainStateRedis, keyPrefix: string,
       await redis.hSet(k.canon, Object.fromEntries(refs.map((r) => [String(r.number), r.hash])));
     },
     async markProduced(ref) {
-      await redis.hSet(k.produced, { [String(ref.number)]: ref.hash });
-      await redis.set(k.tip, `${ref.number}:${ref.hash}`);
+      await redis.eval(MARK_PRODUCED, {
+        keys: [k.produced, k.tip],
+        arguments: [String(ref.number), ref.hash, `${ref.number}:${ref.hash}`],
+      });
     },
     async announce(replacements) {
       if (replacements.length === 0) return;
@@ -279,7 +301,8 @@ export function createMemoryChainState(firstSeq = 1): ChainState {
   const backfills = new Map<string, number>();
   const orphaned = new Map<string, number>();
   return {
-    async reserveSeq(count) {
+    async reserveSeq(count, expect = []) {
+      for (const r of expect) canon.set(r.number, r.hash);
       seq += count;
       return seq - count + 1;
     },

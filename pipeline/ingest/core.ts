@@ -187,8 +187,12 @@ export function createIngestCore(deps: IngesterDeps) {
     if (produced.length > 0) {
       const refs = produced.map((b) => ({ number: b.block.number.num, hash: b.block.hash }));
       // canon first: the index stage treats a record as orphaned only once canon says so (lib/chain/state.ts).
-      if (expect) await withRetry("record canonical hashes", () => state.expect(refs), signal);
-      const first = await withRetry("reserve sequence numbers", () => state.reserveSeq(produced.length), signal);
+      // One round trip for both (the follower's catch-up pays it per block).
+      const first = await withRetry(
+        expect ? "record canonical hashes and reserve sequence numbers" : "reserve sequence numbers",
+        () => state.reserveSeq(produced.length, expect ? refs : undefined),
+        signal,
+      );
       for (const [i, b] of produced.entries()) messages.push(...bundleToMessages(b, first + i));
       await withRetry(`produce ${produced.length} blocks`, () => producer.send(messages), signal, "kafka");
     }

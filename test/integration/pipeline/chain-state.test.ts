@@ -1,7 +1,16 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type ChainState, createRedisChainState, ingestKeyPrefix, ORPHANED_RETENTION_MS } from "../../../lib/chain/state.js";
+import {
+  type ChainState,
+  type ChainStateRedis,
+  createRedisChainState,
+  ingestKeyPrefix,
+  ORPHANED_RETENTION_MS,
+} from "../../../lib/chain/state.js";
+import { createLogger } from "../../../lib/logger.js";
 import { type ConnectedRedis, connectRedisClient } from "../../../lib/redis.js";
+import { createIngester } from "../../../pipeline/ingest/ingest.js";
 import { createHarness, type Harness, probeStack } from "../../support/harness.js";
+import { blockNumbers, followUntil, h as hashOf, recordingProducer, scriptedChain, seqOf } from "../../support/scripted-chain.js";
 
 const up = await probeStack();
 
@@ -76,5 +85,50 @@ describe.skipIf(!up.ok)("ingest's durable state in Redis", () => {
     const ttl = await redis.client.pTTL(key);
     expect(ttl).toBeGreaterThan(ORPHANED_RETENTION_MS - 60_000);
     expect(ttl).toBeLessThanOrEqual(ORPHANED_RETENTION_MS);
+  });
+  it("records blocks as canonical in the same round trip as their sequence numbers (reserveSeq with expect)", async () => {
+    const first = await state.reserveSeq(2, [
+      { number: 40, hash: "0x40" },
+      { number: 41, hash: "0x41" },
+    ]);
+    const next = await state.reserveSeq(1, []);
+    expect(next).toBeGreaterThanOrEqual(first + 2); // both numbers reserved (the clock floor may move it further)
+    expect([...(await state.hashesAt([40, 41])).values()]).toEqual(["0x40", "0x41"]);
+  });
+
+  it("the follower's catch-up costs two Redis round trips per block (canon + seq in one, produced + tip in one)", async () => {
+    const commands: string[] = [];
+    // Every command the state sends, by name (node-redis: one call, one round trip).
+    const counting = new Proxy(redis.client as unknown as ChainStateRedis, {
+      get(target, name, receiver) {
+        const value = Reflect.get(target, name, receiver);
+        if (typeof value !== "function") return value;
+        return (...args: unknown[]) => {
+          commands.push(String(name));
+          return value.apply(target, args);
+        };
+      },
+    });
+    const counted = createRedisChainState(counting, `${h.config.redisKeyPrefix}trips:`, h.config.chain);
+    const chain = scriptedChain();
+    const blocks = 40;
+    chain.mine(blocks);
+    const { producer, sent } = recordingProducer();
+    const ingester = createIngester({ source: chain.source, producer, logger: createLogger("silent"), state: counted });
+    await followUntil(ingester, () => sent.some((m) => m.key === hashOf("a", blocks - 1)), 0);
+    const trips = commands.length;
+    expect(blockNumbers(sent)).toEqual(Array.from({ length: blocks }, (_, i) => i));
+    // Sequence numbers still grow block by block, and canon names every produced block.
+    const seqs = sent.filter((m) => m.kind === "blocks").map(seqOf);
+    expect(seqs).toEqual([...seqs].sort((a, b) => a - b));
+    expect(new Set(seqs).size).toBe(blocks);
+    const canon = await counted.hashesAt(Array.from({ length: blocks }, (_, i) => i));
+    expect([...canon.values()]).toEqual(Array.from({ length: blocks }, (_, i) => hashOf("a", i)));
+    expect((await counted.loadFollower()).tip).toEqual({ number: blocks - 1, hash: hashOf("a", blocks - 1) });
+    // Before: expect (HSET), reserveSeq (EVAL), markProduced (HSET + SET) = 4 per block (166 here).
+    // Besides the per-block ones: loading the position (GET + HGETALL) and the prune at height 0
+    // (HKEYS twice, HDEL at most twice).
+    expect(trips).toBeLessThanOrEqual(2 * blocks + 6);
+    await counted.reset();
   });
 });
