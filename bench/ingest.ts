@@ -1,5 +1,5 @@
 /**
- * `npm run bench -- ingest [--copies N] [--rounds R] [--concurrency C] [--timeout-s T] [--profile [--profile-dir D]]`:
+ * `npm run bench -- ingest [--copies N] [--rounds R] [--concurrency C] [--timeout-s T] [--profile [--profile-dir D]] [--floor [--batched]]`:
  * the honest ingest benchmark (issue 23 §1). The complete mainnet fixture blocks, copied N times
  * (default 10) with rewritten hashes and contiguous numbers, are served by the JSON-RPC replay
  * node in its own process (bench/support/replay-child.ts); each round (default 3) first bulk-loads
@@ -19,7 +19,12 @@
  * shared, so their CPU includes whatever else uses them. `--profile` starts the stage processes
  * with `node --cpu-prof` (profiles in D, default a new temporary directory) and prints each stage's
  * top self-time functions and modules (bench/support/cpuprofile.ts); profiling slows the stages,
- * so its figures are not the baseline. `--legacy` runs the method before issue 23
+ * so its figures are not the baseline. `--floor` runs, in place of the three stages, the library
+ * floor (bench/support/floor-child.ts): processes that do only the libraries' part of each stage's
+ * work (JSON-RPC fetch and parse, Avro, kafkajs, the Elasticsearch bulk helper) on the same topics
+ * and indices, with the CPU of the chainsift code they need to know what to send (transform,
+ * decoder) measured by them and left out; `--batched` makes the floor send one Kafka message per
+ * block and kind (an Avro array) instead of one per record. `--legacy` runs the method before issue 23
  * (bench/ingest-legacy.ts, which takes `--processes`).
  * Bounded: each round gives up after T seconds (default 600); only 127.0.0.1 services.
  * Needs the stack (`npm run stack -- up`) and ../shared/data/mainnet.
@@ -186,6 +191,8 @@ async function e2eRound(opts: {
   concurrency?: number;
   profileDir?: string;
   timeoutMs: number;
+  /** Run the library floor (bench/support/floor-child.ts, same fixture copies) instead of chainsift's stages. */
+  floor?: { copies: number; batched: boolean };
 }): Promise<E2eRound> {
   const h = createHarness();
   const children: ReadyProcess[] = [];
@@ -206,17 +213,26 @@ async function e2eRound(opts: {
     };
     const stage = (name: string, args: string[] = [], extra: NodeJS.ProcessEnv = {}, onLine?: (l: string) => void) =>
       spawnReady({
-        label: `stage ${name}`,
+        label: `${opts.floor ? "floor" : "stage"} ${name}`,
         nodeArgs: nodeArgs(name),
-        script: "cli/stage.ts",
-        args: [name, ...args],
+        script: opts.floor ? "bench/support/floor-child.ts" : "cli/stage.ts",
+        args: opts.floor
+          ? [name, "--copies", String(opts.floor.copies), "--start", String(START), ...(opts.floor.batched ? ["--batched"] : []), ...args]
+          : [name, ...args],
         env: { ...env, ...extra },
         isReady: (l) => l.includes('"ready":true'),
         onLine,
         timeoutMs: 180_000,
       });
     // One after the other: two processes registering the same new subjects at once can race in the registry.
-    const decode = await stage("decode");
+    // The floor's children report the CPU of chainsift's own code they ran (bench/support/floor-child.ts), left out below.
+    const excludedS = { ingest: 0, decode: 0 };
+    const readExcluded = (who: "ingest" | "decode") => (l: string) => {
+      if (!l.includes('"excludedCpuS"')) return;
+      const v = (JSON.parse(l) as { excludedCpuS?: unknown }).excludedCpuS;
+      if (typeof v === "number") excludedS[who] = v;
+    };
+    const decode = await stage("decode", [], {}, opts.floor ? readExcluded("decode") : undefined);
     children.push(decode);
     const index = await stage("index");
     children.push(index);
@@ -241,6 +257,7 @@ async function e2eRound(opts: {
       ["--from", String(opts.replay.from), "--to", String(opts.replay.to)],
       { LOG_LEVEL: "info" },
       (l) => {
+        if (opts.floor) readExcluded("ingest")(l);
         if (ingestDoneAt === undefined && l.includes('"backfill done"')) {
           ingestDoneAt = performance.now();
           ingestDoneUs = monoUs();
@@ -285,7 +302,12 @@ async function e2eRound(opts: {
     // Ingest: from its ready line to its `backfill done` (the last poll's sample if it exited before it was read).
     const ingestEnd = ingestCpuEnd ?? ingestCpuLast;
     if (ingestCpuStart !== undefined && ingestEnd !== undefined && written > 0)
-      cpu.ingest = ((ingestEnd - ingestCpuStart) / written) * 1000;
+      cpu.ingest = ((ingestEnd - ingestCpuStart - excludedS.ingest) / written) * 1000;
+    if (opts.floor && cpu.decode !== undefined && written > 0) cpu.decode -= (excludedS.decode / written) * 1000;
+    if (opts.floor && written > 0)
+      console.log(
+        `  floor       : left out chainsift's own code the floor ran: ingest ${((excludedS.ingest / written) * 1000).toFixed(3)}, decode ${((excludedS.decode / written) * 1000).toFixed(3)} CPU-s/1k`,
+      );
     return {
       written,
       counted: count,
@@ -312,6 +334,7 @@ export async function benchIngest(args: string[]): Promise<void> {
   const rounds = numberArg(args, "--rounds", 3);
   const concurrency = args.includes("--concurrency") ? numberArg(args, "--concurrency", 4) : undefined;
   const timeoutMs = numberArg(args, "--timeout-s", 600) * 1000;
+  const floor = args.includes("--floor") ? { copies, batched: args.includes("--batched") } : undefined;
   const profileDir = args.includes("--profile")
     ? stringArg(args, "--profile-dir", mkdtempSync(join(tmpdir(), "chainsift-prof-")))
     : undefined;
@@ -356,7 +379,7 @@ export async function benchIngest(args: string[]): Promise<void> {
       );
       console.log(`  raw CPU/1k  : ${formatCpu(raw.cpu)}`);
       console.log(`round ${r} end to end: ${load()}`);
-      const e = await e2eRound({ replay, total: docs.length, ingestRecords, java, concurrency, profileDir, timeoutMs });
+      const e = await e2eRound({ replay, total: docs.length, ingestRecords, java, concurrency, profileDir, timeoutMs, floor });
       e2es.push(e);
       console.log(
         `  end to end  : ${e.written} records written in ${e.seconds.toFixed(2)} s = ${(e.written / e.seconds).toFixed(0)} records/s (${e.counted} counted after one refresh)`,
