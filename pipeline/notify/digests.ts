@@ -53,8 +53,8 @@ export function digestDeadLetters(d: Digest, code: string, why: string): { items
 }
 
 /**
- * Attempts one claimed digest: sent or refused for good, it is logged (`state: "digest"`) and
- * finished; a retryable failure is rescheduled by the retry policy's backoff until
+ * Attempts one claimed digest: sent (each held alert's action then marked delivered, as a job's
+ * is) or refused for good, it is logged (`state: "digest"`) and finished; a retryable failure is rescheduled by the retry policy's backoff until
  * `retry.maxAttempts` tries, then given up with `CS_DELIVERY_EXHAUSTED`; a failure that is neither
  * retryable nor final (`CS_MAILER_UNCONFIGURED`) is given up at once with its code. Giving up
  * dead-letters every held alert (see {@link digestDeadLetters}), logs the digest and finishes it;
@@ -79,6 +79,9 @@ export async function sendDigest(ctx: DigestContext, c: ClaimedDigest): Promise<
   };
   const channel = String(d.action?.type ?? "unknown");
   if (r.ok || (!r.retryable && r.final)) {
+    // Delivered in the digest: the redelivery guard skips these actions when a replay (of a dead
+    // letter of another action of the same alert) puts the alert back.
+    if (r.ok) await Promise.all(d.alerts.map((a) => deliveryLog.markDelivered(a.alertId, d.actionIndex, new Date(now))));
     await record(r);
     await storm.finish(c);
     metrics.deliveries.inc({ channel, outcome: r.ok ? "digest" : "refused" });

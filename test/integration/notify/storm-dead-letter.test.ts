@@ -14,6 +14,7 @@ import type { Alert } from "../../../lib/alerting/alert.js";
 import { alertToAvro } from "../../../lib/alerting/avro.js";
 import type { AlertDefinition } from "../../../lib/rules/model.js";
 import { type Bus, createBus, createRecordProducer } from "../../../pipeline/kafka/bus.js";
+import { laneOf } from "../../../pipeline/notify/queue.js";
 import { replayAlertDeadLetters } from "../../../pipeline/notify/replay.js";
 import { type NotifyStage, startNotifyStage } from "../../../pipeline/notify/stage.js";
 import { createHarness, type Harness, probeStack, waitFor } from "../../support/harness.js";
@@ -39,20 +40,22 @@ describe.skipIf(!up.ok)("storm control: a digest given up is dead-lettered and r
   let server: Server;
   let base: string;
   const registry = new Registry();
-  let failing = true;
+  /** Paths the receiver answers 503 on. */
+  const failing = new Set(["/digests"]);
   let refused = 0;
-  const bodies: Array<{ type?: string; id?: string; alerts?: Array<{ id: string }> }> = [];
+  const bodies: Array<{ path: string; type?: string; id?: string; alerts?: Array<{ id: string }> }> = [];
 
   beforeAll(async () => {
     h = createHarness();
     h.config.notify = { ...h.config.notify, allowlist: ["127.0.0.1"], maxAttempts: 2, baseDelayMs: 10, maxDelayMs: 50, timeoutMs: 2000 };
-    // The digest receiver: 503 while `failing`, then 204 keeping each JSON body.
+    // The receiver: 503 on the `failing` paths, else 204 keeping each JSON body.
     server = createServer(async (req, res) => {
       let text = "";
       for await (const chunk of req) text += String(chunk);
-      if (failing) refused++;
-      else bodies.push(JSON.parse(text || "{}"));
-      res.writeHead(failing ? 503 : 204).end();
+      const down = failing.has(req.url ?? "");
+      if (down) refused++;
+      else bodies.push({ path: req.url ?? "", ...JSON.parse(text || "{}") });
+      res.writeHead(down ? 503 : 204).end();
     });
     await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
     base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
@@ -124,12 +127,47 @@ describe.skipIf(!up.ok)("storm control: a digest given up is dead-lettered and r
     expect(stage.deadLettered()).toBe(N);
 
     // The receiver recovers; the replay puts the alerts back and each reaches it once, in a digest.
-    failing = false;
+    failing.delete("/digests");
     const result = await replayAlertDeadLetters({ bus, idleMs: 1500 });
     expect(result.replayed).toBe(N);
     const delivered = () => bodies.flatMap((b) => (b.type === "digest" ? (b.alerts ?? []).map((a) => a.id) : []));
     await waitFor(async () => delivered().length >= N, 30_000);
     expect(delivered().sort()).toEqual(alerts.map((a) => a.id).sort());
     expect(bodies.every((b) => b.type === "digest" && b.id !== given.alertId)).toBe(true);
+  }, 90_000);
+
+  it("an alert delivered in a digest is not sent again when a replay puts its alert back for another action", async () => {
+    const ruleId = "4d0b2e3f-6c7a-4b8d-9e0f-1a2b3c4d5e6f";
+    failing.add("/down");
+    const alert: Alert = {
+      ...sampleAlert({ ruleId, sequence: 1 }),
+      id: createHash("sha256").update("digest-dlq|two-actions").digest("hex"),
+      actions: [
+        { type: "Webhook (POST)", parameters: { url: `${base}/down` } },
+        { type: "Webhook (POST)", parameters: { url: `${base}/digests` }, digest: { windowSec: 1 } },
+      ] as AlertDefinition[],
+    };
+    const p = await createRecordProducer(bus);
+    await p.send([{ kind: "alerts", key: ruleId, record: alertToAvro(alert) }]);
+    await p.disconnect();
+    const log = async () => (await stage.deliveryLog.list(ruleId, { limit: 100 })).entries;
+    // Action 0 is dead-lettered; action 1 is held and delivered in its window's digest.
+    await waitFor(async () => {
+      const es = await log();
+      return es.some((e) => e.actionIndex === 0 && e.code === "CS_DELIVERY_EXHAUSTED") && es.some((e) => e.actionIndex === 1 && e.ok);
+    }, 30_000);
+    const inDigests = () => bodies.filter((b) => b.type === "digest" && b.alerts?.some((a) => a.id === alert.id)).length;
+    expect(inDigests()).toBe(1);
+
+    // The replay puts the alert back: action 0 reaches the recovered receiver ...
+    failing.delete("/down");
+    expect((await replayAlertDeadLetters({ bus, idleMs: 1500 })).replayed).toBe(1);
+    await waitFor(async () => bodies.some((b) => b.path === "/down" && b.id === alert.id), 30_000);
+    // ... and action 1 (queued in the same enqueue, before action 0 was sent) was skipped as
+    // delivered, not held for another digest: its lane is empty and it was held only once.
+    await waitFor(async () => (await stage.queue.laneLength(laneOf(ruleId, 1))) === 0, 30_000);
+    const held = (await log()).filter((e) => e.alertId === alert.id && e.actionIndex === 1 && e.state === "throttled");
+    expect(held).toHaveLength(1);
+    expect(inDigests()).toBe(1);
   }, 90_000);
 });
