@@ -90,7 +90,9 @@ export function windowOf(nowMs: number, windowMs: number): { index: number; star
  * `chainsift alerts replay`).
  */
 export interface AlertSource {
+  /** The alerts topic's full name (with the deployment's topic prefix). */
   topic: string;
+  /** Partition of the record. */
   partition: number;
   /** Kafka offset, as kafkajs gives it (a decimal string). */
   offset: string;

@@ -80,6 +80,7 @@ export interface DeliveryJob {
  * storm-control digest that was given up (`digests.ts`; `id` is then `<alertId>:<actionIndex>` too).
  */
 export interface DeadLetterItem {
+  /** The alert action: ids, rule and the source record whose bytes the letter carries. */
   job: Pick<DeliveryJob, "id" | "alertId" | "ruleId" | "actionIndex" | "source">;
   /** Error code of the dead letter, e.g. `CS_DELIVERY_EXHAUSTED`. */
   code: string;
