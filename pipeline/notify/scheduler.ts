@@ -106,7 +106,10 @@ export interface Scheduler {
   wake(): void;
   /** Attempts in flight. */
   inFlight(): number;
-  /** Jobs finished by this process so far, by outcome. */
+  /**
+   * Jobs finished by this process so far, by outcome; `deadLettered` also counts the alerts of
+   * given-up digests it dead-lettered, `digests` the digests it sent.
+   */
   stats(): { delivered: number; refused: number; deadLettered: number; retried: number; throttled: number; digests: number };
   /** Stops claiming, waits for attempts in flight to finish (each bounded by the attempt timeout). */
   stop(): Promise<void>;
