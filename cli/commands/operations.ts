@@ -11,7 +11,10 @@ export const alertsReplayCommand: CliCommand = {
   path: ["alerts", "replay"],
   summary: "re-send dead-lettered alerts (only their undelivered actions)",
   usage: "[--rule <rule-id>] [--idle-ms <ms>]",
-  details: "Reads the dead-letter topic with its own consumer group (one per --rule), so each dead letter is replayed once per group.",
+  details:
+    "Reads the dead-letter topic with its own consumer group (one per --rule), so each dead letter is replayed once per group.\n" +
+    "Alerts of a storm-control digest that was given up are dead-lettered one by one and replayed like any other; a replayed\n" +
+    "alert goes through its action's throttle or digest again (in the current window).",
   options: { rule: { type: "string" }, "idle-ms": { type: "string" } },
   run: async (ctx, args) => {
     const idle = args.values["idle-ms"] === undefined ? undefined : Number(args.values["idle-ms"]);

@@ -84,6 +84,24 @@ export function windowOf(nowMs: number, windowMs: number): { index: number; star
   return { index, startMs: index * windowMs, endMs: (index + 1) * windowMs };
 }
 
+/**
+ * Where an alert record came from: its alerts-topic position and original Kafka key and Avro value
+ * bytes (base64), kept so that the alert can be dead-lettered as it was read (and replayed by
+ * `chainsift alerts replay`).
+ */
+export interface AlertSource {
+  /** The alerts topic's full name (with the deployment's topic prefix). */
+  topic: string;
+  /** Partition of the record. */
+  partition: number;
+  /** Kafka offset, as kafkajs gives it (a decimal string). */
+  offset: string;
+  /** The record's key bytes in base64, null for a null key. */
+  keyB64: string | null;
+  /** The record's Avro value bytes in base64 (null only for a tombstone, which is never an alert). */
+  valueB64: string | null;
+}
+
 /** What a digest keeps of each alert it holds. */
 export interface HeldAlert {
   alertId: string;
@@ -92,12 +110,17 @@ export interface HeldAlert {
   entityId: string;
   blockNumber: number;
   blockHash: string;
+  /**
+   * The alert's source record, to dead-letter it when its digest is given up. Absent in entries
+   * held before it was kept (those can only be listed in the delivery log, not replayed).
+   */
+  source?: AlertSource;
 }
 
-/** The summary of an alert held back for a digest. */
-export function heldOf(alert: Alert): HeldAlert {
+/** The summary of an alert held back for a digest, with its source record when given. */
+export function heldOf(alert: Alert, source?: AlertSource): HeldAlert {
   const { id: alertId, sequence, status, entityId, blockNumber, blockHash } = alert;
-  return { alertId, sequence, status, entityId, blockNumber, blockHash };
+  return { alertId, sequence, status, entityId, blockNumber, blockHash, ...(source ? { source } : {}) };
 }
 
 /** What a digest is about: the rule, action and window (taken from the first alert held back). */

@@ -41,6 +41,7 @@
 
 import type { AlertAvro } from "../../lib/alerting/avro.js";
 import { type DestinationHealth, HEALTHY, parseHealth, queueKeys } from "../../lib/alerting/destinations.js";
+import type { AlertSource } from "../../lib/alerting/storm.js";
 
 export { type ActionDeliveryStatus, actionDeliveryStatus, laneOf, queueKeys } from "../../lib/alerting/destinations.js";
 
@@ -71,7 +72,20 @@ export interface DeliveryJob {
   /** The alert as its Avro record (JSON-safe). */
   alert: AlertAvro;
   /** Where the alert came from, to dead-letter it with its original bytes (base64). */
-  source: { topic: string; partition: number; offset: string; keyB64: string | null; valueB64: string | null };
+  source: AlertSource;
+}
+
+/**
+ * One alert action to dead-letter (`SchedulerDeps.deadLetter`): a queued job, or an alert held in a
+ * storm-control digest that was given up (`digests.ts`; `id` is then `<alertId>:<actionIndex>` too).
+ */
+export interface DeadLetterItem {
+  /** The alert action: ids, rule and the source record whose bytes the letter carries. */
+  job: Pick<DeliveryJob, "id" | "alertId" | "ruleId" | "actionIndex" | "source">;
+  /** Error code of the dead letter, e.g. `CS_DELIVERY_EXHAUSTED`. */
+  code: string;
+  /** Why, for a person (the stage prefixes `alert <id> action <index>: `). */
+  message: string;
 }
 
 /** The Redis commands used: a structural subset of a node-redis v5 client. */

@@ -4,7 +4,10 @@
  * re-produces every letter of the notify stage to the alerts topic with its original key and
  * bytes, and the `REPLAY_HEADER` header (topics/index.ts) so the notify stage queues its actions
  * again although they were finished (dead-lettered). The notify stage's delivery log skips actions
- * already delivered, so only the failed actions are sent again.
+ * already delivered (on their own or in a storm-control digest), so only the failed actions are
+ * sent again. The letters include the alerts held by a digest that was given up (`digests.ts`, one
+ * letter per alert); a replayed alert goes through its action's storm control again, in the
+ * window of the replay (sent on its own while the throttle allows, else in that window's digest).
  * @module
  */
 import { REPLAY_HEADER } from "../../topics/index.js";

@@ -47,7 +47,7 @@ export function metricsIn(registry: Registry | undefined): SchedulerMetrics {
       () =>
         new PCounter({
           name: "chainsift_notify_deliveries_total",
-          help: "Jobs (alert actions) finished, by channel and outcome (delivered, refused, dead_lettered).",
+          help: "Jobs (alert actions) finished, by channel and outcome (delivered, refused, dead_lettered, throttled; digest: a storm-control digest sent; given_up: an alert of a given-up digest that could not be dead-lettered).",
           labelNames: ["channel", "outcome"] as const,
           registers,
         }),
@@ -67,7 +67,7 @@ export function metricsIn(registry: Registry | undefined): SchedulerMetrics {
       () =>
         new PCounter({
           name: "chainsift_notify_dead_letters_total",
-          help: "Jobs dead-lettered, by code.",
+          help: "Alert actions dead-lettered (jobs, and each alert held by a storm-control digest given up), by code.",
           labelNames: ["code"] as const,
           registers,
         }),

@@ -37,7 +37,7 @@ import { CS_DELIVERY_EXHAUSTED, type Deliverer, type RetryPolicy, retryDelayMs }
 import { sendDigest as sendDigestOnce } from "./digests.js";
 import { afterFailure, afterSuccess, type DestinationHealth, type HealthPolicy } from "./health.js";
 import { type DeliveryLog, deliveryLogEntry } from "./log.js";
-import { type DeliveryJob, type DeliveryQueue, LeaseLostError } from "./queue.js";
+import { type DeadLetterItem, type DeliveryJob, type DeliveryQueue, LeaseLostError } from "./queue.js";
 import { metricsIn } from "./scheduler-metrics.js";
 import { type ClaimedDigest, CS_THROTTLED, type StormStore } from "./storm.js";
 
@@ -78,8 +78,11 @@ export interface SchedulerDeps {
   deliverer: Deliverer;
   /** The delivery log: the redelivery guard and one entry per finished job. */
   deliveryLog: DeliveryLog;
-  /** Sends a job's alert (original bytes) to the dead-letter topic; rejects when Kafka fails (the job then stays queued). */
-  deadLetter: (jobs: Array<{ job: DeliveryJob; code: string; message: string }>) => Promise<void>;
+  /**
+   * Sends alerts (original bytes: a job's, or a held alert's of a digest given up) to the
+   * dead-letter topic; rejects when Kafka fails (the job then stays queued, the digest is retried).
+   */
+  deadLetter: (items: DeadLetterItem[]) => Promise<void>;
   logger: Logger;
   options: SchedulerOptions;
   /** Registry for the metrics below; default a private one. */
@@ -103,7 +106,10 @@ export interface Scheduler {
   wake(): void;
   /** Attempts in flight. */
   inFlight(): number;
-  /** Jobs finished by this process so far, by outcome. */
+  /**
+   * Jobs finished by this process so far, by outcome; `deadLettered` also counts the alerts of
+   * given-up digests it dead-lettered, `digests` the digests it sent.
+   */
   stats(): { delivered: number; refused: number; deadLettered: number; retried: number; throttled: number; digests: number };
   /** Stops claiming, waits for attempts in flight to finish (each bounded by the attempt timeout). */
   stop(): Promise<void>;
@@ -342,7 +348,7 @@ export function startScheduler(deps: SchedulerDeps): Scheduler {
     const policy = storm && !job.admitted ? stormPolicyOf(action) : null;
     if (storm && policy) {
       const now = nowMs();
-      if ((await storm.admit(job.lane, job.actionIndex, alert, policy, now)) === "held") {
+      if ((await storm.admit(job.lane, job.actionIndex, alert, policy, now, job.source)) === "held") {
         const windowEnd = new Date((Math.floor(now / policy.windowMs) + 1) * policy.windowMs).toISOString();
         const entry = deliveryLogEntry(
           alert,
@@ -461,7 +467,10 @@ export function startScheduler(deps: SchedulerDeps): Scheduler {
   }
 
   const sendDigest = (c: ClaimedDigest) =>
-    sendDigestOnce({ storm: storm!, deliverer, deliveryLog, retry: options.retry, nowMs, random, logger, metrics, stats }, c);
+    sendDigestOnce(
+      { storm: storm!, deliverer, deliveryLog, deadLetter: deps.deadLetter, retry: options.retry, nowMs, random, logger, metrics, stats },
+      c,
+    );
 
   function flushInBackground(): void {
     if (!storm || flushing || stopping) return;

@@ -9,18 +9,28 @@
  * | key (under `<prefix>notify:storm:`) | type | content |
  * |---|---|---|
  * | `sent:<lane>:<window>` | set | alert ids sent one by one in the window (at most `max`) |
- * | `held:<lane>:<window>` | hash | alert id → JSON `HeldAlert`, the digest's alerts |
+ * | `held:<lane>:<window>` | hash | alert id → JSON `HeldAlert`, the digest's alerts, each with its source record (alerts-topic position, key and Avro value in base64) to dead-letter it if the digest is given up |
  * | `ctx:<lane>:<window>` | string | JSON `DigestContext` (rule, action, window), from the first held alert |
  * | `lock:<lane>:<window>` | string | the lease of the process sending the digest |
  * | `tries:<lane>:<window>` | string | failed attempts at sending the digest |
  * | `due` | sorted set | `<lane>|<window>` scored by when its digest is due (window end, or a retry) |
  *
- * `<window>` is the window index `floor(time / windowMs)`. Keys expire after {@link STORM_TTL_SEC}.
+ * `<window>` is the window index `floor(time / windowMs)`. Keys expire after {@link STORM_TTL_SEC}
+ * (the `held:` hash from its last write; a digest is due when its window ends, at most a day after
+ * the first write, and given up after the retry policy's attempts, so well before).
  * @module
  */
 import type { Alert } from "../../lib/alerting/alert.js";
-import type { Digest } from "../../lib/alerting/storm.js";
-import { type DigestContext, type HeldAlert, heldOf, makeDigest, type StormPolicy, windowOf } from "../../lib/alerting/storm.js";
+import {
+  type AlertSource,
+  type Digest,
+  type DigestContext,
+  type HeldAlert,
+  heldOf,
+  makeDigest,
+  type StormPolicy,
+  windowOf,
+} from "../../lib/alerting/storm.js";
 import type { QueueRedis } from "./queue.js";
 
 /** Delivery-log code of an alert held back by storm control (in the window's digest; not an error). */
@@ -84,9 +94,10 @@ export interface ClaimedDigest {
 export interface StormStore {
   /**
    * Whether the alert's job is sent now (`send`) or held for the window's digest (`held`), under
-   * `policy` at time `nowMs`. Idempotent by alert id within the window.
+   * `policy` at time `nowMs`. Idempotent by alert id within the window. A held alert is kept with
+   * `source` (its job's source record), so that it can be dead-lettered if its digest is given up.
    */
-  admit(lane: string, actionIndex: number, alert: Alert, policy: StormPolicy, nowMs: number): Promise<"send" | "held">;
+  admit(lane: string, actionIndex: number, alert: Alert, policy: StormPolicy, nowMs: number, source: AlertSource): Promise<"send" | "held">;
   /** Claims up to `limit` digests due at `nowMs` with a lease of `leaseMs`; each with its held alerts. */
   claimDue(nowMs: number, leaseMs: number, token: string, limit?: number): Promise<ClaimedDigest[]>;
   /** The digest was sent (or refused for good): forget it. */
@@ -101,7 +112,7 @@ export function createStormStore(redis: StormRedis, keyPrefix: string): StormSto
   const k = (kind: string, member: string) => `${base}${kind}:${member.replace("|", ":")}`;
   const due = `${base}due`;
   return {
-    async admit(lane, actionIndex, alert, policy, nowMs) {
+    async admit(lane, actionIndex, alert, policy, nowMs, source) {
       const w = windowOf(nowMs, policy.windowMs);
       const member = `${lane}|${w.index}`;
       const ctx: DigestContext = {
@@ -122,7 +133,7 @@ export function createStormStore(redis: StormRedis, keyPrefix: string): StormSto
         arguments: [
           alert.id,
           String(policy.max),
-          JSON.stringify(heldOf(alert)),
+          JSON.stringify(heldOf(alert, source)),
           member,
           String(w.endMs),
           String(STORM_TTL_SEC),

@@ -17,7 +17,7 @@ import { createLogger } from "../../../lib/logger.js";
 import type { AlertDefinition } from "../../../lib/rules/model.js";
 import { createDeliverer, type Deliverer } from "../../../pipeline/notify/deliver.js";
 import { createDeliveryLog, type DeliveryLog } from "../../../pipeline/notify/log.js";
-import { createDeliveryQueue, type DeliveryJob, type DeliveryQueue } from "../../../pipeline/notify/queue.js";
+import { createDeliveryQueue, type DeadLetterItem, type DeliveryQueue } from "../../../pipeline/notify/queue.js";
 import { type Scheduler, type SchedulerOptions, startScheduler } from "../../../pipeline/notify/scheduler.js";
 import { createSecretStore } from "../../../pipeline/notify/sign.js";
 import { jobsOfAlert } from "../../../pipeline/notify/stage.js";
@@ -99,7 +99,7 @@ describe.skipIf(!up)("notify scheduler (real Redis, local receivers)", () => {
   let queue: DeliveryQueue;
   let log: DeliveryLog;
   let deliverer: Deliverer;
-  const letters: Array<{ job: DeliveryJob; code: string; message: string }> = [];
+  const letters: DeadLetterItem[] = [];
   const receivers: Receiver[] = [];
   const schedulers: Scheduler[] = [];
   const logger = createLogger("silent");
@@ -139,7 +139,7 @@ describe.skipIf(!up)("notify scheduler (real Redis, local receivers)", () => {
     ...over,
   });
 
-  type DeadLetterFn = (items: Array<{ job: DeliveryJob; code: string; message: string }>) => Promise<void>;
+  type DeadLetterFn = (items: DeadLetterItem[]) => Promise<void>;
 
   function start(over: Partial<SchedulerOptions> = {}, registry?: Registry, deadLetter?: DeadLetterFn): Scheduler {
     const s = startScheduler({

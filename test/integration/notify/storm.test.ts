@@ -129,16 +129,19 @@ describe.skipIf(!up.ok)("storm control: throttle and digest (real notify stage, 
         throttle: { max: 1, windowSec: 60 },
       } as AlertDefinition;
       const a = (i: number) => ({ ...sampleAlert({ sequence: i }), id: `crash-${i}`, entityId: `e-${i}`, actions: [action] });
+      const src = (i: number) => ({ topic: "alerts", partition: 0, offset: String(i), keyB64: null, valueB64: null });
       const t0 = 6_000_000; // a window [6_000_000, 6_060_000)
-      expect(await store.admit("r:0", 0, a(1), policy, t0)).toBe("send");
+      expect(await store.admit("r:0", 0, a(1), policy, t0, src(1))).toBe("send");
       // a job re-run after its process died (between the admission and the pop) gets the same answer
-      expect(await store.admit("r:0", 0, a(1), policy, t0 + 5)).toBe("send");
-      for (const i of [2, 3, 4]) expect(await store.admit("r:0", 0, a(i), policy, t0 + i)).toBe("held");
-      expect(await store.admit("r:0", 0, a(3), policy, t0 + 10)).toBe("held"); // re-run: not held twice
+      expect(await store.admit("r:0", 0, a(1), policy, t0 + 5, src(1))).toBe("send");
+      for (const i of [2, 3, 4]) expect(await store.admit("r:0", 0, a(i), policy, t0 + i, src(i))).toBe("held");
+      expect(await store.admit("r:0", 0, a(3), policy, t0 + 10, src(3))).toBe("held"); // re-run: not held twice
       expect(await store.claimDue(t0 + 59_999, 50, "A")).toEqual([]); // not due before the window ends
       // process A claims the digest and dies before sending it (no finish, no retry)
       const [byA] = await store.claimDue(t0 + 60_000, 60_000, "A");
       expect(byA!.digest.alerts.map((x) => x.alertId)).toEqual(["crash-2", "crash-3", "crash-4"]);
+      // each held alert keeps its source record (to dead-letter it if the digest is given up)
+      expect(byA!.digest.alerts.map((x) => x.source?.offset)).toEqual(["2", "3", "4"]);
       expect(await store.claimDue(t0 + 60_000, 60_000, "B")).toEqual([]); // leased by A
       // A's lease runs out (made to expire now rather than waiting its 60 s)
       const lock = `${h.config.redisKeyPrefix}crash:notify:storm:lock:r:0:${Math.floor(t0 / 60_000)}`;
