@@ -10,7 +10,7 @@
  *
  * | token | value |
  * |---|---|
- * | `{alert.<field>}` | the alert: `id`, `ruleId`, `ruleVersion`, `sequence`, `status`, `confirmations`, `maxConfirmationCount`, `chain` (e.g. `ethereum/mainnet`), `targetType`, `entityId`, `blockHash`, `blockNumber`, `emittedAt`, `ruleName`, `summary` |
+ * | `{alert.<field>}` | the alert: `id`, `ruleId`, `ruleVersion`, `sequence`, `status`, `confirmations`, `maxConfirmationCount`, `chain` (e.g. `ethereum/mainnet`), `targetType`, `entityId`, `blockHash`, `blockNumber`, `emittedAt`, `ruleName`, `summary`, and for a `removed` alert the block that replaced the reorganised one: `replacedByNumber`, `replacedByHash` (both "" otherwise, and the hash "" when no block was known at that height yet) |
  * | `{explorer.tx}`, `{explorer.block}`, `{explorer.address}`, `{explorer.token}` | block-explorer links of the alert's chain ({@link explorerLinks}); empty when the chain has no explorer configured or the entity has no such value |
  * | `{amount.<arg>}` | the decoded argument `<arg>` as a token amount: scaled by the token's decimals with its symbol (`250000 USDT`) when the decoder knew the token, else the raw integer |
  *
@@ -34,9 +34,16 @@ export const TOKEN_PATH = /^[A-Za-z_$][\w$]*(\.[\w$]+)*$/;
 export const TEMPLATE_NAMESPACES = ["alert", "explorer", "amount"] as const;
 /**
  * Fields of `{alert.…}`: those of the webhook body ({@link WEBHOOK_FIELDS}) but `payload`, with
- * `chain` as text (`ethereum/mainnet`), plus `ruleName` and the one-line `summary`.
+ * `chain` as text (`ethereum/mainnet`), plus `ruleName`, the one-line `summary`, and the replacing
+ * block of a `removed` alert (`replacedByNumber`, `replacedByHash`; the body's `replacedBy`).
  */
-export const ALERT_TEMPLATE_FIELDS: readonly string[] = [...WEBHOOK_FIELDS.filter((f) => f !== "payload"), "ruleName", "summary"];
+export const ALERT_TEMPLATE_FIELDS: readonly string[] = [
+  ...WEBHOOK_FIELDS.filter((f) => f !== "payload"),
+  "ruleName",
+  "summary",
+  "replacedByNumber",
+  "replacedByHash",
+];
 /** Fields of `{explorer.…}`. */
 export const EXPLORER_TEMPLATE_FIELDS = ["tx", "block", "address", "token"] as const;
 
@@ -226,6 +233,9 @@ export function templateView(alert: Alert, options: TemplateViewOptions = {}): R
       chain: chainText(alert.chain),
       ruleName: alert.ruleName ?? "",
       summary: options.summary ?? "",
+      // Only a retraction names a replacing block (set by the match stage, lib/alerting/alert.ts).
+      replacedByNumber: alert.status === "removed" && alert.replacedBy ? alert.replacedBy.number : "",
+      replacedByHash: alert.status === "removed" && alert.replacedBy ? (alert.replacedBy.hash ?? "") : "",
     },
     explorer: explorerLinks(alert, options.explorers),
     amount: tokenAmounts(entity),

@@ -57,7 +57,13 @@ describe.skipIf(!up.ok)("retractions edit or thread the first message (real noti
   });
 
   const actions = (): AlertDefinition[] => [
-    { type: "Discord", parameters: { url: chat.discordUrl, template: "{alert.status}: block {alert.blockNumber}" } },
+    {
+      type: "Discord",
+      parameters: {
+        url: chat.discordUrl,
+        template: "{alert.status}: block {alert.blockNumber} (now {alert.replacedByNumber} {alert.replacedByHash})",
+      },
+    },
     { type: "Telegram", parameters: { chatId: "-1001234567890", template: "{alert.status}: block {alert.blockNumber}" } },
     { type: "Slack", parameters: { url: `${chat.slackApiUrl}/chat.postMessage`, channel: "#alerts", text: "", username: "" } },
     { type: "Slack", parameters: { url: chat.slackHookUrl, channel: "", text: "", username: "" } },
@@ -102,6 +108,9 @@ describe.skipIf(!up.ok)("retractions edit or thread the first message (real noti
       expect(m.text, s).toMatch(/RETRACTED: block 123 \(0x88e9…6cb6\) was reorganised away/);
       expect(m.text, s).toContain(named);
     }
+    // The template tokens of the replacing block: empty for the pending alert, the block for its retraction.
+    expect(by("discord")[0]!.history[0]).toContain("pending: block 123 (now  )");
+    expect(by("discord")[0]!.text).toContain(`removed: block 123 (now 123 ${replacedBy.hash})`);
     expect(chat.requests.filter((r) => r.method === "PATCH")).toHaveLength(1);
     expect(chat.requests.filter((r) => r.path.endsWith("/editMessageText"))).toHaveLength(1);
     expect(chat.requests.filter((r) => r.path === "/api/chat.update")).toHaveLength(1);

@@ -244,6 +244,26 @@ describe("renderAction (what the channels send, and rule backtests show)", () =>
   });
 });
 
+describe("{alert.replacedByNumber} and {alert.replacedByHash} (the block that replaced a retracted one)", () => {
+  const tpl = "{alert.status}: replaced by {alert.replacedByNumber} {alert.replacedByHash}.";
+  it("are accepted when a rule is saved", () => {
+    expect(templateProblems(tpl)).toEqual([]);
+  });
+  it("name the replacing block of a removed alert", () => {
+    const by = `0x${"ab".repeat(32)}`;
+    expect(renderTemplate(tpl, templateView({ ...removed, replacedBy: { number: 124, hash: by } }))).toBe(
+      `removed: replaced by 124 ${by}.`,
+    );
+  });
+  it("leave the hash empty when no block was known at that height yet", () => {
+    expect(renderTemplate(tpl, templateView({ ...removed, replacedBy: { number: 124, hash: null } }))).toBe("removed: replaced by 124 .");
+  });
+  it("are empty for every other alert, and for a removed alert without the field", () => {
+    expect(renderTemplate(tpl, templateView(transfer))).toBe(`${transfer.status}: replaced by  .`);
+    expect(renderTemplate(tpl, templateView(removed))).toBe("removed: replaced by  .");
+  });
+});
+
 describe("a retraction reads as one in every channel", () => {
   const line = retractionLine(removed);
   const slack = { url: "https://hooks.slack.com/services/T/B/X", text: "", channel: "", username: "" };
