@@ -9,6 +9,7 @@
  *   abis list (--account <id> | --global)        abis rm <address|any> (--account <id> | --global)
  *   status [--max-lag <records>] [--max-head-lag <blocks>] [--max-dead-letters <n>]   (cli/status.ts)
  *   rules test <file.json> (--from <n> --to <m> | --last <n>)   (cli/rules-test.ts; docs/alerting.md)
+ *   searches test <file.json> (--from <n> --to <m> | --last <n>)   (cli/rules-test.ts; docs/alerting.md)
  * Every command takes `--json` (one JSON document on stdout) and `--help`.
  * Exit codes: 0 success, 1 failure (not found, disabled, Redis unreachable, …), 2 usage error.
  *
@@ -40,7 +41,7 @@ import {
 } from "./commands/core.js";
 import { alertsReplayCommand, statusCommand } from "./commands/operations.js";
 import { partitionsSealCommand } from "./commands/partitions.js";
-import { rulesTestCommand } from "./rules-test.js";
+import { rulesTestCommand, searchesTestCommand } from "./rules-test.js";
 
 export { abisAdd } from "./commands/abis.js";
 export {
@@ -61,6 +62,7 @@ export const commands: CliCommand[] = [
   alertsReplayCommand,
   statusCommand,
   rulesTestCommand,
+  searchesTestCommand,
   partitionsSealCommand,
 ];
 

@@ -2,7 +2,9 @@
  * `chainsift rules test <file.json> (--from <n> --to <m> | --last <n>)`: tests a rule on the indexed
  * history, like `POST /alerting/rules/test/` but straight against Elasticsearch (no API, no token):
  * the same request check (api/backtest/request.ts), the same scan and lines (api/backtest/run.ts).
- * The file holds a rule body as `POST /alerting/rules/` takes it. Output: a readable report (per
+ * The file holds a rule body as `POST /alerting/rules/` takes it. `chainsift searches test
+ * <file.json> …` does the same for a saved search (`POST /alerting/searches/test/`; the file holds a
+ * body as `POST /alerting/searches/` takes it). Output: a readable report (per
  * matched entity its alerts and each action's rendering), or with `--json` the answer's NDJSON lines
  * as the API streams them. Exit codes: 0 every block tested, 1 stopped early (time cap, Elasticsearch
  * failure), 2 usage (unreadable file, invalid rule or range: the code and JSON path are printed).
@@ -10,7 +12,7 @@
  */
 import { readFile } from "node:fs/promises";
 import { Client } from "@elastic/elasticsearch";
-import { parseBacktestRequest } from "../api/backtest/request.js";
+import { parseBacktestRequest, parseSearchBacktestRequest } from "../api/backtest/request.js";
 import { type BacktestLine, runBacktest } from "../api/backtest/run.js";
 import { ApiError } from "../api/errors.js";
 import { methodDecodingOf } from "../lib/chain/tokens.js";
@@ -20,19 +22,31 @@ import { type CliCommand, type CliContext, type CommandArgs, EXIT_FAILURE, EXIT_
 /** The account shown in the alerts of a CLI backtest (there is no caller). */
 export const CLI_BACKTEST_ACCOUNT = "cli";
 
-/** The `rules test` command (registered in cli/chainsift.ts). */
-export const rulesTestCommand: CliCommand = {
-  path: ["rules", "test"],
-  summary: "test a rule (JSON file) on the indexed history; nothing is stored or delivered",
-  usage: "<file.json> (--from <block> --to <block> | --last <blocks>)",
-  details:
-    "The file holds a rule body as POST /alerting/rules/ takes it. Same checks, caps (CHAINSIFT_BACKTEST_MAX_BLOCKS,\n" +
-    "CHAINSIFT_BACKTEST_TIMEOUT_MS) and results as POST /alerting/rules/test/ (docs/alerting.md).\n" +
-    "--json prints the answer's NDJSON lines. Exit 1 when the test stopped before the end of the range.",
-  options: { from: { type: "string" }, to: { type: "string" }, last: { type: "string" } },
-  positionals: ["file.json"],
-  run: rulesTest,
-};
+/**
+ * The backtest command of a rule (`rules test`) or saved search (`searches test`), as `POST
+ * /alerting/rules/test/` or `POST /alerting/searches/test/` (registered in cli/chainsift.ts).
+ */
+function backtestCommand(subject: "rule" | "search"): CliCommand {
+  const [noun, what, resource] = subject === "rule" ? ["rules", "a rule", "rules"] : ["searches", "a saved search", "searches"];
+  return {
+    path: [noun, "test"],
+    summary: `test ${what} (JSON file) on the indexed history; nothing is stored or delivered`,
+    usage: "<file.json> (--from <block> --to <block> | --last <blocks>)",
+    details:
+      `The file holds ${what} body as POST /alerting/${resource}/ takes it. Same checks, caps (CHAINSIFT_BACKTEST_MAX_BLOCKS,\n` +
+      `CHAINSIFT_BACKTEST_TIMEOUT_MS) and results as POST /alerting/${resource}/test/ (docs/alerting.md).\n` +
+      "--json prints the answer's NDJSON lines. Exit 1 when the test stopped before the end of the range.",
+    options: { from: { type: "string" }, to: { type: "string" }, last: { type: "string" } },
+    positionals: ["file.json"],
+    run: (ctx, args) => backtestFile(ctx, args, subject),
+  };
+}
+
+/** `chainsift rules test`: a rule backtest from a file. */
+export const rulesTestCommand: CliCommand = backtestCommand("rule");
+
+/** `chainsift searches test`: a saved-search backtest from a file. */
+export const searchesTestCommand: CliCommand = backtestCommand("search");
 
 /** A CLI option as the request's number (a non-number is left as the string: the request check names it). */
 function numberOption(args: CommandArgs, name: string): number | string | undefined {
@@ -52,7 +66,7 @@ function describeAction(a: BacktestAction): string {
 export function describeLine(line: BacktestLine): string | null {
   switch (line.type) {
     case "start":
-      return `rule ${JSON.stringify(line.rule.name)} (${line.rule.targetType}) on blocks ${line.from}–${line.to} (newest indexed: ${line.head ?? "none"}), reading ${line.kinds.join(", ")}`;
+      return `${line.rule.kind === undefined ? "rule" : `saved search over ${line.rule.kind}`} ${JSON.stringify(line.rule.name)} (${line.rule.targetType}) on blocks ${line.from}–${line.to} (newest indexed: ${line.head ?? "none"}), reading ${line.kinds.join(", ")}`;
     case "match":
       return [
         `block ${line.blockNumber} ${line.entityId}: ${line.alerts.length === 0 ? "matched, awaiting confirmations" : ""}`,
@@ -75,22 +89,24 @@ export function describeLine(line: BacktestLine): string | null {
   }
 }
 
-async function rulesTest(ctx: CliContext, args: CommandArgs): Promise<number> {
+/** Backtests the rule (`subject` "rule") or saved search ("search") of the file named by the first positional. */
+async function backtestFile(ctx: CliContext, args: CommandArgs, subject: "rule" | "search"): Promise<number> {
   const { config, output } = ctx;
   const file = args.positionals[0] as string;
-  let rule: unknown;
+  let value: unknown;
   try {
-    rule = JSON.parse(await readFile(file, "utf8"));
+    value = JSON.parse(await readFile(file, "utf8"));
   } catch (err) {
-    output.err(`chainsift: cannot read a rule from ${file}: ${(err as Error).message}`);
+    output.err(`chainsift: cannot read a ${subject === "rule" ? "rule" : "saved search"} from ${file}: ${(err as Error).message}`);
     return EXIT_USAGE;
   }
-  const body: Record<string, unknown> = { rule };
+  const body: Record<string, unknown> = { [subject]: value };
   for (const name of ["from", "to", "last"]) {
     const v = numberOption(args, name);
     if (v !== undefined) body[name] = v;
   }
-  const parsed = parseBacktestRequest(body, [config.chain], config.backtest.maxBlocks);
+  const parse = subject === "rule" ? parseBacktestRequest : parseSearchBacktestRequest;
+  const parsed = parse(body, [config.chain], config.backtest.maxBlocks);
   if (!parsed.ok) {
     for (const e of parsed.errors) output.err(`chainsift: ${e.code} at ${e.path ?? "(body)"}: ${e.message}`);
     return EXIT_USAGE;

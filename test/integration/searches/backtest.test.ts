@@ -7,8 +7,12 @@
  * paths under `search.`. Also the OpenAPI document of the saved-search routes: the bodies do not
  * require the server-assigned `id`. Skips when Elasticsearch or Redis is down.
  */
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import type { FastifyInstance } from "fastify";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { runCli } from "../../../cli/chainsift.js";
 import { loadConfig } from "../../../lib/config.js";
 import {
   BINANCE,
@@ -115,6 +119,44 @@ describe.skipIf(!up)("saved-search backtests over indexed records", () => {
       expect(alerts[0]?.actions[0]).toMatchObject({ index: 0, type: "Webhook (POST)", method: "POST" });
     }
     expect(lines.at(-1)).toMatchObject({ type: "end", complete: true, matches: matches.length });
+  });
+
+  it("chainsift searches test prints the API's match lines, and exits 2 with the code and path of a bad search", async () => {
+    const query = { term: { to: USDT } };
+    const api = await post("/alerting/searches/test/", { search: search("tx", query), from: FIRST_BLOCK, to: LAST });
+    expect(api.statusCode, api.body).toBe(200);
+    const apiMatches = parseLines(api.body).filter((l) => l.type === "match");
+    expect(apiMatches.length).toBeGreaterThan(0);
+    const dir = await mkdtemp(join(tmpdir(), "cs-searches-test-"));
+    try {
+      const file = join(dir, "search.json");
+      await writeFile(file, JSON.stringify(search("tx", query)));
+      const out: string[] = [];
+      const err: string[] = [];
+      const code = await runCli(["searches", "test", file, "--from", String(FIRST_BLOCK), "--to", String(LAST), "--json"], {
+        config,
+        output: { out: (s) => out.push(s), err: (s) => err.push(s) },
+      });
+      expect(code, err.join("\n")).toBe(0);
+      const cliMatches = out.map((l) => JSON.parse(l) as Line).filter((l) => l.type === "match");
+      expect(cliMatches.map((l) => l.entityId)).toEqual(apiMatches.map((l) => l.entityId));
+      const text: string[] = [];
+      expect(
+        await runCli(["searches", "test", file, "--from", String(FIRST_BLOCK), "--to", String(LAST)], {
+          config,
+          output: { out: (s) => text.push(s), err: () => {} },
+        }),
+      ).toBe(0);
+      expect(text[0]).toMatch(/^saved search over tx "search tx" \(Transaction\) on blocks/);
+      await writeFile(file, JSON.stringify(search("trace", { match_all: {} })));
+      const bad: string[] = [];
+      expect(await runCli(["searches", "test", file, "--last", "1"], { config, output: { out: () => {}, err: (s) => bad.push(s) } })).toBe(
+        2,
+      );
+      expect(bad.join("\n")).toContain("CS_SEARCH_KIND at search.kind");
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 
   it.each([
