@@ -11,10 +11,13 @@
  *   `CHAINSIFT_INGEST_CONCURRENCY` blocks at a time, Node's `fetch` + `JSON.parse`), then Avro-encodes
  *   the block's records (Confluent framing) and produces them with a `chainsift-seq` header through
  *   an idempotent kafkajs producer (acks all, requests of at most 768 KiB). The records themselves
- *   (the shape that chainsift's transform and wire fields give them) are computed before the ready
- *   line from the same fixture copies the replay node serves: the transform is chainsift's code.
- * - `decode`: consumes the logs topic (kafkajs `eachBatch`), Avro-decodes every log, takes its event
- *   (computed before the ready line; decoding is chainsift's code), Avro-encodes and produces it.
+ *   (the shape that chainsift's transform and wire fields give them) are built per block from the
+ *   same fixture copies the replay node serves, with their CPU measured and left out (the
+ *   transform is chainsift's code; see `excluded` below).
+ *   It writes its JSON-RPC requests itself rather than through lib/rpc/ (the one client of the
+ *   service), to measure `fetch` + `JSON.parse` alone: exempted in test/unit/lib/rpc/one-client.test.ts.
+ * - `decode`: consumes the logs topic (kafkajs `eachBatch`), Avro-decodes every log, decodes its
+ *   event with chainsift's decoder (CPU measured and left out), Avro-encodes and produces it.
  * - `index`: consumes the blocks, transactions, logs and events topics, Avro-decodes each record with
  *   the reader schema without the wire fields (as chainsift's bus does), and writes them with the
  *   Elasticsearch client's bulk helper (5 MiB requests, `external_gte` versions from the header,
@@ -22,7 +25,8 @@
  *   `chainsift_index_documents_total{result="written"}` on its /metrics, like the index stage.
  *
  * Prints `{"role","pid","ready":true,"metrics"?}` once set up (topics, schemas, consumers joined)
- * and, for `ingest`, `{"msg":"backfill done"}` after the last block is acknowledged, then exits.
+ * and, for `ingest`, `{"msg":"backfill done","excludedCpuS"}` after the last block is acknowledged,
+ * then exits; `decode` prints `{"msg":"excluded","excludedCpuS"}` after every batch.
  * SIGTERM/SIGINT stop the consumers and exit 0. Only 127.0.0.1 services (the harness's config).
  * @module
  */
