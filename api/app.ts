@@ -24,6 +24,7 @@ import pkg from "../package.json" with { type: "json" };
 import { resolveServedChains, type ServedChain, servedChain } from "./chains.js";
 import { accountsPlugin } from "./plugins/accounts.js";
 import { authPlugin } from "./plugins/auth.js";
+import { contextsPlugin } from "./plugins/contexts.js";
 import { elasticsearchPlugin } from "./plugins/elasticsearch.js";
 import { clientErrorHandler, errorsPlugin, frameworkErrorHandler } from "./plugins/errors.js";
 import { metricsPlugin, metricsRoutes } from "./plugins/metrics.js";
@@ -196,6 +197,7 @@ export async function buildApi(deps: ApiDeps): Promise<FastifyInstance> {
       store: app.accounts,
       limit: (request, reply) => app.enforceRateLimit(request, reply),
     });
+    await app.register(contextsPlugin, { config });
     await app.register(openapiPlugin, { version: pkg.version, chains });
     /** Search metrics of every search route (contract and Elasticsearch-compatible). */
     const onHits = (target: SearchTarget, hits: number, path: "bytes" | "parsed" | "stream"): void => {

@@ -107,10 +107,14 @@ export const ERROR_CODES = {
   CS_SORT_INVALID: {
     status: 400,
     description:
-      "sort is not a map (or array of maps) from a sortable field to asc/desc or {order}, or names a field that cannot be sorted on (including _script).",
+      "sort is not a field name, a map (or an array of names and maps) from a sortable field to asc/desc or {order}, or names a field that cannot be sorted on (including _script).",
   },
   CS_SIZE_INVALID: { status: 400, description: "size is not an integer, or is outside -1 and 0..maxSize." },
-  CS_SOURCE_INVALID: { status: 400, description: "_source is not an array of mapped field paths (or prefixes of them)." },
+  CS_SOURCE_INVALID: {
+    status: 400,
+    description:
+      "_source is not true/false, a mapped field path, an array of them, or {includes, excludes} of them (paths of the record or prefixes of them; no wildcards).",
+  },
   CS_SEARCH_AFTER_INVALID: {
     status: 400,
     description: "search_after (extension) is not an array of one value per sort key, is given without sort, or is combined with size -1.",
@@ -128,6 +132,26 @@ export const ERROR_CODES = {
     status: 400,
     description:
       "The aggregations would return more buckets than the cap (10000 in all, terms size at most 1000), or nest or count too many aggregations.",
+  },
+  CS_RESULT_WINDOW_TOO_LARGE: {
+    status: 400,
+    description:
+      "from + size exceeds 10000 (Elasticsearch's index.max_result_window), or from is not an integer >= 0; page deeper with sort + search_after, or with a point in time (_pit) or a scroll.",
+  },
+  CS_KEEP_ALIVE_INVALID: {
+    status: 400,
+    description:
+      "A scroll or point-in-time keep-alive (scroll, keep_alive, pit.keep_alive) is missing where required, is not an Elasticsearch time value (30s, 5m, 1h, …), or exceeds CHAINSIFT_SEARCH_CONTEXT_MAX_KEEP_ALIVE_MS (default 1h).",
+  },
+  CS_CONTEXT_NOT_FOUND: {
+    status: 404,
+    description:
+      "A scroll id or point-in-time id is unknown, expired, closed, of another chain, or was opened by another account (all answer the same).",
+  },
+  CS_CONTEXT_LIMIT: {
+    status: 429,
+    description:
+      "The account already has CHAINSIFT_SEARCH_CONTEXTS_MAX open scrolls and points in time (default 20); close one (DELETE _search/scroll, DELETE _pit) or let it expire.",
   },
   CS_QUERY_REJECTED: {
     status: 400,

@@ -120,6 +120,19 @@ export interface Config {
     tokens: string[];
     /** Largest positive `size` of a search. Env `CHAINSIFT_MAX_SIZE`, default 10000 (ES `index.max_result_window`). */
     maxSize: number;
+    /**
+     * Most scrolls and points in time one account may hold open at once (the Elasticsearch-compatible
+     * routes' `?scroll=` searches and `_pit`), across all API instances (counted in Redis); one more
+     * is 429 `CS_CONTEXT_LIMIT`. Env `CHAINSIFT_SEARCH_CONTEXTS_MAX`, default 20.
+     */
+    searchContextsMax: number;
+    /**
+     * Longest keep-alive of a scroll or point in time, in ms (`scroll=`, `keep_alive=`,
+     * `pit.keep_alive`); a longer one is 400 `CS_KEEP_ALIVE_INVALID`. Env
+     * `CHAINSIFT_SEARCH_CONTEXT_MAX_KEEP_ALIVE_MS`, default 3600000 (1 h; Elasticsearch's own
+     * `search.max_keep_alive` is 24 h).
+     */
+    searchContextMaxKeepAliveMs: number;
     /** Credential of the admin endpoints (`Authorization: Bearer <adminToken>`). Env `CHAINSIFT_ADMIN_TOKEN`, default none (admin endpoints answer 401). */
     adminToken: string | undefined;
     /** Requests allowed per token per window. Env `CHAINSIFT_RATE_LIMIT_MAX`, default 600. */
@@ -490,6 +503,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       port: int(env, "CHAINSIFT_API_PORT", 8080),
       tokens: list(env, "CHAINSIFT_API_TOKENS", []),
       maxSize: int(env, "CHAINSIFT_MAX_SIZE", 10_000, 1),
+      searchContextsMax: int(env, "CHAINSIFT_SEARCH_CONTEXTS_MAX", 20, 1),
+      searchContextMaxKeepAliveMs: int(env, "CHAINSIFT_SEARCH_CONTEXT_MAX_KEEP_ALIVE_MS", 3_600_000, 1000),
       adminToken: env.CHAINSIFT_ADMIN_TOKEN || undefined,
       rateLimitMax: int(env, "CHAINSIFT_RATE_LIMIT_MAX", 600, 1),
       rateLimitWindowMs: int(env, "CHAINSIFT_RATE_LIMIT_WINDOW_MS", 60_000, 1),

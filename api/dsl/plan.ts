@@ -21,20 +21,24 @@ export const LIMITS = {
   maxErrors: 50,
   /** `size` of a search without `size`. */
   defaultSize: 10,
+  /**
+   * Largest `from + size`: Elasticsearch's `index.max_result_window` default
+   * (https://www.elastic.co/guide/en/elasticsearch/reference/8.19/index-modules.html#index-max-result-window).
+   */
+  maxResultWindow: 10_000,
 } as const;
 
 /** The query clauses accepted, in documentation order. */
 export const ALLOWED_CLAUSES = ["bool", "term", "terms", "range", "ids", "nested", "exists", "match_all", "match"] as const;
 
-/** Keys accepted at the top level of a query body (the last three are extensions beyond the contract). */
-export const BODY_KEYS = ["query", "sort", "size", "_source", "search_after", "aggs", "aggregations"] as const;
+/** Keys accepted at the top level of a query body (the last four are extensions beyond the contract). */
+export const BODY_KEYS = ["query", "sort", "size", "_source", "search_after", "aggs", "aggregations", "from"] as const;
 
 /**
  * Elasticsearch search-body keys this API refuses on purpose, with the reason given in the error
  * message (all are `CS_BODY_INVALID` at the key's path). Any other unknown key is refused too.
  */
 export const REFUSED_BODY_KEYS: Readonly<Record<string, string>> = {
-  from: "from is not supported; page with sort + search_after",
   runtime_mappings: "runtime_mappings (scripted runtime fields) are not supported",
   script_fields: "script_fields are not supported",
   highlight: "highlight is not supported",
@@ -48,7 +52,7 @@ export const REFUSED_BODY_KEYS: Readonly<Record<string, string>> = {
   post_filter: "post_filter is not supported; put the condition in query",
   min_score: "min_score is not supported",
   collapse: "collapse is not supported",
-  pit: "pit is not supported; use search_after, or size -1 for all matches",
+  pit: "pit is taken only by the Elasticsearch-compatible …/es/_search (open one with POST …/es/<index>/_pit); here use search_after, or size -1 for all matches",
   slice: "slice is not supported",
   knn: "knn is not supported",
   timeout: "timeout is set by the server",
@@ -91,8 +95,14 @@ export interface SearchPlan {
   sort?: EsSortClause[];
   /** Records to return: 0..maxSize, or -1 for all matches. Default {@link LIMITS.defaultSize} (10). */
   size: number;
+  /** Hits to skip (`from`), > 0 only: `from + size` ≤ {@link LIMITS.maxResultWindow}; absent = 0. */
+  from?: number;
   /** `_source` paths to keep; absent (or empty) = the whole record. */
   source?: string[];
+  /** `_source` paths to drop (`_source: {excludes}`), applied after {@link source}. */
+  sourceExcludes?: string[];
+  /** `_source: false`: hits carry no `_source` at all. */
+  noSource?: true;
   /** Extension: the sort values of the last hit of the previous page (one per sort clause). */
   searchAfter?: Array<string | number | boolean | null>;
   /** Extension: sanitized aggregations (see api/dsl/aggs.ts). */
@@ -108,4 +118,10 @@ export interface ValidateOptions {
   kinds: readonly RecordKind[];
   /** Largest positive `size` (config.api.maxSize). */
   maxSize: number;
+  /**
+   * The search runs on a point in time (Elasticsearch-compatible routes): hits' sort values then end
+   * with Elasticsearch's implicit `_shard_doc` tiebreaker, so `search_after` may have one value more
+   * than the sort (a number). Default false.
+   */
+  pit?: boolean;
 }

@@ -8,9 +8,10 @@
  * only). Everything else (script, wildcard, regexp, terms lookup, …) is refused, as are fields not
  * mapped for the requested kinds (see api/dsl/fields.ts).
  *
- * Extensions beyond the query contract: `search_after` (cursor pagination over a sorted search)
- * and `aggs`/`aggregations` (an allowlist of aggregations, validated by api/dsl/aggs.ts). Other
- * Elasticsearch body keys (`from`, `highlight`, `script_fields`, `runtime_mappings`, …) are refused
+ * Extensions beyond the query contract: `search_after` (cursor pagination over a sorted search),
+ * `from` (pages up to Elasticsearch's result window of 10,000), `_source` in all of Elasticsearch's
+ * forms, and `aggs`/`aggregations` (an allowlist of aggregations, validated by api/dsl/aggs.ts).
+ * Other Elasticsearch body keys (`highlight`, `script_fields`, `runtime_mappings`, …) are refused
  * with `CS_BODY_INVALID`.
  *
  * Split (pure move): ./plan.ts (caps, keys, types, the problem collector), ./query.ts (the `query`
@@ -45,8 +46,10 @@ export * from "./plan.js";
 export { validateQuery } from "./query.js";
 
 /**
- * Validates `sort`: a map `{field: "asc"|"desc"|{order}}` or an array of such maps (or of bare field
- * names, ascending; `_score` descending). Fields must be sortable ({@link FieldInfo.sortable}) or `_score`.
+ * Validates `sort`: a field name, a map `{field: "asc"|"desc"|{order}}`, or an array of names and
+ * such maps (a bare name sorts ascending, `_score` descending), as Elasticsearch takes them
+ * (`"_doc"`, `["_doc"]`, `["blockNumber.num", {"logIndex.num": "asc"}]`). Fields must be sortable
+ * ({@link FieldInfo.sortable}), `_score`, or an index order key ({@link DOC_ORDER_KEYS}).
  * For several kinds, a field missing from some of them gets `unmapped_type` so ES does not fail.
  * @returns the sanitized ES sort (`undefined` when empty), or `CS_SORT_INVALID` problems.
  */
@@ -56,8 +59,11 @@ export function validateSort(sort: unknown, kinds: readonly RecordKind[], path =
   return out.result(value);
 }
 
+/** Elasticsearch's index-order sort keys: `_doc` (fastest, what scrolls use) and `_shard_doc` (the tiebreaker of a point in time). */
+export const DOC_ORDER_KEYS: readonly string[] = ["_doc", "_shard_doc"];
+
 function sortField(catalog: FieldCatalog, out: Collector, field: string, order: SortOrder, path: string): EsSortClause | undefined {
-  if (field === "_score") return { _score: { order } };
+  if (field === "_score" || DOC_ORDER_KEYS.includes(field)) return { [field]: { order } };
   if (field === "_script") {
     out.add("CS_SORT_INVALID", "script sorting (_script) is not supported; sort on a sortable field", path);
     return undefined;
@@ -102,8 +108,8 @@ function sortOrder(out: Collector, spec: unknown, path: string): SortOrder | und
 
 function sortInto(sort: unknown, catalog: FieldCatalog, out: Collector, path: string): EsSortClause[] | undefined {
   const items: Array<[unknown, string]> = Array.isArray(sort) ? sort.map((s, i) => [s, jsonPath(path, i)]) : [[sort, path]];
-  if (!Array.isArray(sort) && !isJsonObject(sort)) {
-    out.add("CS_SORT_INVALID", 'sort must be a map {<field>: "asc"|"desc"} or an array of such maps', path);
+  if (!Array.isArray(sort) && !isJsonObject(sort) && typeof sort !== "string") {
+    out.add("CS_SORT_INVALID", 'sort must be a field name, a map {<field>: "asc"|"desc"}, or an array of names and such maps', path);
     return undefined;
   }
   const result: EsSortClause[] = [];
@@ -145,23 +151,26 @@ export function validateSize(size: unknown, maxSize: number, path = "size"): Val
   };
 }
 
-/**
- * Validates `_source`: an array of `_source` paths of the kinds (a leaf such as `blockNumber.num` or
- * an enclosing object such as `blockNumber`, which keeps everything below it). No wildcards; index-only
- * multi-fields such as `address.raw` are refused. Duplicates are dropped.
- * @returns the paths (`undefined` for an absent or empty array: the whole record), or `CS_SOURCE_INVALID` problems.
- */
-export function validateSource(source: unknown, kinds: readonly RecordKind[], path = "_source"): ValidationResult<string[] | undefined> {
-  if (source === undefined) return { ok: true, value: undefined };
-  const out = new Collector();
-  if (!Array.isArray(source)) {
-    out.add("CS_SOURCE_INVALID", "_source must be an array of field paths", path);
-    return { ok: false, errors: out.problems };
+/** A validated `_source`: paths to keep, paths to drop, or none at all. */
+export interface SourceFilter {
+  /** Paths to keep (absent: the whole record). */
+  includes?: string[];
+  /** Paths to drop after {@link includes}. */
+  excludes?: string[];
+  /** `_source: false`: no `_source` in the hits. */
+  none?: true;
+}
+
+/** Checks a list of `_source` paths (a string is a list of one) into `into`; see {@link validateSource}. */
+function sourcePaths(value: unknown, catalog: FieldCatalog, out: Collector, path: string): string[] {
+  const list: unknown[] = typeof value === "string" ? [value] : Array.isArray(value) ? value : [];
+  if (typeof value !== "string" && !Array.isArray(value)) {
+    out.add("CS_SOURCE_INVALID", "_source must be true, false, a field path, an array of field paths, or {includes, excludes}", path);
+    return [];
   }
-  const catalog = fieldCatalog(kinds);
   const paths: string[] = [];
-  source.forEach((p, i) => {
-    const ip = jsonPath(path, i);
+  list.forEach((p, i) => {
+    const ip = typeof value === "string" ? path : jsonPath(path, i);
     if (typeof p !== "string" || p === "") out.add("CS_SOURCE_INVALID", "_source items must be non-empty strings", ip);
     else if (p.includes("*")) out.add("CS_SOURCE_INVALID", "wildcards are not supported in _source; list the fields", ip);
     else if (!catalog.sourcePaths.has(p)) {
@@ -169,11 +178,91 @@ export function validateSource(source: unknown, kinds: readonly RecordKind[], pa
       out.add("CS_SOURCE_INVALID", `unknown _source field ${JSON.stringify(p)} for ${kindsLabel(catalog)}${multi}`, ip);
     } else if (!paths.includes(p)) paths.push(p);
   });
-  return out.result(paths.length > 0 ? paths : undefined);
+  return paths;
+}
+
+/** Keys of the object form of `_source` (Elasticsearch takes the singular spellings too). */
+const SOURCE_OBJECT_KEYS: Readonly<Record<string, "includes" | "excludes">> = {
+  includes: "includes",
+  include: "includes",
+  excludes: "excludes",
+  exclude: "excludes",
+};
+
+/**
+ * Validates `_source` in every form Elasticsearch takes
+ * (https://www.elastic.co/guide/en/elasticsearch/reference/8.19/search-fields.html#source-filtering):
+ * `true` (the whole record), `false` (no `_source`), a path, an array of paths, or
+ * `{includes|include, excludes|exclude}` (each a path or an array of paths). A path is one of the
+ * record (a leaf such as `blockNumber.num`) or an enclosing object (`blockNumber`, everything below
+ * it). No wildcards; index-only multi-fields such as `address.raw` are refused. Duplicates are dropped.
+ * @returns the {@link SourceFilter} (`undefined` for absent, `true`, an empty array or empty includes
+ *   and excludes: the whole record), or `CS_SOURCE_INVALID` problems.
+ */
+export function validateSourceFilter(
+  source: unknown,
+  kinds: readonly RecordKind[],
+  path = "_source",
+): ValidationResult<SourceFilter | undefined> {
+  if (source === undefined || source === true) return { ok: true, value: undefined };
+  if (source === false) return { ok: true, value: { none: true } };
+  const out = new Collector();
+  const catalog = fieldCatalog(kinds);
+  const filter: SourceFilter = {};
+  if (isJsonObject(source)) {
+    for (const [key, value] of Object.entries(source)) {
+      const which = Object.hasOwn(SOURCE_OBJECT_KEYS, key) ? SOURCE_OBJECT_KEYS[key] : undefined;
+      if (!which) {
+        out.add("CS_SOURCE_INVALID", `unknown _source key ${JSON.stringify(key)}; use includes and excludes`, jsonPath(path, key));
+        continue;
+      }
+      const paths = sourcePaths(value, catalog, out, jsonPath(path, key));
+      if (paths.length > 0) filter[which] = [...new Set([...(filter[which] ?? []), ...paths])];
+    }
+  } else {
+    const paths = sourcePaths(source, catalog, out, path);
+    if (paths.length > 0) filter.includes = paths;
+  }
+  return out.result(filter.includes || filter.excludes ? filter : undefined);
 }
 
 /**
- * Validates a whole query body (`{query?, sort?, size?, _source?, search_after?, aggs?|aggregations?}`) for the given kinds.
+ * Validates `_source` as the contract has it: an array of `_source` paths of the kinds (see
+ * {@link validateSourceFilter}, of which this is the includes).
+ * @returns the paths (`undefined` for an absent or empty array: the whole record), or `CS_SOURCE_INVALID` problems.
+ */
+export function validateSource(source: unknown, kinds: readonly RecordKind[], path = "_source"): ValidationResult<string[] | undefined> {
+  if (source !== undefined && !Array.isArray(source))
+    return { ok: false, errors: [{ code: "CS_SOURCE_INVALID", message: "_source must be an array of field paths", path }] };
+  const checked = validateSourceFilter(source, kinds, path);
+  return checked.ok ? { ok: true, value: checked.value?.includes } : checked;
+}
+
+/**
+ * Validates `from` against the size: an integer ≥ 0 with `from + size` ≤
+ * {@link LIMITS.maxResultWindow}; not with `size: -1`, nor (when > 0) with `search_after`.
+ * @returns the offset, or a `CS_RESULT_WINDOW_TOO_LARGE` (`CS_SEARCH_AFTER_INVALID` with search_after) problem at `from`.
+ */
+export function validateFrom(from: unknown, size: number | undefined, searchAfter: boolean): ValidationResult<number> {
+  const err = (
+    message: string,
+    code: "CS_RESULT_WINDOW_TOO_LARGE" | "CS_SEARCH_AFTER_INVALID" = "CS_RESULT_WINDOW_TOO_LARGE",
+  ): ValidationResult<number> => ({ ok: false, errors: [{ code, message, path: "from" }] });
+  if (from === undefined) return { ok: true, value: 0 };
+  const max = LIMITS.maxResultWindow;
+  if (typeof from !== "number" || !Number.isInteger(from) || from < 0) return err("from must be an integer >= 0");
+  if (from === 0) return { ok: true, value: 0 };
+  if (size === -1) return err("from cannot be combined with size -1 (which returns every match)");
+  if (searchAfter) return err("from must be 0 with search_after (the cursor says where the page starts)", "CS_SEARCH_AFTER_INVALID");
+  if (from + (size ?? LIMITS.defaultSize) > max)
+    return err(
+      `from + size must be at most ${max} (Elasticsearch's index.max_result_window); page deeper with sort + search_after, or with a point in time (_pit) and search_after, or a scroll`,
+    );
+  return { ok: true, value: from };
+}
+
+/**
+ * Validates a whole query body (`{query?, sort?, size?, from?, _source?, search_after?, aggs?|aggregations?}`) for the given kinds.
  * `undefined` (no body) is the same as `{}`: the first 10 records, unsorted.
  * Unknown top-level keys are `CS_BODY_INVALID` at the key's path; a body that is not an object is
  * `CS_BODY_INVALID` with path null. All problems are collected (at most {@link LIMITS.maxErrors}).
@@ -187,7 +276,7 @@ export function validateSource(source: unknown, kinds: readonly RecordKind[], pa
  * @returns `{ok: true, value}` with the {@link SearchPlan} (sanitized ES query, sort, size,
  *   `_source`, `search_after`, aggregations), or `{ok: false, errors}`: every problem found as an
  *   API error detail `{code, message, path}` (codes `CS_BODY_INVALID`, `CS_QUERY_*`, `CS_SORT_INVALID`,
- *   `CS_SIZE_INVALID`, `CS_SOURCE_INVALID`, `CS_SEARCH_AFTER_INVALID`, `CS_AGG_*`; api/errors.ts).
+ *   `CS_SIZE_INVALID`, `CS_RESULT_WINDOW_TOO_LARGE`, `CS_SOURCE_INVALID`, `CS_SEARCH_AFTER_INVALID`, `CS_AGG_*`; api/errors.ts).
  * @throws never: every problem is returned.
  */
 export function validateSearchBody(body: unknown, opts: ValidateOptions): ValidationResult<SearchPlan> {
@@ -208,15 +297,17 @@ export function validateSearchBody(body: unknown, opts: ValidateOptions): Valida
   const sort = body.sort === undefined ? undefined : sortInto(body.sort, catalog, out, "sort");
   const size = validateSize(body.size, opts.maxSize);
   if (!size.ok) out.addAll(size.errors);
-  const source = validateSource(body._source, opts.kinds);
+  const source = validateSourceFilter(body._source, opts.kinds);
   if (!source.ok) out.addAll(source.errors);
   let searchAfter: SearchPlan["searchAfter"];
   // With an invalid sort, its own errors say enough: search_after cannot be checked against it.
   if (body.search_after !== undefined && (body.sort === undefined || sort !== undefined)) {
-    const sa = validateSearchAfter(body.search_after, sort, size.ok ? size.value : undefined, opts.kinds);
+    const sa = validateSearchAfter(body.search_after, sort, size.ok ? size.value : undefined, opts.kinds, opts.pit === true);
     if (sa.ok) searchAfter = sa.value;
     else out.addAll(sa.errors);
   }
+  const from = validateFrom(body.from, size.ok ? size.value : undefined, body.search_after !== undefined);
+  if (!from.ok) out.addAll(from.errors);
   let aggs: EsAggs | undefined;
   if (body.aggs !== undefined && body.aggregations !== undefined) {
     out.add("CS_AGG_INVALID", "use either aggs or aggregations, not both", "aggregations");
@@ -230,7 +321,10 @@ export function validateSearchBody(body: unknown, opts: ValidateOptions): Valida
   const plan: SearchPlan = { size: size.ok ? size.value : LIMITS.defaultSize };
   if (query) plan.query = query;
   if (sort) plan.sort = sort;
-  if (source.ok && source.value) plan.source = source.value;
+  if (from.ok && from.value > 0) plan.from = from.value;
+  if (source.ok && source.value?.includes) plan.source = source.value.includes;
+  if (source.ok && source.value?.excludes) plan.sourceExcludes = source.value.excludes;
+  if (source.ok && source.value?.none) plan.noSource = true;
   if (searchAfter) plan.searchAfter = searchAfter;
   if (aggs && Object.keys(aggs).length > 0) plan.aggs = aggs;
   return { ok: true, value: plan };
@@ -243,6 +337,8 @@ export function validateSearchBody(body: unknown, opts: ValidateOptions): Valida
  * @param value - the `search_after` value of the body.
  * @param sort - the sanitized sort (undefined when the body has none or it was invalid).
  * @param size - the validated size, if valid.
+ * @param kinds - the requested kinds (numeric sort keys need numbers).
+ * @param pit - the search runs on a point in time: one more value, the `_shard_doc` tiebreaker, is allowed.
  * @returns the values, or `CS_SEARCH_AFTER_INVALID` problems at `search_after[…]`.
  */
 export function validateSearchAfter(
@@ -250,6 +346,7 @@ export function validateSearchAfter(
   sort: readonly EsSortClause[] | undefined,
   size: number | undefined,
   kinds?: readonly RecordKind[],
+  pit = false,
 ): ValidationResult<Array<string | number | boolean | null>> {
   const p = "search_after";
   const err = (message: string, path = p): ValidationResult<never> => ({
@@ -260,10 +357,14 @@ export function validateSearchAfter(
     return err(`search_after must be an array of 1..${MAX_SORT_KEYS} values: the sort values of the last hit of the previous page`);
   if (size === -1) return err("search_after cannot be combined with size -1 (which returns all matches)");
   if (!sort) return err("search_after needs a sort (end it with a unique field, e.g. hash, so that pages do not overlap)");
-  if (value.length !== sort.length)
+  // On a point in time, hits' sort values end with the implicit _shard_doc tiebreaker (a number).
+  const tiebreaker = pit && value.length === sort.length + 1;
+  if (tiebreaker && typeof value[sort.length] !== "number")
+    return err("the last search_after value (the point in time's _shard_doc tiebreaker) must be a number", jsonPath(p, sort.length));
+  if (value.length !== sort.length && !tiebreaker)
     return err(`search_after has ${value.length} values but the sort has ${sort.length} keys; pass the sort array of the last hit`);
   const catalog = kinds ? fieldCatalog(kinds) : undefined;
-  for (let i = 0; i < value.length; i++) {
+  for (let i = 0; i < sort.length; i++) {
     const v: unknown = value[i];
     const ip = jsonPath(p, i);
     if (!(v === null || typeof v === "string" || typeof v === "boolean" || (typeof v === "number" && Number.isFinite(v))))

@@ -50,6 +50,8 @@ export interface EnvelopeHit {
   _source: Record<string, unknown>;
   /** Extension, sorted searches only: the hit's sort values, to pass as `search_after` for the next page. */
   sort?: unknown[];
+  /** Elasticsearch-compatible routes, `docvalue_fields` only: the requested fields' doc values, as Elasticsearch answers them. */
+  fields?: Record<string, unknown>;
 }
 
 /** The contract's hits envelope. */
@@ -78,6 +80,10 @@ export interface ShapeOptions {
   unitScores?: boolean;
   /** Copy each hit's `sort` values (sorted searches, for `search_after`). */
   sortValues?: boolean;
+  /** `_source` paths to drop (after {@link source}); see {@link excludeSource}. */
+  sourceExcludes?: readonly string[];
+  /** Fields of the hit's `fields` (the request's `docvalue_fields`) to answer as `fields`; absent: none. */
+  fields?: readonly string[];
 }
 
 /**
@@ -145,6 +151,41 @@ export function filterSource(source: Record<string, unknown>, paths?: readonly s
 }
 
 /**
+ * Drops the given dotted paths from a record, like ES `_source` excludes without wildcards:
+ * `blockNumber` drops the whole object, `blockNumber.raw` only `raw` inside it, `args.value` the
+ * `value` of every element of `args`. Objects left empty are dropped. Pure: `source` is not
+ * changed (only the objects on the paths are copied).
+ * @param source - the record (possibly already restricted by {@link filterSource}).
+ * @param paths - dotted paths; absent or empty returns `source` unchanged.
+ */
+export function excludeSource(source: Record<string, unknown>, paths?: readonly string[]): Record<string, unknown> {
+  if (!paths || paths.length === 0) return source;
+  const drop = (value: unknown, parts: readonly string[][]): unknown => {
+    if (parts.some((p) => p.length === 0)) return undefined;
+    if (Array.isArray(value)) return value.map((v) => drop(v, parts)).filter((v) => v !== undefined);
+    if (typeof value !== "object" || value === null) return value;
+    const out: Record<string, unknown> = {};
+    for (const [key, v] of Object.entries(value as Record<string, unknown>)) {
+      const rests = parts.filter((p) => p[0] === key).map((p) => p.slice(1));
+      if (rests.length === 0) out[key] = v;
+      else {
+        const kept = drop(v, rests);
+        if (kept !== undefined && !(isEmptyObject(kept) && !isEmptyObject(v))) out[key] = kept;
+      }
+    }
+    return out;
+  };
+  return drop(
+    source,
+    paths.map((p) => p.split(".")),
+  ) as Record<string, unknown>;
+}
+
+function isEmptyObject(v: unknown): boolean {
+  return typeof v === "object" && v !== null && !Array.isArray(v) && Object.keys(v).length === 0;
+}
+
+/**
  * The parent hash carried in a hit's `fields` (the search's `docvalue_fields`, see `parentFields`
  * in api/search/search.ts): the first value of the kind's {@link PARENT_FIELD}.
  */
@@ -172,18 +213,23 @@ export function shapeHit(hit: estypes.SearchHit<unknown>, opts: ShapeOptions = {
   }
   // Keep the contract's key order: _index, _type, _id, _score, _routing?, _parent?, _source, then the sort extension.
   const { _source, ...head } = out;
-  const shaped: EnvelopeHit = { ...head, _source: filterSource(_source, opts.source) };
+  const shaped: EnvelopeHit = { ...head, _source: excludeSource(filterSource(_source, opts.source), opts.sourceExcludes) };
   if (opts.sortValues && Array.isArray(hit.sort)) shaped.sort = hit.sort;
+  if (opts.fields && opts.fields.length > 0) {
+    const fields: Record<string, unknown> = {};
+    for (const name of opts.fields) if (hit.fields && hit.fields[name] !== undefined) fields[name] = hit.fields[name];
+    shaped.fields = fields;
+  }
   return shaped;
 }
 
 /**
  * Shapes an ES search response (made with `track_total_hits: true`) into the hits envelope.
  * @param res - the ES response.
- * @param opts - `source`: paths to keep; `sortValues`: copy hits' sort values; `unitScores` is
- *   computed here from the response. `aggregations` of the response are passed through when present.
+ * @param opts - `source`: paths to keep; `sourceExcludes`: paths to drop; `sortValues`: copy hits'
+ *   sort values; `fields`: doc-value fields to answer; `unitScores` is computed here from the response. `aggregations` of the response are passed through when present.
  */
-export function shapeEnvelope(res: estypes.SearchResponse<unknown>, opts: Pick<ShapeOptions, "source" | "sortValues"> = {}): HitsEnvelope {
+export function shapeEnvelope(res: estypes.SearchResponse<unknown>, opts: Omit<ShapeOptions, "unitScores"> = {}): HitsEnvelope {
   const hits = res.hits.hits;
   const unitScores = filterOnlyScores(res.hits.max_score, hits.length);
   const envelope: HitsEnvelope = {

@@ -32,52 +32,92 @@ export interface EsHit {
   _score: number | null;
   /** Hash of the containing block (tx) or transaction (log, event); absent for blocks. */
   _routing?: string;
-  /** The record, restricted to the requested `_source` paths. */
-  _source: Record<string, unknown>;
+  /** The record, restricted to the requested `_source` paths; absent with `_source: false` or `stored_fields: "_none_"`. */
+  _source?: Record<string, unknown>;
+  /** `docvalue_fields`: the requested fields' doc values. */
+  fields?: Record<string, unknown>;
   /** Sorted searches: the values to pass as `search_after`. */
   sort?: unknown[];
 }
 
+/** `hits.total` as Elasticsearch 8 writes it. */
+export type EsTotal = { value: number; relation: "eq" | "gte" } | number;
+
 /** A search answer as Elasticsearch 8 writes it. */
 export interface EsSearchResponse {
+  /** Searches on a point in time: its id (chainsift's opaque one). */
+  pit_id?: string;
+  /** Scroll searches: the id to pass to `_search/scroll` (chainsift's opaque one). */
+  _scroll_id?: string;
   took: number;
   timed_out: boolean;
   _shards: ShardsInfo;
   hits: {
-    /** `{value, relation: "eq"}`, or the integer with `rest_total_hits_as_int=true`. */
-    total: { value: number; relation: "eq" } | number;
+    /** `{value, relation}`, or the integer with `rest_total_hits_as_int=true`; absent with `track_total_hits: false`. */
+    total?: EsTotal;
     max_score: number | null;
     hits: EsHit[];
   };
   aggregations?: Record<string, unknown>;
 }
 
+/** How {@link toEsSearchResponse} writes an answer. */
+export interface EsAnswerOptions {
+  /** `rest_total_hits_as_int=true`: `hits.total` as an integer. */
+  totalAsInt?: boolean;
+  /** `track_total_hits` (default true): see {@link esTotal}. */
+  trackTotalHits?: boolean | number;
+  /** `_source: false`: hits without `_source`. */
+  noSource?: boolean;
+  /** `stored_fields: "_none_"`: hits with only `_index`, `_id`, `_score` (and `sort`). */
+  metadataOnly?: boolean;
+  /** The scroll id to answer as `_scroll_id`. */
+  scrollId?: string;
+  /** The point-in-time id to answer as `pit_id`. */
+  pitId?: string;
+}
+
+/**
+ * `hits.total` of an exact total as Elasticsearch writes it for a `track_total_hits`
+ * (https://www.elastic.co/guide/en/elasticsearch/reference/8.19/search-your-data.html#track-total-hits):
+ * `true` (or absent): `{value: total, relation: "eq"}`; a number N: the same when total ≤ N, else
+ * `{value: N, relation: "gte"}`; `false`: undefined (no `total`). With `asInt`, the value alone
+ * (-1 for `false`, as Elasticsearch's `rest_total_hits_as_int` writes an untracked total).
+ */
+export function esTotal(total: number, track: boolean | number = true, asInt = false): EsTotal | undefined {
+  if (track === false) return asInt ? -1 : undefined;
+  const capped = typeof track === "number" && total > track;
+  const value = capped ? track : total;
+  return asInt ? value : { value, relation: capped ? "gte" : "eq" };
+}
+
 /**
  * Converts the contract's hits envelope into Elasticsearch 8's search answer (see module notes).
  * @param env - the envelope of `runSearch` (api/search/search.ts).
- * @param totalAsInt - `rest_total_hits_as_int=true`: `hits.total` as an integer.
+ * @param options - the answer's options ({@link EsAnswerOptions}); a boolean is `totalAsInt` (the former signature).
  */
-export function toEsSearchResponse(env: HitsEnvelope, totalAsInt = false): EsSearchResponse {
-  const hits = env.hits.hits.map(
-    (h): EsHit => ({
-      _index: h._index,
-      _id: h._id,
-      _score: h._score,
-      ...(h._routing !== undefined ? { _routing: h._routing } : {}),
-      _source: h._source,
-      ...(h.sort ? { sort: h.sort } : {}),
-    }),
-  );
-  const res: EsSearchResponse = {
-    took: env.took,
-    timed_out: env.timed_out,
-    _shards: env._shards,
-    hits: {
-      total: totalAsInt ? env.hits.total : { value: env.hits.total, relation: "eq" },
-      max_score: env.hits.max_score,
-      hits,
-    },
-  };
+export function toEsSearchResponse(env: HitsEnvelope, options: EsAnswerOptions | boolean = {}): EsSearchResponse {
+  const o: EsAnswerOptions = typeof options === "boolean" ? { totalAsInt: options } : options;
+  const hits = env.hits.hits.map((h): EsHit => {
+    const hit: EsHit = { _index: h._index, _id: h._id, _score: h._score };
+    if (o.metadataOnly) {
+      if (h.sort) hit.sort = h.sort;
+      return hit;
+    }
+    if (h._routing !== undefined) hit._routing = h._routing;
+    if (!o.noSource) hit._source = h._source;
+    if (h.fields) hit.fields = h.fields;
+    if (h.sort) hit.sort = h.sort;
+    return hit;
+  });
+  const res: EsSearchResponse = {} as EsSearchResponse;
+  if (o.pitId !== undefined) res.pit_id = o.pitId;
+  if (o.scrollId !== undefined) res._scroll_id = o.scrollId;
+  res.took = env.took;
+  res.timed_out = env.timed_out;
+  res._shards = env._shards;
+  const total = esTotal(env.hits.total, o.trackTotalHits, o.totalAsInt);
+  res.hits = { ...(total !== undefined ? { total } : {}), max_score: env.hits.max_score, hits };
   if (env.aggregations) res.aggregations = env.aggregations;
   return res;
 }

@@ -19,7 +19,7 @@ import { PARENT_FIELD, type RecordKind } from "../../lib/records.js";
 import { AGG_LIMITS, countBuckets } from "../dsl/aggs.js";
 import type { SearchPlan } from "../dsl/validate.js";
 import { apiError } from "../errors.js";
-import { type HitsEnvelope, shapeEnvelope } from "./envelope.js";
+import { type HitsEnvelope, type ShapeOptions, shapeEnvelope } from "./envelope.js";
 import { prunedTarget } from "./partitions.js";
 import type { BufferLease } from "./pool.js";
 import { type Allocate, type RawEnvelope, shapeRawEnvelope } from "./raw.js";
@@ -42,6 +42,16 @@ export interface SearchOptions {
    * Elasticsearch's internal result class. Default false (plain names, as the contract path answers).
    */
   typedKeys?: boolean;
+  /**
+   * Search this Elasticsearch point in time (its own id and keep-alive) instead of the target's
+   * indices: the request then names no index and no index options, as Elasticsearch requires, and
+   * is not pruned (the point in time fixes the indices).
+   */
+  pit?: { id: string; keepAlive?: string };
+  /** Open an Elasticsearch scroll with this keep-alive (`1m`, …): the response has `_scroll_id`. */
+  scroll?: string;
+  /** More fields to ask as `docvalue_fields` (the Elasticsearch-compatible routes' `docvalue_fields`), answered in each hit's `fields`. */
+  docvalueFields?: readonly string[];
 }
 
 const LONG_MAX = 2n ** 63n - 1n;
@@ -82,17 +92,29 @@ export function parentFields(kinds: readonly RecordKind[]): string[] {
   return [...new Set(kinds.map((k) => PARENT_FIELD[k]).filter((f) => f !== undefined))];
 }
 
+/**
+ * The `_source` of the ES request of a plan: `false` (`_source: false`), the includes, includes and
+ * excludes, or undefined (the whole record).
+ */
+export function esSource(plan: Pick<SearchPlan, "source" | "sourceExcludes" | "noSource">): estypes.SearchSourceConfig | undefined {
+  if (plan.noSource) return false;
+  if (plan.sourceExcludes) return { excludes: [...plan.sourceExcludes], ...(plan.source ? { includes: [...plan.source] } : {}) };
+  if (plan.source && plan.source.length > 0) return [...plan.source];
+  return undefined;
+}
+
 /** Per-request transport options: the client-side timeout in milliseconds. */
 export function requestOptions(requestTimeoutMs: number): TransportRequestOptions {
   return { requestTimeout: requestTimeoutMs };
 }
 
 /**
- * The ES search request of a plan with `size >= 0`: the sanitized query and sort, `search_after`,
- * aggregations, `_source` includes (exactly the requested paths), `docvalue_fields` with the
+ * The ES search request of a plan with `size >= 0`: `from`, the sanitized query and sort, `search_after`,
+ * aggregations, `_source` (`false`, the includes, or includes and excludes), `docvalue_fields` with the
  * kinds' parent fields ({@link parentFields}, for `_routing`/`_parent`), `track_total_hits: true`,
  * `timeout: "<ms>ms"`, and `ignore_unavailable` so that a kind whose index does not exist yet
- * answers with no hits instead of an error. With `options.typedKeys`, `typed_keys: true`: Elasticsearch
+ * answers with no hits instead of an error (with `options.pit`: the point in time instead of the
+ * indices and their options; with `options.scroll`: `scroll`). With `options.typedKeys`, `typed_keys: true`: Elasticsearch
  * keys every aggregation result `<type>#<name>` (the Elasticsearch-compatible routes' `?typed_keys`).
  */
 export function buildSearchRequest(
@@ -101,25 +123,30 @@ export function buildSearchRequest(
   requestTimeoutMs: number,
   options: SearchOptions = {},
 ): estypes.SearchRequest {
-  const req: estypes.SearchRequest = {
-    index: target.indices,
-    size: Math.max(plan.size, 0),
-    track_total_hits: true,
-    timeout: `${requestTimeoutMs}ms`,
-    ignore_unavailable: true,
-    allow_no_indices: true,
-    // The aliases span block-range partitions (es/partitions.ts): the can-match phase, run whenever
-    // more than one shard is searched, skips the shards a block range or number cannot match.
-    pre_filter_shard_size: 1,
-  };
+  const req: estypes.SearchRequest = options.pit
+    ? { pit: { id: options.pit.id, ...(options.pit.keepAlive ? { keep_alive: options.pit.keepAlive } : {}) } }
+    : {
+        index: target.indices,
+        ignore_unavailable: true,
+        allow_no_indices: true,
+      };
+  req.size = Math.max(plan.size, 0);
+  req.track_total_hits = true;
+  req.timeout = `${requestTimeoutMs}ms`;
+  // The aliases span block-range partitions (es/partitions.ts): the can-match phase, run whenever
+  // more than one shard is searched, skips the shards a block range or number cannot match.
+  req.pre_filter_shard_size = 1;
+  if (options.scroll) req.scroll = options.scroll;
+  if (plan.from) req.from = plan.from;
   if (plan.query) req.query = plan.query as estypes.QueryDslQueryContainer;
   if (plan.sort) req.sort = plan.sort as estypes.Sort;
   if (plan.searchAfter) req.search_after = esSearchAfter(plan.searchAfter);
   if (plan.aggs) req.aggs = plan.aggs as Record<string, estypes.AggregationsAggregationContainer>;
-  if (plan.source && plan.source.length > 0) req._source = [...plan.source];
+  const source = esSource(plan);
+  if (source !== undefined) req._source = source;
   if (options.typedKeys && plan.aggs) req.typed_keys = true;
-  const parents = parentFields(target.kinds);
-  if (parents.length > 0) req.docvalue_fields = parents;
+  const docvalues = [...new Set([...parentFields(target.kinds), ...(options.docvalueFields ?? [])])];
+  if (docvalues.length > 0) req.docvalue_fields = docvalues;
   return req;
 }
 
@@ -138,10 +165,37 @@ export async function runSearch(
   requestTimeoutMs: number,
   options: SearchOptions = {},
 ): Promise<HitsEnvelope> {
-  const pruned = await prunedTarget(es, target, plan.query);
+  return (await runSearchWithIds(es, plan, target, requestTimeoutMs, options)).envelope;
+}
+
+/** A search's envelope and the context ids Elasticsearch answered with it. */
+export interface SearchWithIds {
+  envelope: HitsEnvelope;
+  /** `_scroll_id` of a search with {@link SearchOptions.scroll}. */
+  scrollId?: string;
+  /** `pit_id` of a search with {@link SearchOptions.pit} (it may differ from the one sent). */
+  pitId?: string;
+}
+
+/**
+ * {@link runSearch}, also returning the scroll or point-in-time id of the response. A search on a
+ * point in time is not pruned (its indices are fixed).
+ * @throws as {@link runSearch}.
+ */
+export async function runSearchWithIds(
+  es: Client,
+  plan: SearchPlan,
+  target: SearchTarget,
+  requestTimeoutMs: number,
+  options: SearchOptions = {},
+): Promise<SearchWithIds> {
+  const pruned = options.pit ? target : await prunedTarget(es, target, plan.query);
   const res = await es.search(buildSearchRequest(plan, pruned, requestTimeoutMs, options), requestOptions(requestTimeoutMs));
   checkBucketCap(res.aggregations);
-  return shapeEnvelope(res, shapeOptions(plan));
+  const out: SearchWithIds = { envelope: shapeEnvelope(res, shapeOptions(plan, options)) };
+  if (res._scroll_id) out.scrollId = res._scroll_id;
+  if (res.pit_id) out.pitId = res.pit_id;
+  return out;
 }
 
 /** Largest response read into the shared scratch buffer (larger ones get a buffer of their own), in bytes. */
@@ -230,9 +284,15 @@ export async function runSearchText(
   });
 }
 
-function shapeOptions(plan: SearchPlan): { source?: string[]; sortValues?: boolean } {
-  const opts: { source?: string[]; sortValues?: boolean } = {};
+/**
+ * How the hits of a plan's responses are shaped (api/search/envelope.ts `shapeEnvelope`): its
+ * `_source` includes and excludes, sort values when sorted, the requested doc-value fields.
+ */
+export function shapeOptions(plan: SearchPlan, options: Pick<SearchOptions, "docvalueFields"> = {}): Omit<ShapeOptions, "unitScores"> {
+  const opts: Omit<ShapeOptions, "unitScores"> = {};
   if (plan.source) opts.source = plan.source;
+  if (plan.sourceExcludes) opts.sourceExcludes = plan.sourceExcludes;
   if (plan.sort) opts.sortValues = true;
+  if (options.docvalueFields && options.docvalueFields.length > 0) opts.fields = options.docvalueFields;
   return opts;
 }

@@ -29,7 +29,7 @@ import type { Client, estypes } from "@elastic/elasticsearch";
 import type { SearchPlan } from "../dsl/validate.js";
 import { shapeHit, shapeShards, totalOf } from "./envelope.js";
 import { searchIndices } from "./partitions.js";
-import { checkBucketCap, parentFields, requestOptions, type SearchTarget } from "./search.js";
+import { checkBucketCap, esSource, parentFields, requestOptions, type SearchTarget } from "./search.js";
 
 /** Minimal logger used by the stream (pino and Fastify loggers fit). */
 export interface StreamLogger {
@@ -111,9 +111,12 @@ export async function streamSearch(opts: StreamSearchOptions): Promise<SearchStr
   if (count.pit_id) pitId = count.pit_id;
   const total = totalOf(count.hits.total);
   // As buildSearchRequest: `_source` exactly as requested, parents from docvalue_fields.
-  const includes = plan.source && plan.source.length > 0 ? [...plan.source] : undefined;
+  const includes = esSource(plan);
   const parents = parentFields(target.kinds);
-  const shapeOpts = plan.source ? { source: plan.source } : {};
+  const shapeOpts = {
+    ...(plan.source ? { source: plan.source } : {}),
+    ...(plan.sourceExcludes ? { sourceExcludes: plan.sourceExcludes } : {}),
+  };
   const head =
     `{"took":${JSON.stringify(count.took)},"timed_out":${JSON.stringify(count.timed_out)},` +
     `"_shards":${JSON.stringify(shapeShards(count._shards))},` +
@@ -133,7 +136,7 @@ export async function streamSearch(opts: StreamSearchOptions): Promise<SearchStr
           timeout,
         };
         if (plan.query) req.query = plan.query as estypes.QueryDslQueryContainer;
-        if (includes) req._source = includes;
+        if (includes !== undefined) req._source = includes;
         if (parents.length > 0) req.docvalue_fields = parents;
         if (searchAfter) req.search_after = searchAfter;
         const res = await es.search(req, reqOpts);

@@ -35,16 +35,17 @@ import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import type { FastifyReply, FastifyRequest } from "fastify";
 import type { ChainId, Config } from "../../../lib/config.js";
 import { isJsonObject } from "../../../lib/validation/problems.js";
-import { validateQuery, validateSearchBody } from "../../dsl/validate.js";
+import { validateQuery } from "../../dsl/validate.js";
 import { ApiError, apiError, type ErrorBody, errorBody } from "../../errors.js";
 import { mapError } from "../../plugins/errors.js";
 import { requireObjectBody } from "../../plugins/object-body.js";
-import { type EsSearchResponse, toEsErrorBody, toEsSearchResponse } from "../../search/es-shape.js";
+import { toEsErrorBody } from "../../search/es-shape.js";
 import { searchIndices } from "../../search/partitions.js";
-import { requestOptions, runSearch, type SearchTarget } from "../../search/search.js";
-import { SearchBody } from "../search/schema.js";
+import { requestOptions, type SearchTarget } from "../../search/search.js";
 import { chainLabel } from "../search/target.js";
 import { resolveIndexTarget } from "./indices.js";
+import { esSearcher, filtered, pagingRoutes } from "./paging.js";
+import type { EsSearchQuery } from "./request.js";
 import {
   ES_ERROR_RESPONSES,
   EsChainParams,
@@ -54,6 +55,7 @@ import {
   EsInfoSchema,
   EsMsearchResponseSchema,
   EsQuerystring,
+  EsSearchBody,
   EsSearchResponseSchema,
 } from "./schema.js";
 
@@ -128,35 +130,6 @@ export interface EsRoutesOptions {
 }
 
 type ChainPath = { technology: string; blockchain: string; network: string; index?: string };
-/** What the query string asks of a search answer. */
-interface SearchFlags {
-  /** `rest_total_hits_as_int=true`: `hits.total` as an integer. */
-  totalAsInt: boolean;
-  /** `typed_keys=true`: aggregation keys `<type>#<name>`. */
-  typedKeys: boolean;
-}
-
-type Query = { rest_total_hits_as_int?: string; typed_keys?: string; track_total_hits?: string };
-
-/** Whether a query-string flag is set (`?flag`, `?flag=true`). */
-const isSet = (v: string | undefined): boolean => v === "" || v === "true";
-
-/**
- * A search body without the keys that change nothing here: `from: 0` (an offset of zero is no
- * offset; elasticsearch.dsl sends it for `s[:n]`) and `track_total_hits: true` (totals are always
- * exact). Any other `from` stays and is refused by the validator; any other `track_total_hits`
- * (false, a number: a total that is not exact) is refused here.
- * @throws {ApiError} 400 CS_BODY_INVALID for a `track_total_hits` other than true.
- */
-export function withoutNoOps(body: unknown): unknown {
-  if (!isJsonObject(body)) return body;
-  if (body.track_total_hits !== undefined && body.track_total_hits !== true)
-    throw apiError("CS_BODY_INVALID", "track_total_hits takes only true: totals are always exact", "track_total_hits");
-  if (body.from !== 0 && body.track_total_hits === undefined) return body;
-  const { from, track_total_hits: _t, ...rest } = body;
-  return from === 0 || from === undefined ? rest : { from, ...rest };
-}
-
 /**
  * Splits an `_msearch` NDJSON body into (header, body) pairs.
  * @throws {ApiError} 400 CS_BODY_INVALID for a line that is not a JSON object, a header key other
@@ -219,25 +192,10 @@ export const esRoutes: FastifyPluginAsyncTypebox<EsRoutesOptions> = async (app, 
     return t;
   };
 
-  /** Flags of the query string that shape a search answer. */
-  const answerFlags = (query: Query): SearchFlags => {
-    if (query.track_total_hits !== undefined && !isSet(query.track_total_hits))
-      throw apiError("CS_BAD_REQUEST", "track_total_hits takes only true: totals are always exact", "querystring.track_total_hits");
-    return { totalAsInt: isSet(query.rest_total_hits_as_int), typedKeys: isSet(query.typed_keys) };
-  };
-
-  const search = async (t: SearchTarget, rawBody: unknown, flags: SearchFlags): Promise<EsSearchResponse> => {
-    const checked = validateSearchBody(withoutNoOps(rawBody), { kinds: t.kinds, maxSize: config.api.maxSize });
-    if (!checked.ok) throw new ApiError(checked.errors);
-    if (checked.value.size === -1)
-      throw apiError(
-        "CS_SIZE_INVALID",
-        "size -1 (every match, streamed) is only on the contract's path …/es/<kinds>/search/; here page with sort + search_after",
-        "size",
-      );
-    const env = await runSearch(app.es, checked.value, t, timeoutMs, { typedKeys: flags.typedKeys });
-    onHits?.(t, env.hits.hits.length, "parsed");
-    return toEsSearchResponse(env, flags.totalAsInt);
+  const searcher = esSearcher({ app, config, contexts: app.contexts });
+  const account = (request: FastifyRequest): string => {
+    if (!request.account) throw apiError("CS_AUTH_REQUIRED", "a valid bearer token is required");
+    return request.account.id;
   };
 
   const json = (reply: FastifyReply, body: unknown) => reply.type("application/json; charset=utf-8").send(body as never);
@@ -294,17 +252,25 @@ export const esRoutes: FastifyPluginAsyncTypebox<EsRoutesOptions> = async (app, 
         tags,
         params,
         querystring: EsQuerystring,
-        ...(method === "POST" ? { body: SearchBody } : {}),
+        ...(method === "POST" ? { body: EsSearchBody } : {}),
         response: { 200: EsSearchResponseSchema, ...ES_ERROR_RESPONSES },
       },
       preValidation: async (request) => {
         fixedIndex(url, request);
         target(request);
-        request.body = withoutNoOps(request.body ?? {}) as typeof request.body;
       },
       handler: async (request, reply) => {
-        const res = await search(target(request), request.body, answerFlags(request.query as Query));
-        return json(reply, res);
+        const query = request.query as EsSearchQuery;
+        const res = await searcher({
+          target: target(request),
+          pathIndex: (request.params as ChainPath).index !== undefined,
+          body: request.body,
+          query,
+          account: account(request),
+          scrollAllowed: true,
+        });
+        onHits?.(res.target, res.hits, "parsed");
+        return json(reply, filtered(res.body, query));
       },
     });
   }
@@ -347,6 +313,8 @@ export const esRoutes: FastifyPluginAsyncTypebox<EsRoutesOptions> = async (app, 
     });
   }
 
+  pagingRoutes({ app, config, contexts: app.contexts }, chains, json, onHits);
+
   // Endpoints not served (`_mapping`, `_doc/<id>`, `_cat/…`): 404 in Elasticsearch's error shape
   // (through the onSend hook), which the clients decode into their usual exception; the app's
   // not-found answer, in the contract's format, would be an undecodable one for the Java client.
@@ -354,7 +322,7 @@ export const esRoutes: FastifyPluginAsyncTypebox<EsRoutesOptions> = async (app, 
     app.all(url, { schema: { hide: true } }, async (request) => {
       throw apiError(
         "CS_ROUTE_NOT_FOUND",
-        `no route ${request.method} ${request.url.split("?")[0]}; the Elasticsearch-compatible endpoints are GET /, _search, _count and _msearch`,
+        `no route ${request.method} ${request.url.split("?")[0]}; the Elasticsearch-compatible endpoints are GET /, _search, _search/scroll, _pit, _count and _msearch`,
       );
     });
   }
@@ -384,22 +352,32 @@ export const esRoutes: FastifyPluginAsyncTypebox<EsRoutesOptions> = async (app, 
         },
         handler: async (request, reply) => {
           const started = Date.now();
-          const flags = answerFlags(request.query as Query);
+          const query = request.query as EsSearchQuery;
           const searches = parseMsearch(typeof request.body === "string" ? request.body : "");
           const path = request.params as ChainPath;
           const responses: unknown[] = [];
           // One after the other: an _msearch costs Elasticsearch no more at once than a search.
           for (const s of searches) {
             try {
-              const t = resolveIndexTarget(chains, prefix, { ...path, index: s.index ?? path.index });
-              responses.push({ ...(await search(t, s.body, flags)), status: 200 });
+              const index = s.index ?? path.index;
+              const t = resolveIndexTarget(chains, prefix, { ...path, index });
+              const res = await searcher({
+                target: t,
+                pathIndex: index !== undefined,
+                body: s.body,
+                query,
+                account: account(request),
+                scrollAllowed: false,
+              });
+              onHits?.(res.target, res.hits, "parsed");
+              responses.push({ ...(res.body as object), status: 200 });
             } catch (err) {
               const mapped = mapError(err);
               if (mapped.unexpected) request.log.warn({ err }, "_msearch item failed");
               responses.push(toEsErrorBody(errorBody(mapped.details), mapped.status));
             }
           }
-          return json(reply, { took: Date.now() - started, responses });
+          return json(reply, filtered({ took: Date.now() - started, responses }, query));
         },
       });
     }

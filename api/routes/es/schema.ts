@@ -6,7 +6,7 @@
  */
 import { Type } from "typebox";
 import { component } from "../../../lib/validation/component.js";
-import { ErrorDetailSchema, ShardsSchema } from "../search/schema.js";
+import { ErrorDetailSchema, SearchBody, ShardsSchema } from "../search/schema.js";
 
 const segment = (description: string, example: string) => Type.String({ description, examples: [example] });
 
@@ -30,20 +30,75 @@ export const EsIndexParams = Type.Object({
 
 const flag = (description: string) => Type.Optional(Type.String({ description }));
 
+const ignored = (why: string) => flag(`Accepted and ignored: ${why}`);
+
 /**
  * Query-string parameters accepted on the Elasticsearch-compatible routes; any other is 400
- * `CS_BAD_REQUEST` (the query belongs in the body, where the allowlist checks it).
+ * `CS_BAD_REQUEST` (e.g. `q`: the query belongs in the body, where the allowlist checks it;
+ * `routing`: it would search some shards only). Those that change nothing here are accepted and
+ * ignored (what the official clients and their helpers send).
  */
 export const EsQuerystring = Type.Object(
   {
     rest_total_hits_as_int: flag("true: hits.total as an integer instead of {value, relation}"),
     typed_keys: flag("true: aggregation results keyed <type>#<name> (sterms#by_to), as the Java and Go typed clients read them"),
-    track_total_hits: flag("Only true (totals are always exact); accepted and ignored"),
-    pretty: flag("Accepted and ignored"),
-    human: flag("Accepted and ignored"),
-    error_trace: flag("Accepted and ignored (stack traces are never returned)"),
+    track_total_hits: flag("true, false or a number (the body's wins): the shape of hits.total"),
+    filter_path: flag("Comma list of dotted paths of the answer to keep (* and ** wildcards, - to exclude), as Elasticsearch"),
+    scroll: flag("_search, _search/scroll: open (keep alive) a scroll for this time (30s, 1m, …)"),
+    scroll_id: flag("_search/scroll: the scroll id (else in the body)"),
+    keep_alive: flag("_pit: how long the point in time is kept (1m, …); required there"),
+    size: flag("Same as the body's size (the body's wins)"),
+    from: flag("Same as the body's from (the body's wins)"),
+    sort: flag("Comma list of field or field:asc|desc (the body's sort wins)"),
+    _source: flag("true, false or a comma list of paths (the body's _source wins)"),
+    _source_includes: flag("Comma list of paths to keep"),
+    _source_excludes: flag("Comma list of paths to drop"),
+    stored_fields: flag('Only "_none_": hits without _source'),
+    docvalue_fields: flag("Comma list of fields with doc values, answered in each hit's fields"),
+    search_type: ignored("query_then_fetch and dfs_query_then_fetch give the same hits here"),
+    preference: ignored("every copy holds the same records"),
+    request_cache: ignored("a cache setting"),
+    allow_partial_search_results: ignored("shard failures are answered as errors"),
+    ccs_minimize_roundtrips: ignored("no cross-cluster search"),
+    batched_reduce_size: ignored("a reduce setting"),
+    max_concurrent_shard_requests: ignored("a concurrency setting"),
+    pre_filter_shard_size: ignored("the server sets it"),
+    ignore_unavailable: ignored("kinds without an index yet answer no hits"),
+    allow_no_indices: ignored("kinds without an index yet answer no hits"),
+    expand_wildcards: ignored("index expressions are resolved by chainsift"),
+    ignore_throttled: ignored("no frozen indices"),
+    track_scores: ignored("scores are always computed"),
+    timeout: ignored("the server sets the search timeout (ELASTICSEARCH_REQUEST_TIMEOUT_MS)"),
+    pretty: ignored("answers are compact"),
+    human: ignored("no human-readable fields"),
+    error_trace: ignored("stack traces are never returned"),
   },
   { additionalProperties: false },
+);
+
+/**
+ * Body of the Elasticsearch-compatible `_search`: the contract's keys ({@link SearchBody}) and
+ * Elasticsearch's `track_total_hits`, `pit`, `stored_fields`, `docvalue_fields`. Only the top
+ * level is checked here; api/dsl/ and api/routes/es/request.ts check the rest.
+ */
+export const EsSearchBody = Type.Object(
+  {
+    ...SearchBody.properties,
+    track_total_hits: Type.Optional(
+      Type.Union([Type.Boolean(), Type.Integer({ minimum: 0 })], {
+        description: "true (exact total), false (no total), or N: {value: min(total, N), relation: gte when more}",
+      }),
+    ),
+    pit: Type.Optional(
+      Type.Object(
+        { id: Type.String({ description: "The id answered by _pit" }), keep_alive: Type.Optional(Type.String()) },
+        { additionalProperties: false, description: "Search this point in time (then no index in the path)" },
+      ),
+    ),
+    stored_fields: Type.Optional(Type.Union([Type.String(), Type.Array(Type.String())], { description: 'Only "_none_"' })),
+    docvalue_fields: Type.Optional(Type.Array(Type.Unknown(), { description: "Field names (or {field}) with doc values" })),
+  },
+  { additionalProperties: false, ...component("EsSearchBody") },
 );
 
 /** Body of `_count`: a query only. */
@@ -54,11 +109,14 @@ export const EsCountBody = Type.Object(
 
 const EsHit = Type.Object(
   {
+    fields: Type.Optional(Type.Object({}, { additionalProperties: true, description: "docvalue_fields: the fields' doc values" })),
     _index: Type.String(),
     _id: Type.String(),
     _score: Type.Union([Type.Number(), Type.Null()]),
     _routing: Type.Optional(Type.String({ description: "Hash of the containing block (tx) or transaction (log, event)" })),
-    _source: Type.Object({}, { additionalProperties: true, description: "The record" }),
+    _source: Type.Optional(
+      Type.Object({}, { additionalProperties: true, description: "The record (absent with _source false or stored_fields _none_)" }),
+    ),
     sort: Type.Optional(Type.Array(Type.Unknown(), { description: "Sorted searches: the values to pass as search_after" })),
   },
   component("EsHit"),
@@ -67,13 +125,21 @@ const EsHit = Type.Object(
 /** Elasticsearch 8's search answer (documentation only). */
 export const EsSearchResponseSchema = Type.Object(
   {
+    pit_id: Type.Optional(Type.String({ description: "Searches on a point in time: its id" })),
+    _scroll_id: Type.Optional(Type.String({ description: "?scroll= searches and _search/scroll: the scroll id for the next page" })),
     took: Type.Integer(),
     timed_out: Type.Boolean(),
     _shards: ShardsSchema,
     hits: Type.Object({
-      total: Type.Union([Type.Object({ value: Type.Integer(), relation: Type.Literal("eq") }), Type.Integer()], {
-        description: "Exact: {value, relation: eq}, or an integer with rest_total_hits_as_int=true",
-      }),
+      total: Type.Optional(
+        Type.Union(
+          [Type.Object({ value: Type.Integer(), relation: Type.Union([Type.Literal("eq"), Type.Literal("gte")]) }), Type.Integer()],
+          {
+            description:
+              "{value, relation: eq} (exact), {value: N, relation: gte} with track_total_hits N below the total, an integer with rest_total_hits_as_int=true; absent with track_total_hits false",
+          },
+        ),
+      ),
       max_score: Type.Union([Type.Number(), Type.Null()]),
       hits: Type.Array(EsHit),
     }),

@@ -37,12 +37,34 @@ export const SearchBody = Type.Object(
   {
     query: Type.Optional(AnyObject("One query clause of the allowlist (bool, term, terms, range, ids, nested, exists, match_all, match)")),
     sort: Type.Optional(
-      Type.Union([AnyObject('{"<field>": "asc"|"desc"|{"order": …}}'), Type.Array(Type.Unknown())], {
-        description: "A map field → asc|desc|{order}, or an array of such maps (sortable fields only)",
+      Type.Union([Type.String(), AnyObject('{"<field>": "asc"|"desc"|{"order": …}}'), Type.Array(Type.Unknown())], {
+        description:
+          'A field name ("_doc", "blockNumber.num"), a map field → asc|desc|{order}, or an array of names and such maps (sortable fields, _score, _doc)',
       }),
     ),
     size: Type.Optional(Type.Integer({ description: "Records to return: 0..maxSize, or -1 for all matches (streamed). Default 10." })),
-    _source: Type.Optional(Type.Array(Type.String(), { description: "Fields to keep in each record" })),
+    from: Type.Optional(
+      Type.Integer({ description: "Hits to skip; from + size at most 10000 (deeper: search_after). Not with size -1 or search_after." }),
+    ),
+    _source: Type.Optional(
+      Type.Union(
+        [
+          Type.Boolean(),
+          Type.String(),
+          Type.Array(Type.String()),
+          Type.Object(
+            {
+              includes: Type.Optional(Type.Union([Type.String(), Type.Array(Type.String())])),
+              excludes: Type.Optional(Type.Union([Type.String(), Type.Array(Type.String())])),
+              include: Type.Optional(Type.Union([Type.String(), Type.Array(Type.String())])),
+              exclude: Type.Optional(Type.Union([Type.String(), Type.Array(Type.String())])),
+            },
+            { additionalProperties: false },
+          ),
+        ],
+        { description: "Fields to keep in each record: true, false (none), a path, an array of paths, or {includes, excludes}" },
+      ),
+    ),
     search_after: Type.Optional(
       Type.Array(SortValue, {
         description: "Extension: the sort values of the last hit of the previous page (needs sort; not with size -1)",

@@ -4,7 +4,7 @@
  * on `_search` and `_msearch` (aggregation results keyed `<type>#<name>` at every level), error
  * bodies in Elasticsearch's own shape, the cluster-info fields, the `_msearch` media types (and
  * the media-type check before the parser), the `compatible-with` majors served, and
- * `track_total_hits: true`. Indices and Redis keys live under unique prefixes, deleted afterwards.
+ * `track_total_hits` (true, N, false). Indices and Redis keys live under unique prefixes, deleted afterwards.
  *
  * The type names expected with `typed_keys` are Elasticsearch's own (`getWriteableName()` of each
  * internal aggregation class, joined to the name by `Aggregation.TYPED_KEYS_DELIMITER` "#", in
@@ -218,22 +218,29 @@ describe.skipIf(!up)("the Elasticsearch-compatible routes as the Java and Go cli
     expect(acceptSeven.status).toBe(415);
   });
 
-  it("track_total_hits: true is accepted (totals are always exact); other values and answer-changing parameters are refused with their code as type", async () => {
+  it("track_total_hits (body, query string, _msearch): true exact, N capped with relation gte, false none; answer-changing parameters are refused with their code as type", async () => {
     const t = await call("/tx/_search", { body: { size: 0, track_total_hits: true } });
     expect(t.status).toBe(200);
     expect(t.body.hits.total).toEqual({ value: txs.length, relation: "eq" });
     const q = await call("/tx/_search?track_total_hits=true", { body: { size: 0 } });
     expect(q.status).toBe(200);
-    const m = await call("/_msearch", { body: '{"index":"tx"}\n{"size":0,"track_total_hits":true}\n', type: "application/x-ndjson" });
-    expect(m.body.responses[0].status).toBe(200);
+    const m = await call("/_msearch", { body: '{"index":"tx"}\n{"size":0,"track_total_hits":5}\n', type: "application/x-ndjson" });
+    expect(m.body.responses[0]).toMatchObject({ status: 200, hits: { total: { value: 5, relation: "gte" } } });
     const partial = await call("/tx/_search", { body: { size: 0, track_total_hits: 5 } });
-    expect(partial.status).toBe(400);
-    expect(partial.body.error).toMatchObject({ type: "CS_BODY_INVALID", path: "track_total_hits" });
+    expect(partial.body.hits.total).toEqual({ value: 5, relation: "gte" });
     const qFalse = await call("/tx/_search?track_total_hits=false", { body: { size: 0 } });
-    expect(qFalse.status).toBe(400);
-    expect(qFalse.body.error.type).toBe("CS_BAD_REQUEST");
-    const filterPath = await call("/tx/_search?filter_path=hits.total", { body: { size: 0 } });
-    expect(filterPath.status).toBe(400);
-    expect(filterPath.body.error.type).toBe("CS_BAD_REQUEST");
+    expect(qFalse.status).toBe(200);
+    expect(qFalse.body.hits).not.toHaveProperty("total");
+    const bad = await call("/tx/_search", { body: { size: 0, track_total_hits: "many" } });
+    expect(bad.status).toBe(400);
+    expect(bad.body.error).toMatchObject({ type: "CS_BODY_INVALID", path: "track_total_hits" });
+    const routing = await call("/tx/_search?routing=0xab", { body: { size: 0 } });
+    expect(routing.status).toBe(400);
+    expect(routing.body.error.type).toBe("CS_BAD_REQUEST");
+    const ignored = await call(
+      "/tx/_search?search_type=query_then_fetch&preference=_local&request_cache=true&ccs_minimize_roundtrips=false&batched_reduce_size=512&ignore_unavailable=true",
+      { body: { size: 0 } },
+    );
+    expect(ignored.status).toBe(200);
   });
 });

@@ -31,7 +31,7 @@ describe("refused Elasticsearch features (issue §2): 400 with a code and path e
     ["explain", { explain: true }, "CS_BODY_INVALID", "explain"],
     ["stored_fields", { stored_fields: ["hash"] }, "CS_BODY_INVALID", "stored_fields"],
     ["docvalue_fields", { docvalue_fields: ["hash"] }, "CS_BODY_INVALID", "docvalue_fields"],
-    ["from", { from: 10 }, "CS_BODY_INVALID", "from"],
+    ["from past the result window", { from: 9_991 }, "CS_RESULT_WINDOW_TOO_LARGE", "from"],
     ["_script sort (map)", { sort: { _script: { type: "number", script: "1", order: "asc" } } }, "CS_SORT_INVALID", "sort._script"],
     ["_script sort (array)", { sort: [{ _script: { script: "1" } }] }, "CS_SORT_INVALID", "sort[0]._script"],
     ["script query", { query: { script: { script: "true" } } }, "CS_QUERY_UNSUPPORTED_CLAUSE", "query.script"],

@@ -52,7 +52,7 @@ describe("validateSearchBody: defaults", () => {
   it("refuses a non-object body and unknown top-level keys with their path", () => {
     expect(first([])).toEqual({ code: "CS_BODY_INVALID", path: null });
     expect(first(null)).toEqual({ code: "CS_BODY_INVALID", path: null });
-    expect(first({ from: 10 })).toEqual({ code: "CS_BODY_INVALID", path: "from" });
+    expect(first({ from: -1 })).toEqual({ code: "CS_RESULT_WINDOW_TOO_LARGE", path: "from" });
     expect(first({ highlight: {} })).toEqual({ code: "CS_BODY_INVALID", path: "highlight" });
     expect(first({ aggs: [] })).toEqual({ code: "CS_AGG_INVALID", path: "aggs" }); // an extension: a map is needed
   });
@@ -323,7 +323,8 @@ describe("sort", () => {
       code: "CS_SORT_INVALID",
       path: 'sort[0]["blockNumber.num"].mode',
     });
-    expect(first({ sort: "blockNumber.num" })).toEqual({ code: "CS_SORT_INVALID", path: "sort" });
+    expect(first({ sort: 7 })).toEqual({ code: "CS_SORT_INVALID", path: "sort" });
+    expect(first({ sort: "input" })).toEqual({ code: "CS_SORT_INVALID", path: "sort" });
     expect(first({ sort: [{}] })).toEqual({ code: "CS_SORT_INVALID", path: "sort[0]" });
   });
 });
@@ -357,7 +358,10 @@ describe("_source", () => {
   });
 
   it("refuses non-arrays, unknown paths, multi-fields and wildcards", () => {
-    expect(first({ _source: "hash" })).toEqual({ code: "CS_SOURCE_INVALID", path: "_source" });
+    expect(first({ _source: 3 })).toEqual({ code: "CS_SOURCE_INVALID", path: "_source" });
+    expect(first({ _source: { includes: ["hash"], fields: ["to"] } })).toEqual({ code: "CS_SOURCE_INVALID", path: "_source.fields" });
+    expect(first({ _source: { excludes: ["nope"] } })).toEqual({ code: "CS_SOURCE_INVALID", path: "_source.excludes[0]" });
+    expect(validateSource("hash", ["tx"])).toMatchObject({ ok: false, errors: [{ code: "CS_SOURCE_INVALID", path: "_source" }] });
     expect(first({ _source: ["hash", "nope"] })).toEqual({ code: "CS_SOURCE_INVALID", path: "_source[1]" });
     expect(first({ _source: ["from.raw"] })).toEqual({ code: "CS_SOURCE_INVALID", path: "_source[0]" });
     expect(first({ _source: ["block*"] })).toEqual({ code: "CS_SOURCE_INVALID", path: "_source[0]" });

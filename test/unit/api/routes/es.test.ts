@@ -1,13 +1,13 @@
 /**
  * Pure parts of the Elasticsearch-compatible routes: index expressions, the _msearch NDJSON
- * parser, `from: 0`, and the conversions into Elasticsearch 8's answer and error shapes.
+ * parser, and the conversions into Elasticsearch 8's answer and error shapes.
  */
 import { describe, expect, it } from "vitest";
 import { ApiError, errorBody } from "../../../../api/errors.js";
-import { MSEARCH_MAX_SEARCHES, parseMsearch, withoutNoOps } from "../../../../api/routes/es/index.js";
+import { MSEARCH_MAX_SEARCHES, parseMsearch } from "../../../../api/routes/es/index.js";
 import { kindsOfIndexExpression } from "../../../../api/routes/es/indices.js";
 import type { HitsEnvelope } from "../../../../api/search/envelope.js";
-import { toEsErrorBody, toEsSearchResponse } from "../../../../api/search/es-shape.js";
+import { esTotal, toEsErrorBody, toEsSearchResponse } from "../../../../api/search/es-shape.js";
 import type { ChainId } from "../../../../lib/config.js";
 import { RECORD_KINDS } from "../../../../lib/records.js";
 
@@ -60,16 +60,6 @@ describe("parseMsearch", () => {
   });
 });
 
-it("withoutNoOps drops from: 0 and track_total_hits: true only; refuses other track_total_hits", () => {
-  expect(withoutNoOps({ from: 0, size: 3 })).toEqual({ size: 3 });
-  expect(withoutNoOps({ from: 5 })).toEqual({ from: 5 });
-  expect(withoutNoOps({ from: 5, track_total_hits: true, size: 1 })).toEqual({ from: 5, size: 1 });
-  expect(withoutNoOps({ from: 0, track_total_hits: true })).toEqual({});
-  expect(() => withoutNoOps({ track_total_hits: 10 })).toThrow(/track_total_hits takes only true/);
-  expect(() => withoutNoOps({ track_total_hits: false })).toThrow(/track_total_hits takes only true/);
-  expect(withoutNoOps(undefined)).toBeUndefined();
-});
-
 describe("Elasticsearch 8 shapes", () => {
   const env: HitsEnvelope = {
     took: 3,
@@ -114,5 +104,49 @@ describe("Elasticsearch 8 shapes", () => {
       },
       status: 400,
     });
+  });
+});
+
+describe("track_total_hits and the answer options", () => {
+  it("esTotal: exact, capped at N with relation gte, absent for false; integers with rest_total_hits_as_int", () => {
+    expect(esTotal(12)).toEqual({ value: 12, relation: "eq" });
+    expect(esTotal(12, 100)).toEqual({ value: 12, relation: "eq" });
+    expect(esTotal(12, 12)).toEqual({ value: 12, relation: "eq" });
+    expect(esTotal(12, 5)).toEqual({ value: 5, relation: "gte" });
+    expect(esTotal(12, 0)).toEqual({ value: 0, relation: "gte" });
+    expect(esTotal(12, false)).toBeUndefined();
+    expect(esTotal(12, 5, true)).toBe(5);
+    expect(esTotal(12, false, true)).toBe(-1);
+  });
+
+  it("toEsSearchResponse: ids first, _source dropped or metadata only, fields kept", () => {
+    const env: HitsEnvelope = {
+      took: 1,
+      timed_out: false,
+      _shards: { total: 1, successful: 1, skipped: 0, failed: 0 },
+      hits: {
+        total: 3,
+        max_score: 1,
+        hits: [
+          { _index: "x-tx", _type: "tx", _id: "0xa", _score: 1, _routing: "0xb", _source: { hash: "0xa" }, fields: { f: [1] }, sort: [1] },
+        ],
+      },
+    };
+    const scrolled = toEsSearchResponse(env, { scrollId: "css_1", trackTotalHits: 2 });
+    expect(Object.keys(scrolled)[0]).toBe("_scroll_id");
+    expect(scrolled.hits.total).toEqual({ value: 2, relation: "gte" });
+    expect(scrolled.hits.hits[0]).toEqual({
+      _index: "x-tx",
+      _id: "0xa",
+      _score: 1,
+      _routing: "0xb",
+      _source: { hash: "0xa" },
+      fields: { f: [1] },
+      sort: [1],
+    });
+    expect(Object.keys(toEsSearchResponse(env, { pitId: "csp_1" }))[0]).toBe("pit_id");
+    expect(toEsSearchResponse(env, { noSource: true }).hits.hits[0]).not.toHaveProperty("_source");
+    expect(toEsSearchResponse(env, { metadataOnly: true }).hits.hits[0]).toEqual({ _index: "x-tx", _id: "0xa", _score: 1, sort: [1] });
+    expect(toEsSearchResponse(env, { trackTotalHits: false }).hits).not.toHaveProperty("total");
   });
 });

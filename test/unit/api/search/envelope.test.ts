@@ -1,6 +1,6 @@
 import type { estypes } from "@elastic/elasticsearch";
 import { describe, expect, it } from "vitest";
-import { filterOnlyScores, filterSource, shapeEnvelope, shapeHit } from "../../../../api/search/envelope.js";
+import { excludeSource, filterOnlyScores, filterSource, shapeEnvelope, shapeHit } from "../../../../api/search/envelope.js";
 import { BLOCK_HASH, block, TX_HASH, tx } from "./records.js";
 
 const event = {
@@ -161,5 +161,23 @@ describe("extensions in the envelope", () => {
     expect(hit && Object.keys(hit)).toEqual(["_index", "_type", "_id", "_score", "_source", "sort"]);
     expect(hit?.sort).toEqual([17, "0x01"]);
     expect(shapeEnvelope(res(true)).hits.hits[0]).not.toHaveProperty("sort");
+  });
+});
+
+describe("excludeSource", () => {
+  it("drops leaf and object paths, inside arrays too; empty objects left by it are dropped; the record is not changed", () => {
+    const before = JSON.stringify(event);
+    expect(excludeSource(event, ["args.value"])).toEqual({
+      event: "Transfer",
+      transactionHash: TX_HASH,
+      args: [
+        { name: "from", pos: 0 },
+        { name: "value", pos: 2 },
+      ],
+    });
+    expect(excludeSource(event, ["args"])).toEqual({ event: "Transfer", transactionHash: TX_HASH });
+    expect(excludeSource({ a: { b: 1 }, c: 2 }, ["a.b"])).toEqual({ c: 2 });
+    expect(excludeSource(event, [])).toBe(event);
+    expect(JSON.stringify(event)).toBe(before);
   });
 });

@@ -1,0 +1,65 @@
+/**
+ * The scrolls and points in time of the API (api/search/contexts.ts): decorates the app with
+ * `contexts`, closes the contexts this instance opened when the app closes (onClose), and reports
+ * the open ones of every instance as the gauge `chainsift_search_contexts_open{type="scroll"|"pit"}`
+ * (read from Redis when `/metrics` is scraped).
+ * @module
+ */
+import type { FastifyPluginAsync } from "fastify";
+import { Gauge, type Registry } from "prom-client";
+import type { Config } from "../../lib/config.js";
+import { type ContextType, SearchContexts } from "../search/contexts.js";
+import { globalPlugin } from "./plugin.js";
+import { REDIS_COMMAND_TIMEOUT_MS } from "./redis.js";
+
+declare module "fastify" {
+  interface FastifyInstance {
+    /** Scrolls and points in time (see api/search/contexts.ts). */
+    contexts: SearchContexts;
+  }
+}
+
+/** Options of {@link contextsPlugin}. */
+export interface ContextsPluginOptions {
+  /** Uses `redisKeyPrefix`, `api.searchContextsMax`, `api.searchContextMaxKeepAliveMs`, `elasticsearch.requestTimeoutMs`. */
+  config: Config;
+}
+
+/** Name of the open-contexts gauge. */
+export const OPEN_CONTEXTS_METRIC = "chainsift_search_contexts_open";
+
+/** Which contexts each registry's gauge reports: the last app registered on it. */
+const sources = new WeakMap<Registry, SearchContexts>();
+
+/** Registers `app.contexts` (needs `app.es`, `app.redis`, `app.metrics`; non-encapsulated). */
+export const contextsPlugin: FastifyPluginAsync<ContextsPluginOptions> = globalPlugin(async (app, { config }) => {
+  const contexts = new SearchContexts({
+    redis: app.redis,
+    es: app.es,
+    keyPrefix: config.redisKeyPrefix,
+    maxPerAccount: config.api.searchContextsMax,
+    maxKeepAliveMs: config.api.searchContextMaxKeepAliveMs,
+    requestTimeoutMs: config.elasticsearch.requestTimeoutMs,
+    redisTimeoutMs: REDIS_COMMAND_TIMEOUT_MS,
+  });
+  app.decorate("contexts", contexts);
+  const registry = app.metrics.registry;
+  sources.set(registry, contexts);
+  if (!registry.getSingleMetric(OPEN_CONTEXTS_METRIC))
+    new Gauge({
+      name: OPEN_CONTEXTS_METRIC,
+      help: "Open scrolls and points in time of the Elasticsearch-compatible routes, all API instances (from Redis), by type.",
+      labelNames: ["type"] as const,
+      registers: [registry],
+      async collect() {
+        const counts = await sources
+          .get(registry)
+          ?.openCounts()
+          .catch(() => undefined);
+        for (const type of ["scroll", "pit"] as ContextType[]) if (counts) this.set({ type }, counts[type]);
+      },
+    });
+  app.addHook("onClose", async () => {
+    await contexts.closeAll();
+  });
+}, "chainsift-contexts");

@@ -1,0 +1,324 @@
+/**
+ * Searches of the Elasticsearch-compatible routes and their paging contexts:
+ * - {@link esSearcher}: one `_search` (also each search of `_msearch`): the body split
+ *   (api/routes/es/request.ts), validated (api/dsl/), run (api/search/search.ts), optionally on a
+ *   point in time (`pit` in the body) or opening a scroll (`?scroll=`), answered in Elasticsearch 8's
+ *   shape (api/search/es-shape.ts) and cut by `filter_path` (api/search/filter-path.ts);
+ * - {@link pagingRoutes}: `POST|GET …/es/_search/scroll[/<id>]` (next page of a scroll),
+ *   `DELETE …/es/_search/scroll[/<ids>]` (clear), `POST …/es/<index>/_pit?keep_alive=` (open a point
+ *   in time over every partition of the kinds), `DELETE …/es/_pit` (close it).
+ * Scroll and point-in-time ids are chainsift's own, bound to the account, chain and Elasticsearch's
+ * id in Redis (api/search/contexts.ts).
+ * @module
+ */
+import type { estypes } from "@elastic/elasticsearch";
+import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
+import { indexName } from "../../../es/mappings.js";
+import type { ChainId, Config } from "../../../lib/config.js";
+import { isJsonObject } from "../../../lib/validation/problems.js";
+import { validateSearchBody } from "../../dsl/validate.js";
+import { ApiError, apiError } from "../../errors.js";
+import { type ContextRecord, contextTypeOf, type ScrollAnswer, type SearchContexts } from "../../search/contexts.js";
+import { shapeEnvelope } from "../../search/envelope.js";
+import { type EsAnswerOptions, toEsSearchResponse } from "../../search/es-shape.js";
+import { applyFilterPath } from "../../search/filter-path.js";
+import { requestOptions, runSearchWithIds, type SearchOptions, type SearchTarget, shapeOptions } from "../../search/search.js";
+import { chainLabel } from "../search/target.js";
+import { resolveIndexTarget } from "./indices.js";
+import { checkDocvalueFields, type EsSearchQuery, splitEsSearch } from "./request.js";
+import { ES_ERROR_RESPONSES, EsChainParams, EsIndexParams, EsQuerystring } from "./schema.js";
+
+/** Whether a query-string flag is set (`?flag`, `?flag=true`). */
+export const isSet = (v: string | undefined): boolean => v === "" || v === "true";
+
+/** One search of `_search` or `_msearch`. */
+export interface EsSearchInput {
+  /** The path's chain, kinds and aliases. */
+  target: SearchTarget & { chain: ChainId };
+  /** Whether the path named an index (a search with a `pit` must not). */
+  pathIndex: boolean;
+  /** The parsed body (undefined: none). */
+  body: unknown;
+  /** The query string (`_msearch`: its own, shared by its searches). */
+  query: EsSearchQuery;
+  /** `request.account.id`. */
+  account: string;
+  /** Whether `scroll` may be opened (not in `_msearch`, as in Elasticsearch). */
+  scrollAllowed: boolean;
+}
+
+/** What a search answers, before `filter_path`, and the hits counted for metrics. */
+export interface EsSearchResult {
+  body: unknown;
+  target: SearchTarget;
+  hits: number;
+}
+
+/** Dependencies of {@link esSearcher} and {@link pagingRoutes}. */
+export interface PagingDeps {
+  app: FastifyInstance;
+  config: Config;
+  contexts: SearchContexts;
+}
+
+/** The answer options of a query string: `rest_total_hits_as_int`. */
+const totalAsInt = (query: EsSearchQuery): boolean => isSet(query.rest_total_hits_as_int);
+
+/** A body (or query string) as `filter_path` cuts it. */
+export function filtered(body: unknown, query: EsSearchQuery): unknown {
+  return query.filter_path === undefined ? body : applyFilterPath(body, query.filter_path);
+}
+
+/** Runs searches as the Elasticsearch-compatible `_search` answers them (see the module notes). */
+export function esSearcher({ app, config, contexts }: PagingDeps): (input: EsSearchInput) => Promise<EsSearchResult> {
+  const timeoutMs = config.elasticsearch.requestTimeoutMs;
+  const prefix = config.elasticsearch.indexPrefix;
+  return async ({ target, pathIndex, body, query, account, scrollAllowed }) => {
+    const req = splitEsSearch(body, query);
+    const chain = chainLabel(target.chain);
+    let t: SearchTarget = target;
+    let pit: { id: string; record: ContextRecord; keepAliveMs?: number; keepAlive?: string } | undefined;
+    if (req.pit) {
+      if (pathIndex)
+        throw apiError("CS_BODY_INVALID", "a search with a pit names no index: send it to …/es/_search (the pit fixes the indices)", "pit");
+      if (query.scroll !== undefined) throw apiError("CS_BODY_INVALID", "a search with a pit cannot open a scroll", "pit");
+      const record = await contexts.load(req.pit.id, "pit", account, chain, "pit.id");
+      pit = { id: req.pit.id as string, record };
+      if (req.pit.keepAlive !== undefined) {
+        pit.keepAliveMs = contexts.keepAlive(req.pit.keepAlive, "pit.keep_alive");
+        pit.keepAlive = req.pit.keepAlive as string;
+      }
+      t = { kinds: record.kinds, indices: record.kinds.map((k) => indexName(target.chain, k, prefix)), chain: target.chain };
+    }
+    const checked = validateSearchBody(req.body, { kinds: t.kinds, maxSize: config.api.maxSize, pit: pit !== undefined });
+    if (!checked.ok) throw new ApiError(checked.errors);
+    const plan = checked.value;
+    if (plan.size === -1)
+      throw apiError(
+        "CS_SIZE_INVALID",
+        "size -1 (every match, streamed) is only on the contract's path …/es/<kinds>/search/; here page with sort + search_after, a point in time or a scroll",
+        "size",
+      );
+    checkDocvalueFields(req.docvalueFields, t.kinds);
+    const options: SearchOptions = { typedKeys: isSet(query.typed_keys), docvalueFields: req.docvalueFields };
+    const answer: EsAnswerOptions = {
+      totalAsInt: totalAsInt(query),
+      trackTotalHits: req.trackTotalHits,
+      noSource: plan.noSource === true,
+      metadataOnly: req.metadataOnly,
+    };
+    let scroll: { id: string; ms: number } | undefined;
+    if (query.scroll !== undefined) {
+      if (!scrollAllowed) throw apiError("CS_BAD_REQUEST", "scroll is not taken by _msearch", "querystring.scroll");
+      const ms = contexts.keepAlive(query.scroll, "querystring.scroll");
+      scroll = { id: await contexts.reserve("scroll", account, ms), ms };
+      options.scroll = query.scroll;
+    }
+    if (pit) options.pit = pit.keepAlive ? { id: pit.record.esId, keepAlive: pit.keepAlive } : { id: pit.record.esId };
+    try {
+      const run = () => runSearchWithIds(app.es, plan, t, timeoutMs, options);
+      const res = pit ? await contexts.use(pit.id, pit.record, "pit.id", run) : await run();
+      if (pit) {
+        answer.pitId = pit.id;
+        if ((res.pitId && res.pitId !== pit.record.esId) || pit.keepAliveMs !== undefined)
+          await contexts.save(pit.id, { ...pit.record, esId: res.pitId ?? pit.record.esId }, pit.keepAliveMs);
+      }
+      if (scroll) {
+        if (!res.scrollId) throw new Error("Elasticsearch answered a scroll search without _scroll_id");
+        const kept: ScrollAnswer = {
+          shape: shapeOptions(plan, options),
+          noSource: plan.noSource === true,
+          metadataOnly: req.metadataOnly,
+          trackTotalHits: req.trackTotalHits,
+        };
+        await contexts.save(
+          scroll.id,
+          { type: "scroll", account, chain, esId: res.scrollId, kinds: t.kinds, answer: kept },
+          scroll.ms,
+          true,
+        );
+        answer.scrollId = scroll.id;
+        scroll = undefined;
+      }
+      return { body: toEsSearchResponse(res.envelope, answer), target: t, hits: res.envelope.hits.hits.length };
+    } finally {
+      if (scroll) await contexts.forget(scroll.id, account);
+    }
+  };
+}
+
+type ChainPath = { technology: string; blockchain: string; network: string; index?: string; scroll_id?: string };
+
+/** The ids of a clear-scroll request: body `scroll_id` (string or array), else the path's comma list. */
+function scrollIdsOf(body: unknown, pathIds: string | undefined): string[] {
+  const fromBody = isJsonObject(body) ? body.scroll_id : undefined;
+  const raw = fromBody ?? pathIds?.split(",");
+  const ids = typeof raw === "string" ? [raw] : raw;
+  if (!Array.isArray(ids) || ids.length === 0 || ids.some((id) => typeof id !== "string" || id === ""))
+    throw apiError("CS_BODY_INVALID", "give scroll_id: a scroll id, an array of them, or _all", "scroll_id");
+  return ids as string[];
+}
+
+/**
+ * Registers the scroll and point-in-time routes (see the module notes) in the Elasticsearch
+ * routes' scope (its hooks: product header, error shape).
+ * @param json - sends a JSON answer.
+ */
+export function pagingRoutes(
+  { app, config, contexts }: PagingDeps,
+  chains: readonly ChainId[],
+  json: (reply: FastifyReply, body: unknown) => FastifyReply,
+  onHits?: (target: SearchTarget, hits: number, path: "parsed") => void,
+): void {
+  const prefix = config.elasticsearch.indexPrefix;
+  const timeoutMs = config.elasticsearch.requestTimeoutMs;
+  const base = "/:technology/:blockchain/:network/es";
+  const tags = ["elasticsearch"];
+  const chainOf = (request: FastifyRequest): ChainId =>
+    resolveIndexTarget(chains, prefix, { ...(request.params as ChainPath), index: "" }).chain;
+  const account = (request: FastifyRequest): string => {
+    if (!request.account) throw apiError("CS_AUTH_REQUIRED", "a valid bearer token is required");
+    return request.account.id;
+  };
+
+  /** Next page of a scroll. */
+  const nextPage = async (request: FastifyRequest, reply: FastifyReply) => {
+    const chain = chainOf(request);
+    const query = request.query as EsSearchQuery;
+    const body = (request.body ?? {}) as Record<string, unknown>;
+    for (const key of Object.keys(body))
+      if (key !== "scroll_id" && key !== "scroll" && key !== "rest_total_hits_as_int")
+        throw apiError("CS_BODY_INVALID", `_search/scroll takes scroll_id and scroll; unknown key ${JSON.stringify(key)}`, key);
+    const id = body.scroll_id ?? (request.params as ChainPath).scroll_id ?? query.scroll_id;
+    const keepAlive = body.scroll ?? query.scroll;
+    const ms = keepAlive === undefined ? undefined : contexts.keepAlive(keepAlive, "scroll");
+    const record = await contexts.load(id, "scroll", account(request), chainLabel(chain), "scroll_id");
+    const scrollId = id as string;
+    const res = await contexts.use(scrollId, record, "scroll_id", () =>
+      app.es.scroll(
+        { scroll_id: record.esId, ...(keepAlive !== undefined ? { scroll: keepAlive as string } : {}) },
+        requestOptions(timeoutMs),
+      ),
+    );
+    const changed = res._scroll_id !== undefined && res._scroll_id !== record.esId;
+    if (changed || ms !== undefined) await contexts.save(scrollId, { ...record, esId: res._scroll_id ?? record.esId }, ms);
+    const kept = record.answer ?? { shape: {} };
+    const env = shapeEnvelope(res as estypes.SearchResponse<unknown>, kept.shape);
+    const target: SearchTarget = { kinds: record.kinds, indices: [], chain };
+    onHits?.(target, env.hits.hits.length, "parsed");
+    const answer: EsAnswerOptions = {
+      scrollId,
+      totalAsInt: isSet(query.rest_total_hits_as_int) || body.rest_total_hits_as_int === true,
+      noSource: kept.noSource === true,
+      metadataOnly: kept.metadataOnly === true,
+    };
+    if (kept.trackTotalHits !== undefined) answer.trackTotalHits = kept.trackTotalHits;
+    return json(reply, filtered(toEsSearchResponse(env, answer), query));
+  };
+
+  /** Clears scrolls: 200 `{succeeded, num_freed}` when every id was the caller's, else 404 after freeing the caller's. */
+  const clear = async (request: FastifyRequest, reply: FastifyReply) => {
+    const chain = chainLabel(chainOf(request));
+    const who = account(request);
+    let ids = scrollIdsOf(request.body, (request.params as ChainPath).scroll_id ?? (request.query as EsSearchQuery).scroll_id);
+    const all = ids.includes("_all");
+    if (all) ids = (await contexts.accountIds(who)).filter((id) => contextTypeOf(id) === "scroll");
+    let freed = 0;
+    let missing: ApiError | undefined;
+    for (const id of ids) {
+      try {
+        const record = await contexts.load(id, "scroll", who, chain, "scroll_id");
+        await contexts.close(id, record);
+        freed++;
+      } catch (err) {
+        if (!(err instanceof ApiError && err.code === "CS_CONTEXT_NOT_FOUND")) throw err;
+        // With _all, an id of another chain is not the caller's to clear here: skipped.
+        if (!all) missing = err;
+      }
+    }
+    if (missing) throw missing;
+    return json(reply, { succeeded: true, num_freed: freed });
+  };
+
+  const scrollDoc = { tags, querystring: EsQuerystring, response: { ...ES_ERROR_RESPONSES } };
+  for (const url of [`${base}/_search/scroll`, `${base}/_search/scroll/:scroll_id`]) {
+    const hide = url.endsWith(":scroll_id");
+    app.route({
+      method: ["POST", "GET"],
+      url,
+      schema: { ...scrollDoc, hide, summary: "Next page of a scroll (body {scroll_id, scroll?})", operationId: "esScroll" },
+      handler: nextPage,
+    });
+    app.route({
+      method: "DELETE",
+      url,
+      schema: { ...scrollDoc, hide, summary: "Clear scrolls (body {scroll_id}: an id, an array, or _all)", operationId: "esClearScroll" },
+      handler: clear,
+    });
+  }
+
+  const openPit = async (request: FastifyRequest, reply: FastifyReply) => {
+    const params = request.params as ChainPath;
+    if (request.url.includes("/block/_pit")) params.index = "block";
+    const t = resolveIndexTarget(chains, prefix, params);
+    const query = request.query as EsSearchQuery;
+    if (request.body !== undefined && !(isJsonObject(request.body) && Object.keys(request.body).length === 0))
+      throw apiError("CS_BODY_INVALID", "_pit takes no body (index_filter is not supported)");
+    const ms = contexts.keepAlive(query.keep_alive, "querystring.keep_alive");
+    const who = account(request);
+    const id = await contexts.reserve("pit", who, ms);
+    try {
+      // Every partition of the kinds: the aliases, never pruned (a point in time fixes its indices).
+      const res = await app.es.openPointInTime(
+        { index: t.indices, keep_alive: query.keep_alive as string, ignore_unavailable: true },
+        requestOptions(timeoutMs),
+      );
+      await contexts.save(id, { type: "pit", account: who, chain: chainLabel(t.chain), esId: res.id, kinds: t.kinds }, ms, true);
+      const s = res._shards;
+      return json(reply, {
+        id,
+        _shards: { total: s?.total ?? 0, successful: s?.successful ?? 0, skipped: s?.skipped ?? 0, failed: s?.failed ?? 0 },
+      });
+    } catch (err) {
+      await contexts.forget(id, who);
+      throw err;
+    }
+  };
+  for (const url of [`${base}/:index/_pit`, `${base}/block/_pit`])
+    app.route({
+      method: "POST",
+      url,
+      schema: {
+        tags,
+        hide: url.includes("/block/"),
+        summary: "Open a point in time over every partition of the index's kinds (?keep_alive=1m)",
+        operationId: "esOpenPit",
+        params: url.includes("/block/") ? EsChainParams : EsIndexParams,
+        querystring: EsQuerystring,
+        response: { ...ES_ERROR_RESPONSES },
+      },
+      handler: openPit,
+    });
+
+  app.route({
+    method: "DELETE",
+    url: `${base}/_pit`,
+    schema: {
+      tags,
+      summary: "Close a point in time (body {id})",
+      operationId: "esClosePit",
+      params: EsChainParams,
+      querystring: EsQuerystring,
+      response: { ...ES_ERROR_RESPONSES },
+    },
+    handler: async (request, reply) => {
+      const chain = chainLabel(chainOf(request));
+      const body = request.body;
+      if (!isJsonObject(body) || Object.keys(body).some((k) => k !== "id"))
+        throw apiError("CS_BODY_INVALID", "give the point in time to close as {id}", "id");
+      const record = await contexts.load(body.id, "pit", account(request), chain, "id");
+      await contexts.close(body.id as string, record);
+      return json(reply, { succeeded: true, num_freed: 1 });
+    },
+  });
+}
