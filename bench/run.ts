@@ -1,11 +1,12 @@
 /**
  * `npm run bench -- <name> [options]`: runs one benchmark and prints its figures.
- * Benchmarks: ingest, decode, search, stream, match, alert-latency, reorg, rules, startup, capacity, faults, wire (docs/benchmarks.md).
+ * Benchmarks: ingest, decode, search, stream, export, match, alert-latency, reorg, rules, startup, capacity, faults, wire (docs/benchmarks.md).
  * @module
  */
 import { benchAlertLatency } from "./alert-latency.js";
 import { benchCapacity } from "./capacity.js";
 import { benchDecode } from "./decode.js";
+import { benchExport } from "./export.js";
 import { benchFaults } from "./faults.js";
 import { benchIngest } from "./ingest.js";
 import { benchMatch } from "./match.js";
@@ -23,6 +24,7 @@ const benches: Record<string, (args: string[]) => Promise<void>> = {
   "alert-latency": benchAlertLatency,
   search: benchSearch,
   stream: benchStream,
+  export: benchExport,
   reorg: benchReorg,
   rules: benchRules,
   startup: benchStartup,

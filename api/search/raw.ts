@@ -48,11 +48,25 @@ export interface RawEnvelope {
   hits: number;
   /** How it was written: `bytes` (from ES's response bytes, here) or `parsed` (parse and shape). */
   path: "bytes" | "parsed";
+  /** Elasticsearch's `_scroll_id` or `pit_id` of the response, when it had one. */
+  contextId?: string;
+}
+
+/**
+ * Write Elasticsearch 8's search answer instead of the contract's envelope (the
+ * Elasticsearch-compatible routes, api/search/es-shape.ts): no `_type` nor `_parent`, `hits.total`
+ * as `{value, relation: "eq"}` (or the integer with `totalAsInt`), and the scroll or point-in-time
+ * id `id` first under `idKey` (chainsift's own id, never Elasticsearch's).
+ */
+export interface RawEsFormat {
+  totalAsInt?: boolean;
+  idKey?: "_scroll_id" | "pit_id";
+  id?: string;
 }
 
 /** The response head up to the opening of `hits.hits`, total as an integer or as `{value, relation: "eq"}`. */
 const HEAD =
-  /^\{"took":(\d+),"timed_out":(true|false),(?:"terminated_early":false,)?"_shards":\{"total":(\d+),"successful":(\d+),"skipped":(\d+),"failed":(\d+)\},"hits":\{"total":(?:(\d+)|\{"value":(\d+),"relation":"eq"\}),"max_score":(null|-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?),"hits":\[/;
+  /^\{(?:"(?:_scroll_id|pit_id)":"([^"\\]*)",)?"took":(\d+),"timed_out":(true|false),(?:"terminated_early":false,)?"_shards":\{"total":(\d+),"successful":(\d+),"skipped":(\d+),"failed":(\d+)\},"hits":\{"total":(?:(\d+)|\{"value":(\d+),"relation":"eq"\}),"max_score":(null|-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?),"hits":\[/;
 /** Bytes of the head looked at (the real head is about 150). */
 const HEAD_WINDOW = 512;
 
@@ -98,16 +112,22 @@ export type Allocate = (size: number) => Buffer;
  * second writes them into one buffer of the exact size (from `allocate`, e.g. a pool).
  * @param response - the response body as ES sent it (a string is taken as its UTF-8 bytes).
  * @param allocate - where the answer's bytes go (its first `body.length` bytes are the answer).
+ * @param es - write Elasticsearch 8's answer instead ({@link RawEsFormat}); a leading `_scroll_id`
+ *   or `pit_id` of the response is read either way (`contextId`).
  * @returns the envelope, or `undefined` when the response does not have the expected layout
  *   (then parse it and use `shapeEnvelope` instead).
  */
-export function shapeRawEnvelope(response: Buffer | string, allocate: Allocate = Buffer.allocUnsafe): RawEnvelope | undefined {
+export function shapeRawEnvelope(
+  response: Buffer | string,
+  allocate: Allocate = Buffer.allocUnsafe,
+  es?: RawEsFormat,
+): RawEnvelope | undefined {
   const buf = typeof response === "string" ? Buffer.from(response, "utf8") : response;
   // latin1 maps every byte to one char, so string offsets below are byte offsets.
   const head = HEAD.exec(buf.toString("latin1", 0, Math.min(buf.length, HEAD_WINDOW)));
   if (!head || buf.length < head[0].length + TAIL.length || buf.compare(TAIL, 0, TAIL.length, buf.length - TAIL.length) !== 0)
     return undefined;
-  const [, took, timedOut, total, successful, skipped, failed, totalInt, totalValue, maxScore] = head as unknown as string[];
+  const [, contextId, took, timedOut, total, successful, skipped, failed, totalInt, totalValue, maxScore] = head as unknown as string[];
   const start = head[0].length;
   const stop = buf.length - TAIL.length; // hits are buf[start, stop)
   const hasHits = stop > start;
@@ -159,8 +179,9 @@ export function shapeRawEnvelope(response: Buffer | string, allocate: Allocate =
     } else if (buf.subarray(sourceAt, sourceEnd).lastIndexOf(FIELDS) >= 0) {
       return undefined; // a kind without a parent never gets `fields`; be safe if it does
     }
-    const routing = parent === undefined ? "" : `,"_routing":"${parent}","_parent":"${parent}"`;
-    const hitHead = `${heads.length > 0 ? "," : ""}{"_index":"${alias}","_type":"${kind}","_id":"${id}","_score":${unitScores ? "1" : score}${routing},"_source":`;
+    const routing = parent === undefined ? "" : es ? `,"_routing":"${parent}"` : `,"_routing":"${parent}","_parent":"${parent}"`;
+    const type = es ? "" : `"_type":"${kind}",`;
+    const hitHead = `${heads.length > 0 ? "," : ""}{"_index":"${alias}",${type}"_id":"${id}","_score":${unitScores ? "1" : score}${routing},"_source":`;
     heads.push(hitHead);
     ranges.push(sourceAt, sourceEnd, sortAt, end);
     size += hitHead.length + (sourceEnd - sourceAt) + (end - sortAt) + 1;
@@ -169,7 +190,9 @@ export function shapeRawEnvelope(response: Buffer | string, allocate: Allocate =
   const shards = `{"total":${total},"successful":${successful},"skipped":${skipped},"failed":${failed}}`;
   const max = unitScores ? "1" : hasHits ? maxScore : "null";
   const totalHits = Number(totalInt ?? totalValue);
-  const prefix = `{"took":${took},"timed_out":${timedOut},"_shards":${shards},"hits":{"total":${totalHits},"max_score":${max},"hits":[`;
+  const ids = es?.id ? `${JSON.stringify(es.idKey)}:${JSON.stringify(es.id)},` : "";
+  const totalText = es && !es.totalAsInt ? `{"value":${totalHits},"relation":"eq"}` : `${totalHits}`;
+  const prefix = `{${ids}"took":${took},"timed_out":${timedOut},"_shards":${shards},"hits":{"total":${totalText},"max_score":${max},"hits":[`;
   size += prefix.length + TAIL.length;
   // Pass 2.
   const out = allocate(size);
@@ -181,5 +204,7 @@ export function shapeRawEnvelope(response: Buffer | string, allocate: Allocate =
     out[pos++] = CLOSE_BRACE;
   }
   pos += TAIL.copy(out, pos);
-  return { body: out.subarray(0, pos), total: totalHits, hits: heads.length, path: "bytes" };
+  const answer: RawEnvelope = { body: out.subarray(0, pos), total: totalHits, hits: heads.length, path: "bytes" };
+  if (contextId !== undefined) answer.contextId = contextId;
+  return answer;
 }

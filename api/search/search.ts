@@ -22,7 +22,7 @@ import { apiError } from "../errors.js";
 import { type HitsEnvelope, type ShapeOptions, shapeEnvelope } from "./envelope.js";
 import { prunedTarget } from "./partitions.js";
 import type { BufferLease } from "./pool.js";
-import { type Allocate, type RawEnvelope, shapeRawEnvelope } from "./raw.js";
+import { type Allocate, type RawEnvelope, type RawEsFormat, shapeRawEnvelope } from "./raw.js";
 
 /** Which indices a request searches. */
 export interface SearchTarget {
@@ -216,10 +216,19 @@ export async function withSearchBytes<T>(
   requestTimeoutMs: number,
   use: (bytes: Buffer) => T,
 ): Promise<T> {
-  const res = (await es.search(req, { ...requestOptions(requestTimeoutMs), asStream: true, meta: true })) as unknown as TransportResult<
-    AsyncIterable<Buffer>,
-    unknown
-  >;
+  return withResponseBytes((options) => es.search(req, { ...requestOptions(requestTimeoutMs), ...options }), use);
+}
+
+/** The transport options that make the client hand over the response body unparsed. */
+export const AS_STREAM = { asStream: true, meta: true } as const;
+
+/**
+ * {@link withSearchBytes} for any call answered like a search (`es.scroll(…)`): `send` must pass
+ * the options it is given ({@link AS_STREAM}) to the client.
+ * @throws as {@link withSearchBytes}.
+ */
+export async function withResponseBytes<T>(send: (options: typeof AS_STREAM) => Promise<unknown>, use: (bytes: Buffer) => T): Promise<T> {
+  const res = (await send(AS_STREAM)) as unknown as TransportResult<AsyncIterable<Buffer>, unknown>;
   const chunks: Buffer[] = [];
   let length = 0;
   for await (const chunk of res.body) {
@@ -282,6 +291,46 @@ export async function runSearchText(
     const envelope = shapeEnvelope(res, shapeOptions(plan));
     return { body: JSON.stringify(envelope), total: envelope.hits.total, hits: envelope.hits.hits.length, path: "parsed" };
   });
+}
+
+/**
+ * Runs a search with `size >= 0` for the Elasticsearch-compatible routes: the answer written from
+ * Elasticsearch's response bytes in Elasticsearch 8's shape ({@link shapeRawEnvelope} with `format`)
+ * when the response has the layout that path expects, else the response parsed (the caller shapes
+ * it). Not for plans with aggregations (their bucket cap needs the parsed response).
+ * @throws as {@link runSearch}.
+ */
+export async function runEsSearchBytes(
+  es: Client,
+  plan: SearchPlan,
+  target: SearchTarget,
+  requestTimeoutMs: number,
+  options: SearchOptions,
+  format: RawEsFormat,
+): Promise<{ raw: RawEnvelope } | { parsed: SearchWithIds }> {
+  const pruned = options.pit ? target : await prunedTarget(es, target, plan.query);
+  return withSearchBytes(es, buildSearchRequest(plan, pruned, requestTimeoutMs, options), requestTimeoutMs, (bytes) =>
+    rawOrParsed(bytes, format, shapeOptions(plan, options)),
+  );
+}
+
+/**
+ * The raw Elasticsearch-shaped answer of response bytes ({@link shapeRawEnvelope} with `format`),
+ * or (no `format`, or a layout the raw path does not take) the response parsed and shaped into an envelope.
+ */
+export function rawOrParsed(
+  bytes: Buffer,
+  format: RawEsFormat | undefined,
+  shape: Omit<ShapeOptions, "unitScores">,
+): { raw: RawEnvelope } | { parsed: SearchWithIds } {
+  const raw = format && shapeRawEnvelope(bytes, Buffer.allocUnsafe, format);
+  if (raw) return { raw };
+  const res = JSON.parse(bytes.toString("utf8")) as estypes.SearchResponse<unknown>;
+  checkBucketCap(res.aggregations);
+  const parsed: SearchWithIds = { envelope: shapeEnvelope(res, shape) };
+  if (res._scroll_id) parsed.scrollId = res._scroll_id;
+  if (res.pit_id) parsed.pitId = res.pit_id;
+  return { parsed };
 }
 
 /**

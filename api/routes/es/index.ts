@@ -126,7 +126,7 @@ export interface EsRoutesOptions {
   /** chainsift's version, reported by the cluster-info route. */
   version: string;
   /** Called after each successful search (metrics), as the contract's search routes do. */
-  onHits?: (target: SearchTarget, hits: number, path: "parsed") => void;
+  onHits?: (target: SearchTarget, hits: number, path: "bytes" | "parsed") => void;
 }
 
 type ChainPath = { technology: string; blockchain: string; network: string; index?: string };
@@ -258,18 +258,22 @@ export const esRoutes: FastifyPluginAsyncTypebox<EsRoutesOptions> = async (app, 
       preValidation: async (request) => {
         fixedIndex(url, request);
         target(request);
+        // No body (or an empty JSON body) is the same as {}.
+        if (request.method === "POST") request.body ??= {};
       },
       handler: async (request, reply) => {
         const query = request.query as EsSearchQuery;
         const res = await searcher({
           target: target(request),
           pathIndex: (request.params as ChainPath).index !== undefined,
-          body: request.body,
+          // A GET has no body (null): the same as none.
+          body: request.body ?? undefined,
           query,
           account: account(request),
           scrollAllowed: true,
         });
-        onHits?.(res.target, res.hits, "parsed");
+        onHits?.(res.target, res.hits, res.text !== undefined ? "bytes" : "parsed");
+        if (res.text !== undefined) return reply.type("application/json; charset=utf-8").send(res.text as never);
         return json(reply, filtered(res.body, query));
       },
     });
@@ -369,8 +373,9 @@ export const esRoutes: FastifyPluginAsyncTypebox<EsRoutesOptions> = async (app, 
                 account: account(request),
                 scrollAllowed: false,
               });
-              onHits?.(res.target, res.hits, "parsed");
-              responses.push({ ...(res.body as object), status: 200 });
+              onHits?.(res.target, res.hits, res.text !== undefined ? "bytes" : "parsed");
+              const body = res.text !== undefined ? (JSON.parse(res.text.toString()) as object) : (res.body as object);
+              responses.push({ ...body, status: 200 });
             } catch (err) {
               const mapped = mapError(err);
               if (mapped.unexpected) request.log.warn({ err }, "_msearch item failed");

@@ -11,7 +11,6 @@
  * id in Redis (api/search/contexts.ts).
  * @module
  */
-import type { estypes } from "@elastic/elasticsearch";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { indexName } from "../../../es/mappings.js";
 import type { ChainId, Config } from "../../../lib/config.js";
@@ -19,10 +18,20 @@ import { isJsonObject } from "../../../lib/validation/problems.js";
 import { validateSearchBody } from "../../dsl/validate.js";
 import { ApiError, apiError } from "../../errors.js";
 import { type ContextRecord, contextTypeOf, type ScrollAnswer, type SearchContexts } from "../../search/contexts.js";
-import { shapeEnvelope } from "../../search/envelope.js";
 import { type EsAnswerOptions, toEsSearchResponse } from "../../search/es-shape.js";
 import { applyFilterPath } from "../../search/filter-path.js";
-import { requestOptions, runSearchWithIds, type SearchOptions, type SearchTarget, shapeOptions } from "../../search/search.js";
+import type { RawEnvelope, RawEsFormat } from "../../search/raw.js";
+import {
+  rawOrParsed,
+  requestOptions,
+  runEsSearchBytes,
+  runSearchWithIds,
+  type SearchOptions,
+  type SearchTarget,
+  type SearchWithIds,
+  shapeOptions,
+  withResponseBytes,
+} from "../../search/search.js";
 import { chainLabel } from "../search/target.js";
 import { resolveIndexTarget } from "./indices.js";
 import { checkDocvalueFields, type EsSearchQuery, splitEsSearch } from "./request.js";
@@ -49,7 +58,10 @@ export interface EsSearchInput {
 
 /** What a search answers, before `filter_path`, and the hits counted for metrics. */
 export interface EsSearchResult {
+  /** The answer as an object (undefined when {@link text} is given). */
   body: unknown;
+  /** The answer as JSON already (written from Elasticsearch's bytes; only without `filter_path`). */
+  text?: Buffer | string;
   target: SearchTarget;
   hits: number;
 }
@@ -116,15 +128,24 @@ export function esSearcher({ app, config, contexts }: PagingDeps): (input: EsSea
     }
     if (pit) options.pit = pit.keepAlive ? { id: pit.record.esId, keepAlive: pit.keepAlive } : { id: pit.record.esId };
     try {
-      const run = () => runSearchWithIds(app.es, plan, t, timeoutMs, options);
-      const res = pit ? await contexts.use(pit.id, pit.record, "pit.id", run) : await run();
+      // Written from Elasticsearch's bytes when nothing asks for more than the plain answer.
+      const plain = !plan.aggs && req.trackTotalHits === true && !plan.noSource && !req.metadataOnly && req.docvalueFields.length === 0;
+      const format: RawEsFormat = { totalAsInt: answer.totalAsInt === true };
+      if (pit) Object.assign(format, { idKey: "pit_id", id: pit.id });
+      if (scroll) Object.assign(format, { idKey: "_scroll_id", id: scroll.id });
+      const run = async (): Promise<{ raw: RawEnvelope } | { parsed: SearchWithIds }> =>
+        plain && query.filter_path === undefined
+          ? runEsSearchBytes(app.es, plan, t, timeoutMs, options, format)
+          : { parsed: await runSearchWithIds(app.es, plan, t, timeoutMs, options) };
+      const out = pit ? await contexts.use(pit.id, pit.record, "pit.id", run) : await run();
+      const esContextId = "raw" in out ? out.raw.contextId : (out.parsed.pitId ?? out.parsed.scrollId);
       if (pit) {
         answer.pitId = pit.id;
-        if ((res.pitId && res.pitId !== pit.record.esId) || pit.keepAliveMs !== undefined)
-          await contexts.save(pit.id, { ...pit.record, esId: res.pitId ?? pit.record.esId }, pit.keepAliveMs);
+        if ((esContextId && esContextId !== pit.record.esId) || pit.keepAliveMs !== undefined)
+          await contexts.save(pit.id, { ...pit.record, esId: esContextId ?? pit.record.esId }, pit.keepAliveMs);
       }
       if (scroll) {
-        if (!res.scrollId) throw new Error("Elasticsearch answered a scroll search without _scroll_id");
+        if (!esContextId) throw new Error("Elasticsearch answered a scroll search without _scroll_id");
         const kept: ScrollAnswer = {
           shape: shapeOptions(plan, options),
           noSource: plan.noSource === true,
@@ -133,14 +154,16 @@ export function esSearcher({ app, config, contexts }: PagingDeps): (input: EsSea
         };
         await contexts.save(
           scroll.id,
-          { type: "scroll", account, chain, esId: res.scrollId, kinds: t.kinds, answer: kept },
+          { type: "scroll", account, chain, esId: esContextId, kinds: t.kinds, answer: kept },
           scroll.ms,
           true,
         );
         answer.scrollId = scroll.id;
         scroll = undefined;
       }
-      return { body: toEsSearchResponse(res.envelope, answer), target: t, hits: res.envelope.hits.hits.length };
+      if ("raw" in out) return { body: undefined, text: out.raw.body, target: t, hits: out.raw.hits };
+      const env = out.parsed.envelope;
+      return { body: toEsSearchResponse(env, answer), target: t, hits: env.hits.hits.length };
     } finally {
       if (scroll) await contexts.forget(scroll.id, account);
     }
@@ -168,7 +191,7 @@ export function pagingRoutes(
   { app, config, contexts }: PagingDeps,
   chains: readonly ChainId[],
   json: (reply: FastifyReply, body: unknown) => FastifyReply,
-  onHits?: (target: SearchTarget, hits: number, path: "parsed") => void,
+  onHits?: (target: SearchTarget, hits: number, path: "bytes" | "parsed") => void,
 ): void {
   const prefix = config.elasticsearch.indexPrefix;
   const timeoutMs = config.elasticsearch.requestTimeoutMs;
@@ -194,21 +217,40 @@ export function pagingRoutes(
     const ms = keepAlive === undefined ? undefined : contexts.keepAlive(keepAlive, "scroll");
     const record = await contexts.load(id, "scroll", account(request), chainLabel(chain), "scroll_id");
     const scrollId = id as string;
-    const res = await contexts.use(scrollId, record, "scroll_id", () =>
-      app.es.scroll(
-        { scroll_id: record.esId, ...(keepAlive !== undefined ? { scroll: keepAlive as string } : {}) },
-        requestOptions(timeoutMs),
+    const kept = record.answer ?? { shape: {} };
+    const totalAsInt = isSet(query.rest_total_hits_as_int) || body.rest_total_hits_as_int === true;
+    const plain = !kept.noSource && !kept.metadataOnly && (kept.trackTotalHits ?? true) === true && !kept.shape.fields;
+    const out = await contexts.use(scrollId, record, "scroll_id", () =>
+      withResponseBytes(
+        (options) =>
+          app.es.scroll(
+            { scroll_id: record.esId, ...(keepAlive !== undefined ? { scroll: keepAlive as string } : {}) },
+            {
+              ...requestOptions(timeoutMs),
+              ...options,
+            },
+          ),
+        (bytes) =>
+          rawOrParsed(
+            bytes,
+            plain && query.filter_path === undefined ? { totalAsInt, idKey: "_scroll_id", id: scrollId } : undefined,
+            kept.shape,
+          ),
       ),
     );
-    const changed = res._scroll_id !== undefined && res._scroll_id !== record.esId;
-    if (changed || ms !== undefined) await contexts.save(scrollId, { ...record, esId: res._scroll_id ?? record.esId }, ms);
-    const kept = record.answer ?? { shape: {} };
-    const env = shapeEnvelope(res as estypes.SearchResponse<unknown>, kept.shape);
+    const esId = "raw" in out ? out.raw.contextId : out.parsed.scrollId;
+    if ((esId !== undefined && esId !== record.esId) || ms !== undefined)
+      await contexts.save(scrollId, { ...record, esId: esId ?? record.esId }, ms);
     const target: SearchTarget = { kinds: record.kinds, indices: [], chain };
+    if ("raw" in out) {
+      onHits?.(target, out.raw.hits, "bytes");
+      return reply.type("application/json; charset=utf-8").send(out.raw.body as never);
+    }
+    const env = out.parsed.envelope;
     onHits?.(target, env.hits.hits.length, "parsed");
     const answer: EsAnswerOptions = {
       scrollId,
-      totalAsInt: isSet(query.rest_total_hits_as_int) || body.rest_total_hits_as_int === true,
+      totalAsInt,
       noSource: kept.noSource === true,
       metadataOnly: kept.metadataOnly === true,
     };

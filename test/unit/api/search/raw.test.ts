@@ -356,7 +356,6 @@ describe("shapeRawEnvelope: undefined for anything else", () => {
       responseText([`{"_index":"${PREFIX}-tx","_id":"x","_score":0.0,"fields":{"blockHash":["${BLOCK_HASH}"]}}`], "0.0"),
     ],
     ["an error body", '{"error":{"type":"search_phase_execution_exception"},"status":400}'],
-    ["a pit_id", ok.replace('{"took"', '{"pit_id":"abc","took"')],
   ])("%s", (_name, text) => {
     expect(shapeRawEnvelope(text)).toBeUndefined();
   });
@@ -408,5 +407,36 @@ describe("former divergences", () => {
     const cut = full.slice(0, -3);
     expect(cut.endsWith("}]}}")).toBe(true);
     expect(shapeRawEnvelope(cut)).toBeUndefined();
+  });
+});
+
+describe("shapeRawEnvelope: Elasticsearch 8's answer (the Elasticsearch-compatible routes)", () => {
+  const ok = responseText([hitText("tx", TX_HASH, "0.0", tx, TX_FIELDS, '[17,"0xab"]')], "0.0");
+
+  it("reads a leading scroll or point-in-time id, writes ours first, {value, relation} totals, no _type nor _parent", () => {
+    const pit = shapeRawEnvelope(ok.replace('{"took"', '{"pit_id":"es-pit-id","took"'), Buffer.allocUnsafe, {
+      idKey: "pit_id",
+      id: "csp_ours",
+    });
+    expect(pit?.contextId).toBe("es-pit-id");
+    const answer = JSON.parse(bodyText(pit));
+    const parsed = shapeEnvelope(JSON.parse(ok), { sortValues: true });
+    const hit = parsed.hits.hits[0];
+    expect(Object.keys(answer)).toEqual(["pit_id", "took", "timed_out", "_shards", "hits"]);
+    expect(answer.pit_id).toBe("csp_ours");
+    expect(answer.hits.total).toEqual({ value: 1, relation: "eq" });
+    expect(answer.hits.hits).toEqual([
+      { _index: hit?._index, _id: hit?._id, _score: 1, _routing: hit?._routing, _source: hit?._source, sort: [17, "0xab"] },
+    ]);
+    const asInt = shapeRawEnvelope(ok.replace('{"took"', '{"_scroll_id":"es-scroll","took"'), Buffer.allocUnsafe, { totalAsInt: true });
+    expect(asInt?.contextId).toBe("es-scroll");
+    expect(JSON.parse(bodyText(asInt)).hits.total).toBe(1);
+    expect(JSON.parse(bodyText(asInt))).not.toHaveProperty("_scroll_id");
+  });
+
+  it("the contract's envelope of a response with a pit_id keeps its own shape (the id is only read)", () => {
+    const raw = shapeRawEnvelope(ok.replace('{"took"', '{"pit_id":"abc","took"'));
+    expect(raw?.contextId).toBe("abc");
+    expect(JSON.parse(bodyText(raw))).toEqual(JSON.parse(bodyText(shapeRawEnvelope(ok))));
   });
 });
