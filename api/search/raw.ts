@@ -42,7 +42,7 @@ import { PARENT_FIELD, type RecordKind } from "../../lib/records.js";
 export interface RawEnvelope {
   /** The hits envelope as JSON (UTF-8 bytes, or text when it was made by the parse path). */
   body: Buffer | string;
-  /** `hits.total`: the exact number of matches. */
+  /** `hits.total`: the exact number of matches (-1 for an Elasticsearch answer without a total). */
   total: number;
   /** Number of hits in `hits.hits`. */
   hits: number;
@@ -55,8 +55,9 @@ export interface RawEnvelope {
 /**
  * Write Elasticsearch 8's search answer instead of the contract's envelope (the
  * Elasticsearch-compatible routes, api/search/es-shape.ts): no `_type` nor `_parent`, `hits.total`
- * as `{value, relation: "eq"}` (or the integer with `totalAsInt`), and the scroll or point-in-time
- * id `id` first under `idKey` (chainsift's own id, never Elasticsearch's).
+ * as `{value, relation: "eq"}` (or the integer with `totalAsInt`; no total when Elasticsearch wrote
+ * none, i.e. `track_total_hits: false`, -1 as an integer), and the scroll or point-in-time id `id`
+ * first under `idKey` (chainsift's own id, never Elasticsearch's).
  */
 export interface RawEsFormat {
   totalAsInt?: boolean;
@@ -66,7 +67,7 @@ export interface RawEsFormat {
 
 /** The response head up to the opening of `hits.hits`, total as an integer or as `{value, relation: "eq"}`. */
 const HEAD =
-  /^\{(?:"(?:_scroll_id|pit_id)":"([^"\\]*)",)?"took":(\d+),"timed_out":(true|false),(?:"terminated_early":false,)?"_shards":\{"total":(\d+),"successful":(\d+),"skipped":(\d+),"failed":(\d+)\},"hits":\{"total":(?:(\d+)|\{"value":(\d+),"relation":"eq"\}),"max_score":(null|-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?),"hits":\[/;
+  /^\{(?:"(?:_scroll_id|pit_id)":"([^"\\]*)",)?"took":(\d+),"timed_out":(true|false),(?:"terminated_early":false,)?"_shards":\{"total":(\d+),"successful":(\d+),"skipped":(\d+),"failed":(\d+)\},"hits":\{(?:"total":(?:(\d+)|\{"value":(\d+),"relation":"eq"\}),)?"max_score":(null|-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?),"hits":\[/;
 /** Bytes of the head looked at (the real head is about 150). */
 const HEAD_WINDOW = 512;
 
@@ -128,6 +129,9 @@ export function shapeRawEnvelope(
   if (!head || buf.length < head[0].length + TAIL.length || buf.compare(TAIL, 0, TAIL.length, buf.length - TAIL.length) !== 0)
     return undefined;
   const [, contextId, took, timedOut, total, successful, skipped, failed, totalInt, totalValue, maxScore] = head as unknown as string[];
+  // No total (a search with track_total_hits false): only Elasticsearch's answer has none.
+  const noTotal = totalInt === undefined && totalValue === undefined;
+  if (noTotal && !es) return undefined;
   const start = head[0].length;
   const stop = buf.length - TAIL.length; // hits are buf[start, stop)
   const hasHits = stop > start;
@@ -189,10 +193,11 @@ export function shapeRawEnvelope(
   }
   const shards = `{"total":${total},"successful":${successful},"skipped":${skipped},"failed":${failed}}`;
   const max = unitScores ? "1" : hasHits ? maxScore : "null";
-  const totalHits = Number(totalInt ?? totalValue);
+  const totalHits = noTotal ? -1 : Number(totalInt ?? totalValue);
   const ids = es?.id ? `${JSON.stringify(es.idKey)}:${JSON.stringify(es.id)},` : "";
   const totalText = es && !es.totalAsInt ? `{"value":${totalHits},"relation":"eq"}` : `${totalHits}`;
-  const prefix = `{${ids}"took":${took},"timed_out":${timedOut},"_shards":${shards},"hits":{"total":${totalText},"max_score":${max},"hits":[`;
+  const totalPart = noTotal && !es?.totalAsInt ? "" : `"total":${totalText},`;
+  const prefix = `{${ids}"took":${took},"timed_out":${timedOut},"_shards":${shards},"hits":{${totalPart}"max_score":${max},"hits":[`;
   size += prefix.length + TAIL.length;
   // Pass 2.
   const out = allocate(size);

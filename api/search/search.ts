@@ -50,6 +50,11 @@ export interface SearchOptions {
   pit?: { id: string; keepAlive?: string };
   /** Open an Elasticsearch scroll with this keep-alive (`1m`, …): the response has `_scroll_id`. */
   scroll?: string;
+  /**
+   * `track_total_hits: false` (the Elasticsearch-compatible routes): Elasticsearch counts no total.
+   * Default (and any other value): an exact total.
+   */
+  noTotal?: boolean;
   /** More fields to ask as `docvalue_fields` (the Elasticsearch-compatible routes' `docvalue_fields`), answered in each hit's `fields`. */
   docvalueFields?: readonly string[];
 }
@@ -131,7 +136,7 @@ export function buildSearchRequest(
         allow_no_indices: true,
       };
   req.size = Math.max(plan.size, 0);
-  req.track_total_hits = true;
+  req.track_total_hits = options.noTotal !== true;
   req.timeout = `${requestTimeoutMs}ms`;
   // The aliases span block-range partitions (es/partitions.ts): the can-match phase, run whenever
   // more than one shard is searched, skips the shards a block range or number cannot match.

@@ -113,6 +113,7 @@ export function esSearcher({ app, config, contexts }: PagingDeps): (input: EsSea
       );
     checkDocvalueFields(req.docvalueFields, t.kinds);
     const options: SearchOptions = { typedKeys: isSet(query.typed_keys), docvalueFields: req.docvalueFields };
+    if (req.trackTotalHits === false) options.noTotal = true;
     const answer: EsAnswerOptions = {
       totalAsInt: totalAsInt(query),
       trackTotalHits: req.trackTotalHits,
@@ -129,7 +130,8 @@ export function esSearcher({ app, config, contexts }: PagingDeps): (input: EsSea
     if (pit) options.pit = pit.keepAlive ? { id: pit.record.esId, keepAlive: pit.keepAlive } : { id: pit.record.esId };
     try {
       // Written from Elasticsearch's bytes when nothing asks for more than the plain answer.
-      const plain = !plan.aggs && req.trackTotalHits === true && !plan.noSource && !req.metadataOnly && req.docvalueFields.length === 0;
+      const plain =
+        !plan.aggs && typeof req.trackTotalHits === "boolean" && !plan.noSource && !req.metadataOnly && req.docvalueFields.length === 0;
       const format: RawEsFormat = { totalAsInt: answer.totalAsInt === true };
       if (pit) Object.assign(format, { idKey: "pit_id", id: pit.id });
       if (scroll) Object.assign(format, { idKey: "_scroll_id", id: scroll.id });
@@ -219,7 +221,7 @@ export function pagingRoutes(
     const scrollId = id as string;
     const kept = record.answer ?? { shape: {} };
     const totalAsInt = isSet(query.rest_total_hits_as_int) || body.rest_total_hits_as_int === true;
-    const plain = !kept.noSource && !kept.metadataOnly && (kept.trackTotalHits ?? true) === true && !kept.shape.fields;
+    const plain = !kept.noSource && !kept.metadataOnly && typeof (kept.trackTotalHits ?? true) === "boolean" && !kept.shape.fields;
     const out = await contexts.use(scrollId, record, "scroll_id", () =>
       withResponseBytes(
         (options) =>

@@ -434,6 +434,14 @@ describe("shapeRawEnvelope: Elasticsearch 8's answer (the Elasticsearch-compatib
     expect(JSON.parse(bodyText(asInt))).not.toHaveProperty("_scroll_id");
   });
 
+  it("a response without a total (track_total_hits false): none in Elasticsearch's answer (-1 as an integer), refused for the contract's", () => {
+    const noTotal = ok.replace('"total":{"value":1,"relation":"eq"},', "");
+    expect(noTotal).toContain('"hits":{"max_score"');
+    expect(JSON.parse(bodyText(shapeRawEnvelope(noTotal, Buffer.allocUnsafe, {}))).hits).not.toHaveProperty("total");
+    expect(JSON.parse(bodyText(shapeRawEnvelope(noTotal, Buffer.allocUnsafe, { totalAsInt: true }))).hits.total).toBe(-1);
+    expect(shapeRawEnvelope(noTotal)).toBeUndefined();
+  });
+
   it("the contract's envelope of a response with a pit_id keeps its own shape (the id is only read)", () => {
     const raw = shapeRawEnvelope(ok.replace('{"took"', '{"pit_id":"abc","took"'));
     expect(raw?.contextId).toBe("abc");
