@@ -6,7 +6,8 @@
  *   (`css_…` for a scroll, `csp_…` for a point in time, 32 characters of base64url after the
  *   prefix), bound in Redis to Elasticsearch's id, the account that opened it, the chain and the
  *   kinds (key `<redisKeyPrefix>ctx:<id>`, a JSON {@link ContextRecord}, expiring with the
- *   keep-alive and renewed at each use). An id used by another account, on another chain's path,
+ *   keep-alive (plus a tenth, {@link TTL_MARGIN}) and renewed by uses that give a keep-alive once
+ *   less than the keep-alive is left). An id used by another account, on another chain's path,
  *   expired or closed answers 404 `CS_CONTEXT_NOT_FOUND`, the same for all. The binding lives in
  *   Redis, so any API instance serves any context.
  * - **Bounded.** Each account holds at most `maxPerAccount` open contexts (a sorted set
@@ -61,7 +62,12 @@ export interface ContextRecord {
   kinds: RecordKind[];
   /** Scrolls: how later pages are answered. */
   answer?: ScrollAnswer;
+  /** When the binding expires (ms since the epoch), as last saved; see {@link SearchContexts.needsRenewal}. */
+  expiresAt?: number;
 }
+
+/** The binding's TTL over the keep-alive: renewals can then be skipped while it outlives the context by this margin. */
+export const TTL_MARGIN = 1.1;
 
 /** Options of {@link SearchContexts}. */
 export interface SearchContextsOptions {
@@ -205,17 +211,27 @@ export class SearchContexts {
       await this.#redis(this.#o.redis.set(this.#key(id), JSON.stringify(record), { expiration: "KEEPTTL" }));
       return;
     }
-    const expires = Date.now() + ttlMs;
+    const ttl = Math.ceil(ttlMs * TTL_MARGIN);
+    const expires = Date.now() + ttl;
     await this.#redis(
       this.#o.redis
         .multi()
-        .set(this.#key(id), JSON.stringify(record), { expiration: { type: "PX", value: ttlMs } })
+        .set(this.#key(id), JSON.stringify({ ...record, expiresAt: expires }), { expiration: { type: "PX", value: ttl } })
         .zAdd(this.#accountKey(record.account), { score: expires, value: id })
         .zAdd(this.#openKey(record.type), { score: expires, value: id })
         .pExpire(this.#openKey(record.type), this.#o.maxKeepAliveMs + 60_000)
         .exec(),
     );
     if (opened) this.#local.set(id, record.type);
+  }
+
+  /**
+   * Whether a use with a new keep-alive must renew the binding: when it would expire before the
+   * context (less than `keepAliveMs` left). Bindings are saved for {@link TTL_MARGIN} × the
+   * keep-alive, so consecutive pages renew at most once per tenth of it (one Redis write less per page).
+   */
+  needsRenewal(record: ContextRecord, keepAliveMs: number | undefined, now = Date.now()): boolean {
+    return keepAliveMs !== undefined && (record.expiresAt === undefined || record.expiresAt - now < keepAliveMs);
   }
 
   /**

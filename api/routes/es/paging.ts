@@ -143,8 +143,9 @@ export function esSearcher({ app, config, contexts }: PagingDeps): (input: EsSea
       const esContextId = "raw" in out ? out.raw.contextId : (out.parsed.pitId ?? out.parsed.scrollId);
       if (pit) {
         answer.pitId = pit.id;
-        if ((esContextId && esContextId !== pit.record.esId) || pit.keepAliveMs !== undefined)
-          await contexts.save(pit.id, { ...pit.record, esId: esContextId ?? pit.record.esId }, pit.keepAliveMs);
+        const renew = contexts.needsRenewal(pit.record, pit.keepAliveMs);
+        if ((esContextId && esContextId !== pit.record.esId) || renew)
+          await contexts.save(pit.id, { ...pit.record, esId: esContextId ?? pit.record.esId }, renew ? pit.keepAliveMs : undefined);
       }
       if (scroll) {
         if (!esContextId) throw new Error("Elasticsearch answered a scroll search without _scroll_id");
@@ -241,8 +242,9 @@ export function pagingRoutes(
       ),
     );
     const esId = "raw" in out ? out.raw.contextId : out.parsed.scrollId;
-    if ((esId !== undefined && esId !== record.esId) || ms !== undefined)
-      await contexts.save(scrollId, { ...record, esId: esId ?? record.esId }, ms);
+    const renew = contexts.needsRenewal(record, ms);
+    if ((esId !== undefined && esId !== record.esId) || renew)
+      await contexts.save(scrollId, { ...record, esId: esId ?? record.esId }, renew ? ms : undefined);
     const target: SearchTarget = { kinds: record.kinds, indices: [], chain };
     if ("raw" in out) {
       onHits?.(target, out.raw.hits, "bytes");

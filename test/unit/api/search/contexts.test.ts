@@ -1,6 +1,13 @@
 /** The pure parts of api/search/contexts.ts: keep-alive time values and the opaque ids. */
 import { describe, expect, it } from "vitest";
-import { CONTEXT_ID_PREFIX, contextTypeOf, keepAliveMs, newContextId } from "../../../../api/search/contexts.js";
+import {
+  CONTEXT_ID_PREFIX,
+  contextTypeOf,
+  keepAliveMs,
+  newContextId,
+  SearchContexts,
+  TTL_MARGIN,
+} from "../../../../api/search/contexts.js";
 import { apiFailure } from "../../../support/api-failure.js";
 
 const failure = apiFailure;
@@ -41,5 +48,21 @@ describe("context ids", () => {
     expect(contextTypeOf(a)).toBe("scroll");
     expect(contextTypeOf(newContextId("pit"))).toBe("pit");
     expect(contextTypeOf("FGluY2x1ZGVfY29udGV4dF91dWlk")).toBeUndefined();
+  });
+});
+
+describe("needsRenewal", () => {
+  // Pure: no Redis nor Elasticsearch call is made.
+  const contexts = new SearchContexts({} as ConstructorParameters<typeof SearchContexts>[0]);
+  const record = { type: "pit" as const, account: "a", chain: "c", esId: "e", kinds: ["tx" as const] };
+
+  it("renews when less than the keep-alive is left, or the expiry is unknown; never without a keep-alive", () => {
+    const now = 1_000_000;
+    expect(contexts.needsRenewal({ ...record, expiresAt: now + 60_000 * TTL_MARGIN }, 60_000, now)).toBe(false);
+    expect(contexts.needsRenewal({ ...record, expiresAt: now + 60_000 }, 60_000, now)).toBe(false);
+    expect(contexts.needsRenewal({ ...record, expiresAt: now + 59_999 }, 60_000, now)).toBe(true);
+    expect(contexts.needsRenewal({ ...record, expiresAt: now + 60_000 }, 120_000, now)).toBe(true);
+    expect(contexts.needsRenewal(record, 60_000, now)).toBe(true);
+    expect(contexts.needsRenewal({ ...record, expiresAt: now }, undefined, now)).toBe(false);
   });
 });
