@@ -271,8 +271,8 @@ class EsClientsTest {
     assertEquals(400, count.status());
     assertEquals("CS_QUERY_UNSUPPORTED_CLAUSE", count.error().type());
 
-    ElasticsearchException from = assertThrows(ElasticsearchException.class, () -> es.search(s -> s.index("tx").from(5), Tx.class));
-    assertEquals("CS_BODY_INVALID", from.error().type());
+    ElasticsearchException from = assertThrows(ElasticsearchException.class, () -> es.search(s -> s.index("tx").from(9_995).size(10), Tx.class));
+    assertEquals("CS_RESULT_WINDOW_TOO_LARGE", from.error().type());
 
     ElasticsearchException index = assertThrows(ElasticsearchException.class,
         () -> es.search(s -> s.index("ethereum-ethereum-sepolia-tx"), Tx.class));
