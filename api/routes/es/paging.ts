@@ -289,12 +289,18 @@ export function pagingRoutes(
   const scrollDoc = { tags, querystring: EsQuerystring, response: { ...ES_ERROR_RESPONSES } };
   for (const url of [`${base}/_search/scroll`, `${base}/_search/scroll/:scroll_id`]) {
     const hide = url.endsWith(":scroll_id");
-    app.route({
-      method: ["POST", "GET"],
-      url,
-      schema: { ...scrollDoc, hide, summary: "Next page of a scroll (body {scroll_id, scroll?})", operationId: "esScroll" },
-      handler: nextPage,
-    });
+    for (const method of ["POST", "GET"] as const)
+      app.route({
+        method,
+        url,
+        schema: {
+          ...scrollDoc,
+          hide,
+          summary: "Next page of a scroll (body {scroll_id, scroll?}, or ?scroll_id=)",
+          operationId: method === "GET" ? "esScrollGet" : "esScroll",
+        },
+        handler: nextPage,
+      });
     app.route({
       method: "DELETE",
       url,

@@ -280,6 +280,7 @@ describe.skipIf(!up)("search extensions, refused features, chains, OpenAPI and m
       "_source",
       "aggregations",
       "aggs",
+      "from",
       "query",
       "search_after",
       "size",
