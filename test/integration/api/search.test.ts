@@ -340,7 +340,8 @@ describe.skipIf(!up)(`search API against Elasticsearch at ${ES_URL}${up ? "" : "
       [{ size: 1.5 }, "CS_SIZE_INVALID", "size"],
       [{ sort: { input: "asc" } }, "CS_SORT_INVALID", "sort.input"],
       [{ _source: ["from.raw"] }, "CS_SOURCE_INVALID", "_source[0]"],
-      [{ from: 10 }, "CS_BODY_INVALID", "from"],
+      [{ from: 9_995 }, "CS_RESULT_WINDOW_TOO_LARGE", "from"],
+      [{ highlight: {} }, "CS_BODY_INVALID", "highlight"],
     ];
     for (const [body, code, path] of cases) {
       const r = await searchError("tx", body);
