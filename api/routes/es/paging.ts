@@ -35,7 +35,15 @@ import {
 import { chainLabel } from "../search/target.js";
 import { resolveIndexTarget } from "./indices.js";
 import { checkDocvalueFields, type EsSearchQuery, splitEsSearch } from "./request.js";
-import { ES_ERROR_RESPONSES, EsChainParams, EsIndexParams, EsQuerystring } from "./schema.js";
+import {
+  ES_ERROR_RESPONSES,
+  EsChainParams,
+  EsFreedSchema,
+  EsIndexParams,
+  EsOpenPitSchema,
+  EsQuerystring,
+  EsSearchResponseSchema,
+} from "./schema.js";
 
 /** Whether a query-string flag is set (`?flag`, `?flag=true`). */
 export const isSet = (v: string | undefined): boolean => v === "" || v === "true";
@@ -286,7 +294,7 @@ export function pagingRoutes(
     return json(reply, { succeeded: true, num_freed: freed });
   };
 
-  const scrollDoc = { tags, querystring: EsQuerystring, response: { ...ES_ERROR_RESPONSES } };
+  const scrollDoc = { tags, querystring: EsQuerystring };
   for (const url of [`${base}/_search/scroll`, `${base}/_search/scroll/:scroll_id`]) {
     const hide = url.endsWith(":scroll_id");
     for (const method of ["POST", "GET"] as const)
@@ -298,13 +306,20 @@ export function pagingRoutes(
           hide,
           summary: "Next page of a scroll (body {scroll_id, scroll?}, or ?scroll_id=)",
           operationId: method === "GET" ? "esScrollGet" : "esScroll",
+          response: { 200: EsSearchResponseSchema, ...ES_ERROR_RESPONSES },
         },
         handler: nextPage,
       });
     app.route({
       method: "DELETE",
       url,
-      schema: { ...scrollDoc, hide, summary: "Clear scrolls (body {scroll_id}: an id, an array, or _all)", operationId: "esClearScroll" },
+      schema: {
+        ...scrollDoc,
+        hide,
+        summary: "Clear scrolls (body {scroll_id}: an id, an array, or _all)",
+        operationId: "esClearScroll",
+        response: { 200: EsFreedSchema, ...ES_ERROR_RESPONSES },
+      },
       handler: clear,
     });
   }
@@ -347,7 +362,7 @@ export function pagingRoutes(
         operationId: "esOpenPit",
         params: url.includes("/block/") ? EsChainParams : EsIndexParams,
         querystring: EsQuerystring,
-        response: { ...ES_ERROR_RESPONSES },
+        response: { 200: EsOpenPitSchema, ...ES_ERROR_RESPONSES },
       },
       handler: openPit,
     });
@@ -361,7 +376,7 @@ export function pagingRoutes(
       operationId: "esClosePit",
       params: EsChainParams,
       querystring: EsQuerystring,
-      response: { ...ES_ERROR_RESPONSES },
+      response: { 200: EsFreedSchema, ...ES_ERROR_RESPONSES },
     },
     handler: async (request, reply) => {
       const chain = chainLabel(chainOf(request));

@@ -228,3 +228,15 @@ export const ES_ERROR_RESPONSES = {
   429: EsErrorBodySchema,
   503: EsErrorBodySchema,
 } as const;
+
+/** Answer of clearing scrolls and closing a point in time (documentation only). */
+export const EsFreedSchema = Type.Object(
+  { succeeded: Type.Boolean(), num_freed: Type.Integer({ description: "Contexts closed" }) },
+  component("EsFreed"),
+);
+
+/** Answer of opening a point in time (documentation only). */
+export const EsOpenPitSchema = Type.Object(
+  { id: Type.String({ description: "chainsift's point-in-time id (csp_…), for pit.id and DELETE _pit" }), _shards: ShardsSchema },
+  component("EsOpenPit"),
+);
