@@ -16,6 +16,8 @@ ARG NODE_IMAGE=node:24-bookworm-slim
 FROM ${NODE_IMAGE} AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
+# patches/: what the postinstall script (patch-package) applies to node_modules (docs/kafka-client.md).
+COPY patches ./patches
 # `npm install` as .ci/run does (npm ci rejects the lock where a registry lacks other platforms'
 # optional builds); the lock still pins every version.
 RUN npm install --no-audit --no-fund
@@ -24,11 +26,12 @@ RUN npm run build
 
 # 2. Runtime dependencies only. Install scripts are skipped: no runtime dependency needs one for the
 # container's processes (@foundry-rs/anvil's fetches the anvil binary, used by `npm start`'s
-# development chain only).
+# development chain only). Our own postinstall, the kafkajs patch, runs explicitly after.
 FROM ${NODE_IMAGE} AS deps
 WORKDIR /app
 COPY package.json package-lock.json ./
-RUN npm install --omit=dev --ignore-scripts --no-audit --no-fund
+COPY patches ./patches
+RUN npm install --omit=dev --ignore-scripts --no-audit --no-fund && npm run postinstall
 
 # 3. Runtime: plain node, the compiled code, production dependencies, as the unprivileged `node` user.
 FROM ${NODE_IMAGE} AS runtime

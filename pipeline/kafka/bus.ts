@@ -13,7 +13,7 @@ import { NonRetryableError } from "../../lib/errors.js";
 import type { Logger } from "../../lib/logger.js";
 import { SEQ_HEADER, subjectOf, TOPICS, type TopicKind, topicName } from "../../topics/index.js";
 import { compileToWire, fromWire, stripWireFields } from "../../topics/wire.js";
-import { installKafkajsWarningFilter, kafkaLogCreator } from "./log.js";
+import { kafkaLogCreator } from "./log.js";
 import { kafkaMetricsOf } from "./metrics.js";
 import { keyHashPartitioner } from "./partitioner.js";
 
@@ -147,7 +147,6 @@ export function kafkaClientId(kafka: Pick<Config["kafka"], "clientId" | "instanc
  */
 export async function createBus(opts: BusOptions): Promise<Bus> {
   const { config, logger } = opts;
-  installKafkajsWarningFilter();
   const newKafka = (clientId: string) =>
     new Kafka({
       clientId,
