@@ -39,7 +39,7 @@ export interface Bus {
   transportOf(role: string): KafkaTransport;
   /**
    * The kafkajs client behind {@link Bus.transport}, for the code not on the transport yet
-   * (pipeline/notify/replay.ts, cli/status.ts, bench/capacity.ts; docs/kafka-client.md).
+   * (pipeline/notify/replay.ts, bench/capacity.ts; docs/kafka-client.md).
    */
   kafka: Kafka;
   registry: SchemaRegistry;
