@@ -46,9 +46,13 @@ export const ERROR_CODES = {
   },
   CS_UNKNOWN_KIND: {
     status: 404,
-    description: "A record kind in the path is not one of block, tx, log, event, or a kind is repeated.",
+    description:
+      "A record kind in the path is not one of block, tx, log, event, or a kind is repeated; on the Elasticsearch-compatible routes, an index name that names no kind of the path's chain (Elasticsearch: index_not_found_exception), or an index pattern that matches none where an index is required (searches, allow_no_indices=false).",
   },
-  CS_NOT_FOUND: { status: 404, description: "The requested record does not exist (GET block by hash)." },
+  CS_NOT_FOUND: {
+    status: 404,
+    description: "The requested record does not exist (GET block by hash; GET …/es/<index>/_source/<id>).",
+  },
   CS_HASH_INVALID: { status: 400, description: "A hash path parameter is not 0x followed by 64 hex digits." },
   CS_BODY_INVALID: {
     status: 400,
