@@ -214,6 +214,15 @@ describe.skipIf(!up)("introspection routes of the Elasticsearch-compatible API",
       blockNumber: { object: { type: "object", metadata_field: false, searchable: false, aggregatable: false } },
       "blockNumber.num": { long: { type: "long", metadata_field: false, searchable: true, aggregatable: true } },
     });
+    const filtered = await app.inject({
+      method: "POST",
+      url: "/ethereum/ethereum/mainnet/es/tx/_field_caps?fields=*",
+      headers: { authorization: `Bearer ${TOKEN}` },
+      payload: { index_filter: { range: { "blockNumber.num": { gte: 1 } } } },
+    });
+    expect([filtered.statusCode, filtered.json().error.type]).toEqual([400, "CS_BODY_INVALID"]);
+    const param = await call("/tx/_field_caps?fields=*&filters=-parent");
+    expect([param.status, JSON.parse(param.text).error.type]).toEqual([400, "CS_BAD_REQUEST"]);
     expect(await client.fieldCaps({ index: "nothing*", fields: "*" })).toEqual({ indices: [], fields: {} });
     expect(await refusal(client.fieldCaps({ index: "tx" }))).toMatchObject({ status: 400, type: "CS_BAD_REQUEST" });
   });
