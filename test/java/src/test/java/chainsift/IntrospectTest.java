@@ -9,18 +9,9 @@ import co.elastic.clients.elasticsearch._types.mapping.Property;
 import co.elastic.clients.elasticsearch.core.GetResponse;
 import co.elastic.clients.elasticsearch.indices.GetMappingResponse;
 import co.elastic.clients.elasticsearch.indices.get_mapping.IndexMappingRecord;
-import co.elastic.clients.json.jackson.JacksonJsonpMapper;
-import co.elastic.clients.transport.rest_client.RestClientTransport;
 import com.fasterxml.jackson.databind.JsonNode;
-import com.fasterxml.jackson.databind.ObjectMapper;
-import java.io.File;
 import java.io.IOException;
-import java.net.URI;
 import java.util.Map;
-import org.apache.http.Header;
-import org.apache.http.HttpHost;
-import org.apache.http.message.BasicHeader;
-import org.elasticsearch.client.RestClient;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -31,27 +22,20 @@ import org.junit.jupiter.api.Test;
  * id, over the fixture records test/java/run.sh indexes.
  */
 class IntrospectTest {
-  static final ObjectMapper JSON = new ObjectMapper();
   static JsonNode info;
-  static RestClient rest;
   static ElasticsearchClient es;
 
+  /** The connection of {@link EsClientsTest} (the same fixture API and token). */
   @BeforeAll
   static void connect() throws IOException {
-    String path = System.getenv("CHAINSIFT_FIXTURE_INFO");
-    if (path == null) throw new IllegalStateException("CHAINSIFT_FIXTURE_INFO is not set: run test/java/run.sh, which starts the API");
-    info = JSON.readTree(new File(path));
-    URI api = URI.create(info.get("url").asText());
-    rest = RestClient.builder(new HttpHost(api.getHost(), api.getPort(), api.getScheme()))
-        .setPathPrefix(info.get("chainPath").asText())
-        .setDefaultHeaders(new Header[] {new BasicHeader("Authorization", "Bearer " + info.get("token").asText())})
-        .build();
-    es = new ElasticsearchClient(new RestClientTransport(rest, new JacksonJsonpMapper()));
+    EsClientsTest.connect();
+    info = EsClientsTest.info;
+    es = EsClientsTest.es;
   }
 
   @AfterAll
   static void close() throws IOException {
-    if (rest != null) rest.close();
+    EsClientsTest.close();
   }
 
   @Test
