@@ -219,6 +219,13 @@ function one(
   );
   const checked = checkType(ctx, type, spec, metricNames, tp, env);
   if (!checked) return undefined;
+  const ordered = Object.values(children?.value ?? {}).find((c) => "cumulative_sum" in c || "derivative" in c);
+  if (ordered && checked.body.min_doc_count !== 0)
+    return ctx.out.fail(
+      "CS_AGG_INVALID",
+      `${Object.keys(ordered)[0]} needs its ${type} to have min_doc_count 0 (with hard_bounds or extended_bounds)`,
+      jsonPath(tp, "min_doc_count"),
+    );
   // Unknown counts (histograms without hard_bounds) are checked on the response; count them as 1 here.
   const own = checked.buckets ?? (isBucket ? 1 : 0);
   const buckets = isBucket ? own * (1 + (children?.buckets ?? 0)) : 0;

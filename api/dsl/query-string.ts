@@ -116,10 +116,10 @@ function walk(out: Collector, check: FieldCheck, node: Ast | undefined, p: strin
     return walk(out, check, "right" in node ? node.right : undefined, p) && ok;
   }
   const field = node.field.replace(/^[+-]/, "");
+  if (field === "_exists_" && "term" in node) return fieldName(out, check, node.term, p);
   if (field !== "<implicit>" && !fieldName(out, check, field, p)) return false;
   if ("term_min" in node) return true;
   const term = node as NodeTerm & { proximity?: number | null };
-  if (field === "_exists_") return fieldName(out, check, term.term, p);
   if (term.regex) {
     out.add("CS_QUERY_REGEXP", `regular expressions (/${term.term}/) are not supported`, p);
     return false;

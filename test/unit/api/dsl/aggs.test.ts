@@ -1,19 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { AGG_LIMITS, countBuckets, validateAggs } from "../../../../api/dsl/aggs.js";
-import type { RecordKind } from "../../../../lib/records.js";
-
-function ok(aggs: unknown, kinds: RecordKind[] = ["tx"]) {
-  const r = validateAggs(aggs, kinds);
-  if (!r.ok) throw new Error(`expected ok, got ${JSON.stringify(r.errors)}`);
-  return r.value;
-}
-
-function first(aggs: unknown, kinds: RecordKind[] = ["tx"]) {
-  const r = validateAggs(aggs, kinds);
-  if (r.ok) throw new Error(`expected errors for ${JSON.stringify(aggs)}`);
-  const e = r.errors[0];
-  return { code: e?.code, path: e?.path };
-}
+import { first, ok } from "./aggs-check.js";
 
 describe("validateAggs: accepted aggregations", () => {
   it("terms on keyword, numeric, date and boolean fields, with size, order, min_doc_count, missing", () => {
