@@ -96,14 +96,21 @@ function fieldName(out: Collector, check: FieldCheck, raw: string, p: string): b
   return check(name, p);
 }
 
-/** The first `/` outside quotes that is not escaped, or -1 (Elasticsearch starts a regular expression there). */
+/**
+ * The first `/` outside quotes and range brackets that is not escaped, or -1 (Elasticsearch starts
+ * a regular expression there; inside `[… TO …]` a slash is date-math rounding, `now-1d/d`).
+ */
 function regexpSlash(q: string): number {
   let quoted = false;
+  let range = false;
   for (let i = 0; i < q.length; i++) {
     const c = q[i];
     if (c === "\\") i += 1;
-    else if (c === '"') quoted = !quoted;
-    else if (c === "/" && !quoted) return i;
+    else if (c === '"' && !range) quoted = !quoted;
+    else if (quoted) continue;
+    else if (c === "[" || c === "{") range = true;
+    else if (c === "]" || c === "}") range = false;
+    else if (c === "/" && !range) return i;
   }
   return -1;
 }

@@ -59,6 +59,7 @@ describe("query_string: accepted", () => {
       "blockNumber.num:[1 TO 5]",
       "blockNumber.num:{1 TO *]",
       "timestamp:[now-1d TO now]",
+      "timestamp:[now-1d\\/d TO now\\/d}",
       "methodId:0xa9*",
       "_exists_:contractAddress",
       "to:*",
@@ -100,6 +101,7 @@ describe("query_string: refused", () => {
     expect(first(qs("hash:/0x.*/"))).toEqual({ code: "CS_QUERY_REGEXP", path: P });
     expect(first(qs("/ab+c/"))).toEqual({ code: "CS_QUERY_REGEXP", path: P });
     expect(first(qs("a/b"))).toEqual({ code: "CS_QUERY_REGEXP", path: P });
+    expect(first(qs("timestamp:[now-1d/d TO now] OR /x/"))).toEqual({ code: "CS_QUERY_REGEXP", path: P });
     expect(ok(qs('str:"a/b" AND a\\/b'), ["event"])).toBeDefined();
   });
 
