@@ -101,6 +101,20 @@ export const ERROR_CODES = {
     description:
       "A field of a nested object (e.g. args.name) used outside a nested query on its path, or a field outside the path inside a nested query.",
   },
+  CS_QUERY_LEADING_WILDCARD: {
+    status: 400,
+    description:
+      "A query_string term starts with a wildcard (*foo, ?foo), or allow_leading_wildcard is true: such terms scan every term of the field.",
+  },
+  CS_QUERY_REGEXP: {
+    status: 400,
+    description:
+      "A query_string has a regular expression (/…/, or an unescaped / outside a phrase); regular expressions are not supported.",
+  },
+  CS_QUERY_SLOP_TOO_LARGE: {
+    status: 400,
+    description: 'A query_string or simple_query_string phrase proximity ("a b"~N) or phrase_slop is above 10.',
+  },
   CS_QUERY_TOO_DEEP: { status: 400, description: "The query tree is nested deeper than 8 clauses." },
   CS_QUERY_TOO_MANY_CLAUSES: { status: 400, description: "The query has more than 256 clauses." },
   CS_QUERY_TOO_MANY_VALUES: { status: 400, description: "A terms or ids clause has more than 1024 values." },
@@ -119,16 +133,6 @@ export const ERROR_CODES = {
     status: 400,
     description: "An aggregation type outside the allowlist (e.g. scripted_metric, bucket_script, geo_distance).",
   },
-  CS_AGG_INVALID: {
-    status: 400,
-    description:
-      "An aggregation (extension) has a bad name or shape, an unknown option, or a field it cannot use (unknown, text, nested, or not numeric where a number is needed).",
-  },
-  CS_AGG_TOO_MANY_BUCKETS: {
-    status: 400,
-    description:
-      "The aggregations would return more buckets than the cap (10000 in all, terms size at most 1000, at most 100 ranges or filters), or there are more than 30 aggregations.",
-  },
   CS_AGG_TOO_DEEP: {
     status: 400,
     description: "Aggregations nest deeper than 5 levels (top-level aggregations are level 1).",
@@ -143,19 +147,15 @@ export const ERROR_CODES = {
     description:
       "A pipeline aggregation's buckets_path (or a bucket_sort sort path) does not name a sibling metric aggregation (through single-bucket aggregations with >), or _count.",
   },
-  CS_QUERY_LEADING_WILDCARD: {
+  CS_AGG_INVALID: {
     status: 400,
     description:
-      "A query_string term starts with a wildcard (*foo, ?foo), or allow_leading_wildcard is true: such terms scan every term of the field.",
+      "An aggregation (extension) has a bad name or shape, an unknown option, or a field it cannot use (unknown, text, nested outside a nested aggregation of its path, or not numeric where a number is needed), or a pipeline under the wrong parent.",
   },
-  CS_QUERY_REGEXP: {
+  CS_AGG_TOO_MANY_BUCKETS: {
     status: 400,
     description:
-      "A query_string has a regular expression (/…/, or an unescaped / outside a phrase); regular expressions are not supported.",
-  },
-  CS_QUERY_SLOP_TOO_LARGE: {
-    status: 400,
-    description: 'A query_string or simple_query_string phrase proximity ("a b"~N) or phrase_slop is above 10.',
+      "The aggregations would return more buckets than the cap (10000 in all, terms size at most 1000, at most 100 ranges or filters), or there are more than 30 aggregations.",
   },
   CS_QUERY_REJECTED: {
     status: 400,

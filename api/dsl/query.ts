@@ -1,6 +1,7 @@
 /**
  * The `query` part of a search body: the allowlist of clauses (`bool`, `term`, `terms`, `range`,
- * `ids`, `nested`, `exists`, `match_all`, `match`; ES Query DSL,
+ * `ids`, `nested`, `exists`, `match_all`, `match`, and `query_string` / `simple_query_string`
+ * checked by ./query-string.ts; ES Query DSL,
  * https://www.elastic.co/guide/en/elasticsearch/reference/8.19/query-dsl.html), the fields mapped
  * for the requested kinds (./fields.ts) and light value checks. Moved out of ./validate.ts
  * (issue 21: files of at most 600 lines); ./validate.ts re-exports {@link validateQuery}.
