@@ -119,10 +119,13 @@ function regexpSlash(q: string): number {
 function walk(out: Collector, check: FieldCheck, node: Ast | undefined, p: string): boolean {
   if (!node) return true;
   if ("left" in node) {
+    // A group with a field (`from:(a OR b)`): the field applies to every term inside.
+    const group = node.field?.replace(/^[+!-]/, "");
+    if (group !== undefined && group !== "<implicit>" && !fieldName(out, check, group, p)) return false;
     const ok = walk(out, check, node.left, p);
     return walk(out, check, "right" in node ? node.right : undefined, p) && ok;
   }
-  const field = node.field.replace(/^[+-]/, "");
+  const field = node.field.replace(/^[+!-]/, "");
   if (field === "_exists_" && "term" in node) return fieldName(out, check, node.term, p);
   if (field !== "<implicit>" && !fieldName(out, check, field, p)) return false;
   if ("term_min" in node) return true;

@@ -55,7 +55,7 @@ describe("query_string: accepted", () => {
       "from:0xabc",
       'to:"0xabc def"',
       "from:0xabc AND (to:0xdef OR NOT status:0)",
-      "+from:0xabc -to:0xdef",
+      "+from:0xabc -to:0xdef !status:0",
       "blockNumber.num:[1 TO 5]",
       "blockNumber.num:{1 TO *]",
       "timestamp:[now-1d TO now]",
@@ -116,6 +116,10 @@ describe("query_string: refused", () => {
   it("fields: unknown, nested outside a nested query, wildcards, unsearchable", () => {
     expect(first(qs("nosuch:1"))).toEqual({ code: "CS_QUERY_UNKNOWN_FIELD", path: P });
     expect(first(qs("a AND (b OR -nosuch:1)"))).toEqual({ code: "CS_QUERY_UNKNOWN_FIELD", path: P });
+    expect(first(qs("nosuch:(a OR b)"))).toEqual({ code: "CS_QUERY_UNKNOWN_FIELD", path: P });
+    expect(first(qs("a AND -nosuch:(b)"))).toEqual({ code: "CS_QUERY_UNKNOWN_FIELD", path: P });
+    expect(first(qs("args.name:(value OR from)"), ["event"])).toEqual({ code: "CS_QUERY_NESTED_FIELD", path: P });
+    expect(ok(qs("from:(0xabc OR 0xdef) AND to:0x1"))).toBeDefined();
     expect(first(qs("_exists_:nosuch"))).toEqual({ code: "CS_QUERY_UNKNOWN_FIELD", path: P });
     expect(first(qs("input:0x"))).toEqual({ code: "CS_QUERY_UNKNOWN_FIELD", path: P });
     expect(first(qs("args.name:value"), ["event"])).toEqual({ code: "CS_QUERY_NESTED_FIELD", path: P });
