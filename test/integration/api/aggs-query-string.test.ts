@@ -197,6 +197,23 @@ describe.skipIf(!up)("aggregations and query_string of issue 30 (real Elasticsea
     }
     expect(pages).toBe(Math.ceil(expected.size / 2));
     expect(seen).toEqual(expected);
+    // The same walk with the official client on …/es/_search, typed keys on: the same pairs, each once.
+    const viaClient = new Map<string, number>();
+    let next: Json | undefined;
+    for (let i = 0; i < 20; i++) {
+      const composite: Json = {
+        size: 3,
+        sources: [{ from: { terms: { field: "from" } } }, { block: { histogram: { field: "blockNumber.num", interval: 1 } } }],
+        ...(next ? { after: next } : {}),
+      };
+      const res = (await client.search({ index: "tx", size: 0, typed_keys: true, aggs: { pairs: { composite } } } as never)) as Json;
+      const agg = res.aggregations["composite#pairs"];
+      if (agg.buckets.length === 0) break;
+      for (const b of agg.buckets as Json[])
+        viaClient.set(`${b.key.from}|${b.key.block}`, (viaClient.get(`${b.key.from}|${b.key.block}`) ?? 0) + b.doc_count);
+      next = agg.after_key;
+    }
+    expect(viaClient).toEqual(expected);
   });
 
   it("top_hits (sorted, _source includes), percentiles, stats and value_count under terms", async () => {
