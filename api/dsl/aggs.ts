@@ -78,7 +78,12 @@ export type EsAggs = Record<string, Record<string, unknown>>;
 /** Result of {@link validateAggs}: the sanitized aggregations, or every problem found. */
 export type AggsResult = ValidationResult<EsAggs, ApiErrorDetail>;
 
-const AGG_NAME = /^[A-Za-z0-9_-]{1,64}$/;
+/**
+ * Aggregation names: 1-64 of A-Z, a-z, 0-9, `_`, `-` and `.` (eland names its aggregations
+ * `<op>_<field>`, e.g. `sum_gasUsed.num`). Elasticsearch forbids `[`, `]` and `>` (buckets_path
+ * syntax); `#` is refused here too, as it separates type and name under `typed_keys`.
+ */
+const AGG_NAME = /^[A-Za-z0-9_.-]{1,64}$/;
 const BUCKET_SET: ReadonlySet<string> = new Set(BUCKET_AGGS);
 
 /** The sub-aggregations key of an aggregation object (`aggs` or `aggregations`), or undefined. */
@@ -122,7 +127,7 @@ function level(
       return undefined;
     }
     if (!AGG_NAME.test(name)) {
-      ctx.out.fail("CS_AGG_INVALID", "aggregation names are 1-64 characters of A-Z, a-z, 0-9, _ and -", np);
+      ctx.out.fail("CS_AGG_INVALID", "aggregation names are 1-64 characters of A-Z, a-z, 0-9, _, - and .", np);
       ok = false;
       continue;
     }

@@ -414,6 +414,8 @@ function existsClause(ctx: QueryContext, body: unknown, p: string, nested: strin
   const field = body.field;
   const fp = jsonPath(p, "field");
   const { catalog } = ctx;
+  // Every document has an _id: eland counts a DataFrame's rows with exists on _id (as ES, match all).
+  if (field === "_id" && nested === undefined) return { exists: { field } };
   if (catalog.fields.has(field)) return checkField(ctx, field, fp, nested) ? { exists: { field } } : undefined;
   if (catalog.objectPaths.has(field) || catalog.nestedPaths.has(field)) {
     // An object (e.g. baseFeePerGas): exists when any searchable leaf below it exists.

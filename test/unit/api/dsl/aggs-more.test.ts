@@ -9,6 +9,16 @@ import { validateSearchBody } from "../../../../api/dsl/validate.js";
 import { VOLUME_AGGS } from "../../../support/volume-query.js";
 import { first, ok } from "./aggs-check.js";
 
+describe("aggregation names", () => {
+  it("take dots (eland's sum_gasUsed.num) but not # (the typed_keys separator) or [ ] >", () => {
+    expect(ok({ "sum_gasUsed.num": { sum: { field: "gasUsed.num" } } }, ["tx"])).toEqual({
+      "sum_gasUsed.num": { sum: { field: "gasUsed.num" } },
+    });
+    for (const name of ["a#b", "a>b", "a[0]", ""])
+      expect(first({ [name]: { sum: { field: "gasUsed.num" } } }, ["tx"])).toEqual({ code: "CS_AGG_INVALID", path: expect.any(String) });
+  });
+});
+
 describe("nested, reverse_nested, filter, filters: the nested scope of fields", () => {
   it("accepts the volume per day: date_histogram → nested → filter → sum on a nested field", () => {
     expect(ok(VOLUME_AGGS, ["event"])).toEqual({
