@@ -45,6 +45,7 @@ import { requestOptions, runSearch, type SearchTarget } from "../../search/searc
 import { SearchBody } from "../search/schema.js";
 import { chainLabel } from "../search/target.js";
 import { resolveIndexTarget } from "./indices.js";
+import { introspectRoutes } from "./introspect.js";
 import {
   ES_ERROR_RESPONSES,
   EsChainParams,
@@ -346,6 +347,8 @@ export const esRoutes: FastifyPluginAsyncTypebox<EsRoutesOptions> = async (app, 
       },
     });
   }
+
+  await app.register(introspectRoutes, { config, chains });
 
   // Endpoints not served (`_mapping`, `_doc/<id>`, `_cat/…`): 404 in Elasticsearch's error shape
   // (through the onSend hook), which the clients decode into their usual exception; the app's
