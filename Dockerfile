@@ -8,11 +8,13 @@
 #   docker run --rm -p 127.0.0.1:8080:8080 -e CHAINSIFT_API_HOST=0.0.0.0 chainsift dist/cli/api.js
 #
 # `npm run build` (tsc -p tsconfig.build.json) writes the JavaScript entry points to dist/ with the
-# source layout (dist/cli/stage.js, dist/cli/api.js, dist/cli/start.js, dist/cli/chainsift.js).
+# source layout (dist/cli/stage.js, dist/cli/api.js, dist/cli/start.js, dist/cli/chainsift.js), and
+# the web console's bundle to dist/console/ (console/build.ts; served at /console/, docs/console.md).
 
 ARG NODE_IMAGE=node:24-bookworm-slim
 
-# 1. Build: every dependency (TypeScript), then the compiled JavaScript in dist/.
+# 1. Build: every dependency (TypeScript; `prepare` skips the console build until the source is
+# copied), then the compiled JavaScript and the console bundle in dist/.
 FROM ${NODE_IMAGE} AS build
 WORKDIR /app
 COPY package.json package-lock.json ./

@@ -11,7 +11,7 @@
  * `GET /console/` answers 503 `CS_BACKEND_UNAVAILABLE` naming the command that builds it.
  * @module
  */
-import { existsSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import fastifyStatic from "@fastify/static";
@@ -83,5 +83,10 @@ export const consolePlugin: FastifyPluginAsync<ConsolePluginOptions> = async (ap
     });
     return;
   }
-  await app.register(fastifyStatic, { root, prefix: CONSOLE_PREFIX, index: "index.html", decorateReply: false, wildcard: true });
+  // The page itself from memory (read once), its assets by @fastify/static.
+  const index = readFileSync(join(root, "index.html"));
+  app.get(CONSOLE_PREFIX, async (_request, reply) =>
+    reply.type("text/html; charset=utf-8").header("cache-control", "no-cache").send(index),
+  );
+  await app.register(fastifyStatic, { root, prefix: CONSOLE_PREFIX, index: false, decorateReply: false, wildcard: true });
 };

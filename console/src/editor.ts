@@ -1,6 +1,7 @@
 /**
- * The query editor: CodeMirror 6 with JSON highlighting, bracket matching, lint-free editing and
- * completion of field names (inside a JSON string) from the record kinds' mapping.
+ * The query editor: CodeMirror 6 with JSON highlighting, bracket matching and completion of field
+ * names (inside a JSON string) from the record kinds' mapping, mounted in a shadow root so that its
+ * styles are constructed style sheets (the console's Content-Security-Policy has no 'unsafe-inline').
  * @module
  */
 import { autocompletion, type CompletionContext, type CompletionResult } from "@codemirror/autocomplete";
@@ -26,10 +27,18 @@ export function mountEditor(parent: HTMLElement, initial: string, label: string)
     if (!word || (word.from === word.to && !context.explicit)) return null;
     return { from: word.from + 1, options: fields.map((f) => ({ label: f, type: "property" })), validFor: /^[\w.@]*$/ };
   };
+  // In a shadow root: CodeMirror's style module then uses a constructed style sheet
+  // (adoptedStyleSheets), which the console's CSP allows; on a document it would add a <style> element.
+  const shadow = parent.shadowRoot ?? parent.attachShadow({ mode: "open" });
   const view = new EditorView({
     doc: initial,
-    parent,
+    parent: shadow,
+    root: shadow,
     extensions: [
+      // Wrapped lines and no height cap: the editor never scrolls by itself (a scrolling region would
+      // need its own focus stop, axe-core's scrollable-region-focusable).
+      EditorView.theme({ "&": { minHeight: "10rem", fontSize: "14px" } }),
+      EditorView.lineWrapping,
       basicSetup,
       json(),
       jsonLanguage.data.of({ autocomplete: complete }),

@@ -2,6 +2,7 @@
  * Small shared pieces of the console's pages.
  * @module
  */
+import type { ComponentChildren } from "preact";
 import type { ApiFailure, ApiProblem } from "./api.js";
 
 /** An API failure, every problem with its code and path. */
@@ -43,4 +44,14 @@ export function download(name: string, type: string, parts: BlobPart[]): void {
   a.click();
   a.remove();
   setTimeout(() => URL.revokeObjectURL(url), 10_000);
+}
+
+/** A region that scrolls (wide or long tables): a focus stop with a name, so keyboards can scroll it. */
+export function Scroll({ label, children }: { label: string; children: ComponentChildren }) {
+  return (
+    // biome-ignore lint/a11y/noNoninteractiveTabindex: a scrolling region needs a focus stop (axe-core scrollable-region-focusable)
+    <section class="scroll" tabIndex={0} aria-label={label}>
+      {children}
+    </section>
+  );
 }

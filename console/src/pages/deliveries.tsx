@@ -7,7 +7,7 @@
  */
 import { useEffect, useState } from "preact/hooks";
 import { type ApiFailure, api } from "../api.js";
-import { ErrorBox } from "../ui.js";
+import { ErrorBox, Scroll } from "../ui.js";
 
 /** How often the log is read again, in ms. */
 export const REFRESH_MS = 3000;
@@ -112,7 +112,7 @@ export function DeliveriesPage({ ruleId }: { ruleId: string | undefined }) {
               </tbody>
             </table>
           )}
-          <div class="scroll">
+          <Scroll label="Delivery log">
             <table id="deliveries">
               <caption>Delivery log</caption>
               <thead>
@@ -148,7 +148,7 @@ export function DeliveriesPage({ ruleId }: { ruleId: string | undefined }) {
                 ))}
               </tbody>
             </table>
-          </div>
+          </Scroll>
           <p class="hint">Dead letters are replayed from the command line: the API has no replay route (docs/alerting-delivery.md).</p>
         </>
       )}

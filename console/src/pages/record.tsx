@@ -5,8 +5,8 @@
  */
 import { useEffect, useState } from "preact/hooks";
 import { ApiFailure, type ChainStatus, chainKey, type Hit, search } from "../api.js";
-import { Cell, cellText } from "../cells.js";
-import { ErrorBox } from "../ui.js";
+import { Cell } from "../cells.js";
+import { ErrorBox, Scroll } from "../ui.js";
 
 interface Related {
   title: string;
@@ -60,7 +60,7 @@ export function RecordPage({ chains, chain, hash }: { chains: ChainStatus[]; cha
             {Object.entries(record._source).map(([k, v]) => (
               <tr key={k}>
                 <th scope="row">{k}</th>
-                <td class="wrap">{cellText(v)}</td>
+                <Cell value={v} chain={chain} />
               </tr>
             ))}
           </tbody>
@@ -71,7 +71,7 @@ export function RecordPage({ chains, chain, hash }: { chains: ChainStatus[]; cha
           <h2>
             {r.title} ({r.hits.length})
           </h2>
-          <div class="scroll">
+          <Scroll label={r.title}>
             <table data-related={r.title}>
               <thead>
                 <tr>
@@ -92,7 +92,7 @@ export function RecordPage({ chains, chain, hash }: { chains: ChainStatus[]; cha
                 ))}
               </tbody>
             </table>
-          </div>
+          </Scroll>
         </div>
       ))}
     </section>

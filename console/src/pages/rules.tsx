@@ -2,7 +2,7 @@
  * Rules and saved searches: the caller's rules (`GET /alerting/rules/`) with state and last alert
  * (the newest entry of `GET /alerting/rules/<id>/deliveries/?limit=1`), enable/disable (`PUT` with
  * `{state}`), delete; the form ({@link RuleForm}) with the JSON it sends, a backtest preview over the
- * newest N blocks (`POST /alerting/rules/test/`, NDJSON read as it arrives) and save (`POST`, or
+ * newest N blocks or a block range (`POST /alerting/rules/test/`, NDJSON read as it arrives) and save (`POST`, or
  * `PUT` when editing). The API's problems are shown at the field their path names. Saved searches
  * (`GET /alerting/searches/`) are listed.
  * @module
@@ -10,7 +10,7 @@
 import { useEffect, useState } from "preact/hooks";
 import { ApiFailure, type ApiProblem, api, apiResponse, type ChainStatus, chainKey, readNdjson } from "../api.js";
 import { newRule, type RuleDraft, ruleBody } from "../rule-model.js";
-import { ErrorBox } from "../ui.js";
+import { ErrorBox, Scroll } from "../ui.js";
 import { type Edit, RuleForm } from "./rule-form.js";
 
 interface Listed extends RuleDraft {
@@ -53,6 +53,7 @@ export function RulesPage({ chains }: { chains: ChainStatus[] }) {
   const [error, setError] = useState<ApiFailure | null>(null);
   const [saved, setSaved] = useState("");
   const [last, setLast] = useState(100);
+  const [range, setRange] = useState({ from: "", to: "" });
   const [backtest, setBacktest] = useState<Backtest | null>(null);
   const [busy, setBusy] = useState(false);
 
@@ -122,7 +123,11 @@ export function RulesPage({ chains }: { chains: ChainStatus[] }) {
     setBacktest({ ...result });
     try {
       const { id: _i, version: _v, ...rule } = body;
-      const res = await apiResponse("POST", "/alerting/rules/test/", { rule, last });
+      const res = await apiResponse(
+        "POST",
+        "/alerting/rules/test/",
+        range.from !== "" && range.to !== "" ? { rule, from: Number(range.from), to: Number(range.to) } : { rule, last },
+      );
       await readNdjson(res, (line) => {
         if (line.type === "match") result.matches.push(line as unknown as Match);
         else if (line.type === "end") result.end = line;
@@ -234,6 +239,26 @@ export function RulesPage({ chains }: { chains: ChainStatus[] }) {
               Backtest over the newest{" "}
               <input id="backtest-last" type="number" min={1} value={last} onInput={(e) => setLast(Number(e.currentTarget.value))} /> blocks
             </label>
+            <label>
+              or from block{" "}
+              <input
+                id="backtest-from"
+                type="number"
+                min={0}
+                value={range.from}
+                onInput={(e) => setRange({ ...range, from: e.currentTarget.value })}
+              />
+            </label>
+            <label>
+              to{" "}
+              <input
+                id="backtest-to"
+                type="number"
+                min={0}
+                value={range.to}
+                onInput={(e) => setRange({ ...range, to: e.currentTarget.value })}
+              />
+            </label>
             <button type="button" id="rule-backtest" disabled={busy} onClick={preview}>
               Preview (backtest)
             </button>
@@ -251,7 +276,10 @@ export function RulesPage({ chains }: { chains: ChainStatus[] }) {
         </form>
         <div class="rule-json">
           <h3>The JSON sent</h3>
-          <pre id="rule-json">{JSON.stringify(body, null, 2)}</pre>
+          {/* biome-ignore lint/a11y/noNoninteractiveTabindex: a scrolling region needs a focus stop (axe-core scrollable-region-focusable) */}
+          <pre id="rule-json" tabIndex={0}>
+            {JSON.stringify(body, null, 2)}
+          </pre>
         </div>
       </div>
       {backtest && (
@@ -264,7 +292,7 @@ export function RulesPage({ chains }: { chains: ChainStatus[] }) {
               ? ` (${backtest.end.type === "error" ? `error: ${String(backtest.end.message)}` : `complete: ${String(backtest.end.complete)}`})`
               : " …"}
           </p>
-          <div class="scroll">
+          <Scroll label="Backtest matches">
             <table id="backtest-matches">
               <thead>
                 <tr>
@@ -287,7 +315,7 @@ export function RulesPage({ chains }: { chains: ChainStatus[] }) {
                 ))}
               </tbody>
             </table>
-          </div>
+          </Scroll>
         </div>
       )}
     </section>

@@ -9,7 +9,7 @@ import { ApiFailure, type ChainStatus, chainKey, type Hit, type SearchAnswer, se
 import { Cell, csvField } from "../cells.js";
 import { mountEditor, type QueryEditor } from "../editor.js";
 import { fieldsOf } from "../fields.js";
-import { download, ErrorBox } from "../ui.js";
+import { download, ErrorBox, Scroll } from "../ui.js";
 
 const KINDS = ["event", "tx", "block", "log", "call"] as const;
 
@@ -217,7 +217,7 @@ export function SearchPage({ chains }: { chains: ChainStatus[] }) {
             </div>
           </details>
           {view === "table" ? (
-            <div class="scroll">
+            <Scroll label="Search results">
               <table id="search-results">
                 <thead>
                   <tr>
@@ -240,9 +240,14 @@ export function SearchPage({ chains }: { chains: ChainStatus[] }) {
                   ))}
                 </tbody>
               </table>
-            </div>
+            </Scroll>
           ) : (
-            <pre id="search-json">{JSON.stringify(answer, null, 2)}</pre>
+            <div>
+              {/* biome-ignore lint/a11y/noNoninteractiveTabindex: a scrolling region needs a focus stop (axe-core scrollable-region-focusable) */}
+              <pre id="search-json" tabIndex={0}>
+                {JSON.stringify(answer, null, 2)}
+              </pre>
+            </div>
           )}
         </>
       )}
