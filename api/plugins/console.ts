@@ -78,9 +78,11 @@ export const consolePlugin: FastifyPluginAsync<ConsolePluginOptions> = async (ap
     return payload;
   });
   if (!existsSync(join(root, "index.html"))) {
-    app.get(`${CONSOLE_PREFIX}*`, async () => {
+    const notBuilt = async () => {
       throw apiError("CS_BACKEND_UNAVAILABLE", "the console is not built: run `npm run build:console`");
-    });
+    };
+    app.get(CONSOLE_PREFIX, notBuilt);
+    app.get(`${CONSOLE_PREFIX}*`, notBuilt);
     return;
   }
   // The page itself from memory (read once), its assets by @fastify/static.

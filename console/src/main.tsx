@@ -1,6 +1,6 @@
 /**
  * The console's shell: sign-in (the token, checked with `GET /chains/`, kept in sessionStorage),
- * the navigation and a hash router (`#/chains`, `#/search`, `#/charts`, `#/rules`, `#/deliveries`,
+ * the navigation and a hash router (`#/chains`, `#/search`, `#/charts`, `#/rules`, `#/deliveries`, `#/admin`,
  * `#/record/<chain>/<hash>`). The hash holds page state only, never the token.
  * @module
  */
@@ -9,6 +9,7 @@ import "./app.css";
 import { render } from "preact";
 import { useEffect, useState } from "preact/hooks";
 import { ApiFailure, type ChainStatus, currentToken, listChains, setToken } from "./api.js";
+import { AdminPage } from "./pages/admin.js";
 import { ChainsPage } from "./pages/chains.js";
 import { ChartsPage } from "./pages/charts.js";
 import { DeliveriesPage } from "./pages/deliveries.js";
@@ -22,6 +23,7 @@ const PAGES = [
   ["charts", "Charts"],
   ["rules", "Rules"],
   ["deliveries", "Deliveries"],
+  ["admin", "ABIs and accounts"],
 ] as const;
 
 function useHash(): string[] {
@@ -119,6 +121,7 @@ function App() {
         {page === "charts" && <ChartsPage chains={chains} />}
         {page === "rules" && <RulesPage chains={chains} />}
         {page === "deliveries" && <DeliveriesPage ruleId={route[1]} />}
+        {page === "admin" && <AdminPage />}
         {page === "record" && <RecordPage chains={chains} chain={route[1] ?? ""} hash={route[2] ?? ""} />}
       </main>
     </>

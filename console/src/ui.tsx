@@ -19,14 +19,14 @@ export function ErrorBox({ error }: { error: ApiFailure | null }) {
   );
 }
 
-/** The problems naming one JSON path, shown next to its field. */
-export function FieldErrors({ problems, path }: { problems: readonly ApiProblem[]; path: string }) {
-  const mine = problems.filter((p) => p.path === path);
+/** The problems naming one JSON path (with `within`: that path or any path inside it), shown next to its field. */
+export function FieldErrors({ problems, path, within = false }: { problems: readonly ApiProblem[]; path: string; within?: boolean }) {
+  const mine = problems.filter((p) => p.path === path || (within && (p.path?.startsWith(`${path}[`) || p.path?.startsWith(`${path}.`))));
   if (mine.length === 0) return null;
   return (
     <span class="field-error" role="alert" data-error-path={path}>
       {mine.map((p) => (
-        <span key={p.code}>
+        <span key={`${p.code}${p.path}`}>
           <code>{p.code}</code> {p.message}
         </span>
       ))}
@@ -53,5 +53,20 @@ export function Scroll({ label, children }: { label: string; children: Component
     <section class="scroll" tabIndex={0} aria-label={label}>
       {children}
     </section>
+  );
+}
+
+/** A table's header row of plain column names. */
+export function Head({ cols }: { cols: readonly string[] }) {
+  return (
+    <thead>
+      <tr>
+        {cols.map((c) => (
+          <th scope="col" key={c}>
+            {c}
+          </th>
+        ))}
+      </tr>
+    </thead>
   );
 }

@@ -14,6 +14,8 @@
  *   (Event target, Inspect on args with useScaledValue, a Webhook (POST) to a local receiver) is the
  *   JSON the API stores; its backtest preview shows the matches of `POST /alerting/rules/test/`; once
  *   saved it fires on the chain's traffic and the delivery appears on the deliveries page;
+ * - ABIs: a refused ABI shows the API's code and path at the ABI field, a registered one is listed;
+ *   accounts (admin token): a created account is listed, a token issued to it opens the API;
  * - axe-core finds no serious or critical violation on any page.
  * Screenshots of every page go to test/e2e/console-screenshots/ (gitignored; docs/console/ has copies).
  */
@@ -32,6 +34,7 @@ import { type NpmStart, npmStartEnv, startNpmStart } from "../support/npm-start.
 const up = await probeStack();
 
 const TOKEN = "console-e2e-token";
+const ADMIN_TOKEN = "console-e2e-admin-token";
 const CHAIN = "ethereum/ethereum/anvil";
 const SEARCH_PATH = `/${CHAIN}/es`;
 /** Where the run's screenshots go (gitignored). */
@@ -106,7 +109,9 @@ describe.skipIf(!up.ok)("the web console in Chromium", () => {
     });
     await new Promise<void>((resolve) => receiver.listen(0, "127.0.0.1", resolve));
     h = createHarness();
-    app = await startNpmStart(npmStartEnv(h.config, TOKEN, { CHAINSIFT_NOTIFY_ALLOWLIST: "127.0.0.1" }));
+    app = await startNpmStart(
+      npmStartEnv(h.config, TOKEN, { CHAINSIFT_NOTIFY_ALLOWLIST: "127.0.0.1", CHAINSIFT_ADMIN_TOKEN: ADMIN_TOKEN }),
+    );
     browser = await chromium.launch({ executablePath, args: ["--no-sandbox", "--disable-dev-shm-usage"] });
     const context = await browser.newContext({ viewport: { width: 1400, height: 900 }, acceptDownloads: true });
     page = await context.newPage();
@@ -331,6 +336,47 @@ describe.skipIf(!up.ok)("the web console in Chromium", () => {
     await page.goto(`${base}/console/#/rules`);
     await page.waitForSelector(`#rules tr[data-rule-id="${ruleId}"]`);
     await check("rules");
+
+    // ABIs: a refused ABI shows the API's code at the ABI field; a registered one is listed as GET /abis/ lists it.
+    await page.click("a[href='#/admin']");
+    const address = "0x00000000000000000000000000000000000c0501";
+    const badAbi = [{ type: "event", name: "Ping", inputs: [{ name: "n", type: "uint257" }] }];
+    const badAnswer = await api<{ errors: Array<{ code: string; path: string }> }>("PUT", `/abis/${address}`, { abi: badAbi });
+    expect(badAnswer.status).toBe(400);
+    await page.fill("#abi-form [data-path=address]", address);
+    await page.fill("#abi-form [data-path=abi]", JSON.stringify(badAbi));
+    await page.click("#abi-register");
+    const abiError = page.locator('#abi-form [data-error-path="abi"]');
+    await expect.poll(() => abiError.textContent()).toContain(badAnswer.body.errors[0]?.code as string);
+    expect(await abiError.textContent()).toContain(badAnswer.body.errors[0]?.path as string);
+    await page.fill("#abi-form [data-path=name]", "console ping");
+    await page.fill(
+      "#abi-form [data-path=abi]",
+      JSON.stringify([{ type: "event", name: "Ping", inputs: [{ name: "n", type: "uint256" }] }]),
+    );
+    await page.click("#abi-register");
+    await page.waitForSelector(`#abis tr[data-address="${address}"]`);
+    const abis = await api<{ abis: Array<{ address: string }> }>("GET", "/abis/");
+    expect(await page.locator("#abis tbody tr").evaluateAll((rows) => rows.map((r) => r.getAttribute("data-address")))).toEqual(
+      abis.body.abis.map((a) => a.address),
+    );
+    // Accounts, with the admin token: create one, issue it a token that then opens the API.
+    await page.fill("#admin-token", ADMIN_TOKEN);
+    await page.click("text=Open");
+    await page.fill("#account-name", "console e2e account");
+    await page.click("#account-create");
+    const accountRow = page.locator("#accounts tbody tr", { hasText: "console e2e account" });
+    await accountRow.waitFor();
+    const accounts = (await (await fetch(`${base}/admin/accounts/`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })).json()) as {
+      accounts: Array<{ id: string; name: string }>;
+    };
+    const created = accounts.accounts.find((a) => a.name === "console e2e account");
+    expect(await accountRow.getAttribute("data-account-id")).toBe(created?.id);
+    await accountRow.locator("text=Issue token").click();
+    const issued = /cs_[A-Za-z0-9_-]+/.exec((await page.locator("#token-issued").textContent({ timeout: 10_000 })) ?? "")?.[0] as string;
+    expect((await fetch(`${base}/chains/`, { headers: { authorization: `Bearer ${issued}` } })).status).toBe(200);
+    expect(page.url()).not.toContain(ADMIN_TOKEN);
+    await check("admin");
 
     expect(cspViolations).toEqual([]);
     expect(axeFindings).toEqual(Object.fromEntries(Object.keys(axeFindings).map((k) => [k, []])));

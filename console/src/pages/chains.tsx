@@ -5,7 +5,7 @@
  */
 import { useEffect, useState } from "preact/hooks";
 import { ApiFailure, type ChainStatus, chainKey, listChains } from "../api.js";
-import { ErrorBox } from "../ui.js";
+import { ErrorBox, Head } from "../ui.js";
 
 /** How often the page asks again, in ms. */
 export const REFRESH_MS = 2000;
@@ -57,17 +57,7 @@ export function ChainsPage() {
       </p>
       <ErrorBox error={error} />
       <table id="chains">
-        <thead>
-          <tr>
-            <th scope="col">Chain</th>
-            <th scope="col">Chain id</th>
-            <th scope="col">Head</th>
-            <th scope="col">Ingested</th>
-            <th scope="col">Lag (blocks)</th>
-            <th scope="col">Lag (s)</th>
-            <th scope="col">Head read at</th>
-          </tr>
-        </thead>
+        <Head cols={["Chain", "Chain id", "Head", "Ingested", "Lag (blocks)", "Lag (s)", "Head read at"]} />
         <tbody>
           {(chains ?? []).map((c) => (
             <tr key={chainKey(c)} data-chain={chainKey(c)}>

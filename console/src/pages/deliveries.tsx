@@ -7,7 +7,7 @@
  */
 import { useEffect, useState } from "preact/hooks";
 import { type ApiFailure, api } from "../api.js";
-import { ErrorBox, Scroll } from "../ui.js";
+import { ErrorBox, Head, Scroll } from "../ui.js";
 
 /** How often the log is read again, in ms. */
 export const REFRESH_MS = 3000;
@@ -88,16 +88,7 @@ export function DeliveriesPage({ ruleId }: { ruleId: string | undefined }) {
           {page.destinations.length > 0 && (
             <table id="destinations">
               <caption>Destinations</caption>
-              <thead>
-                <tr>
-                  <th scope="col">Action</th>
-                  <th scope="col">Destination</th>
-                  <th scope="col">Health</th>
-                  <th scope="col">Failures in a row</th>
-                  <th scope="col">Last error</th>
-                  <th scope="col">Last success</th>
-                </tr>
-              </thead>
+              <Head cols={["Action", "Destination", "Health", "Failures in a row", "Last error", "Last success"]} />
               <tbody>
                 {page.destinations.map((d) => (
                   <tr key={d.actionIndex}>
@@ -115,19 +106,7 @@ export function DeliveriesPage({ ruleId }: { ruleId: string | undefined }) {
           <Scroll label="Delivery log">
             <table id="deliveries">
               <caption>Delivery log</caption>
-              <thead>
-                <tr>
-                  <th scope="col">Time</th>
-                  <th scope="col">Alert</th>
-                  <th scope="col">Status</th>
-                  <th scope="col">Action</th>
-                  <th scope="col">Destination</th>
-                  <th scope="col">Result</th>
-                  <th scope="col">Attempts</th>
-                  <th scope="col">Response</th>
-                  <th scope="col">Error</th>
-                </tr>
-              </thead>
+              <Head cols={["Time", "Alert", "Status", "Action", "Destination", "Result", "Attempts", "Response", "Error"]} />
               <tbody>
                 {page.entries.map((e) => (
                   <tr key={`${e.alertId}-${e.actionIndex}-${e.at}`} data-alert-id={e.alertId}>

@@ -10,7 +10,7 @@
 import { useEffect, useState } from "preact/hooks";
 import { ApiFailure, type ApiProblem, api, apiResponse, type ChainStatus, chainKey, readNdjson } from "../api.js";
 import { newRule, type RuleDraft, ruleBody } from "../rule-model.js";
-import { ErrorBox, Scroll } from "../ui.js";
+import { ErrorBox, Head, Scroll } from "../ui.js";
 import { type Edit, RuleForm } from "./rule-form.js";
 
 interface Listed extends RuleDraft {
@@ -165,17 +165,7 @@ export function RulesPage({ chains }: { chains: ChainStatus[] }) {
       <h1>Rules and saved searches</h1>
       <table id="rules">
         <caption>Rules</caption>
-        <thead>
-          <tr>
-            <th scope="col">Name</th>
-            <th scope="col">Chain</th>
-            <th scope="col">Target</th>
-            <th scope="col">State</th>
-            <th scope="col">Version</th>
-            <th scope="col">Last alert</th>
-            <th scope="col">Actions</th>
-          </tr>
-        </thead>
+        <Head cols={["Name", "Chain", "Target", "State", "Version", "Last alert", "Actions"]} />
         <tbody>
           {rules.map((r) => (
             <tr key={r.id} data-rule-id={r.id}>
@@ -204,14 +194,7 @@ export function RulesPage({ chains }: { chains: ChainStatus[] }) {
       {searches.length > 0 && (
         <table id="searches">
           <caption>Saved searches</caption>
-          <thead>
-            <tr>
-              <th scope="col">Name</th>
-              <th scope="col">Chain</th>
-              <th scope="col">Kinds</th>
-              <th scope="col">State</th>
-            </tr>
-          </thead>
+          <Head cols={["Name", "Chain", "Kinds", "State"]} />
           <tbody>
             {searches.map((s) => (
               <tr key={s.id}>
@@ -294,14 +277,7 @@ export function RulesPage({ chains }: { chains: ChainStatus[] }) {
           </p>
           <Scroll label="Backtest matches">
             <table id="backtest-matches">
-              <thead>
-                <tr>
-                  <th scope="col">Block</th>
-                  <th scope="col">Entity</th>
-                  <th scope="col">Alerts</th>
-                  <th scope="col">First action</th>
-                </tr>
-              </thead>
+              <Head cols={["Block", "Entity", "Alerts", "First action"]} />
               <tbody>
                 {backtest.matches.map((m) => (
                   <tr key={`${m.entityId}@${m.blockNumber}`} data-entity={m.entityId}>
