@@ -41,6 +41,9 @@ export const CONSOLE_CSP = [
   "frame-ancestors 'none'",
 ].join("; ");
 
+/** Route options of the console's own routes: not in the OpenAPI document (static files, not an API operation). */
+const HIDDEN = { schema: { hide: true } } as const;
+
 /** Options of {@link consolePlugin}. */
 export interface ConsolePluginOptions {
   /**
@@ -81,14 +84,15 @@ export const consolePlugin: FastifyPluginAsync<ConsolePluginOptions> = async (ap
     const notBuilt = async () => {
       throw apiError("CS_BACKEND_UNAVAILABLE", "the console is not built: run `npm run build:console`");
     };
-    app.get(CONSOLE_PREFIX, notBuilt);
-    app.get(`${CONSOLE_PREFIX}*`, notBuilt);
+    app.get(CONSOLE_PREFIX, HIDDEN, notBuilt);
+    app.get(`${CONSOLE_PREFIX}*`, HIDDEN, notBuilt);
     return;
   }
   // The page itself from memory (read once), its assets by @fastify/static.
   const index = readFileSync(join(root, "index.html"));
-  app.get(CONSOLE_PREFIX, async (_request, reply) =>
+  app.get(CONSOLE_PREFIX, HIDDEN, async (_request, reply) =>
     reply.type("text/html; charset=utf-8").header("cache-control", "no-cache").send(index),
   );
-  await app.register(fastifyStatic, { root, prefix: CONSOLE_PREFIX, index: false, decorateReply: false, wildcard: true });
+  // @fastify/static hides its routes from the OpenAPI document too (`schemaHide`, default true).
+  await app.register(fastifyStatic, { root, prefix: CONSOLE_PREFIX, index: false, decorateReply: false, wildcard: true, schemaHide: true });
 };
