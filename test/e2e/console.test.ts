@@ -8,7 +8,7 @@
  * - chains: both embedded chains, with a head that moves; the console's answers carry the CSP and
  *   the page logs no CSP violation;
  * - search: the rows of the table are the API's hits for the same body, page 2 (search_after) too;
- *   the NDJSON export holds every match (`size: -1`); a transaction hash opens its page with its events;
+ *   the NDJSON and CSV exports hold every match (`size: -1`); a transaction hash opens its page with its events;
  * - charts: the records chart has as many points as the aggregation answered buckets;
  * - rules: a refused URL is shown next to its field with the API's code; a rule built with the form
  *   (Event target, Inspect on args with useScaledValue, a Webhook (POST) to a local receiver) is the
@@ -205,6 +205,17 @@ describe.skipIf(!up.ok)("the web console in Chromium", () => {
       .split("\n")
       .map((l) => (JSON.parse(l) as Hit)._id);
     expect(exported.sort()).toEqual(all.body.hits.hits.map((x) => x._id).sort());
+    const [csvDownload] = await Promise.all([page.waitForEvent("download"), page.click("#export-csv")]);
+    const csv = readFileSync((await csvDownload.path()) as string, "utf8")
+      .trim()
+      .split("\r\n");
+    expect(csv[0]).toBe("_id,blockNumber,event,address,transactionHash,args");
+    expect(
+      csv
+        .slice(1)
+        .map((l) => l.split(",")[0])
+        .sort(),
+    ).toEqual(all.body.hits.hits.map((x) => x._id).sort());
 
     // A transaction hash opens the transaction with its events.
     const firstTx = page2.body.hits.hits[0]?._source.transactionHash as string;

@@ -1,14 +1,16 @@
 /**
  * Search: a chain and kind(s), the query body in a JSON editor (highlighting, field-name completion,
  * the docs/api.md examples one click away), results as a table with chosen columns or as JSON,
- * paging with `search_after`, and export of every match (`size: -1`) as NDJSON or CSV.
+ * paging with `search_after`, and export of every match (`size: -1`, read hit by hit as the API
+ * streams it) as NDJSON or CSV.
  * @module
  */
 import { useEffect, useRef, useState } from "preact/hooks";
-import { ApiFailure, type ChainStatus, chainKey, type Hit, type SearchAnswer, search, totalOf } from "../api.js";
+import { ApiFailure, apiResponse, type ChainStatus, chainKey, type Hit, type SearchAnswer, search, totalOf } from "../api.js";
 import { Cell, csvField } from "../cells.js";
 import { mountEditor, type QueryEditor } from "../editor.js";
 import { fieldsOf } from "../fields.js";
+import { HitSplitter } from "../hit-stream.js";
 import { download, ErrorBox, Scroll } from "../ui.js";
 
 const KINDS = ["event", "tx", "block", "log", "call"] as const;
@@ -98,20 +100,29 @@ export function SearchPage({ chains }: { chains: ChainStatus[] }) {
       delete body.search_after;
       delete body.from;
       body.size = -1;
-      const all = await search(served, kind, body);
-      const rows = all.hits.hits;
-      if (format === "ndjson") {
-        download(
-          `${kind}.ndjson`,
-          "application/x-ndjson",
-          rows.map((h) => `${JSON.stringify(h)}\n`),
-        );
-      } else {
-        const cols = ["_id", ...columns];
-        const line = (h: Hit) => `${cols.map((c) => csvField(c === "_id" ? h._id : h._source[c])).join(",")}\r\n`;
-        download(`${kind}.csv`, "text/csv", [`${cols.join(",")}\r\n`, ...rows.map(line)]);
+      // The API streams a size -1 answer: read it hit by hit (console/src/hit-stream.ts), so no
+      // single parse of the whole answer; each hit becomes an NDJSON line or a CSV row as it arrives.
+      const res = await apiResponse("POST", `${served.searchPath}${kind}/search/`, body);
+      const splitter = new HitSplitter();
+      const cols = ["_id", ...columns];
+      const parts: string[] = format === "csv" ? [`${cols.join(",")}\r\n`] : [];
+      let rows = 0;
+      const reader = res.body?.pipeThrough(new TextDecoderStream()).getReader();
+      for (;;) {
+        const chunk = await reader?.read();
+        if (!chunk || chunk.done) break;
+        for (const text of splitter.feed(chunk.value)) {
+          rows++;
+          if (format === "ndjson") {
+            parts.push(text.includes("\n") ? `${JSON.stringify(JSON.parse(text))}\n` : `${text}\n`);
+          } else {
+            const h = JSON.parse(text) as Hit;
+            parts.push(`${cols.map((c) => csvField(c === "_id" ? h._id : h._source[c])).join(",")}\r\n`);
+          }
+        }
       }
-      setExported(`${rows.length} records exported as ${format.toUpperCase()}`);
+      download(`${kind}.${format}`, format === "ndjson" ? "application/x-ndjson" : "text/csv", parts);
+      setExported(`${rows} records exported as ${format.toUpperCase()}`);
     } catch (err) {
       setError(err instanceof ApiFailure ? err : new ApiFailure(0, [{ code: "CONSOLE_BODY_INVALID", message: String(err), path: null }]));
     } finally {
