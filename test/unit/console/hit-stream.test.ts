@@ -28,7 +28,10 @@ function split(text: string, size: number): string[] {
 describe("HitSplitter", () => {
   it("answers each hit's JSON text, for every chunk size", () => {
     for (const size of [1, 2, 3, 7, 64, envelope.length]) {
-      expect(split(envelope, size).map((t) => JSON.parse(t)), `chunks of ${size}`).toEqual(hits);
+      expect(
+        split(envelope, size).map((t) => JSON.parse(t)),
+        `chunks of ${size}`,
+      ).toEqual(hits);
     }
   });
 
