@@ -8,6 +8,7 @@
  * - chains: both embedded chains, with a head that moves; the console's answers carry the CSP and
  *   the page logs no CSP violation;
  * - search: the rows of the table are the API's hits for the same body, page 2 (search_after) too;
+ *   the editor completes field names; a docs/api.md example fills kind and body;
  *   the NDJSON and CSV exports hold every match (`size: -1`); a transaction hash opens its page with its events;
  * - charts: the records chart has as many points as the aggregation answered buckets;
  * - rules: a refused URL is shown next to its field with the API's code; a rule built with the form
@@ -228,6 +229,18 @@ describe.skipIf(!up.ok)("the web console in Chromium", () => {
     expect(await page.locator("table[data-related=Events] tbody tr").count()).toBe(txEvents.body.hits.hits.length);
     expect(await page.locator("h1").textContent()).toContain("Transaction");
     await check("record");
+
+    // Field names complete from the mapping; the docs/api.md examples are one click away.
+    await page.click("a[href='#/search']");
+    await page.waitForSelector(".cm-content");
+    await setEditor('{"query": {"exists": {"field": ');
+    await page.keyboard.type('"blockN');
+    const completion = page.locator(".cm-tooltip-autocomplete");
+    await expect.poll(() => completion.textContent(), { timeout: 10_000 }).toContain("blockNumber.num");
+    await page.keyboard.press("Escape");
+    await page.selectOption("#search-example", { label: "Transactions in a block range, highest block first" });
+    expect(await page.locator("#search-kind").inputValue()).toBe("tx");
+    expect(await page.locator(".cm-content").textContent()).toContain('"blockNumber.num"');
 
     // Charts: as many points as the aggregation has buckets.
     await page.click("a[href='#/charts']");
