@@ -10,7 +10,8 @@
  * - search: the rows of the table are the API's hits for the same body, page 2 (search_after) too;
  *   the editor completes field names; a docs/api.md example fills kind and body;
  *   the NDJSON and CSV exports hold every match (`size: -1`); a transaction hash opens its page with its events;
- * - charts: the records chart has as many points as the aggregation answered buckets;
+ * - charts: the records chart has as many points as the aggregation answered buckets; the token's
+ *   value moved per day (a nested aggregation) shows the sums the API answered;
  * - rules: a refused URL is shown next to its field with the API's code; a rule built with the form
  *   (Event target, Inspect on args with useScaledValue, a Webhook (POST) to a local receiver) is the
  *   JSON the API stores; its backtest preview shows the matches of `POST /alerting/rules/test/`; once
@@ -254,6 +255,21 @@ describe.skipIf(!up.ok)("the web console in Chromium", () => {
     expect(buckets.length).toBeGreaterThan(0);
     await expect.poll(() => page.locator("#chart-records").getAttribute("data-points")).toBe(String(buckets.length));
     expect(await page.locator("#chart-records canvas").count()).toBeGreaterThan(0);
+    // Value moved per day of the embedded token (CST): a nested aggregation; each point the sum the API answered.
+    const token = page2.body.hits.hits[0]?._source.address as string;
+    await page.fill("#moved-token", token);
+    const [movedAnswer] = await Promise.all([
+      page.waitForResponse((r) => r.url().endsWith(`${SEARCH_PATH}/event/search/`) && r.request().method() === "POST"),
+      page.click("#moved-draw"),
+    ]);
+    const movedBuckets = (((await movedAnswer.json()) as Answer).aggregations?.per?.buckets ?? []) as Array<{
+      args: { value: { sum: { value: number } } };
+    }>;
+    expect(movedBuckets.length).toBeGreaterThan(0);
+    expect(movedBuckets.every((b) => b.args.value.sum.value > 0)).toBe(true);
+    await expect.poll(() => page.locator("#chart-moved").getAttribute("data-points")).toBe(String(movedBuckets.length));
+    const shownSums = await page.locator("#chart-moved + details tbody tr td:nth-child(2)").allTextContents();
+    expect(shownSums.map(Number)).toEqual(movedBuckets.map((b) => b.args.value.sum.value));
     await check("charts");
 
     // Rules: build the rule with the form.

@@ -2,10 +2,10 @@
  * Charts (uPlot), both from the search API's aggregations:
  * - records of a kind per block (`histogram` on the block number, the newest N blocks), per hour or
  *   per day (`date_histogram` on `timestamp`), with an optional query as filter;
- * - value moved per day (`date_histogram` by day with a `sum` of the transactions' `value.num`,
- *   shown in ether), with an optional filter (e.g. `{"term": {"to": "0x…"}}`). A token's amounts sit in
- *   the nested `args` of its events, which `sum` cannot reach until the API has `nested`
- *   aggregations (docs/console.md).
+ * - value moved per day or hour: for a token, the sum of its Transfer events' `value` argument in
+ *   token units (`date_histogram` → `nested` on `args` → `filter` on `args.name` → `sum` of
+ *   `args.value.scaled`, the volume-per-day example of docs/api.md); without a token, the sum of the
+ *   transactions' `value.num` in ether; both with an optional query clause as filter.
  * Each chart's container says how many points it drew (`data-points`), with the numbers in a table.
  * @module
  */
@@ -16,10 +16,14 @@ import { ErrorBox } from "../ui.js";
 
 type Granularity = "block" | "hour" | "day";
 
+/** Axis numbers in short form (12.5K, 3M). */
+const COMPACT = new Intl.NumberFormat("en", { notation: "compact", maximumFractionDigits: 2 });
+
 interface Bucket {
   key: number;
   doc_count: number;
   moved?: { value: number | null };
+  args?: { value?: { sum?: { value: number | null } } };
 }
 
 interface Series {
@@ -44,7 +48,7 @@ function Chart({ series, id }: { series: Series | null; id: string }) {
           { label: series.time ? "time" : "block" },
           { label: series.label, stroke: "#1f5fbf", fill: "rgba(31,95,191,0.12)", width: 2 },
         ],
-        axes: [{}, { size: 70 }],
+        axes: [{}, { size: 70, values: (_u: uPlot, splits: number[]) => splits.map((v) => COMPACT.format(v)) }],
       },
       [series.x, series.y],
       host.current,
@@ -63,7 +67,7 @@ function Chart({ series, id }: { series: Series | null; id: string }) {
         aria-label={`${series.label}: ${series.x.length} points`}
       />
       <details>
-        <summary>The {series.x.length} points as a table</summary>
+        <summary>The {series.x.length === 1 ? "point" : `${series.x.length} points`} as a table</summary>
         <table>
           <thead>
             <tr>
@@ -110,6 +114,8 @@ export function ChartsPage({ chains }: { chains: ChainStatus[] }) {
   const [blocks, setBlocks] = useState(100);
   const [filter, setFilter] = useState("");
   const [moveFilter, setMoveFilter] = useState("");
+  const [movedToken, setMovedToken] = useState("");
+  const [movedPer, setMovedPer] = useState<"day" | "hour">("day");
   const [records, setRecords] = useState<Series | null>(null);
   const [moved, setMoved] = useState<Series | null>(null);
   const [error, setError] = useState<ApiFailure | null>(null);
@@ -142,20 +148,37 @@ export function ChartsPage({ chains }: { chains: ChainStatus[] }) {
     setError(null);
     try {
       const f = parseFilter(moveFilter);
+      const token = movedToken.trim();
+      const per = {
+        date_histogram: { field: "timestamp", ...(movedPer === "hour" ? { fixed_interval: "1h" } : { calendar_interval: "day" }) },
+      };
+      const filters: unknown[] = f ? [f] : [];
+      // A token: its Transfer events' `value` argument, summed in token units (nested aggregation on args).
+      if (token) filters.push({ term: { "event.raw": "Transfer" } }, { term: { address: token } });
       const body = {
         size: 0,
-        query: f ? { bool: { filter: [f] } } : { match_all: {} },
+        query: filters.length ? { bool: { filter: filters } } : { match_all: {} },
         aggs: {
-          per: { date_histogram: { field: "timestamp", calendar_interval: "day" }, aggs: { moved: { sum: { field: "value.num" } } } },
+          per: token
+            ? {
+                ...per,
+                aggs: {
+                  args: {
+                    nested: { path: "args" },
+                    aggs: { value: { filter: { term: { "args.name": "value" } }, aggs: { sum: { sum: { field: "args.value.scaled" } } } } },
+                  },
+                },
+              }
+            : { ...per, aggs: { moved: { sum: { field: "value.num" } } } },
         },
       };
-      const a = await search(served, "tx", body);
+      const a = await search(served, token ? "event" : "tx", body);
       const buckets = (a.aggregations?.per as { buckets?: Bucket[] } | undefined)?.buckets ?? [];
       setMoved({
         x: buckets.map((b) => b.key),
-        y: buckets.map((b) => (b.moved?.value ?? 0) / 1e18),
+        y: buckets.map((b) => (token ? (b.args?.value?.sum?.value ?? 0) : (b.moved?.value ?? 0) / 1e18)),
         time: true,
-        label: "ether moved per day",
+        label: token ? `token units moved per ${movedPer}` : `ether moved per ${movedPer}`,
       });
     } catch (err) {
       fail(err);
@@ -218,14 +241,32 @@ export function ChartsPage({ chains }: { chains: ChainStatus[] }) {
         </button>
       </form>
       <Chart series={records} id="chart-records" />
-      <h2>Value moved per day</h2>
+      <h2>Value moved over time</h2>
       <form class="controls" onSubmit={drawMoved}>
+        <label>
+          Token contract (empty: the chain's currency){" "}
+          <input
+            id="moved-token"
+            type="text"
+            size={44}
+            placeholder="0x…"
+            value={movedToken}
+            onInput={(e) => setMovedToken(e.currentTarget.value)}
+          />
+        </label>
+        <label>
+          Per{" "}
+          <select id="moved-per" value={movedPer} onChange={(e) => setMovedPer(e.currentTarget.value as "day" | "hour")}>
+            <option value="day">day</option>
+            <option value="hour">hour</option>
+          </select>
+        </label>
         <label class="grow">
-          Transactions filter (JSON){" "}
+          Filter (a query clause, JSON){" "}
           <input
             id="moved-filter"
             type="text"
-            placeholder='{"term": {"to": "0x…"}}'
+            placeholder='{"range": {"blockNumber.num": {"gte": 1}}}'
             value={moveFilter}
             onInput={(e) => setMoveFilter(e.currentTarget.value)}
           />
@@ -234,7 +275,10 @@ export function ChartsPage({ chains }: { chains: ChainStatus[] }) {
           Draw
         </button>
       </form>
-      <p class="hint">Sum of the transactions' value per day, in ether. Token amounts need nested aggregations (not yet in the API).</p>
+      <p class="hint">
+        A token: the sum of its Transfer events' <code>value</code> in token units (a <code>nested</code> aggregation on <code>args</code>,
+        unknown decimals count as 0). Empty: the sum of the transactions' value, in ether.
+      </p>
       <Chart series={moved} id="chart-moved" />
     </section>
   );
