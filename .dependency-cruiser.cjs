@@ -8,6 +8,7 @@
  *   pipeline/<stage>/                         lib/, topics/, es/, pipeline/kafka/ and its own folder
  *   topics/, es/                              lib/ and their own folder
  *   lib/                                      lib/ only (never api/, pipeline/, cli/, bench/, test/, topics/, es/)
+ *   console/src/                              console/src/ only (browser code: no Node module of ours)
  *
  * npm packages and node: built-ins are allowed everywhere.
  * @type {import('dependency-cruiser').IConfiguration}
@@ -46,6 +47,14 @@ module.exports = {
       to: { pathNot: "^lib/", dependencyTypesNot: external },
     },
     {
+      name: "console-browser-only",
+      severity: "error",
+      comment:
+        "The web console's browser code (console/src/) imports only console/src/ and npm packages; console/build.ts (Node) may read es/ and lib/.",
+      from: { path: "^console/src/" },
+      to: { pathNot: "^console/src/", dependencyTypesNot: external },
+    },
+    {
       name: "no-unresolvable",
       severity: "error",
       comment: "An import that does not resolve (a moved file) would hide a broken rule.",
@@ -61,7 +70,7 @@ module.exports = {
     enhancedResolveOptions: {
       exportsFields: ["exports"],
       conditionNames: ["import", "require", "node", "default", "types"],
-      extensions: [".ts", ".js", ".mjs", ".cjs", ".json", ".d.ts"],
+      extensions: [".ts", ".tsx", ".js", ".mjs", ".cjs", ".json", ".d.ts"],
       mainFields: ["module", "main", "types", "typings"],
     },
   },

@@ -24,6 +24,7 @@ import pkg from "../package.json" with { type: "json" };
 import { resolveServedChains, type ServedChain, servedChain } from "./chains.js";
 import { accountsPlugin } from "./plugins/accounts.js";
 import { authPlugin } from "./plugins/auth.js";
+import { consolePlugin } from "./plugins/console.js";
 import { contextsPlugin } from "./plugins/contexts.js";
 import { elasticsearchPlugin } from "./plugins/elasticsearch.js";
 import { clientErrorHandler, errorsPlugin, frameworkErrorHandler } from "./plugins/errors.js";
@@ -207,6 +208,7 @@ export async function buildApi(deps: ApiDeps): Promise<FastifyInstance> {
     await app.register(healthRoutes);
     await app.register(chainsRoutes({ chains: served, keyPrefix: config.redisKeyPrefix }));
     await app.register(metricsRoutes);
+    await app.register(consolePlugin);
     // Search and admin bodies must be JSON objects (null, arrays, scalars: 400 CS_BODY_INVALID);
     // the rules routes, registered outside this scope, validate theirs themselves (CS_RULE_INVALID).
     await app.register(async (scope) => {

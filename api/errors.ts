@@ -46,9 +46,13 @@ export const ERROR_CODES = {
   },
   CS_UNKNOWN_KIND: {
     status: 404,
-    description: "A record kind in the path is not one of block, tx, log, event, or a kind is repeated.",
+    description:
+      "A record kind in the path is not one of block, tx, log, event, or a kind is repeated; on the Elasticsearch-compatible routes, an index name that names no kind of the path's chain (Elasticsearch: index_not_found_exception), or an index pattern that matches none where an index is required (searches, allow_no_indices=false).",
   },
-  CS_NOT_FOUND: { status: 404, description: "The requested record does not exist (GET block by hash)." },
+  CS_NOT_FOUND: {
+    status: 404,
+    description: "The requested record does not exist (GET block by hash; GET …/es/<index>/_source/<id>).",
+  },
   CS_HASH_INVALID: { status: 400, description: "A hash path parameter is not 0x followed by 64 hex digits." },
   CS_BODY_INVALID: {
     status: 400,
@@ -90,7 +94,7 @@ export const ERROR_CODES = {
   CS_QUERY_UNSUPPORTED_CLAUSE: {
     status: 400,
     description:
-      "A query clause outside the allowlist (e.g. script, script_score, function_score, wildcard, regexp, prefix, fuzzy, query_string, terms lookup).",
+      "A query clause outside the allowlist (e.g. script, script_score, function_score, wildcard, regexp, prefix, fuzzy, terms lookup).",
   },
   CS_QUERY_UNKNOWN_FIELD: {
     status: 400,
@@ -100,6 +104,20 @@ export const ERROR_CODES = {
     status: 400,
     description:
       "A field of a nested object (e.g. args.name) used outside a nested query on its path, or a field outside the path inside a nested query.",
+  },
+  CS_QUERY_LEADING_WILDCARD: {
+    status: 400,
+    description:
+      "A query_string term starts with a wildcard (*foo, ?foo), or allow_leading_wildcard is true: such terms scan every term of the field.",
+  },
+  CS_QUERY_REGEXP: {
+    status: 400,
+    description:
+      "A query_string has a regular expression (/…/, or an unescaped / outside a phrase); regular expressions are not supported.",
+  },
+  CS_QUERY_SLOP_TOO_LARGE: {
+    status: 400,
+    description: 'A query_string or simple_query_string phrase proximity ("a b"~N) or phrase_slop is above 10.',
   },
   CS_QUERY_TOO_DEEP: { status: 400, description: "The query tree is nested deeper than 8 clauses." },
   CS_QUERY_TOO_MANY_CLAUSES: { status: 400, description: "The query has more than 256 clauses." },
@@ -121,17 +139,31 @@ export const ERROR_CODES = {
   },
   CS_AGG_UNSUPPORTED: {
     status: 400,
-    description: "An aggregation type outside the allowlist (e.g. scripted_metric, significant_terms, top_hits, composite).",
+    description: "An aggregation type outside the allowlist (e.g. scripted_metric, bucket_script, geo_distance).",
+  },
+  CS_AGG_TOO_DEEP: {
+    status: 400,
+    description: "Aggregations nest deeper than 5 levels (top-level aggregations are level 1).",
+  },
+  CS_AGG_SIZE_TOO_LARGE: {
+    status: 400,
+    description:
+      "An aggregation asks for too much at once: top_hits size above 100, composite size above 1000, more than 20 percentiles percents or percentile_ranks values.",
+  },
+  CS_AGG_BUCKETS_PATH: {
+    status: 400,
+    description:
+      "A pipeline aggregation's buckets_path (or a bucket_sort sort path) does not name a sibling metric aggregation (through single-bucket aggregations with >), or _count.",
   },
   CS_AGG_INVALID: {
     status: 400,
     description:
-      "An aggregation (extension) has a bad name or shape, an unknown option, or a field it cannot use (unknown, text, nested, or not numeric where a number is needed).",
+      "An aggregation (extension) has a bad name or shape, an unknown option, or a field it cannot use (unknown, text, nested outside a nested aggregation of its path, or not numeric where a number is needed), or a pipeline under the wrong parent.",
   },
   CS_AGG_TOO_MANY_BUCKETS: {
     status: 400,
     description:
-      "The aggregations would return more buckets than the cap (10000 in all, terms size at most 1000), or nest or count too many aggregations.",
+      "The aggregations would return more buckets than the cap (10000 in all, terms size at most 1000, at most 100 ranges or filters), or there are more than 30 aggregations.",
   },
   CS_RESULT_WINDOW_TOO_LARGE: {
     status: 400,

@@ -1,10 +1,11 @@
 /**
  * `npm run bench -- <name> [options]`: runs one benchmark and prints its figures.
- * Benchmarks: ingest, decode, search, stream, export, match, alert-latency, reorg, rules, startup, capacity, faults, wire (docs/benchmarks.md).
+ * Benchmarks: ingest, decode, search, stream, export, match, alert-latency, reorg, rules, startup, capacity, faults, wire, console (docs/benchmarks.md).
  * @module
  */
 import { benchAlertLatency } from "./alert-latency.js";
 import { benchCapacity } from "./capacity.js";
+import { benchConsole } from "./console.js";
 import { benchDecode } from "./decode.js";
 import { benchExport } from "./export.js";
 import { benchFaults } from "./faults.js";
@@ -31,6 +32,7 @@ const benches: Record<string, (args: string[]) => Promise<void>> = {
   capacity: benchCapacity,
   faults: benchFaults,
   wire: benchWire,
+  console: benchConsole,
 };
 const [name, ...args] = process.argv.slice(2);
 const run = name ? benches[name] : undefined;

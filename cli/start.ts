@@ -219,6 +219,7 @@ chainsift is running.
   API:    ${api.url}
   Token:  ${token}${config.api.tokens.length === 1 && !process.env.CHAINSIFT_API_TOKENS ? "   (generated for this run; set CHAINSIFT_API_TOKENS to fix it)" : ""}
 ${tries.join("\n")}
+  Console: ${api.url}/console/   (a web console: sign in with the token; docs/console.md)
 `);
   }
 

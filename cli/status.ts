@@ -19,6 +19,7 @@ import { createRpcClient } from "../lib/rpc/client.js";
 import { redactRpcUrl } from "../lib/rpc/transport.js";
 import { INDEX_REORGS_STAGE } from "../pipeline/index/indexer.js";
 import { createBus } from "../pipeline/kafka/bus.js";
+import { kafkajsTransport } from "../pipeline/kafka/kafkajs.js";
 import { consumerGroupLag, recordsSince } from "../pipeline/kafka/lag.js";
 import { CONSUMING_STAGES } from "../pipeline/runtime.js";
 
@@ -203,13 +204,13 @@ export async function gatherStatus(config: Config, thresholds: StatusThresholds 
     requestTimeout: PROBE_TIMEOUT_MS,
     retry: { retries: 1, initialRetryTime: 100 },
   });
-  const admin = kafka.admin();
+  const admin = kafkajsTransport(kafka).admin();
   const busOf = (r: ChainReport) => (r as ChainReport & { bus: Awaited<ReturnType<typeof createBus>> }).bus;
 
   const services = await Promise.all([
     probe("kafka", async () => {
       await admin.connect();
-      const cluster = await admin.describeCluster();
+      const brokers = await admin.describeBrokers();
       const stages = [...CONSUMING_STAGES, INDEX_REORGS_STAGE];
       for (const r of reports) {
         const bus = busOf(r);
@@ -222,7 +223,7 @@ export async function gatherStatus(config: Config, thresholds: StatusThresholds 
         );
         r.deadLettersLastHour = await recordsSince(admin, bus.topic("dead-letter"), Date.now() - DEAD_LETTER_WINDOW_MS).catch(() => null);
       }
-      return { ok: true, detail: `${cluster.brokers.length} broker(s)` };
+      return { ok: true, detail: `${brokers.length} broker(s)` };
     }),
     probe("elasticsearch", async () => {
       const res = await fetch(`${config.elasticsearch.url}/_cluster/health`, { signal: AbortSignal.timeout(PROBE_TIMEOUT_MS) });

@@ -10,6 +10,8 @@ cd "$(dirname "$0")/.."
 if [[ "${CHAINSIFT_SKIP_STACK:-0}" != "1" ]]; then
   bash scripts/stack.sh up
 fi
+# Chromium for the console's browser test (test/e2e/console.test.ts; it calls the script too).
+bash scripts/browser.sh >/dev/null || echo "scripts/browser.sh: no chromium; the console's browser test will fail" >&2
 
 results="$(mktemp -t chainsift-vitest-XXXXXX.json)"
 trap 'rm -f "$results"' EXIT

@@ -26,6 +26,11 @@ export interface FieldInfo {
   searchable: boolean;
   /** Whether the field can be sorted on: searchable, doc values, a {@link SORTABLE_TYPES} type, not nested. */
   sortable: boolean;
+  /**
+   * Whether the field can be aggregated on: searchable, doc values, a {@link SORTABLE_TYPES} type
+   * (nested fields too, under a `nested` aggregation of their path).
+   */
+  aggregatable: boolean;
   /** The kinds (of the requested ones) that map the field. */
   kinds: RecordKind[];
   /** For a `text` field with a `raw` keyword sub-field (e.g. `event`): that sub-field's path. */
@@ -90,15 +95,17 @@ export function fieldCatalog(kinds: readonly RecordKind[]): FieldCatalog {
         nestedPaths.add(f.path);
         continue;
       }
-      const sortable = f.searchable && SORTABLE_TYPES.has(f.type) && f.nestedPath === undefined && !noDocValues.has(f.path);
+      const aggregatable = f.searchable && SORTABLE_TYPES.has(f.type) && !noDocValues.has(f.path);
+      const sortable = aggregatable && f.nestedPath === undefined;
       const prev = fields.get(f.path);
       if (prev) {
         prev.searchable ||= f.searchable;
         prev.sortable ||= sortable;
+        prev.aggregatable ||= aggregatable;
         prev.kinds.push(kind);
         continue;
       }
-      const info: FieldInfo = { path: f.path, type: f.type, searchable: f.searchable, sortable, kinds: [kind] };
+      const info: FieldInfo = { path: f.path, type: f.type, searchable: f.searchable, sortable, aggregatable, kinds: [kind] };
       if (f.nestedPath !== undefined) info.nestedPath = f.nestedPath;
       fields.set(f.path, info);
     }

@@ -29,7 +29,19 @@ export const LIMITS = {
 } as const;
 
 /** The query clauses accepted, in documentation order. */
-export const ALLOWED_CLAUSES = ["bool", "term", "terms", "range", "ids", "nested", "exists", "match_all", "match"] as const;
+export const ALLOWED_CLAUSES = [
+  "bool",
+  "term",
+  "terms",
+  "range",
+  "ids",
+  "nested",
+  "exists",
+  "match_all",
+  "match",
+  "query_string",
+  "simple_query_string",
+] as const;
 
 /** Keys accepted at the top level of a query body (the last four are extensions beyond the contract). */
 export const BODY_KEYS = ["query", "sort", "size", "_source", "search_after", "aggs", "aggregations", "from"] as const;

@@ -1,6 +1,7 @@
 /**
  * The `query` part of a search body: the allowlist of clauses (`bool`, `term`, `terms`, `range`,
- * `ids`, `nested`, `exists`, `match_all`, `match`; ES Query DSL,
+ * `ids`, `nested`, `exists`, `match_all`, `match`, and `query_string` / `simple_query_string`
+ * checked by ./query-string.ts; ES Query DSL,
  * https://www.elastic.co/guide/en/elasticsearch/reference/8.19/query-dsl.html), the fields mapped
  * for the requested kinds (./fields.ts) and light value checks. Moved out of ./validate.ts
  * (issue 21: files of at most 600 lines); ./validate.ts re-exports {@link validateQuery}.
@@ -12,12 +13,16 @@ import { isJsonObject } from "../../lib/validation/problems.js";
 import { Collector, isScalar, kindsLabel } from "./collector.js";
 import { type FieldCatalog, type FieldInfo, fieldCatalog, RANGE_TYPES } from "./fields.js";
 import { ALLOWED_CLAUSES, type EsQuery, LIMITS, type ValidationResult } from "./plan.js";
+import { queryStringClause } from "./query-string.js";
 
 const ALLOWED = new Set<string>(ALLOWED_CLAUSES);
 const BOOL_OCCURS = new Set(["filter", "must", "must_not", "should"]);
 const RANGE_BOUNDS = new Set(["gte", "gt", "lte", "lt"]);
 const SCORE_MODES = new Set(["avg", "sum", "min", "max", "none"]);
 const MSM = /^-?\d+%?$/;
+/** A date format of a date range (a built-in name such as epoch_millis, or a pattern such as yyyy-MM-dd, `||` alternatives). */
+const DATE_FORMAT = /^[A-Za-z0-9_|:.' /+-]{1,128}$/;
+const TIME_ZONE = /^(?:[+-]\d{2}:\d{2}|[A-Za-z][A-Za-z0-9_+\-/]{0,63})$/;
 
 interface QueryContext {
   catalog: FieldCatalog;
@@ -155,6 +160,9 @@ function clause(ctx: QueryContext, node: unknown, path: string, depth: number, n
       return nestedClause(ctx, body, p, depth, nested);
     case "exists":
       return existsClause(ctx, body, p, nested);
+    case "query_string":
+    case "simple_query_string":
+      return queryStringClause(ctx.out, (f, fp) => checkField(ctx, f, fp, nested) !== undefined, body, p, name === "simple_query_string");
     case "match_all":
       if (!isJsonObject(body) || Object.keys(body).length > 0) {
         ctx.out.add("CS_QUERY_INVALID", "match_all takes an empty object {}", p);
@@ -301,8 +309,19 @@ function rangeClause(ctx: QueryContext, body: unknown, p: string, nested: string
   let ok = true;
   for (const [k, v] of Object.entries(spec)) {
     const kp = jsonPath(fp, k);
-    if (!RANGE_BOUNDS.has(k)) {
-      ctx.out.add("CS_QUERY_INVALID", `unknown range option ${k}; allowed: gte, gt, lte, lt`, kp);
+    if ((k === "format" || k === "time_zone") && info.type === "date") {
+      if (typeof v === "string" && (k === "format" ? DATE_FORMAT : TIME_ZONE).test(v)) out[k] = v;
+      else {
+        ctx.out.add(
+          "CS_QUERY_INVALID",
+          k === "format" ? "format must be a date format such as epoch_millis" : "time_zone must be an offset (+01:00) or a zone id",
+          kp,
+        );
+        ok = false;
+      }
+    } else if (!RANGE_BOUNDS.has(k)) {
+      const extra = info.type === "date" ? ", format, time_zone" : "";
+      ctx.out.add("CS_QUERY_INVALID", `unknown range option ${k}; allowed: gte, gt, lte, lt${extra}`, kp);
       ok = false;
     } else if (typeof v !== "number" && typeof v !== "string") {
       ctx.out.add("CS_QUERY_INVALID", "a range bound must be a number or a string", kp);
@@ -395,6 +414,8 @@ function existsClause(ctx: QueryContext, body: unknown, p: string, nested: strin
   const field = body.field;
   const fp = jsonPath(p, "field");
   const { catalog } = ctx;
+  // Every document has an _id: eland counts a DataFrame's rows with exists on _id (as ES, match all).
+  if (field === "_id" && nested === undefined) return { exists: { field } };
   if (catalog.fields.has(field)) return checkField(ctx, field, fp, nested) ? { exists: { field } } : undefined;
   if (catalog.objectPaths.has(field) || catalog.nestedPaths.has(field)) {
     // An object (e.g. baseFeePerGas): exists when any searchable leaf below it exists.
@@ -451,6 +472,24 @@ export function validateQuery(query: unknown, kinds: readonly RecordKind[], path
   const out = new Collector();
   const value = queryInto(query, fieldCatalog(kinds), out, path);
   return out.result(value);
+}
+
+/**
+ * One query clause validated in a nested scope, into a collector shared with the caller: the
+ * `filter`/`filters` aggregations (./aggs-bucket.ts), whose clauses under a `nested` aggregation
+ * may name only fields of its path.
+ * @param nested - the nested path the clause's documents are in (undefined: the root documents).
+ * @returns the sanitized clause, or undefined when refused (problems in `out`).
+ */
+export function clauseInto(
+  query: unknown,
+  catalog: FieldCatalog,
+  out: Collector,
+  path: string,
+  nested: string | undefined,
+): EsQuery | undefined {
+  const ctx: QueryContext = { catalog, out, clauses: 0, aborted: false };
+  return clause(ctx, query, path, 1, nested);
 }
 
 /**

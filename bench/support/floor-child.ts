@@ -44,6 +44,7 @@ import { createDecoder } from "../../pipeline/decode/decoder.js";
 import { ensureIndices } from "../../pipeline/index/indexer.js";
 import { toBlockBundle } from "../../pipeline/ingest/transform.js";
 import { type EncodeSlab, encodeFramed, ensureTopics, newEncodeSlab } from "../../pipeline/kafka/bus.js";
+import { kafkajsTransport } from "../../pipeline/kafka/kafkajs.js";
 import { keyHashPartitioner } from "../../pipeline/kafka/partitioner.js";
 import { type FixtureBlock, loadCompleteBlocks } from "../../test/support/fixtures.js";
 import { SEQ_HEADER, subjectOf, TOPICS, type TopicKind, topicName } from "../../topics/index.js";
@@ -161,7 +162,7 @@ process.once("SIGTERM", stop);
 process.once("SIGINT", stop);
 
 // Whichever role starts first creates the chain's topics (as every chainsift stage does).
-const admin = kafka.admin();
+const admin = kafkajsTransport(kafka).admin();
 await admin.connect();
 await ensureTopics(admin, config.chain, prefix);
 await admin.disconnect();

@@ -1,33 +1,47 @@
 /**
- * The Kafka side of every stage: one kafkajs client, the Confluent-compatible schema registry,
+ * The Kafka side of every stage: the Kafka transport (pipeline/kafka/transport.ts; kafkajs behind
+ * it, pipeline/kafka/kafkajs.ts), the Confluent-compatible schema registry,
  * topic creation from `topics/` and Avro encoding/decoding (Confluent wire format: magic byte,
  * 4-byte schema id, Avro body — https://docs.confluent.io/platform/current/schema-registry/fundamentals/serdes-develop/index.html#wire-format).
  * @module
  */
 import { SchemaRegistry, SchemaType } from "@kafkajs/confluent-schema-registry";
 import avro from "avsc";
-import { type Admin, Kafka, logLevel as KafkaLogLevel, type KafkaMessage, type Producer } from "kafkajs";
+import { Kafka, logLevel as KafkaLogLevel } from "kafkajs";
 import type { Registry } from "prom-client";
 import type { ChainId, Config } from "../../lib/config.js";
 import { NonRetryableError } from "../../lib/errors.js";
 import type { Logger } from "../../lib/logger.js";
 import { SEQ_HEADER, subjectOf, TOPICS, type TopicKind, topicName } from "../../topics/index.js";
 import { compileToWire, fromWire, stripWireFields } from "../../topics/wire.js";
-import { installKafkajsWarningFilter, kafkaLogCreator } from "./log.js";
+import { kafkajsTransport } from "./kafkajs.js";
+import { kafkaLogCreator } from "./log.js";
 import { kafkaMetricsOf } from "./metrics.js";
-import { keyHashPartitioner } from "./partitioner.js";
+import type {
+  ConsumedMessage,
+  KafkaTransport,
+  OutgoingMessage,
+  TransportAdmin,
+  TransportProducer,
+  TransportProducerOptions,
+} from "./transport.js";
 
 /** Shared Kafka plumbing of one process. */
 export interface Bus {
-  /** The process's kafkajs client (admin, producers), client id {@link kafkaClientId}`(config)`. */
-  kafka: Kafka;
+  /** The process's Kafka transport (admin, producers), client id {@link kafkaClientId}`(config)`. */
+  transport: KafkaTransport;
   /**
-   * A kafkajs client of its own for one role of the process, e.g. a stage's consumer: client id
+   * A transport of its own for one role of the process, e.g. a stage's consumer: client id
    * {@link kafkaClientId}`(config, role)`, so Kafka's tools show which stage of which process holds
-   * a partition. The same client for the same role (kafkajs opens connections per consumer or
+   * a partition. The same transport for the same role (kafkajs opens connections per consumer or
    * producer, not per client, so this costs no connection).
    */
-  client(role: string): Kafka;
+  transportOf(role: string): KafkaTransport;
+  /**
+   * The kafkajs client behind {@link Bus.transport}, for the code not on the transport yet
+   * (pipeline/notify/replay.ts, bench/capacity.ts; docs/kafka-client.md).
+   */
+  kafka: Kafka;
   registry: SchemaRegistry;
   chain: ChainId;
   /** Full topic name of a topic kind (with the configured prefix). */
@@ -113,21 +127,19 @@ export interface BusOptions {
  * Creates every topic of the chain that does not exist yet, with the partitions and configs
  * from `topics/`.
  */
-export async function ensureTopics(admin: Admin, chain: ChainId, prefix: string): Promise<void> {
+export async function ensureTopics(
+  admin: Pick<TransportAdmin, "listTopics" | "createTopics">,
+  chain: ChainId,
+  prefix: string,
+): Promise<void> {
   const existing = new Set(await admin.listTopics());
   const missing = Object.values(TOPICS)
     .map((t) => ({ spec: t, name: topicName(chain, t.kind, prefix) }))
     .filter((t) => !existing.has(t.name));
   if (missing.length === 0) return;
-  await admin.createTopics({
-    waitForLeaders: true,
-    topics: missing.map(({ spec, name }) => ({
-      topic: name,
-      numPartitions: spec.partitions,
-      replicationFactor: 1,
-      configEntries: Object.entries(spec.config).map(([name, value]) => ({ name, value })),
-    })),
-  });
+  await admin.createTopics(
+    missing.map(({ spec, name }) => ({ topic: name, numPartitions: spec.partitions, replicationFactor: 1, config: { ...spec.config } })),
+  );
 }
 
 /**
@@ -147,7 +159,6 @@ export function kafkaClientId(kafka: Pick<Config["kafka"], "clientId" | "instanc
  */
 export async function createBus(opts: BusOptions): Promise<Bus> {
   const { config, logger } = opts;
-  installKafkajsWarningFilter();
   const newKafka = (clientId: string) =>
     new Kafka({
       clientId,
@@ -157,7 +168,8 @@ export async function createBus(opts: BusOptions): Promise<Bus> {
       retry: { retries: 8, initialRetryTime: 200 },
     });
   const kafka = newKafka(kafkaClientId(config.kafka));
-  const clients = new Map<string, Kafka>();
+  const transport = kafkajsTransport(kafka);
+  const transports = new Map<string, KafkaTransport>();
   const registry = new SchemaRegistry({ host: config.schemaRegistryUrl, retry: { retries: 5 } });
   const prefix = config.kafka.topicPrefix;
   const topic = (kind: TopicKind) => topicName(config.chain, kind, prefix);
@@ -226,7 +238,7 @@ export async function createBus(opts: BusOptions): Promise<Bus> {
   };
 
   if (opts.setup !== false) {
-    const admin = kafka.admin();
+    const admin = transport.admin();
     await admin.connect();
     try {
       await ensureTopics(admin, config.chain, prefix);
@@ -237,15 +249,16 @@ export async function createBus(opts: BusOptions): Promise<Bus> {
   }
 
   return {
-    kafka,
-    client(role) {
-      let client = clients.get(role);
-      if (!client) {
-        client = newKafka(kafkaClientId(config.kafka, role));
-        clients.set(role, client);
+    transport,
+    transportOf(role) {
+      let t = transports.get(role);
+      if (!t) {
+        t = kafkajsTransport(newKafka(kafkaClientId(config.kafka, role)));
+        transports.set(role, t);
       }
-      return client;
+      return t;
     },
+    kafka,
     registry,
     chain: config.chain,
     topic,
@@ -289,7 +302,7 @@ export async function createBus(opts: BusOptions): Promise<Bus> {
  *   client's errors (Kafka unreachable).
  */
 export async function skipExistingRecords(bus: Bus, stages: readonly string[]): Promise<void> {
-  const admin = bus.kafka.admin();
+  const admin = bus.transport.admin();
   await admin.connect();
   let ends: Map<string, Awaited<ReturnType<typeof admin.fetchTopicOffsets>>>;
   try {
@@ -312,22 +325,22 @@ async function moveGroupTo(
   groupId: string,
   ends: ReadonlyMap<string, ReadonlyArray<{ partition: number; high: string }>>,
 ): Promise<void> {
-  const consumer = bus.kafka.consumer({ groupId, maxWaitTimeInMs: 100, allowAutoTopicCreation: false });
+  const consumer = bus.transport.consumer({ groupId, maxWaitTimeMs: 100 });
   await consumer.connect();
   try {
     const topics = [...ends.keys()];
-    await consumer.subscribe({ topics, fromBeginning: true });
-    const description = await consumer.describeGroup();
-    if (!["Empty", "Dead"].includes(description.state))
-      throw new Error(`consumer group ${groupId} must have no running members to move its offsets; its state: ${description.state}`);
+    await consumer.subscribe(topics, true);
+    const state = await consumer.groupState();
+    if (!["Empty", "Dead"].includes(state))
+      throw new Error(`consumer group ${groupId} must have no running members to move its offsets; its state: ${state}`);
     await new Promise<void>((resolve, reject) => {
-      consumer.on(consumer.events.FETCH, () => {
+      consumer.on("fetch", () => {
         consumer.stop().then(resolve, reject);
       });
-      consumer.run({ eachBatchAutoResolve: false, eachBatch: async () => {} }).catch(reject);
+      consumer.run({ eachBatch: async () => {} }).catch(reject);
       // Nothing is consumed: the consumer only carries the seeked offsets to its commit.
-      consumer.pause(topics.map((topic) => ({ topic })));
-      for (const [topic, partitions] of ends) for (const p of partitions) consumer.seek({ topic, partition: p.partition, offset: p.high });
+      consumer.pause(topics);
+      for (const [topic, partitions] of ends) for (const p of partitions) consumer.seek(topic, p.partition, p.high);
     });
   } finally {
     await consumer.disconnect();
@@ -348,7 +361,7 @@ export interface OutgoingRecord {
  * when it has none (records produced before sequence numbers existed, or by other producers).
  * @throws never: an unparsable header counts as absent.
  */
-export function messageSeq(message: Pick<KafkaMessage, "headers">): number | undefined {
+export function messageSeq(message: Pick<ConsumedMessage, "headers">): number | undefined {
   const raw = message.headers?.[SEQ_HEADER];
   const text = Array.isArray(raw) ? raw[0] : raw;
   if (text === undefined) return undefined;
@@ -366,8 +379,8 @@ export interface RecordProducer {
   /** Encodes and sends the records in one request per broker (acks=all). */
   send(records: OutgoingRecord[]): Promise<void>;
   disconnect(): Promise<void>;
-  /** The underlying kafkajs producer. */
-  producer: Producer;
+  /** The transport's producer underneath (e.g. to send bytes that are not a record). */
+  producer: TransportProducer;
 }
 
 /** Options of {@link createRecordProducer}. */
@@ -386,20 +399,13 @@ export interface RecordProducerOptions {
  * `maxRequestBytes` (default 768 KiB of keys and values) so no record batch exceeds the broker's
  * `message.max.bytes`.
  *
- * Idempotence: (`idempotent: true`, one request in flight, acks=all:
- * https://kafka.js.org/docs/producing#options) so a retried send never duplicates.
+ * Idempotence: the transport's idempotent producer ({@link TransportProducerOptions.idempotent}:
+ * one request in flight, acks=all) so a retried send never duplicates.
  */
 export async function createRecordProducer(bus: Bus, opts: RecordProducerOptions = {}): Promise<RecordProducer> {
   const maxRequestBytes = opts.maxRequestBytes ?? 768 * 1024;
   const counted = opts.metrics && { produced: kafkaMetricsOf(opts.metrics.registry).produced, stage: opts.metrics.stage };
-  const producer = bus.kafka.producer({
-    idempotent: true,
-    maxInFlightRequests: 1,
-    allowAutoTopicCreation: false,
-    createPartitioner: keyHashPartitioner,
-    // kafkajs requires unlimited retries for idempotence; each retry backs off up to 30 s.
-    retry: { retries: Number.MAX_SAFE_INTEGER, maxRetryTime: 30_000 },
-  });
+  const producer = bus.transport.producer({ idempotent: true });
   await producer.connect();
   return {
     producer,
@@ -411,14 +417,14 @@ export async function createRecordProducer(bus: Bus, opts: RecordProducerOptions
       const encoded = records.map((r) => (encoders.get(r.kind) as (record: unknown, slab?: EncodeSlab) => Buffer)(r.record, slab));
       // One request per ~maxRequestBytes, records kept in order; the broker refuses a record batch
       // larger than message.max.bytes (1 MiB by default).
-      let byTopic = new Map<string, { key: string; value: Buffer; headers?: Record<string, string> }[]>();
+      let byTopic = new Map<string, OutgoingMessage[]>();
       let bytes = 0;
       const flush = async () => {
         if (byTopic.size === 0) return;
         const topicMessages = [...byTopic.entries()].map(([topic, messages]) => ({ topic, messages }));
         byTopic = new Map();
         bytes = 0;
-        await producer.sendBatch({ acks: -1, topicMessages });
+        await producer.sendBatch(topicMessages);
       };
       for (let i = 0; i < records.length; i++) {
         const r = records[i] as OutgoingRecord;

@@ -4,13 +4,13 @@
  * commit. Nothing is silently dropped and a bad message never crashes the stage.
  * @module
  */
-import type { Consumer, KafkaMessage } from "kafkajs";
 import { Registry } from "prom-client";
 import { isRetryable, type NonRetryableError } from "../../lib/errors.js";
 import type { Logger } from "../../lib/logger.js";
 import type { TopicKind } from "../../topics/index.js";
 import { type Bus, createRecordProducer, type RecordProducer } from "./bus.js";
 import { kafkaMetricsOf } from "./metrics.js";
+import type { ConsumedMessage, TransportConsumer } from "./transport.js";
 
 /** One decoded input message. */
 export interface InputRecord<T = unknown> {
@@ -21,7 +21,7 @@ export interface InputRecord<T = unknown> {
   key: string | null;
   record: T;
   /** The raw message (kept for dead-lettering). */
-  message: KafkaMessage;
+  message: ConsumedMessage;
 }
 
 /** A record the handler could not process because of the record itself. */
@@ -63,11 +63,12 @@ export interface ConsumerOptions {
 
 /** A running consumer. */
 export interface RunningConsumer {
-  consumer: Consumer;
+  /** The transport's consumer (pipeline/kafka/transport.ts), e.g. for its events. */
+  consumer: TransportConsumer;
   /** Messages dead-lettered so far. */
   deadLettered(): number;
   /**
-   * Whether the consumer is consuming: true from joining its group (kafkajs `GROUP_JOIN`) until it
+   * Whether the consumer is consuming: true from joining its group (event `groupJoin`) until it
    * crashes, stops or disconnects (the `/readyz` of lib/metrics.ts).
    */
   ready(): boolean;
@@ -113,12 +114,11 @@ export async function runConsumer(opts: ConsumerOptions): Promise<RunningConsume
   const { bus, logger, stage, handler } = opts;
   const log = logger.child({ stage });
   // Its own client id per stage (`chainsift-<stage>-<instance>`): Kafka's tools show who holds what.
-  const consumer = bus.client(stage).consumer({
+  const consumer = bus.transportOf(stage).consumer({
     groupId: bus.groupId(stage),
     maxBytesPerPartition: opts.maxBytesPerPartition ?? 4 * 1024 * 1024,
-    allowAutoTopicCreation: false,
-    sessionTimeout: opts.sessionTimeoutMs ?? 30_000,
-    rebalanceTimeout: Math.max(60_000, opts.sessionTimeoutMs ?? 0),
+    sessionTimeoutMs: opts.sessionTimeoutMs ?? 30_000,
+    rebalanceTimeoutMs: Math.max(60_000, opts.sessionTimeoutMs ?? 0),
   });
   const registry = opts.registry ?? new Registry();
   const metrics = kafkaMetricsOf(registry);
@@ -127,10 +127,10 @@ export async function runConsumer(opts: ConsumerOptions): Promise<RunningConsume
   let deadLettered = 0;
   let stopping = false;
   let joined = false;
-  consumer.on(consumer.events.GROUP_JOIN, () => {
+  consumer.on("groupJoin", () => {
     joined = true;
   });
-  for (const gone of [consumer.events.CRASH, consumer.events.STOP, consumer.events.DISCONNECT]) {
+  for (const gone of ["crash", "stop", "disconnect"] as const) {
     consumer.on(gone, () => {
       joined = false;
     });
@@ -138,15 +138,13 @@ export async function runConsumer(opts: ConsumerOptions): Promise<RunningConsume
   const untrackLag = metrics.trackLag(bus, bus.groupId(stage));
 
   await consumer.connect();
-  await consumer.subscribe({ topics: [...kindOfTopic.keys()], fromBeginning: opts.fromBeginning ?? true });
+  await consumer.subscribe([...kindOfTopic.keys()], opts.fromBeginning ?? true);
   await consumer.run({
-    eachBatchAutoResolve: false,
     partitionsConsumedConcurrently: opts.partitionsConsumedConcurrently ?? 3,
-    autoCommit: true,
     // Offsets are committed at most every 500 ms (not after every batch): one broker round trip less
     // per batch on the latency path; a crash replays at most that much, which every stage tolerates.
-    autoCommitInterval: 500,
-    eachBatch: async ({ batch, resolveOffset, heartbeat, commitOffsetsIfNecessary, isRunning, isStale }) => {
+    autoCommitIntervalMs: 500,
+    eachBatch: async (batch, { resolveOffset, heartbeat, commitOffsetsIfNecessary, isRunning, isStale }) => {
       const topicKind = kindOfTopic.get(batch.topic) as TopicKind;
       const labels = { stage, topic: topicKind };
       const inputs: InputRecord[] = [];

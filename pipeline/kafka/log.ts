@@ -1,5 +1,5 @@
 /**
- * kafkajs's log lines in our pino logger, and the one Node warning kafkajs causes.
+ * kafkajs's log lines in our pino logger.
  *
  * **Levels.** kafkajs logs at error level conditions it then retries by itself, and which are
  * normal while Kafka starts or a consumer group forms: the group coordinator is loading its
@@ -9,14 +9,9 @@
  * to debug; every other entry keeps its level. A condition that outlasts kafkajs's retries still
  * surfaces: the operation fails with the error, which our callers log.
  *
- * **TimeoutNegativeWarning.** kafkajs 2.2.4 (the latest release) schedules its request-queue check
- * with `setTimeout(fn, throttledUntil - Date.now())` while `throttledUntil` is still its initial
- * -1, a negative delay that Node >= 24 reports once per process as a `TimeoutNegativeWarning` (and
- * clamps to 1 ms, as it always did): kafkajs issue https://github.com/tulios/kafkajs/issues/1751,
- * fixes proposed in PRs #1755 and #1768, unmerged. No client setting avoids it, so
- * {@link installKafkajsWarningFilter} drops exactly that warning when the negative `setTimeout`
- * comes from kafkajs's request queue (checked on the call stack); every other warning, including
- * a `TimeoutNegativeWarning` from anywhere else, is printed as before.
+ * **TimeoutNegativeWarning.** kafkajs 2.2.4 made Node 24 print one (tulios/kafkajs#1751); the patch
+ * that `npm install` applies to kafkajs (patches/kafkajs+2.2.4.patch, docs/kafka-client.md#the-kafkajs-patch)
+ * removes its cause, so no warning is filtered here.
  * @module
  */
 import { logLevel as KafkaLogLevel, type logCreator } from "kafkajs";
@@ -93,40 +88,4 @@ export function kafkaLogCreator(logger: Logger): logCreator {
       const { message, timestamp: _timestamp, logger: _logger, ...fields } = log;
       logger[kafkaLogLevel(level, message, fields.error)]({ ...fields, namespace }, `kafka: ${message}`);
     };
-}
-
-/**
- * Whether a process warning is kafkajs's negative request-queue timeout (see the module notes).
- * @param type - the warning's type (`name`).
- * @param stack - the call stack at the `process.emitWarning` call.
- * @returns true only for `TimeoutNegativeWarning` raised from kafkajs's `RequestQueue`.
- */
-export function isKafkajsNegativeTimeout(type: string | undefined, stack: string | undefined): boolean {
-  return type === "TimeoutNegativeWarning" && stack !== undefined && /kafkajs[\\/]src[\\/]network[\\/]requestQueue[\\/]/.test(stack);
-}
-
-let filterInstalled = false;
-
-/**
- * Drops kafkajs's `TimeoutNegativeWarning` (see the module notes) by wrapping
- * `process.emitWarning`, which Node's timers call; every other warning passes through unchanged.
- * Installed once per process (later calls do nothing); createBus calls it.
- */
-export function installKafkajsWarningFilter(): void {
-  if (filterInstalled) return;
-  filterInstalled = true;
-  const emitWarning = process.emitWarning;
-  process.emitWarning = function filtered(this: NodeJS.Process, warning: string | Error, ...rest: unknown[]): void {
-    const option = rest[0];
-    const type =
-      warning instanceof Error
-        ? warning.name
-        : typeof option === "string"
-          ? option
-          : typeof option === "object" && option !== null
-            ? (option as { type?: string }).type
-            : undefined;
-    if (isKafkajsNegativeTimeout(type, new Error().stack)) return;
-    (emitWarning as (...args: unknown[]) => void).call(this, warning, ...rest);
-  } as typeof process.emitWarning;
 }

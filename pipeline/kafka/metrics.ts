@@ -6,11 +6,11 @@
  * (`blocks`, `events`, …, topics/index.ts), not the full name: one process serves one chain.
  * @module
  */
-import type { Admin } from "kafkajs";
 import { Counter, Gauge, Histogram, type Registry } from "prom-client";
 import { memoPerRegistry } from "../../lib/metrics.js";
 import type { Bus } from "./bus.js";
 import { consumerGroupLag } from "./lag.js";
+import type { TransportAdmin } from "./transport.js";
 
 /** How long a lag reading is reused by later scrapes: at most one round of admin requests per this many ms. */
 export const LAG_CACHE_MS = 5_000;
@@ -43,14 +43,14 @@ export interface KafkaMetrics {
 export const kafkaMetricsOf = memoPerRegistry((registry: Registry): KafkaMetrics => {
   const registers = [registry];
   const sources = new Set<LagSource>();
-  let admin: { bus: Bus; client: Admin; connected: Promise<void> } | undefined;
+  let admin: { bus: Bus; client: TransportAdmin; connected: Promise<void> } | undefined;
   let last: { atMs: number; rows: Awaited<ReturnType<typeof consumerGroupLag>> } | undefined;
 
   const read = async () => {
     const first = [...sources][0];
     if (!first) return [];
     if (!admin) {
-      const client = first.bus.kafka.admin();
+      const client = first.bus.transport.admin();
       admin = { bus: first.bus, client, connected: client.connect() };
     }
     const { client, connected } = admin;

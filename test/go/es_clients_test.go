@@ -547,7 +547,7 @@ func TestTypedRefusalIsAnElasticsearchError(t *testing.T) {
 	if !errors.As(err, &esErr) || esErr.Status != 404 || esErr.ErrorCause.Type != "CS_UNKNOWN_KIND" {
 		t.Fatalf("unknown index: %T %v", err, err)
 	}
-	_, err = typed.Indices.GetMapping().Index("tx").Do(ctx)
+	_, err = typed.Indices.GetSettings().Index("tx").Do(ctx)
 	if !errors.As(err, &esErr) || esErr.Status != 404 || esErr.ErrorCause.Type != "CS_ROUTE_NOT_FOUND" {
 		t.Fatalf("an endpoint not served: %T %v", err, err)
 	}

@@ -44,6 +44,7 @@ import { searchIndices } from "../../search/partitions.js";
 import { requestOptions, type SearchTarget } from "../../search/search.js";
 import { chainLabel } from "../search/target.js";
 import { resolveIndexTarget } from "./indices.js";
+import { introspectRoutes } from "./introspect.js";
 import { esSearcher, filtered, pagingRoutes } from "./paging.js";
 import type { EsSearchQuery } from "./request.js";
 import {
@@ -317,6 +318,7 @@ export const esRoutes: FastifyPluginAsyncTypebox<EsRoutesOptions> = async (app, 
     });
   }
 
+  await app.register(introspectRoutes, { config, chains });
   pagingRoutes({ app, config, contexts: app.contexts }, chains, json, onHits);
 
   // Endpoints not served (`_mapping`, `_doc/<id>`, `_cat/…`): 404 in Elasticsearch's error shape

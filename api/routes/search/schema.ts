@@ -35,7 +35,11 @@ const SortValue = Type.Union([Type.String(), Type.Number(), Type.Boolean(), Type
 /** Top level of a query body: all keys optional, no other keys. */
 export const SearchBody = Type.Object(
   {
-    query: Type.Optional(AnyObject("One query clause of the allowlist (bool, term, terms, range, ids, nested, exists, match_all, match)")),
+    query: Type.Optional(
+      AnyObject(
+        "One query clause of the allowlist (bool, term, terms, range, ids, nested, exists, match_all, match, query_string, simple_query_string)",
+      ),
+    ),
     sort: Type.Optional(
       Type.Union([Type.String(), AnyObject('{"<field>": "asc"|"desc"|{"order": …}}'), Type.Array(Type.Unknown())], {
         description:

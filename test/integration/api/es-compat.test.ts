@@ -141,7 +141,7 @@ describe.skipIf(!up)("the Elasticsearch-compatible routes as the Java and Go cli
     expect(Object.keys(auth).sort()).toEqual(["error", "status"]);
     expect(auth).toMatchObject({ status: 401, error: { type: "CS_AUTH_REQUIRED", root_cause: [{ type: "CS_AUTH_REQUIRED" }] } });
     // Endpoints not served (what other client calls reach): 404 in the same shape, so clients decode it.
-    for (const path of ["/tx/_mapping", "/_cat/indices", "/_msearch/template", "/ethereum-ethereum-mainnet-tx/_doc/1"]) {
+    for (const path of ["/tx/_settings", "/_cat/shards", "/_msearch/template", "/ethereum-ethereum-mainnet-tx/_update/1"]) {
       const missing = await call(path);
       expect(missing.status, path).toBe(404);
       expect(missing.body, path).toMatchObject({

@@ -341,17 +341,21 @@ export interface FixtureApi {
   close(): Promise<void>;
 }
 
-/** Indexes {@link RECORDS} for `config.chain` under its index prefix and builds the API over them (no logging). */
-export async function startFixtureApi(config: Config): Promise<FixtureApi> {
+/**
+ * Indexes {@link RECORDS} for `config.chain` under its index prefix (in block-range partitions with
+ * `partitioning`, see {@link indexFixtures}) and builds the API over them (no logging).
+ */
+export async function startFixtureApi(config: Config, partitioning?: Partitioning): Promise<FixtureApi> {
   const es = new Client({ node: config.elasticsearch.url });
-  const indices = await indexFixtures(es, config.chain, config.elasticsearch.indexPrefix);
+  const indices = await indexFixtures(es, config.chain, config.elasticsearch.indexPrefix, partitioning);
   const app = await buildApi({ config, es, logger: false });
   return {
     es,
     app,
     async close() {
       await app.close();
-      await es.indices.delete({ index: indices, ignore_unavailable: true });
+      // The indices, or the aliases' backing indices (<alias>-p<partition>).
+      await es.indices.delete({ index: indices.map((i) => `${i}*`), ignore_unavailable: true, allow_no_indices: true });
       await es.close();
     },
   };

@@ -3,7 +3,7 @@
  * index stages (`dist/cli/stage.js`) and the API (`dist/cli/api.js`, with the `api:prod` script's
  * flags) start as child processes of the `node` binary running this test (Node 24, the `node`
  * devDependency) on this run's harness prefixes; a log produced to Kafka is decoded and indexed by
- * them, and the API finds the event. `.ci/run` builds before `npm test`; without a build, or with
+ * them, and the API finds the event; the API serves the web console from dist/console. `.ci/run` builds before `npm test`; without a build, or with
  * one older than the sources, this test skips and says why.
  */
 import { existsSync, readdirSync, statSync } from "node:fs";
@@ -95,4 +95,17 @@ describe.skipIf(!up.ok || problem !== undefined)("the build runs with plain node
     expect(hit._id).toBe(eventId(usdtLog));
     expect(hit._source.event).toBe("Transfer");
   }, 90_000);
+
+  it("the API from dist serves the web console built into dist/console (docs/console.md), with its CSP", async () => {
+    const child = api as ApiChild;
+    const page = await fetch(`${child.url}/console/`);
+    expect(page.status).toBe(200);
+    expect(page.headers.get("content-security-policy")).toContain("default-src 'self'");
+    const html = await page.text();
+    expect(html).toContain('src="/console/app.js"');
+    const script = await fetch(`${child.url}/console/app.js`);
+    expect(script.status).toBe(200);
+    expect(script.headers.get("content-type")).toMatch(/javascript/);
+    expect((await script.arrayBuffer()).byteLength).toBeGreaterThan(1000);
+  });
 });

@@ -45,7 +45,9 @@ describe.skipIf(!up.ok || !fixtures)("chainsift status (real stack)", () => {
     await ingester.follow({ from: last, pollIntervalMs: 50, signal: stop.signal, onBlock: () => stop.abort() });
     await close();
     const producer = await createRecordProducer(pipeline.bus);
-    await producer.producer.send({ topic: pipeline.bus.topic("logs"), messages: [{ key: "garbage", value: Buffer.from("not avro") }] });
+    await producer.producer.sendBatch([
+      { topic: pipeline.bus.topic("logs"), messages: [{ key: "garbage", value: Buffer.from("not avro") }] },
+    ]);
     await producer.disconnect();
   });
 

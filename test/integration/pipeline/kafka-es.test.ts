@@ -42,7 +42,9 @@ describe.skipIf(!up.ok)("Kafka + schema registry + Elasticsearch (real stack)", 
   it("decodes and indexes a produced log, and dead-letters a malformed message without stopping", async () => {
     const producer = await createRecordProducer(pipeline.bus);
     // Garbage first: must be dead-lettered, and must not block the valid record behind it.
-    await producer.producer.send({ topic: pipeline.bus.topic("logs"), messages: [{ key: "garbage", value: Buffer.from("not avro") }] });
+    await producer.producer.sendBatch([
+      { topic: pipeline.bus.topic("logs"), messages: [{ key: "garbage", value: Buffer.from("not avro") }] },
+    ]);
     await producer.send([{ kind: "logs", key: "k", record: usdtLog }]);
     await producer.disconnect();
 

@@ -1,19 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { AGG_LIMITS, countBuckets, validateAggs } from "../../../../api/dsl/aggs.js";
-import type { RecordKind } from "../../../../lib/records.js";
-
-function ok(aggs: unknown, kinds: RecordKind[] = ["tx"]) {
-  const r = validateAggs(aggs, kinds);
-  if (!r.ok) throw new Error(`expected ok, got ${JSON.stringify(r.errors)}`);
-  return r.value;
-}
-
-function first(aggs: unknown, kinds: RecordKind[] = ["tx"]) {
-  const r = validateAggs(aggs, kinds);
-  if (r.ok) throw new Error(`expected errors for ${JSON.stringify(aggs)}`);
-  const e = r.errors[0];
-  return { code: e?.code, path: e?.path };
-}
+import { first, ok } from "./aggs-check.js";
 
 describe("validateAggs: accepted aggregations", () => {
   it("terms on keyword, numeric, date and boolean fields, with size, order, min_doc_count, missing", () => {
@@ -80,7 +67,7 @@ describe("validateAggs: accepted aggregations", () => {
 
 describe("validateAggs: refused", () => {
   it("aggregation types outside the allowlist: CS_AGG_UNSUPPORTED at the type", () => {
-    for (const type of ["scripted_metric", "top_hits", "composite", "significant_terms", "nested", "filters", "percentiles"]) {
+    for (const type of ["scripted_metric", "bucket_script", "bucket_selector", "geo_distance", "moving_fn", "rare_terms", "weighted_avg"]) {
       expect(first({ a: { [type]: {} } }), type).toEqual({ code: "CS_AGG_UNSUPPORTED", path: `aggs.a.${type}` });
     }
   });
@@ -164,14 +151,14 @@ describe("validateAggs: refused", () => {
     expect(first(siblings)).toEqual({ code: "CS_AGG_TOO_MANY_BUCKETS", path: "aggs" });
   });
 
-  it("caps nesting depth and the number of aggregations", () => {
-    const deep = {
-      a: {
-        terms: { field: "from" },
-        aggs: { b: { terms: { field: "to" }, aggs: { c: { terms: { field: "status" }, aggs: { d: { sum: { field: "gas.num" } } } } } } },
-      },
-    };
-    expect(first(deep)).toEqual({ code: "CS_AGG_TOO_MANY_BUCKETS", path: "aggs.a.aggs.b.aggs.c.aggs" });
+  it("caps nesting depth (CS_AGG_TOO_DEEP) and the number of aggregations", () => {
+    // Depth maxDepth + 1: a chain of single-bucket filters, a sum at the bottom.
+    let deep: Record<string, unknown> = { sum: { field: "gas.num" } };
+    for (let i = 0; i < AGG_LIMITS.maxDepth; i++) deep = { filter: { match_all: {} }, aggs: { [`l${i}`]: deep } };
+    const r = validateAggs({ top: deep }, ["tx"]);
+    expect(r.ok).toBe(false);
+    if (!r.ok) expect(r.errors[0]?.code).toBe("CS_AGG_TOO_DEEP");
+    expect(r.ok || r.errors[0]?.path?.split(".aggs").length).toBe(AGG_LIMITS.maxDepth + 1);
     const many = Object.fromEntries(Array.from({ length: AGG_LIMITS.maxAggs + 1 }, (_, i) => [`m${i}`, { sum: { field: "gas.num" } }]));
     expect(first(many)).toEqual({ code: "CS_AGG_TOO_MANY_BUCKETS", path: `aggs.m${AGG_LIMITS.maxAggs}` });
   });

@@ -116,6 +116,11 @@ describe("validateSearchBody: allowed clauses", () => {
     expect(ok({ query: { ids: { values: ["0xa", "0xb"] } } }).query).toEqual({ ids: { values: ["0xa", "0xb"] } });
     expect(ok({ query: { exists: { field: "to" } } }).query).toEqual({ exists: { field: "to" } });
     expect(ok({ query: { exists: { field: "baseFeePerGas" } } }, ["block"]).query).toEqual({ exists: { field: "baseFeePerGas" } });
+    // eland counts a DataFrame's rows with exists on _id; inside a nested clause _id is no field.
+    expect(ok({ query: { exists: { field: "_id" } } }, ["tx"]).query).toEqual({ exists: { field: "_id" } });
+    expect(fail({ query: { nested: { path: "args", query: { exists: { field: "_id" } } } } }, ["event"])[0]?.code).toBe(
+      "CS_QUERY_UNKNOWN_FIELD",
+    );
     expect(ok({ query: { match_all: {} } }).query).toEqual({ match_all: {} });
     expect(ok({ query: { match: { event: "transfer" } } }, ["event"]).query).toEqual({ match: { event: { query: "transfer" } } });
     expect(ok({ query: { match: { str: { query: "USDT transfer", operator: "and" } } } }, ["event"]).query).toEqual({
@@ -160,8 +165,7 @@ describe("validateSearchBody: refused features", () => {
     ["wildcard", { from: "0x*" }],
     ["prefix", { from: "0x" }],
     ["fuzzy", { from: "0x" }],
-    ["query_string", { query: "from:0x*" }],
-    ["simple_query_string", { query: "0x" }],
+    ["wrapper", { query: "eyJtYXRjaF9hbGwiOnt9fQ==" }],
     ["more_like_this", { fields: ["from"], like: "0x" }],
     ["percolate", { field: "q", document: {} }],
     ["has_child", { type: "tx", query: { match_all: {} } }],

@@ -1,13 +1,7 @@
 import { logLevel } from "kafkajs";
 import { describe, expect, it } from "vitest";
 import { createLogger } from "../../../../lib/logger.js";
-import {
-  installKafkajsWarningFilter,
-  isKafkajsNegativeTimeout,
-  kafkaLogCreator,
-  kafkaLogLevel,
-  TRANSIENT_KAFKA_CONDITIONS,
-} from "../../../../pipeline/kafka/log.js";
+import { kafkaLogCreator, kafkaLogLevel, TRANSIENT_KAFKA_CONDITIONS } from "../../../../pipeline/kafka/log.js";
 
 describe("kafkajs log levels", () => {
   // Entries as kafkajs 2.2.4 logs them (message and `error` field), seen on `npm start`.
@@ -92,43 +86,5 @@ describe("kafkajs log levels", () => {
     });
     expect(first).not.toHaveProperty("timestamp");
     expect(second).toMatchObject({ level: 50, error: "The request timed out" });
-  });
-});
-
-describe("kafkajs TimeoutNegativeWarning filter", () => {
-  // The stack Node 24 printed for it on `npm start` (--trace-warnings), below the emitWarning frame.
-  const kafkajsStack = `Error
-    at process.filtered (/work/main/pipeline/kafka/log.ts:129:45)
-    at new Timeout (node:internal/timers:233:17)
-    at setTimeout (node:timers:125:19)
-    at RequestQueue.scheduleCheckPendingRequests (/work/main/node_modules/kafkajs/src/network/requestQueue/index.js:317:37)
-    at RequestQueue.checkPendingRequests (/work/main/node_modules/kafkajs/src/network/requestQueue/index.js:297:10)`;
-
-  it("matches only TimeoutNegativeWarning raised from kafkajs's request queue", () => {
-    expect(isKafkajsNegativeTimeout("TimeoutNegativeWarning", kafkajsStack)).toBe(true);
-    expect(
-      isKafkajsNegativeTimeout(
-        "TimeoutNegativeWarning",
-        "Error\n    at setTimeout (node:timers:125:19)\n    at sleep (/work/main/lib/x.ts:3:3)",
-      ),
-    ).toBe(false);
-    expect(isKafkajsNegativeTimeout("MaxListenersExceededWarning", kafkajsStack)).toBe(false);
-    expect(isKafkajsNegativeTimeout(undefined, kafkajsStack)).toBe(false);
-  });
-
-  it("lets every other warning through once installed", async () => {
-    installKafkajsWarningFilter();
-    installKafkajsWarningFilter(); // idempotent
-    const seen: string[] = [];
-    const onWarning = (w: Error) => seen.push(`${w.name}: ${w.message}`);
-    process.on("warning", onWarning);
-    try {
-      process.emitWarning("not from kafkajs", "TimeoutNegativeWarning");
-      process.emitWarning("another", { type: "ChainsiftTestWarning" });
-      await new Promise((r) => setImmediate(r)); // warnings are emitted on the next tick
-    } finally {
-      process.off("warning", onWarning);
-    }
-    expect(seen).toEqual(["TimeoutNegativeWarning: not from kafkajs", "ChainsiftTestWarning: another"]);
   });
 });

@@ -279,8 +279,8 @@ class EsClientsTest {
     assertEquals(404, index.status());
     assertEquals("CS_UNKNOWN_KIND", index.error().type());
 
-    ElasticsearchException mapping = assertThrows(ElasticsearchException.class, () -> es.indices().getMapping(m -> m.index("tx")));
-    assertEquals(404, mapping.status());
-    assertEquals("CS_ROUTE_NOT_FOUND", mapping.error().type());
+    ElasticsearchException settings = assertThrows(ElasticsearchException.class, () -> es.indices().getSettings(g -> g.index("tx")));
+    assertEquals(404, settings.status());
+    assertEquals("CS_ROUTE_NOT_FOUND", settings.error().type());
   }
 }

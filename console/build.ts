@@ -1,0 +1,105 @@
+/**
+ * Builds the web console (docs/console.md) into `dist/console/`: esbuild bundles console/src/main.tsx
+ * (Preact, CodeMirror 6, uPlot — all from node_modules, nothing fetched at run time) into one
+ * minified `app.js` and `app.css`, copies `index.html`, and writes two data files the console reads
+ * as static assets:
+ * - `fields.json`: the searchable fields of every record kind from the index mappings
+ *   (es/mappings.ts `mappedFields`), the editor's completion list when the API has no `_mapping` route;
+ * - `examples.json`: the query examples of docs/api.md ("### Examples"), one click away in the editor.
+ *
+ * Run by `npm run build:console`, by `npm install` (`prepare`) and by `npm run build`.
+ * Usage: `tsx console/build.ts [outDir]` (default `dist/console`).
+ * @module
+ */
+import { copyFileSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { dirname, join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import { build } from "esbuild";
+import { mappedFields } from "../es/mappings.js";
+import { RECORD_KINDS } from "../lib/records.js";
+
+const here = dirname(fileURLToPath(import.meta.url));
+
+/** One example of docs/api.md: its comment, record kind(s) of the path and body (null: no body). */
+export interface ConsoleExample {
+  /** The `# …` comment line above the curl command. */
+  title: string;
+  /** The kinds segment of the path, e.g. `tx` or `block,tx`. */
+  kinds: string;
+  /** The request body as JSON text, or null for a body-less search. */
+  body: string | null;
+}
+
+/**
+ * The POST search examples of the "### Examples" section of a docs/api.md text (GET examples, such
+ * as block by hash, are left out: the editor sends searches). Bodies with `…` placeholders are kept
+ * as written (the user fills them in).
+ * @param markdown - the text of docs/api.md.
+ */
+export function apiExamples(markdown: string): ConsoleExample[] {
+  const start = markdown.indexOf("### Examples");
+  const fence = markdown.indexOf("```sh", start);
+  const end = markdown.indexOf("```\n", fence + 5);
+  if (start < 0 || fence < 0 || end < 0) return [];
+  const out: ConsoleExample[] = [];
+  let title = "";
+  // A command spans its continuation lines (trailing backslash, or an open -d '…' quote).
+  const commands = markdown.slice(fence + 5, end).split(/\n(?=#|curl)/);
+  for (const chunk of commands) {
+    const lines = chunk.trim().split("\n");
+    for (const line of lines.filter((l) => l.startsWith("#"))) title = line.replace(/^#\s*/, "");
+    const cmd = lines.filter((l) => !l.startsWith("#")).join("\n");
+    if (!cmd.includes("-X POST")) continue;
+    const path = /\$BASE\/([a-z,]+)\/search\//.exec(cmd);
+    if (!path) continue;
+    const data = /-d '([\s\S]*?)'/.exec(cmd);
+    out.push({ title, kinds: path[1] as string, body: data ? (data[1] as string) : null });
+  }
+  return out;
+}
+
+/** The searchable field paths of every record kind (es/mappings.ts), nested parents included. */
+export function fieldLists(): Record<string, string[]> {
+  return Object.fromEntries(
+    RECORD_KINDS.map((k) => [
+      k,
+      mappedFields(k)
+        .filter((f) => f.searchable)
+        .map((f) => f.path),
+    ]),
+  );
+}
+
+/**
+ * Bundles the console into `outDir` (created if missing).
+ * @returns the files written, with their sizes in bytes.
+ * @throws when esbuild reports an error.
+ */
+export async function buildConsole(outDir = resolve(here, "../dist/console")): Promise<Record<string, number>> {
+  mkdirSync(outDir, { recursive: true });
+  const result = await build({
+    entryPoints: { app: join(here, "src/main.tsx") },
+    bundle: true,
+    minify: true,
+    format: "esm",
+    target: "es2022",
+    outdir: outDir,
+    jsx: "automatic",
+    jsxImportSource: "preact",
+    legalComments: "linked",
+    metafile: true,
+    logLevel: "warning",
+  });
+  copyFileSync(join(here, "src/index.html"), join(outDir, "index.html"));
+  writeFileSync(join(outDir, "fields.json"), JSON.stringify(fieldLists()));
+  writeFileSync(join(outDir, "examples.json"), JSON.stringify(apiExamples(readFileSync(resolve(here, "../docs/api.md"), "utf8"))));
+  const sizes: Record<string, number> = {};
+  for (const [file, info] of Object.entries(result.metafile.outputs)) sizes[file] = info.bytes;
+  return sizes;
+}
+
+if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
+  const sizes = await buildConsole(process.argv[2] ? resolve(process.argv[2]) : undefined);
+  const total = Object.values(sizes).reduce((a, b) => a + b, 0);
+  console.log(`console built: ${Object.keys(sizes).length} bundle files, ${(total / 1024).toFixed(0)} KiB`);
+}
