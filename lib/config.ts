@@ -202,6 +202,13 @@ export interface Config {
     };
     /** Head polling interval in follow mode. Env `CHAINSIFT_POLL_INTERVAL_MS`, default 1000. */
     pollIntervalMs: number;
+    /**
+     * Most heights the follower fetches at once while it is more than one block behind the head (its
+     * catch-up window, pipeline/ingest/window.ts): the window starts at 4, grows by one per block
+     * fetched without a retry and halves after one that needed a retry, up to this; blocks are still
+     * produced one by one in height order. 1: one at a time. Env `CHAINSIFT_FOLLOW_WINDOW`, default 16.
+     */
+    followWindow: number;
     /** Blocks fetched concurrently during a backfill. Env `CHAINSIFT_INGEST_CONCURRENCY`, default 4. */
     concurrency: number;
     /**
@@ -511,6 +518,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
         hedgeAfterMs: int(env, "CHAINSIFT_RPC_HEDGE_AFTER_MS", 2000, 0),
       },
       pollIntervalMs: int(env, "CHAINSIFT_POLL_INTERVAL_MS", 1000, 1),
+      followWindow: int(env, "CHAINSIFT_FOLLOW_WINDOW", 16, 1),
       concurrency: served.concurrency,
       traces: served.traces,
       tracesRequired: served.tracesRequired,

@@ -58,6 +58,8 @@ export function createIngestCore(deps: IngesterDeps) {
   const state = deps.state ?? createMemoryChainState();
   const metrics = ingestMetricsOf(deps.registry ?? new Registry());
   const seen = metrics.position;
+  /** Retries of JSON-RPC reads so far ({@link withRetry} with target `rpc`): the follower's window shrinks when it grows. */
+  const rpcRetries = { count: 0 };
 
   /**
    * Runs `fn`, retrying transient failures with a doubling delay (up to 30 s), each retry counted
@@ -76,6 +78,7 @@ export function createIngestCore(deps: IngesterDeps) {
       } catch (err) {
         if (!isRetryable(err) || err instanceof MalformedRpcDataError || attempt >= maxAttempts || signal?.aborted) throw err;
         metrics.retries.inc({ target });
+        if (target === "rpc") rpcRetries.count++;
         log.warn({ err, attempt, retryInMs: delay }, `${what} failed; retrying`);
         await sleep(delay, signal);
         delay = Math.min(delay * 2, target === "rpc" ? nodeRetryMaxMs : 30_000);
@@ -257,6 +260,7 @@ export function createIngestCore(deps: IngesterDeps) {
     state,
     metrics,
     seen,
+    rpcRetries,
     withRetry,
     fetchOne,
     produceChunk,

@@ -125,6 +125,13 @@ export interface FollowOptions {
   reorgWindow?: number;
   /** Ask the node for its `finalized` block every this many polls (0: never). Default 30. */
   finalizedEveryPolls?: number;
+  /**
+   * Most heights fetched at once while the follower is more than one block behind the head (the
+   * catch-up window, pipeline/ingest/window.ts; blocks are still produced one by one in order).
+   * The window starts at 4 and adapts to the endpoint's answers up to this. 1: one at a time.
+   * Default 16 (config `ingest.followWindow`, `CHAINSIFT_FOLLOW_WINDOW`).
+   */
+  maxWindow?: number;
 }
 
 /** How far a backfill is, as reported to {@link BackfillOptions.onProgress}. */
