@@ -1,12 +1,13 @@
 /**
  * `npm run bench -- <name> [options]`: runs one benchmark and prints its figures.
- * Benchmarks: ingest, decode, search, stream, match, alert-latency, reorg, rules, startup, capacity, faults, wire (docs/benchmarks.md).
+ * Benchmarks: ingest, decode, search, stream, match, alert-latency, reorg, rules, startup, capacity, faults, follow, wire (docs/benchmarks.md).
  * @module
  */
 import { benchAlertLatency } from "./alert-latency.js";
 import { benchCapacity } from "./capacity.js";
 import { benchDecode } from "./decode.js";
 import { benchFaults } from "./faults.js";
+import { benchFollow } from "./follow.js";
 import { benchIngest } from "./ingest.js";
 import { benchMatch } from "./match.js";
 import { benchReorg } from "./reorg.js";
@@ -28,6 +29,7 @@ const benches: Record<string, (args: string[]) => Promise<void>> = {
   startup: benchStartup,
   capacity: benchCapacity,
   faults: benchFaults,
+  follow: benchFollow,
   wire: benchWire,
 };
 const [name, ...args] = process.argv.slice(2);

@@ -67,7 +67,7 @@ export interface IngesterDeps {
   /**
    * Also fetch call traces (`debug_traceBlockByNumber` with the callTracer) for the Trace, Call and
    * Contract-from-trace alerting targets. Nodes without a debug API are detected and skipped.
-   * A block whose trace fails 3 times is produced without traces (counted in `tracesMissing`).
+   * A block whose trace the node answers with an error 3 times is produced without traces (counted in `tracesMissing`); transport failures (timeout, 429, 5xx, connection) are asked again until answered.
    * Default false.
    */
   traces?: boolean;
