@@ -1,6 +1,6 @@
 /**
  * `npm run bench -- follow [--block-time-ms 1000] [--faults none|<mode>:<rate>|mixed:<rate>] [--duration-s 300]
- * [--poll-ms <ms>] [--window 16] [--traces true|false] [--rpc-timeout-ms 10000] [--hang-ms 40000] [--seed N]`:
+ * [--poll-ms <ms>] [--window 16] [--traces true|false] [--ws false|true] [--rpc-timeout-ms 10000] [--hang-ms 40000] [--seed N]`:
  * how close to the head the follower stays behind one faulty endpoint (issue 32). anvil mines a
  * block every `--block-time-ms` under ERC-20 traffic (a transfer round every 0.4 block times); one
  * ingester (state in memory, call traces on by default, the transport's defaults but the timeout
@@ -8,6 +8,9 @@
  * `--window`, 1: one height at a time) follows the head for `--duration-s` through the faulty node
  * of test/support/faulty-node.ts (`--faults`: one mode or `mixed` at a rate, on every kind of call:
  * head polls, blocks, receipts, traces; a hang lasts `--hang-ms`, default 40 s) and produces to Kafka.
+ * `--ws true`: the follower also subscribes to `newHeads` on anvil's WebSocket (directly: the
+ * faulty node proxies HTTP only) and wakes at every new head (lib/rpc/heads.ts); compare the lag in
+ * seconds with and without it for the latency the subscription saves.
  *
  * Measured: the lag in blocks (anvil's head, polled directly every 50 ms, − the highest block
  * produced), sampled every 250 ms: p50/p99/max; the lag in seconds of every block (when it was
@@ -55,13 +58,14 @@ export async function benchFollow(args: string[]): Promise<void> {
   const pollMs = numberArg(args, "--poll-ms", Math.min(1000, blockTimeMs));
   const maxWindow = numberArg(args, "--window", 16);
   const traces = stringArg(args, "--traces", "true") !== "false";
+  const ws = stringArg(args, "--ws", "false") === "true";
   const timeoutMs = numberArg(args, "--rpc-timeout-ms", 10_000);
   const hangMs = numberArg(args, "--hang-ms", 40_000);
   const seed = numberArg(args, "--seed", Math.floor(Math.random() * 2 ** 31) + 1);
   const faults = setting === "none" ? "none" : `${String(setting)}:${rate}`;
   console.log(
     `bench follow: seed ${seed}; ${blockTimeMs} ms blocks for ${durationMs / 1000} s, faults ${faults} (hang ${hangMs} ms), ` +
-      `poll ${pollMs} ms, window ${maxWindow}, traces ${traces}, RPC timeout ${timeoutMs} ms`,
+      `poll ${pollMs} ms, window ${maxWindow}, traces ${traces}, newHeads ${ws}, RPC timeout ${timeoutMs} ms`,
   );
 
   const h = createHarness();
@@ -107,6 +111,7 @@ export async function benchFollow(args: string[]): Promise<void> {
       from: start,
       pollIntervalMs: pollMs,
       maxWindow,
+      wsUrl: ws ? anvil.rpcUrl.replace(/^http/, "ws") : undefined,
       signal: controller.signal,
       onBlock: (b) => {
         const n = b.block.number.num;
@@ -137,11 +142,11 @@ export async function benchFollow(args: string[]): Promise<void> {
     const missing = due.filter(([n]) => !producedAt.has(n)).length;
     console.log("");
     console.log(
-      "| block time | faults | window | duration s | blocks | lag p50 blocks | p99 | max | lag p50 s | p99 s | mean lag first ¼ → last ¼ (slope) | lag at the end | heights skipped | reorgs (false) | faults injected |",
+      "| block time | faults | window | newHeads | duration s | blocks | lag p50 blocks | p99 | max | lag p50 s | p99 s | mean lag first ¼ → last ¼ (slope) | lag at the end | heights skipped | reorgs (false) | faults injected |",
     );
-    console.log("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
+    console.log("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
     console.log(
-      `| ${blockTimeMs} ms | ${faults} | ${maxWindow} | ${(durationMs / 1000).toFixed(0)} | ${producedAt.size} | ${percentile(lags, 0.5)} | ${percentile(lags, 0.99)} | ${lags.at(-1) ?? "–"} | ` +
+      `| ${blockTimeMs} ms | ${faults} | ${maxWindow} | ${ws ? "on" : "off"} | ${(durationMs / 1000).toFixed(0)} | ${producedAt.size} | ${percentile(lags, 0.5)} | ${percentile(lags, 0.99)} | ${lags.at(-1) ?? "–"} | ` +
         `${percentile(seconds, 0.5).toFixed(2)} | ${percentile(seconds, 0.99).toFixed(2)} | ${first.toFixed(1)} → ${lastQ.toFixed(1)} (${(lastQ - first).toFixed(1)}) | ` +
         `${endLag} | ${missing} | ${stats?.reorgs ?? "–"} | ${faulty.total()} |`,
     );

@@ -241,6 +241,7 @@ ${tries.join("\n")}
           from: from ?? (embedded ? 0 : undefined),
           pollIntervalMs: config.ingest.pollIntervalMs,
           maxWindow: config.ingest.followWindow,
+          wsUrl: config.ingest.rpc.wsUrl,
           signal,
         });
       }

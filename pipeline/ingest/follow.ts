@@ -5,6 +5,7 @@
  * @module
  */
 import type { BlockRef } from "../../lib/chain/state.js";
+import { type NewHeads, subscribeNewHeads } from "../../lib/rpc/heads.js";
 import type { Fetched, IngestCore } from "./core.js";
 import type { BlockBundle } from "./transform.js";
 import { emptyStats, type FollowOptions, type ForkPoint, type IngestStats, sleep } from "./types.js";
@@ -231,7 +232,10 @@ export async function followHead(core: IngestCore, opts: FollowOptions = {}): Pr
     metrics.followWindow.set(windowSize);
   };
 
-  log.info({ from: next, maxWindow }, "following the head");
+  /** Wakes the follower at every new head the node announces over WebSocket, when it offers that. */
+  const heads: NewHeads | undefined = opts.wsUrl ? subscribeNewHeads(opts.wsUrl, log) : undefined;
+
+  log.info({ from: next, maxWindow, newHeads: heads !== undefined }, "following the head");
   try {
     while (!signal?.aborted) {
       const head = await withRetry("eth_blockNumber", () => source.headNumber(), signal, "rpc").catch((err) => {
@@ -241,6 +245,7 @@ export async function followHead(core: IngestCore, opts: FollowOptions = {}): Pr
       if (head >= 0) {
         seen.head = head;
         seen.activeAtMs = Date.now();
+        heads?.polled(head);
         if (seen.last !== null) metrics.followLagBlocks.observe(Math.max(0, head - seen.last));
         if (seen.lastTimestampMs !== null) metrics.followLagSeconds.observe(Math.max(0, (Date.now() - seen.lastTimestampMs) / 1000));
       }
@@ -324,10 +329,11 @@ export async function followHead(core: IngestCore, opts: FollowOptions = {}): Pr
         ahead.clear();
         adapt("fault");
         await afterFault();
-      } else await sleep(pollMs, signal);
+      } else await (heads ? heads.wait(pollMs, signal) : sleep(pollMs, signal));
     }
   } finally {
     ahead.clear();
+    heads?.close();
   }
   return stats;
 }

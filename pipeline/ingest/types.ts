@@ -132,6 +132,13 @@ export interface FollowOptions {
    * Default 16 (config `ingest.followWindow`, `CHAINSIFT_FOLLOW_WINDOW`).
    */
   maxWindow?: number;
+  /**
+   * The node's WebSocket endpoint (ws/wss) for head discovery by `eth_subscribe("newHeads")`
+   * (lib/rpc/heads.ts): a new head wakes the follower at once instead of at its next poll; the poll
+   * (`eth_blockNumber` every `pollIntervalMs`) stays, as the fallback and the check that the
+   * subscription is alive. Default: none, polling only (config `ingest.rpc.wsUrl`, `CHAINSIFT_RPC_WS_URL`).
+   */
+  wsUrl?: string;
 }
 
 /** How far a backfill is, as reported to {@link BackfillOptions.onProgress}. */
