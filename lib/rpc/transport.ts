@@ -317,9 +317,11 @@ export class UndiciJsonRpcProvider extends JsonRpcProvider {
   }
 
   /**
-   * {@link #post}, and for a request of block reads only ({@link HEDGED_METHODS}) with `hedgeAfterMs`
-   * set: the same request sent once more every `hedgeAfterMs` without an answer, up to
-   * {@link HEDGED_COPIES} in flight. The first answer
+   * {@link #post}, and for a request of block reads, traces and `eth_call`s ({@link hedgeCopies}) with `hedgeAfterMs`
+   * set: the same request sent once more every hedge delay without an answer, up to
+   * {@link HEDGED_COPIES} ({@link SECOND_CHANCE_COPIES} with a trace or `eth_call`) in flight; a copy
+   * that fails while another is still on it is replaced after the next delay (at most twice that
+   * many copies in all), so a hanging copy and a failed one do not leave the request to the timeout. The first answer
    * wins and the other request is aborted; a failure before the second request went out is thrown at
    * once (the retry loop above handles it), after it only when both failed.
    */
@@ -360,6 +362,8 @@ export class UndiciJsonRpcProvider extends JsonRpcProvider {
             if (done || (hedged && pending > 0)) {
               // Not thrown (another copy is still on it, or answered): still one failed request of the endpoint.
               if (err instanceof RpcTransportError) this.#hooks.counted(err);
+              // The copies still on it may hang: another copy after the hedge delay, as if this one had never been sent.
+              if (!done && timer === undefined && aborts.length < 2 * copies) arm();
               return;
             }
             finish();
@@ -370,11 +374,12 @@ export class UndiciJsonRpcProvider extends JsonRpcProvider {
       let timer: NodeJS.Timeout | undefined;
       const arm = () => {
         timer = setTimeout(() => {
+          timer = undefined;
           if (done) return;
           hedged = true;
           this.#hooks.hedged(callKindOf);
           send();
-          if (aborts.length < copies) arm();
+          if (pending < copies && aborts.length < 2 * copies) arm();
         }, hedgeMs);
       };
       arm();

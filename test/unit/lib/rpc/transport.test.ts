@@ -132,6 +132,25 @@ describe("JSON-RPC transport retries", () => {
     } finally {
       traced.destroy();
     }
+    // The re-sent copy fails (503) while the first still hangs: another copy after the next delay answers,
+    // rather than the first copy's (10 min) timeout.
+    await server?.close();
+    const u = await startScriptedRpc({
+      answer: (call) => (call.method === "debug_traceBlockByNumber" ? [] : undefined),
+      http: (n) => (n === 1 ? "hang" : n === 2 ? { status: 503 } : undefined),
+    });
+    server = u;
+    const againRegistry = new Registry();
+    const again = createRpcSource({ rpcUrl: u.url, timeoutMs: 600_000, hedgeAfterMs: 100, registry: againRegistry });
+    try {
+      expect(await again.fetchTraces(7)).toEqual([]);
+      expect(u.requests).toHaveLength(3);
+      expect(await errorsOf(againRegistry)).toEqual(["http_5xx=1"]);
+      const resends = (await againRegistry.getSingleMetric("chainsift_rpc_resends_total")?.get())?.values ?? [];
+      expect(resends.map((v) => `${v.labels.kind}=${v.value}`)).toEqual(["traces=2"]);
+    } finally {
+      again.destroy();
+    }
     // Neither a block read nor a trace or eth_call (eth_chainId): not re-sent early. Its hanging request runs
     // into the (short) timeout, is counted as one (kind "other"), and only then is retried.
     await server?.close();
