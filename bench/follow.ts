@@ -1,6 +1,7 @@
 /**
  * `npm run bench -- follow [--block-time-ms 1000] [--faults none|<mode>:<rate>|mixed:<rate>] [--duration-s 300]
- * [--poll-ms <ms>] [--window 16] [--traces true|false] [--ws false|true] [--rpc-timeout-ms 10000] [--hang-ms 40000] [--seed N]`:
+ * [--poll-ms <ms>] [--window 16] [--traces true|false] [--ws false|true] [--rpc-timeout-ms 10000] [--hang-ms 40000] [--seed N]
+ * [--log-level error]`:
  * how close to the head the follower stays behind one faulty endpoint (issue 32). anvil mines a
  * block every `--block-time-ms` under ERC-20 traffic (a transfer round every 0.4 block times); one
  * ingester (state in memory, call traces on by default, the transport's defaults but the timeout
@@ -16,7 +17,8 @@
  * produced), sampled every 250 ms: p50/p99/max; the lag in seconds of every block (when it was
  * produced − when it first appeared on anvil): p50/p99; the slope: the mean block lag of the first
  * quarter of the run and of the last (last − first ≤ 0: it does not drift); the lag at the end.
- * Prints a table row (docs/benchmarks.md) and the seed. Needs the stack (Kafka, registry) and anvil.
+ * Prints a table row (docs/benchmarks.md), the stalls (runs of samples ≥ 6 blocks behind) and the
+ * seed; `--log-level warn` shows the follower's retries and their causes. Needs the stack (Kafka, registry) and anvil.
  * @module
  */
 import { performance } from "node:perf_hooks";
@@ -69,7 +71,7 @@ export async function benchFollow(args: string[]): Promise<void> {
   );
 
   const h = createHarness();
-  const logger = createLogger("error", "bench-follow");
+  const logger = createLogger(stringArg(args, "--log-level", "error"), "bench-follow");
   const anvil = await startAnvil({ blockTimeSec: blockTimeMs / 1000 });
   const traffic = await startTraffic({
     rpcUrl: anvil.rpcUrl,
@@ -151,6 +153,17 @@ export async function benchFollow(args: string[]): Promise<void> {
         `${endLag} | ${missing} | ${stats?.reorgs ?? "–"} | ${faulty.total()} |`,
     );
     console.log(`faults by kind: ${JSON.stringify(faulty.injectedOn)}`);
+    // Stalls: runs of samples 6 blocks or more behind (when, how long, how far).
+    const stalls: string[] = [];
+    for (let i = 0; i < samples.length; i++) {
+      if ((samples[i]?.lag ?? 0) < 6) continue;
+      let j = i;
+      let worst = 0;
+      while (j < samples.length && (samples[j]?.lag ?? 0) >= 6) worst = Math.max(worst, samples[j++]?.lag ?? 0);
+      stalls.push(`${((samples[i]?.t ?? 0) / 1000).toFixed(1)} s: ${((j - i) * 0.25).toFixed(2)} s, up to ${worst} blocks`);
+      i = j;
+    }
+    console.log(`stalls (≥ 6 blocks behind): ${stalls.length === 0 ? "none" : stalls.join("; ")}`);
     console.log(`seed ${seed} (reproduce with --seed ${seed})`);
   } finally {
     controller.abort();

@@ -19,30 +19,20 @@
  * (test/e2e/fault-matrix.test.ts). Reproduce with `FAULT_SEED=<seed>` (printed at start).
  * Time (CI): about 6 minutes of mining.
  */
-import type { FastifyInstance } from "fastify";
-import type { Consumer } from "kafkajs";
 import { Registry } from "prom-client";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { buildApi } from "../../api/app.js";
-import { type AnvilHandle, startAnvil } from "../../cli/devchain/anvil.js";
 import { rpcCall } from "../../cli/devchain/rpc.js";
-import { startTraffic, type TrafficHandle } from "../../cli/devchain/traffic.js";
-import type { AlertAvro } from "../../lib/alerting/avro.js";
 import { createLogger } from "../../lib/logger.js";
-import type { ReorgRecord } from "../../lib/records.js";
-import { connectRuleStore } from "../../lib/rules/store.js";
 import { createDecoder } from "../../pipeline/decode/decoder.js";
 import { createIngester } from "../../pipeline/ingest/ingest.js";
 import { ingestMetricsOf } from "../../pipeline/ingest/metrics.js";
 import { createRpcSource } from "../../pipeline/ingest/rpc.js";
 import { createRecordProducer, type RecordProducer } from "../../pipeline/kafka/bus.js";
-import { type Pipeline, startPipeline } from "../../pipeline/runtime.js";
 import { alertProblems } from "../support/alert-check.js";
 import { type ChainComparison, compareWithChain } from "../support/canonical.js";
 import { type FaultyNode, startFaultyNode } from "../support/faulty-node.js";
-import { createHarness, type Harness, probeStack, waitFor } from "../support/harness.js";
-import { tokenTransferRule } from "../support/rules.js";
-import { stopChainTest } from "../support/teardown.js";
+import { probeStack, waitFor } from "../support/harness.js";
+import { type RuleChain, startRuleChain } from "../support/rule-chain.js";
 
 const up = await probeStack();
 
@@ -71,62 +61,25 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 describe.skipIf(!up.ok)("Keeping pace: the follower through one faulty endpoint on fast chains (anvil + traffic, traces, a rule)", () => {
   const seed = process.env.FAULT_SEED ? Number(process.env.FAULT_SEED) : Math.floor(Math.random() * 2 ** 31) + 1;
-  let h: Harness;
-  let anvil: AnvilHandle;
-  let traffic: TrafficHandle;
-  let pipeline: Pipeline;
-  let app: FastifyInstance;
+  let env: RuleChain;
   let faulty: FaultyNode;
   let producer: RecordProducer;
-  let watcher: Consumer | undefined;
-  let closeRules: (() => Promise<void>) | undefined;
   let destroySource: (() => void) | undefined;
-  let ruleId: string;
   const controller = new AbortController();
   let following: Promise<unknown> | undefined;
   const registry = new Registry();
   const position = ingestMetricsOf(registry).position;
   const decoder = createDecoder({ chainId: 31337 });
-  const published: AlertAvro[] = [];
-  const announced: ReorgRecord[] = [];
   const summary: string[] = [];
-  const rpc = (method: string, params: unknown[] = []) => rpcCall(anvil.rpcUrl, method, params);
+  const rpc = (method: string, params: unknown[] = []) => rpcCall(env.anvil.rpcUrl, method, params);
   const headNumber = async () => Number(await rpc("eth_blockNumber"));
 
   beforeAll(async () => {
     console.log(`[pace] seed ${seed} (reproduce with FAULT_SEED=${seed})`);
-    h = createHarness({ chain: { technology: "ethereum", blockchain: "ethereum", network: "anvil" } });
-    h.config.api.rateLimitMax = 1_000_000;
-    anvil = await startAnvil({ blockTimeSec: 0.25 });
-    traffic = await startTraffic({ rpcUrl: anvil.rpcUrl, intervalMs: 100, nft: false });
-    await rpc("evm_setIntervalMining", [0]); // the test mines from here on
-    const connected = await connectRuleStore(h.config);
-    closeRules = () => connected.close();
-    ruleId = (
-      await connected.store.create(
-        "acc-e2e-pace",
-        tokenTransferRule({
-          name: "pace: every Transfer of the traffic token",
-          chain: h.config.chain,
-          token: traffic.token,
-          maxConfirmationCount: CONFIRMATIONS,
-          url: "http://127.0.0.1:9/pace",
-        }),
-      )
-    ).id;
-    pipeline = await startPipeline({ config: h.config, logger: h.logger, es: h.es, decoder, stages: ["decode", "index", "match"] });
-    app = await buildApi({ config: h.config, es: h.es, logger: false });
-    watcher = pipeline.bus.kafka.consumer({ groupId: `chainsift-test-${h.id}-pace-watch` });
-    await watcher.connect();
-    await watcher.subscribe({ topics: [pipeline.bus.topic("alerts"), pipeline.bus.topic("reorgs")], fromBeginning: true });
-    const alertsTopic = pipeline.bus.topic("alerts");
-    await watcher.run({
-      eachMessage: async ({ topic, message }) => {
-        const value = await pipeline.bus.decode(message.value);
-        if (topic === alertsTopic) published.push(value as AlertAvro);
-        else announced.push(value as ReorgRecord);
-      },
-    });
+    // One transfer round every 400 ms: a block or two per round. Heavier traffic while the test mines at
+    // 250 ms fills blocks that anvil traces slowly (debug_traceBlockByNumber replays each one).
+    env = await startRuleChain({ name: "pace", decoder, confirmations: CONFIRMATIONS, trafficIntervalMs: 400, transfersPerRound: 1 });
+    const { anvil, pipeline } = env;
     faulty = await startFaultyNode({ upstream: anvil.rpcUrl, seed, hangMs: HANG_MS, name: "pace" });
     const source = createRpcSource({ rpcUrl: faulty.url, registry });
     destroySource = () => source.destroy();
@@ -134,7 +87,7 @@ describe.skipIf(!up.ok)("Keeping pace: the follower through one faulty endpoint 
     const ingester = createIngester({
       source,
       producer,
-      logger: createLogger(process.env.LOG_LEVEL ?? "error", `test-${h.id}-ingest`),
+      logger: createLogger(process.env.LOG_LEVEL ?? "error", `test-${env.h.id}-ingest`),
       state: await pipeline.chainState(),
       registry,
       retryInitialMs: 100,
@@ -149,11 +102,10 @@ describe.skipIf(!up.ok)("Keeping pace: the follower through one faulty endpoint 
     console.log(`[pace] summary (seed ${seed}):\n${summary.join("\n")}`);
     controller.abort();
     await following?.catch(() => {});
-    await traffic?.stop();
     await producer?.disconnect().catch(() => {});
     destroySource?.();
     await faulty?.close();
-    await stopChainTest({ watcher, app, closeRules, pipeline, anvil, h });
+    await env?.stop();
   }, 60_000);
 
   for (const [index, phase] of PHASES.entries()) {
@@ -163,6 +115,7 @@ describe.skipIf(!up.ok)("Keeping pace: the follower through one faulty endpoint 
       const from = await headNumber();
       const injectedBefore = faulty.total();
       const onBefore = { ...faulty.injectedOn };
+      const { anvil, app, h, traffic, ruleId, published, announced } = env;
       const announcedBefore = announced.length;
       faulty.setFaults(phase.rate > 0 ? "mixed" : "none", phase.rate);
       let maxLag = 0;
@@ -192,7 +145,8 @@ describe.skipIf(!up.ok)("Keeping pace: the follower through one faulty endpoint 
           });
           return last.ok;
         },
-        60_000,
+        // One comparison reads 300–400 blocks with their traces and five searches: minutes on a loaded machine.
+        300_000,
         1000,
       ).catch(() => {});
       let alerts = { problems: [] as string[], transfers: 0 };
@@ -236,6 +190,6 @@ describe.skipIf(!up.ok)("Keeping pace: the follower through one faulty endpoint 
         expect(hits("traces")).toBeGreaterThan(0);
         expect(hits("head")).toBeGreaterThan(0);
       }
-    }, 600_000);
+    }, 900_000);
   }
 });
