@@ -18,10 +18,12 @@
  * produced − when it first appeared on anvil): p50/p99; the slope: the mean block lag of the first
  * quarter of the run and of the last (last − first ≤ 0: it does not drift); the lag at the end.
  * Prints a table row (docs/benchmarks.md), the stalls (runs of samples ≥ 6 blocks behind) and the
- * seed; `--log-level warn` shows the follower's retries and their causes. Needs the stack (Kafka, registry) and anvil.
+ * seed, and the transport's timeouts and re-sends by call kind (`chainsift_rpc_timeouts_total`,
+ * `chainsift_rpc_resends_total`); `--log-level warn` shows the follower's retries and their causes. Needs the stack (Kafka, registry) and anvil.
  * @module
  */
 import { performance } from "node:perf_hooks";
+import { Registry } from "prom-client";
 import { startAnvil } from "../cli/devchain/anvil.js";
 import { rpcCall } from "../cli/devchain/rpc.js";
 import { startTraffic } from "../cli/devchain/traffic.js";
@@ -82,8 +84,9 @@ export async function benchFollow(args: string[]): Promise<void> {
   const pipeline = await startPipeline({ config: h.config, logger, es: h.es, stages: [] });
   const producer = await createRecordProducer(pipeline.bus);
   const faulty = await startFaultyNode({ upstream: anvil.rpcUrl, seed, hangMs, mode: setting, rate });
-  const source = createRpcSource({ rpcUrl: faulty.url, timeoutMs });
-  const ingester = createIngester({ source, producer, logger, retryInitialMs: 100, traces });
+  const registry = new Registry();
+  const source = createRpcSource({ rpcUrl: faulty.url, timeoutMs, registry });
+  const ingester = createIngester({ source, producer, logger, retryInitialMs: 100, traces, registry });
   const controller = new AbortController();
   const firstSeen = new Map<number, number>();
   const producedAt = new Map<number, number>();
@@ -163,6 +166,11 @@ export async function benchFollow(args: string[]): Promise<void> {
       stalls.push(`${((samples[i]?.t ?? 0) / 1000).toFixed(1)} s: ${((j - i) * 0.25).toFixed(2)} s, up to ${worst} blocks`);
       i = j;
     }
+    const byKind = async (name: string) =>
+      Object.fromEntries(((await registry.getSingleMetric(name)?.get())?.values ?? []).map((v) => [String(v.labels.kind), v.value]));
+    console.log(
+      `timeouts by call kind: ${JSON.stringify(await byKind("chainsift_rpc_timeouts_total"))}; re-sends: ${JSON.stringify(await byKind("chainsift_rpc_resends_total"))}`,
+    );
     console.log(`stalls (≥ 6 blocks behind): ${stalls.length === 0 ? "none" : stalls.join("; ")}`);
     console.log(`seed ${seed} (reproduce with --seed ${seed})`);
   } finally {
