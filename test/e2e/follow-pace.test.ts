@@ -170,10 +170,13 @@ describe.skipIf(!up.ok)("Keeping pace: the follower through one faulty endpoint 
           .map(([k, n]) => [k, n - (onBefore[k] ?? 0)] as const)
           .filter(([, n]) => n > 0),
       );
+      const byKind = async (name: string) =>
+        Object.fromEntries(((await registry.getSingleMetric(name)?.get())?.values ?? []).map((v) => [String(v.labels.kind), v.value]));
       const hits = (kind: string) => Object.entries(on).filter(([k]) => k.endsWith(`@${kind}`)).length;
       const line =
         `${label}: blocks ${from + 1}..${end}, lag at the end ${endLag} (max ${maxLag}), faults ${faulty.total() - injectedBefore} ${JSON.stringify(on)}, ` +
         `index ${last?.ok ? "= chain" : `${last?.problems.length} problems`} (${last?.heights} heights, ${last?.documents} docs), ` +
+        `timeouts ${JSON.stringify(await byKind("chainsift_rpc_timeouts_total"))} re-sends ${JSON.stringify(await byKind("chainsift_rpc_resends_total"))} (all phases so far), ` +
         `alerts ${alerts.problems.length} problems / ${alerts.transfers} transfers, reorgs announced ${announced.length - announcedBefore}, ${((Date.now() - started) / 1000).toFixed(1)} s`;
       summary.push(line);
       console.log(`[pace] ${line}`);
