@@ -9,7 +9,7 @@ import { type NewHeads, subscribeNewHeads } from "../../lib/rpc/heads.js";
 import type { Fetched, IngestCore } from "./core.js";
 import type { BlockBundle } from "./transform.js";
 import { emptyStats, type FollowOptions, type ForkPoint, type IngestStats, sleep } from "./types.js";
-import { createAheadWindow, nextWindowSize, WINDOW_START } from "./window.js";
+import { createAheadWindow, nextWindowSize, WINDOW_SPACING_MS, WINDOW_START } from "./window.js";
 
 /**
  * Walks back from height `from` while the node's block differs from the produced one and returns
@@ -223,7 +223,7 @@ export async function followHead(core: IngestCore, opts: FollowOptions = {}): Pr
    * The catch-up window: heights above `next` fetched while it is produced (pipeline/ingest/window.ts),
    * released in order. Cleared after every fault or reorg, so what is produced after one is fetched anew.
    */
-  const ahead = createAheadWindow((n, drop) => fetchOne(n, signal ? AbortSignal.any([signal, drop]) : drop));
+  const ahead = createAheadWindow((n, drop) => fetchOne(n, signal ? AbortSignal.any([signal, drop]) : drop), WINDOW_SPACING_MS);
   let windowSize = Math.min(WINDOW_START, maxWindow);
   metrics.followWindow.set(windowSize);
   /** Whether the window's last height was released after a JSON-RPC retry: the next size. */

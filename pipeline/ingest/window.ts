@@ -56,12 +56,30 @@ export interface AheadWindow<T> {
 }
 
 /**
+ * How far apart (ms) the window starts its fetches ahead: more than the JSON-RPC client's batching
+ * window (`batchStallTimeMs`, 2 ms), so each height goes out as its own HTTP request (its block,
+ * receipts and traces batched together) instead of all of them in one batch, which one hang or one
+ * slow trace would hold up whole.
+ */
+export const WINDOW_SPACING_MS = 5;
+
+/** A fetch dropped by the window before it started. */
+class DroppedError extends Error {
+  constructor() {
+    super("dropped by the catch-up window");
+    this.name = "DroppedError";
+  }
+}
+
+/**
  * Fetches heights ahead of the one asked and hands them out in order (pure apart from `fetch`).
  * Each fetch gets its own abort signal, aborted when the window drops it ({@link AheadWindow.clear},
  * or a height passed by); a dropped fetch's result and error are ignored.
  * @param fetch - fetches one height; must honour its signal by ending soon after it aborts.
+ * @param spacingMs - the i-th height started ahead by one `take` starts i × this many ms later
+ *   (the follower passes {@link WINDOW_SPACING_MS}). Default 0: all at once.
  */
-export function createAheadWindow<T>(fetch: (n: number, signal: AbortSignal) => Promise<T>): AheadWindow<T> {
+export function createAheadWindow<T>(fetch: (n: number, signal: AbortSignal) => Promise<T>, spacingMs = 0): AheadWindow<T> {
   const inflight = new Map<number, { promise: Promise<T>; abort: AbortController; ahead: boolean }>();
   const drop = (n: number) => {
     const e = inflight.get(n);
@@ -69,9 +87,15 @@ export function createAheadWindow<T>(fetch: (n: number, signal: AbortSignal) => 
     e.abort.abort();
     inflight.delete(n);
   };
-  const start = (n: number, ahead: boolean) => {
+  const start = (n: number, ahead: boolean, delayMs = 0) => {
     const abort = new AbortController();
-    const promise = fetch(n, abort.signal);
+    const promise =
+      delayMs <= 0
+        ? fetch(n, abort.signal)
+        : new Promise<void>((resolve) => setTimeout(resolve, delayMs)).then(() => {
+            if (abort.signal.aborted) throw new DroppedError();
+            return fetch(n, abort.signal);
+          });
     promise.catch(() => {}); // taken (and awaited) later, or dropped
     inflight.set(n, { promise, abort, ahead });
   };
@@ -80,7 +104,8 @@ export function createAheadWindow<T>(fetch: (n: number, signal: AbortSignal) => 
       for (const h of [...inflight.keys()]) if (h < n) drop(h);
       if (!inflight.has(n)) start(n, false);
       const top = Math.min(last, n + Math.max(1, size) - 1);
-      for (let h = n + 1; h <= top; h++) if (!inflight.has(h)) start(h, true);
+      let started = 0;
+      for (let h = n + 1; h <= top; h++) if (!inflight.has(h)) start(h, true, ++started * spacingMs);
       const e = inflight.get(n) as { promise: Promise<T>; ahead: boolean };
       inflight.delete(n);
       return { value: await e.promise, ahead: e.ahead };

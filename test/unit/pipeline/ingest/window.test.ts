@@ -3,7 +3,7 @@
  * answers) and the in-order release of heights fetched ahead.
  */
 import { describe, expect, it } from "vitest";
-import { createAheadWindow, nextWindowSize, WINDOW_START } from "../../../../pipeline/ingest/window.js";
+import { createAheadWindow, nextWindowSize, WINDOW_SPACING_MS, WINDOW_START } from "../../../../pipeline/ingest/window.js";
 
 /** A fetch whose heights are answered when the test says so. */
 function controlledFetch() {
@@ -77,6 +77,22 @@ describe("ahead window", () => {
     expect(w.pending()).toEqual([9]);
     f.answer(8);
     expect((await q).value).toBe("block 8");
+  });
+
+  it("with spacing, the heights ahead start one after another, in order (each its own JSON-RPC batch); dropped before its start, never fetched", async () => {
+    const f = controlledFetch();
+    const w = createAheadWindow(f.fetch, WINDOW_SPACING_MS);
+    void w.take(1, 4, 4);
+    expect(f.asked).toEqual([1]); // the height asked at once, the others later
+    for (let i = 0; i < 100 && f.asked.length < 4; i++) await new Promise((r) => setTimeout(r, WINDOW_SPACING_MS));
+    expect(f.asked).toEqual([1, 2, 3, 4]);
+
+    const g = controlledFetch();
+    const v = createAheadWindow(g.fetch, WINDOW_SPACING_MS);
+    void v.take(1, 4, 4);
+    v.clear(); // 2, 3 and 4 dropped before they started
+    await new Promise((r) => setTimeout(r, 5 * WINDOW_SPACING_MS));
+    expect(g.asked).toEqual([1]);
   });
 
   it("clear aborts every fetch ahead (the height taken is the caller's); they are fetched anew on the next take", async () => {
