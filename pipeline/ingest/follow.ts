@@ -226,7 +226,7 @@ export async function followHead(core: IngestCore, opts: FollowOptions = {}): Pr
   const ahead = createAheadWindow((n, drop) => fetchOne(n, signal ? AbortSignal.any([signal, drop]) : drop), WINDOW_SPACING_MS);
   let windowSize = Math.min(WINDOW_START, maxWindow);
   metrics.followWindow.set(windowSize);
-  /** Whether the window's last height was released after a JSON-RPC retry: the next size. */
+  /** Sizes the window after a released height or a fault ({@link nextWindowSize}). */
   const adapt = (outcome: "clean" | "retried" | "fault") => {
     windowSize = nextWindowSize(windowSize, outcome, maxWindow);
     metrics.followWindow.set(windowSize);
