@@ -1,6 +1,6 @@
 /**
  * `npm run bench -- <name> [options]`: runs one benchmark and prints its figures.
- * Benchmarks: ingest, decode, search, stream, export, match, alert-latency, reorg, rules, startup, capacity, faults, wire, console (docs/benchmarks.md).
+ * Benchmarks: ingest, decode, search, stream, export, match, alert-latency, reorg, rules, startup, capacity, faults, follow, wire, console (docs/benchmarks.md).
  * @module
  */
 import { benchAlertLatency } from "./alert-latency.js";
@@ -9,6 +9,7 @@ import { benchConsole } from "./console.js";
 import { benchDecode } from "./decode.js";
 import { benchExport } from "./export.js";
 import { benchFaults } from "./faults.js";
+import { benchFollow } from "./follow.js";
 import { benchIngest } from "./ingest.js";
 import { benchMatch } from "./match.js";
 import { benchReorg } from "./reorg.js";
@@ -31,6 +32,7 @@ const benches: Record<string, (args: string[]) => Promise<void>> = {
   startup: benchStartup,
   capacity: benchCapacity,
   faults: benchFaults,
+  follow: benchFollow,
   wire: benchWire,
   console: benchConsole,
 };

@@ -86,7 +86,13 @@ try {
         () => {},
       );
     } else {
-      loop = ingester.follow({ from, pollIntervalMs: config.ingest.pollIntervalMs, signal });
+      loop = ingester.follow({
+        from,
+        pollIntervalMs: config.ingest.pollIntervalMs,
+        maxWindow: config.ingest.followWindow,
+        wsUrl: config.ingest.rpc.wsUrl,
+        signal,
+      });
     }
     // Stopped first: the follower (or backfill) ends once the shutdown signal aborts it.
     shutdown.add("ingest loop", () => loop.catch(() => {}));

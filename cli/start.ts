@@ -238,7 +238,13 @@ ${tries.join("\n")}
           .finally(() => progress.stop());
         logger.info(stats, "backfill done; the API keeps serving (Ctrl-C to stop)");
       } else {
-        await ingester.follow({ from: from ?? (embedded ? 0 : undefined), pollIntervalMs: config.ingest.pollIntervalMs, signal });
+        await ingester.follow({
+          from: from ?? (embedded ? 0 : undefined),
+          pollIntervalMs: config.ingest.pollIntervalMs,
+          maxWindow: config.ingest.followWindow,
+          wsUrl: config.ingest.rpc.wsUrl,
+          signal,
+        });
       }
     }),
   );

@@ -212,9 +212,23 @@ export interface Config {
        * Env `CHAINSIFT_RPC_HEDGE_AFTER_MS`, default 2000.
        */
       hedgeAfterMs: number;
+      /**
+       * The node's WebSocket endpoint (ws/wss) for head discovery: the follower subscribes to
+       * `newHeads` (`eth_subscribe`, lib/rpc/heads.ts) and wakes at every new head instead of at its
+       * next poll; polling stays, as the fallback and the liveness check. anvil offers it on its HTTP
+       * port (`ws://127.0.0.1:8545`). Env `CHAINSIFT_RPC_WS_URL`, default none (polling only).
+       */
+      wsUrl: string | undefined;
     };
     /** Head polling interval in follow mode. Env `CHAINSIFT_POLL_INTERVAL_MS`, default 1000. */
     pollIntervalMs: number;
+    /**
+     * Most heights the follower fetches at once while it is more than one block behind the head (its
+     * catch-up window, pipeline/ingest/window.ts): the window starts at 4, grows by one per block
+     * fetched without a retry and halves after one that needed a retry, up to this; blocks are still
+     * produced one by one in height order. 1: one at a time. Env `CHAINSIFT_FOLLOW_WINDOW`, default 16.
+     */
+    followWindow: number;
     /** Blocks fetched concurrently during a backfill. Env `CHAINSIFT_INGEST_CONCURRENCY`, default 4. */
     concurrency: number;
     /**
@@ -524,8 +538,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
         cooldownMs: int(env, "CHAINSIFT_RPC_COOLDOWN_MS", 2000, 0),
         maxLagBlocks: int(env, "CHAINSIFT_RPC_MAX_LAG_BLOCKS", 3, 0),
         hedgeAfterMs: int(env, "CHAINSIFT_RPC_HEDGE_AFTER_MS", 2000, 0),
+        wsUrl: env.CHAINSIFT_RPC_WS_URL || undefined,
       },
       pollIntervalMs: int(env, "CHAINSIFT_POLL_INTERVAL_MS", 1000, 1),
+      followWindow: int(env, "CHAINSIFT_FOLLOW_WINDOW", 16, 1),
       concurrency: served.concurrency,
       traces: served.traces,
       tracesRequired: served.tracesRequired,

@@ -9,7 +9,7 @@
  * the `chainsift_rpc_endpoint_*` metrics.
  * @module
  */
-import type { Counter, Histogram } from "prom-client";
+import type { Counter, Gauge, Histogram } from "prom-client";
 import { RetryableError } from "../errors.js";
 import type { Logger } from "../logger.js";
 import {
@@ -49,6 +49,12 @@ export interface RpcMetrics {
   rpcRequests: Counter<"method" | "outcome">;
   /** `chainsift_ingest_rpc_duration_seconds{method}`. */
   rpcSeconds: Histogram<"method">;
+  /** `chainsift_rpc_requests_in_flight`: HTTP requests sent and not yet answered or given up (every copy of a re-sent one). */
+  inFlight?: Gauge;
+  /** `chainsift_rpc_timeouts_total{kind}`: tries without an answer within the timeout, by call kind (transport.ts `callKind`). */
+  timeouts?: Counter<"kind">;
+  /** `chainsift_rpc_resends_total{kind}`: requests of a lone endpoint re-sent after the adaptive hedge delay, by call kind. */
+  resends?: Counter<"kind">;
 }
 
 /** Options of {@link createRpcClient}. */
@@ -79,7 +85,8 @@ export interface RpcClientOptions {
    * endpoint, an HTTP request of block reads only (transport.ts `HEDGED_METHODS`) without an answer
    * after this many ms is sent once more to the same URL (a load balancer routes it to another
    * backend, so one hanging backend costs this, not `timeoutMs`), again every such delay up to
-   * `HEDGED_COPIES` copies; the first answer wins and the others are aborted. There the delay
+   * `HEDGED_COPIES` copies (a request with a trace or an `eth_call`, transport.ts
+   * `SECOND_CHANCE_METHODS`: re-sent once); the first answer wins and the others are aborted. There the delay
    * adapts: 4 × the 90th percentile of the endpoint's recent answer times for the same kind of
    * request, at least `HEDGE_FLOOR_MS`, at most this (`hedgeDelayMs`). 0: never. Default 2000.
    */
@@ -268,7 +275,12 @@ export function createRpcClient(opts: RpcClientOptions): RpcClient {
       ok: () => ok(ep),
       retryHere: () => endpoints.every((o) => o === ep || !available(o)),
       notBeforeMs: () => ep.retryAfterUntilMs,
-      hedged: () => metrics?.failovers.inc({ endpoint: label, reason: "slow" }),
+      hedged: (kind) => {
+        metrics?.failovers.inc({ endpoint: label, reason: "slow" });
+        metrics?.resends?.inc({ kind });
+      },
+      timedOut: (kind) => metrics?.timeouts?.inc({ kind }),
+      inFlight: (delta) => metrics?.inFlight?.inc(delta),
       counted: (err) => metrics?.endpointErrors.inc({ endpoint: label, kind: err.kind }),
     };
     const policy: TransportPolicy = {

@@ -115,8 +115,12 @@ export function transportErrorOf(err: unknown): RpcTransportError | undefined {
 
 /** What the transport of one endpoint reports to, and asks of, the failover logic (./client.ts). */
 export interface TransportHooks {
-  /** A request was sent a second time because the first had no answer within `hedgeAfterMs` (one endpoint only). */
-  hedged(): void;
+  /** A request of call kind `kind` ({@link callKind}) was sent again because the first had no answer within the hedge delay (one endpoint only). */
+  hedged(kind: CallKind): void;
+  /** A try of a request of call kind `kind` had no answer within `timeoutMs`. Optional. */
+  timedOut?(kind: CallKind): void;
+  /** HTTP requests of this endpoint in flight changed by `delta` (+1 sent, -1 answered or given up). Optional. */
+  inFlight?(delta: number): void;
   /** A re-sent copy of a request failed while another copy is still on it: counted, nothing else (one endpoint only). */
   counted(err: RpcTransportError): void;
   /** A request failed (every try counts). */
@@ -171,7 +175,7 @@ export const HEDGED_COPIES = 4;
 
 /**
  * The JSON-RPC methods a lone endpoint's request is re-sent for when it hangs (cheap, idempotent
- * block reads; traces and `eth_call`s are legitimately slow and are not doubled).
+ * block reads): up to {@link HEDGED_COPIES} copies.
  */
 export const HEDGED_METHODS: ReadonlySet<string> = new Set([
   "eth_blockNumber",
@@ -180,6 +184,44 @@ export const HEDGED_METHODS: ReadonlySet<string> = new Set([
   "eth_getBlockReceipts",
   "eth_getTransactionReceipt",
 ]);
+
+/**
+ * The JSON-RPC methods that get one second chance only (read-only but costlier for the node: call
+ * traces and `eth_call`s): a lone endpoint's request containing one is re-sent once
+ * ({@link SECOND_CHANCE_COPIES} copies in all) after the adaptive delay of its kind, instead of
+ * waiting out `timeoutMs`. A request mixing them with {@link HEDGED_METHODS} (ingest batches a
+ * block's traces with its block and receipts) is one of them.
+ */
+export const SECOND_CHANCE_METHODS: ReadonlySet<string> = new Set(["debug_traceBlockByNumber", "trace_block", "eth_call"]);
+
+/** Copies in flight at most of a request with a {@link SECOND_CHANCE_METHODS} call: the first and one re-send. */
+export const SECOND_CHANCE_COPIES = 2;
+
+/** The call kinds the per-kind metrics are labelled with (`chainsift_rpc_resends_total{kind}`, `chainsift_rpc_timeouts_total{kind}`). */
+export type CallKind = "head" | "block" | "traces" | "call" | "other";
+
+/**
+ * The call kind of one HTTP request (pure), from its methods: `traces` when it has a trace call,
+ * else `call` with an `eth_call`, else `block` with a block, header or receipt read, else `head`
+ * when it is `eth_blockNumber` only, else `other` (e.g. `eth_chainId`).
+ */
+export function callKind(methods: readonly string[]): CallKind {
+  if (methods.some((m) => m === "debug_traceBlockByNumber" || m === "trace_block")) return "traces";
+  if (methods.includes("eth_call")) return "call";
+  if (methods.some((m) => HEDGED_METHODS.has(m) && m !== "eth_blockNumber")) return "block";
+  if (methods.length > 0 && methods.every((m) => m === "eth_blockNumber")) return "head";
+  return "other";
+}
+
+/**
+ * How many copies of a lone endpoint's request may be in flight (pure): {@link HEDGED_COPIES} for
+ * block reads only, {@link SECOND_CHANCE_COPIES} when a trace or `eth_call` is among them, 1 (never
+ * re-sent) when any other method is.
+ */
+export function hedgeCopies(methods: readonly string[]): number {
+  if (methods.length === 0 || !methods.every((m) => HEDGED_METHODS.has(m) || SECOND_CHANCE_METHODS.has(m))) return 1;
+  return methods.some((m) => SECOND_CHANCE_METHODS.has(m)) ? SECOND_CHANCE_COPIES : HEDGED_COPIES;
+}
 
 /**
  * ethers' JSON-RPC provider (batching, error mapping) over Node's fetch (undici) instead of
@@ -275,19 +317,21 @@ export class UndiciJsonRpcProvider extends JsonRpcProvider {
   }
 
   /**
-   * {@link #post}, and for a request of block reads only ({@link HEDGED_METHODS}) with `hedgeAfterMs`
-   * set: the same request sent once more every `hedgeAfterMs` without an answer, up to
-   * {@link HEDGED_COPIES} in flight. The first answer
+   * {@link #post}, and for a request of block reads, traces and `eth_call`s ({@link hedgeCopies}) with `hedgeAfterMs`
+   * set: the same request sent once more every hedge delay without an answer, up to
+   * {@link HEDGED_COPIES} ({@link SECOND_CHANCE_COPIES} with a trace or `eth_call`) in flight; a copy
+   * that fails while another is still on it is replaced after the next delay (at most twice that
+   * many copies in all), so a hanging copy and a failed one do not leave the request to the timeout. The first answer
    * wins and the other request is aborted; a failure before the second request went out is thrown at
    * once (the retry loop above handles it), after it only when both failed.
    */
   #postHedged(payload: JsonRpcPayload | JsonRpcPayload[]): Promise<JsonRpcResult[]> {
     const calls = Array.isArray(payload) ? payload : [payload];
-    if (this.#policy.hedgeAfterMs <= 0 || !calls.every((c) => HEDGED_METHODS.has(c.method))) return this.#post(payload);
-    const kind = calls
-      .map((c) => c.method)
-      .sort()
-      .join(",");
+    const methods = calls.map((c) => c.method);
+    const callKindOf = callKind(methods);
+    const copies = hedgeCopies(methods);
+    if (this.#policy.hedgeAfterMs <= 0 || copies <= 1) return this.#post(payload, undefined, callKindOf);
+    const kind = [...methods].sort().join(",");
     const hedgeMs = hedgeDelayMs(this.#latencies.get(kind), this.#policy.hedgeAfterMs);
     return new Promise((resolve, reject) => {
       const aborts: AbortController[] = [];
@@ -305,7 +349,7 @@ export class UndiciJsonRpcProvider extends JsonRpcProvider {
         pending++;
         // The answering copy's own time: a hung copy's wait would push the delay up to the cap for good.
         const sentAt = performance.now();
-        this.#post(payload, abort.signal).then(
+        this.#post(payload, abort.signal, callKindOf).then(
           (out) => {
             if (done) return;
             finish();
@@ -318,6 +362,8 @@ export class UndiciJsonRpcProvider extends JsonRpcProvider {
             if (done || (hedged && pending > 0)) {
               // Not thrown (another copy is still on it, or answered): still one failed request of the endpoint.
               if (err instanceof RpcTransportError) this.#hooks.counted(err);
+              // The copies still on it may hang: another copy after the hedge delay, as if this one had never been sent.
+              if (!done && timer === undefined && aborts.length < 2 * copies) arm();
               return;
             }
             finish();
@@ -328,11 +374,12 @@ export class UndiciJsonRpcProvider extends JsonRpcProvider {
       let timer: NodeJS.Timeout | undefined;
       const arm = () => {
         timer = setTimeout(() => {
+          timer = undefined;
           if (done) return;
           hedged = true;
-          this.#hooks.hedged();
+          this.#hooks.hedged(callKindOf);
           send();
-          if (aborts.length < HEDGED_COPIES) arm();
+          if (pending < copies && aborts.length < 2 * copies) arm();
         }, hedgeMs);
       };
       arm();
@@ -340,7 +387,16 @@ export class UndiciJsonRpcProvider extends JsonRpcProvider {
     });
   }
 
-  async #post(payload: JsonRpcPayload | JsonRpcPayload[], abort?: AbortSignal): Promise<JsonRpcResult[]> {
+  async #post(payload: JsonRpcPayload | JsonRpcPayload[], abort?: AbortSignal, kind?: CallKind): Promise<JsonRpcResult[]> {
+    this.#hooks.inFlight?.(1);
+    try {
+      return await this.#postOnce(payload, abort, kind);
+    } finally {
+      this.#hooks.inFlight?.(-1);
+    }
+  }
+
+  async #postOnce(payload: JsonRpcPayload | JsonRpcPayload[], abort?: AbortSignal, kind?: CallKind): Promise<JsonRpcResult[]> {
     const { timeoutMs, label, retryAfterMaxMs } = this.#policy;
     let res: Response;
     let text: string;
@@ -356,6 +412,7 @@ export class UndiciJsonRpcProvider extends JsonRpcProvider {
     } catch (err) {
       const name = (err as Error)?.name;
       if (name === "TimeoutError" || name === "AbortError") {
+        if (!abort?.aborted) this.#hooks.timedOut?.(kind ?? callKind((Array.isArray(payload) ? payload : [payload]).map((c) => c.method)));
         throw new RpcTransportError("timeout", `${label}: no answer within ${timeoutMs} ms`, undefined, { cause: err });
       }
       const cause = (err as { cause?: { code?: string; message?: string } })?.cause;

@@ -9,11 +9,15 @@ import { MalformedRpcDataError } from "../../lib/chain/rpc-values.js";
 import { createMemoryChainState } from "../../lib/chain/state.js";
 import { isRetryable } from "../../lib/errors.js";
 import { logId, type ReorgRecord } from "../../lib/records.js";
+import { transportErrorOf } from "../../lib/rpc/transport.js";
 import { type OutgoingRecord, seqHeaders } from "../kafka/bus.js";
 import { ingestMetricsOf } from "./metrics.js";
 import type { FetchedBlock } from "./rpc.js";
 import { type BlockBundle, type RawRpcObject, toBlockBundle, tracesMismatch } from "./transform.js";
 import { type ForkPoint, type IngesterDeps, type IngestStats, sleep } from "./types.js";
+
+/** Tries of a block's call traces the node answers with an error (e.g. pruned state) before they are given up (the block is then produced without them). */
+export const TRACE_ANSWER_ATTEMPTS = 3;
 
 /** Fetches of a block with its call traces before traces that never match it are given up (the block is then produced without them). */
 export const TRACE_MATCH_ATTEMPTS = 3;
@@ -58,6 +62,8 @@ export function createIngestCore(deps: IngesterDeps) {
   const state = deps.state ?? createMemoryChainState();
   const metrics = ingestMetricsOf(deps.registry ?? new Registry());
   const seen = metrics.position;
+  /** Retries of JSON-RPC reads so far ({@link withRetry} with target `rpc`): the follower's window shrinks when it grows. */
+  const rpcRetries = { count: 0 };
 
   /**
    * Runs `fn`, retrying transient failures with a doubling delay (up to 30 s), each retry counted
@@ -76,6 +82,7 @@ export function createIngestCore(deps: IngesterDeps) {
       } catch (err) {
         if (!isRetryable(err) || err instanceof MalformedRpcDataError || attempt >= maxAttempts || signal?.aborted) throw err;
         metrics.retries.inc({ target });
+        if (target === "rpc") rpcRetries.count++;
         log.warn({ err, attempt, retryInMs: delay }, `${what} failed; retrying`);
         await sleep(delay, signal);
         delay = Math.min(delay * 2, target === "rpc" ? nodeRetryMaxMs : 30_000);
@@ -83,16 +90,29 @@ export function createIngestCore(deps: IngesterDeps) {
     }
   }
 
-  async function fetchTraces(number: number): Promise<{ frames: RawRpcObject[] | null; failed: boolean }> {
-    for (let attempt = 1; ; attempt++) {
+  /**
+   * A block's call traces. A failure without the node's answer (timeout, 429, 5xx, connection,
+   * truncated body: lib/rpc/transport.ts) is asked again like a block read (delay doubling up to
+   * `nodeRetryMaxMs`, until `signal` aborts), so a faulty transport never costs a block its traces;
+   * an error the node answered (e.g. pruned state) is given up after {@link TRACE_ANSWER_ATTEMPTS}
+   * tries (`failed`: the block is produced without traces).
+   */
+  async function fetchTraces(number: number, signal?: AbortSignal): Promise<{ frames: RawRpcObject[] | null; failed: boolean }> {
+    let answered = 0;
+    let delay = Math.min(200, nodeRetryMaxMs);
+    for (;;) {
       try {
         return { frames: await source.fetchTraces(number), failed: false };
       } catch (err) {
-        if (attempt >= 3) {
+        if (transportErrorOf(err) === undefined) answered++;
+        if (answered >= TRACE_ANSWER_ATTEMPTS || signal?.aborted) {
           log.warn({ block: number, reason: (err as Error).message.slice(0, 200) }, "call traces unavailable; block produced without them");
           return { frames: null, failed: true };
         }
-        await sleep(200 * attempt);
+        metrics.retries.inc({ target: "rpc" });
+        rpcRetries.count++;
+        await sleep(delay, signal);
+        delay = Math.min(delay * 2, nodeRetryMaxMs);
       }
     }
   }
@@ -106,7 +126,7 @@ export function createIngestCore(deps: IngesterDeps) {
    */
   async function fetchOne(number: number, signal?: AbortSignal): Promise<Fetched> {
     for (let attempt = 1; ; attempt++) {
-      const tracesP = deps.traces ? fetchTraces(number) : undefined;
+      const tracesP = deps.traces ? fetchTraces(number, signal) : undefined;
       const fetched = await withRetry(`fetch block ${number}`, () => source.fetchBlock(number), signal, "rpc");
       let traces = await tracesP;
       if (!fetched) return { number, bundle: null };
@@ -257,6 +277,7 @@ export function createIngestCore(deps: IngesterDeps) {
     state,
     metrics,
     seen,
+    rpcRetries,
     withRetry,
     fetchOne,
     produceChunk,

@@ -5,9 +5,11 @@
  * @module
  */
 import type { BlockRef } from "../../lib/chain/state.js";
+import { type NewHeads, subscribeNewHeads } from "../../lib/rpc/heads.js";
 import type { Fetched, IngestCore } from "./core.js";
 import type { BlockBundle } from "./transform.js";
 import { emptyStats, type FollowOptions, type ForkPoint, type IngestStats, sleep } from "./types.js";
+import { createAheadWindow, nextWindowSize, WINDOW_SPACING_MS, WINDOW_START } from "./window.js";
 
 /**
  * Walks back from height `from` while the node's block differs from the produced one and returns
@@ -42,12 +44,13 @@ export async function findForkPoint(
  * @returns the run's counts.
  */
 export async function followHead(core: IngestCore, opts: FollowOptions = {}): Promise<IngestStats> {
-  const { deps, source, log, nodeRetryMaxMs, state, metrics, seen, withRetry, fetchOne, produceChunk, announceReorg } = core;
+  const { deps, source, log, nodeRetryMaxMs, state, metrics, seen, rpcRetries, withRetry, fetchOne, produceChunk, announceReorg } = core;
   const stats = emptyStats();
   const signal = opts.signal;
   const window = opts.reorgWindow ?? 128;
   const finalizedEvery = opts.finalizedEveryPolls ?? 30;
   const pollMs = opts.pollIntervalMs ?? 1000;
+  const maxWindow = Math.max(1, opts.maxWindow ?? 16);
   const position = await withRetry("load the follower position", () => state.loadFollower(), signal);
   /** Hashes of the blocks produced recently, by number: the branch downstream stages know. */
   const produced = position.produced;
@@ -216,83 +219,121 @@ export async function followHead(core: IngestCore, opts: FollowOptions = {}): Pr
     produced.set(f.number, ref.hash);
   };
 
-  log.info({ from: next }, "following the head");
-  while (!signal?.aborted) {
-    const head = await withRetry("eth_blockNumber", () => source.headNumber(), signal, "rpc").catch((err) => {
-      if (signal?.aborted) return -1;
-      throw err;
-    });
-    if (head >= 0) {
-      seen.head = head;
-      seen.activeAtMs = Date.now();
-    }
-    if (finalizedEvery > 0 && polls++ % finalizedEvery === 0) {
-      finalized = (await source.finalizedNumber?.().catch(() => null)) ?? null;
-      await state.recordFinalized?.(finalized).catch((err) => log.warn({ err }, "finalized block not published"));
-    }
-    // A reorg that replaced the tip without growing the chain (or while we were down) shows up only here;
-    // so does one onto a branch with fewer blocks (the head dropped below our tip and the node's block at
-    // its head is not ours). A node that is merely behind still has our block at its head: no reorg.
-    const tip = produced.get(next - 1);
-    if (tip !== undefined && head >= 0 && (await tipOrphaned(next - 1, tip, head))) {
-      const resumeAt = await reorg(next - 1, head);
-      if (resumeAt === null) {
-        await afterFault();
-        continue;
+  /**
+   * The catch-up window: heights above `next` fetched while it is produced (pipeline/ingest/window.ts),
+   * released in order. Cleared after every fault or reorg, so what is produced after one is fetched anew.
+   */
+  const ahead = createAheadWindow((n, drop) => fetchOne(n, signal ? AbortSignal.any([signal, drop]) : drop), WINDOW_SPACING_MS);
+  let windowSize = Math.min(WINDOW_START, maxWindow);
+  metrics.followWindow.set(windowSize);
+  /** Sizes the window after a released height or a fault ({@link nextWindowSize}). */
+  const adapt = (outcome: "clean" | "retried" | "fault") => {
+    windowSize = nextWindowSize(windowSize, outcome, maxWindow);
+    metrics.followWindow.set(windowSize);
+  };
+
+  /** Wakes the follower at every new head the node announces over WebSocket, when it offers that. */
+  const heads: NewHeads | undefined = opts.wsUrl ? subscribeNewHeads(opts.wsUrl, log) : undefined;
+
+  log.info({ from: next, maxWindow, newHeads: heads !== undefined }, "following the head");
+  try {
+    while (!signal?.aborted) {
+      const head = await withRetry("eth_blockNumber", () => source.headNumber(), signal, "rpc").catch((err) => {
+        if (signal?.aborted) return -1;
+        throw err;
+      });
+      if (head >= 0) {
+        seen.head = head;
+        seen.activeAtMs = Date.now();
+        heads?.polled(head);
+        if (seen.last !== null) metrics.followLagBlocks.observe(Math.max(0, head - seen.last));
+        if (seen.lastTimestampMs !== null) metrics.followLagSeconds.observe(Math.max(0, (Date.now() - seen.lastTimestampMs) / 1000));
       }
-      next = resumeAt;
-    }
-    let faulted = false;
-    // Before anything new: produce again what an unfinished reorg announcement left disputed.
-    for (const h of [...disputed].sort((a, b) => a - b)) {
-      if (signal?.aborted || head < h) break;
-      const f = await fetchOne(h, signal);
-      const mine = produced.get(h);
-      if (!f.bundle || f.bundle.block.hash !== mine) {
-        faulted = true; // a lagging backend, or a reorg the tip check confirms at the next poll
-        break;
+      if (finalizedEvery > 0 && polls++ % finalizedEvery === 0) {
+        finalized = (await source.finalizedNumber?.().catch(() => null)) ?? null;
+        await state.recordFinalized?.(finalized).catch((err) => log.warn({ err }, "finalized block not published"));
       }
-      await produceAt(f, f.bundle);
-      disputed.delete(h);
-      metrics.reproduced.inc();
-      log.warn({ block: h, hash: mine }, "produced again: a reorg announced before a crash is not on the node's chain");
-    }
-    while (!faulted && disputed.size === 0 && next <= head && !signal?.aborted) {
-      const f = await fetchOne(next, signal);
-      if (!f.bundle && !f.error) {
-        // At or below the head the node reported and yet null: a lagging backend. Never skipped.
-        metrics.blockUnavailable.inc();
-        log.warn({ block: next, head }, "the node has no block at a height at or below its head; asking again");
-        faulted = true;
-        break;
-      }
-      const parent = produced.get(next - 1);
-      if (f.bundle && parent !== undefined && f.bundle.block.parentHash !== parent) {
+      // A reorg that replaced the tip without growing the chain (or while we were down) shows up only here;
+      // so does one onto a branch with fewer blocks (the head dropped below our tip and the node's block at
+      // its head is not ours). A node that is merely behind still has our block at its head: no reorg.
+      const tip = produced.get(next - 1);
+      if (tip !== undefined && head >= 0 && (await tipOrphaned(next - 1, tip, head))) {
+        ahead.clear();
         const resumeAt = await reorg(next - 1, head);
         if (resumeAt === null) {
+          await afterFault();
+          continue;
+        }
+        next = resumeAt;
+      }
+      let faulted = false;
+      // Before anything new: produce again what an unfinished reorg announcement left disputed.
+      for (const h of [...disputed].sort((a, b) => a - b)) {
+        if (signal?.aborted || head < h) break;
+        const f = await fetchOne(h, signal);
+        const mine = produced.get(h);
+        if (!f.bundle || f.bundle.block.hash !== mine) {
+          faulted = true; // a lagging backend, or a reorg the tip check confirms at the next poll
+          break;
+        }
+        await produceAt(f, f.bundle);
+        disputed.delete(h);
+        metrics.reproduced.inc();
+        log.warn({ block: h, hash: mine }, "produced again: a reorg announced before a crash is not on the node's chain");
+      }
+      while (!faulted && disputed.size === 0 && next <= head && !signal?.aborted) {
+        const retriesBefore = rpcRetries.count;
+        // One block behind or less: no window (the height asked is the head).
+        const taken = await ahead.take(next, head, next < head ? windowSize : 1);
+        const f = taken.value;
+        if (!f.bundle && !f.error) {
+          // At or below the head the node reported and yet null: a lagging backend. Never skipped.
+          metrics.blockUnavailable.inc();
+          log.warn({ block: next, head }, "the node has no block at a height at or below its head; asking again");
           faulted = true;
           break;
         }
-        next = resumeAt;
-        continue;
-      }
-      if (f.bundle) {
-        await produceAt(f, f.bundle);
-        // Keep `window` blocks, and every block the node does not call final yet.
-        const keepFrom = Math.min(next - window + 1, finalized === null ? Number.POSITIVE_INFINITY : finalized + 1);
-        for (const h of [...produced.keys()]) if (h < keepFrom) produced.delete(h);
-        if (next % 64 === 0) {
-          await withRetry("prune the position", () => state.prune(keepFrom, keepFrom - 16 * window), signal);
+        const parent = produced.get(next - 1);
+        if (f.bundle && parent !== undefined && f.bundle.block.parentHash !== parent) {
+          if (taken.ahead) {
+            // Fetched before its parent was produced: maybe of a branch the node has left since. Asked anew first.
+            ahead.clear();
+            continue;
+          }
+          ahead.clear();
+          const resumeAt = await reorg(next - 1, head);
+          if (resumeAt === null) {
+            faulted = true;
+            break;
+          }
+          next = resumeAt;
+          continue;
         }
-        opts.onBlock?.(f.bundle);
-      } else {
-        await produceChunk([f], stats, signal, true); // malformed: dead-lettered whole, never dropped
+        if (f.bundle) {
+          await produceAt(f, f.bundle);
+          // Keep `window` blocks, and every block the node does not call final yet.
+          const keepFrom = Math.min(next - window + 1, finalized === null ? Number.POSITIVE_INFINITY : finalized + 1);
+          for (const h of [...produced.keys()]) if (h < keepFrom) produced.delete(h);
+          if (next % 64 === 0) {
+            await withRetry("prune the position", () => state.prune(keepFrom, keepFrom - 16 * window), signal);
+          }
+          opts.onBlock?.(f.bundle);
+        } else {
+          await produceChunk([f], stats, signal, true); // malformed: dead-lettered whole, never dropped
+        }
+        faultDelayMs = faultStartMs;
+        adapt(rpcRetries.count > retriesBefore ? "retried" : "clean");
+        next++;
       }
-      faultDelayMs = faultStartMs;
-      next++;
+      if (faulted) {
+        ahead.clear();
+        adapt("fault");
+        await afterFault();
+      } else await (heads ? heads.wait(pollMs, signal) : sleep(pollMs, signal));
     }
-    if (faulted) await afterFault();
-    else await sleep(pollMs, signal);
+  } finally {
+    ahead.clear();
+    heads?.close();
   }
   return stats;
 }

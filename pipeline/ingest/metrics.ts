@@ -89,6 +89,18 @@ export interface IngestMetrics {
   reproduced: Counter;
   /** `chainsift_ingest_trace_source{source}`: 1 for the trace method in use (debug_traceBlockByNumber, trace_block, none, off). */
   traceSource: Gauge<"source">;
+  /** `chainsift_rpc_requests_in_flight`: HTTP requests to the JSON-RPC endpoints sent and not yet answered or given up. */
+  inFlight: Gauge;
+  /** `chainsift_rpc_timeouts_total{kind}`: tries without an answer within `CHAINSIFT_RPC_TIMEOUT_MS`, by call kind (head, block, traces, call, other). */
+  timeouts: Counter<"kind">;
+  /** `chainsift_rpc_resends_total{kind}`: requests re-sent to a lone endpoint after the adaptive hedge delay, by call kind. */
+  resends: Counter<"kind">;
+  /** `chainsift_ingest_follow_lag_blocks`: the follower's head lag (node head − last block produced), observed at every head poll. */
+  followLagBlocks: Histogram;
+  /** `chainsift_ingest_follow_lag_seconds`: now − the header timestamp of the last block produced, observed at every head poll. */
+  followLagSeconds: Histogram;
+  /** `chainsift_ingest_follow_window_blocks`: heights the follower fetches at once while catching up (pipeline/ingest/window.ts). */
+  followWindow: Gauge;
 }
 
 /** The ingest stage's families of a registry, created on the first call. */
@@ -217,6 +229,40 @@ export const ingestMetricsOf = memoPerRegistry((registry: Registry): IngestMetri
       name: "chainsift_ingest_trace_source",
       help: "1 for the node's trace method in use: debug_traceBlockByNumber, trace_block, none (the node has neither), off (CHAINSIFT_INGEST_TRACES=false)",
       labelNames: ["source"] as const,
+      registers,
+    }),
+    inFlight: new Gauge({
+      name: "chainsift_rpc_requests_in_flight",
+      help: "HTTP requests to the JSON-RPC endpoints sent and not yet answered or given up (every copy of a re-sent one)",
+      registers,
+    }),
+    timeouts: new Counter({
+      name: "chainsift_rpc_timeouts_total",
+      help: "Tries of a JSON-RPC HTTP request without an answer within the timeout, by call kind (head, block, traces, call, other)",
+      labelNames: ["kind"] as const,
+      registers,
+    }),
+    resends: new Counter({
+      name: "chainsift_rpc_resends_total",
+      help: "JSON-RPC HTTP requests re-sent to a lone endpoint after the adaptive hedge delay, by call kind (head, block, traces, call, other)",
+      labelNames: ["kind"] as const,
+      registers,
+    }),
+    followLagBlocks: new Histogram({
+      name: "chainsift_ingest_follow_lag_blocks",
+      help: "The follower's head lag in blocks (node head - last block produced), observed at every head poll",
+      buckets: [0, 1, 2, 3, 4, 5, 8, 12, 16, 32, 64, 128],
+      registers,
+    }),
+    followLagSeconds: new Histogram({
+      name: "chainsift_ingest_follow_lag_seconds",
+      help: "Age of the last block produced (now - its header timestamp), observed at every head poll",
+      buckets: [0.25, 0.5, 1, 2, 3, 5, 8, 13, 21, 34, 60, 120],
+      registers,
+    }),
+    followWindow: new Gauge({
+      name: "chainsift_ingest_follow_window_blocks",
+      help: "Heights the follower fetches at once while catching up (adapts to the endpoint's answers, at most CHAINSIFT_FOLLOW_WINDOW)",
       registers,
     }),
   };

@@ -67,7 +67,7 @@ export interface IngesterDeps {
   /**
    * Also fetch call traces (`debug_traceBlockByNumber` with the callTracer) for the Trace, Call and
    * Contract-from-trace alerting targets. Nodes without a debug API are detected and skipped.
-   * A block whose trace fails 3 times is produced without traces (counted in `tracesMissing`).
+   * A block whose trace the node answers with an error 3 times is produced without traces (counted in `tracesMissing`); transport failures (timeout, 429, 5xx, connection) are asked again until answered.
    * Default false.
    */
   traces?: boolean;
@@ -125,6 +125,20 @@ export interface FollowOptions {
   reorgWindow?: number;
   /** Ask the node for its `finalized` block every this many polls (0: never). Default 30. */
   finalizedEveryPolls?: number;
+  /**
+   * Most heights fetched at once while the follower is more than one block behind the head (the
+   * catch-up window, pipeline/ingest/window.ts; blocks are still produced one by one in order).
+   * The window starts at 4 and adapts to the endpoint's answers up to this. 1: one at a time.
+   * Default 16 (config `ingest.followWindow`, `CHAINSIFT_FOLLOW_WINDOW`).
+   */
+  maxWindow?: number;
+  /**
+   * The node's WebSocket endpoint (ws/wss) for head discovery by `eth_subscribe("newHeads")`
+   * (lib/rpc/heads.ts): a new head wakes the follower at once instead of at its next poll; the poll
+   * (`eth_blockNumber` every `pollIntervalMs`) stays, as the fallback and the check that the
+   * subscription is alive. Default: none, polling only (config `ingest.rpc.wsUrl`, `CHAINSIFT_RPC_WS_URL`).
+   */
+  wsUrl?: string;
 }
 
 /** How far a backfill is, as reported to {@link BackfillOptions.onProgress}. */

@@ -26,29 +26,24 @@
  * those phases only (`+` joins modes in one phase; `none`: a control phase without faults).
  */
 import type { FastifyInstance } from "fastify";
-import type { Consumer } from "kafkajs";
 import { Registry } from "prom-client";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { buildApi } from "../../api/app.js";
-import { type AnvilHandle, startAnvil } from "../../cli/devchain/anvil.js";
+import type { AnvilHandle } from "../../cli/devchain/anvil.js";
 import { rpcCall } from "../../cli/devchain/rpc.js";
-import { startTraffic, type TrafficHandle } from "../../cli/devchain/traffic.js";
+import type { TrafficHandle } from "../../cli/devchain/traffic.js";
 import type { AlertAvro } from "../../lib/alerting/avro.js";
 import { createLogger } from "../../lib/logger.js";
 import type { ReorgRecord } from "../../lib/records.js";
-import { connectRuleStore } from "../../lib/rules/store.js";
 import { createDecoder } from "../../pipeline/decode/decoder.js";
 import { createIngester } from "../../pipeline/ingest/ingest.js";
 import { ingestMetricsOf } from "../../pipeline/ingest/metrics.js";
 import { createRpcSource } from "../../pipeline/ingest/rpc.js";
 import { createRecordProducer, type RecordProducer } from "../../pipeline/kafka/bus.js";
-import { type Pipeline, startPipeline } from "../../pipeline/runtime.js";
 import { alertProblems } from "../support/alert-check.js";
 import { type ChainComparison, compareWithChain } from "../support/canonical.js";
 import { type FaultMode, type FaultSetting, type FaultyNode, startFaultyNode } from "../support/faulty-node.js";
-import { createHarness, type Harness, probeStack, waitFor } from "../support/harness.js";
-import { tokenTransferRule } from "../support/rules.js";
-import { stopChainTest } from "../support/teardown.js";
+import { type Harness, probeStack, waitFor } from "../support/harness.js";
+import { type RuleChain, startRuleChain } from "../support/rule-chain.js";
 
 const up = await probeStack();
 
@@ -93,15 +88,13 @@ describe.skipIf(!up.ok)(
   "Fault matrix: the follower through a faulty node (anvil + ERC-20 traffic, reorgs, a rule with confirmations)",
   () => {
     const seed = process.env.FAULT_SEED ? Number(process.env.FAULT_SEED) : Math.floor(Math.random() * 2 ** 31) + 1;
+    let env: RuleChain;
     let h: Harness;
     let anvil: AnvilHandle;
     let traffic: TrafficHandle;
-    let pipeline: Pipeline;
     let app: FastifyInstance;
     let faulty: FaultyNode;
     let producer: RecordProducer;
-    let watcher: Consumer | undefined;
-    let closeRules: (() => Promise<void>) | undefined;
     let destroySource: (() => void) | undefined;
     let ruleId: string;
     const controller = new AbortController();
@@ -109,8 +102,8 @@ describe.skipIf(!up.ok)(
     const registry = new Registry();
     const position = ingestMetricsOf(registry).position;
     const decoder = createDecoder({ chainId: 31337 });
-    const published: AlertAvro[] = [];
-    const announced: ReorgRecord[] = [];
+    let published: AlertAvro[] = [];
+    let announced: ReorgRecord[] = [];
     /** Every hash the test orphaned, all modes. */
     const orphaned = new Set<string>();
     const summary: string[] = [];
@@ -141,41 +134,9 @@ describe.skipIf(!up.ok)(
 
     beforeAll(async () => {
       console.log(`[faults] seed ${seed} (reproduce with FAULT_SEED=${seed}); phases ${PHASES.map(String).join(" | ")} at ${RATE * 100} %`);
-      h = createHarness({ chain: { technology: "ethereum", blockchain: "ethereum", network: "anvil" } });
-      h.config.api.rateLimitMax = 1_000_000;
-      anvil = await startAnvil({ blockTimeSec: 0.25 });
-      traffic = await startTraffic({ rpcUrl: anvil.rpcUrl, intervalMs: MINE_MS, nft: false });
-      // From here on the test mines (module doc).
-      await rpc("evm_setIntervalMining", [0]);
-
-      const connected = await connectRuleStore(h.config);
-      closeRules = () => connected.close();
-      ruleId = (
-        await connected.store.create(
-          "acc-e2e-faults",
-          tokenTransferRule({
-            name: "faults: every Transfer of the traffic token",
-            chain: h.config.chain,
-            token: traffic.token,
-            maxConfirmationCount: CONFIRMATIONS,
-            url: "http://127.0.0.1:9/faults",
-          }),
-        )
-      ).id;
-      pipeline = await startPipeline({ config: h.config, logger: h.logger, es: h.es, decoder, stages: ["decode", "index", "match"] });
-      app = await buildApi({ config: h.config, es: h.es, logger: false });
-
-      watcher = pipeline.bus.kafka.consumer({ groupId: `chainsift-test-${h.id}-faults-watch` });
-      await watcher.connect();
-      await watcher.subscribe({ topics: [pipeline.bus.topic("alerts"), pipeline.bus.topic("reorgs")], fromBeginning: true });
-      const alertsTopic = pipeline.bus.topic("alerts");
-      await watcher.run({
-        eachMessage: async ({ topic, message }) => {
-          const value = await pipeline.bus.decode(message.value);
-          if (topic === alertsTopic) published.push(value as AlertAvro);
-          else announced.push(value as ReorgRecord);
-        },
-      });
+      env = await startRuleChain({ name: "faults", decoder, confirmations: CONFIRMATIONS, trafficIntervalMs: MINE_MS });
+      ({ h, anvil, traffic, app, ruleId, published, announced } = env);
+      const { pipeline } = env;
 
       faulty = await startFaultyNode({ upstream: anvil.rpcUrl, seed, hangMs: HANG_MS, name: "faults" });
       const source = createRpcSource({ rpcUrl: faulty.url, timeoutMs: RPC_TIMEOUT_MS, cooldownMs: COOLDOWN_MS, registry });
@@ -200,11 +161,10 @@ describe.skipIf(!up.ok)(
       console.log(`[faults] summary (seed ${seed}):\n${summary.join("\n")}`);
       controller.abort();
       await following?.catch(() => {});
-      await traffic?.stop();
       await producer?.disconnect().catch(() => {});
       destroySource?.();
       await faulty?.close();
-      await stopChainTest({ watcher, app, closeRules, pipeline, anvil, h });
+      await env?.stop();
     }, 60_000);
 
     /** Mines `n` blocks, one every {@link MINE_MS}. */

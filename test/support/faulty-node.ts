@@ -34,6 +34,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo, Socket } from "node:net";
 import { prng } from "../../bench/support/prng.js";
+import { callKind } from "../../lib/rpc/transport.js";
 
 /** The fault modes (module doc). */
 export const FAULT_MODES = ["lagging", "stale-branch", "rate-limit", "unavailable", "hang", "truncated", "head-backwards"] as const;
@@ -81,7 +82,9 @@ export interface FaultyNode {
   /**
    * Call-level faults by mode and what they hit: `<mode>:block` (eth_getBlockByNumber with full
    * transactions, as ingest's fetchBlock asks), `<mode>:hash` (without: a hash or header read),
-   * `<mode>:receipts`, `<mode>:head` (eth_blockNumber).
+   * `<mode>:receipts`, `<mode>:head` (eth_blockNumber). HTTP-level faults by mode and the kind of
+   * request they hit (lib/rpc/transport.ts `callKind`: `head`, `block`, `traces`, `call`, `other`),
+   * as `<mode>@<kind>`, e.g. `hang@traces`, `rate-limit@head`: every kind of call can be faulted.
    */
   injectedOn: Record<string, number>;
   /** HTTP requests and JSON-RPC calls received so far. */
@@ -263,6 +266,11 @@ export async function startFaultyNode(opts: FaultyNodeOptions): Promise<FaultyNo
       }
     }
 
+    if (httpFault !== undefined) {
+      const on = `${httpFault}@${callKind(calls.map((c) => String(c.method)))}`;
+      // truncated: counted below, once the upstream answered (a body of one byte or less is not truncated).
+      if (httpFault !== "truncated") node.injectedOn[on] = (node.injectedOn[on] ?? 0) + 1;
+    }
     if (httpFault === "rate-limit" || httpFault === "unavailable") {
       node.injected[httpFault]++;
       const status = httpFault === "rate-limit" ? 429 : 503;
@@ -320,6 +328,8 @@ export async function startFaultyNode(opts: FaultyNodeOptions): Promise<FaultyNo
     }
     if (httpFault === "truncated" && text.length > 1) {
       node.injected.truncated++;
+      const on = `truncated@${callKind(calls.map((c) => String(c.method)))}`;
+      node.injectedOn[on] = (node.injectedOn[on] ?? 0) + 1;
       text = text.slice(0, 1 + Math.floor(random() * (text.length - 1)));
     }
     res.writeHead(upstream.status, { "content-type": upstream.type });

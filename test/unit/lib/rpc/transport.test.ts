@@ -97,7 +97,7 @@ describe("JSON-RPC transport retries", () => {
     }
   });
 
-  it("a lone endpoint's hanging block read is sent once more (a load balancer's other backend answers); calls that are not block reads are not doubled", async () => {
+  it("a lone endpoint's hanging block read is sent once more (a load balancer's other backend answers); a trace is re-sent once; other calls are not doubled", async () => {
     // The first request hangs; with the request timeout at 10 min only the re-sent request can answer in the test's time.
     const s = await scripted("hang");
     const registry = new Registry();
@@ -113,8 +113,8 @@ describe("JSON-RPC transport retries", () => {
     } finally {
       source.destroy();
     }
-    // Not a block read (a trace): not re-sent early. Its hanging request runs into the (short) timeout, is
-    // counted as one, and only then is retried; a re-sent copy would have answered before any timeout.
+    // A trace (issue 32): re-sent once after the hedge delay, like a block read, instead of waiting out the
+    // (here 10 min) timeout; counted as a re-send of kind "traces".
     await server?.close();
     const t = await startScriptedRpc({
       answer: (call) => (call.method === "debug_traceBlockByNumber" ? [] : undefined),
@@ -122,13 +122,53 @@ describe("JSON-RPC transport retries", () => {
     });
     server = t;
     const traceRegistry = new Registry();
-    const traced = createRpcSource({ rpcUrl: t.url, timeoutMs: 500, hedgeAfterMs: 100, registry: traceRegistry });
+    const traced = createRpcSource({ rpcUrl: t.url, timeoutMs: 600_000, hedgeAfterMs: 100, registry: traceRegistry });
     try {
       expect(await traced.fetchTraces(7)).toEqual([]);
       expect(t.requests).toHaveLength(2);
-      expect(await errorsOf(traceRegistry)).toEqual(["timeout=1"]);
+      expect(await errorsOf(traceRegistry)).toEqual([]);
+      const resends = (await traceRegistry.getSingleMetric("chainsift_rpc_resends_total")?.get())?.values ?? [];
+      expect(resends.map((v) => `${v.labels.kind}=${v.value}`)).toEqual(["traces=1"]);
     } finally {
       traced.destroy();
+    }
+    // The re-sent copy fails (503) while the first still hangs: another copy after the next delay answers,
+    // rather than the first copy's (10 min) timeout.
+    await server?.close();
+    const u = await startScriptedRpc({
+      answer: (call) => (call.method === "debug_traceBlockByNumber" ? [] : undefined),
+      http: (n) => (n === 1 ? "hang" : n === 2 ? { status: 503 } : undefined),
+    });
+    server = u;
+    const againRegistry = new Registry();
+    const again = createRpcSource({ rpcUrl: u.url, timeoutMs: 600_000, hedgeAfterMs: 100, registry: againRegistry });
+    try {
+      expect(await again.fetchTraces(7)).toEqual([]);
+      expect(u.requests).toHaveLength(3);
+      expect(await errorsOf(againRegistry)).toEqual(["http_5xx=1"]);
+      const resends = (await againRegistry.getSingleMetric("chainsift_rpc_resends_total")?.get())?.values ?? [];
+      expect(resends.map((v) => `${v.labels.kind}=${v.value}`)).toEqual(["traces=2"]);
+    } finally {
+      again.destroy();
+    }
+    // Neither a block read nor a trace or eth_call (eth_chainId): not re-sent early. Its hanging request runs
+    // into the (short) timeout, is counted as one (kind "other"), and only then is retried.
+    await server?.close();
+    const c = await startScriptedRpc({
+      answer: (call) => (call.method === "eth_chainId" ? "0x7a69" : undefined),
+      http: (n) => (n === 1 ? "hang" : undefined),
+    });
+    server = c;
+    const chainRegistry = new Registry();
+    const chained = createRpcSource({ rpcUrl: c.url, timeoutMs: 500, hedgeAfterMs: 100, registry: chainRegistry });
+    try {
+      expect(await chained.chainId()).toBe(31337);
+      expect(c.requests).toHaveLength(2);
+      expect(await errorsOf(chainRegistry)).toEqual(["timeout=1"]);
+      const timeouts = (await chainRegistry.getSingleMetric("chainsift_rpc_timeouts_total")?.get())?.values ?? [];
+      expect(timeouts.map((v) => `${v.labels.kind}=${v.value}`)).toEqual(["other=1"]);
+    } finally {
+      chained.destroy();
     }
   });
 });
