@@ -147,7 +147,7 @@ def test_refusals_surface_their_code(fes: Elasticsearch, findex) -> None:
     with pytest.raises(BadRequestError) as refused:
         fes.search(index=findex("tx"), query={"query_string": {"query": "*cdef", "default_field": "hash"}})
     assert refused.value.status_code == 400
-    assert refused.value.error == refused.value.body["error"]["code"] == "CS_QUERY_STRING_INVALID"
+    assert refused.value.error == refused.value.body["error"]["code"] == "CS_QUERY_LEADING_WILDCARD"
 
     # Elasticsearch's index.max_result_window: from + size up to 10,000 is a page, past it a refusal.
     res = fes.search(index=findex("tx"), from_=9_995, size=5)
