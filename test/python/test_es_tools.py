@@ -82,6 +82,7 @@ def test_point_in_time_paging_equals_the_sorted_listing(fes: Elasticsearch, fixt
     with pytest.raises(NotFoundError) as gone:
         fes.search(pit={"id": pit, "keep_alive": "1m"}, size=1)
     assert gone.value.status_code == 404
+    assert gone.value.error == gone.value.body["error"]["code"] == "CS_CONTEXT_NOT_FOUND"
 
 
 def test_mapping_field_caps_and_cat_indices(fes: Elasticsearch, fixtures: dict, findex) -> None:
@@ -156,3 +157,11 @@ def test_refusals_surface_their_code(fes: Elasticsearch, findex) -> None:
         fes.search(index=findex("tx"), from_=9_995, size=6)
     assert refused.value.status_code == 400
     assert refused.value.error == refused.value.body["error"]["code"] == "CS_RESULT_WINDOW_TOO_LARGE"
+
+    # A keep-alive past the deployment's cap (CHAINSIFT_SEARCH_CONTEXT_MAX_KEEP_ALIVE_MS, default 1h).
+    with pytest.raises(BadRequestError) as refused:
+        fes.open_point_in_time(index=findex("tx"), keep_alive="2h")
+    assert refused.value.error == refused.value.body["error"]["code"] == "CS_KEEP_ALIVE_INVALID"
+    with pytest.raises(BadRequestError) as refused:
+        list(helpers.scan(fes, index=findex("tx"), scroll="2h"))
+    assert refused.value.error == refused.value.body["error"]["code"] == "CS_KEEP_ALIVE_INVALID"
