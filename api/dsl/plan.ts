@@ -97,7 +97,7 @@ export type EsQuery = Record<string, unknown>;
 export type SortOrder = "asc" | "desc";
 
 /** One sanitized ES sort clause, `{field: {order, unmapped_type?}}`. */
-export type EsSortClause = Record<string, { order: SortOrder; unmapped_type?: string }>;
+export type EsSortClause = Record<string, { order: SortOrder; unmapped_type?: string; numeric_type?: string }>;
 
 /** A validated search request. */
 export interface SearchPlan {

@@ -21,7 +21,7 @@ const RANGE_BOUNDS = new Set(["gte", "gt", "lte", "lt"]);
 const SCORE_MODES = new Set(["avg", "sum", "min", "max", "none"]);
 const MSM = /^-?\d+%?$/;
 /** A date format of a date range (a built-in name such as epoch_millis, or a pattern such as yyyy-MM-dd, `||` alternatives). */
-const DATE_FORMAT = /^[A-Za-z0-9_|:.' /+-]{1,128}$/;
+export const DATE_FORMAT = /^[A-Za-z0-9_|:.' /+-]{1,128}$/;
 const TIME_ZONE = /^(?:[+-]\d{2}:\d{2}|[A-Za-z][A-Za-z0-9_+\-/]{0,63})$/;
 
 interface QueryContext {
@@ -291,6 +291,50 @@ function termsClause(ctx: QueryContext, body: unknown, p: string, nested: string
   return { terms: { [field]: values } };
 }
 
+/** The legacy bounds of `range` (Elasticsearch still takes them; Grafana's annotation query sends them) and their flags. */
+const LEGACY_RANGE_KEYS = new Set(["from", "to", "include_lower", "include_upper"]);
+
+/**
+ * The options of a `range` spec with the legacy `from` / `to` bounds translated as Elasticsearch
+ * does (https://github.com/elastic/elasticsearch/blob/8.19/server/src/main/java/org/elasticsearch/index/query/RangeQueryBuilder.java):
+ * `from` is `gte` (`gt` with `include_lower: false`), `to` is `lte` (`lt` with `include_upper: false`),
+ * a `null` bound is no bound. Each entry is `[key, value, path]`, the path the key given.
+ * @returns the entries, or undefined after a `CS_QUERY_INVALID` problem (a flag that is not a
+ *   boolean, a bound given both ways).
+ */
+export function legacyRangeBounds(
+  ctx: { out: Collector },
+  spec: Record<string, unknown>,
+  fp: string,
+): Array<[string, unknown, string]> | undefined {
+  const entries: Array<[string, unknown, string]> = [];
+  for (const [k, v] of Object.entries(spec)) if (!LEGACY_RANGE_KEYS.has(k)) entries.push([k, v, jsonPath(fp, k)]);
+  for (const flag of ["include_lower", "include_upper"]) {
+    if (spec[flag] !== undefined && typeof spec[flag] !== "boolean") {
+      ctx.out.add("CS_QUERY_INVALID", `${flag} must be true or false`, jsonPath(fp, flag));
+      return undefined;
+    }
+  }
+  const pairs = [
+    ["from", spec.include_lower === false ? "gt" : "gte", ["gte", "gt"]],
+    ["to", spec.include_upper === false ? "lt" : "lte", ["lte", "lt"]],
+  ] as const;
+  for (const [legacy, key, modern] of pairs) {
+    const v = spec[legacy];
+    if (v === undefined || v === null) continue;
+    if (modern.some((m) => spec[m] !== undefined)) {
+      ctx.out.add("CS_QUERY_INVALID", `give either ${legacy} or ${modern.join("/")}, not both`, jsonPath(fp, legacy));
+      return undefined;
+    }
+    entries.push([key, v, jsonPath(fp, legacy)]);
+  }
+  if (entries.every(([k]) => k === "format" || k === "time_zone")) {
+    ctx.out.add("CS_QUERY_INVALID", "range takes {<field>: {gte?, gt?, lte?, lt?}} with at least one bound", fp);
+    return undefined;
+  }
+  return entries;
+}
+
 function rangeClause(ctx: QueryContext, body: unknown, p: string, nested: string | undefined): EsQuery | undefined {
   const entry = singleField(ctx, "range", body, p);
   if (!entry) return undefined;
@@ -307,8 +351,9 @@ function rangeClause(ctx: QueryContext, body: unknown, p: string, nested: string
   }
   const out: Record<string, unknown> = {};
   let ok = true;
-  for (const [k, v] of Object.entries(spec)) {
-    const kp = jsonPath(fp, k);
+  const legacy = legacyRangeBounds(ctx, spec, fp);
+  if (!legacy) return undefined;
+  for (const [k, v, kp] of legacy) {
     if ((k === "format" || k === "time_zone") && info.type === "date") {
       if (typeof v === "string" && (k === "format" ? DATE_FORMAT : TIME_ZONE).test(v)) out[k] = v;
       else {

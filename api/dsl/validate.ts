@@ -88,20 +88,42 @@ function sortField(catalog: FieldCatalog, out: Collector, field: string, order: 
   return { [field]: clauseBody };
 }
 
-function sortOrder(out: Collector, spec: unknown, path: string): SortOrder | undefined {
+/**
+ * The options of a sort field besides `order`
+ * (https://www.elastic.co/guide/en/elasticsearch/reference/8.19/sort-search-results.html):
+ * `unmapped_type` is accepted and dropped (over several kinds the validator sets it itself, from
+ * the field's own type), `numeric_type` is passed on.
+ */
+export const SORT_OPTIONS = ["order", "unmapped_type", "numeric_type"] as const;
+/** The values of the sort option `numeric_type`. */
+const NUMERIC_TYPES = ["long", "double", "date", "date_nanos"];
+
+function sortOrder(out: Collector, spec: unknown, path: string): { order: SortOrder; numericType?: string } | undefined {
   let order: unknown = spec;
   let op = path;
+  let numericType: string | undefined;
   if (isJsonObject(spec)) {
-    const extra = Object.keys(spec).find((k) => k !== "order");
+    const extra = Object.keys(spec).find((k) => !(SORT_OPTIONS as readonly string[]).includes(k));
     if (extra !== undefined) {
-      out.add("CS_SORT_INVALID", `unknown sort option ${extra}; only order is accepted`, jsonPath(path, extra));
+      out.add("CS_SORT_INVALID", `unknown sort option ${extra}; accepted: ${SORT_OPTIONS.join(", ")}`, jsonPath(path, extra));
       return undefined;
     }
-    order = spec.order;
+    if (spec.unmapped_type !== undefined && typeof spec.unmapped_type !== "string") {
+      out.add("CS_SORT_INVALID", "unmapped_type must be a field type name", jsonPath(path, "unmapped_type"));
+      return undefined;
+    }
+    if (spec.numeric_type !== undefined) {
+      if (typeof spec.numeric_type !== "string" || !NUMERIC_TYPES.includes(spec.numeric_type)) {
+        out.add("CS_SORT_INVALID", `numeric_type must be one of ${NUMERIC_TYPES.join(", ")}`, jsonPath(path, "numeric_type"));
+        return undefined;
+      }
+      numericType = spec.numeric_type;
+    }
+    order = spec.order ?? "asc";
     op = jsonPath(path, "order");
   }
   if (typeof order === "string" && (order.toLowerCase() === "asc" || order.toLowerCase() === "desc"))
-    return order.toLowerCase() as SortOrder;
+    return { order: order.toLowerCase() as SortOrder, ...(numericType ? { numericType } : {}) };
   out.add("CS_SORT_INVALID", 'sort order must be "asc" or "desc" (or {"order": "asc"|"desc"})', op);
   return undefined;
 }
@@ -129,9 +151,15 @@ function sortInto(sort: unknown, catalog: FieldCatalog, out: Collector, path: st
         sortField(catalog, out, field, "asc", fp);
         continue;
       }
-      const order = sortOrder(out, spec, fp);
-      if (!order) continue;
-      const c = sortField(catalog, out, field, order, fp);
+      const opts = sortOrder(out, spec, fp);
+      if (!opts) continue;
+      const c = sortField(catalog, out, field, opts.order, fp);
+      if (c && opts.numericType) {
+        const info = catalog.fields.get(field);
+        if (!info || !RANGE_TYPES.has(info.type))
+          out.add("CS_SORT_INVALID", "numeric_type needs a numeric or date field", jsonPath(fp, "numeric_type"));
+        else (c[field] as { numeric_type?: string }).numeric_type = opts.numericType;
+      }
       if (c) result.push(c);
     }
   }

@@ -23,6 +23,7 @@ import type { estypes } from "@elastic/elasticsearch";
 import { kindOfIndex } from "../../es/mappings.js";
 import { aliasOfIndex } from "../../es/partitions.js";
 import { PARENT_FIELD, parentOf, type RecordByKind, type RecordKind } from "../../lib/records.js";
+import { globRegExp } from "../dsl/hit-parts.js";
 
 /** Shard counts of a search (ES `_shards`, without failure details). */
 export interface ShardsInfo {
@@ -52,6 +53,8 @@ export interface EnvelopeHit {
   sort?: unknown[];
   /** Elasticsearch-compatible routes, `docvalue_fields` only: the requested fields' doc values, as Elasticsearch answers them. */
   fields?: Record<string, unknown>;
+  /** Elasticsearch-compatible routes, `highlight` only: the highlighted fragments by field, as Elasticsearch answers them. */
+  highlight?: Record<string, string[]>;
 }
 
 /** The contract's hits envelope. */
@@ -84,6 +87,10 @@ export interface ShapeOptions {
   sourceExcludes?: readonly string[];
   /** Fields of the hit's `fields` (the request's `docvalue_fields`) to answer as `fields`; absent: none. */
   fields?: readonly string[];
+  /** Names or `*` patterns of the request's `fields`: the hit's `fields` they match are answered too. */
+  fieldPatterns?: readonly string[];
+  /** Copy each hit's `highlight` (a request with `highlight`). */
+  highlight?: boolean;
 }
 
 /**
@@ -215,11 +222,16 @@ export function shapeHit(hit: estypes.SearchHit<unknown>, opts: ShapeOptions = {
   const { _source, ...head } = out;
   const shaped: EnvelopeHit = { ...head, _source: excludeSource(filterSource(_source, opts.source), opts.sourceExcludes) };
   if (opts.sortValues && Array.isArray(hit.sort)) shaped.sort = hit.sort;
-  if (opts.fields && opts.fields.length > 0) {
+  if ((opts.fields && opts.fields.length > 0) || (opts.fieldPatterns && opts.fieldPatterns.length > 0)) {
     const fields: Record<string, unknown> = {};
-    for (const name of opts.fields) if (hit.fields && hit.fields[name] !== undefined) fields[name] = hit.fields[name];
+    for (const name of opts.fields ?? []) if (hit.fields && hit.fields[name] !== undefined) fields[name] = hit.fields[name];
+    if (opts.fieldPatterns && hit.fields) {
+      const patterns = opts.fieldPatterns.map(globRegExp);
+      for (const [name, v] of Object.entries(hit.fields)) if (patterns.some((re) => re.test(name))) fields[name] = v;
+    }
     shaped.fields = fields;
   }
+  if (opts.highlight && hit.highlight) shaped.highlight = hit.highlight;
   return shaped;
 }
 

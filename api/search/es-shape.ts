@@ -34,8 +34,10 @@ export interface EsHit {
   _routing?: string;
   /** The record, restricted to the requested `_source` paths; absent with `_source: false` or `stored_fields: "_none_"`. */
   _source?: Record<string, unknown>;
-  /** `docvalue_fields`: the requested fields' doc values. */
+  /** `docvalue_fields` and `fields`: the requested fields' values. */
   fields?: Record<string, unknown>;
+  /** `highlight`: the highlighted fragments by field. */
+  highlight?: Record<string, string[]>;
   /** Sorted searches: the values to pass as `search_after`. */
   sort?: unknown[];
 }
@@ -107,6 +109,7 @@ export function toEsSearchResponse(env: HitsEnvelope, options: EsAnswerOptions |
     if (h._routing !== undefined) hit._routing = h._routing;
     if (!o.noSource) hit._source = h._source;
     if (h.fields) hit.fields = h.fields;
+    if (h.highlight) hit.highlight = h.highlight;
     if (h.sort) hit.sort = h.sort;
     return hit;
   });

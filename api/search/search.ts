@@ -17,6 +17,7 @@ import { type Client, errors, type estypes, type TransportRequestOptions, type T
 import type { ChainId } from "../../lib/config.js";
 import { PARENT_FIELD, type RecordKind } from "../../lib/records.js";
 import { AGG_LIMITS, countBuckets } from "../dsl/aggs.js";
+import type { EsFieldAndFormat, EsHighlight } from "../dsl/hit-parts.js";
 import type { SearchPlan } from "../dsl/validate.js";
 import { apiError } from "../errors.js";
 import { type HitsEnvelope, type ShapeOptions, shapeEnvelope } from "./envelope.js";
@@ -57,6 +58,10 @@ export interface SearchOptions {
   noTotal?: boolean;
   /** More fields to ask as `docvalue_fields` (the Elasticsearch-compatible routes' `docvalue_fields`), answered in each hit's `fields`. */
   docvalueFields?: readonly string[];
+  /** Elasticsearch's `fields` (the Elasticsearch-compatible routes, api/dsl/hit-parts.ts): answered in each hit's `fields`. */
+  fields?: readonly EsFieldAndFormat[];
+  /** Elasticsearch's `highlight` (the Elasticsearch-compatible routes, api/dsl/hit-parts.ts): answered in each hit's `highlight`. */
+  highlight?: EsHighlight;
 }
 
 const LONG_MAX = 2n ** 63n - 1n;
@@ -152,6 +157,8 @@ export function buildSearchRequest(
   if (options.typedKeys && plan.aggs) req.typed_keys = true;
   const docvalues = [...new Set([...parentFields(target.kinds), ...(options.docvalueFields ?? [])])];
   if (docvalues.length > 0) req.docvalue_fields = docvalues;
+  if (options.fields && options.fields.length > 0) req.fields = options.fields.map((f) => ({ ...f }));
+  if (options.highlight) req.highlight = options.highlight as estypes.SearchHighlight;
   return req;
 }
 
@@ -340,13 +347,19 @@ export function rawOrParsed(
 
 /**
  * How the hits of a plan's responses are shaped (api/search/envelope.ts `shapeEnvelope`): its
- * `_source` includes and excludes, sort values when sorted, the requested doc-value fields.
+ * `_source` includes and excludes, sort values when sorted, the requested doc-value fields and
+ * `fields` (names or patterns), highlights.
  */
-export function shapeOptions(plan: SearchPlan, options: Pick<SearchOptions, "docvalueFields"> = {}): Omit<ShapeOptions, "unitScores"> {
+export function shapeOptions(
+  plan: SearchPlan,
+  options: Pick<SearchOptions, "docvalueFields" | "fields" | "highlight"> = {},
+): Omit<ShapeOptions, "unitScores"> {
   const opts: Omit<ShapeOptions, "unitScores"> = {};
   if (plan.source) opts.source = plan.source;
   if (plan.sourceExcludes) opts.sourceExcludes = plan.sourceExcludes;
   if (plan.sort) opts.sortValues = true;
   if (options.docvalueFields && options.docvalueFields.length > 0) opts.fields = options.docvalueFields;
+  if (options.fields && options.fields.length > 0) opts.fieldPatterns = options.fields.map((f) => f.field);
+  if (options.highlight) opts.highlight = true;
   return opts;
 }

@@ -63,6 +63,25 @@ import {
 /** Most searches in one `_msearch` body. */
 export const MSEARCH_MAX_SEARCHES = 10;
 
+/**
+ * `_msearch` header keys accepted and ignored besides `index`: they change nothing here, as their
+ * query-string namesakes on `_search` (api/routes/es/schema.ts `EsQuerystring`). Grafana's data
+ * source sends `search_type`, `ignore_unavailable` and `index` (a string or an array). `routing` is
+ * refused (it would search some shards only), as any other key. Source: the header of
+ * https://www.elastic.co/guide/en/elasticsearch/reference/8.19/search-multi-search.html.
+ */
+export const MSEARCH_IGNORED_HEADER_KEYS = [
+  "search_type",
+  "ignore_unavailable",
+  "allow_no_indices",
+  "expand_wildcards",
+  "preference",
+  "request_cache",
+  "allow_partial_search_results",
+  "ccs_minimize_roundtrips",
+  "ignore_throttled",
+] as const;
+
 /** The header the official clients require on every 2xx answer, and its value. */
 export const PRODUCT_HEADER = ["x-elastic-product", "Elasticsearch"] as const;
 
@@ -134,7 +153,7 @@ type ChainPath = { technology: string; blockchain: string; network: string; inde
 /**
  * Splits an `_msearch` NDJSON body into (header, body) pairs.
  * @throws {ApiError} 400 CS_BODY_INVALID for a line that is not a JSON object, a header key other
- *   than `index`, an odd number of lines, no search, or more than {@link MSEARCH_MAX_SEARCHES}.
+ *   than `index` and {@link MSEARCH_IGNORED_HEADER_KEYS} (path `line <n>.<key>`), an odd number of lines, no search, or more than {@link MSEARCH_MAX_SEARCHES}.
  */
 export function parseMsearch(text: string): Array<{ index?: string; body: Record<string, unknown> }> {
   const lines = text.split("\n").filter((l) => l.trim() !== "");
@@ -155,9 +174,15 @@ export function parseMsearch(text: string): Array<{ index?: string; body: Record
       return v;
     }) as [Record<string, unknown>, Record<string, unknown>];
     for (const key of Object.keys(header))
-      if (key !== "index") throw apiError("CS_BODY_INVALID", `_msearch header key ${JSON.stringify(key)} is not supported; only index`);
-    const index = Array.isArray(header.index) ? header.index.join(",") : header.index;
-    if (index !== undefined && typeof index !== "string") throw apiError("CS_BODY_INVALID", "an _msearch header's index must be a string");
+      if (key !== "index" && !(MSEARCH_IGNORED_HEADER_KEYS as readonly string[]).includes(key))
+        throw apiError(
+          "CS_BODY_INVALID",
+          `_msearch header key ${JSON.stringify(key)} is not supported; accepted: index, ${MSEARCH_IGNORED_HEADER_KEYS.join(", ")}${key === "routing" ? " (routing would search some shards only)" : ""}`,
+          `line ${i + 1}.${key}`,
+        );
+    const index = Array.isArray(header.index) && header.index.every((x) => typeof x === "string") ? header.index.join(",") : header.index;
+    if (index !== undefined && typeof index !== "string")
+      throw apiError("CS_BODY_INVALID", "an _msearch header's index must be a string or an array of strings", `line ${i + 1}.index`);
     out.push(index === undefined ? { body } : { index, body });
   }
   return out;
@@ -345,7 +370,7 @@ export const esRoutes: FastifyPluginAsyncTypebox<EsRoutesOptions> = async (app, 
         schema: {
           summary: `Several searches in one request (NDJSON, at most ${MSEARCH_MAX_SEARCHES})`,
           description:
-            "Header lines take only index (an index expression of the path's chain); each search is checked and answered on its own (status per response).",
+            "Header lines take index (an index expression of the path's chain, or an array of them) and the harmless search_type, ignore_unavailable, allow_no_indices, expand_wildcards, preference, request_cache, allow_partial_search_results, ccs_minimize_roundtrips, ignore_throttled (ignored); each search is checked and answered on its own (status per response).",
           ...doc,
           tags,
           params,

@@ -15,7 +15,8 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { indexName } from "../../../es/mappings.js";
 import type { ChainId, Config } from "../../../lib/config.js";
 import { isJsonObject } from "../../../lib/validation/problems.js";
-import { validateSearchBody } from "../../dsl/validate.js";
+import { validateFields, validateHighlight } from "../../dsl/hit-parts.js";
+import { type ValidationResult, validateSearchBody } from "../../dsl/validate.js";
 import { ApiError, apiError } from "../../errors.js";
 import { type ContextRecord, contextTypeOf, type ScrollAnswer, type SearchContexts } from "../../search/contexts.js";
 import { type EsAnswerOptions, toEsSearchResponse } from "../../search/es-shape.js";
@@ -44,6 +45,12 @@ import {
   EsQuerystring,
   EsSearchResponseSchema,
 } from "./schema.js";
+
+/** The value of a validation, or its problems thrown. */
+function valueOrThrow<T>(result: ValidationResult<T>): T {
+  if (!result.ok) throw new ApiError(result.errors);
+  return result.value;
+}
 
 /** Whether a query-string flag is set (`?flag`, `?flag=true`). */
 export const isSet = (v: string | undefined): boolean => v === "" || v === "true";
@@ -121,6 +128,8 @@ export function esSearcher({ app, config, contexts }: PagingDeps): (input: EsSea
       );
     checkDocvalueFields(req.docvalueFields, t.kinds);
     const options: SearchOptions = { typedKeys: isSet(query.typed_keys), docvalueFields: req.docvalueFields };
+    if (req.fields !== undefined) options.fields = valueOrThrow(validateFields(req.fields, t.kinds));
+    if (req.highlight !== undefined) options.highlight = valueOrThrow(validateHighlight(req.highlight, t.kinds));
     if (req.trackTotalHits === false) options.noTotal = true;
     const answer: EsAnswerOptions = {
       totalAsInt: totalAsInt(query),
@@ -138,8 +147,15 @@ export function esSearcher({ app, config, contexts }: PagingDeps): (input: EsSea
     if (pit) options.pit = pit.keepAlive ? { id: pit.record.esId, keepAlive: pit.keepAlive } : { id: pit.record.esId };
     try {
       // Written from Elasticsearch's bytes when nothing asks for more than the plain answer.
+      // Hits with `fields` or `highlight` take the parse path (see api/search/raw.ts), which answers them.
       const plain =
-        !plan.aggs && typeof req.trackTotalHits === "boolean" && !plan.noSource && !req.metadataOnly && req.docvalueFields.length === 0;
+        !plan.aggs &&
+        typeof req.trackTotalHits === "boolean" &&
+        !plan.noSource &&
+        !req.metadataOnly &&
+        req.docvalueFields.length === 0 &&
+        !options.fields?.length &&
+        !options.highlight;
       const format: RawEsFormat = { totalAsInt: answer.totalAsInt === true };
       if (pit) Object.assign(format, { idKey: "pit_id", id: pit.id });
       if (scroll) Object.assign(format, { idKey: "_scroll_id", id: scroll.id });
@@ -230,7 +246,13 @@ export function pagingRoutes(
     const scrollId = id as string;
     const kept = record.answer ?? { shape: {} };
     const totalAsInt = isSet(query.rest_total_hits_as_int) || body.rest_total_hits_as_int === true;
-    const plain = !kept.noSource && !kept.metadataOnly && typeof (kept.trackTotalHits ?? true) === "boolean" && !kept.shape.fields;
+    const plain =
+      !kept.noSource &&
+      !kept.metadataOnly &&
+      typeof (kept.trackTotalHits ?? true) === "boolean" &&
+      !kept.shape.fields &&
+      !kept.shape.fieldPatterns &&
+      !kept.shape.highlight;
     const out = await contexts.use(scrollId, record, "scroll_id", () =>
       withResponseBytes(
         (options) =>

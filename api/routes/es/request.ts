@@ -5,7 +5,9 @@
  *
  * - Body keys handled here: `track_total_hits` (true, false or a number: the shape of `hits.total`,
  *   api/search/es-shape.ts `esTotal`), `stored_fields: "_none_"` (hits without `_source`),
- *   `docvalue_fields` (field names, or `{field}`), `pit` (`{id, keep_alive?}`).
+ *   `docvalue_fields` (field names, or `{field}`), `pit` (`{id, keep_alive?}`), `fields` and
+ *   `highlight` (checked by api/dsl/hit-parts.ts once the kinds are known), `script_fields: {}`
+ *   (empty: dropped; any script is refused).
  * - Query-string parameters merged into the body when the body does not have them (Elasticsearch
  *   takes both): `size`, `from`, `sort` (`field`, `field:asc`, comma list), `_source` (`true`,
  *   `false`, a comma list), `_source_includes`, `_source_excludes`, `track_total_hits`,
@@ -34,6 +36,10 @@ export interface EsSearchRequest {
   docvalueFields: string[];
   /** `pit`: the point in time to search, as the client gave it. */
   pit?: { id: unknown; keepAlive?: unknown };
+  /** `fields`, as the client gave it (checked by api/dsl/hit-parts.ts `validateFields`). */
+  fields?: unknown;
+  /** `highlight`, as the client gave it (checked by api/dsl/hit-parts.ts `validateHighlight`). */
+  highlight?: unknown;
 }
 
 /** A query-string number (`"10"`), or the text itself (refused by the validator as not an integer). */
@@ -71,11 +77,17 @@ function sortOf(value: string): Array<string | Record<string, string>> {
 /**
  * Splits a `_search` body and query string (see the module notes). Body values win over query-string ones.
  * @throws {ApiError} 400 CS_BODY_INVALID for a bad `track_total_hits`, `stored_fields` other than
- *   `_none_`, a malformed `docvalue_fields` or `pit`; CS_BAD_REQUEST for a bad query-string value.
+ *   `_none_`, a non-empty `script_fields`, a malformed `docvalue_fields` or `pit`; CS_BAD_REQUEST for a bad query-string value.
  */
 export function splitEsSearch(rawBody: unknown, query: EsSearchQuery): EsSearchRequest {
   if (rawBody !== undefined && !isJsonObject(rawBody)) throw apiError("CS_BODY_INVALID", "the body must be a JSON object");
-  const { track_total_hits, stored_fields, docvalue_fields, pit, ...body } = (rawBody ?? {}) as Record<string, unknown>;
+  const { track_total_hits, stored_fields, docvalue_fields, pit, fields, highlight, script_fields, ...body } = (rawBody ?? {}) as Record<
+    string,
+    unknown
+  >;
+  // Grafana sends `script_fields: {}` with every raw-data and logs query: no script, nothing to do.
+  if (script_fields !== undefined && !(isJsonObject(script_fields) && Object.keys(script_fields).length === 0))
+    throw apiError("CS_BODY_INVALID", "script_fields are not supported (scripts); only an empty {} is accepted", "script_fields");
   if (query.size !== undefined && body.size === undefined) body.size = numberOf(query.size);
   if (query.from !== undefined && body.from === undefined) body.from = numberOf(query.from);
   if (query.sort !== undefined && body.sort === undefined) body.sort = sortOf(query.sort);
@@ -120,6 +132,8 @@ export function splitEsSearch(rawBody: unknown, query: EsSearchQuery): EsSearchR
       if (!out.docvalueFields.includes(field)) out.docvalueFields.push(field);
     });
   }
+  if (fields !== undefined) out.fields = fields;
+  if (highlight !== undefined) out.highlight = highlight;
   if (pit !== undefined) {
     if (!isJsonObject(pit) || typeof pit.id !== "string" || Object.keys(pit).some((k) => k !== "id" && k !== "keep_alive"))
       throw apiError("CS_BODY_INVALID", "pit must be {id, keep_alive?}: the id answered by _pit", "pit");

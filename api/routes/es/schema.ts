@@ -78,7 +78,7 @@ export const EsQuerystring = Type.Object(
 
 /**
  * Body of the Elasticsearch-compatible `_search`: the contract's keys ({@link SearchBody}) and
- * Elasticsearch's `track_total_hits`, `pit`, `stored_fields`, `docvalue_fields`. Only the top
+ * Elasticsearch's `track_total_hits`, `pit`, `stored_fields`, `docvalue_fields`, `fields`, `highlight`, `script_fields: {}`. Only the top
  * level is checked here; api/dsl/ and api/routes/es/request.ts check the rest.
  */
 export const EsSearchBody = Type.Object(
@@ -97,6 +97,13 @@ export const EsSearchBody = Type.Object(
     ),
     stored_fields: Type.Optional(Type.Union([Type.String(), Type.Array(Type.String())], { description: 'Only "_none_"' })),
     docvalue_fields: Type.Optional(Type.Array(Type.Unknown(), { description: "Field names (or {field}) with doc values" })),
+    fields: Type.Optional(
+      Type.Array(Type.Unknown(), { description: "Field names, * patterns or {field, format}: answered in each hit's fields" }),
+    ),
+    highlight: Type.Optional(
+      Type.Object({}, { additionalProperties: true, description: "fields ({<field or *>: {}}), pre_tags, post_tags, fragment_size, …" }),
+    ),
+    script_fields: Type.Optional(Type.Object({}, { additionalProperties: true, description: "Only {} (no script)" })),
   },
   { additionalProperties: false, ...component("EsSearchBody") },
 );
@@ -109,7 +116,8 @@ export const EsCountBody = Type.Object(
 
 const EsHit = Type.Object(
   {
-    fields: Type.Optional(Type.Object({}, { additionalProperties: true, description: "docvalue_fields: the fields' doc values" })),
+    fields: Type.Optional(Type.Object({}, { additionalProperties: true, description: "docvalue_fields and fields: the fields' values" })),
+    highlight: Type.Optional(Type.Object({}, { additionalProperties: true, description: "highlight: the fragments by field" })),
     _index: Type.String(),
     _id: Type.String(),
     _score: Type.Union([Type.Number(), Type.Null()]),

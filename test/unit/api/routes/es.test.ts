@@ -4,7 +4,7 @@
  */
 import { describe, expect, it } from "vitest";
 import { ApiError, errorBody } from "../../../../api/errors.js";
-import { MSEARCH_MAX_SEARCHES, parseMsearch } from "../../../../api/routes/es/index.js";
+import { MSEARCH_IGNORED_HEADER_KEYS, MSEARCH_MAX_SEARCHES, parseMsearch } from "../../../../api/routes/es/index.js";
 import { kindsOfIndexExpression } from "../../../../api/routes/es/indices.js";
 import type { HitsEnvelope } from "../../../../api/search/envelope.js";
 import { esTotal, toEsErrorBody, toEsSearchResponse } from "../../../../api/search/es-shape.js";
@@ -49,8 +49,30 @@ describe("parseMsearch", () => {
     ]);
   });
 
+  it("accepts and drops the harmless header keys Grafana and the clients send; names the offending key otherwise", () => {
+    const header = { search_type: "query_then_fetch", ignore_unavailable: true, preference: "p", index: ["tx"], request_cache: false };
+    expect(parseMsearch(`${JSON.stringify(header)}\n{"size":0}\n`)).toEqual([{ index: "tx", body: { size: 0 } }]);
+    for (const key of MSEARCH_IGNORED_HEADER_KEYS) expect(parseMsearch(`{"${key}":true}\n{}\n`)).toEqual([{ body: {} }]);
+    try {
+      parseMsearch('{}\n{}\n{"index":"tx","routing":"0xb"}\n{}\n');
+      expect.unreachable();
+    } catch (err) {
+      expect(err instanceof ApiError && err.details[0]?.path).toBe("line 3.routing");
+      expect((err as ApiError).message).toContain("routing");
+    }
+  });
+
   it("refuses odd line counts, non-objects, other header keys, bad JSON and too many searches", () => {
-    for (const bad of ["", "{}\n", "{}\n[]\n", '{"preference":"x"}\n{}\n', "{}\n{nope\n", '{"index":5}\n{}\n'])
+    for (const bad of [
+      "",
+      "{}\n",
+      "{}\n[]\n",
+      '{"routing":"x"}\n{}\n',
+      '{"q":"x"}\n{}\n',
+      "{}\n{nope\n",
+      '{"index":5}\n{}\n',
+      '{"index":[5]}\n{}\n',
+    ])
       expect(
         code(() => parseMsearch(bad)),
         JSON.stringify(bad),

@@ -9,6 +9,21 @@ import { apiFailure } from "../../../../support/api-failure.js";
 const failure = apiFailure;
 
 describe("splitEsSearch", () => {
+  it("takes fields and highlight off the body as given; script_fields {} is dropped, a script refused", () => {
+    const fields = [{ field: "timestamp", format: "strict_date_optional_time_nanos" }];
+    const highlight = { fields: { "*": {} } };
+    const r = splitEsSearch({ size: 1, fields, highlight, script_fields: {} }, {});
+    expect(r.body).toEqual({ size: 1 });
+    expect(r.fields).toEqual(fields);
+    expect(r.highlight).toEqual(highlight);
+    expect(splitEsSearch({ size: 1 }, {}).fields).toBeUndefined();
+    expect(failure(() => splitEsSearch({ script_fields: { x: { script: "1" } } }, {}))).toEqual({
+      code: "CS_BODY_INVALID",
+      path: "script_fields",
+    });
+    expect(failure(() => splitEsSearch({ script_fields: [] }, {}))).toEqual({ code: "CS_BODY_INVALID", path: "script_fields" });
+  });
+
   it("takes track_total_hits, stored_fields, docvalue_fields and pit off the body; the rest goes to the validator", () => {
     const r = splitEsSearch(
       {
