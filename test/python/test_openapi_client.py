@@ -20,8 +20,11 @@ import pytest
 #: it), GET /chains/ and the storm-control action fields; 143 with the saved-search request bodies
 #: (SavedSearchCreate, SavedSearchUpdate, SavedSearchTest), the saved-search backtest and one
 #: BacktestLine for both backtests (enums as one model each: 159 when written as unions of literals);
+#: 170 with issue 30's Elasticsearch-compatible routes (scroll, point in time, introspection answers:
+#: 43 es_* models, measured on h-paging merged with h-clients), 171 with the EsClusterHealth component
+#: of _cluster/health;
 #: the same document with every schema inlined gives 859 (docs/api.md).
-MAX_MODELS = 160
+MAX_MODELS = 180
 
 
 @pytest.fixture(scope="module")

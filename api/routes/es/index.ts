@@ -43,6 +43,7 @@ import { toEsErrorBody } from "../../search/es-shape.js";
 import { searchIndices } from "../../search/partitions.js";
 import { requestOptions, type SearchTarget } from "../../search/search.js";
 import { chainLabel } from "../search/target.js";
+import { healthRoutes } from "./health.js";
 import { resolveIndexTarget } from "./indices.js";
 import { introspectRoutes } from "./introspect.js";
 import { esSearcher, filtered, pagingRoutes } from "./paging.js";
@@ -344,6 +345,7 @@ export const esRoutes: FastifyPluginAsyncTypebox<EsRoutesOptions> = async (app, 
   }
 
   await app.register(introspectRoutes, { config, chains });
+  await app.register(healthRoutes, { config, chains });
   pagingRoutes({ app, config, contexts: app.contexts }, chains, json, onHits);
 
   // Endpoints not served (`_mapping`, `_doc/<id>`, `_cat/…`): 404 in Elasticsearch's error shape
@@ -353,7 +355,7 @@ export const esRoutes: FastifyPluginAsyncTypebox<EsRoutesOptions> = async (app, 
     app.all(url, { schema: { hide: true } }, async (request) => {
       throw apiError(
         "CS_ROUTE_NOT_FOUND",
-        `no route ${request.method} ${request.url.split("?")[0]}; the Elasticsearch-compatible endpoints are GET /, _search, _search/scroll, _pit, _count and _msearch`,
+        `no route ${request.method} ${request.url.split("?")[0]}; the Elasticsearch-compatible endpoints are GET /, _search, _search/scroll, _pit, _count, _msearch, _cluster/health and the introspection ones`,
       );
     });
   }

@@ -101,9 +101,9 @@ export const EsSearchBody = Type.Object(
       Type.Array(Type.Unknown(), { description: "Field names, * patterns or {field, format}: answered in each hit's fields" }),
     ),
     highlight: Type.Optional(
-      Type.Object({}, { additionalProperties: true, description: "fields ({<field or *>: {}}), pre_tags, post_tags, fragment_size, …" }),
+      Type.Unknown({ description: "An object: fields ({<field or *>: {}}), pre_tags, post_tags, fragment_size, …" }),
     ),
-    script_fields: Type.Optional(Type.Object({}, { additionalProperties: true, description: "Only {} (no script)" })),
+    script_fields: Type.Optional(Type.Unknown({ description: "Only {} (no script)" })),
   },
   { additionalProperties: false, ...component("EsSearchBody") },
 );
@@ -117,7 +117,7 @@ export const EsCountBody = Type.Object(
 const EsHit = Type.Object(
   {
     fields: Type.Optional(Type.Object({}, { additionalProperties: true, description: "docvalue_fields and fields: the fields' values" })),
-    highlight: Type.Optional(Type.Object({}, { additionalProperties: true, description: "highlight: the fragments by field" })),
+    highlight: Type.Optional(Type.Unknown({ description: "highlight: an object, the fragments by field" })),
     _index: Type.String(),
     _id: Type.String(),
     _score: Type.Union([Type.Number(), Type.Null()]),

@@ -130,8 +130,22 @@ describe.skipIf(!up || !haveData)("Grafana's Elasticsearch data source against t
   it("passes the backend's health check (no 408, a JSON body whose status is not red)", async () => {
     const res = await fetch(`${url}/${GRAFANA.healthCheck.path}`, { headers });
     expect(res.status).not.toBe(408);
-    const body = (await res.json()) as { status?: unknown };
+    const body = (await res.json()) as { status?: unknown; cluster_name?: unknown; active_primary_shards?: number };
     expect(body.status).not.toBe("red");
+    // Elasticsearch's own health of the chain's indices (their partitions), with chainsift's cluster name.
+    expect(res.status).toBe(200);
+    const own = await es.cluster.health({ index: `${PREFIX}${CHAIN}-*` });
+    expect(body).toMatchObject({
+      cluster_name: `chainsift ${MAINNET_FIXTURES.technology}/${MAINNET_FIXTURES.blockchain}/${MAINNET_FIXTURES.network}`,
+    });
+    expect(body.status).toBe(own.status);
+    expect(body.active_primary_shards).toBe(own.active_primary_shards);
+    expect(own.active_primary_shards).toBeGreaterThan(0);
+    const tx = await fetch(`${url}/_cluster/health/${CHAIN}-tx?level=cluster`, { headers });
+    expect(tx.status).toBe(200);
+    expect(((await tx.json()) as { active_primary_shards: number }).active_primary_shards).toBeLessThan(own.active_primary_shards);
+    expect((await fetch(`${url}/_cluster/health/nope`, { headers })).status).toBe(404);
+    expect((await fetch(`${url}/_cluster/health?q=x`, { headers })).status).toBe(400);
   });
 
   it("finds the fields of an index through GET <index>/_mapping, the time field a date", async () => {

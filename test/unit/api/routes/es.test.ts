@@ -4,6 +4,7 @@
  */
 import { describe, expect, it } from "vitest";
 import { ApiError, errorBody } from "../../../../api/errors.js";
+import { healthAnswer } from "../../../../api/routes/es/health.js";
 import { MSEARCH_IGNORED_HEADER_KEYS, MSEARCH_MAX_SEARCHES, parseMsearch } from "../../../../api/routes/es/index.js";
 import { kindsOfIndexExpression } from "../../../../api/routes/es/indices.js";
 import type { HitsEnvelope } from "../../../../api/search/envelope.js";
@@ -170,5 +171,17 @@ describe("track_total_hits and the answer options", () => {
     expect(toEsSearchResponse(env, { noSource: true }).hits.hits[0]).not.toHaveProperty("_source");
     expect(toEsSearchResponse(env, { metadataOnly: true }).hits.hits[0]).toEqual({ _index: "x-tx", _id: "0xa", _score: 1, sort: [1] });
     expect(toEsSearchResponse(env, { trackTotalHits: false }).hits).not.toHaveProperty("total");
+  });
+});
+
+describe("healthAnswer", () => {
+  it("Elasticsearch's health with chainsift's cluster name, without per-index sections", () => {
+    const es = { cluster_name: "internal", status: "yellow", timed_out: false, active_shards: 3, indices: { "x-tx-p000000": {} } };
+    expect(healthAnswer(es, MAINNET)).toEqual({
+      cluster_name: "chainsift ethereum/ethereum/mainnet",
+      status: "yellow",
+      timed_out: false,
+      active_shards: 3,
+    });
   });
 });
