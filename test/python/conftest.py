@@ -35,3 +35,28 @@ def es(node: str, info: dict) -> Elasticsearch:
     client = Elasticsearch(node, bearer_auth=info["token"])
     yield client
     client.close()
+
+
+@pytest.fixture(scope="session")
+def fixtures(info: dict) -> dict:
+    """{chainPath, records}: the chain serving the real mainnet fixture blocks (../shared/data/mainnet)
+    and their records by kind; skips the test when the data is absent (see test/python/serve.ts)."""
+    fx = info.get("fixtures") or {}
+    if not fx.get("chainPath"):
+        pytest.skip(fx.get("skipped", "the API serves no mainnet fixture chain"))
+    return fx
+
+
+@pytest.fixture(scope="session")
+def fes(info: dict, fixtures: dict) -> Elasticsearch:
+    """The official client pointed at the mainnet fixture chain (<api>/ethereum/ethereum/mainnet-fixtures/es)."""
+    client = Elasticsearch(info["url"] + fixtures["chainPath"], bearer_auth=info["token"])
+    yield client
+    client.close()
+
+
+@pytest.fixture(scope="session")
+def findex(fixtures: dict):
+    """The index-style name of a kind of the fixture chain, e.g. ethereum-ethereum-mainnet-fixtures-tx."""
+    chain = "-".join(fixtures["chainPath"].strip("/").split("/")[:3])
+    return lambda kind: f"{chain}-{kind}"

@@ -7,8 +7,13 @@
  * it listens (the records let the Python tests compute what they expect), plus `webhooks`: a
  * `Webhook (POST)` and a `Webhook (GET)` request as the notify deliverer really sent them to a
  * local receiver (`{secret, method, target, headers, body}`, body as received), which
- * test_standard_webhooks.py verifies with the PyPI `standardwebhooks`. SIGTERM / SIGINT delete
- * the indices and Redis keys, close the API and exit 0.
+ * test_standard_webhooks.py verifies with the PyPI `standardwebhooks`.
+ *
+ * A second chain, `ethereum/ethereum/mainnet-fixtures` (test/support/mainnet-records.ts), serves the
+ * real mainnet fixture blocks of `../shared/data/mainnet` in block-range partitions; the info file's
+ * `fixtures` is `{chainPath, records}` of that chain (records by kind, as built by the pipeline's
+ * transforms), or `{chainPath: null, skipped}` with the reason when the data is absent (the tests
+ * that need it skip). SIGTERM / SIGINT delete the indices and Redis keys, close the API and exit 0.
  *
  * Usage: `node --import tsx test/python/serve.ts <info.json>`; Elasticsearch and Redis from the
  * usual configuration (lib/config.ts). Exits 1 when they are unreachable.
@@ -23,6 +28,8 @@ import { uniformPartitioning } from "../../lib/partitioning.js";
 import { createDeliverer } from "../../pipeline/notify/deliver.js";
 import { generateSecret } from "../../pipeline/notify/sign.js";
 import { deleteRedisKeys, indexFixtures, isolatedApi, MAINNET, RECORDS, searchStackUp } from "../integration/api/fixtures.js";
+import { hasMainnetFixtures, SKIP_NO_FIXTURES } from "../support/fixtures.js";
+import { MAINNET_FIXTURES, MAINNET_FIXTURES_PARTITIONING, mainnetRecords } from "../support/mainnet-records.js";
 import { sampleAlert } from "../unit/pipeline/notify/fixtures.js";
 
 /** Delivers one POST and one GET webhook of a sample alert to a local receiver; returns the requests as received. */
@@ -60,11 +67,20 @@ const { id: ID, indexPrefix: PREFIX, token: TOKEN, config } = isolatedApi(base, 
 const es = new Client({ node: base.elasticsearch.url });
 // Partitions of 1 block behind each kind's alias (es/partitions.ts), as a large deployment has them.
 await indexFixtures(es, MAINNET, PREFIX, uniformPartitioning(1));
-const app = await buildApi({ config, es, logger: false });
+const chainPath = (c: typeof MAINNET) => `/${c.technology}/${c.blockchain}/${c.network}/es`;
+let fixtures: { chainPath: string; records: unknown } | { chainPath: null; skipped: string };
+if (hasMainnetFixtures()) {
+  const records = mainnetRecords();
+  await indexFixtures(es, MAINNET_FIXTURES, PREFIX, MAINNET_FIXTURES_PARTITIONING, records);
+  fixtures = { chainPath: chainPath(MAINNET_FIXTURES), records };
+} else {
+  fixtures = { chainPath: null, skipped: SKIP_NO_FIXTURES };
+}
+const app = await buildApi({ config, es, logger: false, chains: [MAINNET, MAINNET_FIXTURES] });
 await app.listen({ host: "127.0.0.1", port: 0 });
 const url = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
 const webhooks = await sampleWebhooks();
-writeFileSync(infoFile, JSON.stringify({ url, token: TOKEN, chainPath: "/ethereum/ethereum/mainnet/es", records: RECORDS, webhooks }));
+writeFileSync(infoFile, JSON.stringify({ url, token: TOKEN, chainPath: chainPath(MAINNET), records: RECORDS, webhooks, fixtures }));
 
 let closing = false;
 async function close(): Promise<void> {

@@ -136,9 +136,10 @@ def test_refused_queries_surface_our_code(es: Elasticsearch) -> None:
         Search(using=es, index="tx").query("wildcard", **{"from": "0x*"}).execute()
     assert refused.value.body["error"]["code"] == "CS_QUERY_UNSUPPORTED_CLAUSE"
 
-    with pytest.raises(BadRequestError) as refused:
-        es.search(index="tx", from_=10)
+    with pytest.raises(BadRequestError) as refused:  # from is served now (test_es_tools.py); rescore never
+        es.search(index="tx", rescore={"window_size": 10, "query": {"rescore_query": {"match_all": {}}}})
     assert refused.value.body["error"]["code"] == "CS_BODY_INVALID"
+    assert refused.value.body["error"]["path"] == "rescore"
 
     with pytest.raises(NotFoundError) as missing:
         es.search(index="ethereum-ethereum-sepolia-tx")

@@ -2,7 +2,7 @@
 # Sourced by the client suites' run.sh (test/python, test/go, test/java): starts the API over
 # indexed fixture records (test/python/serve.ts: its own index and Redis prefixes and token) and
 # waits for it (60 s at most). Afterwards `$CHAINSIFT_FIXTURE_INFO` names the JSON file
-# `{url, token, chainPath, records}`; on exit the API it started (and only that pid) is stopped,
+# `{url, token, chainPath, records, webhooks, fixtures}` (test/python/serve.ts says what each is); on exit the API it started (and only that pid) is stopped,
 # which deletes its indices and keys. Expects the repository root as the working directory and
 # the real stack up (`npm run stack -- up`). Usage: `source test/support/fixture-api.sh <label>`.
 fixture_label="${1:-suite}"

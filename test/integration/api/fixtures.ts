@@ -279,21 +279,30 @@ addLogAndEvent(
 );
 
 /** All fixture records by kind. */
-export const RECORDS: { [K in RecordKind]: RecordByKind[K][] } = { block: blocks, tx: txs, log: logs, event: events, call: [] };
+export const RECORDS: RecordsByKind = { block: blocks, tx: txs, log: logs, event: events, call: [] };
+
+/** Records by kind, as {@link RECORDS} holds them. */
+export type RecordsByKind = { [K in RecordKind]: RecordByKind[K][] };
 
 /**
- * Creates the record indices of `chain` under `prefix` and indexes {@link RECORDS} (refreshed): one
- * concrete index per kind (the layout before partitioning), or with `partitioning` the aliases over
- * block-range partitions, each record routed to its backing index as the index stage does
- * (es/partitions.ts). Returns the index (alias) names.
+ * Creates the record indices of `chain` under `prefix` and indexes `records` (default
+ * {@link RECORDS}; refreshed): one concrete index per kind (the layout before partitioning), or with
+ * `partitioning` the aliases over block-range partitions, each record routed to its backing index
+ * as the index stage does (es/partitions.ts). Returns the index (alias) names.
  */
-export async function indexFixtures(es: Client, chain: ChainId, prefix: string, partitioning?: Partitioning): Promise<string[]> {
+export async function indexFixtures(
+  es: Client,
+  chain: ChainId,
+  prefix: string,
+  partitioning?: Partitioning,
+  records: RecordsByKind = RECORDS,
+): Promise<string[]> {
   const indices = RECORD_KINDS.map((k) => indexName(chain, k, prefix));
   const router = partitioning ? createPartitionRouter(es, chain, prefix, partitioning) : undefined;
   const heightOf = (kind: RecordKind, r: Record<string, unknown>) => ((kind === "block" ? r.number : r.blockNumber) as { num: number }).num;
   if (partitioning && router) {
     await ensureIndices(es, chain, prefix, partitioning);
-    await router.prepare(RECORD_KINDS.flatMap((kind) => RECORDS[kind].map((r) => ({ kind, height: heightOf(kind, r as never) }))));
+    await router.prepare(RECORD_KINDS.flatMap((kind) => records[kind].map((r) => ({ kind, height: heightOf(kind, r as never) }))));
   } else {
     for (const kind of RECORD_KINDS) {
       await es.indices.create({
@@ -305,7 +314,7 @@ export async function indexFixtures(es: Client, chain: ChainId, prefix: string, 
   }
   const operations: object[] = [];
   for (const kind of RECORD_KINDS) {
-    for (const record of RECORDS[kind]) {
+    for (const record of records[kind]) {
       const index = router ? router.indexOf(kind, heightOf(kind, record as never)) : indexName(chain, kind, prefix);
       operations.push({ index: { _index: index, _id: recordId(kind, record) } }, record);
     }
