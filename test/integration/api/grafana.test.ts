@@ -222,6 +222,60 @@ describe.skipIf(!up || !haveData)("Grafana's Elasticsearch data source against t
     for (const h of hits) expect(h.highlight?.methodId).toEqual([`@HIGHLIGHT@${TRANSFER}@/HIGHLIGHT@`]);
   });
 
+  it("answers fields and highlight on every answer path: a search, each page of a scroll, a point in time", async () => {
+    const body = {
+      size: 40,
+      query: { term: { methodId: TRANSFER } },
+      fields: [{ field: "timestamp", format: "epoch_millis" }, "blockNumber.*"],
+      highlight: { fields: { methodId: {} }, pre_tags: ["<"], post_tags: [">"] },
+    };
+    const post = async (path: string, b: unknown) => {
+      const res = await fetch(`${url}/${path}`, {
+        method: "POST",
+        headers: { ...headers, "content-type": "application/json" },
+        body: JSON.stringify(b),
+      });
+      const text = await res.text();
+      expect(res.status, text).toBe(200);
+      return JSON.parse(text) as { hits: { hits: Hit[] }; _scroll_id?: string; pit_id?: string; id?: string };
+    };
+    const byHash = new Map(records.tx.map((t) => [t.hash, t]));
+    const check = (hits: Hit[]) => {
+      for (const h of hits) {
+        const t = byHash.get(h._id);
+        expect(h.fields).toEqual({
+          timestamp: [String(ms(t?.timestamp ?? ""))],
+          "blockNumber.num": [t?.blockNumber.num],
+          "blockNumber.raw": [t?.blockNumber.raw],
+        });
+        expect(h.highlight).toEqual({ methodId: [`<${TRANSFER}>`] });
+      }
+      return hits.map((h) => h._id);
+    };
+    const expected = records.tx.filter((t) => t.methodId === TRANSFER).map((t) => t.hash);
+    expect(expected.length).toBeGreaterThan(40);
+    const first = await post(`${CHAIN}-tx/_search?scroll=1m`, body);
+    const seen = check(first.hits.hits);
+    for (let page = await post("_search/scroll", { scroll_id: first._scroll_id, scroll: "1m" }); page.hits.hits.length > 0; ) {
+      seen.push(...check(page.hits.hits));
+      page = await post("_search/scroll", { scroll_id: first._scroll_id, scroll: "1m" });
+    }
+    expect(seen.sort()).toEqual([...expected].sort());
+    await fetch(`${url}/_search/scroll`, {
+      method: "DELETE",
+      headers: { ...headers, "content-type": "application/json" },
+      body: JSON.stringify({ scroll_id: first._scroll_id }),
+    });
+    const pit = await post(`${CHAIN}-tx/_pit?keep_alive=1m`, undefined);
+    const onPit = await post("_search", { ...body, size: 1000, pit: { id: pit.id }, sort: [{ _doc: "asc" }], track_total_hits: false });
+    expect(check(onPit.hits.hits).sort()).toEqual([...expected].sort());
+    await fetch(`${url}/_pit`, {
+      method: "DELETE",
+      headers: { ...headers, "content-type": "application/json" },
+      body: JSON.stringify({ id: pit.id }),
+    });
+  });
+
   it("answers an annotation query (range from/to, a Lucene range, the index list in the header) and several searches in one batch", async () => {
     const query = "number.num:[17000000 TO 17999999]";
     const [annotations, series] = await msearch({ name: "annotations", kind: "block", query }, { name: "timeSeries", kind: "block" });
