@@ -13,6 +13,7 @@
  *   one NDJSON body, sent as any of {@link MSEARCH_TYPES} (the Go client's esapi sends
  *   `application/json`, the Java client `application/vnd.elasticsearch+json; compatible-with=8`);
  *   another media type is 415 before the body is read.
+ * - `GET …/es/_cluster/health[/<index>]`: Elasticsearch's health of the chain's indices (api/routes/es/health.ts).
  * `:index` is an index expression (api/routes/es/indices.ts); without one, all kinds. Any other
  * `…/es/_<endpoint>` or `…/es/<index>/_<endpoint>` is 404 `CS_ROUTE_NOT_FOUND` in Elasticsearch's
  * error shape.
