@@ -1,7 +1,8 @@
 /**
  * Builds the web console (docs/console.md) into `dist/console/`: esbuild bundles console/src/main.tsx
- * (Preact, CodeMirror 6, uPlot — all from node_modules, nothing fetched at run time) into one
- * minified `app.js` and `app.css`, copies `index.html`, and writes two data files the console reads
+ * (Preact, CodeMirror 6, uPlot — all from node_modules, nothing fetched at run time) into a
+ * minified `app.js` (the shell and the light pages), `chunk-<hash>.js` files loaded on demand (the
+ * editor with CodeMirror, the charts page with uPlot) and `app.css`, copies `index.html`, and writes two data files the console reads
  * as static assets:
  * - `fields.json`: the searchable fields of every record kind from the index mappings
  *   (es/mappings.ts `mappedFields`), the editor's completion list when the API has no `_mapping` route;
@@ -82,6 +83,11 @@ export async function buildConsole(outDir = resolve(here, "../dist/console")): P
     bundle: true,
     minify: true,
     format: "esm",
+    // Code splitting: the pages that need CodeMirror (search) and uPlot (charts) load them with a
+    // dynamic import(), as `chunk-<hash>.js` files next to app.js, so the first page is not held up
+    // by them (docs/console.md, "Loading").
+    splitting: true,
+    chunkNames: "chunk-[hash]",
     target: "es2022",
     outdir: outDir,
     jsx: "automatic",

@@ -11,11 +11,14 @@ import { useEffect, useState } from "preact/hooks";
 import { ApiFailure, type ChainStatus, currentToken, listChains, setToken } from "./api.js";
 import { AdminPage } from "./pages/admin.js";
 import { ChainsPage } from "./pages/chains.js";
-import { ChartsPage } from "./pages/charts.js";
 import { DeliveriesPage } from "./pages/deliveries.js";
 import { RecordPage } from "./pages/record.js";
 import { RulesPage } from "./pages/rules.js";
 import { SearchPage } from "./pages/search.js";
+import { lazyPage } from "./ui.js";
+
+// uPlot is only in the charts page's chunk: loaded when that page is first opened.
+const ChartsPage = lazyPage(() => import("./pages/charts.js").then((m) => m.ChartsPage));
 
 const PAGES = [
   ["chains", "Chains"],

@@ -2,7 +2,8 @@
  * Small shared pieces of the console's pages.
  * @module
  */
-import type { ComponentChildren } from "preact";
+import type { ComponentChildren, FunctionComponent } from "preact";
+import { useEffect, useState } from "preact/hooks";
 import type { ApiFailure, ApiProblem } from "./api.js";
 
 /** An API failure, every problem with its code and path. */
@@ -69,4 +70,26 @@ export function Head({ cols }: { cols: readonly string[] }) {
       </tr>
     </thead>
   );
+}
+
+/**
+ * A page component loaded on first use with a dynamic `import()` (its module, and the libraries only
+ * it imports, are a separate chunk of the build, console/build.ts): shows "Loading…" until then.
+ * @param load - the dynamic import, resolving to the component.
+ */
+export function lazyPage<P extends object>(load: () => Promise<FunctionComponent<P>>): FunctionComponent<P> {
+  let loaded: FunctionComponent<P> | null = null;
+  let pending: Promise<FunctionComponent<P>> | null = null;
+  return function LazyPage(props: P) {
+    const [Page, setPage] = useState<FunctionComponent<P> | null>(() => loaded);
+    useEffect(() => {
+      if (Page) return;
+      pending ??= load().then((c) => {
+        loaded = c;
+        return c;
+      });
+      void pending.then((c) => setPage(() => c));
+    }, []);
+    return Page ? <Page {...props} /> : <p class="hint">Loading…</p>;
+  };
 }

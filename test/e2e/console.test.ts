@@ -254,7 +254,7 @@ describe.skipIf(!up.ok)("the web console in Chromium", () => {
     const buckets = ((await aggAnswer.json()) as Answer).aggregations?.per?.buckets ?? [];
     expect(buckets.length).toBeGreaterThan(0);
     await expect.poll(() => page.locator("#chart-records").getAttribute("data-points")).toBe(String(buckets.length));
-    expect(await page.locator("#chart-records canvas").count()).toBeGreaterThan(0);
+    await expect.poll(() => page.locator("#chart-records canvas").count()).toBeGreaterThan(0);
     // Value moved per day of the embedded token (CST): a nested aggregation; each point the sum the API answered.
     const token = page2.body.hits.hits[0]?._source.address as string;
     await page.fill("#moved-token", token);

@@ -8,7 +8,7 @@
 import { useEffect, useRef, useState } from "preact/hooks";
 import { ApiFailure, apiResponse, type ChainStatus, chainKey, type Hit, type SearchAnswer, search, totalOf } from "../api.js";
 import { Cell, csvField } from "../cells.js";
-import { mountEditor, type QueryEditor } from "../editor.js";
+import type { QueryEditor } from "../editor.js";
 import { fieldsOf } from "../fields.js";
 import { HitSplitter } from "../hit-stream.js";
 import { download, ErrorBox, Scroll } from "../ui.js";
@@ -53,26 +53,42 @@ export function SearchPage({ chains }: { chains: ChainStatus[] }) {
   const [examples, setExamples] = useState<Example[]>([]);
   const host = useRef<HTMLDivElement>(null);
   const editor = useRef<QueryEditor | null>(null);
+  /** The completion list of the chosen kind, kept for an editor mounted after it arrived. */
+  const fields = useRef<readonly string[]>([]);
   const served = chains.find((c) => chainKey(c) === chain);
 
   useEffect(() => {
     if (!host.current) return;
-    editor.current = mountEditor(host.current, DEFAULT_BODY, "Query body (JSON)");
+    // CodeMirror is a chunk of its own (console/build.ts), loaded after the page is on screen: until it
+    // is mounted, Search sends the default body, so the first results need not wait for the editor.
+    let gone = false;
+    void import("../editor.js").then(({ mountEditor }) => {
+      if (gone || !host.current) return;
+      editor.current = mountEditor(host.current, DEFAULT_BODY, "Query body (JSON)");
+      editor.current.setFields(fields.current);
+    });
     void fetch("/console/examples.json")
       .then((r) => r.json() as Promise<Example[]>)
       .then(setExamples);
-    return () => editor.current?.destroy();
+    return () => {
+      gone = true;
+      editor.current?.destroy();
+    };
   }, []);
   useEffect(() => {
-    if (served) void fieldsOf(served, kind).then((f) => editor.current?.setFields(f));
+    if (!served) return;
+    void fieldsOf(served, kind).then((f) => {
+      fields.current = f;
+      editor.current?.setFields(f);
+    });
   }, [chain, kind]);
 
   const run = async (after: unknown[] | null, history: unknown[][]) => {
-    if (!served || !editor.current) return;
+    if (!served) return;
     setBusy(true);
     setError(null);
     try {
-      const body = parseBody(editor.current.text());
+      const body = parseBody(editor.current?.text() ?? DEFAULT_BODY);
       if (after) body.search_after = after;
       const a = await search(served, kind, body);
       setAnswer(a);
