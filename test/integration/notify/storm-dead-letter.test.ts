@@ -89,7 +89,7 @@ describe.skipIf(!up.ok)("storm control: a digest given up is dead-lettered and r
 
   it(`a digest of ${N} alerts given up after its retries: ${N} dead letters, then replayed to the recovered receiver`, async () => {
     const ruleId = "3c9a1d2e-5b6f-4a7c-8d9e-0f1a2b3c4d5e";
-    const actions = [{ type: "Webhook (POST)", parameters: { url: `${base}/digests` }, digest: { windowSec: 1 } }] as AlertDefinition[];
+    const actions = [{ type: "Webhook (POST)", parameters: { url: `${base}/digests` }, digest: { windowSec: 3 } }] as AlertDefinition[];
     const alerts: Alert[] = Array.from({ length: N }, (_, i) => ({
       ...sampleAlert({ ruleId, sequence: i + 1, blockNumber: 500 + i }),
       entityId: `held-${i}`,
@@ -144,7 +144,7 @@ describe.skipIf(!up.ok)("storm control: a digest given up is dead-lettered and r
       id: createHash("sha256").update("digest-dlq|two-actions").digest("hex"),
       actions: [
         { type: "Webhook (POST)", parameters: { url: `${base}/down` } },
-        { type: "Webhook (POST)", parameters: { url: `${base}/digests` }, digest: { windowSec: 1 } },
+        { type: "Webhook (POST)", parameters: { url: `${base}/digests` }, digest: { windowSec: 3 } },
       ] as AlertDefinition[],
     };
     const p = await createRecordProducer(bus);
