@@ -86,7 +86,7 @@ export interface RpcClientOptions {
    * after this many ms is sent once more to the same URL (a load balancer routes it to another
    * backend, so one hanging backend costs this, not `timeoutMs`), again every such delay up to
    * `HEDGED_COPIES` copies (a request with a trace or an `eth_call`, transport.ts
-   * `SECOND_CHANCE_METHODS`: re-sent once); the first answer wins and the others are aborted. There the delay
+   * `SECOND_CHANCE_METHODS`: `SECOND_CHANCE_COPIES`, 3); the first answer wins and the others are aborted. There the delay
    * adapts: 4 × the 90th percentile of the endpoint's recent answer times for the same kind of
    * request, at least `HEDGE_FLOOR_MS`, at most this (`hedgeDelayMs`). 0: never. Default 2000.
    */

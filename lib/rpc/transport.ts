@@ -186,16 +186,22 @@ export const HEDGED_METHODS: ReadonlySet<string> = new Set([
 ]);
 
 /**
- * The JSON-RPC methods that get one second chance only (read-only but costlier for the node: call
- * traces and `eth_call`s): a lone endpoint's request containing one is re-sent once
- * ({@link SECOND_CHANCE_COPIES} copies in all) after the adaptive delay of its kind, instead of
- * waiting out `timeoutMs`. A request mixing them with {@link HEDGED_METHODS} (ingest batches a
- * block's traces with its block and receipts) is one of them.
+ * The JSON-RPC methods that get fewer re-sends (read-only but costlier for the node: call traces and
+ * `eth_call`s): a lone endpoint's request containing one is re-sent after the adaptive delay of its
+ * kind, and once more after another delay without an answer ({@link SECOND_CHANCE_COPIES} copies in
+ * flight at most), instead of waiting out `timeoutMs`. A request mixing them with
+ * {@link HEDGED_METHODS} (ingest batches a block's traces with its block and receipts) is one of them.
  */
 export const SECOND_CHANCE_METHODS: ReadonlySet<string> = new Set(["debug_traceBlockByNumber", "trace_block", "eth_call"]);
 
-/** Copies in flight at most of a request with a {@link SECOND_CHANCE_METHODS} call: the first and one re-send. */
-export const SECOND_CHANCE_COPIES = 2;
+/**
+ * Copies in flight at most of a request with a {@link SECOND_CHANCE_METHODS} call: the first and two
+ * re-sends, one per hedge delay. With one re-send only, a 1 s chain behind one endpoint with 20 %
+ * mixed faults lost ~10 s (12 blocks, its p99 lag) whenever the first copy and its re-send both hung
+ * (`npm run bench -- follow --faults mixed:0.2`, docs/benchmarks.md#follow); the third copy goes out
+ * only after two delays without an answer, so a healthy node never sees it.
+ */
+export const SECOND_CHANCE_COPIES = 3;
 
 /** The call kinds the per-kind metrics are labelled with (`chainsift_rpc_resends_total{kind}`, `chainsift_rpc_timeouts_total{kind}`). */
 export type CallKind = "head" | "block" | "traces" | "call" | "other";

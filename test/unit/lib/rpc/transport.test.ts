@@ -97,7 +97,7 @@ describe("JSON-RPC transport retries", () => {
     }
   });
 
-  it("a lone endpoint's hanging block read is sent once more (a load balancer's other backend answers); a trace is re-sent once; other calls are not doubled", async () => {
+  it("a lone endpoint's hanging block read is sent once more (a load balancer's other backend answers); a trace is re-sent up to twice; other calls are not doubled", async () => {
     // The first request hangs; with the request timeout at 10 min only the re-sent request can answer in the test's time.
     const s = await scripted("hang");
     const registry = new Registry();
@@ -131,6 +131,25 @@ describe("JSON-RPC transport retries", () => {
       expect(resends.map((v) => `${v.labels.kind}=${v.value}`)).toEqual(["traces=1"]);
     } finally {
       traced.destroy();
+    }
+    // The first copy and its re-send both hang: a third copy, one more delay later, answers (a trace gets up to
+    // SECOND_CHANCE_COPIES = 3 copies in flight), rather than the (10 min) timeout.
+    await server?.close();
+    const h = await startScriptedRpc({
+      answer: (call) => (call.method === "debug_traceBlockByNumber" ? [] : undefined),
+      http: (n) => (n <= 2 ? "hang" : undefined),
+    });
+    server = h;
+    const thirdRegistry = new Registry();
+    const third = createRpcSource({ rpcUrl: h.url, timeoutMs: 600_000, hedgeAfterMs: 100, registry: thirdRegistry });
+    try {
+      expect(await third.fetchTraces(7)).toEqual([]);
+      expect(h.requests).toHaveLength(3);
+      expect(await errorsOf(thirdRegistry)).toEqual([]);
+      const resends = (await thirdRegistry.getSingleMetric("chainsift_rpc_resends_total")?.get())?.values ?? [];
+      expect(resends.map((v) => `${v.labels.kind}=${v.value}`)).toEqual(["traces=2"]);
+    } finally {
+      third.destroy();
     }
     // The re-sent copy fails (503) while the first still hangs: another copy after the next delay answers,
     // rather than the first copy's (10 min) timeout.
