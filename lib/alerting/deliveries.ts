@@ -14,7 +14,7 @@
  * @module
  */
 import type { AlertDefinition, AlertType } from "../rules/model.js";
-import type { AlertStatus } from "./alert.js";
+import type { AlertStatus } from "./status.js";
 
 /** One delivery of one action of one alert, as listed by the deliveries endpoint. */
 export interface DeliveryLogEntry {
