@@ -1,7 +1,8 @@
 /**
  * console/build.ts: a build writes app.js and its chunks, and removes the `chunk-*.js` files an
  * earlier build left that this one did not write (so the served directory and the benchmark's
- * weighing hold one build), keeping every file the new app.js imports.
+ * weighing hold one build), keeping every file the new app.js imports; index.html preloads the
+ * chunks app.js imports statically.
  */
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -30,5 +31,12 @@ describe("buildConsole", () => {
     const named = [...readFileSync(join(dir, "app.js"), "utf8").matchAll(/chunk-[A-Z0-9]+\.js/g)].map((m) => m[0]);
     expect(named.length).toBeGreaterThan(0);
     for (const f of named) expect(existsSync(join(dir, f))).toBe(true);
+    // index.html preloads the chunks app.js imports statically (not the lazy ones), each one there.
+    const preloads = [
+      ...readFileSync(join(dir, "index.html"), "utf8").matchAll(/<link rel="modulepreload" href="\/console\/([^"]+)"/g),
+    ].map((m) => m[1] as string);
+    expect(preloads.length).toBeGreaterThan(0);
+    expect(preloads.length).toBeLessThan(chunks.length);
+    for (const f of preloads) expect(chunks).toContain(f);
   });
 });
