@@ -224,9 +224,9 @@ export async function startMatchStage(deps: MatchStageDeps): Promise<MatchStage>
     });
   };
   /** The saved searches' matches of a record; none for a trace whose frames are not JSON. */
-  const searchMatches = (kind: string, record: unknown): MatchInput[] => {
+  const searchMatches = (input: InputRecord<EntityTopic>): MatchInput[] => {
     try {
-      return searchIndex.matchRecords(kind, record);
+      return searchIndex.matchRecords(input);
     } catch (err) {
       if (!(err instanceof SyntaxError)) throw err;
       return [];
@@ -263,7 +263,7 @@ export async function startMatchStage(deps: MatchStageDeps): Promise<MatchStage>
           if (!head) continue;
           await chain.learn();
           await emitAndPublish(publisher, () => tracker.onHead(head, chain.canonical));
-          if (kind === "blocks") await track(searchIndex.matchRecords("blocks", input.record).map(countSearchMatch));
+          if (input.topicKind === "blocks") await track(searchIndex.matchRecords(input).map(countSearchMatch));
           await advanceFinal();
         }
         return [];
@@ -284,7 +284,7 @@ export async function startMatchStage(deps: MatchStageDeps): Promise<MatchStage>
           if (matched.length > 0) metrics.matches.inc({ type }, matched.length);
           for (const rule of matched) matches.push({ rule, entity: entity as unknown as MatchedEntity });
         }
-        for (const m of searchMatches(input.topicKind, input.record)) matches.push(countSearchMatch(m));
+        for (const m of searchMatches(input)) matches.push(countSearchMatch(m));
       }
       // A head below an entity's block (its block record not consumed yet) counts as that block.
       await track(matches);
