@@ -15,6 +15,7 @@
  */
 
 import { ACCOUNT_ERROR_CODES, type AccountErrorCode } from "../lib/accounts/model.js";
+import { ChainsiftError } from "../lib/errors.js";
 import { BACKTEST_ERROR_CODES } from "./backtest/errors.js";
 import { ABIS_ERROR_CODES } from "./routes/abis/errors.js";
 import { RULES_ERROR_CODES } from "./routes/rules/errors.js";
@@ -234,7 +235,7 @@ export interface ErrorBody {
  * An error with a stable code, thrown by routes and plugins and rendered by the error handler
  * (api/plugins/errors.ts). The HTTP status is taken from {@link ERROR_CODES} unless given.
  */
-export class ApiError extends Error {
+export class ApiError extends ChainsiftError<ErrorCode> {
   /** HTTP status answered. */
   readonly statusCode: number;
   /** Code of the first problem. */

@@ -43,7 +43,7 @@ export async function benchDecode(args: string[]): Promise<void> {
   const toInputs = (from: typeof logs) =>
     Array.from({ length: copies }, () => from)
       .flat()
-      .map((record) => ({ record, message: { headers: {} } }) as unknown as InputRecord);
+      .map((record) => ({ record, message: { headers: {} } }) as unknown as InputRecord<"logs">);
   const inputs = toInputs(logs);
   const standard = new Set(supportedEvents().map((e) => e.topic0));
   const unknown = toInputs(logs.filter((l) => typeof l.topics[0] === "string" && !standard.has(l.topics[0].toLowerCase())));

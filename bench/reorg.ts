@@ -126,7 +126,7 @@ export async function benchReorg(args: string[]): Promise<void> {
     handler: async (inputs) => {
       const at = performance.now();
       for (const input of inputs) {
-        const a = input.record as Alert;
+        const a = input.record;
         alerts.push({ at, status: a.status, key: `${a.ruleId}|${a.entityId}|${a.blockHash}`, blockHash: a.blockHash });
       }
       return [];

@@ -14,6 +14,7 @@
 import { readFileSync } from "node:fs";
 import { type Static, Type } from "typebox";
 import { parseDocument } from "yaml";
+import { ChainsiftError } from "./errors.js";
 import { checkAgainstSchema } from "./validation/schema-check.js";
 
 /** The stable code of every chains-file error ({@link ChainsFileError}). */
@@ -125,7 +126,7 @@ export interface ChainsFileProblem {
  * (unknown keys, bad types, an empty list) or duplicate chains. `message` is
  * `<file>: CS_CHAINS_FILE_INVALID: <path>: <problem>; <path>: <problem>…`.
  */
-export class ChainsFileError extends Error {
+export class ChainsFileError extends ChainsiftError {
   /** Always {@link CHAINS_FILE_INVALID}. */
   readonly code = CHAINS_FILE_INVALID;
   constructor(

@@ -8,8 +8,9 @@
  * the same block height or `_id` across topics and partitions (docs/reorgs.md).
  * @module
  */
+import type { AlertAvro } from "../lib/alerting/avro.js";
 import type { ChainId } from "../lib/config.js";
-import type { RecordKind } from "../lib/records.js";
+import type { BlockRecord, EventRecord, LogRecord, RecordKind, ReorgRecord, TraceRecord, TransactionRecord } from "../lib/records.js";
 import {
   type AvroSchema,
   alertSchema,
@@ -24,6 +25,49 @@ import {
 
 /** Logical topic of a chain. */
 export type TopicKind = "blocks" | "transactions" | "logs" | "traces" | "events" | "reorgs" | "alerts" | "dead-letter";
+
+/**
+ * The record of the dead-letter topic ({@link deadLetterSchema}): a message a stage could not
+ * process, kept whole with the reason (pipeline/kafka/consumer.ts `deadLetter`).
+ */
+export interface DeadLetterRecord {
+  /** Topic the message came from, or a pseudo-topic such as `rpc:eth_getBlockByNumber` (ingest). */
+  sourceTopic: string;
+  /** Its partition, -1 when it never was on a topic. */
+  partition: number;
+  /** Its offset (a decimal string), or what identifies it otherwise (ingest: the block height). */
+  offset: string;
+  /** The original message key, or null. */
+  key: Buffer | null;
+  /** The original message bytes, whole, or null. */
+  value: Buffer | null;
+  /** The stage that gave up on it, e.g. `decode`. */
+  stage: string;
+  /** Stable `CS_…` code of the error, e.g. `CS_AVRO_DECODE`. */
+  errorCode: string;
+  /** The error's message, at most 4000 characters. */
+  errorMessage: string;
+  /** When it was dead-lettered, ISO 8601 UTC. */
+  failedAt: string;
+}
+
+/**
+ * The record each topic kind carries, as producers send it and consumers get it back from Avro
+ * (the schema of each is in {@link TOPICS}). A new topic kind without an entry here does not compile.
+ */
+export interface TopicRecords {
+  blocks: BlockRecord;
+  transactions: TransactionRecord;
+  logs: LogRecord;
+  traces: TraceRecord;
+  events: EventRecord;
+  reorgs: ReorgRecord;
+  alerts: AlertAvro;
+  "dead-letter": DeadLetterRecord;
+}
+
+/** The record type of topic kind `K`, e.g. `RecordOf<"logs">` is {@link LogRecord}. */
+export type RecordOf<K extends TopicKind> = TopicRecords[K];
 
 /** Definition of one topic. */
 export interface TopicSpec {

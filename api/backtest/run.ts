@@ -24,6 +24,7 @@ import { indexName, kindOfIndex } from "../../es/mappings.js";
 import type { ExplorerUrls } from "../../lib/alerting/template.js";
 import type { DecodeMethodOptions } from "../../lib/chain/methods.js";
 import type { ChainId } from "../../lib/config.js";
+import { ChainsiftError } from "../../lib/errors.js";
 import { BACKTEST_SOURCES, type BacktestMatch, createBacktester, type IndexedRecord } from "../../lib/match/backtest.js";
 import type { RecordKind } from "../../lib/records.js";
 import type { RuleInput } from "../../lib/rules/model.js";
@@ -35,8 +36,9 @@ import { createSearchBacktester, type SearchBacktestInput } from "./search-teste
 export const CS_BACKTEST_TIME_CAP = "CS_BACKTEST_TIME_CAP";
 
 /** A page of the scan timed out or had failed shards. */
-class PartialPageError extends Error {
+class PartialPageError extends ChainsiftError {
   override name = "PartialPageError";
+  readonly code = "CS_PARTIAL_PAGE";
 }
 
 /** Where and how a backtest reads. */

@@ -26,6 +26,7 @@
  */
 import { Readable } from "node:stream";
 import type { Client, estypes } from "@elastic/elasticsearch";
+import { ChainsiftError } from "../../lib/errors.js";
 import type { SearchPlan } from "../dsl/validate.js";
 import { shapeHit, shapeShards, totalOf } from "./envelope.js";
 import { searchIndices } from "./partitions.js";
@@ -66,8 +67,9 @@ export interface SearchStream {
 const noopLog: StreamLogger = { warn() {}, error() {} };
 
 /** Thrown inside the scan when a page is partial (timed out or failed shards). */
-class PartialPageError extends Error {
+class PartialPageError extends ChainsiftError {
   override name = "PartialPageError";
+  readonly code = "CS_PARTIAL_PAGE";
 }
 
 /**

@@ -7,6 +7,7 @@ import type { ParseArgsOptionsConfig } from "node:util";
 import type { AbiStore } from "../../lib/abis/store.js";
 import type { AccountStore } from "../../lib/accounts/store.js";
 import type { Config } from "../../lib/config.js";
+import { ChainsiftError } from "../../lib/errors.js";
 
 /** Exit status of a successful command. */
 export const EXIT_OK = 0;
@@ -42,7 +43,9 @@ export interface CommandArgs {
 }
 
 /** A usage error (exit {@link EXIT_USAGE}); the message is printed with a pointer to `--help`. */
-export class UsageError extends Error {
+export class UsageError extends ChainsiftError {
+  /** Always `CS_USAGE`. */
+  readonly code = "CS_USAGE";
   constructor(message: string) {
     super(message);
     this.name = "UsageError";
@@ -50,7 +53,9 @@ export class UsageError extends Error {
 }
 
 /** A failure with a message meant for the operator as is (exit {@link EXIT_FAILURE}). */
-export class CliFailure extends Error {
+export class CliFailure extends ChainsiftError {
+  /** Always `CS_CLI_FAILURE`. */
+  readonly code = "CS_CLI_FAILURE";
   constructor(message: string, options?: { cause?: unknown }) {
     super(message, options);
     this.name = "CliFailure";

@@ -8,6 +8,7 @@ import { accessSync, constants } from "node:fs";
 import { createRequire } from "node:module";
 import { delimiter, dirname, join } from "node:path";
 import { createInterface } from "node:readline";
+import { ChainsiftError } from "../../lib/errors.js";
 import { type DevchainLogger, errorMessage, silentLogger } from "./log.js";
 import { fetchChainId } from "./rpc.js";
 
@@ -52,7 +53,9 @@ export interface AnvilHandle {
 }
 
 /** Thrown by {@link resolveAnvilBinary} (and so {@link startAnvil}) when no anvil executable is found. */
-export class AnvilNotFoundError extends Error {
+export class AnvilNotFoundError extends ChainsiftError {
+  /** Always `CS_ANVIL_NOT_FOUND`. */
+  readonly code = "CS_ANVIL_NOT_FOUND";
   constructor(
     /** Every path that was tried, in order. */
     readonly searched: string[],
@@ -67,7 +70,9 @@ export class AnvilNotFoundError extends Error {
 }
 
 /** Thrown by {@link startAnvil} when anvil exits, fails to spawn or does not answer in time. */
-export class AnvilStartError extends Error {
+export class AnvilStartError extends ChainsiftError {
+  /** Always `CS_ANVIL_START`. */
+  readonly code = "CS_ANVIL_START";
   constructor(message: string, options?: { cause?: unknown }) {
     super(message, options);
     this.name = "AnvilStartError";

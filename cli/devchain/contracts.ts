@@ -9,6 +9,7 @@ import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
 import type { InterfaceAbi } from "ethers";
+import { ChainsiftError } from "../../lib/errors.js";
 
 /** ABI and creation bytecode of one compiled contract. */
 export interface CompiledContract {
@@ -29,7 +30,9 @@ export interface DevContracts {
 }
 
 /** Thrown when solc reports errors (the message lists them) or its output lacks a contract. */
-export class DevContractCompileError extends Error {
+export class DevContractCompileError extends ChainsiftError {
+  /** Always `CS_DEV_CONTRACT_COMPILE`. */
+  readonly code = "CS_DEV_CONTRACT_COMPILE";
   constructor(message: string) {
     super(message);
     this.name = "DevContractCompileError";

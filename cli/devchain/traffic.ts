@@ -16,6 +16,7 @@ import {
   type TransactionReceipt,
   type TransactionRequest,
 } from "ethers";
+import { ChainsiftError } from "../../lib/errors.js";
 import { compileDevContracts } from "./contracts.js";
 import { type DevchainLogger, errorMessage, silentLogger } from "./log.js";
 import { fetchChainId } from "./rpc.js";
@@ -75,7 +76,8 @@ export interface TrafficHandle {
 }
 
 /** Thrown inside operations cut short by stop(); swallowed by the generator. */
-class Stopped extends Error {
+class Stopped extends ChainsiftError {
+  readonly code = "CS_TRAFFIC_STOPPED";
   constructor() {
     super("traffic stopped");
     this.name = "Stopped";

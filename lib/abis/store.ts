@@ -15,6 +15,7 @@
  */
 
 import type { Config } from "../config.js";
+import { ChainsiftError } from "../errors.js";
 import { type ConnectedStore, connectStore, type StoreConnectionOptions } from "../redis.js";
 import { type AbiRegistration, eventFragments, GLOBAL_NAMESPACE } from "./model.js";
 import type { AbiRegistrationBody } from "./schema.js";
@@ -70,7 +71,7 @@ export interface AbiChange {
 export type AbiStoreErrorCode = "CS_ABI_LIMIT_REACHED";
 
 /** A refused store operation. */
-export class AbiStoreError extends Error {
+export class AbiStoreError extends ChainsiftError<AbiStoreErrorCode> {
   constructor(
     readonly code: AbiStoreErrorCode,
     message: string,

@@ -4,6 +4,7 @@
  * @module
  */
 import { isEmailAddress, MAX_EMAIL_LENGTH } from "../email.js";
+import { ChainsiftError } from "../errors.js";
 
 /** A registered account. Every search API request is made on behalf of one, through one of its tokens. */
 export interface Account {
@@ -70,7 +71,7 @@ export const ACCOUNT_ERROR_CODES = [
 export type AccountErrorCode = (typeof ACCOUNT_ERROR_CODES)[number];
 
 /** A refused account or token operation. Redis/connection failures are not wrapped: they surface as the client's own errors. */
-export class AccountError extends Error {
+export class AccountError extends ChainsiftError<AccountErrorCode> {
   constructor(
     /** Stable code, see {@link AccountErrorCode}. */
     readonly code: AccountErrorCode,

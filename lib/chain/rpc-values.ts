@@ -6,10 +6,13 @@
  * @module
  */
 import { getAddress } from "ethers";
+import { ChainsiftError } from "../errors.js";
 import type { Quantity } from "../records.js";
 
 /** Raised when a node returns an object that lacks a required field or holds a malformed value. */
-export class MalformedRpcDataError extends Error {
+export class MalformedRpcDataError extends ChainsiftError {
+  /** Always `CS_MALFORMED_RPC_DATA`. */
+  readonly code = "CS_MALFORMED_RPC_DATA";
   constructor(
     /** Dotted path of the offending field, e.g. `block.transactions[3].hash`. */
     readonly path: string,

@@ -4,6 +4,7 @@
  * {@link ConfigError} naming the variable for a value that cannot be used.
  * @module
  */
+import { ChainsiftError } from "../errors.js";
 
 /**
  * Explorers used when the operator configures none for a chain (`CHAINSIFT_EXPLORER_URLS` adds or
@@ -18,7 +19,9 @@ export const DEFAULT_EXPLORER_URLS: Readonly<Record<string, string>> = {
 };
 
 /** Thrown when an environment variable holds a value that cannot be used. */
-export class ConfigError extends Error {
+export class ConfigError extends ChainsiftError {
+  /** Always `CS_CONFIG_INVALID`. */
+  readonly code = "CS_CONFIG_INVALID";
   constructor(
     /** The offending variable. */
     readonly variable: string,

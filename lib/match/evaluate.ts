@@ -31,6 +31,8 @@
  * - Booleans are the strings `"true"`/`"false"`; a `bool` argument also equals `1`/`0`.
  * @module
  */
+
+import { ChainsiftError } from "../errors.js";
 import type { Operator, TargetDefinition } from "../rules/model.js";
 import {
   compareDec,
@@ -58,7 +60,9 @@ export interface AnyDefinition {
 export type EntityPredicate = (entity: unknown) => boolean;
 
 /** Raised by {@link compileDefinitions} (and so by {@link evaluate}) for a definition it cannot evaluate. */
-export class RuleCompileError extends Error {
+export class RuleCompileError extends ChainsiftError {
+  /** Always `CS_RULE_COMPILE`. */
+  readonly code = "CS_RULE_COMPILE";
   constructor(
     /** Dotted position of the offending definition, e.g. `targetMap[1].operatorParameters[0]`. */
     readonly path: string,

@@ -16,7 +16,7 @@ import {
   type JsonRpcResult,
   Network,
 } from "ethers";
-import { RetryableError } from "../errors.js";
+import { ChainsiftError, RetryableError } from "../errors.js";
 
 /** JSON-RPC error code "method not found" (https://www.jsonrpc.org/specification#error_object). */
 export const METHOD_NOT_FOUND = -32601;
@@ -27,7 +27,9 @@ const STATIC_NETWORK = new Network("chainsift-rpc", 0n);
 export type TransportErrorKind = "http_429" | "http_5xx" | "http_other" | "timeout" | "connection" | "malformed";
 
 /** A request to a JSON-RPC endpoint that got no JSON-RPC answer (thrown by the transport, the cause of a {@link RetryableError}). */
-export class RpcTransportError extends Error {
+export class RpcTransportError extends ChainsiftError {
+  /** Always `CS_RPC_TRANSPORT` (what went wrong is {@link RpcTransportError.kind}). */
+  readonly code = "CS_RPC_TRANSPORT";
   constructor(
     /** What went wrong. */
     readonly kind: TransportErrorKind,
@@ -81,12 +83,12 @@ export function redactRpcUrl(url: string): string {
  * transport and failover"). A {@link RetryableError} (a stage retries it later: "header not found",
  * "missing trie node" pass). Message `<method>: <the node's message>`.
  */
-export class RpcAnswerError extends RetryableError {
+export class RpcAnswerError extends RetryableError<number | undefined> {
   constructor(
     /** The method called, e.g. `eth_call`. */
     readonly method: string,
     /** The error's `code`, e.g. -32601 (method not found), 3 (execution reverted, geth). */
-    readonly code: number | undefined,
+    override readonly code: number | undefined,
     /** The node's message. */
     readonly rpcMessage: string,
     /** The error's `data`, when present (e.g. revert data). */

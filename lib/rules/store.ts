@@ -22,6 +22,7 @@
 import { randomUUID } from "node:crypto";
 import { WatchError } from "redis";
 import type { Config } from "../config.js";
+import { ChainsiftError } from "../errors.js";
 import { type ConnectedStore, connectStore, type StoreConnectionOptions } from "../redis.js";
 import type { Rule, RuleInput } from "./model.js";
 import { extraPropertyErrors, RESERVED_RULE_FIELDS, RULE_FIELDS, type RulePatch } from "./validate.js";
@@ -156,7 +157,7 @@ export const RULE_STORE_ERROR_CODES = [
 export type RuleStoreErrorCode = (typeof RULE_STORE_ERROR_CODES)[number];
 
 /** A refused store operation. Redis/connection failures are not wrapped: they surface as the client's own errors (answer 503). */
-export class RuleStoreError extends Error {
+export class RuleStoreError extends ChainsiftError<RuleStoreErrorCode> {
   constructor(
     /** Stable code, see {@link RuleStoreErrorCode}. */
     readonly code: RuleStoreErrorCode,

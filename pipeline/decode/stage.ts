@@ -59,14 +59,14 @@ export function withAbis(
  */
 export function decodeBatch(
   decoder: Decoder,
-  inputs: InputRecord[],
+  inputs: InputRecord<"logs">[],
   tokens?: TokenLookup,
-): { out: OutgoingRecord[]; failures: HandlerFailure[] } {
-  const out: OutgoingRecord[] = [];
+): { out: OutgoingRecord<"events">[]; failures: HandlerFailure[] } {
+  const out: OutgoingRecord<"events">[] = [];
   const failures: HandlerFailure[] = [];
   for (const input of inputs) {
     try {
-      const ev = decoder.decode(input.record as LogRecord, tokens);
+      const ev = decoder.decode(input.record, tokens);
       // The event carries its log's ingest sequence number: it belongs to the same block bundle.
       const headers = seqHeaders(messageSeq(input.message));
       if (ev)
@@ -194,7 +194,7 @@ export async function startDecodeStage(deps: DecodeStageDeps): Promise<RunningCo
         const known = new Map<LogRecord, EventRecord | null>();
         const pending: LogRecord[] = [];
         for (const input of inputs) {
-          const log = input.record as LogRecord;
+          const log = input.record;
           try {
             const ev = deps.decoder.decode(log, tokens);
             known.set(log, ev);
@@ -211,7 +211,7 @@ export async function startDecodeStage(deps: DecodeStageDeps): Promise<RunningCo
       if (metrics)
         countEvents(
           metrics.events,
-          out.map((m) => m.record as EventRecord),
+          out.map((m) => m.record),
         );
       return failures;
     },

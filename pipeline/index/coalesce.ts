@@ -12,7 +12,7 @@
  * retries its own batch (the consumer shell's backoff), as each would have on its own failure.
  * @module
  */
-import type { BatchHandler, HandlerFailure, InputRecord } from "../kafka/consumer.js";
+import type { BatchHandler, HandlerFailure, InputRecord, UndecodedInput } from "../kafka/consumer.js";
 
 interface Waiting {
   inputs: InputRecord[];
@@ -61,7 +61,7 @@ function settle(group: Waiting[], failures: HandlerFailure[]): void {
     (group[0] as Waiting).resolve(failures);
     return;
   }
-  const owner = new Map<InputRecord, HandlerFailure[]>();
+  const owner = new Map<UndecodedInput, HandlerFailure[]>();
   const perCaller = group.map((g) => {
     const mine: HandlerFailure[] = [];
     for (const input of g.inputs) owner.set(input, mine);

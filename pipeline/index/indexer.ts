@@ -56,7 +56,7 @@ import type { ChainId } from "../../lib/config.js";
 import { NonRetryableError, RetryableError } from "../../lib/errors.js";
 import { INDEX_REORGS_STAGE } from "../../lib/kafka/consumer-health.js";
 import type { Logger } from "../../lib/logger.js";
-import { callId, type RecordKind, type ReorgRecord, recordId, type TraceRecord } from "../../lib/records.js";
+import { callId, type RecordKind, recordId } from "../../lib/records.js";
 import { TOPICS, type TopicKind } from "../../topics/index.js";
 import { type Bus, messageSeq } from "../kafka/bus.js";
 import { type HandlerFailure, type InputRecord, type RunningConsumer, runConsumer } from "../kafka/consumer.js";
@@ -71,7 +71,8 @@ export interface IndexDoc {
   /** The kind's alias (`indexName`) from {@link toIndexDocs}; the indexer sets the backing index it is written to. */
   index: string;
   id: string;
-  doc: Record<string, unknown>;
+  /** The document: the record as consumed (a call frame for a trace), sent to Elasticsearch as is. */
+  doc: object;
   /** The Kafka record it came from (for dead-lettering). */
   input: InputRecord;
   /** Height of the block the document belongs to. */
@@ -86,7 +87,8 @@ export interface IndexDoc {
  * Height and block hash of a record of any kind (NaN / "" when the record lacks them: such a
  * record is left to Elasticsearch's mapping, which refuses it, and never counts as orphaned).
  */
-function blockOf(kind: RecordKind, doc: Record<string, unknown>): { height: number; blockHash: string } {
+function blockOf(kind: RecordKind, record: object): { height: number; blockHash: string } {
+  const doc = record as { number?: unknown; blockNumber?: unknown; hash?: unknown; blockHash?: unknown };
   const n = (kind === "block" ? doc.number : doc.blockNumber) as { num?: unknown } | undefined;
   const hash = kind === "block" ? doc.hash : doc.blockHash;
   return { height: typeof n?.num === "number" ? n.num : Number.NaN, blockHash: typeof hash === "string" ? hash : "" };
@@ -110,13 +112,13 @@ export function toIndexDocs(
       // One trace record (a transaction's call tree) becomes one `call` document per frame.
       try {
         const version = messageSeq(input.message);
-        for (const call of callRecords(input.record as TraceRecord, decode)) {
+        for (const call of callRecords(input.record, decode)) {
           const at = { height: call.blockNumber.num, blockHash: call.blockHash };
           docs.push({
             kind: "call",
             index: indexName(chain, "call", indexPrefix),
             id: callId(call),
-            doc: call as never,
+            doc: call,
             input,
             ...at,
             version,
@@ -132,7 +134,7 @@ export function toIndexDocs(
     }
     const kind = TOPICS[input.topicKind]?.recordKind as RecordKind | null | undefined;
     if (!kind) continue;
-    const doc = input.record as Record<string, unknown>;
+    const doc = input.record;
     docs.push({
       kind,
       index: indexName(chain, kind, indexPrefix),
@@ -335,11 +337,11 @@ export function createIndexer(deps: IndexerDeps): Indexer {
   }
 
   /** Removes every document of the orphaned blocks of a batch of reorgs records. */
-  async function removeOrphaned(inputs: InputRecord[], failures: HandlerFailure[]): Promise<void> {
+  async function removeOrphaned(inputs: InputRecord<"reorgs">[], failures: HandlerFailure[]): Promise<void> {
     /** Orphaned hash → the reorg's sequence number (the version that deletes what is older). */
     const orphaned = new Map<string, number | undefined>();
     for (const input of inputs) {
-      const r = input.record as ReorgRecord;
+      const r = input.record;
       if (typeof r?.orphanedHash !== "string") {
         failures.push({ input, error: new NonRetryableError("CS_MALFORMED_RECORD", "reorg record without orphanedHash") });
         continue;
@@ -385,7 +387,11 @@ export function createIndexer(deps: IndexerDeps): Indexer {
     async indexBatch(inputs) {
       const failures: HandlerFailure[] = [];
       if (inputs[0]?.topicKind === "reorgs") {
-        await removeOrphaned(inputs, failures);
+        // One batch is one partition of one topic: every input is a reorg.
+        await removeOrphaned(
+          inputs.filter((i): i is InputRecord<"reorgs"> => i.topicKind === "reorgs"),
+          failures,
+        );
         return failures;
       }
       const all = toIndexDocs(inputs, deps.chain, deps.indexPrefix, failures, deps.decode);

@@ -6,6 +6,7 @@
  * itself: the heights behind it are fetched meanwhile and follow at once when it arrives.
  * @module
  */
+import { ChainsiftError } from "../../lib/errors.js";
 
 /** What happened to a height the window released, for {@link nextWindowSize}. */
 export type WindowOutcome =
@@ -64,7 +65,8 @@ export interface AheadWindow<T> {
 export const WINDOW_SPACING_MS = 5;
 
 /** A fetch dropped by the window before it started. */
-class DroppedError extends Error {
+class DroppedError extends ChainsiftError {
+  readonly code = "CS_WINDOW_DROPPED";
   constructor() {
     super("dropped by the catch-up window");
     this.name = "DroppedError";

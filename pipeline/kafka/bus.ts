@@ -13,7 +13,7 @@ import type { ChainId, Config } from "../../lib/config.js";
 import { NonRetryableError } from "../../lib/errors.js";
 import { consumerGroupId, kafkaClientId } from "../../lib/kafka/consumer-health.js";
 import type { Logger } from "../../lib/logger.js";
-import { SEQ_HEADER, subjectOf, TOPICS, type TopicKind, topicName } from "../../topics/index.js";
+import { type RecordOf, SEQ_HEADER, subjectOf, TOPICS, type TopicKind, topicName } from "../../topics/index.js";
 import { compileToWire, fromWire, stripWireFields } from "../../topics/wire.js";
 import { kafkajsTransport } from "./kafkajs.js";
 import { kafkaLogCreator } from "./log.js";
@@ -339,14 +339,17 @@ async function moveGroupTo(
   }
 }
 
-/** One message to produce. */
-export interface OutgoingRecord {
-  kind: TopicKind;
+/** One message to produce on topic kind `K`, its record typed by the kind ({@link RecordOf}). */
+export interface OutgoingRecordOf<K extends TopicKind> {
+  kind: K;
   key: string;
-  record: unknown;
+  record: RecordOf<K>;
   /** Kafka headers, e.g. `{ [SEQ_HEADER]: "42" }` (topics/index.ts); none by default. */
   headers?: Record<string, string>;
 }
+
+/** One message to produce: a union discriminated on `kind` (`OutgoingRecord<"events">` is one kind's). */
+export type OutgoingRecord<K extends TopicKind = TopicKind> = { [P in K]: OutgoingRecordOf<P> }[K];
 
 /**
  * The ingest sequence number a message carries in its {@link SEQ_HEADER} header, or undefined

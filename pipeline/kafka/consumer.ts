@@ -7,26 +7,37 @@
 import { Registry } from "prom-client";
 import { isRetryable, type NonRetryableError } from "../../lib/errors.js";
 import type { Logger } from "../../lib/logger.js";
-import type { TopicKind } from "../../topics/index.js";
+import type { RecordOf, TopicKind } from "../../topics/index.js";
 import { type Bus, createRecordProducer, type RecordProducer } from "./bus.js";
 import { kafkaMetricsOf } from "./metrics.js";
 import type { ConsumedMessage, TransportConsumer } from "./transport.js";
 
-/** One decoded input message. */
-export interface InputRecord<T = unknown> {
-  topicKind: TopicKind;
+/** One decoded input message of topic kind `K`, its record typed by the kind ({@link RecordOf}). */
+export interface InputRecordOf<K extends TopicKind> {
+  topicKind: K;
   topic: string;
   partition: number;
   offset: string;
   key: string | null;
-  record: T;
+  record: RecordOf<K>;
   /** The raw message (kept for dead-lettering). */
   message: ConsumedMessage;
 }
 
+/**
+ * One decoded input message: a union discriminated on `topicKind`, so `if (input.topicKind ===
+ * "logs")` narrows `input.record` to a `LogRecord`. `InputRecord<"blocks" | "reorgs">` is a stage's
+ * subset.
+ */
+export type InputRecord<K extends TopicKind = TopicKind> = { [P in K]: InputRecordOf<P> }[K];
+
+/** A message that could not be decoded: where it was and its bytes, no record. */
+export type UndecodedInput = Pick<InputRecord, "topic" | "partition" | "offset" | "message">;
+
 /** A record the handler could not process because of the record itself. */
 export interface HandlerFailure {
-  input: InputRecord;
+  /** The input record handed to the handler, or, for a message that could not be decoded, its place and bytes. */
+  input: UndecodedInput;
   error: NonRetryableError;
 }
 
@@ -34,16 +45,17 @@ export interface HandlerFailure {
  * A stage's batch handler. Throw (anything but NonRetryableError) to have the whole batch retried;
  * return failures to have those records dead-lettered while the rest commit.
  */
-export type BatchHandler = (records: InputRecord[]) => Promise<HandlerFailure[] | undefined>;
+export type BatchHandler<K extends TopicKind = TopicKind> = (records: InputRecord<K>[]) => Promise<HandlerFailure[] | undefined>;
 
 /** Options of {@link runConsumer}. */
-export interface ConsumerOptions {
+export interface ConsumerOptions<K extends TopicKind = TopicKind> {
   bus: Bus;
   logger: Logger;
   /** Stage name, used for the consumer group id and dead letters (e.g. `decode`). */
   stage: string;
-  topics: TopicKind[];
-  handler: BatchHandler;
+  /** Topic kinds subscribed; the handler gets records of these kinds only. */
+  topics: K[];
+  handler: BatchHandler<K>;
   /** Start from the earliest offset when the group has no committed offset. Default true. */
   fromBeginning?: boolean;
   /** First retry delay of a failed batch; doubles up to 30 s. Default 500 ms. */
@@ -81,7 +93,7 @@ export interface RunningConsumer {
 export async function deadLetter(
   producer: RecordProducer,
   stage: string,
-  input: Pick<InputRecord, "topic" | "partition" | "offset" | "message">,
+  input: UndecodedInput,
   error: { code: string; message: string },
 ): Promise<void> {
   await producer.send([
@@ -110,7 +122,7 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
  * Offsets are committed only after the handler succeeded and failures were dead-lettered
  * (at-least-once; handlers are idempotent by deterministic keys/ids).
  */
-export async function runConsumer(opts: ConsumerOptions): Promise<RunningConsumer> {
+export async function runConsumer<K extends TopicKind>(opts: ConsumerOptions<K>): Promise<RunningConsumer> {
   const { bus, logger, stage, handler } = opts;
   const log = logger.child({ stage });
   // Its own client id per stage (`chainsift-<stage>-<instance>`): Kafka's tools show who holds what.
@@ -145,9 +157,9 @@ export async function runConsumer(opts: ConsumerOptions): Promise<RunningConsume
     // per batch on the latency path; a crash replays at most that much, which every stage tolerates.
     autoCommitIntervalMs: 500,
     eachBatch: async (batch, { resolveOffset, heartbeat, commitOffsetsIfNecessary, isRunning, isStale }) => {
-      const topicKind = kindOfTopic.get(batch.topic) as TopicKind;
+      const topicKind = kindOfTopic.get(batch.topic) as K;
       const labels = { stage, topic: topicKind };
-      const inputs: InputRecord[] = [];
+      const inputs: InputRecord<K>[] = [];
       const failures: HandlerFailure[] = [];
       for (const message of batch.messages) {
         const base = {
@@ -159,10 +171,11 @@ export async function runConsumer(opts: ConsumerOptions): Promise<RunningConsume
           message,
         };
         try {
-          inputs.push({ ...base, record: await bus.decode(message.value) });
+          // The one place a record's type is asserted: the Avro schema of its topic kind (topics/index.ts) wrote it.
+          inputs.push({ ...base, record: await bus.decode(message.value) } as InputRecord<K>);
         } catch (err) {
           if (isRetryable(err)) throw err;
-          failures.push({ input: { ...base, record: null }, error: err as NonRetryableError });
+          failures.push({ input: base, error: err as NonRetryableError });
         }
       }
       let delay = opts.retryInitialMs ?? 500;

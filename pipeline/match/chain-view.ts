@@ -36,7 +36,7 @@ export interface ChainView {
    */
   learn(heights?: Iterable<number>): Promise<void>;
   /** True when a record's block (`blockNumber.num`, `blockHash`) is known not to be canonical: a record of an orphaned block matches nothing. */
-  isOrphaned(record: unknown): boolean;
+  isOrphaned(record: { blockNumber?: { num: number }; blockHash?: string }): boolean;
 }
 
 /** Creates an empty {@link ChainView} over ingest's durable map. */
@@ -58,11 +58,10 @@ export function createChainView(durable: CanonicalReader, window = CANON_WINDOW,
       const top = view.head()?.number;
       if (top !== undefined) for (const n of learned.keys()) if (n < top - window) learned.delete(n);
     },
-    isOrphaned(record) {
-      const at = record as { blockNumber?: { num: number }; blockHash?: string };
-      if (!at.blockNumber || !at.blockHash) return false;
-      const c = canonical(at.blockNumber.num);
-      return c !== undefined && c !== at.blockHash.toLowerCase();
+    isOrphaned({ blockNumber, blockHash }) {
+      if (!blockNumber || !blockHash) return false;
+      const c = canonical(blockNumber.num);
+      return c !== undefined && c !== blockHash.toLowerCase();
     },
   };
 }

@@ -14,12 +14,16 @@ import { callDocuments } from "../../lib/chain/call-records.js";
 import type { DecodeMethodOptions } from "../../lib/chain/methods.js";
 import type { ChainId } from "../../lib/config.js";
 import type { MatchedEntity } from "../../lib/match/alert-template.js";
-import { type RecordKind, recordId, type TraceRecord } from "../../lib/records.js";
+import { type RecordKind, recordId } from "../../lib/records.js";
 import type { Rule } from "../../lib/rules/model.js";
 import { type StoredSearch, searchAsRule, searchEntity } from "../../lib/searches/model.js";
+import type { InputRecord } from "../kafka/consumer.js";
+
+/** The topics whose records saved searches match. */
+export type SearchTopic = "blocks" | "transactions" | "logs" | "events" | "traces";
 
 /** The record kind of each topic the stage consumes. */
-const KIND_OF_TOPIC: Readonly<Record<string, RecordKind>> = {
+const KIND_OF_TOPIC: Readonly<Record<SearchTopic, RecordKind>> = {
   blocks: "block",
   transactions: "tx",
   logs: "log",
@@ -43,10 +47,10 @@ export interface SearchIndex {
   /** Searches held. */
   size(): number;
   /**
-   * The matches of the records of one topic.
+   * The matches of one consumed record (a `call` document per frame of a trace).
    * @throws {SyntaxError} for a trace whose `frameJson` is not JSON (the caller skips it).
    */
-  matchRecords(topicKind: string, record: unknown): Array<{ rule: Rule; entity: MatchedEntity }>;
+  matchRecords(input: InputRecord<SearchTopic>): Array<{ rule: Rule; entity: MatchedEntity }>;
 }
 
 /**
@@ -82,11 +86,11 @@ export function createSearchIndex(chain: ChainId, decode: DecodeMethodOptions): 
     },
     get: (id) => byId.get(id)?.rule,
     size: () => byId.size,
-    matchRecords(topicKind, record) {
-      const kind = KIND_OF_TOPIC[topicKind];
+    matchRecords(input) {
+      const kind = KIND_OF_TOPIC[input.topicKind];
       const searches = kind ? byKind.get(kind) : undefined;
       if (!kind || !searches || searches.length === 0) return [];
-      const docs = kind === "call" ? callDocuments(record as TraceRecord, decode) : [record];
+      const docs: object[] = input.topicKind === "traces" ? callDocuments(input.record, decode) : [input.record];
       const out: Array<{ rule: Rule; entity: MatchedEntity }> = [];
       for (const doc of docs as Array<Record<string, unknown>>) {
         const id = recordId(kind, doc as never);

@@ -29,14 +29,13 @@ import type { Config } from "../../lib/config.js";
 import type { Logger } from "../../lib/logger.js";
 import { entitiesOf, type TypedEntity } from "../../lib/match/entities.js";
 import { createRuleIndex, type RuleIndex } from "../../lib/match/rule-index.js";
-import type { BlockRecord, EventRecord, ReorgRecord, TraceRecord } from "../../lib/records.js";
 import { type RedisClient, sharedOrConnect } from "../../lib/redis.js";
 import type { Rule } from "../../lib/rules/model.js";
 import { connectRuleStore, type RuleStore } from "../../lib/rules/store.js";
 import { searchKeyPrefix } from "../../lib/searches/model.js";
-import { REDECODE_HEADER } from "../../topics/index.js";
+import { REDECODE_HEADER, type TopicKind } from "../../topics/index.js";
 import { type Bus, createRecordProducer, messageSeq } from "../kafka/bus.js";
-import { type RunningConsumer, runConsumer } from "../kafka/consumer.js";
+import { type InputRecord, type RunningConsumer, runConsumer } from "../kafka/consumer.js";
 import { createChainView } from "./chain-view.js";
 import type { MatchedEntity, MatchInput } from "./confirmations/decide.js";
 import { createConfirmationTracker } from "./confirmations/tracker.js";
@@ -46,6 +45,11 @@ import { createAlertPublisher } from "./publisher.js";
 import { startRuleSync } from "./rule-sync.js";
 import { createSearchIndex, type SearchIndex } from "./search-index.js";
 import { createTokenTracker, type TokenMetadataSource, tokenListMetadataSource } from "./tokens.js";
+
+/** The topics whose records give entities (lib/match/entities.ts `entitiesOf`). */
+type EntityTopic = "transactions" | "logs" | "events" | "traces";
+const ENTITY_TOPICS: ReadonlySet<TopicKind> = new Set<EntityTopic>(["transactions", "logs", "events", "traces"]);
+const isEntityTopic = (kind: TopicKind): kind is EntityTopic => ENTITY_TOPICS.has(kind);
 
 /** Dependencies of {@link startMatchStage}. */
 export interface MatchStageDeps {
@@ -188,17 +192,18 @@ export async function startMatchStage(deps: MatchStageDeps): Promise<MatchStage>
   };
 
   /** The entities of a record, Token included; none for a trace whose frames are not JSON. */
-  const entitiesWithToken = async (input: { topicKind: "events" | "transactions" | "logs" | "traces"; record: unknown }) => {
+  const entitiesWithToken = async (input: InputRecord<EntityTopic>) => {
     let entities: TypedEntity[];
     try {
       entities = entitiesOf(input, deps.decode);
     } catch (err) {
       if (!(err instanceof SyntaxError)) throw err;
-      log.warn({ transactionHash: (input.record as TraceRecord).transactionHash }, "trace record with unparsable frameJson skipped");
+      const transactionHash = "transactionHash" in input.record ? input.record.transactionHash : undefined;
+      log.warn({ transactionHash }, "trace record with unparsable frameJson skipped");
       return [];
     }
     if (input.topicKind !== "events") return entities;
-    const ev = input.record as EventRecord;
+    const ev = input.record;
     const token = await tokens.observe(ev).catch((err) => {
       log.warn({ err, address: ev.address }, "token metadata unavailable; the next Transfer retries");
       return null;
@@ -219,9 +224,9 @@ export async function startMatchStage(deps: MatchStageDeps): Promise<MatchStage>
     });
   };
   /** The saved searches' matches of a record; none for a trace whose frames are not JSON. */
-  const searchMatches = (kind: string, record: unknown): MatchInput[] => {
+  const searchMatches = (input: InputRecord<EntityTopic>): MatchInput[] => {
     try {
-      return searchIndex.matchRecords(kind, record);
+      return searchIndex.matchRecords(input);
     } catch (err) {
       if (!(err instanceof SyntaxError)) throw err;
       return [];
@@ -252,32 +257,34 @@ export async function startMatchStage(deps: MatchStageDeps): Promise<MatchStage>
       if (kind === "blocks" || kind === "reorgs") {
         for (const input of inputs) {
           const seq = messageSeq(input.message);
-          if (kind === "blocks") chain.observeBlock(input.record as BlockRecord, seq);
-          else chain.observeReorg(input.record as ReorgRecord, seq);
+          if (input.topicKind === "blocks") chain.observeBlock(input.record, seq);
+          else if (input.topicKind === "reorgs") chain.observeReorg(input.record, seq);
           const head = chain.head();
           if (!head) continue;
           await chain.learn();
           await emitAndPublish(publisher, () => tracker.onHead(head, chain.canonical));
-          if (kind === "blocks") await track(searchIndex.matchRecords("blocks", input.record).map(countSearchMatch));
+          if (input.topicKind === "blocks") await track(searchIndex.matchRecords(input).map(countSearchMatch));
           await advanceFinal();
         }
         return [];
       }
-      if (kind !== "transactions" && kind !== "logs" && kind !== "events" && kind !== "traces") return [];
-      await chain.learn(inputs.map((i) => (i.record as { blockNumber?: { num: number } }).blockNumber?.num ?? -1));
+      // One batch is one partition of one topic: every input is of `kind`.
+      const records = inputs.filter((i): i is InputRecord<EntityTopic> => isEntityTopic(i.topicKind));
+      if (records.length === 0) return [];
+      await chain.learn(records.map((i) => i.record.blockNumber?.num ?? -1));
       const matches: MatchInput[] = [];
-      for (const input of inputs) {
+      for (const input of records) {
         // A record of a block known to be orphaned (its partition lagged behind the reorg) matches nothing.
         if (chain.isOrphaned(input.record)) continue;
         // An event re-decoded from history after an ABI registration is for search, not for alerts.
-        if (kind === "events" && input.message.headers?.[REDECODE_HEADER] !== undefined) continue;
-        for (const { type, entity } of await entitiesWithToken({ topicKind: kind, record: input.record })) {
+        if (input.topicKind === "events" && input.message.headers?.[REDECODE_HEADER] !== undefined) continue;
+        for (const { type, entity } of await entitiesWithToken(input)) {
           metrics.entities.inc({ type });
           const matched = index.match(type, entity);
           if (matched.length > 0) metrics.matches.inc({ type }, matched.length);
           for (const rule of matched) matches.push({ rule, entity: entity as unknown as MatchedEntity });
         }
-        for (const m of searchMatches(kind, input.record)) matches.push(countSearchMatch(m));
+        for (const m of searchMatches(input)) matches.push(countSearchMatch(m));
       }
       // A head below an entity's block (its block record not consumed yet) counts as that block.
       await track(matches);

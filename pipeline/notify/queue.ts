@@ -42,6 +42,7 @@
 import type { AlertAvro } from "../../lib/alerting/avro.js";
 import { type DestinationHealth, HEALTHY, parseHealth, queueKeys } from "../../lib/alerting/destinations.js";
 import type { AlertSource } from "../../lib/alerting/storm.js";
+import { ChainsiftError } from "../../lib/errors.js";
 
 export { type ActionDeliveryStatus, actionDeliveryStatus, laneOf, queueKeys } from "../../lib/alerting/destinations.js";
 
@@ -120,7 +121,9 @@ const TTL_SEC = 7 * 24 * 3600;
  * lease expired and the lane may be worked by another process, so nothing was changed. The worker
  * must stop working the job (no log entry, no dead letter, no pop).
  */
-export class LeaseLostError extends Error {
+export class LeaseLostError extends ChainsiftError {
+  /** Always `CS_LEASE_LOST`. */
+  readonly code = "CS_LEASE_LOST";
   constructor(lane: string) {
     super(`lease of lane ${lane} lost to another claim; the job is left to it`);
     this.name = "LeaseLostError";

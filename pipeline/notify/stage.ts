@@ -169,7 +169,7 @@ export async function startNotifyStage(deps: NotifyStageDeps): Promise<NotifySta
       const now = Date.now();
       for (const input of inputs) {
         try {
-          const avro = input.record as AlertAvro;
+          const avro = input.record;
           const alert = alertFromAvro(avro);
           const into = input.message.headers?.[REPLAY_HEADER] === undefined ? jobs : replayed;
           into.push(...jobsOfAlert(avro, alert, input, now, windowMs));

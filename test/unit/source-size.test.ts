@@ -1,14 +1,14 @@
-import { readdirSync, readFileSync } from "node:fs";
+import { readFileSync } from "node:fs";
 import { join, relative } from "node:path";
-import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
+import { REPO_ROOT, SOURCE_FOLDERS, sourceFiles } from "../support/source-files.js";
 
 /**
  * Issue 21 §2: "keep every source file at or under 600 lines". Every non-test `.ts` file under the
  * source folders counts, with no exemption; a file over the limit is named with its line count.
  */
-const ROOT = fileURLToPath(new URL("../../", import.meta.url));
-const FOLDERS = ["api", "cli", "es", "lib", "pipeline", "topics", "bench", "scripts"];
+const ROOT = REPO_ROOT;
+const FOLDERS = SOURCE_FOLDERS;
 const MAX_LINES = 600;
 
 /** Lines of a text as `wc -l` counts them, plus a last line without its newline. */
@@ -17,27 +17,13 @@ function lineCount(text: string): number {
   return text === "" || text.endsWith("\n") ? newlines : newlines + 1;
 }
 
-/** The `.ts` files under `dir` (recursively), test files and node_modules left out. */
-function sources(dir: string): string[] {
-  const out: string[] = [];
-  for (const entry of readdirSync(dir, { withFileTypes: true })) {
-    const path = join(dir, entry.name);
-    if (entry.isDirectory()) {
-      if (entry.name !== "node_modules") out.push(...sources(path));
-    } else if (entry.isFile() && entry.name.endsWith(".ts") && !/\.(test|spec)\.ts$/.test(entry.name)) {
-      out.push(path);
-    }
-  }
-  return out;
-}
-
 describe("source file size", () => {
   it("counts lines as wc -l does", () => {
     expect([lineCount(""), lineCount("a\n"), lineCount("a\nb"), lineCount("a\nb\n")]).toEqual([0, 1, 2, 2]);
   });
 
   it(`keeps every source file under ${FOLDERS.join(", ")} at or under ${MAX_LINES} lines`, () => {
-    const files = FOLDERS.flatMap((f) => sources(join(ROOT, f)));
+    const files = FOLDERS.flatMap((f) => sourceFiles(join(ROOT, f)));
     expect(files.length).toBeGreaterThan(100);
     const tooLong = files
       .map((f) => ({ file: relative(ROOT, f), lines: lineCount(readFileSync(f, "utf8")) }))

@@ -45,7 +45,7 @@ function input(topicKind: TopicKind, record: unknown, seq: number): InputRecord 
     key: null,
     record,
     message: message as unknown as KafkaMessage,
-  };
+  } as InputRecord;
 }
 
 const orphanedRecords = () => [input("blocks", blockAt(A), 10)];

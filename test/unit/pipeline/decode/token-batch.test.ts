@@ -28,8 +28,16 @@ const SCALED = new Map([
 ]);
 const USDT = "0xdac17f958d2ee523a2206206994597c13d831ec7";
 
-const input = (record: LogRecord): InputRecord =>
-  ({ topicKind: "logs", topic: "t", partition: 0, offset: "0", key: null, record, message: { headers: {} } }) as unknown as InputRecord;
+const input = (record: LogRecord): InputRecord<"logs"> =>
+  ({
+    topicKind: "logs",
+    topic: "t",
+    partition: 0,
+    offset: "0",
+    key: null,
+    record,
+    message: { headers: {} },
+  }) as unknown as InputRecord<"logs">;
 
 describe.skipIf(!fixtures)("token batch on mainnet fixture logs", () => {
   const block = fixtures ? loadCompleteBlocks().find((b) => b.number === 11_098_450) : undefined;

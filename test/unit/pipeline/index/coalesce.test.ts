@@ -18,7 +18,7 @@ describe("coalesceBatches", () => {
     const handler = coalesceBatches(async (inputs) => {
       expect(running).toBe(0);
       running++;
-      calls.push(inputs.map((i) => (i.record as { n: number }).n));
+      calls.push(inputs.map((i) => (i.record as unknown as { n: number }).n));
       if (calls.length === 1) await new Promise<void>((r) => (release = r));
       running--;
       return [];
