@@ -1,6 +1,6 @@
 /** Unit tests of the scheduler's retry/dead-letter decision after a retryable failure (pure). */
 import { describe, expect, it } from "vitest";
-import { nextAttemptDueMs } from "../../../../pipeline/notify/scheduler.js";
+import { nextAttemptDueMs } from "../../../../pipeline/notify/attempt.js";
 
 const retry = { maxAttempts: 4, baseDelayMs: 1000, maxDelayMs: 8000 };
 const healthy = { unhealthy: false, nextProbeAtMs: 0 };
