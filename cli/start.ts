@@ -28,7 +28,7 @@ import { replaceChains } from "../lib/chain-context.js";
 import { type Common, createCommon, embeddedOverlay } from "../lib/common.js";
 import { type ChainSettings, parseRpcUrls } from "../lib/config.js";
 import { serveProcessMetrics } from "../lib/metrics.js";
-import { createChainContext, createChainContexts } from "../pipeline/chain-context.js";
+import { createChainContext, createChainContexts, type PipelineChainContext } from "../pipeline/chain-context.js";
 import { STAGES } from "../pipeline/runtime.js";
 import { adoptNodeChainIds, forgetEarlierRuns, startStages } from "../pipeline/wiring.js";
 import { startAnvil } from "./devchain/anvil.js";
@@ -128,7 +128,7 @@ main(common).catch((err: unknown) => {
  * theirs (URL segments `ethereum/ethereum/<network>`, the anvil's chain id, the traffic's ERC-20 known
  * to the decoder). A network set by `CHAINSIFT_NETWORK` replaces the first chain's.
  */
-async function startEmbeddedChains(common: Common): Promise<void> {
+async function startEmbeddedChains(common: Common<PipelineChainContext>): Promise<void> {
   const { config, logger, shutdown } = common;
   const first = config.served[0] as ChainSettings;
   const chains = await Promise.all(
@@ -163,7 +163,7 @@ async function startEmbeddedChains(common: Common): Promise<void> {
 }
 
 /** Starts everything; each part registers its stop (stopped in reverse: API, ingesters, pipelines, traffic, anvil, Redis). */
-async function main(common: Common): Promise<void> {
+async function main(common: Common<PipelineChainContext>): Promise<void> {
   const { config, logger, shutdown } = common;
   // /metrics, /healthz, /readyz of the whole process (docs/metrics.md); the API serves /metrics too.
   const metricsServer = await serveProcessMetrics(common);

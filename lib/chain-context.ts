@@ -42,39 +42,40 @@ export interface ChainTokenMetadata {
 
 /**
  * One served chain, resolved once (see the module notes); built by pipeline/chain-context.ts
- * `createChainContext`.
+ * `createChainContext`. Read-only: a context is never changed after it is built (a chain whose
+ * settings change gets a new context, `replaceChains`).
  * @typeParam Rpc - the client's type: pipeline/ingest/rpc.ts `ChainSource` where the pipeline holds it.
  */
 export interface ChainContext<Rpc extends ChainRpc = ChainRpc> {
   /** `technology/blockchain/network`, e.g. `ethereum/base/mainnet`: the metric label `chain` and `CHAINSIFT_CHAIN`'s value. */
-  key: string;
+  readonly key: string;
   /** The URL segments of the search API, and the chain part of topic, index, group and Redis key names. */
-  chain: ChainId;
+  readonly chain: ChainId;
   /** The EIP-155 chain id (the chains file's `chainId`, `CHAINSIFT_CHAIN_ID`, or the embedded anvil's). */
-  chainId: number;
+  readonly chainId: number;
   /** The process configuration narrowed to this chain (lib/config.ts `configOfChain`). */
-  config: Config;
+  readonly config: Config;
   /** The chain's JSON-RPC endpoints, in order of preference. */
-  rpcUrls: readonly string[];
+  readonly rpcUrls: readonly string[];
   /**
    * The chain's one JSON-RPC client (lib/rpc/client.ts, made by pipeline/chain-context.ts
    * `createChainRpc`): token metadata, proxy implementation slots and {@link ChainContext.rpc} all
    * speak through it, so they share its endpoints' health, failover and limits.
    */
-  client: RpcClient;
+  readonly client: RpcClient;
   /** Ingest's block, receipt and trace reads over {@link ChainContext.client} (pipeline/ingest/rpc.ts `ChainSource`). */
-  rpc: Rpc;
+  readonly rpc: Rpc;
   /** Token decimals for scaled amounts: the bundled list of {@link ChainContext.chainId} (unless `tokenList` is off) plus any extra lookup. */
-  tokens: TokenLookup;
+  readonly tokens: TokenLookup;
   /** Method/Call decoding options of the decode, index and match stages and of backtests: `{ chainId, tokens }`. */
-  decode: Required<DecodeMethodOptions>;
+  readonly decode: Required<DecodeMethodOptions>;
   /**
    * Token entity metadata of the match stage: `decimals()`/`symbol()`/`name()` by `eth_call` through
    * {@link ChainContext.client} when the chain's token decimal sources include `calls`, else the bundled list.
    */
-  tokenMetadata: ChainTokenMetadata;
+  readonly tokenMetadata: ChainTokenMetadata;
   /** The chain's prom-client registry (default label `chain` = {@link ChainContext.key}). */
-  metrics: Registry;
+  readonly metrics: Registry;
 }
 
 /**
@@ -84,7 +85,7 @@ export interface ChainContext<Rpc extends ChainRpc = ChainRpc> {
  * @param common - the process context; its `chains` is set to `next`.
  * @param next - the new contexts.
  */
-export function replaceChains(common: { chains: ChainContext[]; metrics: Registry }, next: ChainContext[]): void {
+export function replaceChains<C extends ChainContext>(common: { chains: C[]; metrics: Registry }, next: C[]): void {
   for (const c of common.chains) {
     if (next.includes(c)) continue;
     c.rpc.destroy();

@@ -31,8 +31,11 @@ import { type Config, loadConfig } from "./config.js";
 import { createLogger, createLogOutput, type Logger, type LogOutput } from "./logger.js";
 import { lazyRedis, type RedisClient } from "./redis.js";
 
-/** Options of {@link createCommon}. */
-export interface CommonOptions {
+/**
+ * Options of {@link createCommon}.
+ * @typeParam C - the chain contexts' type (pipeline/chain-context.ts `PipelineChainContext` where the pipeline builds them).
+ */
+export interface CommonOptions<C extends ChainContext = ChainContext> {
   /** Name of the root logger, e.g. `chainsift-api`; default `chainsift`. */
   name?: string;
   /** The environment to read the configuration from; default `process.env`. */
@@ -45,7 +48,7 @@ export interface CommonOptions {
    * Resolves the chain contexts of `config.served` (pipeline/chain-context.ts `createChainContexts`,
    * which `npm start` and `npm run stage` pass: lib/ cannot build a JSON-RPC client). Default none.
    */
-  chains?: (config: Config, opts: { processMetrics: ProcessRegistry; logger: Logger }) => ChainContext[];
+  chains?: (config: Config, opts: { processMetrics: ProcessRegistry; logger: Logger }) => C[];
   /** Ends the process once the shutdown has run; default `process.exit`. */
   exit?: (code: number) => void;
 }
@@ -76,8 +79,11 @@ export interface Shutdown {
   run(reason: string, exitCode?: number): Promise<void>;
 }
 
-/** The process context (see the module notes). */
-export interface Common {
+/**
+ * The process context (see the module notes).
+ * @typeParam C - the chain contexts' type, as {@link CommonOptions.chains} builds them.
+ */
+export interface Common<C extends ChainContext = ChainContext> {
   config: Config;
   logger: Logger;
   /** Where {@link Common.logger}'s lines go: stdout, or what a terminal display redirects them to. */
@@ -89,7 +95,7 @@ export interface Common {
    * {@link createCommon} with {@link CommonOptions.chains} (none without); `npm start` replaces them
    * once its embedded chains run (lib/chain-context.ts `replaceChains`).
    */
-  chains: ChainContext[];
+  chains: C[];
   /**
    * The process's shared node-redis client, connected by the first call (later calls share it;
    * a failed connection is retried by the next call) and closed by the shutdown.
@@ -107,7 +113,7 @@ export interface Common {
  * @returns the context; nothing is connected yet.
  * @throws {ConfigError} when the environment holds an unusable value (lib/config.ts).
  */
-export function createCommon(options: CommonOptions = {}): Common {
+export function createCommon<C extends ChainContext = ChainContext>(options: CommonOptions<C> = {}): Common<C> {
   const env = options.env ?? process.env;
   const loaded = loadConfig(env);
   const config = options.overlay ? options.overlay(loaded, env) : loaded;
@@ -133,7 +139,7 @@ export function createCommon(options: CommonOptions = {}): Common {
       c.client.destroy();
     }
   });
-  const common: Common = { config, logger, logOutput, metrics, chains, redis: () => redis.client(), shutdown };
+  const common: Common<C> = { config, logger, logOutput, metrics, chains, redis: () => redis.client(), shutdown };
   return common;
 }
 

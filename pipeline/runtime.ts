@@ -10,7 +10,6 @@ import { indexName } from "../es/mappings.js";
 import { createRedecodeStatusStore } from "../lib/abis/redecode-status.js";
 import { createAbiStore } from "../lib/abis/store.js";
 import { startIngestStatusWriter } from "../lib/chain/ingest-status.js";
-import type { DecodeMethodOptions } from "../lib/chain/methods.js";
 import { type ChainState, createRedisChainState, ingestKeyPrefix } from "../lib/chain/state.js";
 import { createTokenMetadataCache } from "../lib/chain/token-cache.js";
 import { readTokenMetadata } from "../lib/chain/token-metadata.js";
@@ -34,7 +33,6 @@ import { type ChainSource, createRpcSource, redactRpcUrl, type TraceSource } fro
 import { type Bus, createBus, createRecordProducer, type RecordProducer } from "./kafka/bus.js";
 import type { RunningConsumer } from "./kafka/consumer.js";
 import { startMatchStage } from "./match/stage.js";
-import type { TokenMetadataSource } from "./match/tokens.js";
 import { startNotifyStage } from "./notify/stage.js";
 
 /** The consuming stages, in pipeline order (`npm start` runs them all; defined in lib/kafka/consumer-health.ts). */
@@ -68,8 +66,11 @@ export interface PipelineDeps {
   es?: Client;
   /**
    * The chain's context (lib/chain-context.ts): ids, JSON-RPC client, token lookups and decode
-   * options of every stage. Default one resolved from `config` (its first served chain) with
-   * `metricsRegistry`, whose client the pipeline destroys on stop. `config` should be its `config`.
+   * options of every stage. Its `metrics` registry receives the stages' and the ingesters' metrics
+   * (docs/metrics.md). Default one resolved from `config` (its first served chain), whose client
+   * the pipeline destroys on stop, and private registries per stage. `config` should be its `config`.
+   * Tests that need another node or registry build a context (pipeline/chain-context.ts
+   * `createChainContext`) rather than override parts of it.
    */
   chain?: PipelineChainContext;
   /**
@@ -78,34 +79,16 @@ export interface PipelineDeps {
    */
   decoder?: Decoder;
   /**
-   * The node the decode stage reads token metadata from by `eth_call` (when `config.decode.tokenCalls`;
-   * lib/chain/token-cache.ts), e.g. a test's own node. Default: the chain's one JSON-RPC client
-   * (`ChainContext.client`: every `ingest.rpcUrls` endpoint, with failover).
-   */
-  tokenRpcUrl?: string;
-  /**
    * Whether the decode stage also decodes with the user ABIs (lib/abis: registry in Redis, proxies
-   * read from the node of {@link PipelineDeps.tokenRpcUrl}, history re-decoded from the log index;
+   * read through the chain's JSON-RPC client, history re-decoded from the log index;
    * settings `config.abis`).
    * Default true.
    */
   abis?: boolean;
   /** Which consuming stages to run. Default decode and index (match and notify need Redis and rules). */
   stages?: ConsumingStage[];
-  /**
-   * Chain id and token decimals for the decoded Method/Call arguments of the match stage and of the
-   * index stage's call documents; default the chain context's `decode`.
-   */
-  methodDecoding?: DecodeMethodOptions;
-  /** Token metadata for the match stage's Token entities; default the chain context's `tokenMetadata`. */
-  tokenMetadata?: TokenMetadataSource;
   /** Refresh indices after each bulk (tests). Default false. */
   refresh?: boolean;
-  /**
-   * prom-client registry for the stages' and the ingesters' metrics (docs/metrics.md), e.g. the
-   * process's (lib/common.ts), which the metrics server and the API serve; default a private one per stage.
-   */
-  metricsRegistry?: Registry;
 }
 
 /** A running pipeline (the ReturnType of {@link startPipeline}). */
@@ -159,7 +142,7 @@ export interface Pipeline {
  * notify share the bus and the Redis client.
  * @param deps - configuration, logger, the shared Redis client and metrics registry, and the
  *   stage options ({@link PipelineDeps}; defaults: own ES client and Redis client, `createDecoder()` (signatures per config),
- *   on-chain token metadata from `config.ingest.rpcUrl` when `config.decode.tokenCalls`,
+ *   on-chain token metadata through the chain context's client when `config.decode.tokenCalls`,
  *   stages decode and index, method decoding and Token entities from the bundled token list of `config.chainId`, `refresh` false).
  * @returns the running pipeline ({@link Pipeline}): `bus`, `es`, `consumers`, `chainState()`,
  *   `createIngester(rpcUrl, opts?)` (an ingester over a JSON-RPC source with the durable chain
@@ -188,12 +171,12 @@ export async function startPipeline(deps: PipelineDeps): Promise<Pipeline> {
   const ownRedis = deps.redis ? undefined : lazyRedis(config.redisUrl, { logger, label: "pipeline" });
   const redis = deps.redis ?? (() => (ownRedis as NonNullable<typeof ownRedis>).client());
   const chainState = async (): Promise<ChainState> => createRedisChainState(await redis(), config.redisKeyPrefix, config.chain);
-  const registry = deps.metricsRegistry ?? deps.chain?.metrics;
+  const registry = deps.chain?.metrics;
   /** The registry, as an optional dependency of a stage (absent: the stage keeps a private one). */
   const metrics = registry ? { registry } : {};
-  const ctx = deps.chain ?? createChainContext(config, undefined, { ...(registry ? { metrics: registry } : {}), logger });
+  const ctx = deps.chain ?? createChainContext(config, undefined, { logger });
   const listTokens = ctx.tokens;
-  const methodDecoding = deps.methodDecoding ?? ctx.decode;
+  const methodDecoding = ctx.decode;
   if (stages.includes("decode")) {
     logger.info(
       {
@@ -206,8 +189,8 @@ export async function startPipeline(deps: PipelineDeps): Promise<Pipeline> {
       },
       "decode options",
     );
-    // The chain's one client (every endpoint, failover), unless the caller names another node (tests).
-    const tokenRpc = deps.tokenRpcUrl ?? ctx.client;
+    // The chain's one client (every endpoint, failover).
+    const tokenRpc = ctx.client;
     const tokenMetadata = config.decode.tokenCalls
       ? createTokenMetadataCache({
           redis,
@@ -258,7 +241,7 @@ export async function startPipeline(deps: PipelineDeps): Promise<Pipeline> {
       "match",
       await startMatchStage({
         ...(await shared()),
-        tokens: deps.tokenMetadata ?? ctx.tokenMetadata,
+        tokens: ctx.tokenMetadata,
         decode: methodDecoding,
       }),
     );

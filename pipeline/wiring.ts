@@ -75,7 +75,7 @@ export interface RunningStages {
  *   key; and what {@link startPipeline} and `createIngester` throw (unreachable services,
  *   `CS_CHAIN_ID_MISMATCH`).
  */
-export async function startStages(common: Common, opts: StartStagesOptions): Promise<RunningStages> {
+export async function startStages(common: Common<PipelineChainContext>, opts: StartStagesOptions): Promise<RunningStages> {
   const chains = pickChains(common, opts.chains);
   const withIngest = opts.stages.includes("ingest");
   if (withIngest && chains.length > 1 && !opts.multiChainIngest) {
@@ -98,7 +98,6 @@ export async function startStages(common: Common, opts: StartStagesOptions): Pro
       redis: common.redis,
       es,
       chain: context,
-      metricsRegistry: context.metrics,
       stages,
       ...(opts.abis === undefined ? {} : { abis: opts.abis }),
     });
@@ -119,9 +118,8 @@ export async function startStages(common: Common, opts: StartStagesOptions): Pro
 }
 
 /** The contexts named by `keys` (all when absent). */
-function pickChains(common: Common, keys: readonly string[] | undefined): PipelineChainContext[] {
-  // The process's contexts are built by pipeline/chain-context.ts (CommonOptions.chains): their client is a ChainSource.
-  const all = common.chains as PipelineChainContext[];
+function pickChains(common: Common<PipelineChainContext>, keys: readonly string[] | undefined): PipelineChainContext[] {
+  const all = common.chains;
   if (!keys) return all;
   return keys.map((key) => {
     const found = all.find((c) => c.key === key);
@@ -143,7 +141,7 @@ function pickChains(common: Common, keys: readonly string[] | undefined): Pipeli
  * @throws {ChainIdMismatchError} (`CS_CHAIN_ID_MISMATCH`) when a configured id is not the node's;
  *   the JSON-RPC client's error when the node cannot be reached.
  */
-export async function adoptNodeChainIds(common: Common): Promise<void> {
+export async function adoptNodeChainIds(common: Common<PipelineChainContext>): Promise<void> {
   const next = await Promise.all(
     common.chains.map(async (c) => {
       const node = await c.rpc.chainId();

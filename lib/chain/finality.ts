@@ -11,7 +11,7 @@
  * @module
  */
 import type { ChainId } from "../config.js";
-import { type ChainStateRedis, ingestKeyPrefix } from "./state.js";
+import { type ChainStateRedis, ingestKeyPrefix } from "./ingest-keys.js";
 
 /** The Redis key of a chain's finalized block number (module doc). */
 export function finalizedKey(keyPrefix: string, chain: ChainId): string {

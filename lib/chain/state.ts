@@ -27,7 +27,11 @@
  */
 
 import type { ChainId } from "../config.js";
-import { recordFinalized } from "./finality.js";
+import { finalizedKey, recordFinalized } from "./finality.js";
+import { type ChainStateRedis, ingestKeyPrefix } from "./ingest-keys.js";
+
+/** Re-exported: the shared key layout and Redis subset live in lib/chain/ingest-keys.ts. */
+export { type ChainStateRedis, ingestKeyPrefix } from "./ingest-keys.js";
 
 /**
  * Kafka's default `segment.ms`, 7 days (https://kafka.apache.org/documentation/#topicconfigs_segment.ms):
@@ -136,25 +140,6 @@ export interface ChainState extends CanonicalReader {
   reset(): Promise<void>;
 }
 
-/** The node-redis v5 commands {@link createRedisChainState} uses (a `createClient()` client fits). */
-export interface ChainStateRedis {
-  eval(script: string, options: { keys: string[]; arguments: string[] }): Promise<unknown>;
-  hSet(key: string, values: Record<string, string>): Promise<number>;
-  hDel(key: string, fields: string[]): Promise<number>;
-  hGetAll(key: string): Promise<Record<string, string>>;
-  hmGet(key: string, fields: string[]): Promise<Array<string | null>>;
-  hKeys(key: string): Promise<string[]>;
-  get(key: string): Promise<string | null>;
-  set(key: string, value: string): Promise<unknown>;
-  del(keys: string[]): Promise<number>;
-  keys(pattern: string): Promise<string[]>;
-}
-
-/** The key prefix of a chain's ingest state: `<keyPrefix>ingest:<technology>/<blockchain>/<network>:`. */
-export function ingestKeyPrefix(keyPrefix: string, chain: ChainId): string {
-  return `${keyPrefix}ingest:${chain.technology}/${chain.blockchain}/${chain.network}:`;
-}
-
 /** `seq` = max(seq, floor) + count, atomically; returns the new value (the last reserved number). */
 const RESERVE = `local cur = tonumber(redis.call('GET', KEYS[1]) or '0')
 local floor = tonumber(ARGV[2])
@@ -211,7 +196,7 @@ export function createRedisChainState(redis: ChainStateRedis, keyPrefix: string,
   const backfillKey = (from: number, to: number) => `${p}backfill:${from}-${to}`;
   const below = async (key: string, height: number) => (await redis.hKeys(key)).filter((f) => Number(f) < height);
   return {
-    recordFinalized: (finalized) => recordFinalized(redis, `${p}finalized`, finalized),
+    recordFinalized: (finalized) => recordFinalized(redis, finalizedKey(keyPrefix, chain), finalized),
     async reserveSeq(count, expect = []) {
       const args = [String(count), String(Date.now() * 1000)];
       for (const r of expect) args.push(String(r.number), r.hash);

@@ -93,11 +93,11 @@ describe.skipIf(!up.ok)("decimals read on chain for a token in no list (anvil, d
     anvil = await startAnvil({ blockTimeSec: 0 });
     provider = new JsonRpcProvider(anvil.rpcUrl, undefined, { staticNetwork: true, cacheTimeout: -1, pollingInterval: 100 });
     pipeline = await startPipeline({
-      config: { ...h.config, chainId: anvil.chainId },
+      // The chain context's one JSON-RPC client reads token metadata from this anvil.
+      config: { ...h.config, chainId: anvil.chainId, ingest: { ...h.config.ingest, rpcUrl: anvil.rpcUrl, rpcUrls: [anvil.rpcUrl] } },
       logger: h.logger,
       es: h.es,
       decoder: createDecoder({ chainId: anvil.chainId }),
-      tokenRpcUrl: anvil.rpcUrl,
       stages: ["decode", "index"],
       refresh: true,
     });

@@ -278,8 +278,9 @@ async function start(
 
   const anvil = await startAnvil({ blockTimeSec: 0, ...(options.chainId === undefined ? {} : { chainId: options.chainId }) });
   onStop(() => anvil.stop());
-  // The decode stage reads proxies' implementation slots from the node (user ABIs).
-  config.ingest = { ...config.ingest, rpcUrl: anvil.rpcUrl };
+  // The chain context's one JSON-RPC client serves this anvil: the decode stage reads token metadata
+  // and proxies' implementation slots (user ABIs) through it.
+  config.ingest = { ...config.ingest, rpcUrl: anvil.rpcUrl, rpcUrls: [anvil.rpcUrl] };
   const provider = new JsonRpcProvider(anvil.rpcUrl, undefined, { staticNetwork: true, cacheTimeout: -1, pollingInterval: 100 });
   onStop(async () => provider.destroy());
   const rpc = (method: string, params: unknown[] = []) => provider.send(method, params) as Promise<unknown>;
@@ -306,8 +307,6 @@ async function start(
     logger,
     es: h.es,
     decoder,
-    // Token metadata and proxy slots from this anvil (the chain context's client serves config.ingest.rpcUrls).
-    tokenRpcUrl: anvil.rpcUrl,
     stages: options.index ? ["decode", "index"] : ["decode"],
     refresh: options.index === true,
   });

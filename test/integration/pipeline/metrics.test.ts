@@ -15,6 +15,7 @@ import type { RecordKind } from "../../../lib/records.js";
 import { createDecoder } from "../../../pipeline/decode/decoder.js";
 import { toBlockBundle } from "../../../pipeline/ingest/transform.js";
 import { type Pipeline, startPipeline } from "../../../pipeline/runtime.js";
+import { type ChainFixture, chainFixture } from "../../support/chain-fixture.js";
 import { hasMainnetFixtures, loadCompleteBlocks, SKIP_NO_FIXTURES } from "../../support/fixtures.js";
 import { createHarness, type Harness, probeStack, waitFor } from "../../support/harness.js";
 import { type Scrape, scrape } from "../../support/prometheus.js";
@@ -43,14 +44,16 @@ describe.skipIf(!up.ok || !fixtures)("per-stage /metrics after ingesting the mai
   let ingestServer: MetricsServer;
   const stages = new Map<string, StageProcess>();
   const registry = new Registry();
+  let chain: ChainFixture | undefined;
 
   beforeAll(async () => {
     h = createHarness();
     replay = await startRpcReplay({ blocks });
     h.config.ingest = { ...h.config.ingest, rpcUrl: replay.url, rpcUrls: [replay.url], traces: false };
+    chain = chainFixture(h.config, h.logger, registry);
     ingestServer = await startMetricsServer({ registry, host: "127.0.0.1", port: 0 });
     // Topics, schemas and indices exist before the stage processes start.
-    pipeline = await startPipeline({ config: h.config, logger: h.logger, es: h.es, stages: [], metricsRegistry: registry });
+    pipeline = await startPipeline({ config: h.config, logger: h.logger, es: h.es, stages: [], chain: chain.context });
     const env = configEnv(h.config, { CHAINSIFT_METRICS_PORT: "0" });
     const started = await Promise.all((["decode", "index"] as const).map((s) => spawnStage(s, env)));
     for (const p of started) stages.set(p.ready.stage, p);
@@ -60,6 +63,7 @@ describe.skipIf(!up.ok || !fixtures)("per-stage /metrics after ingesting the mai
     const codes = await Promise.all([...stages.values()].map((p) => p.stop()));
     if (codes.some((c) => c !== 0)) console.error([...stages.values()].map((p) => p.output.join("\n")).join("\n---\n"));
     await pipeline?.stop();
+    chain?.close();
     await ingestServer?.close();
     await replay?.close();
     await h?.cleanup();

@@ -6,6 +6,7 @@ import { type AnvilHandle, startAnvil } from "../../../cli/devchain/anvil.js";
 import { rpcCall } from "../../../cli/devchain/rpc.js";
 import type { BlockBundle } from "../../../pipeline/ingest/transform.js";
 import { type Pipeline, startPipeline } from "../../../pipeline/runtime.js";
+import { type ChainFixture, chainFixture } from "../../support/chain-fixture.js";
 import { createHarness, type Harness, probeStack, waitFor } from "../../support/harness.js";
 import { type ScriptedRpc, startScriptedRpc, syntheticBlock } from "../../support/scripted-rpc.js";
 
@@ -37,16 +38,19 @@ describe.skipIf(!up.ok)("ingest through several JSON-RPC endpoints (real Kafka, 
   let anvil: AnvilHandle;
   let pipeline: Pipeline;
   const registry = new Registry();
+  let chain: ChainFixture | undefined;
 
   beforeAll(async () => {
     h = createHarness();
     // No cooldown: the failing endpoint stays first in line, so every other call fails over.
     h.config.ingest = { ...h.config.ingest, rpc: { ...h.config.ingest.rpc, cooldownMs: 0 } };
+    chain = chainFixture(h.config, h.logger, registry);
     anvil = await startAnvil({ blockTimeSec: 0 });
-    pipeline = await startPipeline({ config: h.config, logger: h.logger, es: h.es, stages: [], metricsRegistry: registry });
+    pipeline = await startPipeline({ config: h.config, logger: h.logger, es: h.es, stages: [], chain: chain.context });
   });
   afterAll(async () => {
     await pipeline?.stop();
+    chain?.close();
     await anvil?.stop();
     await h?.cleanup();
   });

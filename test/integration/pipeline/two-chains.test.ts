@@ -10,7 +10,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type Common, createCommon } from "../../../lib/common.js";
-import { createChainContexts } from "../../../pipeline/chain-context.js";
+import { createChainContexts, type PipelineChainContext } from "../../../pipeline/chain-context.js";
 import { type RunningStages, startStages } from "../../../pipeline/wiring.js";
 import { createHarness, type Harness, servicesUp } from "../../support/harness.js";
 import { serviceEnv } from "../../support/stage-process.js";
@@ -30,7 +30,7 @@ const MAINNET = "ethereum/ethereum/mainnet";
 const BASE = "ethereum/base/mainnet";
 
 /** A process context like `npm run stage -- … --chains <file>` makes, on the harness's prefixes. */
-function commonOf(h: Harness, extra: NodeJS.ProcessEnv = {}): Common {
+function commonOf(h: Harness, extra: NodeJS.ProcessEnv = {}): Common<PipelineChainContext> {
   const { config } = h;
   return createCommon({
     env: {
@@ -47,7 +47,7 @@ function commonOf(h: Harness, extra: NodeJS.ProcessEnv = {}): Common {
 
 describe.skipIf(!up.ok)("two chains in one startStages process", () => {
   const h = createHarness();
-  let common: Common;
+  let common: Common<PipelineChainContext>;
   let running: RunningStages;
 
   beforeAll(async () => {
