@@ -1,5 +1,5 @@
 /**
- * `npm run bench -- export [--events N] [--page P] [--log-level L] [--api-cpu-prof DIR]`: exports every event of an
+ * `npm run bench -- export [--events N] [--page P] [--rounds R] [--log-level L] [--api-cpu-prof DIR]`: exports every event of an
  * index page by page, through chainsift's Elasticsearch-compatible routes and directly against
  * Elasticsearch, in the same run, with the official JavaScript client:
  * - scroll: `client.helpers.scrollDocuments({index, size: P, sort: ["_doc"]})` (what the helper
@@ -9,7 +9,9 @@
  * N (default 200,000) synthetic ERC-20 Transfer events (distinct transaction hashes, 50 per
  * block) are bulk-indexed straight into Elasticsearch under a unique `bench-export-<hex>-` prefix
  * (deleted at the end). The API runs as its own process (`npm run api`'s Node flags,
- * bench/support/api-child.ts). Prints records/s of each way and path, the ratio chainsift/direct
+ * bench/support/api-child.ts). Each way runs R rounds (default 3) of one direct export then one
+ * through chainsift, so that both see the same load on a shared machine; records/s are over all
+ * rounds (each round's ratio printed too). Prints records/s of each way and path, the ratio chainsift/direct
  * (target ≥ 0.8), the API process's CPU time per 1000 records of each way (`/proc/<pid>/stat`), and its
  * peak RSS (`VmHWM`, reset before the exports; target ≤ 256 MiB).
  * `--api-cpu-prof DIR` runs the API child under `node --cpu-prof` (profile written into DIR when it
@@ -103,6 +105,7 @@ export async function benchExport(args: string[]): Promise<void> {
   const count = numberArg(args, "--events", 200_000);
   const page = numberArg(args, "--page", 1000);
   const logLevel = stringArg(args, "--log-level", "warn");
+  const rounds = numberArg(args, "--rounds", 3);
   const cpuProfDir = stringArg(args, "--api-cpu-prof", "");
   const config = loadConfig();
   const { chain } = config;
@@ -116,7 +119,9 @@ export async function benchExport(args: string[]): Promise<void> {
   const nowUs = (): number => Number(process.hrtime.bigint() / 1000n);
   try {
     const loaded = await bulkLoad(es, chain, prefix, syntheticEvents(count));
-    console.log(`bench export: ${loaded.count} synthetic events indexed in ${loaded.seconds.toFixed(1)} s into ${alias}; pages of ${page}`);
+    console.log(
+      `bench export: ${loaded.count} synthetic events indexed in ${loaded.seconds.toFixed(1)} s into ${alias}; pages of ${page}; ${rounds} round(s) of direct then chainsift per way`,
+    );
     api = await spawnApi({
       indexPrefix: prefix,
       token: `bench-${prefix}`,
@@ -139,23 +144,36 @@ export async function benchExport(args: string[]): Promise<void> {
       ["scroll (helpers.scrollDocuments)", scrollExport],
       ["point in time + search_after", pitExport],
     ] as const) {
-      const rate = async (c: Client, index: string): Promise<number> => {
+      /** Seconds of one export. */
+      const time = async (c: Client, index: string): Promise<number> => {
         const t0 = performance.now();
         const n = await run(c, index, page);
-        const s = (performance.now() - t0) / 1000;
         if (n !== loaded.count) throw new Error(`${way}: exported ${n} of ${loaded.count}`);
-        return n / s;
+        return (performance.now() - t0) / 1000;
       };
-      const direct = await rate(es, alias);
-      const cpu0 = readProcCpuMs(api.pid);
-      const fromUs = nowUs();
-      const through = await rate(client, "event");
-      windows.push({ way, fromUs, toUs: nowUs() });
-      const cpu1 = readProcCpuMs(api.pid);
-      const cpuPer1000 = cpu0 === undefined || cpu1 === undefined ? "n/a" : `${(((cpu1 - cpu0) * 1000) / loaded.count).toFixed(1)} ms`;
+      let directS = 0;
+      let apiS = 0;
+      let cpuMs = 0;
+      const perRound: string[] = [];
+      for (let r = 0; r < rounds; r++) {
+        const d = await time(es, alias);
+        const cpu0 = readProcCpuMs(api.pid);
+        const fromUs = nowUs();
+        const a = await time(client, "event");
+        windows.push({ way, fromUs, toUs: nowUs() });
+        const cpu1 = readProcCpuMs(api.pid);
+        cpuMs += cpu0 === undefined || cpu1 === undefined ? Number.NaN : cpu1 - cpu0;
+        directS += d;
+        apiS += a;
+        perRound.push((d / a).toFixed(2));
+      }
+      const records = loaded.count * rounds;
+      const direct = records / directS;
+      const through = records / apiS;
+      const cpuPer1000 = Number.isNaN(cpuMs) ? "n/a" : `${((cpuMs * 1000) / records).toFixed(1)} ms`;
       rows.push({ way, direct, api: through });
       console.log(
-        `${way.padEnd(34)}: direct ${direct.toFixed(0)} records/s, chainsift ${through.toFixed(0)} records/s, ratio ${(through / direct).toFixed(2)} (target >= ${RATIO_TARGET}); API CPU ${cpuPer1000} per 1000 records`,
+        `${way.padEnd(34)}: direct ${direct.toFixed(0)} records/s, chainsift ${through.toFixed(0)} records/s, ratio ${(through / direct).toFixed(2)} (target >= ${RATIO_TARGET}; rounds ${perRound.join(", ")}); API CPU ${cpuPer1000} per 1000 records`,
       );
     }
     const polled = poller.stop();
@@ -175,7 +193,9 @@ export async function benchExport(args: string[]): Promise<void> {
     const profile = readProfiles(cpuProfDir).find((p) => p.pid === api?.pid)?.profile;
     if (!profile) console.log(`no CPU profile of pid ${api.pid} in ${cpuProfDir}`);
     else
-      for (const w of windows)
-        for (const line of formatSummary(`API during ${w.way}`, summariseProfiles([{ profile, ...w }], 12), 1)) console.log(line);
+      for (const way of new Set(windows.map((w) => w.way))) {
+        const parts = windows.filter((w) => w.way === way).map(({ fromUs, toUs }) => ({ profile, fromUs, toUs }));
+        for (const line of formatSummary(`API during ${way}`, summariseProfiles(parts, 12), 1)) console.log(line);
+      }
   }
 }
