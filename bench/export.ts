@@ -1,5 +1,5 @@
 /**
- * `npm run bench -- export [--events N] [--page P] [--log-level L]`: exports every event of an
+ * `npm run bench -- export [--events N] [--page P] [--rounds R] [--log-level L] [--api-cpu-prof DIR]`: exports every event of an
  * index page by page, through chainsift's Elasticsearch-compatible routes and directly against
  * Elasticsearch, in the same run, with the official JavaScript client:
  * - scroll: `client.helpers.scrollDocuments({index, size: P, sort: ["_doc"]})` (what the helper
@@ -9,8 +9,14 @@
  * N (default 200,000) synthetic ERC-20 Transfer events (distinct transaction hashes, 50 per
  * block) are bulk-indexed straight into Elasticsearch under a unique `bench-export-<hex>-` prefix
  * (deleted at the end). The API runs as its own process (`npm run api`'s Node flags,
- * bench/support/api-child.ts). Prints records/s of each way and path, the ratio chainsift/direct
- * (target ≥ 0.8), and the API process's peak RSS (`VmHWM`, reset before the exports; target ≤ 256 MiB).
+ * bench/support/api-child.ts). Each way runs R rounds (default 3) of one direct export then one
+ * through chainsift, so that both see the same load on a shared machine; records/s are over all
+ * rounds (each round's ratio printed too). Prints records/s of each way and path, the ratio chainsift/direct
+ * (target ≥ 0.8), the API process's CPU time per 1000 records of each way (`/proc/<pid>/stat`), and its
+ * peak RSS (`VmHWM`, reset before the exports; target ≤ 256 MiB).
+ * `--api-cpu-prof DIR` runs the API child under `node --cpu-prof` (profile written into DIR when it
+ * stops) and prints the top functions and modules by self time during each way's export through
+ * chainsift (bench/support/cpuprofile.ts).
  * @module
  */
 import { performance } from "node:perf_hooks";
@@ -19,7 +25,8 @@ import { indexName } from "../es/mappings.js";
 import { loadConfig } from "../lib/config.js";
 import { type EventRecord, recordId } from "../lib/records.js";
 import { PEAK_RSS_TARGET } from "./stream.js";
-import { type ApiChild, pollRss, resetPeakRss, spawnApi } from "./support/api-child.js";
+import { type ApiChild, pollRss, readProcCpuMs, resetPeakRss, spawnApi } from "./support/api-child.js";
+import { formatSummary, type ProfileWindow, readProfiles, summariseProfiles } from "./support/cpuprofile.js";
 import { type BenchDoc, benchPrefix, bulkLoad, deleteBenchIndices, numberArg, stringArg } from "./support/data.js";
 
 /** Target: chainsift's records/s over the direct export's. */
@@ -98,6 +105,8 @@ export async function benchExport(args: string[]): Promise<void> {
   const count = numberArg(args, "--events", 200_000);
   const page = numberArg(args, "--page", 1000);
   const logLevel = stringArg(args, "--log-level", "warn");
+  const rounds = numberArg(args, "--rounds", 3);
+  const cpuProfDir = stringArg(args, "--api-cpu-prof", "");
   const config = loadConfig();
   const { chain } = config;
   const es = new Client({ node: config.elasticsearch.url, requestTimeout: 300_000 });
@@ -105,10 +114,20 @@ export async function benchExport(args: string[]): Promise<void> {
   const alias = indexName(chain, "event", prefix);
   let api: ApiChild | undefined;
   let client: Client | undefined;
+  /** Each way's export through chainsift, on V8's profile clock (µs), for the profile summaries. */
+  const windows: Array<{ way: string } & Required<Omit<ProfileWindow, "profile">>> = [];
+  const nowUs = (): number => Number(process.hrtime.bigint() / 1000n);
   try {
     const loaded = await bulkLoad(es, chain, prefix, syntheticEvents(count));
-    console.log(`bench export: ${loaded.count} synthetic events indexed in ${loaded.seconds.toFixed(1)} s into ${alias}; pages of ${page}`);
-    api = await spawnApi({ indexPrefix: prefix, token: `bench-${prefix}`, logLevel });
+    console.log(
+      `bench export: ${loaded.count} synthetic events indexed in ${loaded.seconds.toFixed(1)} s into ${alias}; pages of ${page}; ${rounds} round(s) of direct then chainsift per way`,
+    );
+    api = await spawnApi({
+      indexPrefix: prefix,
+      token: `bench-${prefix}`,
+      logLevel,
+      ...(cpuProfDir ? { nodeFlags: ["--cpu-prof", `--cpu-prof-dir=${cpuProfDir}`] } : {}),
+    });
     client = new Client({
       node: `${api.url}/${chain.technology}/${chain.blockchain}/${chain.network}/es`,
       auth: { bearer: api.token },
@@ -125,18 +144,36 @@ export async function benchExport(args: string[]): Promise<void> {
       ["scroll (helpers.scrollDocuments)", scrollExport],
       ["point in time + search_after", pitExport],
     ] as const) {
-      const rate = async (c: Client, index: string): Promise<number> => {
+      /** Seconds of one export. */
+      const time = async (c: Client, index: string): Promise<number> => {
         const t0 = performance.now();
         const n = await run(c, index, page);
-        const s = (performance.now() - t0) / 1000;
         if (n !== loaded.count) throw new Error(`${way}: exported ${n} of ${loaded.count}`);
-        return n / s;
+        return (performance.now() - t0) / 1000;
       };
-      const direct = await rate(es, alias);
-      const through = await rate(client, "event");
+      let directS = 0;
+      let apiS = 0;
+      let cpuMs = 0;
+      const perRound: string[] = [];
+      for (let r = 0; r < rounds; r++) {
+        const d = await time(es, alias);
+        const cpu0 = readProcCpuMs(api.pid);
+        const fromUs = nowUs();
+        const a = await time(client, "event");
+        windows.push({ way, fromUs, toUs: nowUs() });
+        const cpu1 = readProcCpuMs(api.pid);
+        cpuMs += cpu0 === undefined || cpu1 === undefined ? Number.NaN : cpu1 - cpu0;
+        directS += d;
+        apiS += a;
+        perRound.push((d / a).toFixed(2));
+      }
+      const records = loaded.count * rounds;
+      const direct = records / directS;
+      const through = records / apiS;
+      const cpuPer1000 = Number.isNaN(cpuMs) ? "n/a" : `${((cpuMs * 1000) / records).toFixed(1)} ms`;
       rows.push({ way, direct, api: through });
       console.log(
-        `${way.padEnd(34)}: direct ${direct.toFixed(0)} records/s, chainsift ${through.toFixed(0)} records/s, ratio ${(through / direct).toFixed(2)} (target >= ${RATIO_TARGET})`,
+        `${way.padEnd(34)}: direct ${direct.toFixed(0)} records/s, chainsift ${through.toFixed(0)} records/s, ratio ${(through / direct).toFixed(2)} (target >= ${RATIO_TARGET}; rounds ${perRound.join(", ")}); API CPU ${cpuPer1000} per 1000 records`,
       );
     }
     const polled = poller.stop();
@@ -151,5 +188,14 @@ export async function benchExport(args: string[]): Promise<void> {
     await api?.stop();
     await deleteBenchIndices(es, chain, prefix);
     await es.close();
+  }
+  if (cpuProfDir && api) {
+    const profile = readProfiles(cpuProfDir).find((p) => p.pid === api?.pid)?.profile;
+    if (!profile) console.log(`no CPU profile of pid ${api.pid} in ${cpuProfDir}`);
+    else
+      for (const way of new Set(windows.map((w) => w.way))) {
+        const parts = windows.filter((w) => w.way === way).map(({ fromUs, toUs }) => ({ profile, fromUs, toUs }));
+        for (const line of formatSummary(`API during ${way}`, summariseProfiles(parts, 12), 1)) console.log(line);
+      }
   }
 }

@@ -100,6 +100,42 @@ function kindOf(index: string): { kind: RecordKind | undefined; alias: string } 
   return v;
 }
 
+/** `,"fields":{"<field>":["` of each parent field, the start of the usual `fields` part of a hit. */
+const fieldsHeads = new Map<string, Buffer>();
+const FIELDS_TAIL = Buffer.from('"]}');
+
+/**
+ * The parent hash in a hit's `fields` part `buf[from, to)`: read in place when the part is exactly
+ * `,"fields":{"<field>":["<value>"]}` (what Elasticsearch writes for the one doc-value field
+ * asked, the value without quote nor backslash), else parsed as JSON.
+ * @returns the first value of `field`, or undefined when there is none or the part is not JSON.
+ */
+function parentOf(buf: Buffer, from: number, to: number, field: string): string | undefined {
+  let head = fieldsHeads.get(field);
+  if (!head) {
+    head = Buffer.from(`,"fields":{${JSON.stringify(field)}:["`);
+    fieldsHeads.set(field, head);
+  }
+  const valueAt = from + head.length;
+  const valueEnd = to - FIELDS_TAIL.length;
+  if (
+    valueEnd >= valueAt &&
+    buf.compare(head, 0, head.length, from, valueAt) === 0 &&
+    buf.compare(FIELDS_TAIL, 0, FIELDS_TAIL.length, valueEnd, to) === 0
+  ) {
+    const value = buf.toString("latin1", valueAt, valueEnd);
+    if (!/["\\]/.test(value)) return value;
+  }
+  let fields: Record<string, unknown>;
+  try {
+    fields = JSON.parse(buf.toString("utf8", from + FIELDS.length - 2, to)) as Record<string, unknown>;
+  } catch {
+    return undefined;
+  }
+  const v = fields[field];
+  return Array.isArray(v) && typeof v[0] === "string" ? v[0] : undefined;
+}
+
 /** Allocates the buffer an answer is written into (at least `size` bytes). Default `Buffer.allocUnsafe`. */
 export type Allocate = (size: number) => Buffer;
 
@@ -169,14 +205,7 @@ export function shapeRawEnvelope(
       // ES writes `fields` last before `sort`: found at once, scanning back from sourceEnd.
       const f = buf.lastIndexOf(FIELDS, sourceEnd - FIELDS.length);
       if (f < sourceAt) return undefined; // no parent in `fields`: the parse path also reads _source
-      let fields: Record<string, unknown>;
-      try {
-        fields = JSON.parse(buf.toString("utf8", f + FIELDS.length - 2, sourceEnd)) as Record<string, unknown>;
-      } catch {
-        return undefined;
-      }
-      const v = fields[field];
-      if (Array.isArray(v) && typeof v[0] === "string") parent = v[0];
+      parent = parentOf(buf, f, sourceEnd, field);
       // Not a plain hash: leave it to the parse path.
       if (parent === undefined || !PLAIN.test(parent)) return undefined;
       sourceEnd = f;

@@ -66,3 +66,70 @@ describe("needsRenewal", () => {
     expect(contexts.needsRenewal({ ...record, expiresAt: now }, undefined, now)).toBe(false);
   });
 });
+
+describe("bindings read lately are reused", () => {
+  /** A Redis stand-in holding strings (GET, SET and MULTI … EXEC of the commands save and drop send), counting GETs. */
+  function fakeRedis() {
+    const store = new Map<string, string>();
+    const calls = { get: 0 };
+    const multi = () => {
+      const ops: Array<() => unknown> = [];
+      const queue = (op: () => unknown) => {
+        ops.push(op);
+        return chain;
+      };
+      const chain = {
+        set: (k: string, v: string) => queue(() => store.set(k, v)),
+        del: (k: string) => queue(() => store.delete(k)),
+        zAdd: () => chain,
+        zRem: () => chain,
+        pExpire: () => chain,
+        exec: async () => ops.map((op) => op()),
+      };
+      return chain;
+    };
+    const redis = {
+      get: async (k: string) => {
+        calls.get++;
+        return store.get(k) ?? null;
+      },
+      set: async (k: string, v: string) => store.set(k, v),
+      multi,
+    };
+    return { redis, store, calls };
+  }
+  const options = (redis: unknown) =>
+    ({
+      redis,
+      es: {},
+      keyPrefix: "t:",
+      maxPerAccount: 5,
+      maxKeepAliveMs: 3_600_000,
+      requestTimeoutMs: 1000,
+      redisTimeoutMs: 1000,
+    }) as never;
+  const record = { type: "pit" as const, account: "a", chain: "c", esId: "e", kinds: ["tx" as const] };
+
+  it("a saved binding is not read again at once; the account, chain and type checks still answer 404", async () => {
+    const { redis, store, calls } = fakeRedis();
+    const contexts = new SearchContexts(options(redis));
+    const id = newContextId("pit");
+    await contexts.save(id, record, 60_000);
+    expect((await contexts.load(id, "pit", "a", "c", "pit.id")).esId).toBe("e");
+    expect((await contexts.load(id, "pit", "a", "c", "pit.id")).esId).toBe("e");
+    expect(calls.get).toBe(0);
+    expect(store.has(`t:ctx:${id}`)).toBe(true);
+    for (const [account, chain] of [
+      ["b", "c"],
+      ["a", "d"],
+    ] as const)
+      await expect(contexts.load(id, "pit", account, chain, "pit.id")).rejects.toMatchObject({ code: "CS_CONTEXT_NOT_FOUND" });
+    // Another instance (no memory of it) reads Redis; after a drop, Redis is read again and the id is gone.
+    const other = new SearchContexts(options(redis));
+    expect((await other.load(id, "pit", "a", "c", "pit.id")).account).toBe("a");
+    expect(calls.get).toBe(1);
+    await contexts.drop(id, record);
+    await expect(contexts.load(id, "pit", "a", "c", "pit.id")).rejects.toMatchObject({ code: "CS_CONTEXT_NOT_FOUND" });
+    expect(calls.get).toBe(2);
+  });
+});

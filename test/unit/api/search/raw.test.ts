@@ -202,6 +202,15 @@ describe("shapeRawEnvelope: the same envelope as the parse path", () => {
     ]);
   });
 
+  it("a parent field with several values, or with a value that has escapes: the first value, as the parse path", () => {
+    const several = expectSame(
+      responseText([hitText("event", `${TX_HASH}_e_1`, "0.0", event, { transactionHash: [TX_HASH, BLOCK_HASH] })], "0.0"),
+    );
+    expect(several.hits.hits[0]?._parent).toBe(TX_HASH);
+    const text = responseText([hitText("event", `${TX_HASH}_e_2`, "0.0", event, { transactionHash: [`${TX_HASH}"x`] })], "0.0");
+    expect(shapeRawEnvelope(text)).toBeUndefined();
+  });
+
   it("mixed kinds block,tx in one response", () => {
     const text = responseText(
       [hitText("block", BLOCK_HASH, "0.0", { hash: BLOCK_HASH }), hitText("tx", TX_HASH, "0.0", { hash: TX_HASH }, TX_FIELDS)],
