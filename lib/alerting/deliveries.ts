@@ -15,6 +15,10 @@
  */
 import type { AlertDefinition, AlertType } from "../rules/model.js";
 import type { AlertStatus } from "./alert.js";
+import { channelOf, parametersOf, redactUrl } from "./channels.js";
+import { renderUrl } from "./render.js";
+
+export { redactUrl };
 
 /** One delivery of one action of one alert, as listed by the deliveries endpoint. */
 export interface DeliveryLogEntry {
@@ -164,46 +168,27 @@ export function createDeliveryLog(deps: DeliveryLogDeps): DeliveryLog {
 }
 
 /**
- * A URL made safe to show in logs: credentials removed, the query replaced by `?…` and the fragment
- * dropped (query strings often carry API keys). Unparseable input gives `(invalid URL)`.
- * @param keepPath false to also replace the path by `/…` (chat webhook URLs are secrets in their path).
+ * The redacted destination of an action for the log, as its channel describes it
+ * (`describeDestination` of lib/alerting/channels.ts): webhooks → the URL, rendered from `entity`
+ * when given (the template when it cannot be rendered), per {@link redactUrl}; Slack and Discord →
+ * scheme, host and `/…` (the path of a chat webhook URL is its secret); Telegram →
+ * `telegram chat <chatId>` (the bot token is the operator's and never shown); Email →
+ * `n recipient(s)`; an unknown type → `(unknown action type)`.
+ * @param entity the matched entity whose values fill a webhook URL's `{field}` tokens.
  */
-export function redactUrl(url: string, keepPath = true): string {
-  let u: URL;
-  try {
-    u = new URL(url);
-  } catch {
-    return "(invalid URL)";
-  }
-  const path = keepPath ? u.pathname : u.pathname === "/" ? "/" : "/…";
-  return `${u.protocol}//${u.host}${path}${u.search ? "?…" : ""}`;
-}
-
-/**
- * The redacted destination of an action for the log: webhooks → the URL (`url`, e.g. the rendered
- * one, default the action's template) per {@link redactUrl}; Slack and Discord → scheme, host and
- * `/…` (the path of a chat webhook URL is its secret); Telegram → `telegram chat <chatId>` (the bot
- * token is the operator's and never shown); Email → `n recipient(s)`.
- */
-export function describeDestination(action: AlertDefinition, url?: string): string {
-  const p = (action?.parameters ?? {}) as unknown as Record<string, unknown>;
-  switch (action?.type) {
-    case "Webhook (GET)":
-    case "Webhook (POST)":
-      if (typeof p.url !== "string") return "(no url)";
-      return redactUrl(url ?? p.url);
-    case "Slack":
-    case "Discord":
-      return typeof p.url === "string" ? redactUrl(p.url, false) : "(no url)";
-    case "Telegram":
-      return typeof p.chatId === "string" ? `telegram chat ${p.chatId}` : "(no chat)";
-    case "Email": {
-      const n = Array.isArray(p.recipients) ? p.recipients.length : 0;
-      return `${n} recipient${n === 1 ? "" : "s"}`;
+export function describeDestination(action: AlertDefinition, entity?: Record<string, unknown>): string {
+  const channel = channelOf(action);
+  if (!channel) return "(unknown action type)";
+  const p = parametersOf(action);
+  let url: string | undefined;
+  if (entity && typeof p.url === "string") {
+    try {
+      url = renderUrl(p.url, entity);
+    } catch {
+      // keep the template
     }
-    default:
-      return "(unknown action type)";
   }
+  return channel.describeDestination(p, url);
 }
 
 /**

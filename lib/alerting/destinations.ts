@@ -7,6 +7,7 @@
  * @module
  */
 import type { AlertDefinition } from "../rules/model.js";
+import { channelOf, parametersOf, urlOrigin } from "./channels.js";
 
 /** What the notify stage knows about one destination. */
 export interface DestinationHealth {
@@ -44,27 +45,14 @@ export const HEALTHY: Readonly<DestinationHealth> = {
 };
 
 /**
- * The destination an action delivers to, for health and concurrency: the origin
- * (`scheme://host:port`, lower-case host, default port omitted as WHATWG URL does) of a webhook or
- * chat URL — `{field}` tokens are allowed only in the path and query, so the origin of the
- * template is the origin of every URL rendered from it —, `smtp` for e-mail (the operator's one
- * SMTP server), `telegram` for Telegram (the operator's one bot: Telegram's flood limits are per
- * bot), and `invalid` when the URL does not parse (such an action fails for good on its first
- * attempt).
+ * The destination an action delivers to, for health and concurrency: its channel's
+ * `destinationKey` (lib/alerting/channels.ts) — the origin (`scheme://host:port`, lower-case host,
+ * default port omitted as WHATWG URL does) of a webhook or chat URL, `smtp` for e-mail (the
+ * operator's one SMTP server), `telegram` for Telegram (the operator's one bot) —, and `invalid`
+ * when the URL does not parse (such an action fails for good on its first attempt).
  */
 export function destinationKey(action: AlertDefinition | undefined): string {
-  if (action?.type === "Email") return "smtp";
-  if (action?.type === "Telegram") return "telegram";
-  const url = (action?.parameters as { url?: unknown } | undefined)?.url;
-  if (typeof url !== "string") return "invalid";
-  try {
-    // Tokens replaced by a letter so that `https://h/{a}` parses; a token in the host would change
-    // the origin per alert, which rule validation and renderUrl refuse.
-    const origin = new URL(url.replace(/\{[^{}]*\}/g, "x")).origin;
-    return origin === "null" ? "invalid" : origin;
-  } catch {
-    return "invalid";
-  }
+  return (channelOf(action)?.destinationKey ?? urlOrigin)(parametersOf(action));
 }
 
 /** The lane of a rule's action: `<ruleId>:<actionIndex>`. */

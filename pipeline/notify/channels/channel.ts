@@ -1,8 +1,10 @@
 /**
  * The interface every notification channel implements. A channel turns one action of one alert
  * into an attempt function; the deliverer (`deliver.ts`) runs attempts and the scheduler retries
- * them. A new channel is one file in this folder implementing {@link Channel}, added to the list
- * in `createDeliverer`, plus its action type in the rule schema.
+ * them. What a channel's actions are (parameters, rendering, destination, default throttle, whether
+ * retractions edit) is its descriptor in lib/alerting/channels.ts; its sender is one file in this
+ * folder implementing {@link Channel}, registered by action type in `createDeliverer` (deliver.ts),
+ * whose `Record<AlertType, Channel>` the compiler checks (docs/architecture.md, "A new notification channel").
  * @module
  */
 import type { Alert } from "../../../lib/alerting/alert.js";
