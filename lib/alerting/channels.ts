@@ -7,10 +7,12 @@
  * `describeDestination`, storm control's default throttle) read this table, and
  * `satisfies Record<AlertType, ChannelDescriptor>` makes the compiler ask for every part of a new type.
  *
- * A new channel: its type in `ALERT_TYPES` and its parameters in lib/rules/model.ts, the schema of
- * its parameters in `ACTION_PARAMETERS_SCHEMAS` (lib/rules/schema.ts), its descriptor here, and its
- * sender in `pipeline/notify/channels/` registered in `createDeliverer` (docs/architecture.md,
- * "A new notification channel").
+ * A new channel: its type in `ALERT_TYPES` and its parameters in `ActionParametersByType`
+ * (lib/rules/model.ts), the schema of its parameters in `ACTION_PARAMETERS_SCHEMAS`
+ * (lib/rules/schema.ts), its descriptor here, and its sender in `pipeline/notify/channels/`
+ * registered in `createDeliverer` (docs/architecture.md, "A new notification channel"). The
+ * lib/rules tables stay there: this module imports lib/rules/schema.ts (the parameter schemas, the
+ * Telegram chat pattern), so the rule schema importing this one would make an import cycle.
  * @module
  */
 import type { TObject } from "typebox";

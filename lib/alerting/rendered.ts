@@ -19,16 +19,16 @@
  * @module
  */
 import { NonRetryableError } from "../errors.js";
-import type { AlertDefinition } from "../rules/model.js";
+import type { AlertDefinition, AlertType } from "../rules/model.js";
 import type { Alert } from "./alert.js";
 import { CS_ACTION_INVALID, channelOf } from "./channels.js";
 import type { MessageOptions } from "./render.js";
 
 export { CS_ACTION_INVALID };
 
-/** A rendered HTTP action (webhooks and chat). */
+/** A rendered HTTP action (webhooks and chat): every type but those with their own shape below. */
 export interface RenderedRequest {
-  type: "Webhook (GET)" | "Webhook (POST)" | "Slack" | "Discord";
+  type: Exclude<AlertType, RenderedEmail["type"] | RenderedTelegram["type"]>;
   method: "GET" | "POST";
   /** The URL called (templated for webhooks). */
   url: string;

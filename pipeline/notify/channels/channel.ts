@@ -9,16 +9,14 @@
  */
 import type { Alert } from "../../../lib/alerting/alert.js";
 import type { Digest } from "../../../lib/alerting/storm.js";
-import type { AlertDefinition, AlertType } from "../../../lib/rules/model.js";
+import type { AlertDefinition } from "../../../lib/rules/model.js";
 import type { AttemptOutcome, DeliveryResult } from "../outcome.js";
 
 /** One attempt (`n` = 1-based attempt number); may throw, which counts as a request error. */
 export type Attempt = (n: number) => Promise<AttemptOutcome>;
 
-/** A notification channel. */
+/** A notification channel's sender (which action types it serves: the table of `createDeliverer`). */
 export interface Channel {
-  /** The action types it delivers (`AlertDefinition.type`). */
-  readonly types: readonly AlertType[];
   /**
    * Checks the action and renders what is sent, returning the attempt; or the result when no attempt
    * can be made now (e.g. `CS_MAILER_UNCONFIGURED`).
