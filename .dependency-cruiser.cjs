@@ -11,7 +11,8 @@
  *   pipeline/<stage>/                         lib/, topics/, es/, pipeline/kafka/ and its own folder
  *   topics/, es/                              lib/ and their own folder
  *   lib/                                      lib/ only (never api/, pipeline/, cli/, bench/, test/, topics/, es/)
- *   console/src/                              console/src/ only (browser code: no Node module of ours)
+ *   console/src/                              console/src/ only (browser code: no Node module of ours), and
+ *                                             the delivery log's types (import type from lib/alerting/deliveries.ts, destinations.ts)
  *
  * npm packages and node: built-ins are allowed everywhere.
  * @type {import('dependency-cruiser').IConfiguration}
@@ -69,9 +70,17 @@ module.exports = {
       name: "console-browser-only",
       severity: "error",
       comment:
-        "The web console's browser code (console/src/) imports only console/src/ and npm packages; console/build.ts (Node) may read es/ and lib/.",
+        "The web console's browser code (console/src/) imports only console/src/ and npm packages, and the types of the delivery log (lib/alerting/deliveries.ts, destinations.ts: rule console-lib-types-only); console/build.ts (Node) may read es/ and lib/.",
       from: { path: "^console/src/" },
-      to: { pathNot: "^console/src/", dependencyTypesNot: external },
+      to: { pathNot: "^console/src/|^lib/alerting/(deliveries|destinations)\\.ts$", dependencyTypesNot: external },
+    },
+    {
+      name: "console-lib-types-only",
+      severity: "error",
+      comment:
+        "What console/src/ takes from lib/ are types only (import type: erased by esbuild), so no server code reaches the bundle; the modules it names import no Node module (the console's tsconfig has no Node types).",
+      from: { path: "^console/src/" },
+      to: { path: "^lib/", dependencyTypesNot: ["type-only"] },
     },
     {
       name: "no-unresolvable",

@@ -206,7 +206,7 @@ export async function buildApi(deps: ApiDeps): Promise<FastifyInstance> {
       app.metrics.searchAnswers.inc({ path });
     };
     await app.register(healthRoutes);
-    await app.register(chainsRoutes({ chains: served, keyPrefix: config.redisKeyPrefix }));
+    await app.register(chainsRoutes({ chains: served, keyPrefix: config.redisKeyPrefix, kafka: config.kafka }));
     await app.register(metricsRoutes);
     await app.register(consolePlugin);
     // Search and admin bodies must be JSON objects (null, arrays, scalars: 400 CS_BODY_INVALID);

@@ -3,8 +3,9 @@
  * stage process needs to be up): the services' health (Kafka, Elasticsearch, schema registry,
  * Redis, the JSON-RPC nodes), and for every served chain (each chain of the chains file, else the
  * one chain; a table when there are several) the head vs the last block ingest produced, each stage's
- * consumer-group lag (committed offsets vs high watermarks, pipeline/kafka/lag.ts) and the
- * dead letters written in the last hour (the dead-letter topic's time index). Unhealthy when a
+ * consumer-group lag (committed offsets vs high watermarks) and the dead letters written in the last
+ * hour (the dead-letter topic's time index): lib/kafka/consumer-health.ts, which the API's
+ * `GET /chains/health/` reads too. Unhealthy when a
  * service does not answer (or Elasticsearch is red), or a `--max-*` threshold is exceeded; the
  * CLI then exits 1 (scripts, container health checks). docs/metrics.md.
  * @module
@@ -13,20 +14,16 @@ import { Kafka, logLevel } from "kafkajs";
 import { readIngestStatus } from "../lib/chain/ingest-status.js";
 import { chainKey } from "../lib/chains.js";
 import { type Config, rpcEndpoints } from "../lib/config.js";
+import { type GroupLag, readConsumerHealth } from "../lib/kafka/consumer-health.js";
 import { createLogger } from "../lib/logger.js";
 import { connectRedisClient, withTimeout } from "../lib/redis.js";
 import { createRpcClient } from "../lib/rpc/client.js";
 import { redactRpcUrl } from "../lib/rpc/transport.js";
-import { INDEX_REORGS_STAGE } from "../pipeline/index/indexer.js";
 import { createBus } from "../pipeline/kafka/bus.js";
 import { kafkajsTransport } from "../pipeline/kafka/kafkajs.js";
-import { consumerGroupLag, recordsSince } from "../pipeline/kafka/lag.js";
-import { CONSUMING_STAGES } from "../pipeline/runtime.js";
 
 /** How long each service may take to answer, ms. */
 const PROBE_TIMEOUT_MS = 3_000;
-/** The dead-letter window, ms. */
-const DEAD_LETTER_WINDOW_MS = 3_600_000;
 
 /** One service's answer. */
 export interface ServiceHealth {
@@ -36,14 +33,7 @@ export interface ServiceHealth {
   detail: string;
 }
 
-/** One consumer group's lag, summed over its partitions. */
-export interface GroupLag {
-  stage: string;
-  group: string;
-  /** Σ lag over the partitions it committed offsets on; null when it has committed none (never ran). */
-  lag: number | null;
-  partitions: number;
-}
+export type { GroupLag };
 
 /** One JSON-RPC endpoint of the chain (`CHAINSIFT_RPC_URLS`) as `eth_blockNumber` found it. */
 export interface EndpointStatus {
@@ -211,17 +201,12 @@ export async function gatherStatus(config: Config, thresholds: StatusThresholds 
     probe("kafka", async () => {
       await admin.connect();
       const brokers = await admin.describeBrokers();
-      const stages = [...CONSUMING_STAGES, INDEX_REORGS_STAGE];
       for (const r of reports) {
         const bus = busOf(r);
-        r.groups = await Promise.all(
-          stages.map(async (stage) => {
-            const group = bus.groupId(stage);
-            const rows = await consumerGroupLag(admin, group);
-            return { stage, group, lag: rows.length === 0 ? null : rows.reduce((n, x) => n + x.lag, 0), partitions: rows.length };
-          }),
+        Object.assign(
+          r,
+          await readConsumerHealth(admin, { groupId: (stage) => bus.groupId(stage), deadLetterTopic: bus.topic("dead-letter") }),
         );
-        r.deadLettersLastHour = await recordsSince(admin, bus.topic("dead-letter"), Date.now() - DEAD_LETTER_WINDOW_MS).catch(() => null);
       }
       return { ok: true, detail: `${brokers.length} broker(s)` };
     }),

@@ -17,6 +17,7 @@ import { readTokenMetadata } from "../lib/chain/token-metadata.js";
 import { chainKey } from "../lib/chains.js";
 import { type Config, ConfigError } from "../lib/config.js";
 import { NonRetryableError } from "../lib/errors.js";
+import { CONSUMING_STAGES } from "../lib/kafka/consumer-health.js";
 import type { Logger } from "../lib/logger.js";
 import type { ReadinessCheck } from "../lib/metrics.js";
 import { lazyRedis, type RedisClient } from "../lib/redis.js";
@@ -36,8 +37,8 @@ import { startMatchStage } from "./match/stage.js";
 import type { TokenMetadataSource } from "./match/tokens.js";
 import { startNotifyStage } from "./notify/stage.js";
 
-/** The consuming stages, in pipeline order (`npm start` runs them all). */
-export const CONSUMING_STAGES = ["decode", "index", "match", "notify"] as const;
+/** The consuming stages, in pipeline order (`npm start` runs them all; defined in lib/kafka/consumer-health.ts). */
+export { CONSUMING_STAGES };
 /** A consuming stage. */
 export type ConsumingStage = (typeof CONSUMING_STAGES)[number];
 /** Every stage `npm run stage -- <stage>` can run: ingest (the producer) and the consuming stages. */

@@ -4,13 +4,24 @@
  * Authenticated like the search routes (any API token or account token, rate limited): it tells
  * which paths a caller can search and how fresh they are, nothing an account does not see anyway.
  * A chain whose ingest never ran answers nulls. Redis unreachable: 503 `CS_BACKEND_UNAVAILABLE`.
+ *
+ * `GET /chains/health/`: each served chain's consumer health as `npm run chainsift -- status` shows it
+ * (lib/kafka/consumer-health.ts, the same code): every stage's consumer-group lag in records and the
+ * dead letters written in the last hour, read from Kafka's own bookkeeping with one admin client of
+ * the API process (connected on first use). Authenticated like `GET /chains/`; the group ids are not
+ * shown (they carry the deployment's prefixes). Kafka unreachable: 503 `CS_BACKEND_UNAVAILABLE`.
  * @module
  */
 import type { FastifyPluginAsync } from "fastify";
+import { type Admin, Kafka, logLevel } from "kafkajs";
 import { type Static, Type } from "typebox";
 import { readIngestStatus } from "../../lib/chain/ingest-status.js";
+import type { Config } from "../../lib/config.js";
+import { CONSUMER_GROUP_STAGES, consumerGroupId, kafkaClientId, readConsumerHealth } from "../../lib/kafka/consumer-health.js";
+import { kafkajsLagAdmin } from "../../lib/kafka/lag.js";
 import { withTimeout } from "../../lib/redis.js";
 import { component } from "../../lib/validation/component.js";
+import { topicName } from "../../topics/index.js";
 import type { ServedChain } from "../chains.js";
 import { apiError } from "../errors.js";
 import { ErrorBodySchema } from "./search/schema.js";
@@ -72,8 +83,76 @@ export const ChainsAnswerSchema = Type.Object(
 /** One served chain's status. */
 export type ChainStatus = Static<typeof ChainStatusSchema>;
 
+/** One served chain in the answer of `GET /chains/health/` (documentation only). */
+export const ChainHealthSchema = Type.Object(
+  {
+    technology: Type.String({ description: "Path segment 1" }),
+    blockchain: Type.String({ description: "Path segment 2" }),
+    network: Type.String({ description: "Path segment 3" }),
+    groups: Type.Array(
+      Type.Object({
+        stage: Type.String({ description: `The stage whose consumer group this is: ${CONSUMER_GROUP_STAGES.join(", ")}` }),
+        lag: nullable(
+          Type.Integer({
+            minimum: 0,
+            description:
+              "Records written to its topics and not yet consumed (Σ over partitions of high watermark − committed offset); null when the group never committed (the stage never ran)",
+          }),
+        ),
+        partitions: Type.Integer({ minimum: 0, description: "Partitions the group committed offsets on" }),
+      }),
+      { description: "One row per consumer group of the chain, in pipeline order" },
+    ),
+    deadLettersLastHour: nullable(
+      Type.Integer({
+        minimum: 0,
+        description:
+          "Records written to the chain's dead-letter topic in the last hour (its time index); null when the topic cannot be read (e.g. not created yet)",
+      }),
+    ),
+  },
+  { ...component("ChainHealth") },
+);
+
+/** Answer of `GET /chains/health/` (documentation only). */
+export const ChainsHealthAnswerSchema = Type.Object(
+  {
+    at: Type.String({ format: "date-time", description: "When Kafka was read (ISO 8601)" }),
+    chains: Type.Array(ChainHealthSchema, { description: "Every served chain, in configuration order" }),
+  },
+  {
+    description: "Each served chain's consumer-group lag and recent dead letters (what `chainsift status` shows)",
+    examples: [
+      {
+        at: "2026-11-26T12:00:00.000Z",
+        chains: [
+          {
+            technology: "ethereum",
+            blockchain: "ethereum",
+            network: "mainnet",
+            groups: [
+              { stage: "decode", lag: 12, partitions: 3 },
+              { stage: "index", lag: 40, partitions: 6 },
+              { stage: "match", lag: 0, partitions: 3 },
+              { stage: "notify", lag: 0, partitions: 3 },
+              { stage: "index-reorgs", lag: null, partitions: 0 },
+            ],
+            deadLettersLastHour: 0,
+          },
+        ],
+      },
+    ],
+    ...component("ChainsHealth"),
+  },
+);
+
+/** One served chain's consumer health. */
+export type ChainHealth = Static<typeof ChainHealthSchema>;
+
 /** Longest wait for Redis, in ms. */
 const READ_TIMEOUT_MS = 2000;
+/** Longest wait for Kafka's answers to one `GET /chains/health/` (connecting included), in ms. */
+const KAFKA_TIMEOUT_MS = 5000;
 
 /** Options of {@link chainsRoutes}. */
 export interface ChainsRoutesOptions {
@@ -81,14 +160,90 @@ export interface ChainsRoutesOptions {
   chains: readonly ServedChain[];
   /** config `redisKeyPrefix` (the ingest keys are under it). */
   keyPrefix: string;
+  /**
+   * config `kafka` (brokers, client id, topic and group prefixes) for `GET /chains/health/`. Absent:
+   * that route answers 503 `CS_BACKEND_UNAVAILABLE`.
+   */
+  kafka?: Pick<Config["kafka"], "brokers" | "clientId" | "instanceId" | "topicPrefix" | "groupPrefix">;
 }
 
 /**
- * Registers `GET /chains/` (needs `app.redis`).
- * @param opts - the served chains and the Redis key prefix.
+ * Registers `GET /chains/` (needs `app.redis`) and `GET /chains/health/` (a Kafka admin client of
+ * its own, connected on first use and closed with the app).
+ * @param opts - the served chains, the Redis key prefix and the Kafka configuration.
  */
 export function chainsRoutes(opts: ChainsRoutesOptions): FastifyPluginAsync {
   return async (app) => {
+    const kafkaConfig = opts.kafka;
+    /** The connected admin client, or the connection under way; reset after a failure so the next request connects again. */
+    let admin: Promise<Admin> | null = null;
+    const connected = (): Promise<Admin> => {
+      if (!kafkaConfig) return Promise.reject(new Error("Kafka is not configured"));
+      admin ??= (async () => {
+        const client = new Kafka({
+          clientId: kafkaClientId(kafkaConfig, "api-health"),
+          brokers: kafkaConfig.brokers,
+          logLevel: logLevel.NOTHING,
+          connectionTimeout: 3000,
+          requestTimeout: 3000,
+          retry: { retries: 1, initialRetryTime: 100 },
+        }).admin();
+        await client.connect();
+        return client;
+      })();
+      return admin;
+    };
+    app.addHook("onClose", async () => {
+      const a = admin;
+      admin = null;
+      await a?.then((c) => c.disconnect()).catch(() => {});
+    });
+
+    app.get(
+      "/chains/health/",
+      {
+        schema: {
+          tags: ["chains"],
+          operationId: "chainsHealth",
+          summary: "Consumer-group lag and dead letters of every served chain",
+          description:
+            "What `npm run chainsift -- status` shows of the pipeline's consumers, per served chain: each stage's consumer-group lag (records written and not yet consumed, from the committed offsets and high watermarks) " +
+            "and the records written to the chain's dead-letter topic in the last hour. Read from Kafka on each request (a handful of small admin requests per chain).",
+          response: { 200: ChainsHealthAnswerSchema, 503: ErrorBodySchema },
+        },
+      },
+      async () => {
+        const at = new Date();
+        const read = async (): Promise<ChainHealth[]> => {
+          const lagAdmin = kafkajsLagAdmin(await connected());
+          const k = kafkaConfig as NonNullable<typeof kafkaConfig>;
+          return Promise.all(
+            opts.chains.map(async (c) => {
+              const h = await readConsumerHealth(lagAdmin, {
+                groupId: (stage) => consumerGroupId(k, c, stage),
+                deadLetterTopic: topicName(c, "dead-letter", k.topicPrefix),
+                nowMs: at.getTime(),
+              });
+              return {
+                technology: c.technology,
+                blockchain: c.blockchain,
+                network: c.network,
+                groups: h.groups.map(({ stage, lag, partitions }) => ({ stage, lag, partitions })),
+                deadLettersLastHour: h.deadLettersLastHour,
+              };
+            }),
+          );
+        };
+        const chains = await withTimeout(read(), KAFKA_TIMEOUT_MS).catch(async (err: unknown) => {
+          const a = admin;
+          admin = null;
+          await a?.then((c) => c.disconnect()).catch(() => {});
+          throw apiError("CS_BACKEND_UNAVAILABLE", `Kafka does not answer (${err instanceof Error ? err.message : String(err)})`);
+        });
+        return { at: at.toISOString(), chains };
+      },
+    );
+
     app.get(
       "/chains/",
       {

@@ -129,6 +129,22 @@ export async function listChains(): Promise<ChainStatus[]> {
   return (await api<{ chains: ChainStatus[] }>("GET", "/chains/")).chains;
 }
 
+/** A served chain's consumer health as `GET /chains/health/` answers it (what `chainsift status` shows). */
+export interface ChainHealth {
+  technology: string;
+  blockchain: string;
+  network: string;
+  /** Each stage's consumer group: records not yet consumed (null: the group never committed). */
+  groups: Array<{ stage: string; lag: number | null; partitions: number }>;
+  /** Records written to the chain's dead-letter topic in the last hour (null: not readable). */
+  deadLettersLastHour: number | null;
+}
+
+/** The consumer health of every served chain (`GET /chains/health/`). */
+export async function chainsHealth(): Promise<ChainHealth[]> {
+  return (await api<{ chains: ChainHealth[] }>("GET", "/chains/health/")).chains;
+}
+
 /** One hit of a hits envelope. */
 export interface Hit {
   _index: string;

@@ -12,14 +12,10 @@
 import { createHash } from "node:crypto";
 import type { ChainId } from "../config.js";
 import type { AlertDefinition, TargetType } from "../rules/model.js";
+import type { AlertStatus } from "./status.js";
 
-/**
- * Alert status:
- * - `pending`: first sight of a match, sent only when the rule has sendPendingAlerts;
- * - `confirmed`: confirmations reached maxConfirmationCount (sent exactly once per match);
- * - `removed`: the block left the canonical chain after `pending` was sent.
- */
-export type AlertStatus = "pending" | "confirmed" | "removed";
+/** The alert status (defined in ./status.ts, which imports no Node module). */
+export type { AlertStatus };
 
 /**
  * The block that took a reorganised-away block's place, as the match stage knew it when it emitted

@@ -251,3 +251,38 @@ export function parametersOf(action: { parameters?: unknown } | undefined): Reco
   const p = action?.parameters;
   return typeof p === "object" && p !== null ? (p as Record<string, unknown>) : {};
 }
+
+/**
+ * The destination an action delivers to, for health and concurrency: its channel's
+ * `destinationKey` (lib/alerting/channels.ts) — the origin (`scheme://host:port`, lower-case host,
+ * default port omitted as WHATWG URL does) of a webhook or chat URL, `smtp` for e-mail (the
+ * operator's one SMTP server), `telegram` for Telegram (the operator's one bot) —, and `invalid`
+ * when the URL does not parse (such an action fails for good on its first attempt).
+ */
+export function destinationKey(action: AlertDefinition | undefined): string {
+  return (channelOf(action)?.destinationKey ?? urlOrigin)(parametersOf(action));
+}
+
+/**
+ * The redacted destination of an action for the log, as its channel describes it
+ * (`describeDestination` of lib/alerting/channels.ts): webhooks → the URL, rendered from `entity`
+ * when given (the template when it cannot be rendered), per {@link redactUrl}; Slack and Discord →
+ * scheme, host and `/…` (the path of a chat webhook URL is its secret); Telegram →
+ * `telegram chat <chatId>` (the bot token is the operator's and never shown); Email →
+ * `n recipient(s)`; an unknown type → `(unknown action type)`.
+ * @param entity the matched entity whose values fill a webhook URL's `{field}` tokens.
+ */
+export function describeDestination(action: AlertDefinition, entity?: Record<string, unknown>): string {
+  const channel = channelOf(action);
+  if (!channel) return "(unknown action type)";
+  const p = parametersOf(action);
+  let url: string | undefined;
+  if (entity && typeof p.url === "string") {
+    try {
+      url = renderUrl(p.url, entity);
+    } catch {
+      // keep the template
+    }
+  }
+  return channel.describeDestination(p, url);
+}

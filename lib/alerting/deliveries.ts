@@ -14,11 +14,7 @@
  * @module
  */
 import type { AlertDefinition, AlertType } from "../rules/model.js";
-import type { AlertStatus } from "./alert.js";
-import { channelOf, parametersOf, redactUrl } from "./channels.js";
-import { renderUrl } from "./render.js";
-
-export { redactUrl };
+import type { AlertStatus } from "./status.js";
 
 /** One delivery of one action of one alert, as listed by the deliveries endpoint. */
 export interface DeliveryLogEntry {
@@ -29,7 +25,7 @@ export interface DeliveryLogEntry {
   /** Index of the action in the rule's `config.alerts` (as in {@link Alert.actions}). */
   actionIndex: number;
   type: AlertType;
-  /** Redacted destination (see {@link describeDestination}). */
+  /** Redacted destination (`describeDestination` of lib/alerting/channels.ts). */
   destination: string;
   ok: boolean;
   /** Attempts made (0 when the action could not be rendered). */
@@ -164,57 +160,5 @@ export function createDeliveryLog(deps: DeliveryLogDeps): DeliveryLog {
       });
       return r !== null;
     },
-  };
-}
-
-/**
- * The redacted destination of an action for the log, as its channel describes it
- * (`describeDestination` of lib/alerting/channels.ts): webhooks → the URL, rendered from `entity`
- * when given (the template when it cannot be rendered), per {@link redactUrl}; Slack and Discord →
- * scheme, host and `/…` (the path of a chat webhook URL is its secret); Telegram →
- * `telegram chat <chatId>` (the bot token is the operator's and never shown); Email →
- * `n recipient(s)`; an unknown type → `(unknown action type)`.
- * @param entity the matched entity whose values fill a webhook URL's `{field}` tokens.
- */
-export function describeDestination(action: AlertDefinition, entity?: Record<string, unknown>): string {
-  const channel = channelOf(action);
-  if (!channel) return "(unknown action type)";
-  const p = parametersOf(action);
-  let url: string | undefined;
-  if (entity && typeof p.url === "string") {
-    try {
-      url = renderUrl(p.url, entity);
-    } catch {
-      // keep the template
-    }
-  }
-  return channel.describeDestination(p, url);
-}
-
-/**
- * Builds the log entry of one delivery.
- * @param at Completion time (default now).
- */
-export function deliveryLogEntry(
-  alert: { id: string; sequence: number; status: AlertStatus },
-  action: AlertDefinition,
-  actionIndex: number,
-  result: { ok: boolean; attempts: number; final: boolean; status?: number; error?: string; code?: string; destination?: string },
-  at: Date = new Date(),
-): DeliveryLogEntry {
-  return {
-    alertId: alert.id,
-    sequence: alert.sequence,
-    status: alert.status,
-    actionIndex,
-    type: action?.type,
-    destination: result.destination ?? describeDestination(action),
-    ok: result.ok,
-    attempts: result.attempts,
-    final: result.final,
-    ...(result.status === undefined ? {} : { httpStatus: result.status }),
-    ...(result.error === undefined ? {} : { error: result.error }),
-    ...(result.code === undefined ? {} : { code: result.code }),
-    at: at.toISOString(),
   };
 }

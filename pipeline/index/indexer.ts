@@ -54,6 +54,7 @@ import type { DecodeMethodOptions } from "../../lib/chain/methods.js";
 import type { CanonicalReader } from "../../lib/chain/state.js";
 import type { ChainId } from "../../lib/config.js";
 import { NonRetryableError, RetryableError } from "../../lib/errors.js";
+import { INDEX_REORGS_STAGE } from "../../lib/kafka/consumer-health.js";
 import type { Logger } from "../../lib/logger.js";
 import { callId, type RecordKind, type ReorgRecord, recordId, type TraceRecord } from "../../lib/records.js";
 import { TOPICS, type TopicKind } from "../../topics/index.js";
@@ -552,5 +553,5 @@ export async function startIndexStage(deps: IndexStageDeps): Promise<RunningCons
   };
 }
 
-/** Consumer-group stage name of the index stage's `reorgs` consumer (see {@link startIndexStage}). */
-export const INDEX_REORGS_STAGE = "index-reorgs";
+/** Consumer-group stage name of the index stage's `reorgs` consumer (see {@link startIndexStage}; defined in lib/kafka/consumer-health.ts). */
+export { INDEX_REORGS_STAGE };

@@ -11,6 +11,7 @@ import { Kafka, logLevel as KafkaLogLevel } from "kafkajs";
 import type { Registry } from "prom-client";
 import type { ChainId, Config } from "../../lib/config.js";
 import { NonRetryableError } from "../../lib/errors.js";
+import { consumerGroupId, kafkaClientId } from "../../lib/kafka/consumer-health.js";
 import type { Logger } from "../../lib/logger.js";
 import { SEQ_HEADER, subjectOf, TOPICS, type TopicKind, topicName } from "../../topics/index.js";
 import { compileToWire, fromWire, stripWireFields } from "../../topics/wire.js";
@@ -142,16 +143,7 @@ export async function ensureTopics(
   );
 }
 
-/**
- * The Kafka client id of a process, or of one role in it: `<clientId>-<role>-<instanceId>`, e.g.
- * `chainsift-decode-host1-4242`; `<clientId>-<instanceId>` without a role. Kafka shows it as
- * CLIENT-ID in `kafka-consumer-groups --describe` (docs/stack.md).
- * @param kafka - `config.kafka`: the prefix `clientId` and the process's `instanceId`.
- * @param role - e.g. the stage name; none for the process-wide client.
- */
-export function kafkaClientId(kafka: Pick<Config["kafka"], "clientId" | "instanceId">, role?: string): string {
-  return [kafka.clientId, role, kafka.instanceId].filter((part) => part !== undefined && part !== "").join("-");
-}
+export { kafkaClientId };
 
 /**
  * Connects to Kafka and the schema registry; unless `setup` is false, creates the chain's topics
@@ -281,7 +273,7 @@ export async function createBus(opts: BusOptions): Promise<Bus> {
       }
     },
     groupId(stage) {
-      return `${config.kafka.groupPrefix}.${prefix}${config.chain.technology}.${config.chain.blockchain}.${config.chain.network}.${stage}`;
+      return consumerGroupId(config.kafka, config.chain, stage);
     },
   };
 }

@@ -8,6 +8,7 @@
  * @module
  */
 import type { Consumer, Kafka } from "kafkajs";
+import { kafkajsLagAdmin } from "../../lib/kafka/lag.js";
 import { keyHashPartitioner } from "./partitioner.js";
 import type { ConsumerEvent, KafkaTransport, TransportAdmin, TransportConsumer, TransportProducer } from "./transport.js";
 
@@ -101,16 +102,7 @@ export function kafkajsTransport(kafka: Kafka): KafkaTransport {
           });
         },
         deleteTopics: (topics) => admin.deleteTopics({ topics: [...topics] }),
-        fetchTopicOffsets: async (topic) =>
-          (await admin.fetchTopicOffsets(topic)).map(({ partition, low, high }) => ({ partition, low, high })),
-        fetchTopicOffsetsByTimestamp: (topic, sinceMs) => admin.fetchTopicOffsetsByTimestamp(topic, sinceMs),
-        async fetchCommittedOffsets(groupId, topics) {
-          const rows = await admin.fetchOffsets(topics ? { groupId, topics: [...topics] } : { groupId });
-          return rows.map(({ topic, partitions }) => ({
-            topic,
-            partitions: partitions.map(({ partition, offset }) => ({ partition, offset })),
-          }));
-        },
+        ...kafkajsLagAdmin(admin),
         describeBrokers: async () => (await admin.describeCluster()).brokers.map(({ nodeId, host, port }) => ({ nodeId, host, port })),
         disconnect: () => admin.disconnect(),
       };

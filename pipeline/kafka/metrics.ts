@@ -7,9 +7,9 @@
  * @module
  */
 import { Counter, Gauge, Histogram, type Registry } from "prom-client";
+import { consumerGroupLag } from "../../lib/kafka/lag.js";
 import { memoPerRegistry } from "../../lib/metrics.js";
 import type { Bus } from "./bus.js";
-import { consumerGroupLag } from "./lag.js";
 import type { TransportAdmin } from "./transport.js";
 
 /** How long a lag reading is reused by later scrapes: at most one round of admin requests per this many ms. */

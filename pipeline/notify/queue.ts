@@ -43,7 +43,8 @@ import type { AlertAvro } from "../../lib/alerting/avro.js";
 import { type DestinationHealth, HEALTHY, parseHealth, queueKeys } from "../../lib/alerting/destinations.js";
 import type { AlertSource } from "../../lib/alerting/storm.js";
 
-export { type ActionDeliveryStatus, actionDeliveryStatus, laneOf, queueKeys } from "../../lib/alerting/destinations.js";
+export { actionDeliveryStatus } from "../../lib/alerting/delivery-status.js";
+export { type ActionDeliveryStatus, laneOf, queueKeys } from "../../lib/alerting/destinations.js";
 
 /** One action of one alert waiting for delivery. */
 export interface DeliveryJob {

@@ -1,48 +1,25 @@
 /**
  * Deliveries: the delivery log of a rule (`GET /alerting/rules/<id>/deliveries/`, newest first):
  * status, attempts, response code, time, dead letters (`final: false`), and each action's live
- * destination health. Refreshed every {@link REFRESH_MS} ms. The API has no replay route: dead letters
- * are replayed with the command line (docs/alerting-delivery.md "Dead letters and replay").
+ * destination health. Refreshed every {@link REFRESH_MS} ms. The API has no replay route: the page
+ * names the command that replays the rule's dead letters (docs/alerting-delivery.md "Dead letters and replay").
  * @module
  */
 import { useEffect, useState } from "preact/hooks";
+import type { DeliveryLogPage } from "../../../lib/alerting/deliveries.js";
+import type { ActionDeliveryStatus } from "../../../lib/alerting/destinations.js";
 import { type ApiFailure, api } from "../api.js";
 import { ErrorBox, Head, Scroll } from "../ui.js";
 
 /** How often the log is read again, in ms. */
 export const REFRESH_MS = 3000;
 
-interface Entry {
-  alertId: string;
-  sequence: number;
-  status: string;
-  actionIndex: number;
-  type: string;
-  destination: string;
-  ok: boolean;
-  attempts: number;
-  final?: boolean;
-  httpStatus?: number;
-  error?: string;
-  code?: string;
-  at: string;
-  state?: string;
-}
-
-interface Destination {
-  actionIndex: number;
-  destination: string;
-  unhealthy: boolean;
-  consecutiveFailures: number;
-  lastError: string | null;
-  lastSuccessAt: string | null;
-}
-
-interface Page {
-  total: number;
-  entries: Entry[];
-  destinations: Destination[];
-}
+/**
+ * The answer of `GET /alerting/rules/<id>/deliveries/`. Its types are the server's own, imported as
+ * types only (erased by esbuild: no server code in the bundle; .dependency-cruiser.cjs allows only
+ * type-only imports of these two lib/ modules, which import no Node module).
+ */
+type Page = DeliveryLogPage & { destinations: ActionDeliveryStatus[] };
 
 export function DeliveriesPage({ ruleId }: { ruleId: string | undefined }) {
   const [rules, setRules] = useState<Array<{ id: string; name: string }>>([]);
@@ -128,7 +105,11 @@ export function DeliveriesPage({ ruleId }: { ruleId: string | undefined }) {
               </tbody>
             </table>
           </Scroll>
-          <p class="hint">Dead letters are replayed from the command line: the API has no replay route (docs/alerting-delivery.md).</p>
+          <p class="hint" id="deliveries-replay">
+            {page.entries.some((e) => e.final === false) ? "This rule has dead letters. " : ""}Dead letters are replayed by the operator:{" "}
+            <code>npm run chainsift -- alerts replay --rule {ruleId}</code> (the API has no replay route; actions already delivered are not
+            sent again; docs/alerting-delivery.md).
+          </p>
         </>
       )}
     </section>

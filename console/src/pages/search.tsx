@@ -2,7 +2,7 @@
  * Search: a chain and kind(s), the query body in a JSON editor (highlighting, field-name completion,
  * the docs/api.md examples one click away), results as a table with chosen columns or as JSON,
  * paging with `search_after`, and export of every match (`size: -1`, read hit by hit as the API
- * streams it) as NDJSON or CSV.
+ * streams it) as NDJSON or CSV, written to disk as it arrives (console/src/save.ts).
  * @module
  */
 import { useEffect, useRef, useState } from "preact/hooks";
@@ -11,7 +11,8 @@ import { Cell, csvField } from "../cells.js";
 import type { QueryEditor } from "../editor.js";
 import { fieldsOf } from "../fields.js";
 import { HitSplitter } from "../hit-stream.js";
-import { download, ErrorBox, Scroll } from "../ui.js";
+import { openSaveSink, type SaveSink } from "../save.js";
+import { ErrorBox, Scroll } from "../ui.js";
 
 const KINDS = ["event", "tx", "block", "log", "call"] as const;
 
@@ -25,6 +26,14 @@ const DEFAULT_COLUMNS: Record<string, string[]> = {
 };
 
 const DEFAULT_BODY = '{\n  "query": {"match_all": {}},\n  "sort": [{"blockNumber.num": "desc"}],\n  "size": 20\n}';
+
+/**
+ * How long after the page is shown the editor (CodeMirror, ~150 KB gzip) is loaded, in ms, when no
+ * search is under way; a search under way is waited for, and its results painted, first: evaluating
+ * and mounting the editor takes the main thread for a few hundred ms on a busy machine, which would
+ * otherwise hold up the click on Search or the rendering of its results (bench/console.ts).
+ */
+export const EDITOR_DELAY_MS = 800;
 
 interface Example {
   title: string;
@@ -53,25 +62,42 @@ export function SearchPage({ chains }: { chains: ChainStatus[] }) {
   const [examples, setExamples] = useState<Example[]>([]);
   const host = useRef<HTMLDivElement>(null);
   const editor = useRef<QueryEditor | null>(null);
+  /** The body until the editor is mounted (then the editor's text). */
+  const [pendingBody, setPendingBody] = useState(DEFAULT_BODY);
+  const pending = useRef(DEFAULT_BODY);
+  /** The search under way, if any (the editor is mounted after it). */
+  const inFlight = useRef<Promise<void> | null>(null);
+  const bodyText = () => editor.current?.text() ?? pending.current;
+  const setBodyText = (text: string) => {
+    if (editor.current) editor.current.setText(text);
+    pending.current = text;
+    setPendingBody(text);
+  };
   /** The completion list of the chosen kind, kept for an editor mounted after it arrived. */
   const fields = useRef<readonly string[]>([]);
   const served = chains.find((c) => chainKey(c) === chain);
 
   useEffect(() => {
     if (!host.current) return;
-    // CodeMirror is a chunk of its own (console/build.ts), loaded after the page is on screen: until it
-    // is mounted, Search sends the default body, so the first results need not wait for the editor.
+    // CodeMirror is a chunk of its own (console/build.ts), loaded EDITOR_DELAY_MS after the page is on
+    // screen and after a search under way has painted its results: until it is mounted, the body is
+    // shown as text and Search sends it, so the first results wait neither for the editor nor behind it.
     let gone = false;
-    void import("../editor.js").then(({ mountEditor }) => {
+    const load = async () => {
+      while (inFlight.current) await inFlight.current;
+      await new Promise((r) => requestAnimationFrame(() => setTimeout(r, 0)));
+      const { mountEditor } = await import("../editor.js");
       if (gone || !host.current) return;
-      editor.current = mountEditor(host.current, DEFAULT_BODY, "Query body (JSON)");
+      editor.current = mountEditor(host.current, pending.current, "Query body (JSON)");
       editor.current.setFields(fields.current);
-    });
+    };
+    const timer = setTimeout(() => void load(), EDITOR_DELAY_MS);
     void fetch("/console/examples.json")
       .then((r) => r.json() as Promise<Example[]>)
       .then(setExamples);
     return () => {
       gone = true;
+      clearTimeout(timer);
       editor.current?.destroy();
     };
   }, []);
@@ -85,10 +111,14 @@ export function SearchPage({ chains }: { chains: ChainStatus[] }) {
 
   const run = async (after: unknown[] | null, history: unknown[][]) => {
     if (!served) return;
+    let done = () => {};
+    inFlight.current = new Promise<void>((r) => {
+      done = r;
+    });
     setBusy(true);
     setError(null);
     try {
-      const body = parseBody(editor.current?.text() ?? DEFAULT_BODY);
+      const body = parseBody(bodyText());
       if (after) body.search_after = after;
       const a = await search(served, kind, body);
       setAnswer(a);
@@ -97,6 +127,8 @@ export function SearchPage({ chains }: { chains: ChainStatus[] }) {
       setError(err instanceof ApiFailure ? err : new ApiFailure(0, [{ code: "CONSOLE_BODY_INVALID", message: String(err), path: null }]));
     } finally {
       setBusy(false);
+      inFlight.current = null;
+      done();
     }
   };
   const hits = answer?.hits.hits ?? [];
@@ -108,20 +140,28 @@ export function SearchPage({ chains }: { chains: ChainStatus[] }) {
   };
 
   const exportAll = async (format: "ndjson" | "csv") => {
-    if (!served || !editor.current) return;
+    if (!served) return;
     setBusy(true);
     setError(null);
+    setExported("");
+    let sink: SaveSink | null = null;
+    let code = "CONSOLE_BODY_INVALID";
     try {
-      const body = parseBody(editor.current.text());
+      const body = parseBody(bodyText());
+      code = "CONSOLE_EXPORT_FAILED";
       delete body.search_after;
       delete body.from;
       body.size = -1;
+      // The save dialog first, while the click's user activation lasts (console/src/save.ts).
+      sink = await openSaveSink(`${kind}.${format}`, format === "ndjson" ? "application/x-ndjson" : "text/csv");
+      if (!sink) return;
       // The API streams a size -1 answer: read it hit by hit (console/src/hit-stream.ts), so no
-      // single parse of the whole answer; each hit becomes an NDJSON line or a CSV row as it arrives.
+      // single parse of the whole answer; each hit becomes an NDJSON line or a CSV row written to
+      // the sink as it arrives (to the chosen file, or a Blob built batch by batch).
       const res = await apiResponse("POST", `${served.searchPath}${kind}/search/`, body);
       const splitter = new HitSplitter();
       const cols = ["_id", ...columns];
-      const parts: string[] = format === "csv" ? [`${cols.join(",")}\r\n`] : [];
+      if (format === "csv") await sink.write(`${cols.join(",")}\r\n`);
       let rows = 0;
       const reader = res.body?.pipeThrough(new TextDecoderStream()).getReader();
       for (;;) {
@@ -130,17 +170,19 @@ export function SearchPage({ chains }: { chains: ChainStatus[] }) {
         for (const text of splitter.feed(chunk.value)) {
           rows++;
           if (format === "ndjson") {
-            parts.push(text.includes("\n") ? `${JSON.stringify(JSON.parse(text))}\n` : `${text}\n`);
+            await sink.write(text.includes("\n") ? `${JSON.stringify(JSON.parse(text))}\n` : `${text}\n`);
           } else {
             const h = JSON.parse(text) as Hit;
-            parts.push(`${cols.map((c) => csvField(c === "_id" ? h._id : h._source[c])).join(",")}\r\n`);
+            await sink.write(`${cols.map((c) => csvField(c === "_id" ? h._id : h._source[c])).join(",")}\r\n`);
           }
         }
       }
-      download(`${kind}.${format}`, format === "ndjson" ? "application/x-ndjson" : "text/csv", parts);
+      await sink.close();
+      sink = null;
       setExported(`${rows} records exported as ${format.toUpperCase()}`);
     } catch (err) {
-      setError(err instanceof ApiFailure ? err : new ApiFailure(0, [{ code: "CONSOLE_BODY_INVALID", message: String(err), path: null }]));
+      await sink?.abort().catch(() => {});
+      setError(err instanceof ApiFailure ? err : new ApiFailure(0, [{ code, message: String(err), path: null }]));
     } finally {
       setBusy(false);
     }
@@ -151,7 +193,7 @@ export function SearchPage({ chains }: { chains: ChainStatus[] }) {
     const ex = examples[i];
     if (!ex) return;
     setKind(ex.kinds);
-    editor.current?.setText(ex.body ? JSON.stringify(JSON.parse(ex.body.replaceAll("…", "")), null, 2) : "{}");
+    setBodyText(ex.body ? JSON.stringify(JSON.parse(ex.body.replaceAll("…", "")), null, 2) : "{}");
   };
 
   return (
@@ -193,7 +235,10 @@ export function SearchPage({ chains }: { chains: ChainStatus[] }) {
           </select>
         </label>
       </div>
-      <div class="editor" ref={host} />
+      <div class="editor" ref={host}>
+        {/* Shown until the editor is mounted (its shadow root then replaces it on screen). */}
+        <pre class="editor-pending">{pendingBody}</pre>
+      </div>
       <div class="controls">
         <button type="button" id="search-run" disabled={busy} onClick={() => run(null, [])}>
           Search

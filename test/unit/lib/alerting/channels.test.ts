@@ -1,8 +1,7 @@
 /** Unit tests of the alert channel descriptors (lib/alerting/channels.ts): the table agrees with the lists other parts keep. */
 import { describe, expect, it } from "vitest";
 import { ALERT_TYPES as CONSOLE_ALERT_TYPES } from "../../../../console/src/rule-model.js";
-import { CHANNELS, channelOf } from "../../../../lib/alerting/channels.js";
-import { destinationKey } from "../../../../lib/alerting/destinations.js";
+import { CHANNELS, channelOf, destinationKey } from "../../../../lib/alerting/channels.js";
 import { stormPolicyOf } from "../../../../lib/alerting/storm.js";
 import { loadConfig } from "../../../../lib/config.js";
 import { ALERT_TYPES, type AlertDefinition } from "../../../../lib/rules/model.js";

@@ -1,12 +1,48 @@
 /**
  * Consumer-group lag from Kafka's own bookkeeping: for every partition of the topics a group has
  * committed offsets in, lag = the partition's high watermark − the group's committed offset
- * (the transport's admin `fetchCommittedOffsets` and `fetchTopicOffsets`, pipeline/kafka/transport.ts). The
- * stages' `chainsift_consumer_lag_records` gauge (pipeline/kafka/metrics.ts) and
- * `npm run chainsift -- status` both use {@link consumerGroupLag}.
+ * (an admin client's `fetchCommittedOffsets` and `fetchTopicOffsets`: the pipeline's transport,
+ * pipeline/kafka/transport.ts, or {@link kafkajsLagAdmin}). The stages' `chainsift_consumer_lag_records`
+ * gauge (pipeline/kafka/metrics.ts), `npm run chainsift -- status` and the API's `GET /chains/health/`
+ * use {@link consumerGroupLag} (the latter two through lib/kafka/consumer-health.ts).
  * @module
  */
-import type { TransportAdmin } from "./transport.js";
+import type { Admin } from "kafkajs";
+
+/**
+ * The admin calls lag is read with: a structural subset of the pipeline's `TransportAdmin`
+ * (pipeline/kafka/transport.ts), which {@link kafkajsLagAdmin} also gives for a plain kafkajs admin.
+ */
+export interface LagAdmin {
+  /** Per partition of the topic, its first stored offset and its high watermark (decimal strings). */
+  fetchTopicOffsets(topic: string): Promise<{ partition: number; low: string; high: string }[]>;
+  /** Per partition, the first offset whose timestamp is at or after `sinceMs` (ms since the epoch), or the high watermark when none is. */
+  fetchTopicOffsetsByTimestamp(topic: string, sinceMs: number): Promise<{ partition: number; offset: string }[]>;
+  /** A group's committed offsets on `topics`, or on every topic it committed in when absent; `offset` `-1` where none. */
+  fetchCommittedOffsets(
+    groupId: string,
+    topics?: readonly string[],
+  ): Promise<{ topic: string; partitions: { partition: number; offset: string }[] }[]>;
+}
+
+/**
+ * The {@link LagAdmin} calls of a kafkajs admin client (https://kafka.js.org/docs/admin): `fetchTopicOffsets`,
+ * `fetchTopicOffsetsByTimestamp`, `fetchOffsets`. The client is neither connected nor closed here.
+ */
+export function kafkajsLagAdmin(admin: Admin): LagAdmin {
+  return {
+    fetchTopicOffsets: async (topic) =>
+      (await admin.fetchTopicOffsets(topic)).map(({ partition, low, high }) => ({ partition, low, high })),
+    fetchTopicOffsetsByTimestamp: (topic, sinceMs) => admin.fetchTopicOffsetsByTimestamp(topic, sinceMs),
+    async fetchCommittedOffsets(groupId, topics) {
+      const rows = await admin.fetchOffsets(topics ? { groupId, topics: [...topics] } : { groupId });
+      return rows.map(({ topic, partitions }) => ({
+        topic,
+        partitions: partitions.map(({ partition, offset }) => ({ partition, offset })),
+      }));
+    },
+  };
+}
 
 /** The lag of one consumer group on one topic-partition. */
 export interface PartitionLag {
@@ -31,14 +67,14 @@ export interface PartitionLag {
  * The lag of a consumer group on every partition of `topics`, or (without `topics`) of every topic
  * the group has committed offsets in. One `fetchCommittedOffsets` for the group plus one `fetchTopicOffsets`
  * per topic: a handful of small admin requests, whatever the traffic.
- * @param admin - a connected admin client of the transport.
+ * @param admin - a connected admin client ({@link LagAdmin}).
  * @param group - the consumer group id (e.g. `bus.groupId("decode")`).
  * @param topics - full topic names; default the group's committed topics.
  * @returns one row per topic-partition, sorted by topic then partition (empty for an unknown group).
  * @throws the admin client's errors (broker unreachable, unknown topic among `topics`).
  */
 export async function consumerGroupLag(
-  admin: Pick<TransportAdmin, "fetchCommittedOffsets" | "fetchTopicOffsets">,
+  admin: Pick<LagAdmin, "fetchCommittedOffsets" | "fetchTopicOffsets">,
   group: string,
   topics?: readonly string[],
 ): Promise<PartitionLag[]> {
@@ -62,14 +98,14 @@ export async function consumerGroupLag(
  * Counts the records written to a topic since a time, from Kafka's time index (the transport's admin
  * `fetchTopicOffsetsByTimestamp`, which returns per partition the first offset whose timestamp is
  * at or after `sinceMs`, or the high watermark when there is none): Σ (high − that offset).
- * @param admin - a connected admin client of the transport.
+ * @param admin - a connected admin client ({@link LagAdmin}).
  * @param topic - full topic name, e.g. the dead-letter topic.
  * @param sinceMs - ms since the epoch.
  * @returns the number of records with a timestamp at or after `sinceMs`.
  * @throws the admin client's errors (e.g. an unknown topic).
  */
 export async function recordsSince(
-  admin: Pick<TransportAdmin, "fetchTopicOffsetsByTimestamp" | "fetchTopicOffsets">,
+  admin: Pick<LagAdmin, "fetchTopicOffsetsByTimestamp" | "fetchTopicOffsets">,
   topic: string,
   sinceMs: number,
 ): Promise<number> {
