@@ -12,7 +12,9 @@
  * (lib/rules/schema.ts), its descriptor here, and its sender in `pipeline/notify/channels/`
  * registered in `createDeliverer` (docs/architecture.md, "A new notification channel"). The
  * lib/rules tables stay there: this module imports lib/rules/schema.ts (the parameter schemas, the
- * Telegram chat pattern), so the rule schema importing this one would make an import cycle.
+ * Telegram chat pattern), so the rule schema importing this one would make an import cycle. And
+ * lib/alerting/deliveries.ts and destinations.ts never import it: the web console imports their
+ * types, so they stay free of Node modules, which this module reaches through the renderers.
  * @module
  */
 import type { TObject } from "typebox";
