@@ -3,7 +3,10 @@
  * (`depcruise`). Type-only imports count: a layer that may not import a folder may not import its
  * types either.
  *
- *   bench/, cli/, test/, pipeline/runtime.ts   may import anything
+ *   bench/, cli/, test/                       may import anything
+ *   pipeline/*.ts (the assembly: chain-context.ts, runtime.ts, wiring.ts)
+ *                                             any stage, lib/, topics/, es/ (never api/, cli/, bench/,
+ *                                             test/); chain-context.ts < runtime.ts < wiring.ts
  *   api/                                      everything but pipeline/ (and cli/, bench/, test/)
  *   pipeline/<stage>/                         lib/, topics/, es/, pipeline/kafka/ and its own folder
  *   topics/, es/                              lib/ and their own folder
@@ -33,6 +36,22 @@ module.exports = {
         "A stage (pipeline/<stage>/, also pipeline/kafka/) imports lib/, topics/, es/, pipeline/kafka/ and its own folder: no stage imports another stage.",
       from: { path: "^pipeline/([^/]+)/" },
       to: { pathNot: "^(lib|topics|es)/|^pipeline/(kafka|$1)/", dependencyTypesNot: external },
+    },
+    {
+      name: "assembly-not-entry-points",
+      severity: "error",
+      comment:
+        "The files at the root of pipeline/ (chain-context.ts, runtime.ts, wiring.ts) assemble the stages: they import the stages, lib/, topics/ and es/, never an entry point (cli/, bench/, test/) or the API.",
+      from: { path: "^pipeline/[^/]+\\.ts$" },
+      to: { path: "^(api|cli|bench|test|console)/" },
+    },
+    {
+      name: "assembly-order",
+      severity: "error",
+      comment:
+        "Inside the assembly, chain-context.ts (builds each chain's context) is below runtime.ts (one chain's stages), which is below wiring.ts (every stage of every chain): no file imports one above it.",
+      from: { path: "^pipeline/(chain-context|runtime)\\.ts$" },
+      to: { path: "^pipeline/(runtime|wiring)\\.ts$", pathNot: "^pipeline/$1\\.ts$" },
     },
     {
       name: "contracts-only-lib",

@@ -57,8 +57,9 @@ function numberOption(args: CommandArgs, name: string): number | string | undefi
 
 function describeAction(a: BacktestAction): string {
   if ("error" in a) return `${a.type}: not deliverable: ${a.error.code} ${a.error.message}`;
-  if (a.type === "Email") return `Email to ${a.recipients.join(", ")}: ${a.subject}`;
-  if (a.type === "Telegram") return `Telegram: ${a.method} sendMessage to chat ${a.chatId} (${a.body.length} bytes)`;
+  // By the rendered shape (lib/alerting/rendered.ts), not by type: a new channel renders one of these.
+  if ("recipients" in a) return `${a.type} to ${a.recipients.join(", ")}: ${a.subject}`;
+  if ("chatId" in a) return `${a.type}: ${a.method} sendMessage to chat ${a.chatId} (${a.body.length} bytes)`;
   return `${a.type}: ${a.method} ${a.url}${a.body === undefined ? "" : ` (${a.body.length} bytes)`}`;
 }
 

@@ -14,7 +14,7 @@
 
 import type { FastifyPluginAsync } from "fastify";
 import { createDeliveryLog, type DeliveryLog } from "../../lib/alerting/deliveries.js";
-import { actionDeliveryStatus } from "../../lib/alerting/destinations.js";
+import { actionDeliveryStatus } from "../../lib/alerting/delivery-status.js";
 import { finalizedKey, readFinalized } from "../../lib/chain/finality.js";
 import { ingestKeyPrefix } from "../../lib/chain/state.js";
 import type { ChainId, Config } from "../../lib/config.js";

@@ -25,7 +25,7 @@ export interface DeliveryLogEntry {
   /** Index of the action in the rule's `config.alerts` (as in {@link Alert.actions}). */
   actionIndex: number;
   type: AlertType;
-  /** Redacted destination (see {@link describeDestination}). */
+  /** Redacted destination (`describeDestination` of lib/alerting/channels.ts). */
   destination: string;
   ok: boolean;
   /** Attempts made (0 when the action could not be rendered). */
@@ -160,76 +160,5 @@ export function createDeliveryLog(deps: DeliveryLogDeps): DeliveryLog {
       });
       return r !== null;
     },
-  };
-}
-
-/**
- * A URL made safe to show in logs: credentials removed, the query replaced by `?…` and the fragment
- * dropped (query strings often carry API keys). Unparseable input gives `(invalid URL)`.
- * @param keepPath false to also replace the path by `/…` (chat webhook URLs are secrets in their path).
- */
-export function redactUrl(url: string, keepPath = true): string {
-  let u: URL;
-  try {
-    u = new URL(url);
-  } catch {
-    return "(invalid URL)";
-  }
-  const path = keepPath ? u.pathname : u.pathname === "/" ? "/" : "/…";
-  return `${u.protocol}//${u.host}${path}${u.search ? "?…" : ""}`;
-}
-
-/**
- * The redacted destination of an action for the log: webhooks → the URL (`url`, e.g. the rendered
- * one, default the action's template) per {@link redactUrl}; Slack and Discord → scheme, host and
- * `/…` (the path of a chat webhook URL is its secret); Telegram → `telegram chat <chatId>` (the bot
- * token is the operator's and never shown); Email → `n recipient(s)`.
- */
-export function describeDestination(action: AlertDefinition, url?: string): string {
-  const p = (action?.parameters ?? {}) as unknown as Record<string, unknown>;
-  switch (action?.type) {
-    case "Webhook (GET)":
-    case "Webhook (POST)":
-      if (typeof p.url !== "string") return "(no url)";
-      return redactUrl(url ?? p.url);
-    case "Slack":
-    case "Discord":
-      return typeof p.url === "string" ? redactUrl(p.url, false) : "(no url)";
-    case "Telegram":
-      return typeof p.chatId === "string" ? `telegram chat ${p.chatId}` : "(no chat)";
-    case "Email": {
-      const n = Array.isArray(p.recipients) ? p.recipients.length : 0;
-      return `${n} recipient${n === 1 ? "" : "s"}`;
-    }
-    default:
-      return "(unknown action type)";
-  }
-}
-
-/**
- * Builds the log entry of one delivery.
- * @param at Completion time (default now).
- */
-export function deliveryLogEntry(
-  alert: { id: string; sequence: number; status: AlertStatus },
-  action: AlertDefinition,
-  actionIndex: number,
-  result: { ok: boolean; attempts: number; final: boolean; status?: number; error?: string; code?: string; destination?: string },
-  at: Date = new Date(),
-): DeliveryLogEntry {
-  return {
-    alertId: alert.id,
-    sequence: alert.sequence,
-    status: alert.status,
-    actionIndex,
-    type: action?.type,
-    destination: result.destination ?? describeDestination(action),
-    ok: result.ok,
-    attempts: result.attempts,
-    final: result.final,
-    ...(result.status === undefined ? {} : { httpStatus: result.status }),
-    ...(result.error === undefined ? {} : { error: result.error }),
-    ...(result.code === undefined ? {} : { code: result.code }),
-    at: at.toISOString(),
   };
 }

@@ -1,12 +1,11 @@
 /**
  * What the notify stage keeps about destinations and queued deliveries, as far as others read it:
- * the health record of a destination, the destination and lane of an action, the Redis key names,
+ * the health record of a destination, the lane of an action, the Redis key names,
  * and the live delivery status of a rule's actions that the API's deliveries endpoint answers.
  * The notify stage writes these (pipeline/notify/queue.ts, scheduler.ts); see
  * docs/alerting-delivery.md "Retry path and destination health".
  * @module
  */
-import type { AlertDefinition } from "../rules/model.js";
 
 /** What the notify stage knows about one destination. */
 export interface DestinationHealth {
@@ -42,30 +41,6 @@ export const HEALTHY: Readonly<DestinationHealth> = {
   lastFailureAtMs: 0,
   lastSuccessAtMs: 0,
 };
-
-/**
- * The destination an action delivers to, for health and concurrency: the origin
- * (`scheme://host:port`, lower-case host, default port omitted as WHATWG URL does) of a webhook or
- * chat URL — `{field}` tokens are allowed only in the path and query, so the origin of the
- * template is the origin of every URL rendered from it —, `smtp` for e-mail (the operator's one
- * SMTP server), `telegram` for Telegram (the operator's one bot: Telegram's flood limits are per
- * bot), and `invalid` when the URL does not parse (such an action fails for good on its first
- * attempt).
- */
-export function destinationKey(action: AlertDefinition | undefined): string {
-  if (action?.type === "Email") return "smtp";
-  if (action?.type === "Telegram") return "telegram";
-  const url = (action?.parameters as { url?: unknown } | undefined)?.url;
-  if (typeof url !== "string") return "invalid";
-  try {
-    // Tokens replaced by a letter so that `https://h/{a}` parses; a token in the host would change
-    // the origin per alert, which rule validation and renderUrl refuse.
-    const origin = new URL(url.replace(/\{[^{}]*\}/g, "x")).origin;
-    return origin === "null" ? "invalid" : origin;
-  } catch {
-    return "invalid";
-  }
-}
 
 /** The lane of a rule's action: `<ruleId>:<actionIndex>`. */
 export function laneOf(ruleId: string, actionIndex: number): string {
@@ -130,46 +105,4 @@ export interface ActionDeliveryStatus {
   lastSuccessAt: string | null;
   /** Deliveries of this rule and action waiting in the queue (the one being attempted included). */
   pending: number;
-}
-
-const iso = (ms: number) => (ms > 0 ? new Date(ms).toISOString() : null);
-
-/** The Redis commands {@link actionDeliveryStatus} reads with (a node-redis v5 client fits). */
-export interface DeliveryStatusRedis {
-  hGetAll(key: string): Promise<Record<string, string>>;
-  lLen(key: string): Promise<number>;
-}
-
-/**
- * The delivery status of each action of a rule (see {@link ActionDeliveryStatus}), read live.
- * @param keyPrefix Config `redisKeyPrefix`.
- * @throws the client's error when Redis fails.
- */
-export async function actionDeliveryStatus(
-  redis: DeliveryStatusRedis,
-  keyPrefix: string,
-  ruleId: string,
-  actions: readonly AlertDefinition[],
-): Promise<ActionDeliveryStatus[]> {
-  const k = queueKeys(keyPrefix);
-  return Promise.all(
-    actions.map(async (action, actionIndex) => {
-      const destination = destinationKey(action);
-      const [raw, pending] = await Promise.all([redis.hGetAll(k.dest(destination)), redis.lLen(k.lane(laneOf(ruleId, actionIndex)))]);
-      const h = Object.keys(raw).length === 0 ? HEALTHY : parseHealth(raw);
-      return {
-        actionIndex,
-        destination,
-        unhealthy: h.unhealthy,
-        consecutiveFailures: h.consecutiveFailures,
-        unhealthySince: iso(h.unhealthySinceMs),
-        nextProbeAt: iso(h.nextProbeAtMs),
-        lastCode: h.lastCode || null,
-        lastError: h.lastError || null,
-        lastFailureAt: iso(h.lastFailureAtMs),
-        lastSuccessAt: iso(h.lastSuccessAtMs),
-        pending,
-      };
-    }),
-  );
 }

@@ -18,20 +18,17 @@
  * and e-mail headers are added by the sender, not here.
  * @module
  */
-import { isEmailAddress } from "../email.js";
 import { NonRetryableError } from "../errors.js";
-import type { AlertDefinition } from "../rules/model.js";
-import { TELEGRAM_CHAT_PATTERN } from "../rules/schema.js";
+import type { AlertDefinition, AlertType } from "../rules/model.js";
 import type { Alert } from "./alert.js";
-import { discordBody, type EmailTemplates, emailMessage, type MessageOptions, renderUrl, slackBody, telegramBody } from "./render.js";
-import { webhookJson } from "./webhook.js";
+import { CS_ACTION_INVALID, channelOf } from "./channels.js";
+import type { MessageOptions } from "./render.js";
 
-/** An action that can never be delivered as written (no url, no valid recipient, unknown type). Non-retryable. */
-export const CS_ACTION_INVALID = "CS_ACTION_INVALID";
+export { CS_ACTION_INVALID };
 
-/** A rendered HTTP action (webhooks and chat). */
+/** A rendered HTTP action (webhooks and chat): every type but those with their own shape below. */
 export interface RenderedRequest {
-  type: "Webhook (GET)" | "Webhook (POST)" | "Slack" | "Discord";
+  type: Exclude<AlertType, RenderedEmail["type"] | RenderedTelegram["type"]>;
   method: "GET" | "POST";
   /** The URL called (templated for webhooks). */
   url: string;
@@ -62,21 +59,9 @@ export interface RenderedTelegram {
 /** What one action sends. */
 export type RenderedAction = RenderedRequest | RenderedTelegram | RenderedEmail;
 
-/** A Telegram chat id or `@username`, as the rule schema accepts it. */
-const TELEGRAM_CHAT = new RegExp(TELEGRAM_CHAT_PATTERN);
-
-/** The optional string parameters `names` of an action that are strings (templates, username). */
-function strings<K extends string>(parameters: unknown, names: readonly K[]): Partial<Record<K, string>> {
-  const p = (parameters ?? {}) as Record<string, unknown>;
-  return Object.fromEntries(names.filter((n) => typeof p[n] === "string").map((n) => [n, p[n]])) as Partial<Record<K, string>>;
-}
-
-function invalid(message: string): NonRetryableError {
-  return new NonRetryableError(CS_ACTION_INVALID, message);
-}
-
 /**
- * Renders one action of an alert (see the module table).
+ * Renders one action of an alert (see the module table) with its channel's `render`
+ * (lib/alerting/channels.ts).
  * @param alert - the alert; `entity` fills the URL tokens of webhooks.
  * @param action - one of `alert.actions`.
  * @param options - the block-explorer base URLs of the messages' links (default Etherscan for
@@ -84,55 +69,13 @@ function invalid(message: string): NonRetryableError {
  * @returns what the channel of `action.type` sends.
  * @throws {NonRetryableError} {@link CS_ACTION_INVALID} for a webhook or Slack action without url,
  *   an e-mail action without a valid recipient, a Telegram action without a valid chatId, or an
- *   action type no renderer knows; the `CS_TEMPLATE_*` codes of {@link renderUrl} for a URL
+ *   action type no renderer knows; the `CS_TEMPLATE_*` codes of `renderUrl` (lib/alerting/render.ts) for a URL
  *   template, and `CS_TEMPLATE_UNKNOWN_FIELD` for a message template, that cannot be filled.
  */
 export function renderAction(alert: Alert, action: AlertDefinition, options: MessageOptions = {}): RenderedAction {
-  switch (action.type) {
-    case "Webhook (GET)":
-    case "Webhook (POST)": {
-      const template = (action.parameters as { url?: unknown }).url;
-      if (typeof template !== "string" || template === "") throw invalid(`${action.type} action has no url`);
-      const url = renderUrl(template, alert.entity ?? {});
-      if (action.type === "Webhook (GET)") return { type: action.type, method: "GET", url };
-      return { type: action.type, method: "POST", url, body: webhookJson(alert) };
-    }
-    case "Slack": {
-      const p = action.parameters as { url?: unknown; text?: unknown; channel?: unknown; username?: unknown };
-      if (typeof p.url !== "string" || p.url === "") throw invalid("Slack action has no url");
-      const params = {
-        url: p.url,
-        text: String(p.text ?? ""),
-        channel: String(p.channel ?? ""),
-        username: String(p.username ?? ""),
-        ...strings(action.parameters, ["template"]),
-      };
-      return { type: "Slack", method: "POST", url: p.url, body: JSON.stringify(slackBody(alert, params, options)) };
-    }
-    case "Discord": {
-      const url = (action.parameters as { url?: unknown }).url;
-      if (typeof url !== "string" || url === "") throw invalid("Discord action has no url");
-      const body = discordBody(alert, strings(action.parameters, ["template", "username"]), options);
-      return { type: "Discord", method: "POST", url, body: JSON.stringify(body) };
-    }
-    case "Telegram": {
-      const p = action.parameters as { chatId?: unknown; messageThreadId?: unknown };
-      if (typeof p.chatId !== "string" || !TELEGRAM_CHAT.test(p.chatId))
-        throw invalid("Telegram action needs a chatId: a chat id or @username");
-      const thread = Number.isSafeInteger(p.messageThreadId) ? { messageThreadId: p.messageThreadId as number } : {};
-      const body = telegramBody(alert, { chatId: p.chatId, ...strings(action.parameters, ["template"]), ...thread }, options);
-      return { type: "Telegram", method: "POST", chatId: p.chatId, body: JSON.stringify(body) };
-    }
-    case "Email": {
-      const r = (action.parameters as { recipients?: unknown }).recipients;
-      if (!Array.isArray(r) || r.length === 0 || !r.every((x) => typeof x === "string" && isEmailAddress(x.trim()))) {
-        throw invalid("Email action needs a non-empty list of e-mail addresses in recipients");
-      }
-      const recipients = r.map((x: string) => x.trim());
-      const templates: EmailTemplates = { recipients, ...strings(action.parameters, ["subject", "template"]) };
-      return { type: "Email", recipients, ...emailMessage(alert, templates, options) };
-    }
-    default:
-      throw invalid(`no renderer for action type ${JSON.stringify((action as { type?: unknown }).type)}`);
+  const channel = channelOf(action);
+  if (!channel) {
+    throw new NonRetryableError(CS_ACTION_INVALID, `no renderer for action type ${JSON.stringify((action as { type?: unknown }).type)}`);
   }
+  return channel.render(alert, action, options);
 }

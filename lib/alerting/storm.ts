@@ -10,17 +10,19 @@
  *   per alert); `maxEntities` (default {@link DEFAULT_DIGEST_ENTITIES}) entities are listed by name;
  * - `throttle: false` — no storm control (the chat/e-mail default turned off).
  *
- * Defaults: `Slack`, `Discord`, `Telegram` and `Email` actions are throttled at
+ * Defaults: the chat and e-mail channels (`chat` in lib/alerting/channels.ts: `Slack`, `Discord`,
+ * `Telegram`, `Email`) are throttled at
  * {@link DEFAULT_CHAT_THROTTLE} (10 messages a minute) unless they say otherwise — below what the
  * services themselves accept (Slack incoming webhooks about 1 message a second, Discord webhooks 30 a
  * minute, a Telegram bot 20 a minute in a group) and about what a person reads; webhooks
  * (`Webhook (GET)`, `Webhook (POST)`) get every alert unless they opt in. `Webhook (GET)` has no
- * body to carry a digest, so storm control never applies to it.
+ * body to carry a digest (`digests: false`), so storm control never applies to it.
  * @module
  */
 import { createHash } from "node:crypto";
 import type { AlertDefinition } from "../rules/model.js";
 import type { Alert, AlertStatus } from "./alert.js";
+import { channelOf } from "./channels.js";
 import { discordEscape, htmlEscape, slackEscape } from "./render.js";
 
 /** Entities a digest names by default (the rest are counted). */
@@ -29,8 +31,6 @@ export const DEFAULT_DIGEST_ENTITIES = 10;
 export const MAX_DIGEST_ENTITIES = 50;
 /** Default throttle of chat and e-mail actions: 10 messages per 60 s window. */
 export const DEFAULT_CHAT_THROTTLE: Readonly<{ max: number; windowSec: number }> = { max: 10, windowSec: 60 };
-/** Action types throttled by default. */
-const CHAT_TYPES = new Set(["Slack", "Discord", "Telegram", "Email"]);
 
 /** The storm-control fields an action may carry (validated by the rule schema). */
 export interface StormFields {
@@ -54,10 +54,11 @@ export interface StormPolicy {
 
 /**
  * The policy of an action, or null when every alert is sent one by one (webhooks without opt-in,
- * `throttle: false`, `Webhook (GET)`). `digest` wins over `throttle` when both are given.
+ * `throttle: false`, a channel without digests such as `Webhook (GET)`). `digest` wins over `throttle` when both are given.
  */
 export function stormPolicyOf(action: AlertDefinition | undefined): StormPolicy | null {
-  if (!action || action.type === "Webhook (GET)") return null;
+  const channel = channelOf(action);
+  if (!action || channel?.digests === false) return null;
   const f = action as AlertDefinition & StormFields;
   const entities = (n: unknown) =>
     Number.isSafeInteger(n) && (n as number) >= 1 ? Math.min(MAX_DIGEST_ENTITIES, n as number) : DEFAULT_DIGEST_ENTITIES;
@@ -69,7 +70,7 @@ export function stormPolicyOf(action: AlertDefinition | undefined): StormPolicy 
   if (f.throttle && sec(f.throttle.windowSec) && Number.isSafeInteger(f.throttle.max) && f.throttle.max >= 1) {
     return { max: f.throttle.max, windowMs: sec(f.throttle.windowSec)! * 1000, maxEntities: DEFAULT_DIGEST_ENTITIES, source: "throttle" };
   }
-  if (!CHAT_TYPES.has(action.type)) return null;
+  if (!channel?.chat) return null;
   return {
     max: DEFAULT_CHAT_THROTTLE.max,
     windowMs: DEFAULT_CHAT_THROTTLE.windowSec * 1000,

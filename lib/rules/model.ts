@@ -144,14 +144,23 @@ export interface StormControl {
   digest?: { windowSec: number; maxEntities?: number };
 }
 
-/** Alert definition (alerts item). */
-export type AlertDefinition = (
-  | { type: "Email"; parameters: EmailParameters; payload?: PayloadItem[] | null }
-  | { type: "Slack"; parameters: SlackParameters; payload?: PayloadItem[] | null }
-  | { type: "Discord"; parameters: DiscordParameters; payload?: PayloadItem[] | null }
-  | { type: "Telegram"; parameters: TelegramParameters; payload?: PayloadItem[] | null }
-  | { type: "Webhook (GET)" | "Webhook (POST)"; parameters: WebhookParameters; payload?: PayloadItem[] | null }
-) &
+/**
+ * The parameters of each alert type: the compiler asks for the entry of a new type in
+ * {@link ALERT_TYPES} ({@link AlertDefinition} is derived from it).
+ */
+export interface ActionParametersByType {
+  "Webhook (GET)": WebhookParameters;
+  "Webhook (POST)": WebhookParameters;
+  Email: EmailParameters;
+  Slack: SlackParameters;
+  Discord: DiscordParameters;
+  Telegram: TelegramParameters;
+}
+
+/** Alert definition (alerts item): one member per alert type, its `parameters` those of {@link ActionParametersByType}. */
+export type AlertDefinition = {
+  [K in AlertType]: { type: K; parameters: ActionParametersByType[K]; payload?: PayloadItem[] | null };
+}[AlertType] &
   StormControl;
 
 /** Rule config: what to match and what to do. */

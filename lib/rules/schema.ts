@@ -11,11 +11,11 @@
  * additional top-level properties and the body size. See `docs/rules.md` for the rules in prose.
  * @module
  */
-import { type Static, type TSchema, Type } from "typebox";
+import { type Static, type TObject, type TSchema, Type } from "typebox";
 import type { ChainId } from "../config.js";
 import { EMAIL_PATTERN } from "../email.js";
 import { component } from "../validation/component.js";
-import { ARRAY_OPERATORS, EQUALITY_OPERATORS, OPERATORS, type Operator, RULE_STATES, TARGET_TYPES } from "./model.js";
+import { type AlertType, ARRAY_OPERATORS, EQUALITY_OPERATORS, OPERATORS, type Operator, RULE_STATES, TARGET_TYPES } from "./model.js";
 
 // ---------------------------------------------------------------------------------------------
 // Limits and patterns
@@ -411,24 +411,44 @@ const StormFields = { throttle: Type.Optional(ThrottleSchema), digest: Type.Opti
 // --- end h-storm ---
 
 /**
- * Alert definition (alerts item): the action and what it sends. Additional properties are allowed.
- * The contract's four types come first, unchanged; `Discord` and `Telegram` are chainsift's.
+ * The schema of each action type's `parameters`, by type: the compiler asks for the entry of a new
+ * type in `ALERT_TYPES` (lib/rules/model.ts). The alert channels' descriptors
+ * (lib/alerting/channels.ts) point at these entries.
  */
-export const AlertDefinitionSchema = Type.Union(
-  [
-    Type.Object({ type: Type.Literal("Email"), parameters: EmailParametersSchema, payload: PayloadSchema, ...StormFields }),
-    Type.Object({ type: Type.Literal("Slack"), parameters: SlackParametersSchema, payload: PayloadSchema, ...StormFields }),
-    Type.Object({ type: Type.Literal("Discord"), parameters: DiscordParametersSchema, payload: PayloadSchema, ...StormFields }),
-    Type.Object({ type: Type.Literal("Telegram"), parameters: TelegramParametersSchema, payload: PayloadSchema, ...StormFields }),
+export const ACTION_PARAMETERS_SCHEMAS = {
+  Email: EmailParametersSchema,
+  Slack: SlackParametersSchema,
+  Discord: DiscordParametersSchema,
+  Telegram: TelegramParametersSchema,
+  "Webhook (GET)": WebhookParametersSchema,
+  "Webhook (POST)": WebhookParametersSchema,
+} as const satisfies Record<AlertType, TObject>;
+
+/**
+ * The branches of {@link AlertDefinitionSchema}: one per parameters schema, naming the types that
+ * share it (the webhooks), in the order of {@link ACTION_PARAMETERS_SCHEMAS}.
+ */
+function alertDefinitionBranches() {
+  const groups = new Map<TObject, AlertType[]>();
+  for (const type of Object.keys(ACTION_PARAMETERS_SCHEMAS) as AlertType[]) {
+    const schema = ACTION_PARAMETERS_SCHEMAS[type];
+    groups.set(schema, [...(groups.get(schema) ?? []), type]);
+  }
+  return [...groups].map(([parameters, types]) =>
     Type.Object({
-      type: Type.Enum(["Webhook (GET)", "Webhook (POST)"] as const),
-      parameters: WebhookParametersSchema,
+      type: types.length === 1 ? Type.Literal(types[0]!) : Type.Enum(types),
+      parameters,
       payload: PayloadSchema,
       ...StormFields,
     }),
-  ],
-  component("AlertDefinition"),
-);
+  );
+}
+
+/**
+ * Alert definition (alerts item): the action and what it sends. Additional properties are allowed.
+ * The contract's four types come first, unchanged; `Discord` and `Telegram` are chainsift's.
+ */
+export const AlertDefinitionSchema = Type.Union(alertDefinitionBranches(), component("AlertDefinition"));
 
 /** Rule config: no additional properties; targetType, targetMap and alerts all required. */
 export const RuleConfigSchema = Type.Object(

@@ -15,10 +15,11 @@
  */
 import type { Dispatcher } from "undici";
 import type { Alert } from "../../lib/alerting/alert.js";
+import { CHANNELS } from "../../lib/alerting/channels.js";
 import type { Digest } from "../../lib/alerting/storm.js";
 import type { ExplorerUrls } from "../../lib/alerting/template.js";
 import type { Logger } from "../../lib/logger.js";
-import type { AlertDefinition } from "../../lib/rules/model.js";
+import type { AlertDefinition, AlertType } from "../../lib/rules/model.js";
 import type { Attempt, Channel } from "./channels/channel.js";
 import { createDiscordChannel } from "./channels/discord.js";
 import { createEmailChannel, type MailerConfig } from "./channels/email.js";
@@ -232,15 +233,22 @@ export function createDeliverer(deps: DelivererDeps): Deliverer {
   const messages = deps.explorers ? { explorers: deps.explorers } : {};
   const telegram: TelegramConfig = deps.telegram ?? { botToken: undefined, apiUrl: "https://api.telegram.org" };
   const slack: SlackConfig = deps.slack ?? { botToken: undefined, apiUrl: "https://slack.com/api" };
-  const posted = deps.messages;
-  const channels: Channel[] = [
-    createWebhookChannel(send, deps.secrets),
-    createSlackChannel(send, deps.secrets, messages, slack, posted),
-    createDiscordChannel(send, deps.secrets, messages, posted),
-    createTelegramChannel(send, deps.secrets, telegram, messages, posted),
-    createEmailChannel({ ...(deps.mailer ? { mailer: deps.mailer } : {}), timeoutMs, messages, ...(posted ? { posted } : {}) }),
-  ];
-  const byType = new Map<string, Channel>(channels.flatMap((c) => c.types.map((t) => [t, c] as const)));
+  /** The posted-message store, for the channels whose retractions change their earlier message. */
+  const posted = (type: AlertType) => (CHANNELS[type].editsOnRetraction ? deps.messages : undefined);
+  const webhook = createWebhookChannel(send, deps.secrets);
+  const mailer = deps.mailer ? { mailer: deps.mailer } : {};
+  const email = posted("Email");
+  // One sender per action type (lib/alerting/channels.ts): the compiler asks for the sender of a new type.
+  const senders: Record<AlertType, Channel> = {
+    "Webhook (GET)": webhook,
+    "Webhook (POST)": webhook,
+    Email: createEmailChannel({ ...mailer, timeoutMs, messages, ...(email ? { posted: email } : {}) }),
+    Slack: createSlackChannel(send, deps.secrets, messages, slack, posted("Slack")),
+    Discord: createDiscordChannel(send, deps.secrets, messages, posted("Discord")),
+    Telegram: createTelegramChannel(send, deps.secrets, telegram, messages, posted("Telegram")),
+  };
+  const channels = [...new Set(Object.values(senders))];
+  const byType = new Map<string, Channel>(Object.entries(senders));
 
   /** Validates the action and returns the attempt function, or throws NonRetryableError. */
   async function prepare(alert: Alert, action: AlertDefinition, actionIndex: number): Promise<Attempt | DeliveryResult> {

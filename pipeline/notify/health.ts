@@ -11,7 +11,8 @@
  */
 import type { DestinationHealth } from "../../lib/alerting/destinations.js";
 
-export { type DestinationHealth, destinationKey, HEALTHY } from "../../lib/alerting/destinations.js";
+export { destinationKey } from "../../lib/alerting/channels.js";
+export { type DestinationHealth, HEALTHY } from "../../lib/alerting/destinations.js";
 
 /** When a destination counts as unhealthy and how often it is probed then. */
 export interface HealthPolicy {

@@ -44,7 +44,8 @@ import { type DestinationHealth, HEALTHY, parseHealth, queueKeys } from "../../l
 import type { AlertSource } from "../../lib/alerting/storm.js";
 import { ChainsiftError } from "../../lib/errors.js";
 
-export { type ActionDeliveryStatus, actionDeliveryStatus, laneOf, queueKeys } from "../../lib/alerting/destinations.js";
+export { actionDeliveryStatus } from "../../lib/alerting/delivery-status.js";
+export { type ActionDeliveryStatus, laneOf, queueKeys } from "../../lib/alerting/destinations.js";
 
 /** One action of one alert waiting for delivery. */
 export interface DeliveryJob {

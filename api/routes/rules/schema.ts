@@ -6,6 +6,7 @@
  * @module
  */
 import { Type } from "typebox";
+import { ALERT_TYPES } from "../../../lib/rules/model.js";
 import { MAX_LIST_LIMIT } from "../../../lib/rules/store.js";
 import { RuleCreateSchema, ruleSchemasFor } from "../../../lib/rules/validate.js";
 import { component } from "../../../lib/validation/component.js";
@@ -111,7 +112,7 @@ export const DeliveryLogEntrySchema = Type.Object(
     sequence: Type.Integer({ description: "The alert's per-rule sequence number" }),
     status: Type.Enum(["pending", "confirmed", "removed"] as const),
     actionIndex: Type.Integer({ description: "Index of the action in config.alerts" }),
-    type: Type.String({ description: "Alert type of the action (Webhook (GET), Webhook (POST), Email, Slack)" }),
+    type: Type.String({ description: `Alert type of the action (${ALERT_TYPES.join(", ")})` }),
     destination: Type.String({ description: "Redacted destination (URL without credentials and query, or `n recipients`)" }),
     ok: Type.Boolean(),
     attempts: Type.Integer({ description: "Attempts made (0 when the action could not be rendered)" }),

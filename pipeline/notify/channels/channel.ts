@@ -1,22 +1,22 @@
 /**
  * The interface every notification channel implements. A channel turns one action of one alert
  * into an attempt function; the deliverer (`deliver.ts`) runs attempts and the scheduler retries
- * them. A new channel is one file in this folder implementing {@link Channel}, added to the list
- * in `createDeliverer`, plus its action type in the rule schema.
+ * them. What a channel's actions are (parameters, rendering, destination, default throttle, whether
+ * retractions edit) is its descriptor in lib/alerting/channels.ts; its sender is one file in this
+ * folder implementing {@link Channel}, registered by action type in `createDeliverer` (deliver.ts),
+ * whose `Record<AlertType, Channel>` the compiler checks (docs/architecture.md, "A new notification channel").
  * @module
  */
 import type { Alert } from "../../../lib/alerting/alert.js";
 import type { Digest } from "../../../lib/alerting/storm.js";
-import type { AlertDefinition, AlertType } from "../../../lib/rules/model.js";
+import type { AlertDefinition } from "../../../lib/rules/model.js";
 import type { AttemptOutcome, DeliveryResult } from "../outcome.js";
 
 /** One attempt (`n` = 1-based attempt number); may throw, which counts as a request error. */
 export type Attempt = (n: number) => Promise<AttemptOutcome>;
 
-/** A notification channel. */
+/** A notification channel's sender (which action types it serves: the table of `createDeliverer`). */
 export interface Channel {
-  /** The action types it delivers (`AlertDefinition.type`). */
-  readonly types: readonly AlertType[];
   /**
    * Checks the action and renders what is sent, returning the attempt; or the result when no attempt
    * can be made now (e.g. `CS_MAILER_UNCONFIGURED`).

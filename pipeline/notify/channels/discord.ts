@@ -74,7 +74,6 @@ export function createDiscordChannel(
 ): Channel {
   const opts = { retryAfterFromBody: retryAfterFromJson };
   return {
-    types: ["Discord"],
     async prepare(alert, action, actionIndex) {
       const { url, body } = renderAction(alert, action, options) as RenderedRequest;
       const secret = await secrets.getOrCreate(alert.accountId);

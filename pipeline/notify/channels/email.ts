@@ -159,7 +159,6 @@ export function createEmailChannel(deps: EmailChannelDeps): Channel {
   }
 
   return {
-    types: ["Email"],
     async prepare(alert, action, actionIndex) {
       const msg = renderAction(alert, action, messages) as RenderedEmail;
       if (!mailer || (!mailer.transport && !mailer.smtpUrl)) return UNCONFIGURED;

@@ -129,7 +129,6 @@ export function createSlackChannel(
   }
 
   return {
-    types: ["Slack"],
     async prepare(alert, action, actionIndex) {
       const { url, body } = renderAction(alert, action, options) as RenderedRequest;
       const secret = await secrets.getOrCreate(alert.accountId);

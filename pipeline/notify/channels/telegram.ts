@@ -80,7 +80,6 @@ export function createTelegramChannel(
 ): Channel {
   const opts = { retryAfterFromBody: retryAfterFromJson };
   return {
-    types: ["Telegram"],
     async prepare(alert, action, actionIndex) {
       const { body } = renderAction(alert, action, options) as RenderedTelegram;
       if (!telegram.botToken) {

@@ -14,7 +14,6 @@ import type { HttpSender } from "./http.js";
 /** The webhook channels over `send`, signing with the account's secret from `secrets`. */
 export function createWebhookChannel(send: HttpSender, secrets: SecretSource): Channel {
   return {
-    types: ["Webhook (GET)", "Webhook (POST)"],
     async prepare(alert, action) {
       const { method, url, body } = renderAction(alert, action) as RenderedRequest;
       const secret = await secrets.getOrCreate(alert.accountId);

@@ -1,0 +1,290 @@
+/**
+ * One descriptor per alert channel (issue 36 §1): everything the rest of the code asks about an
+ * action type — what its parameters are, what it sends, where it sends it (the destination key of
+ * health and concurrency, and the redacted text of the delivery log), whether it is throttled by
+ * default, whether a retraction changes its earlier message, which operator settings it needs.
+ * The lists and `switch`es that used to name the types (`renderAction`, `destinationKey`,
+ * `describeDestination`, storm control's default throttle) read this table, and
+ * `satisfies Record<AlertType, ChannelDescriptor>` makes the compiler ask for every part of a new type.
+ *
+ * A new channel: its type in `ALERT_TYPES` and its parameters in `ActionParametersByType`
+ * (lib/rules/model.ts), the schema of its parameters in `ACTION_PARAMETERS_SCHEMAS`
+ * (lib/rules/schema.ts), its descriptor here, and its sender in `pipeline/notify/channels/`
+ * registered in `createDeliverer` (docs/architecture.md, "A new notification channel"). The
+ * lib/rules tables stay there: this module imports lib/rules/schema.ts (the parameter schemas, the
+ * Telegram chat pattern), so the rule schema importing this one would make an import cycle. And
+ * lib/alerting/deliveries.ts and destinations.ts never import it: the web console imports their
+ * types, so they stay free of Node modules, which this module reaches through the renderers.
+ * @module
+ */
+import type { TObject } from "typebox";
+import type { Config } from "../config.js";
+import { isEmailAddress } from "../email.js";
+import { NonRetryableError } from "../errors.js";
+import type { AlertDefinition, AlertType } from "../rules/model.js";
+import { ACTION_PARAMETERS_SCHEMAS, TELEGRAM_CHAT_PATTERN } from "../rules/schema.js";
+import type { Alert } from "./alert.js";
+import { discordBody, type EmailTemplates, emailMessage, type MessageOptions, renderUrl, slackBody, telegramBody } from "./render.js";
+import type { RenderedAction } from "./rendered.js";
+import { webhookJson } from "./webhook.js";
+
+/** An action that can never be delivered as written (no url, no valid recipient, unknown type). Non-retryable. */
+export const CS_ACTION_INVALID = "CS_ACTION_INVALID";
+
+/** What an alert channel is, for every part of chainsift that handles its actions. */
+export interface ChannelDescriptor {
+  /** One line saying what the action does (docs, OpenAPI descriptions). */
+  readonly description: string;
+  /** The TypeBox schema of the action's `parameters` (the entry of `ACTION_PARAMETERS_SCHEMAS`, lib/rules/schema.ts). */
+  readonly parameters: TObject;
+  /**
+   * A chat or e-mail channel read by people: throttled by default at `DEFAULT_CHAT_THROTTLE`
+   * (lib/alerting/storm.ts) unless the action says otherwise. Webhooks (false) get every alert.
+   */
+  readonly chat: boolean;
+  /** Whether a storm-control digest can be sent through it (false: storm control never applies, e.g. `Webhook (GET)` has no body). */
+  readonly digests: boolean;
+  /**
+   * Whether a `removed` alert changes the message its `pending` alert posted (edits it, names it in
+   * a follow-up, or answers it in its thread): the sender then gets the posted-message store
+   * (pipeline/notify/messages.ts). False: a retraction is a new message or request.
+   */
+  readonly editsOnRetraction: boolean;
+  /**
+   * The operator's settings the sender needs (keys of `config.notify`, lib/config.ts): bot tokens,
+   * API base URLs, the SMTP server. Without them the action ends with the sender's `CS_…_UNCONFIGURED`
+   * code and is dead-lettered for a replay. Empty: the rule's parameters are enough.
+   */
+  readonly credentials: readonly (keyof Config["notify"])[];
+  /**
+   * The destination an action delivers to, for health and concurrency: a URL origin
+   * (`scheme://host:port`), a fixed key for an operator's service (`smtp`, `telegram`), or
+   * `invalid` when the action names none that parses.
+   */
+  destinationKey(parameters: Record<string, unknown>): string;
+  /**
+   * The destination as the delivery log shows it, redacted (no credentials, query or secret path;
+   * never an operator's token). `url`: the webhook URL rendered for the alert, when known.
+   */
+  describeDestination(parameters: Record<string, unknown>, url?: string): string;
+  /**
+   * What the action sends for an alert (pure; backtests show it, the sender sends it).
+   * @throws {NonRetryableError} {@link CS_ACTION_INVALID} when the action can never be delivered as
+   *   written; the `CS_TEMPLATE_*` codes of lib/alerting/render.ts for a template that cannot be filled.
+   */
+  render(alert: Alert, action: AlertDefinition, options: MessageOptions): RenderedAction;
+}
+
+function invalid(message: string): NonRetryableError {
+  return new NonRetryableError(CS_ACTION_INVALID, message);
+}
+
+/** The optional string parameters `names` of an action that are strings (templates, username). */
+function strings<K extends string>(parameters: unknown, names: readonly K[]): Partial<Record<K, string>> {
+  const p = (parameters ?? {}) as Record<string, unknown>;
+  return Object.fromEntries(names.filter((n) => typeof p[n] === "string").map((n) => [n, p[n]])) as Partial<Record<K, string>>;
+}
+
+/**
+ * The origin (`scheme://host:port`, lower-case host, default port omitted as WHATWG URL does) of a
+ * `url` parameter, or `invalid` (the destination key of the URL channels, and of an action of unknown type). `{field}` tokens are allowed only in the path and query, so the
+ * origin of the template is the origin of every URL rendered from it.
+ */
+export function urlOrigin(parameters: Record<string, unknown>): string {
+  const url = parameters.url;
+  if (typeof url !== "string") return "invalid";
+  try {
+    // Tokens replaced by a letter so that `https://h/{a}` parses; a token in the host would change
+    // the origin per alert, which rule validation and renderUrl refuse.
+    const origin = new URL(url.replace(/\{[^{}]*\}/g, "x")).origin;
+    return origin === "null" ? "invalid" : origin;
+  } catch {
+    return "invalid";
+  }
+}
+
+/**
+ * A URL made safe to show in logs: credentials removed, the query replaced by `?…` and the fragment
+ * dropped (query strings often carry API keys). Unparseable input gives `(invalid URL)`.
+ * @param keepPath false to also replace the path by `/…` (chat webhook URLs are secrets in their path).
+ */
+export function redactUrl(url: string, keepPath = true): string {
+  let u: URL;
+  try {
+    u = new URL(url);
+  } catch {
+    return "(invalid URL)";
+  }
+  const path = keepPath ? u.pathname : u.pathname === "/" ? "/" : "/…";
+  return `${u.protocol}//${u.host}${path}${u.search ? "?…" : ""}`;
+}
+
+/** A webhook's destination for the log: the (rendered) URL, redacted. */
+function describeWebhook(p: Record<string, unknown>, url?: string): string {
+  return typeof p.url === "string" ? redactUrl(url ?? p.url) : "(no url)";
+}
+
+/** A chat webhook's destination for the log: scheme, host and `/…` (the path of a chat webhook URL is its secret). */
+function describeChatUrl(p: Record<string, unknown>): string {
+  return typeof p.url === "string" ? redactUrl(p.url, false) : "(no url)";
+}
+
+/** Renders a `Webhook (GET)` or `Webhook (POST)` action: the URL with its tokens filled; POST carries `webhookJson`. */
+function renderWebhook(alert: Alert, action: AlertDefinition): RenderedAction {
+  const template = (action.parameters as { url?: unknown }).url;
+  if (typeof template !== "string" || template === "") throw invalid(`${action.type} action has no url`);
+  const url = renderUrl(template, alert.entity ?? {});
+  if (action.type === "Webhook (GET)") return { type: action.type, method: "GET", url };
+  return { type: "Webhook (POST)", method: "POST", url, body: webhookJson(alert) };
+}
+
+/** The webhook descriptors differ only in their method and digests. */
+const webhook = {
+  parameters: ACTION_PARAMETERS_SCHEMAS["Webhook (POST)"],
+  chat: false,
+  editsOnRetraction: false,
+  credentials: [],
+  destinationKey: urlOrigin,
+  describeDestination: describeWebhook,
+  render: renderWebhook,
+} as const;
+
+/** What the chat and e-mail channels share: read by people (throttled by default), digests, retractions change the message. */
+const chatChannel = { chat: true, digests: true, editsOnRetraction: true } as const;
+
+/** A Telegram chat id or `@username`, as the rule schema accepts it. */
+const TELEGRAM_CHAT = new RegExp(TELEGRAM_CHAT_PATTERN);
+
+/** Every alert channel, by action type (the order of `ALERT_TYPES`, lib/rules/model.ts). */
+export const CHANNELS = {
+  "Webhook (GET)": {
+    ...webhook,
+    description: "a GET of the action's URL with its {field} tokens filled from the matched entity; no body",
+    parameters: ACTION_PARAMETERS_SCHEMAS["Webhook (GET)"],
+    digests: false,
+  },
+  "Webhook (POST)": {
+    ...webhook,
+    description: "a POST of the alert as JSON to the action's URL with its {field} tokens filled",
+    digests: true,
+  },
+  Email: {
+    description: "one e-mail to the action's recipients through the operator's SMTP server",
+    parameters: ACTION_PARAMETERS_SCHEMAS.Email,
+    ...chatChannel,
+    credentials: ["smtpUrl", "mailFrom"],
+    destinationKey: () => "smtp",
+    describeDestination(p) {
+      const n = Array.isArray(p.recipients) ? p.recipients.length : 0;
+      return `${n} recipient${n === 1 ? "" : "s"}`;
+    },
+    render(alert, action, options) {
+      const r = (action.parameters as { recipients?: unknown }).recipients;
+      if (!Array.isArray(r) || r.length === 0 || !r.every((x) => typeof x === "string" && isEmailAddress(x.trim()))) {
+        throw invalid("Email action needs a non-empty list of e-mail addresses in recipients");
+      }
+      const recipients = r.map((x: string) => x.trim());
+      const templates: EmailTemplates = { recipients, ...strings(action.parameters, ["subject", "template"]) };
+      return { type: "Email", recipients, ...emailMessage(alert, templates, options) };
+    },
+  },
+  Slack: {
+    description: "a Slack incoming-webhook message, or chat.postMessage with the operator's bot token",
+    parameters: ACTION_PARAMETERS_SCHEMAS.Slack,
+    ...chatChannel,
+    credentials: ["slackBotToken", "slackApiUrl"],
+    destinationKey: urlOrigin,
+    describeDestination: describeChatUrl,
+    render(alert, action, options) {
+      const p = action.parameters as { url?: unknown; text?: unknown; channel?: unknown; username?: unknown };
+      if (typeof p.url !== "string" || p.url === "") throw invalid("Slack action has no url");
+      const params = {
+        url: p.url,
+        text: String(p.text ?? ""),
+        channel: String(p.channel ?? ""),
+        username: String(p.username ?? ""),
+        ...strings(action.parameters, ["template"]),
+      };
+      return { type: "Slack", method: "POST", url: p.url, body: JSON.stringify(slackBody(alert, params, options)) };
+    },
+  },
+  Discord: {
+    description: "a Discord webhook message (Execute Webhook)",
+    parameters: ACTION_PARAMETERS_SCHEMAS.Discord,
+    ...chatChannel,
+    credentials: [],
+    destinationKey: urlOrigin,
+    describeDestination: describeChatUrl,
+    render(alert, action, options) {
+      const url = (action.parameters as { url?: unknown }).url;
+      if (typeof url !== "string" || url === "") throw invalid("Discord action has no url");
+      const body = discordBody(alert, strings(action.parameters, ["template", "username"]), options);
+      return { type: "Discord", method: "POST", url, body: JSON.stringify(body) };
+    },
+  },
+  Telegram: {
+    description: "a message from the operator's Telegram bot to the action's chat (Bot API sendMessage)",
+    parameters: ACTION_PARAMETERS_SCHEMAS.Telegram,
+    ...chatChannel,
+    credentials: ["telegramBotToken", "telegramApiUrl"],
+    // The operator's one bot: Telegram's flood limits are per bot.
+    destinationKey: () => "telegram",
+    // The bot token is the operator's and never shown.
+    describeDestination: (p) => (typeof p.chatId === "string" ? `telegram chat ${p.chatId}` : "(no chat)"),
+    render(alert, action, options) {
+      const p = action.parameters as { chatId?: unknown; messageThreadId?: unknown };
+      if (typeof p.chatId !== "string" || !TELEGRAM_CHAT.test(p.chatId))
+        throw invalid("Telegram action needs a chatId: a chat id or @username");
+      const thread = Number.isSafeInteger(p.messageThreadId) ? { messageThreadId: p.messageThreadId as number } : {};
+      const body = telegramBody(alert, { chatId: p.chatId, ...strings(action.parameters, ["template"]), ...thread }, options);
+      return { type: "Telegram", method: "POST", chatId: p.chatId, body: JSON.stringify(body) };
+    },
+  },
+} as const satisfies Record<AlertType, ChannelDescriptor>;
+
+/** The descriptor of an action's type, or undefined for a type no channel knows (a stored rule from a newer version, a bad record). */
+export function channelOf(action: { type?: unknown } | undefined): ChannelDescriptor | undefined {
+  const type = action?.type;
+  return typeof type === "string" && Object.hasOwn(CHANNELS, type) ? CHANNELS[type as AlertType] : undefined;
+}
+
+/** The parameters of an action as a plain record (absent: empty). */
+export function parametersOf(action: { parameters?: unknown } | undefined): Record<string, unknown> {
+  const p = action?.parameters;
+  return typeof p === "object" && p !== null ? (p as Record<string, unknown>) : {};
+}
+
+/**
+ * The destination an action delivers to, for health and concurrency: its channel's
+ * `destinationKey` (lib/alerting/channels.ts) — the origin (`scheme://host:port`, lower-case host,
+ * default port omitted as WHATWG URL does) of a webhook or chat URL, `smtp` for e-mail (the
+ * operator's one SMTP server), `telegram` for Telegram (the operator's one bot) —, and `invalid`
+ * when the URL does not parse (such an action fails for good on its first attempt).
+ */
+export function destinationKey(action: AlertDefinition | undefined): string {
+  return (channelOf(action)?.destinationKey ?? urlOrigin)(parametersOf(action));
+}
+
+/**
+ * The redacted destination of an action for the log, as its channel describes it
+ * (`describeDestination` of lib/alerting/channels.ts): webhooks → the URL, rendered from `entity`
+ * when given (the template when it cannot be rendered), per {@link redactUrl}; Slack and Discord →
+ * scheme, host and `/…` (the path of a chat webhook URL is its secret); Telegram →
+ * `telegram chat <chatId>` (the bot token is the operator's and never shown); Email →
+ * `n recipient(s)`; an unknown type → `(unknown action type)`.
+ * @param entity the matched entity whose values fill a webhook URL's `{field}` tokens.
+ */
+export function describeDestination(action: AlertDefinition, entity?: Record<string, unknown>): string {
+  const channel = channelOf(action);
+  if (!channel) return "(unknown action type)";
+  const p = parametersOf(action);
+  let url: string | undefined;
+  if (entity && typeof p.url === "string") {
+    try {
+      url = renderUrl(p.url, entity);
+    } catch {
+      // keep the template
+    }
+  }
+  return channel.describeDestination(p, url);
+}
