@@ -229,6 +229,8 @@ async function measureCatchUp(o: {
   const { faulty } = o;
   const window = ingestMetricsOf(o.registry).followWindow;
   const windowNow = async () => (await window.get()).values[0]?.value ?? 0;
+  /** HTTP requests to the node in flight (`chainsift_rpc_requests_in_flight`): near the window, the node bounds the rate; near 0, the produce path does. */
+  const inFlightNow = async () => (await o.registry.getSingleMetric("chainsift_rpc_requests_in_flight")?.get())?.values[0]?.value ?? 0;
   await sleep(o.warmupMs);
   const lagBefore = o.anvilHead() - o.last();
   const loadBefore = loadavg();
@@ -258,6 +260,7 @@ async function measureCatchUp(o: {
   let caughtAt: number | undefined;
   let maxWindow = 0;
   let nextSample = 0;
+  const inFlight: number[] = [];
   const deadline = tEnd + Math.max(120_000, o.outageMs);
   while (performance.now() < deadline) {
     const now = performance.now();
@@ -266,9 +269,10 @@ async function measureCatchUp(o: {
       caughtAt = now;
       break;
     }
-    if (now >= nextSample) {
+    if (now >= nextSample && firstAt !== undefined) {
       maxWindow = Math.max(maxWindow, await windowNow());
-      nextSample = now + 250;
+      inFlight.push(await inFlightNow());
+      nextSample = now + 50;
     }
     await sleep(10);
   }
@@ -280,13 +284,14 @@ async function measureCatchUp(o: {
   const per = (n: number) => (records.blocks === 0 ? "–" : (n / records.blocks).toFixed(1));
   console.log("");
   console.log(
-    "| outage | mode | blocks behind at its end | s to the first block | s to catch up | blocks caught up | blocks/s | blocks/s while producing | txs / logs / traces per block | largest window | load (1 min) at the end of the outage → caught up |",
+    "| outage | mode | blocks behind at its end | s to the first block | s to catch up | blocks caught up | blocks/s | blocks/s while producing | txs / logs / traces per block | largest window | mean requests in flight | load (1 min) at the end of the outage → caught up |",
   );
-  console.log("|---|---|---|---|---|---|---|---|---|---|---|");
+  console.log("|---|---|---|---|---|---|---|---|---|---|---|---|");
   console.log(
     `| ${o.outageMs / 1000} s | ${o.outageMode} | ${headAtEnd - lastAtEnd} | ${firstAt === undefined ? "–" : ((firstAt - tEnd) / 1000).toFixed(2)} | ` +
       `${caughtAt === undefined ? `not caught up in ${s.toFixed(0)} s` : s.toFixed(2)} | ${caught} | **${(caught / s).toFixed(1)}** | ` +
       `${producing > 0 ? (caught / producing).toFixed(1) : "–"} | ${per(records.transactions)} / ${per(records.logs)} / ${per(records.traces)} | ${maxWindow} | ` +
+      `${inFlight.length === 0 ? "–" : (inFlight.reduce((a, b) => a + b, 0) / inFlight.length).toFixed(1)} | ` +
       `${loadAtEnd[0]?.toFixed(1)} → ${load[0]?.toFixed(1)} |`,
   );
   console.log(`seed ${o.seed} (reproduce with --seed ${o.seed})`);
