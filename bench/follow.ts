@@ -1,7 +1,7 @@
 /**
  * `npm run bench -- follow [--block-time-ms 1000] [--faults none|<mode>:<rate>|mixed:<rate>] [--duration-s 300]
  * [--poll-ms <ms>] [--window 16] [--traces true|false] [--ws false|true] [--rpc-timeout-ms 10000] [--hang-ms 40000] [--seed N]
- * [--log-level error]`:
+ * [--log-level error] [--outage-s N --outage-mode unavailable|hang --warmup-s 20 --traffic embedded|light]`:
  * how close to the head the follower stays behind one faulty endpoint (issue 32). anvil mines a
  * block every `--block-time-ms` under ERC-20 traffic (a transfer round every 0.4 block times); one
  * ingester (state in memory, call traces on by default, the transport's defaults but the timeout
@@ -22,6 +22,7 @@
  * `chainsift_rpc_resends_total`); `--log-level warn` shows the follower's retries and their causes. Needs the stack (Kafka, registry) and anvil.
  * @module
  */
+import { loadavg } from "node:os";
 import { performance } from "node:perf_hooks";
 import { Registry } from "prom-client";
 import { startAnvil } from "../cli/devchain/anvil.js";
@@ -29,10 +30,12 @@ import { rpcCall } from "../cli/devchain/rpc.js";
 import { startTraffic } from "../cli/devchain/traffic.js";
 import { createLogger } from "../lib/logger.js";
 import { createIngester } from "../pipeline/ingest/ingest.js";
+import { ingestMetricsOf } from "../pipeline/ingest/metrics.js";
 import { createRpcSource } from "../pipeline/ingest/rpc.js";
+import type { BlockBundle } from "../pipeline/ingest/transform.js";
 import { createRecordProducer } from "../pipeline/kafka/bus.js";
 import { startPipeline } from "../pipeline/runtime.js";
-import { FAULT_MODES, type FaultMode, type FaultSetting, startFaultyNode } from "../test/support/faulty-node.js";
+import { FAULT_MODES, type FaultMode, type FaultSetting, type FaultyNode, startFaultyNode } from "../test/support/faulty-node.js";
 import { createHarness } from "../test/support/harness.js";
 import { numberArg, stringArg } from "./support/data.js";
 import { percentile } from "./support/load.js";
@@ -66,32 +69,40 @@ export async function benchFollow(args: string[]): Promise<void> {
   const timeoutMs = numberArg(args, "--rpc-timeout-ms", 10_000);
   const hangMs = numberArg(args, "--hang-ms", 40_000);
   const seed = numberArg(args, "--seed", Math.floor(Math.random() * 2 ** 31) + 1);
+  const outageMs = numberArg(args, "--outage-s", 0) * 1000;
+  const outageMode = stringArg(args, "--outage-mode", "unavailable");
+  if (outageMode !== "unavailable" && outageMode !== "hang") throw new Error(`--outage-mode ${outageMode}: expected unavailable or hang`);
+  const warmupMs = numberArg(args, "--warmup-s", 20) * 1000;
+  const trafficKind = stringArg(args, "--traffic", outageMs > 0 ? "embedded" : "light");
+  if (trafficKind !== "embedded" && trafficKind !== "light") throw new Error(`--traffic ${trafficKind}: expected embedded or light`);
   const faults = setting === "none" ? "none" : `${String(setting)}:${rate}`;
   console.log(
-    `bench follow: seed ${seed}; ${blockTimeMs} ms blocks for ${durationMs / 1000} s, faults ${faults} (hang ${hangMs} ms), ` +
-      `poll ${pollMs} ms, window ${maxWindow}, traces ${traces}, newHeads ${ws}, RPC timeout ${timeoutMs} ms`,
+    `bench follow: seed ${seed}; ${blockTimeMs} ms blocks for ${outageMs > 0 ? `${warmupMs / 1000} s, then an outage (${outageMode}) of ${outageMs / 1000} s and the catch-up` : `${durationMs / 1000} s`}, ` +
+      `faults ${faults} (hang ${hangMs} ms), poll ${pollMs} ms, window ${maxWindow}, traces ${traces}, newHeads ${ws}, RPC timeout ${timeoutMs} ms, traffic ${trafficKind}`,
   );
 
   const h = createHarness();
   const logger = createLogger(stringArg(args, "--log-level", "error"), "bench-follow");
   const anvil = await startAnvil({ blockTimeSec: blockTimeMs / 1000 });
-  const traffic = await startTraffic({
-    rpcUrl: anvil.rpcUrl,
-    intervalMs: Math.max(100, 0.4 * blockTimeMs),
-    nft: false,
-    transfersPerRound: 1,
-  });
+  const traffic = await startTraffic(
+    trafficKind === "embedded"
+      ? { rpcUrl: anvil.rpcUrl, intervalMs: 1000 } // cli/start.ts's embedded chain
+      : { rpcUrl: anvil.rpcUrl, intervalMs: Math.max(100, 0.4 * blockTimeMs), nft: false, transfersPerRound: 1 },
+  );
   const pipeline = await startPipeline({ config: h.config, logger, es: h.es, stages: [] });
+  // Catch-up: the durable position in Redis, as `npm start`'s follower (two round trips per block).
+  const state = outageMs > 0 ? await pipeline.chainState() : undefined;
   const producer = await createRecordProducer(pipeline.bus);
   const faulty = await startFaultyNode({ upstream: anvil.rpcUrl, seed, hangMs, mode: setting, rate });
   const registry = new Registry();
   const source = createRpcSource({ rpcUrl: faulty.url, timeoutMs, registry });
-  const ingester = createIngester({ source, producer, logger, retryInitialMs: 100, traces, registry });
+  const ingester = createIngester({ source, producer, logger, retryInitialMs: 100, traces, registry, state });
   const controller = new AbortController();
   const firstSeen = new Map<number, number>();
   const producedAt = new Map<number, number>();
   let anvilHead = -1;
   let last = -1;
+  let onBlock: ((b: BlockBundle) => void) | undefined;
   const samples: Array<{ t: number; lag: number }> = [];
   let stats: Awaited<ReturnType<typeof ingester.follow>> | undefined;
   try {
@@ -122,8 +133,15 @@ export async function benchFollow(args: string[]): Promise<void> {
         const n = b.block.number.num;
         if (!producedAt.has(n)) producedAt.set(n, performance.now());
         last = Math.max(last, n);
+        onBlock?.(b);
       },
     });
+    if (outageMs > 0) {
+      const tracked = { anvilHead: () => anvilHead, last: () => last, onBlock: (f: (b: BlockBundle) => void) => (onBlock = f) };
+      await measureCatchUp({ ...tracked, faulty, registry, warmupMs, outageMs, outageMode, setting, rate, seed });
+      await printTimeouts(registry);
+      return;
+    }
     await sleep(durationMs);
     const endLag = anvilHead - last;
     controller.abort();
@@ -166,11 +184,7 @@ export async function benchFollow(args: string[]): Promise<void> {
       stalls.push(`${((samples[i]?.t ?? 0) / 1000).toFixed(1)} s: ${((j - i) * 0.25).toFixed(2)} s, up to ${worst} blocks`);
       i = j;
     }
-    const byKind = async (name: string) =>
-      Object.fromEntries(((await registry.getSingleMetric(name)?.get())?.values ?? []).map((v) => [String(v.labels.kind), v.value]));
-    console.log(
-      `timeouts by call kind: ${JSON.stringify(await byKind("chainsift_rpc_timeouts_total"))}; re-sends: ${JSON.stringify(await byKind("chainsift_rpc_resends_total"))}`,
-    );
+    await printTimeouts(registry);
     console.log(`stalls (≥ 6 blocks behind): ${stalls.length === 0 ? "none" : stalls.join("; ")}`);
     console.log(`seed ${seed} (reproduce with --seed ${seed})`);
   } finally {
@@ -179,8 +193,106 @@ export async function benchFollow(args: string[]): Promise<void> {
     await faulty.close();
     await traffic.stop();
     await producer.disconnect().catch(() => {});
+    await state?.reset().catch(() => {});
     await pipeline.stop();
     await anvil.stop();
     await h.cleanup();
   }
+}
+
+/** Prints the transport's timeouts and re-sends by call kind. */
+async function printTimeouts(registry: Registry): Promise<void> {
+  const byKind = async (name: string) =>
+    Object.fromEntries(((await registry.getSingleMetric(name)?.get())?.values ?? []).map((v) => [String(v.labels.kind), v.value]));
+  console.log(
+    `timeouts by call kind: ${JSON.stringify(await byKind("chainsift_rpc_timeouts_total"))}; re-sends: ${JSON.stringify(await byKind("chainsift_rpc_resends_total"))}`,
+  );
+}
+
+/**
+ * The catch-up measurement (module doc): warm-up at the head, the outage, then from its end until the
+ * follower is back at the head (lag ≤ 1 block, or 2 minutes / the outage's length at most). Prints a table row.
+ */
+async function measureCatchUp(o: {
+  anvilHead: () => number;
+  last: () => number;
+  onBlock: (f: (b: BlockBundle) => void) => void;
+  faulty: FaultyNode;
+  registry: Registry;
+  warmupMs: number;
+  outageMs: number;
+  outageMode: "unavailable" | "hang";
+  setting: FaultSetting;
+  rate: number;
+  seed: number;
+}): Promise<void> {
+  const { faulty } = o;
+  const window = ingestMetricsOf(o.registry).followWindow;
+  const windowNow = async () => (await window.get()).values[0]?.value ?? 0;
+  /** HTTP requests to the node in flight (`chainsift_rpc_requests_in_flight`): near the window, the node bounds the rate; near 0, the produce path does. */
+  const inFlightNow = async () => (await o.registry.getSingleMetric("chainsift_rpc_requests_in_flight")?.get())?.values[0]?.value ?? 0;
+  await sleep(o.warmupMs);
+  const lagBefore = o.anvilHead() - o.last();
+  const loadBefore = loadavg();
+  faulty.setFaults(o.outageMode, 1);
+  console.log(
+    `outage (${o.outageMode}) from head ${o.anvilHead()}, ${lagBefore} blocks behind before it; load ${loadBefore.map((x) => x.toFixed(1)).join(" ")}`,
+  );
+  const injectedBefore = faulty.total();
+  await sleep(o.outageMs);
+  faulty.setFaults(o.setting, o.rate);
+  const tEnd = performance.now();
+  const headAtEnd = o.anvilHead();
+  const lastAtEnd = o.last();
+  const loadAtEnd = loadavg();
+  const injectedInOutage = faulty.total() - injectedBefore;
+  console.log(
+    `outage over: head ${headAtEnd}, last produced ${lastAtEnd} (${headAtEnd - lastAtEnd} behind); ${injectedInOutage} requests refused`,
+  );
+  const records = { blocks: 0, transactions: 0, logs: 0, traces: 0 };
+  o.onBlock((b) => {
+    records.blocks++;
+    records.transactions += b.transactions.length;
+    records.logs += b.logs.length;
+    records.traces += b.traces.length;
+  });
+  let firstAt: number | undefined;
+  let caughtAt: number | undefined;
+  let maxWindow = 0;
+  let nextSample = 0;
+  const inFlight: number[] = [];
+  const deadline = tEnd + Math.max(120_000, o.outageMs);
+  while (performance.now() < deadline) {
+    const now = performance.now();
+    if (firstAt === undefined && o.last() > lastAtEnd) firstAt = now;
+    if (o.last() >= o.anvilHead() - 1 && o.last() > lastAtEnd) {
+      caughtAt = now;
+      break;
+    }
+    if (now >= nextSample && firstAt !== undefined) {
+      maxWindow = Math.max(maxWindow, await windowNow());
+      inFlight.push(await inFlightNow());
+      nextSample = now + 50;
+    }
+    await sleep(10);
+  }
+  const load = loadavg();
+  const lastAtCaught = o.last();
+  const caught = lastAtCaught - lastAtEnd;
+  const s = ((caughtAt ?? performance.now()) - tEnd) / 1000;
+  const producing = firstAt === undefined ? 0 : ((caughtAt ?? performance.now()) - firstAt) / 1000;
+  const per = (n: number) => (records.blocks === 0 ? "–" : (n / records.blocks).toFixed(1));
+  console.log("");
+  console.log(
+    "| outage | mode | blocks behind at its end | s to the first block | s to catch up | blocks caught up | blocks/s | blocks/s while producing | txs / logs / traces per block | largest window | mean requests in flight | load (1 min) at the end of the outage → caught up |",
+  );
+  console.log("|---|---|---|---|---|---|---|---|---|---|---|---|");
+  console.log(
+    `| ${o.outageMs / 1000} s | ${o.outageMode} | ${headAtEnd - lastAtEnd} | ${firstAt === undefined ? "–" : ((firstAt - tEnd) / 1000).toFixed(2)} | ` +
+      `${caughtAt === undefined ? `not caught up in ${s.toFixed(0)} s` : s.toFixed(2)} | ${caught} | **${(caught / s).toFixed(1)}** | ` +
+      `${producing > 0 ? (caught / producing).toFixed(1) : "–"} | ${per(records.transactions)} / ${per(records.logs)} / ${per(records.traces)} | ${maxWindow} | ` +
+      `${inFlight.length === 0 ? "–" : (inFlight.reduce((a, b) => a + b, 0) / inFlight.length).toFixed(1)} | ` +
+      `${loadAtEnd[0]?.toFixed(1)} → ${load[0]?.toFixed(1)} |`,
+  );
+  console.log(`seed ${o.seed} (reproduce with --seed ${o.seed})`);
 }

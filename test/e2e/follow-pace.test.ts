@@ -4,7 +4,8 @@
  * following the chain through the faulty node (test/support/faulty-node.ts), one endpoint, the
  * transport's default timeout (10 s) and hangs of 40 s. Phases, one after another on the same
  * chain and pipeline (the test mines: `evm_mine` every `blockMs`, interval mining off):
- * - 400 blocks at 250 ms without faults;
+ * - 400 blocks at 250 ms without faults but for an outage: the node answers nothing but HTTP 503
+ *   while blocks {@link OUTAGE}.at … at + blocks − 1 of the phase are mined (15 s), then catch-up;
  * - 400 blocks at 250 ms, `mixed` at 5 %;
  * - 300 blocks at 500 ms, `mixed` at 20 % (every kind of call: head polls, blocks, receipts, traces).
  * After each phase (faults still on while it is mined, then off):
@@ -14,6 +15,8 @@
  *   (compareWithChain), and every canonical Transfer past the threshold has exactly one `confirmed`
  *   alert and no `removed` one (test/support/alert-check.ts);
  * - no reorg announced (none is made: each would be false);
+ * - with the outage: the follower was behind by at least half the outage's blocks when it ended (it
+ *   did stop) and was back within {@link END_LAG_BLOCKS} blocks of the head before the phase's end;
  * - with faults, HTTP-level ones hit trace requests and head polls too (faulty-node `injectedOn`).
  * Reorgs under faults, with the catch-up window on (the default), are the fault matrix's
  * (test/e2e/fault-matrix.test.ts). Reproduce with `FAULT_SEED=<seed>` (printed at start).
@@ -45,14 +48,18 @@ const HANG_MS = 40_000;
 /** The follower's lag in blocks at the end of a phase's mining, at most (issue 32: ≤ 5). */
 const END_LAG_BLOCKS = 5;
 
-/** One phase: `blocks` mined one every `blockMs`, faults `mixed` at `rate` (0: none). */
+/** The outage of the first phase: the node answers HTTP 503 to everything while blocks `at` … `at + blocks − 1` of the phase are mined. */
+const OUTAGE = { at: 50, blocks: 60 };
+
+/** One phase: `blocks` mined one every `blockMs`, faults `mixed` at `rate` (0: none), maybe an {@link OUTAGE}. */
 interface Phase {
   blockMs: number;
   blocks: number;
   rate: number;
+  outage?: typeof OUTAGE;
 }
 const PHASES: Phase[] = [
-  { blockMs: 250, blocks: 400, rate: 0 },
+  { blockMs: 250, blocks: 400, rate: 0, outage: OUTAGE },
   { blockMs: 250, blocks: 400, rate: 0.05 },
   { blockMs: 500, blocks: 300, rate: 0.2 },
 ];
@@ -109,7 +116,9 @@ describe.skipIf(!up.ok)("Keeping pace: the follower through one faulty endpoint 
   }, 60_000);
 
   for (const [index, phase] of PHASES.entries()) {
-    const label = `${phase.blocks} blocks at ${phase.blockMs} ms, ${phase.rate > 0 ? `mixed faults at ${phase.rate * 100} %` : "no faults"}`;
+    const label =
+      `${phase.blocks} blocks at ${phase.blockMs} ms, ${phase.rate > 0 ? `mixed faults at ${phase.rate * 100} %` : "no faults"}` +
+      (phase.outage ? `, an outage of ${phase.outage.blocks} blocks` : "");
     it(`${label}: lag at the end ≤ ${END_LAG_BLOCKS} blocks, index = chain (calls included), alerts exact, no reorg`, async () => {
       const started = Date.now();
       const from = await headNumber();
@@ -119,10 +128,22 @@ describe.skipIf(!up.ok)("Keeping pace: the follower through one faulty endpoint 
       const announcedBefore = announced.length;
       faulty.setFaults(phase.rate > 0 ? "mixed" : "none", phase.rate);
       let maxLag = 0;
+      /** The outage: blocks behind when it ended, and blocks mined after it until the lag was ≤ END_LAG_BLOCKS again. */
+      let behindAtOutageEnd: number | undefined;
+      let backAfter: number | undefined;
+      const unavailableBefore = faulty.injected.unavailable;
       for (let i = 0; i < phase.blocks; i++) {
+        if (phase.outage && i === phase.outage.at) faulty.setFaults("unavailable", 1);
+        if (phase.outage && i === phase.outage.at + phase.outage.blocks) {
+          faulty.setFaults(phase.rate > 0 ? "mixed" : "none", phase.rate);
+          behindAtOutageEnd = (await headNumber()) - (position.last ?? -1);
+        }
         await rpc("evm_mine");
         await sleep(phase.blockMs);
-        maxLag = Math.max(maxLag, (await headNumber()) - (position.last ?? -1));
+        const lag = (await headNumber()) - (position.last ?? -1);
+        maxLag = Math.max(maxLag, lag);
+        if (behindAtOutageEnd !== undefined && backAfter === undefined && lag <= END_LAG_BLOCKS)
+          backAfter = i + 1 - (phase.outage?.at ?? 0) - (phase.outage?.blocks ?? 0);
       }
       const endLag = (await headNumber()) - (position.last ?? -1);
       await rpc("evm_mine"); // the last confirmations' block
@@ -174,7 +195,9 @@ describe.skipIf(!up.ok)("Keeping pace: the follower through one faulty endpoint 
         Object.fromEntries(((await registry.getSingleMetric(name)?.get())?.values ?? []).map((v) => [String(v.labels.kind), v.value]));
       const hits = (kind: string) => Object.entries(on).filter(([k]) => k.endsWith(`@${kind}`)).length;
       const line =
-        `${label}: blocks ${from + 1}..${end}, lag at the end ${endLag} (max ${maxLag}), faults ${faulty.total() - injectedBefore} ${JSON.stringify(on)}, ` +
+        `${label}: blocks ${from + 1}..${end}, lag at the end ${endLag} (max ${maxLag}), ` +
+        (phase.outage ? `outage: ${behindAtOutageEnd} behind at its end, back within ${END_LAG_BLOCKS} after ${backAfter} blocks, ` : "") +
+        `faults ${faulty.total() - injectedBefore} ${JSON.stringify(on)}, ` +
         `index ${last?.ok ? "= chain" : `${last?.problems.length} problems`} (${last?.heights} heights, ${last?.documents} docs), ` +
         `timeouts ${JSON.stringify(await byKind("chainsift_rpc_timeouts_total"))} re-sends ${JSON.stringify(await byKind("chainsift_rpc_resends_total"))} (all phases so far), ` +
         `alerts ${alerts.problems.length} problems / ${alerts.transfers} transfers, reorgs announced ${announced.length - announcedBefore}, ${((Date.now() - started) / 1000).toFixed(1)} s`;
@@ -187,6 +210,11 @@ describe.skipIf(!up.ok)("Keeping pace: the follower through one faulty endpoint 
       expect(alerts.problems).toEqual([]);
       expect(alerts.transfers).toBeGreaterThan(0);
       expect(announced.slice(announcedBefore)).toEqual([]);
+      if (phase.outage) {
+        expect(faulty.injected.unavailable - unavailableBefore).toBeGreaterThan(0);
+        expect(behindAtOutageEnd).toBeGreaterThanOrEqual(phase.outage.blocks / 2);
+        expect(backAfter).toBeDefined();
+      }
       if (phase.rate > 0) {
         expect(faulty.total() - injectedBefore).toBeGreaterThan(0);
         // HTTP-level faults hit every kind of request, traces and head polls included.
