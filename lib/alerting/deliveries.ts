@@ -13,7 +13,7 @@
  * (delivery stays at least once; receivers deduplicate by the alert id).
  * @module
  */
-import type { AlertDefinition, AlertType } from "../rules/model.js";
+import type { AlertType } from "../rules/model.js";
 import type { AlertStatus } from "./status.js";
 
 /** One delivery of one action of one alert, as listed by the deliveries endpoint. */

@@ -33,7 +33,9 @@ const text = (file: string) => readFileSync(join(root, file), "utf8");
 function exportsOf(file: string): Set<string> {
   const src = text(file);
   const names = [
-    ...src.matchAll(/^export\s+(?:declare\s+)?(?:abstract\s+)?(?:async\s+)?(?:function\*?|const|let|class|interface|type|enum)\s+([A-Za-z_$][\w$]*)/gm),
+    ...src.matchAll(
+      /^export\s+(?:declare\s+)?(?:abstract\s+)?(?:async\s+)?(?:function\*?|const|let|class|interface|type|enum)\s+([A-Za-z_$][\w$]*)/gm,
+    ),
   ].map((m) => m[1]!);
   for (const m of src.matchAll(/^export\s+(?:type\s+)?\{([^}]*)\}/gm)) {
     for (const part of m[1]!.split(",")) {
