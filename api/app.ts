@@ -2,7 +2,7 @@
  * The API as a Fastify application: {@link buildApi} wires the plugins (metrics, errors,
  * elasticsearch, redis, accounts, rate limit, auth, OpenAPI) and the routes (health, chains, search,
  * Elasticsearch-compatible, admin, ABIs, rules, backtests) from a {@link Config}, for every served
- * chain (api/chains.ts). Nothing here reads the environment; api/server.ts listens.
+ * chain (api/served-chains.ts). Nothing here reads the environment; api/server.ts listens.
  *
  * Request path: metrics timing → authentication + rate limit (onRequest; public routes skip both)
  * → chain/kinds check → schema validation → allowlist validation → Elasticsearch → one error
@@ -18,10 +18,9 @@ import { createAbiStore } from "../lib/abis/store.js";
 import type { AccountStore } from "../lib/accounts/store.js";
 import type { DecodeMethodOptions } from "../lib/chain/methods.js";
 import { methodDecodingOf } from "../lib/chain/tokens.js";
-import type { ChainId, Config } from "../lib/config.js";
+import type { ChainId, Config } from "../lib/config/index.js";
 import type { RedisClient } from "../lib/redis.js";
 import pkg from "../package.json" with { type: "json" };
-import { resolveServedChains, type ServedChain, servedChain } from "./chains.js";
 import { accountsPlugin } from "./plugins/accounts.js";
 import { authPlugin } from "./plugins/auth.js";
 import { consolePlugin } from "./plugins/console.js";
@@ -46,6 +45,7 @@ import { chainLabel } from "./routes/search/target.js";
 import { searchesRoutes } from "./routes/searches/index.js";
 import { searchTestRoutes } from "./routes/searches/test.js";
 import type { SearchTarget } from "./search/search.js";
+import { resolveServedChains, type ServedChain, servedChain } from "./served-chains.js";
 
 /** The JSON media type of the official Elasticsearch clients, parsed as `application/json`. */
 export const ES_JSON_TYPE = "application/vnd.elasticsearch+json";
@@ -62,7 +62,7 @@ export type ApiTimeouts = Pick<Config["api"], "headersTimeoutMs" | "requestTimeo
  * and complete request (`requestTimeout`). Node checks the last two on a timer,
  * `http.connectionsCheckingInterval` (Node's default 30000 ms would let a slow request live up to
  * 30 s past its timeout), set here to a quarter of the smaller timeout, between 10 and 1000 ms.
- * @param t - the `config.api` timeouts (see lib/config.ts for the environment variables and defaults).
+ * @param t - the `config.api` timeouts (see lib/config/index.ts for the environment variables and defaults).
  */
 export function serverTimeouts(t: ApiTimeouts): Pick<FastifyServerOptions, "connectionTimeout" | "keepAliveTimeout" | "requestTimeout"> & {
   http: { headersTimeout: number; requestTimeout: number; connectionsCheckingInterval: number };
@@ -89,7 +89,7 @@ export interface ApiDeps {
    * pick one, and its index names are resolved per request. Plain chain ids other than
    * `config.chain` get no chain id (null in `GET /chains/`) and the default method decoding; give
    * {@link ServedChain}s to say more. Default: every chain of the chains file (`config.chainsFile`,
-   * each with its `chainId` and `tokenDecimals`), else `[config.chain]` (api/chains.ts `servedChainsOf`).
+   * each with its `chainId` and `tokenDecimals`), else `[config.chain]` (api/served-chains.ts `servedChainsOf`).
    */
   chains?: Array<ChainId | ServedChain>;
   /**
@@ -120,7 +120,7 @@ export interface ApiDeps {
    * (`POST /alerting/rules/test/`) of `config.chain`, the same as its match stage's (`npm start`
    * passes its node's chain id and token list to both). Default: lib/chain/tokens.ts
    * `methodDecodingOf(config)`, the configured `chainId` and the bundled token list. Backtests of the
-   * other served chains decode with their own chain id (api/chains.ts).
+   * other served chains decode with their own chain id (api/served-chains.ts).
    */
   methodDecoding?: DecodeMethodOptions;
   /**

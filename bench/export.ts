@@ -22,7 +22,7 @@
 import { performance } from "node:perf_hooks";
 import { Client } from "@elastic/elasticsearch";
 import { indexName } from "../es/mappings.js";
-import { loadConfig } from "../lib/config.js";
+import { loadConfig } from "../lib/config/index.js";
 import { type EventRecord, recordId } from "../lib/records.js";
 import { PEAK_RSS_TARGET } from "./stream.js";
 import { type ApiChild, pollRss, readProcCpuMs, resetPeakRss, spawnApi } from "./support/api-child.js";

@@ -13,7 +13,7 @@ import { resolve } from "node:path";
 import { performance } from "node:perf_hooks";
 import type { Client } from "@elastic/elasticsearch";
 import { indexName } from "../es/mappings.js";
-import type { Config } from "../lib/config.js";
+import type { Config } from "../lib/config/index.js";
 import { createLogger } from "../lib/logger.js";
 import { type RecordKind, recordId } from "../lib/records.js";
 import { createDecoder } from "../pipeline/decode/decoder.js";

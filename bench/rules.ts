@@ -5,7 +5,7 @@
  * microseconds per body for each; a warm-up of N/10 bodies runs first. Pure CPU: no service needed.
  * @module
  */
-import type { ChainId } from "../lib/config.js";
+import type { ChainId } from "../lib/config/index.js";
 import { validateRuleInput } from "../lib/rules/validate.js";
 
 const CHAINS: ChainId[] = [{ technology: "ethereum", blockchain: "ethereum", network: "mainnet" }];

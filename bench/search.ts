@@ -37,7 +37,7 @@ import { searchIndices } from "../api/search/partitions.js";
 import { buildSearchRequest, type SearchTarget } from "../api/search/search.js";
 import { indexName } from "../es/mappings.js";
 import { createPartitionRouter, uniformPartitioning } from "../es/partitions.js";
-import { type ChainId, loadConfig } from "../lib/config.js";
+import { type ChainId, loadConfig } from "../lib/config/index.js";
 import type { Partitioning } from "../lib/partitioning.js";
 import type { RecordKind } from "../lib/records.js";
 import { ensureIndices } from "../pipeline/index/indexer.js";

@@ -16,7 +16,7 @@
 import { request } from "node:http";
 import { performance } from "node:perf_hooks";
 import { Client } from "@elastic/elasticsearch";
-import { loadConfig } from "../lib/config.js";
+import { loadConfig } from "../lib/config/index.js";
 import { hasMainnetFixtures, loadCompleteBlocks, SKIP_NO_FIXTURES } from "../test/support/fixtures.js";
 import { type ApiChild, pollRss, resetPeakRss, spawnApi } from "./support/api-child.js";
 import { benchPrefix, bulkLoad, deleteBenchIndices, eventCopies, fixtureEvents, numberArg, stringArg } from "./support/data.js";

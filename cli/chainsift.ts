@@ -24,7 +24,7 @@ import { type ParseArgsOptionsConfig, parseArgs } from "node:util";
 import { type AbiStore, type ConnectedAbiStore, connectAbiStore } from "../lib/abis/store.js";
 import { type AccountErrorCode, isAccountError } from "../lib/accounts/model.js";
 import { type AccountStore, type ConnectedAccountStore, connectAccountStore } from "../lib/accounts/store.js";
-import { type Config, ConfigError, loadConfig } from "../lib/config.js";
+import { type Config, ConfigError, loadConfig } from "../lib/config/index.js";
 import { abiCommands } from "./commands/abis.js";
 import { accountCommands } from "./commands/accounts.js";
 import {

@@ -26,7 +26,7 @@ import { parseArgs } from "node:util";
 import { startApi } from "../api/server.js";
 import { replaceChains } from "../lib/chain-context.js";
 import { type Common, createCommon, embeddedOverlay } from "../lib/common.js";
-import { type ChainSettings, parseRpcUrls } from "../lib/config.js";
+import { type ChainSettings, parseRpcUrls } from "../lib/config/index.js";
 import { serveProcessMetrics } from "../lib/metrics.js";
 import { createChainContext, createChainContexts, type PipelineChainContext } from "../pipeline/chain-context.js";
 import { STAGES } from "../pipeline/runtime.js";

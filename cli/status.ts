@@ -12,8 +12,8 @@
  */
 import { Kafka, logLevel } from "kafkajs";
 import { readIngestStatus } from "../lib/chain/ingest-status.js";
-import { chainKey } from "../lib/chains.js";
-import { type Config, rpcEndpoints } from "../lib/config.js";
+import { chainKey } from "../lib/config/chains-file.js";
+import { type Config, rpcEndpoints } from "../lib/config/index.js";
 import { type GroupLag, readConsumerHealth } from "../lib/kafka/consumer-health.js";
 import { createLogger } from "../lib/logger.js";
 import { connectRedisClient, withTimeout } from "../lib/redis.js";

@@ -14,7 +14,7 @@
  *   still stops at 2^64 and is not in every distribution.
  * @module
  */
-import type { ChainId } from "../lib/config.js";
+import type { ChainId } from "../lib/config/index.js";
 import type { RecordKind } from "../lib/records.js";
 
 type Mapping = Record<string, unknown>;

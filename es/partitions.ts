@@ -23,8 +23,8 @@
  * @module
  */
 import type { Client } from "@elastic/elasticsearch";
+import type { ChainId } from "../lib/config/index.js";
 import { ConfigError } from "../lib/config/parse.js";
-import type { ChainId } from "../lib/config.js";
 import type { KindPartitioning, Partitioning } from "../lib/partitioning.js";
 import { RECORD_KINDS, type RecordKind } from "../lib/records.js";
 import { INDEX_SETTINGS, indexName, MAPPINGS } from "./mappings.js";

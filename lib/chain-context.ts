@@ -5,7 +5,7 @@
  * wiring (pipeline/wiring.ts `startStages`) hands each chain's stages its context.
  *
  * - ids: `chain` (the URL segments), `key` (`technology/blockchain/network`), numeric `chainId`;
- * - `config`: the process configuration narrowed to this chain (lib/config.ts `configOfChain`);
+ * - `config`: the process configuration narrowed to this chain (lib/config/index.ts `configOfChain`);
  * - `client`: the chain's one JSON-RPC client (lib/rpc/client.ts: every endpoint of the chain with
  *   failover, retries and hedging), made by pipeline/chain-context.ts `createChainRpc` (the one place
  *   a chain's client is built); token metadata and proxy reads go through it;
@@ -20,7 +20,7 @@ import { type Aggregator, AggregatorRegistry, Registry } from "prom-client";
 import type { DecodeMethodOptions } from "./chain/methods.js";
 import type { TokenMetadata } from "./chain/token-metadata.js";
 import type { TokenLookup } from "./chain/tokens.js";
-import type { ChainId, Config } from "./config.js";
+import type { ChainId, Config } from "./config/index.js";
 import type { RpcClient } from "./rpc/client.js";
 
 /**
@@ -53,7 +53,7 @@ export interface ChainContext<Rpc extends ChainRpc = ChainRpc> {
   readonly chain: ChainId;
   /** The EIP-155 chain id (the chains file's `chainId`, `CHAINSIFT_CHAIN_ID`, or the embedded anvil's). */
   readonly chainId: number;
-  /** The process configuration narrowed to this chain (lib/config.ts `configOfChain`). */
+  /** The process configuration narrowed to this chain (lib/config/index.ts `configOfChain`). */
   readonly config: Config;
   /** The chain's JSON-RPC endpoints, in order of preference. */
   readonly rpcUrls: readonly string[];

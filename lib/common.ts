@@ -2,7 +2,7 @@
  * The process context: what every entry point (`npm start`, `npm run stage`, `npm run api`) needs,
  * made once by {@link createCommon} and handed to the API and the pipeline.
  *
- * - `config`: read once from the environment (lib/config.ts), with an optional typed overlay
+ * - `config`: read once from the environment (lib/config/index.ts), with an optional typed overlay
  *   (e.g. {@link embeddedOverlay} for `npm start` on the embedded chain);
  * - `logger`: the root pino logger (stages and the API take children), JSON lines or, in a terminal,
  *   human-readable ones (`LOG_FORMAT`); `logOutput`, where its lines go (a progress bar redirects
@@ -27,7 +27,7 @@
 import { setMaxListeners } from "node:events";
 import { collectDefaultMetrics } from "prom-client";
 import { type ChainContext, ProcessRegistry } from "./chain-context.js";
-import { type Config, loadConfig } from "./config.js";
+import { type Config, loadConfig } from "./config/index.js";
 import { createLogger, createLogOutput, type Logger, type LogOutput } from "./logger.js";
 import { lazyRedis, type RedisClient } from "./redis.js";
 
@@ -111,7 +111,7 @@ export interface Common<C extends ChainContext = ChainContext> {
  * `options.signals` is false) routes SIGINT and SIGTERM to `shutdown.run`.
  * @param options - see {@link CommonOptions}.
  * @returns the context; nothing is connected yet.
- * @throws {ConfigError} when the environment holds an unusable value (lib/config.ts).
+ * @throws {ConfigError} when the environment holds an unusable value (lib/config/index.ts).
  */
 export function createCommon<C extends ChainContext = ChainContext>(options: CommonOptions<C> = {}): Common<C> {
   const env = options.env ?? process.env;

@@ -2,7 +2,7 @@
  * Structured logging with pino (https://getpino.io). One root logger per process; stages and
  * the API take a child.
  *
- * Format (`LOG_FORMAT`, lib/config.ts): JSON lines, or human-readable lines by pino-pretty
+ * Format (`LOG_FORMAT`, lib/config/index.ts): JSON lines, or human-readable lines by pino-pretty
  * (https://github.com/pinojs/pino-pretty), by default only when stdout is a terminal. The pretty
  * form uses pino-pretty's `prettyFactory` (a synchronous line formatter), not its transport: a
  * transport runs in a worker thread and loses the last lines when the process calls
@@ -16,7 +16,7 @@
  */
 import { pino } from "pino";
 import { prettyFactory } from "pino-pretty";
-import type { LogFormat } from "./config.js";
+import type { LogFormat } from "./config/index.js";
 
 /** The logger type passed through dependency objects. */
 export type Logger = pino.Logger;

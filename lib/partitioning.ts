@@ -1,6 +1,6 @@
 /**
  * How each record kind's indices are partitioned by block range (the layout itself, the aliases
- * and the routing are es/partitions.ts). Here so that lib/config.ts can read it from the environment.
+ * and the routing are es/partitions.ts). Here so that lib/config/index.ts can read it from the environment.
  * @module
  */
 import { RECORD_KINDS, type RecordKind } from "./records.js";

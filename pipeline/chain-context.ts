@@ -8,8 +8,8 @@
 import type { Registry } from "prom-client";
 import { bundledTokens, type TokenLookup } from "../lib/chain/tokens.js";
 import { type ChainContext, chainRegistry, ProcessRegistry } from "../lib/chain-context.js";
-import { chainKey } from "../lib/chains.js";
-import { type ChainSettings, type Config, configOfChain } from "../lib/config.js";
+import { chainKey } from "../lib/config/chains-file.js";
+import { type ChainSettings, type Config, configOfChain } from "../lib/config/index.js";
 import type { Logger } from "../lib/logger.js";
 import { createRpcClient, type RpcClient } from "../lib/rpc/client.js";
 import { ingestMetricsOf } from "./ingest/metrics.js";

@@ -13,8 +13,8 @@ import { startIngestStatusWriter } from "../lib/chain/ingest-status.js";
 import { type ChainState, createRedisChainState, ingestKeyPrefix } from "../lib/chain/state.js";
 import { createTokenMetadataCache } from "../lib/chain/token-cache.js";
 import { readTokenMetadata } from "../lib/chain/token-metadata.js";
-import { chainKey } from "../lib/chains.js";
-import { type Config, ConfigError } from "../lib/config.js";
+import { chainKey } from "../lib/config/chains-file.js";
+import { type Config, ConfigError } from "../lib/config/index.js";
 import { NonRetryableError } from "../lib/errors.js";
 import { CONSUMING_STAGES } from "../lib/kafka/consumer-health.js";
 import type { Logger } from "../lib/logger.js";
@@ -47,7 +47,7 @@ export type Stage = (typeof STAGES)[number];
 /** Dependencies of {@link startPipeline} (its Parameters). */
 export interface PipelineDeps {
   /**
-   * The whole configuration (lib/config.ts): `chain`, `kafka` and `schemaRegistryUrl` (the bus),
+   * The whole configuration (lib/config/index.ts): `chain`, `kafka` and `schemaRegistryUrl` (the bus),
    * `elasticsearch` (`url`, `requestTimeoutMs`, `indexPrefix`), `redisUrl` and `redisKeyPrefix`,
    * `ingest` (`concurrency`, `traces`: defaults of {@link Pipeline.createIngester}; `rpcUrl`: the
    * decode stage's token-metadata node by default), `decode` (`tokenCalls`, `tokenNegativeTtlMs`, `signatures`: the default decoder's) and `notify`.

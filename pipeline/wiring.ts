@@ -21,7 +21,7 @@ import { indexName } from "../es/mappings.js";
 import { deleteIndicesOf } from "../es/partitions.js";
 import { replaceChains } from "../lib/chain-context.js";
 import type { Common } from "../lib/common.js";
-import { ConfigError } from "../lib/config.js";
+import { ConfigError } from "../lib/config/index.js";
 import type { ReadinessCheck } from "../lib/metrics.js";
 import { RECORD_KINDS } from "../lib/records.js";
 import { createChainContext, type PipelineChainContext } from "./chain-context.js";

@@ -9,7 +9,7 @@
  * @module
  */
 import type { AlertAvro } from "../lib/alerting/avro.js";
-import type { ChainId } from "../lib/config.js";
+import type { ChainId } from "../lib/config/index.js";
 import type { BlockRecord, EventRecord, LogRecord, RecordKind, ReorgRecord, TraceRecord, TransactionRecord } from "../lib/records.js";
 import {
   type AvroSchema,

@@ -15,7 +15,7 @@
  * Other top-level keys are refused (`CS_BACKTEST_INVALID`), so a typo such as `form` is not ignored.
  * @module
  */
-import type { ChainId } from "../../lib/config.js";
+import type { ChainId } from "../../lib/config/index.js";
 import { BACKTEST_SOURCES } from "../../lib/match/backtest.js";
 import type { RuleInput } from "../../lib/rules/model.js";
 import { validateRuleInput } from "../../lib/rules/validate.js";

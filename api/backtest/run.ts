@@ -23,7 +23,7 @@ import { type Client, errors as esErrors, type estypes } from "@elastic/elastics
 import { indexName, kindOfIndex } from "../../es/mappings.js";
 import type { ExplorerUrls } from "../../lib/alerting/template.js";
 import type { DecodeMethodOptions } from "../../lib/chain/methods.js";
-import type { ChainId } from "../../lib/config.js";
+import type { ChainId } from "../../lib/config/index.js";
 import { ChainsiftError } from "../../lib/errors.js";
 import { BACKTEST_SOURCES, type BacktestMatch, createBacktester, type IndexedRecord } from "../../lib/match/backtest.js";
 import type { RecordKind } from "../../lib/records.js";

@@ -8,7 +8,7 @@
 import type { FastifyPluginAsync } from "fastify";
 import type { AccountStore } from "../../lib/accounts/store.js";
 import { connectAccountStore, createAccountStore } from "../../lib/accounts/store.js";
-import type { Config } from "../../lib/config.js";
+import type { Config } from "../../lib/config/index.js";
 import type { Logger } from "../../lib/logger.js";
 import type { RedisClient } from "../../lib/redis.js";
 import { globalPlugin } from "./plugin.js";

@@ -7,7 +7,7 @@
  */
 import type { FastifyPluginAsync } from "fastify";
 import { Gauge, type Registry } from "prom-client";
-import type { Config } from "../../lib/config.js";
+import type { Config } from "../../lib/config/index.js";
 import { type ContextType, SearchContexts } from "../search/contexts.js";
 import { globalPlugin } from "./plugin.js";
 import { REDIS_COMMAND_TIMEOUT_MS } from "./redis.js";

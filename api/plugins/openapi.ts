@@ -18,7 +18,7 @@
 import swagger from "@fastify/swagger";
 import swaggerUi from "@fastify/swagger-ui";
 import type { FastifyPluginAsync } from "fastify";
-import type { ChainId } from "../../lib/config.js";
+import type { ChainId } from "../../lib/config/index.js";
 import { COMPONENT_KEY } from "../../lib/validation/component.js";
 import { globalPlugin } from "./plugin.js";
 
@@ -30,7 +30,7 @@ export interface OpenapiPluginOptions {
   /** `info.version` of the document (the package version). */
   version: string;
   /**
-   * The served chains (api/chains.ts): listed in `info.description`,
+   * The served chains (api/served-chains.ts): listed in `info.description`,
    * and as the `examples` of every `technology`, `blockchain` and `network` path parameter
    * ({@link servedChainExamples}). Default: none listed.
    */

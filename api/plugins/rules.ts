@@ -17,7 +17,7 @@ import { createDeliveryLog, type DeliveryLog } from "../../lib/alerting/deliveri
 import { actionDeliveryStatus } from "../../lib/alerting/delivery-status.js";
 import { finalizedKey, readFinalized } from "../../lib/chain/finality.js";
 import { ingestKeyPrefix } from "../../lib/chain/state.js";
-import type { ChainId, Config } from "../../lib/config.js";
+import type { ChainId, Config } from "../../lib/config/index.js";
 import type { Logger } from "../../lib/logger.js";
 import { type ConnectedRedis, type RedisClient, sharedOrConnect } from "../../lib/redis.js";
 import { connectRuleStore, type RuleStore } from "../../lib/rules/store.js";

@@ -16,14 +16,14 @@ import type { FastifyPluginAsync } from "fastify";
 import { type Admin, Kafka, logLevel } from "kafkajs";
 import { type Static, Type } from "typebox";
 import { readIngestStatus } from "../../lib/chain/ingest-status.js";
-import type { Config } from "../../lib/config.js";
+import type { Config } from "../../lib/config/index.js";
 import { CONSUMER_GROUP_STAGES, consumerGroupId, kafkaClientId, readConsumerHealth } from "../../lib/kafka/consumer-health.js";
 import { kafkajsLagAdmin } from "../../lib/kafka/lag.js";
 import { withTimeout } from "../../lib/redis.js";
 import { component } from "../../lib/validation/component.js";
 import { topicName } from "../../topics/index.js";
-import type { ServedChain } from "../chains.js";
 import { apiError } from "../errors.js";
+import type { ServedChain } from "../served-chains.js";
 import { ErrorBodySchema } from "./search/schema.js";
 
 const nullable = <T extends ReturnType<typeof Type.Integer>>(t: T) => Type.Union([t, Type.Null()]);
@@ -156,7 +156,7 @@ const KAFKA_TIMEOUT_MS = 5000;
 
 /** Options of {@link chainsRoutes}. */
 export interface ChainsRoutesOptions {
-  /** The served chains (api/chains.ts). */
+  /** The served chains (api/served-chains.ts). */
   chains: readonly ServedChain[];
   /** config `redisKeyPrefix` (the ingest keys are under it). */
   keyPrefix: string;

@@ -14,7 +14,7 @@
  */
 import { unzipSync } from "node:zlib";
 import { type Client, errors, type estypes, type TransportRequestOptions, type TransportResult } from "@elastic/elasticsearch";
-import type { ChainId } from "../../lib/config.js";
+import type { ChainId } from "../../lib/config/index.js";
 import { PARENT_FIELD, type RecordKind } from "../../lib/records.js";
 import { AGG_LIMITS, countBuckets } from "../dsl/aggs.js";
 import type { EsFieldAndFormat, EsHighlight } from "../dsl/hit-parts.js";

@@ -9,7 +9,7 @@ import { Readable } from "node:stream";
 import type { Client } from "@elastic/elasticsearch";
 import { indexName } from "../../es/mappings.js";
 import { deleteIndicesOf } from "../../es/partitions.js";
-import type { ChainId } from "../../lib/config.js";
+import type { ChainId } from "../../lib/config/index.js";
 import { type EventRecord, RECORD_KINDS, type RecordKind, recordId } from "../../lib/records.js";
 import { createDecoder } from "../../pipeline/decode/decoder.js";
 import { ensureIndices } from "../../pipeline/index/indexer.js";

@@ -38,7 +38,7 @@ import avro from "avsc";
 import { Kafka, logLevel } from "kafkajs";
 import { Counter, Registry } from "prom-client";
 import { indexName } from "../../es/mappings.js";
-import { loadConfig } from "../../lib/config.js";
+import { loadConfig } from "../../lib/config/index.js";
 import { eventId, type LogRecord, logId, type RecordKind, recordId } from "../../lib/records.js";
 import { createDecoder } from "../../pipeline/decode/decoder.js";
 import { ensureIndices } from "../../pipeline/index/indexer.js";

@@ -6,7 +6,7 @@
 import type { ParseArgsOptionsConfig } from "node:util";
 import type { AbiStore } from "../../lib/abis/store.js";
 import type { AccountStore } from "../../lib/accounts/store.js";
-import type { Config } from "../../lib/config.js";
+import type { Config } from "../../lib/config/index.js";
 import { ChainsiftError } from "../../lib/errors.js";
 
 /** Exit status of a successful command. */

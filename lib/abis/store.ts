@@ -14,7 +14,7 @@
  * @module
  */
 
-import type { Config } from "../config.js";
+import type { Config } from "../config/index.js";
 import { ChainsiftError } from "../errors.js";
 import { type ConnectedStore, connectStore, type StoreConnectionOptions } from "../redis.js";
 import { type AbiRegistration, eventFragments, GLOBAL_NAMESPACE } from "./model.js";

@@ -16,7 +16,7 @@
  */
 
 import { randomUUID } from "node:crypto";
-import type { Config } from "../config.js";
+import type { Config } from "../config/index.js";
 import type { Logger } from "../logger.js";
 import { type ConnectedStore, connectStore, type StoreConnectionOptions } from "../redis.js";
 import { type Account, AccountError, isId, type TokenInfo, validateAccountInput, validateTokenInput } from "./model.js";

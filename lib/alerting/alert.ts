@@ -10,7 +10,7 @@
  * @module
  */
 import { createHash } from "node:crypto";
-import type { ChainId } from "../config.js";
+import type { ChainId } from "../config/index.js";
 import type { AlertDefinition, TargetType } from "../rules/model.js";
 import type { AlertStatus } from "./status.js";
 

@@ -18,7 +18,7 @@
  * @module
  */
 import type { TObject } from "typebox";
-import type { Config } from "../config.js";
+import type { Config } from "../config/index.js";
 import { isEmailAddress } from "../email.js";
 import { NonRetryableError } from "../errors.js";
 import type { AlertDefinition, AlertType } from "../rules/model.js";
@@ -51,7 +51,7 @@ export interface ChannelDescriptor {
    */
   readonly editsOnRetraction: boolean;
   /**
-   * The operator's settings the sender needs (keys of `config.notify`, lib/config.ts): bot tokens,
+   * The operator's settings the sender needs (keys of `config.notify`, lib/config/index.ts): bot tokens,
    * API base URLs, the SMTP server. Without them the action ends with the sender's `CS_…_UNCONFIGURED`
    * code and is dead-lettered for a replay. Empty: the rule's parameters are enough.
    */

@@ -65,7 +65,7 @@ export type RenderedAction = RenderedRequest | RenderedTelegram | RenderedEmail;
  * @param alert - the alert; `entity` fills the URL tokens of webhooks.
  * @param action - one of `alert.actions`.
  * @param options - the block-explorer base URLs of the messages' links (default Etherscan for
- *   ethereum mainnet and testnets, `DEFAULT_EXPLORER_URLS` of lib/config.ts).
+ *   ethereum mainnet and testnets, `DEFAULT_EXPLORER_URLS` of lib/config/index.ts).
  * @returns what the channel of `action.type` sends.
  * @throws {NonRetryableError} {@link CS_ACTION_INVALID} for a webhook or Slack action without url,
  *   an e-mail action without a valid recipient, a Telegram action without a valid chatId, or an

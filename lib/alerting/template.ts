@@ -17,7 +17,7 @@
  * The layouts are documented in docs/alerting-delivery.md ("Message templates").
  * @module
  */
-import { type ChainId, DEFAULT_EXPLORER_URLS } from "../config.js";
+import { type ChainId, DEFAULT_EXPLORER_URLS } from "../config/index.js";
 import { NonRetryableError } from "../errors.js";
 import type { Alert } from "./alert.js";
 import { WEBHOOK_FIELDS } from "./webhook.js";
@@ -101,7 +101,7 @@ export function templateProblems(template: string): string[] {
 /**
  * Block-explorer base URLs by chain key `technology/blockchain/network` (see {@link chainKey}),
  * without trailing slash, e.g. `{"ethereum/ethereum/mainnet": "https://etherscan.io"}`; config
- * `notify.explorerUrls`, defaults `DEFAULT_EXPLORER_URLS` (lib/config.ts).
+ * `notify.explorerUrls`, defaults `DEFAULT_EXPLORER_URLS` (lib/config/index.ts).
  */
 export type ExplorerUrls = Readonly<Record<string, string>>;
 

@@ -10,7 +10,7 @@
  * The value only grows (a Lua max), so a lagging endpoint of a pool never moves it back.
  * @module
  */
-import type { ChainId } from "../config.js";
+import type { ChainId } from "../config/index.js";
 import { type ChainStateRedis, ingestKeyPrefix } from "./ingest-keys.js";
 
 /** The Redis key of a chain's finalized block number (module doc). */

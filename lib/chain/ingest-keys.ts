@@ -4,7 +4,7 @@
  * Both import it from here, so neither imports the other's module for it.
  * @module
  */
-import type { ChainId } from "../config.js";
+import type { ChainId } from "../config/index.js";
 
 /** The node-redis v5 commands the ingest state uses (lib/chain/state.ts; a `createClient()` client fits). */
 export interface ChainStateRedis {

@@ -15,7 +15,7 @@
  * the hot path of ingest gains no Redis round trip.
  * @module
  */
-import type { ChainId } from "../config.js";
+import type { ChainId } from "../config/index.js";
 import type { Logger } from "../logger.js";
 import { type BlockRef, ingestKeyPrefix, parseTip } from "./state.js";
 

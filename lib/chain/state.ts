@@ -26,7 +26,7 @@
  * @module
  */
 
-import type { ChainId } from "../config.js";
+import type { ChainId } from "../config/index.js";
 import { finalizedKey, recordFinalized } from "./finality.js";
 import { type ChainStateRedis, ingestKeyPrefix } from "./ingest-keys.js";
 

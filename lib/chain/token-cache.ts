@@ -14,7 +14,7 @@
  * in Redis: another node may know better.
  * @module
  */
-import type { ChainId } from "../config.js";
+import type { ChainId } from "../config/index.js";
 import type { RedisClient } from "../redis.js";
 import { readTokenMetadata, type TokenMetadata, type TokenMetadataRead, type TokenMetadataRequest } from "./token-metadata.js";
 

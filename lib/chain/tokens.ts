@@ -64,7 +64,7 @@ export const lookupToken: TokenLookup = (address, chainId) => index().get(chainI
 export const noTokens: TokenLookup = () => undefined;
 
 /**
- * The bundled token list's lookup for a configuration (lib/config.ts): {@link lookupToken}, or
+ * The bundled token list's lookup for a configuration (lib/config/index.ts): {@link lookupToken}, or
  * {@link noTokens} when `decode.tokenList` is false (a chains file's `tokenDecimals` without `tokenList`).
  */
 export function bundledTokens(config: { decode: { tokenList: boolean } }): TokenLookup {

@@ -1,5 +1,5 @@
 /**
- * The environment parsers of `loadConfig` (lib/config.ts): each reads one variable from the
+ * The environment parsers of `loadConfig` (lib/config/index.ts): each reads one variable from the
  * environment object it is given (never `process.env` itself), applies the default and throws a
  * {@link ConfigError} naming the variable for a value that cannot be used.
  * @module
@@ -26,7 +26,7 @@ export class ConfigError extends ChainsiftError {
     /** The offending variable. */
     readonly variable: string,
     message: string,
-    /** The underlying error, e.g. a `ChainsFileError` of lib/chains.ts (its `code` and `problems`). */
+    /** The underlying error, e.g. a `ChainsFileError` of lib/config/chains-file.ts (its `code` and `problems`). */
     cause?: unknown,
   ) {
     super(`${variable}: ${message}`, cause === undefined ? undefined : { cause });

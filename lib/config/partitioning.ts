@@ -1,5 +1,5 @@
 /**
- * The index-partitioning variables of `loadConfig` (lib/config.ts): blocks per backing index,
+ * The index-partitioning variables of `loadConfig` (lib/config/index.ts): blocks per backing index,
  * primaries and replicas per record kind (issue 22; es/partitions.ts, docs/operations.md "Shards and
  * partitions").
  * @module

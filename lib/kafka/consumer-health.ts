@@ -7,7 +7,7 @@
  * ({@link consumerGroupId}) and the Kafka client ids ({@link kafkaClientId}).
  * @module
  */
-import type { ChainId, Config } from "../config.js";
+import type { ChainId, Config } from "../config/index.js";
 import { consumerGroupLag, type LagAdmin, recordsSince } from "./lag.js";
 
 /** The consuming stages, in pipeline order (`npm start` runs them all). */

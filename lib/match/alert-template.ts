@@ -6,7 +6,7 @@
  * @module
  */
 import type { Alert } from "../alerting/alert.js";
-import type { ChainId } from "../config.js";
+import type { ChainId } from "../config/index.js";
 import type { Quantity } from "../records.js";
 import type { Rule } from "../rules/model.js";
 import { rulePayload } from "./payload.js";

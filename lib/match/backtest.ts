@@ -30,7 +30,7 @@ import { type RenderedAction, renderAction } from "../alerting/rendered.js";
 import type { ExplorerUrls } from "../alerting/template.js";
 import { webhookBody } from "../alerting/webhook.js";
 import type { DecodeMethodOptions } from "../chain/methods.js";
-import type { ChainId } from "../config.js";
+import type { ChainId } from "../config/index.js";
 import { NonRetryableError } from "../errors.js";
 import type { CallRecord, RecordKind, TraceRecord } from "../records.js";
 import type { Rule, RuleInput, TargetType } from "../rules/model.js";

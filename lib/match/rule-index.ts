@@ -36,7 +36,7 @@
  * of rules filed under other buckets.
  * @module
  */
-import type { ChainId } from "../config.js";
+import type { ChainId } from "../config/index.js";
 import type { Rule, TargetDefinition, TargetType } from "../rules/model.js";
 import { type AnyDefinition, compileDefinitions, type EntityPredicate } from "./evaluate.js";
 import { attributeKeys, numericKey, stringKey, valueKey } from "./values.js";

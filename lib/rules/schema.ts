@@ -12,7 +12,7 @@
  * @module
  */
 import { type Static, type TObject, type TSchema, Type } from "typebox";
-import type { ChainId } from "../config.js";
+import type { ChainId } from "../config/index.js";
 import { EMAIL_PATTERN } from "../email.js";
 import { component } from "../validation/component.js";
 import { type AlertType, ARRAY_OPERATORS, EQUALITY_OPERATORS, OPERATORS, type Operator, RULE_STATES, TARGET_TYPES } from "./model.js";

@@ -21,7 +21,7 @@
 
 import { randomUUID } from "node:crypto";
 import { WatchError } from "redis";
-import type { Config } from "../config.js";
+import type { Config } from "../config/index.js";
 import { ChainsiftError } from "../errors.js";
 import { type ConnectedStore, connectStore, type StoreConnectionOptions } from "../redis.js";
 import type { Rule, RuleInput } from "./model.js";

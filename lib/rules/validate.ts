@@ -17,7 +17,7 @@
  */
 import { Compile } from "typebox/compile";
 import { templateProblems } from "../alerting/template.js";
-import type { ChainId } from "../config.js";
+import type { ChainId } from "../config/index.js";
 import { jsonPath, pointerToPath } from "../validation/path.js";
 import { isJsonObject, type ValidationResult } from "../validation/problems.js";
 import { checkAgainstSchema, type SchemaIssue } from "../validation/schema-check.js";

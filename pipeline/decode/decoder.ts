@@ -43,7 +43,7 @@ export interface DecoderDeps {
    * Decode logs whose topic0 is no standard layout by topic0 alone, from the bundled signature
    * database (./signatures.ts: the event ABIs of `@openzeppelin/contracts`, loaded on the first
    * such log): `source: "signature"`, `standard: "openzeppelin"`, `scaled` always null. Default
-   * true; the process sets it from `CHAINSIFT_DECODE_SIGNATURES` (lib/config.ts `decode.signatures`).
+   * true; the process sets it from `CHAINSIFT_DECODE_SIGNATURES` (lib/config/index.ts `decode.signatures`).
    */
   signatures?: boolean;
   /**

@@ -102,7 +102,7 @@ export interface DecodeStageDeps {
    */
   tokenMetadata?: TokenMetadataCache;
   /**
-   * EIP-155 chain id of the logs (lib/config.ts `Config.chainId`), selecting the bundled token
+   * EIP-155 chain id of the logs (lib/config/index.ts `Config.chainId`), selecting the bundled token
    * list's entries: tokens the list knows on this chain are not asked on chain.
    */
   chainId: number;

@@ -52,7 +52,7 @@ import { indexName, kindOfIndex, MAPPINGS } from "../../es/mappings.js";
 import { createPartitionRouter, DEFAULT_PARTITIONING, ensureAlias, type Partitioning } from "../../es/partitions.js";
 import type { DecodeMethodOptions } from "../../lib/chain/methods.js";
 import type { CanonicalReader } from "../../lib/chain/state.js";
-import type { ChainId } from "../../lib/config.js";
+import type { ChainId } from "../../lib/config/index.js";
 import { NonRetryableError, RetryableError } from "../../lib/errors.js";
 import { INDEX_REORGS_STAGE } from "../../lib/kafka/consumer-health.js";
 import type { Logger } from "../../lib/logger.js";

@@ -5,7 +5,7 @@
  * @module
  */
 import { writeSync } from "node:fs";
-import type { CrashPoint } from "../../lib/config.js";
+import type { CrashPoint } from "../../lib/config/index.js";
 import type { Logger } from "../../lib/logger.js";
 import { prng } from "../../lib/prng.js";
 

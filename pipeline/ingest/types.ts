@@ -5,7 +5,7 @@
  */
 import type { Registry } from "prom-client";
 import type { ChainState } from "../../lib/chain/state.js";
-import type { CrashPoint } from "../../lib/config.js";
+import type { CrashPoint } from "../../lib/config/index.js";
 import type { Logger } from "../../lib/logger.js";
 import type { RecordProducer } from "../kafka/bus.js";
 import type { ChainSource } from "./rpc.js";
@@ -88,7 +88,7 @@ export interface IngesterDeps {
    */
   backfillSafetyDepth?: number;
   /**
-   * TEST ONLY: called at each crash point ({@link CrashPoint} of lib/config.ts); the runtime passes
+   * TEST ONLY: called at each crash point ({@link CrashPoint} of lib/config/index.ts); the runtime passes
    * pipeline/ingest/crash.ts's hook when `CHAINSIFT_TEST_CRASH_POINT` is set, which SIGKILLs the
    * process there. Default none.
    */

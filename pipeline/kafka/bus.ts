@@ -9,7 +9,7 @@ import { SchemaRegistry, SchemaType } from "@kafkajs/confluent-schema-registry";
 import avro from "avsc";
 import { Kafka, logLevel as KafkaLogLevel } from "kafkajs";
 import type { Registry } from "prom-client";
-import type { ChainId, Config } from "../../lib/config.js";
+import type { ChainId, Config } from "../../lib/config/index.js";
 import { NonRetryableError } from "../../lib/errors.js";
 import { consumerGroupId, kafkaClientId } from "../../lib/kafka/consumer-health.js";
 import type { Logger } from "../../lib/logger.js";

@@ -21,7 +21,7 @@
  * | `outbox:vis` | sorted set | alert ids of the outbox, score = Redis time (ms) from which a sweep may claim them |
  * @module
  */
-import type { ChainId } from "../../lib/config.js";
+import type { ChainId } from "../../lib/config/index.js";
 
 /**
  * The key prefix of one chain's match-stage keys: `<keyPrefix>match:<technology>/<blockchain>/<network>:`.

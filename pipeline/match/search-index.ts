@@ -12,7 +12,7 @@
 import { compileEsQuery, type DocPredicate } from "../../es/evaluate.js";
 import { callDocuments } from "../../lib/chain/call-records.js";
 import type { DecodeMethodOptions } from "../../lib/chain/methods.js";
-import type { ChainId } from "../../lib/config.js";
+import type { ChainId } from "../../lib/config/index.js";
 import type { MatchedEntity } from "../../lib/match/alert-template.js";
 import { type RecordKind, recordId } from "../../lib/records.js";
 import type { Rule } from "../../lib/rules/model.js";

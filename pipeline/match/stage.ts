@@ -25,7 +25,7 @@ import type { Alert } from "../../lib/alerting/alert.js";
 import { finalizedKey, readFinalized } from "../../lib/chain/finality.js";
 import type { DecodeMethodOptions } from "../../lib/chain/methods.js";
 import { createRedisChainState } from "../../lib/chain/state.js";
-import type { Config } from "../../lib/config.js";
+import type { Config } from "../../lib/config/index.js";
 import type { Logger } from "../../lib/logger.js";
 import { entitiesOf, type TypedEntity } from "../../lib/match/entities.js";
 import { createRuleIndex, type RuleIndex } from "../../lib/match/rule-index.js";

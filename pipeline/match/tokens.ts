@@ -12,7 +12,7 @@
  */
 import type { TokenMetadata } from "../../lib/chain/token-metadata.js";
 import { lookupToken } from "../../lib/chain/tokens.js";
-import type { ChainId } from "../../lib/config.js";
+import type { ChainId } from "../../lib/config/index.js";
 import type { TokenEntity } from "../../lib/match/entities.js";
 import type { EventRecord } from "../../lib/records.js";
 import { chainKeyPrefix } from "./keys.js";

@@ -155,7 +155,7 @@ export interface DelivererDeps {
    * webhook) or answers them in their thread (e-mail). Without it, a retraction is a new message.
    */
   messages?: MessageStore;
-  /** Block-explorer base URLs by chain for the links in messages (config `notify.explorerUrls`); default `DEFAULT_EXPLORER_URLS` (lib/config.ts). */
+  /** Block-explorer base URLs by chain for the links in messages (config `notify.explorerUrls`); default `DEFAULT_EXPLORER_URLS` (lib/config/index.ts). */
   explorers?: ExplorerUrls;
   /** Clock (default `() => new Date()`); gives the signature timestamp and `Retry-After` dates. */
   now?: () => Date;

@@ -10,7 +10,7 @@
 import type { Registry } from "prom-client";
 import type { Alert } from "../../lib/alerting/alert.js";
 import { type AlertAvro, alertFromAvro } from "../../lib/alerting/avro.js";
-import type { Config } from "../../lib/config.js";
+import type { Config } from "../../lib/config/index.js";
 import type { NonRetryableError } from "../../lib/errors.js";
 import type { Logger } from "../../lib/logger.js";
 import { type RedisClient, sharedOrConnect } from "../../lib/redis.js";

@@ -20,7 +20,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type AnvilHandle, startAnvil } from "../../cli/devchain/anvil.js";
-import { PER_CHAIN_VARIABLES } from "../../lib/config.js";
+import { PER_CHAIN_VARIABLES } from "../../lib/config/index.js";
 import type { EventRecord, LogRecord } from "../../lib/records.js";
 import { createBus, createRecordProducer } from "../../pipeline/kafka/bus.js";
 import { hasMainnetFixtures, loadCompleteBlocks, SKIP_NO_FIXTURES } from "../support/fixtures.js";

@@ -16,7 +16,7 @@
 import type { FastifyInstance } from "fastify";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildApi } from "../../api/app.js";
-import type { ChainId } from "../../lib/config.js";
+import type { ChainId } from "../../lib/config/index.js";
 import { deletePrefix } from "../integration/accounts/redis.js";
 import { type AnvilEnv, startAnvilEnv, type WebhookAlert } from "../support/anvil-env.js";
 import { compareWithChain, waitForChain } from "../support/canonical.js";

@@ -15,7 +15,7 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { once } from "node:events";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { PER_CHAIN_VARIABLES } from "../../lib/config.js";
+import { PER_CHAIN_VARIABLES } from "../../lib/config/index.js";
 import { createHarness, type Harness, probeStack, waitFor } from "../support/harness.js";
 import { configEnv } from "../support/stage-process.js";
 

@@ -16,14 +16,14 @@
  * that need it skip). SIGTERM / SIGINT delete the indices and Redis keys, close the API and exit 0.
  *
  * Usage: `node --import tsx test/python/serve.ts <info.json>`; Elasticsearch and Redis from the
- * usual configuration (lib/config.ts). Exits 1 when they are unreachable.
+ * usual configuration (lib/config/index.ts). Exits 1 when they are unreachable.
  */
 import { writeFileSync } from "node:fs";
 import { createServer, type IncomingHttpHeaders } from "node:http";
 import type { AddressInfo } from "node:net";
 import { Client } from "@elastic/elasticsearch";
 import { buildApi } from "../../api/app.js";
-import { loadConfig } from "../../lib/config.js";
+import { loadConfig } from "../../lib/config/index.js";
 import { uniformPartitioning } from "../../lib/partitioning.js";
 import { createDeliverer } from "../../pipeline/notify/deliver.js";
 import { generateSecret } from "../../pipeline/notify/sign.js";

@@ -18,7 +18,7 @@ import { type Contract, ContractFactory, getAddress, hexlify, JsonRpcProvider, J
 import { type AnvilHandle, startAnvil } from "../../cli/devchain/anvil.js";
 import { compileDevContracts, type DevContracts } from "../../cli/devchain/contracts.js";
 import { lookupToken, type TokenInfo } from "../../lib/chain/tokens.js";
-import type { Config } from "../../lib/config.js";
+import type { Config } from "../../lib/config/index.js";
 import { createLogger, type Logger } from "../../lib/logger.js";
 import { connectRuleStore, type RuleStore } from "../../lib/rules/store.js";
 import { createDecoder, type Decoder } from "../../pipeline/decode/decoder.js";

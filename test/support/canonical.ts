@@ -15,7 +15,7 @@
  * @module
  */
 import type { FastifyInstance } from "fastify";
-import type { Config } from "../../lib/config.js";
+import type { Config } from "../../lib/config/index.js";
 import { callId, eventId, logId, type RecordKind } from "../../lib/records.js";
 import type { Decoder } from "../../pipeline/decode/decoder.js";
 import { callRecords } from "../../pipeline/index/calls.js";

@@ -5,7 +5,7 @@
  * @module
  */
 import type { Registry } from "prom-client";
-import type { Config } from "../../lib/config.js";
+import type { Config } from "../../lib/config/index.js";
 import type { Logger } from "../../lib/logger.js";
 import { createChainContext, type PipelineChainContext } from "../../pipeline/chain-context.js";
 

@@ -4,7 +4,7 @@
  * plus quiet kafkajs partitioner warnings.
  * @module
  */
-import type { Config } from "../../lib/config.js";
+import type { Config } from "../../lib/config/index.js";
 import { configEnv } from "./stage-process.js";
 
 /**

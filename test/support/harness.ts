@@ -8,7 +8,7 @@ import { randomBytes } from "node:crypto";
 import { Client } from "@elastic/elasticsearch";
 import { Kafka, logLevel } from "kafkajs";
 import { createClient } from "redis";
-import { type Config, loadConfig } from "../../lib/config.js";
+import { type Config, loadConfig } from "../../lib/config/index.js";
 import { createLogger, type Logger } from "../../lib/logger.js";
 
 /** An isolated test environment. */

@@ -6,7 +6,7 @@
  * chain they are served under, in block-range partitions as a deployment has them.
  * @module
  */
-import type { ChainId } from "../../lib/config.js";
+import type { ChainId } from "../../lib/config/index.js";
 import { type Partitioning, uniformPartitioning } from "../../lib/partitioning.js";
 import type { EventRecord } from "../../lib/records.js";
 import { createDecoder } from "../../pipeline/decode/decoder.js";

@@ -8,7 +8,7 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { once } from "node:events";
 import { join } from "node:path";
-import { type Config, PER_CHAIN_VARIABLES } from "../../lib/config.js";
+import { type Config, PER_CHAIN_VARIABLES } from "../../lib/config/index.js";
 import { configEnv } from "./stage-process.js";
 
 /** A running `npm start`. */

@@ -5,7 +5,7 @@
  * posting to one webhook. They only build plain objects; nothing is validated here.
  * @module
  */
-import type { ChainId } from "../../lib/config.js";
+import type { ChainId } from "../../lib/config/index.js";
 import type { RuleInput, SecondLevelDefinition, TargetDefinition } from "../../lib/rules/model.js";
 
 /** Options of {@link argIs}. */

@@ -8,7 +8,7 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { resolve } from "node:path";
 import { createInterface } from "node:readline";
-import type { Config } from "../../lib/config.js";
+import type { Config } from "../../lib/config/index.js";
 
 /** The repository root (the children run from there). */
 const ROOT = resolve(import.meta.dirname, "../..");
@@ -31,7 +31,7 @@ export function serviceEnv(config: Config): NodeJS.ProcessEnv {
 }
 
 /**
- * The environment variables that make a child process load `config` (lib/config.ts reads them),
+ * The environment variables that make a child process load `config` (lib/config/index.ts reads them),
  * on top of this process's environment.
  * @param config - usually a harness's config.
  * @param extra - more variables (e.g. `CHAINSIFT_RPC_URL`), applied last.

@@ -20,7 +20,7 @@
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import type { FastifyReply, FastifyRequest } from "fastify";
 import { Type } from "typebox";
-import type { ChainId, Config } from "../../../lib/config.js";
+import type { ChainId, Config } from "../../../lib/config/index.js";
 import { component } from "../../../lib/validation/component.js";
 import { requestOptions } from "../../search/search.js";
 import { chainLabel } from "../search/target.js";

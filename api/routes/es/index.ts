@@ -34,7 +34,7 @@
 import type { estypes } from "@elastic/elasticsearch";
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import type { FastifyReply, FastifyRequest } from "fastify";
-import type { ChainId, Config } from "../../../lib/config.js";
+import type { ChainId, Config } from "../../../lib/config/index.js";
 import { isJsonObject } from "../../../lib/validation/problems.js";
 import { validateQuery } from "../../dsl/validate.js";
 import { ApiError, apiError, type ErrorBody, errorBody } from "../../errors.js";

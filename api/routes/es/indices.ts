@@ -24,7 +24,7 @@
  * @module
  */
 import { indexName } from "../../../es/mappings.js";
-import type { ChainId } from "../../../lib/config.js";
+import type { ChainId } from "../../../lib/config/index.js";
 import { RECORD_KINDS, type RecordKind } from "../../../lib/records.js";
 import { apiError } from "../../errors.js";
 import type { SearchTarget } from "../../search/search.js";

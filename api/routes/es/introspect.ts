@@ -28,7 +28,7 @@ import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import type { FastifyReply, FastifyRequest } from "fastify";
 import { Type } from "typebox";
 import { aliasOfIndex } from "../../../es/partitions.js";
-import type { ChainId, Config } from "../../../lib/config.js";
+import type { ChainId, Config } from "../../../lib/config/index.js";
 import type { RecordKind } from "../../../lib/records.js";
 import { apiError } from "../../errors.js";
 import { requestOptions } from "../../search/search.js";

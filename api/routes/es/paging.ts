@@ -13,7 +13,7 @@
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { indexName } from "../../../es/mappings.js";
-import type { ChainId, Config } from "../../../lib/config.js";
+import type { ChainId, Config } from "../../../lib/config/index.js";
 import { isJsonObject } from "../../../lib/validation/problems.js";
 import { validateFields, validateHighlight } from "../../dsl/hit-parts.js";
 import { type ValidationResult, validateSearchBody } from "../../dsl/validate.js";

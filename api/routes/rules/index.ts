@@ -44,7 +44,7 @@ import type { TSchema } from "typebox";
 import { Compile } from "typebox/compile";
 import type { DeliveryLog } from "../../../lib/alerting/deliveries.js";
 import type { ActionDeliveryStatus } from "../../../lib/alerting/destinations.js";
-import type { ChainId } from "../../../lib/config.js";
+import type { ChainId } from "../../../lib/config/index.js";
 import type { AlertDefinition, Rule } from "../../../lib/rules/model.js";
 import { DEFAULT_LIST_LIMIT, MAX_LIST_LIMIT, type RulePage, type RuleStore } from "../../../lib/rules/store.js";
 import { RULE_LIMITS, validateRuleInput } from "../../../lib/rules/validate.js";

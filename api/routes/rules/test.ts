@@ -12,7 +12,7 @@ import { Readable } from "node:stream";
 import type { FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest } from "fastify";
 import { Type } from "typebox";
 import type { DecodeMethodOptions } from "../../../lib/chain/methods.js";
-import type { ChainId, Config } from "../../../lib/config.js";
+import type { ChainId, Config } from "../../../lib/config/index.js";
 import { RULE_LIMITS } from "../../../lib/rules/validate.js";
 import { component } from "../../../lib/validation/component.js";
 import { type BacktestRequest, parseBacktestRequest, type SearchBacktestRequest } from "../../backtest/request.js";
@@ -53,7 +53,7 @@ export interface RuleTestRoutesDeps {
   /** The chains served; the rule must name one (its indices are read). */
   chains: ChainId[];
   /**
-   * Decoding of Method/Call arguments of a rule's chain, as that chain's match stage's (api/chains.ts
+   * Decoding of Method/Call arguments of a rule's chain, as that chain's match stage's (api/served-chains.ts
    * `ServedChain.decode`); undefined for a chain whose chain id is unknown: its backtests are refused
    * with `CS_BACKTEST_TARGET_UNSUPPORTED` (never decoded with an assumed chain id).
    */

@@ -10,7 +10,7 @@
  * @module
  */
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
-import type { ChainId, Config } from "../../../lib/config.js";
+import type { ChainId, Config } from "../../../lib/config/index.js";
 import { validateSearchBody } from "../../dsl/validate.js";
 import { ApiError, apiError } from "../../errors.js";
 import { createBufferPool } from "../../search/pool.js";

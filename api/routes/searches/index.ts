@@ -22,7 +22,7 @@
  */
 import type { FastifyPluginAsync, FastifyRequest } from "fastify";
 import { Type } from "typebox";
-import type { ChainId } from "../../../lib/config.js";
+import type { ChainId } from "../../../lib/config/index.js";
 import type { RuleStore } from "../../../lib/rules/store.js";
 import { DEFAULT_LIST_LIMIT, MAX_LIST_LIMIT } from "../../../lib/rules/store.js";
 import { RULE_LIMITS } from "../../../lib/rules/validate.js";

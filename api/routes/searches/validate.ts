@@ -10,7 +10,7 @@
  *   `CS_QUERY_*` and `CS_SEARCH_INEXACT`, paths `query…`.
  * @module
  */
-import type { ChainId } from "../../../lib/config.js";
+import type { ChainId } from "../../../lib/config/index.js";
 import type { RuleInput } from "../../../lib/rules/model.js";
 import { validateRuleInput } from "../../../lib/rules/validate.js";
 import { SEARCH_KINDS, type SearchConfig, type StoredSearch } from "../../../lib/searches/model.js";

@@ -19,7 +19,7 @@
  * @module
  */
 import { type AlertStatus, alertId, type ReplacingBlock } from "../../../lib/alerting/alert.js";
-import type { ChainId } from "../../../lib/config.js";
+import type { ChainId } from "../../../lib/config/index.js";
 import { type AlertTemplate, alertTemplate, confirmationsAt, type MatchedEntity, thresholdOf } from "../../../lib/match/alert-template.js";
 import type { Rule } from "../../../lib/rules/model.js";
 import { matchMember, parseMember } from "../keys.js";

@@ -26,7 +26,7 @@
  * @module
  */
 import type { Alert } from "../../../lib/alerting/alert.js";
-import type { ChainId } from "../../../lib/config.js";
+import type { ChainId } from "../../../lib/config/index.js";
 import type { Rule } from "../../../lib/rules/model.js";
 import { confirmationKeys } from "../keys.js";
 import { runLua } from "../lua.js";

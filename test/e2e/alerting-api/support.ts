@@ -16,7 +16,7 @@ import type { Contract } from "ethers";
 import type { FastifyInstance } from "fastify";
 import { createClient } from "redis";
 import { startApi } from "../../../api/server.js";
-import type { Config } from "../../../lib/config.js";
+import type { Config } from "../../../lib/config/index.js";
 import type { AlertDefinition, Rule, TargetDefinition, TargetType } from "../../../lib/rules/model.js";
 import { rpcTokenMetadataSource } from "../../../pipeline/match/token-metadata.js";
 import { createSecretStore, type SecretStore } from "../../../pipeline/notify/sign.js";

@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildApi } from "../../../api/app.js";
 import type { AbiRegistration } from "../../../lib/abis/model.js";
 import { createRedecodeStatusStore } from "../../../lib/abis/redecode-status.js";
-import { type Config, loadConfig } from "../../../lib/config.js";
+import { type Config, loadConfig } from "../../../lib/config/index.js";
 import { deleteRedisKeys, searchStackUp } from "../api/fixtures.js";
 
 const base = loadConfig();

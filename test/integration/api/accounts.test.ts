@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildApi } from "../../../api/app.js";
 import type { Account, TokenInfo } from "../../../lib/accounts/model.js";
 import type { AccountStore } from "../../../lib/accounts/store.js";
-import { type Config, loadConfig } from "../../../lib/config.js";
+import { type Config, loadConfig } from "../../../lib/config/index.js";
 import { deleteRedisKeys, searchStackUp } from "./fixtures.js";
 
 const base = loadConfig();

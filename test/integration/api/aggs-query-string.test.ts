@@ -14,7 +14,7 @@ import { buildApi } from "../../../api/app.js";
 import type { ErrorBody } from "../../../api/errors.js";
 import type { HitsEnvelope } from "../../../api/search/envelope.js";
 import { indexName } from "../../../es/mappings.js";
-import { loadConfig } from "../../../lib/config.js";
+import { loadConfig } from "../../../lib/config/index.js";
 import { volumePerDayBody } from "../../support/volume-query.js";
 import {
   deleteRedisKeys,

@@ -14,7 +14,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildApi } from "../../../api/app.js";
 import { CLAIMED_ES_VERSION } from "../../../api/routes/es/index.js";
 import { indexName } from "../../../es/mappings.js";
-import { loadConfig } from "../../../lib/config.js";
+import { loadConfig } from "../../../lib/config/index.js";
 import { uniformPartitioning } from "../../../lib/partitioning.js";
 import type { Quantity } from "../../../lib/records.js";
 import pkg from "../../../package.json" with { type: "json" };

@@ -16,7 +16,7 @@
  */
 import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { loadConfig } from "../../../lib/config.js";
+import { loadConfig } from "../../../lib/config/index.js";
 import { blocks, deleteRedisKeys, type FixtureApi, isolatedApi, searchStackUp, startFixtureApi, txs } from "./fixtures.js";
 
 const base = loadConfig();

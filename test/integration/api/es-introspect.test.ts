@@ -14,7 +14,7 @@ import type { FastifyInstance } from "fastify";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { indexName } from "../../../es/mappings.js";
 import { aliasOfIndex } from "../../../es/partitions.js";
-import { loadConfig } from "../../../lib/config.js";
+import { loadConfig } from "../../../lib/config/index.js";
 import { uniformPartitioning } from "../../../lib/partitioning.js";
 import { RECORD_KINDS, type RecordKind, recordId } from "../../../lib/records.js";
 import {

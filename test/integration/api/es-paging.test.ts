@@ -14,7 +14,7 @@ import { Client, errors, type estypes } from "@elastic/elasticsearch";
 import type { FastifyInstance } from "fastify";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildApi } from "../../../api/app.js";
-import { loadConfig } from "../../../lib/config.js";
+import { loadConfig } from "../../../lib/config/index.js";
 import { uniformPartitioning } from "../../../lib/partitioning.js";
 import { deleteRedisKeys, events, indexFixtures, isolatedApi, MAINNET, searchStackUp, txs } from "./fixtures.js";
 

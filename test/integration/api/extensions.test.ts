@@ -11,7 +11,7 @@ import { buildApi } from "../../../api/app.js";
 import type { ErrorBody } from "../../../api/errors.js";
 import type { HitsEnvelope } from "../../../api/search/envelope.js";
 import { indexName } from "../../../es/mappings.js";
-import { type ChainId, type Config, loadConfig } from "../../../lib/config.js";
+import { type ChainId, type Config, loadConfig } from "../../../lib/config/index.js";
 import type { Quantity } from "../../../lib/records.js";
 import { blocks, deleteRedisKeys, FIRST_BLOCK, indexFixtures, searchStackUp, TX_PER_BLOCK, txs } from "./fixtures.js";
 

@@ -10,7 +10,7 @@ import type { FastifyInstance } from "fastify";
 import { buildApi } from "../../../api/app.js";
 import { INDEX_SETTINGS, indexName, MAPPINGS } from "../../../es/mappings.js";
 import { createPartitionRouter } from "../../../es/partitions.js";
-import type { ChainId, Config } from "../../../lib/config.js";
+import type { ChainId, Config } from "../../../lib/config/index.js";
 import type { Partitioning } from "../../../lib/partitioning.js";
 import {
   type BlockRecord,

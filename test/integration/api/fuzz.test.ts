@@ -14,7 +14,7 @@ import { buildApi } from "../../../api/app.js";
 import { ALLOWED_AGGS } from "../../../api/dsl/aggs.js";
 import { fieldCatalog } from "../../../api/dsl/fields.js";
 import { ALLOWED_CLAUSES } from "../../../api/dsl/validate.js";
-import { loadConfig } from "../../../lib/config.js";
+import { loadConfig } from "../../../lib/config/index.js";
 import { RECORD_KINDS } from "../../../lib/records.js";
 import { deleteRedisKeys, indexFixtures, mainnetApiConfig, searchStackUp } from "./fixtures.js";
 

@@ -15,7 +15,7 @@ import { Client } from "@elastic/elasticsearch";
 import type { FastifyInstance } from "fastify";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildApi } from "../../../api/app.js";
-import { loadConfig } from "../../../lib/config.js";
+import { loadConfig } from "../../../lib/config/index.js";
 import { hasMainnetFixtures, SKIP_NO_FIXTURES } from "../../support/fixtures.js";
 import { MAINNET_FIXTURES, MAINNET_FIXTURES_PARTITIONING, mainnetRecords } from "../../support/mainnet-records.js";
 import { deleteRedisKeys, indexFixtures, isolatedApi, type RecordsByKind, searchStackUp } from "./fixtures.js";

@@ -10,7 +10,7 @@ import type { FastifyInstance } from "fastify";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildApi } from "../../../api/app.js";
 import type { ErrorBody } from "../../../api/errors.js";
-import { loadConfig } from "../../../lib/config.js";
+import { loadConfig } from "../../../lib/config/index.js";
 import { deleteRedisKeys, mainnetApiConfig, searchStackUp } from "./fixtures.js";
 
 const base = loadConfig();

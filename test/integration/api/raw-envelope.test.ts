@@ -21,7 +21,7 @@ import { type HitsEnvelope, type ShapeOptions, shapeEnvelope } from "../../../ap
 import { type RawEnvelope, shapeRawEnvelope } from "../../../api/search/raw.js";
 import { buildSearchRequest, type SearchTarget, searchBytes } from "../../../api/search/search.js";
 import { INDEX_SETTINGS, indexName, MAPPINGS } from "../../../es/mappings.js";
-import { loadConfig } from "../../../lib/config.js";
+import { loadConfig } from "../../../lib/config/index.js";
 import { type EventRecord, type RecordKind, recordId } from "../../../lib/records.js";
 import {
   BINANCE,

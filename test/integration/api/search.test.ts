@@ -14,7 +14,7 @@ import type { ErrorBody } from "../../../api/errors.js";
 import type { HitsEnvelope } from "../../../api/search/envelope.js";
 import { streamSearch } from "../../../api/search/stream.js";
 import { indexName } from "../../../es/mappings.js";
-import { loadConfig } from "../../../lib/config.js";
+import { loadConfig } from "../../../lib/config/index.js";
 import type { BlockRecord, Quantity, RecordKind, TransactionRecord } from "../../../lib/records.js";
 import {
   approvalTx,

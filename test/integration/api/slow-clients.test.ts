@@ -9,7 +9,7 @@ import { randomBytes } from "node:crypto";
 import { connect, type Socket } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type RunningApi, startApi } from "../../../api/server.js";
-import { type Config, loadConfig } from "../../../lib/config.js";
+import { type Config, loadConfig } from "../../../lib/config/index.js";
 import { deleteRedisKeys, searchStackUp } from "./fixtures.js";
 
 const base = loadConfig();

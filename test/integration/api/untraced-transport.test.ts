@@ -6,7 +6,7 @@
 import { Client, SniffingTransport } from "@elastic/elasticsearch";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { UntracedTransport } from "../../../api/plugins/elasticsearch.js";
-import { loadConfig } from "../../../lib/config.js";
+import { loadConfig } from "../../../lib/config/index.js";
 import { esReachable } from "./fixtures.js";
 
 const ES_URL = loadConfig().elasticsearch.url;

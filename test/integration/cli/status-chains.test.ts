@@ -8,7 +8,7 @@ import { afterAll, describe, expect, it } from "vitest";
 import { chainConfigs, gatherStatus, renderStatus } from "../../../cli/status.js";
 import { startIngestStatusWriter } from "../../../lib/chain/ingest-status.js";
 import { createRedisChainState } from "../../../lib/chain/state.js";
-import type { ChainId } from "../../../lib/config.js";
+import type { ChainId } from "../../../lib/config/index.js";
 import { connectRedisClient } from "../../../lib/redis.js";
 import { createHarness, probeStack } from "../../support/harness.js";
 import { deletePrefix } from "../accounts/redis.js";

@@ -8,7 +8,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { EXIT_FAILURE, EXIT_OK, runCli } from "../../../cli/chainsift.js";
 import type { Status } from "../../../cli/status.js";
-import type { Config } from "../../../lib/config.js";
+import type { Config } from "../../../lib/config/index.js";
 import { createRecordProducer } from "../../../pipeline/kafka/bus.js";
 import { type Pipeline, startPipeline } from "../../../pipeline/runtime.js";
 import { hasMainnetFixtures, loadCompleteBlocks, SKIP_NO_FIXTURES } from "../../support/fixtures.js";

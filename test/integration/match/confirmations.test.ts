@@ -9,7 +9,7 @@ import { createHash, randomUUID } from "node:crypto";
 import { createClient, type RedisClientType } from "redis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Alert, Alert as EmittedAlert } from "../../../lib/alerting/alert.js";
-import type { ChainId } from "../../../lib/config.js";
+import type { ChainId } from "../../../lib/config/index.js";
 import type { Rule } from "../../../lib/rules/model.js";
 import type { ChainHead, MatchedEntity } from "../../../pipeline/match/confirmations/decide.js";
 import {

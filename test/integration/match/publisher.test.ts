@@ -10,7 +10,7 @@ import { createHash, randomUUID } from "node:crypto";
 import { createClient, type RedisClientType } from "redis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { AlertAvro } from "../../../lib/alerting/avro.js";
-import type { ChainId } from "../../../lib/config.js";
+import type { ChainId } from "../../../lib/config/index.js";
 import { createLogger } from "../../../lib/logger.js";
 import type { Rule } from "../../../lib/rules/model.js";
 import type { OutgoingRecord } from "../../../pipeline/kafka/bus.js";

@@ -6,7 +6,7 @@
 import { randomUUID } from "node:crypto";
 import { createClient, type RedisClientType } from "redis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { ChainId } from "../../../lib/config.js";
+import type { ChainId } from "../../../lib/config/index.js";
 import type { EventRecord } from "../../../lib/records.js";
 import { createTokenTracker, type TokenMetadataSource, tokenListMetadataSource } from "../../../pipeline/match/tokens.js";
 import { deletePrefix, redisSkipMessage, redisUp } from "../accounts/redis.js";

@@ -10,7 +10,7 @@ import type { AddressInfo } from "node:net";
 import { createClient } from "redis";
 import { Webhook } from "standardwebhooks";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { loadConfig } from "../../../lib/config.js";
+import { loadConfig } from "../../../lib/config/index.js";
 import type { AlertDefinition } from "../../../lib/rules/model.js";
 import { createDeliverer, type Deliverer, type DelivererDeps } from "../../../pipeline/notify/deliver.js";
 import { createDeliveryLog, type DeliveryLog } from "../../../pipeline/notify/log.js";

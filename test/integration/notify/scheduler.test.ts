@@ -12,7 +12,7 @@ import { createClient } from "redis";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import type { Alert as NotifyAlert } from "../../../lib/alerting/alert.js";
 import { alertToAvro } from "../../../lib/alerting/avro.js";
-import { loadConfig } from "../../../lib/config.js";
+import { loadConfig } from "../../../lib/config/index.js";
 import { createLogger } from "../../../lib/logger.js";
 import type { AlertDefinition } from "../../../lib/rules/model.js";
 import { createDeliverer, type Deliverer } from "../../../pipeline/notify/deliver.js";

@@ -10,7 +10,7 @@ import type { FastifyInstance } from "fastify";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildApi } from "../../../api/app.js";
 import { rpcCall } from "../../../cli/devchain/rpc.js";
-import type { Config } from "../../../lib/config.js";
+import type { Config } from "../../../lib/config/index.js";
 import { createDecoder } from "../../../pipeline/decode/decoder.js";
 import { createIndexer, ensureIndices, INDEX_REORGS_STAGE, startIndexStage } from "../../../pipeline/index/indexer.js";
 import { type Bus, createBus } from "../../../pipeline/kafka/bus.js";

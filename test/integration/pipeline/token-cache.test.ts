@@ -9,7 +9,7 @@ import { createClient } from "redis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createTokenMetadataCache, type TokenMetadataReader, tokenCacheKeyPrefix } from "../../../lib/chain/token-cache.js";
 import type { TokenMetadataRead, TokenMetadataRequest } from "../../../lib/chain/token-metadata.js";
-import { type ChainId, loadConfig } from "../../../lib/config.js";
+import { type ChainId, loadConfig } from "../../../lib/config/index.js";
 import { RetryableError } from "../../../lib/errors.js";
 import type { RedisClient } from "../../../lib/redis.js";
 import { deletePrefix, redisSkipMessage, redisUp } from "../accounts/redis.js";

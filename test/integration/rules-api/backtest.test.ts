@@ -15,7 +15,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildApi } from "../../../api/app.js";
 import { type BacktestLine, startBacktest } from "../../../api/backtest/run.js";
 import { runCli } from "../../../cli/chainsift.js";
-import { loadConfig } from "../../../lib/config.js";
+import { loadConfig } from "../../../lib/config/index.js";
 import type { RuleInput } from "../../../lib/rules/model.js";
 import { transferAbove } from "../../support/rules.js";
 import {

@@ -15,7 +15,7 @@ import { apiError } from "../../../api/errors.js";
 import { errorsPlugin } from "../../../api/plugins/errors.js";
 import { connectRulesBackends, type RulesBackends } from "../../../api/plugins/rules.js";
 import { type RulesRoutesDeps, rulesRoutes } from "../../../api/routes/rules/index.js";
-import type { ChainId } from "../../../lib/config.js";
+import type { ChainId } from "../../../lib/config/index.js";
 import type { Rule } from "../../../lib/rules/model.js";
 import { validateRuleInput } from "../../../lib/rules/validate.js";
 import type { DeliveryLogEntry } from "../../../pipeline/notify/log.js";

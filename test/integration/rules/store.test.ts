@@ -2,7 +2,7 @@ import { randomBytes, randomUUID } from "node:crypto";
 import { createClient } from "redis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { RULE_STORE_ERROR_HTTP_STATUS } from "../../../api/routes/rules/errors.js";
-import { loadConfig } from "../../../lib/config.js";
+import { loadConfig } from "../../../lib/config/index.js";
 import type { Rule, RuleInput } from "../../../lib/rules/model.js";
 import {
   type ConnectedRuleStore,

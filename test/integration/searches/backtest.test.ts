@@ -13,7 +13,7 @@ import { join } from "node:path";
 import type { FastifyInstance } from "fastify";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { runCli } from "../../../cli/chainsift.js";
-import { loadConfig } from "../../../lib/config.js";
+import { loadConfig } from "../../../lib/config/index.js";
 import {
   BINANCE,
   blocks,

@@ -3,14 +3,14 @@ import { describe, expect, it } from "vitest";
 
 /**
  * docs/configuration.md is the operators' list of settings: every environment variable that
- * lib/config.ts reads (the only reader of process.env) has a row there. `loadConfig` hands the
+ * lib/config/index.ts reads (the only reader of process.env) has a row there. `loadConfig` hands the
  * environment to the modules under lib/config/ too, so their reads count as well.
  */
 describe("docs/configuration.md", () => {
-  it("has a row for every environment variable lib/config.ts and lib/config/*.ts read", () => {
+  it("has a row for every environment variable lib/config/index.ts and lib/config/*.ts read", () => {
     const dir = new URL("../../../lib/config/", import.meta.url);
     const files = [
-      new URL("../../../lib/config.ts", import.meta.url),
+      new URL("../../../lib/config/index.ts", import.meta.url),
       ...readdirSync(dir)
         .filter((f) => f.endsWith(".ts"))
         .map((f) => new URL(f, dir)),

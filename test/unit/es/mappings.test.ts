@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { indexName, kindOfIndex, mappedFields } from "../../../es/mappings.js";
-import { loadConfig } from "../../../lib/config.js";
+import { loadConfig } from "../../../lib/config/index.js";
 import { toIndexDocs } from "../../../pipeline/index/indexer.js";
 import type { InputRecord } from "../../../pipeline/kafka/consumer.js";
 

@@ -2,8 +2,8 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { CHAINS_FILE_INVALID, ChainsFileError, loadChainsFile, parseChainsFile } from "../../../lib/chains.js";
-import { type ChainSettings, ConfigError, configOfChain, loadConfig } from "../../../lib/config.js";
+import { CHAINS_FILE_INVALID, ChainsFileError, loadChainsFile, parseChainsFile } from "../../../lib/config/chains-file.js";
+import { type ChainSettings, ConfigError, configOfChain, loadConfig } from "../../../lib/config/index.js";
 import { CHAIN_ID_MISMATCH, ChainIdMismatchError, checkChainId } from "../../../pipeline/runtime.js";
 
 const dir = mkdtempSync(join(tmpdir(), "chainsift-chains-"));

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { ConfigError, loadConfig, rpcEndpoints } from "../../../lib/config.js";
+import { ConfigError, loadConfig, rpcEndpoints } from "../../../lib/config/index.js";
 
 describe("loadConfig", () => {
   it("has working defaults for the local stack", () => {

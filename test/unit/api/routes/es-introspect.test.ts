@@ -9,7 +9,7 @@ import { ApiError } from "../../../../api/errors.js";
 import { kindsOfIndexExpression, resolveIndexTarget, wildcardMatcher } from "../../../../api/routes/es/indices.js";
 import { catTable, fieldCaps, formatBytes, kindFieldCaps, publicMapping } from "../../../../api/routes/es/introspect-shapes.js";
 import { MAPPINGS } from "../../../../es/mappings.js";
-import type { ChainId } from "../../../../lib/config.js";
+import type { ChainId } from "../../../../lib/config/index.js";
 import { RECORD_KINDS } from "../../../../lib/records.js";
 
 const MAINNET: ChainId = { technology: "ethereum", blockchain: "ethereum", network: "mainnet" };

@@ -9,7 +9,7 @@ import { MSEARCH_IGNORED_HEADER_KEYS, MSEARCH_MAX_SEARCHES, parseMsearch } from 
 import { kindsOfIndexExpression } from "../../../../api/routes/es/indices.js";
 import type { HitsEnvelope } from "../../../../api/search/envelope.js";
 import { esTotal, toEsErrorBody, toEsSearchResponse } from "../../../../api/search/es-shape.js";
-import type { ChainId } from "../../../../lib/config.js";
+import type { ChainId } from "../../../../lib/config/index.js";
 import { RECORD_KINDS } from "../../../../lib/records.js";
 
 const MAINNET: ChainId = { technology: "ethereum", blockchain: "ethereum", network: "mainnet" };

@@ -4,7 +4,7 @@
  */
 import { describe, expect, it } from "vitest";
 import { eventFragments, normalizeAbiAddress, validateAbiBody } from "../../../../lib/abis/model.js";
-import { loadConfig } from "../../../../lib/config.js";
+import { loadConfig } from "../../../../lib/config/index.js";
 import { addressInSlot } from "../../../../pipeline/decode/proxy.js";
 
 const event = (inputs: unknown[], extra: object = {}) => ({ type: "event" as const, name: "E", inputs: inputs as never[], ...extra });

@@ -11,7 +11,7 @@ import {
 } from "../../../../cli/chainsift.js";
 import { AccountError, type TokenInfo } from "../../../../lib/accounts/model.js";
 import type { AccountStore, ConnectedAccountStore } from "../../../../lib/accounts/store.js";
-import { loadConfig } from "../../../../lib/config.js";
+import { loadConfig } from "../../../../lib/config/index.js";
 import { testAccount, testTokenInfo } from "../../../support/accounts.js";
 
 const ACCOUNT = testAccount({ name: "Acme" });

@@ -3,7 +3,7 @@ import { describe, expect, it } from "vitest";
 import { ALERT_TYPES as CONSOLE_ALERT_TYPES } from "../../../../console/src/rule-model.js";
 import { CHANNELS, channelOf, destinationKey } from "../../../../lib/alerting/channels.js";
 import { stormPolicyOf } from "../../../../lib/alerting/storm.js";
-import { loadConfig } from "../../../../lib/config.js";
+import { loadConfig } from "../../../../lib/config/index.js";
 import { ALERT_TYPES, type AlertDefinition } from "../../../../lib/rules/model.js";
 import { ACTION_PARAMETERS_SCHEMAS, AlertDefinitionSchema } from "../../../../lib/rules/schema.js";
 

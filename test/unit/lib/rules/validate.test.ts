@@ -1,7 +1,7 @@
 import fc from "fast-check";
 import { Compile } from "typebox/compile";
 import { describe, expect, it } from "vitest";
-import type { ChainId } from "../../../../lib/config.js";
+import type { ChainId } from "../../../../lib/config/index.js";
 import {
   extraPropertyErrors,
   findRuleErrors,

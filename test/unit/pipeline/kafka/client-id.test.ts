@@ -1,6 +1,6 @@
 import { hostname } from "node:os";
 import { describe, expect, it } from "vitest";
-import { loadConfig } from "../../../../lib/config.js";
+import { loadConfig } from "../../../../lib/config/index.js";
 import { kafkaClientId } from "../../../../pipeline/kafka/bus.js";
 
 describe("Kafka client ids (one per process and stage)", () => {

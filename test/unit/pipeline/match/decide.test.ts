@@ -1,7 +1,7 @@
 /** Unit tests of the pure confirmation rules (pipeline/match/confirmations/decide.ts). */
 import { describe, expect, it } from "vitest";
 import { alertId } from "../../../../lib/alerting/alert.js";
-import type { ChainId } from "../../../../lib/config.js";
+import type { ChainId } from "../../../../lib/config/index.js";
 import type { Rule } from "../../../../lib/rules/model.js";
 import {
   alertTemplate,

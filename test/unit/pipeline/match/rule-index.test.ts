@@ -6,7 +6,7 @@
 import { getAddress } from "ethers";
 import { describe, expect, it } from "vitest";
 import { prng } from "../../../../bench/support/prng.js";
-import type { ChainId } from "../../../../lib/config.js";
+import type { ChainId } from "../../../../lib/config/index.js";
 import { evaluate } from "../../../../lib/match/evaluate.js";
 import { createRuleIndex } from "../../../../lib/match/rule-index.js";
 import type { Rule, TargetDefinition, TargetType } from "../../../../lib/rules/model.js";

@@ -18,7 +18,7 @@ import {
   tokenAmounts,
 } from "../../../../lib/alerting/template.js";
 import { lookupToken } from "../../../../lib/chain/tokens.js";
-import { DEFAULT_EXPLORER_URLS, loadConfig } from "../../../../lib/config.js";
+import { DEFAULT_EXPLORER_URLS, loadConfig } from "../../../../lib/config/index.js";
 import { NonRetryableError } from "../../../../lib/errors.js";
 import { createDecoder } from "../../../../pipeline/decode/decoder.js";
 import { fixtureRecords } from "../../../support/fixture-records.js";

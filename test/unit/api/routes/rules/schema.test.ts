@@ -10,7 +10,7 @@ import fc from "fast-check";
 import { Compile } from "typebox/compile";
 import { describe, expect, it } from "vitest";
 import { ruleBodySchemas } from "../../../../../api/routes/rules/schema.js";
-import type { ChainId } from "../../../../../lib/config.js";
+import type { ChainId } from "../../../../../lib/config/index.js";
 import { RULE_LIMITS, validateRuleInput } from "../../../../../lib/rules/validate.js";
 import { type JsonSchema, schemaArbitrary } from "../../../../support/schema-arbitrary.js";
 

@@ -1,10 +1,10 @@
 /**
- * The served chains of {@link loadConfig} (lib/config.ts): the chains file's entries or the env
+ * The served chains of {@link loadConfig} (lib/config/index.ts): the chains file's entries or the env
  * shorthand's one chain, and the configuration narrowed to one of them.
  * @module
  */
-import { type ChainEntry, ChainsFileError, chainKey, loadChainsFile } from "../chains.js";
-import type { Config, loadConfig } from "../config.js";
+import { type ChainEntry, ChainsFileError, chainKey, loadChainsFile } from "./chains-file.js";
+import type { Config, loadConfig } from "./index.js";
 import { bool, ConfigError, int, parseRpcUrls, str } from "./parse.js";
 
 /** Which chain a deployment (or one pipeline) serves; the three URL segments of the search API. */

@@ -2,17 +2,18 @@
  * The one place that reads the environment. Every process calls {@link loadConfig} once and
  * passes the result (or parts of it) down as a dependency object; nothing else reads `process.env`.
  * The parsers of single variables are in lib/config/parse.ts and the served chains (chains file or
- * env shorthand) in lib/config/chains.ts; both read only the environment object `loadConfig` hands
+ * env shorthand) in lib/config/served-chains.ts; both read only the environment object `loadConfig` hands
  * them, and everything they export for importers is re-exported here.
  * @module
  */
 import { hostname } from "node:os";
-import { type ChainEntry, type ChainsFileError, chainKey } from "./chains.js";
-import { type ChainId, type ChainIdSource, type ChainSettings, servedChains } from "./config/chains.js";
-import { bool, ConfigError, explorers, int, list, oneOf, percent, str } from "./config/parse.js";
-import { partitioningOf } from "./config/partitioning.js";
-import type { Partitioning } from "./partitioning.js";
+import type { Partitioning } from "../partitioning.js";
+import { type ChainEntry, type ChainsFileError, chainKey } from "./chains-file.js";
+import { bool, ConfigError, explorers, int, list, oneOf, percent, str } from "./parse.js";
+import { partitioningOf } from "./partitioning.js";
+import { type ChainId, type ChainIdSource, type ChainSettings, servedChains } from "./served-chains.js";
 
+export { ConfigError, DEFAULT_EXPLORER_URLS, parseRpcUrls } from "./parse.js";
 export {
   type ChainId,
   type ChainIdSource,
@@ -20,8 +21,7 @@ export {
   configOfChain,
   PER_CHAIN_VARIABLES,
   rpcEndpoints,
-} from "./config/chains.js";
-export { ConfigError, DEFAULT_EXPLORER_URLS, parseRpcUrls } from "./config/parse.js";
+} from "./served-chains.js";
 
 /** Full configuration of a chainsift process. */
 export interface Config {
@@ -47,7 +47,7 @@ export interface Config {
   chainIdFrom: ChainIdSource;
   /**
    * The chains file (env `CHAINSIFT_CHAINS_FILE`, or `--chains <file>` of `npm start` and
-   * `npm run stage`; lib/chains.ts, docs/chains.md): its path and every chain it lists, as written.
+   * `npm run stage`; lib/config/chains-file.ts, docs/chains.md): its path and every chain it lists, as written.
    * The served chain is its only entry, or the one `CHAINSIFT_CHAIN` (`technology/blockchain/network`)
    * names. Default none: one chain from the environment (the env shorthand).
    */

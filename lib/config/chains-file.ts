@@ -7,15 +7,15 @@
  * {@link CHAINS_FILE_INVALID}. YAML (a superset of JSON) is parsed with the npm package `yaml`
  * (YAML 1.2 core schema), so a `.json` file is read the same way.
  *
- * This module only parses and validates; lib/config.ts `loadConfig()` maps the served chain's entry
+ * This module only parses and validates; lib/config/index.ts `loadConfig()` maps the served chain's entry
  * onto the configuration.
  * @module
  */
 import { readFileSync } from "node:fs";
 import { type Static, Type } from "typebox";
 import { parseDocument } from "yaml";
-import { ChainsiftError } from "./errors.js";
-import { checkAgainstSchema } from "./validation/schema-check.js";
+import { ChainsiftError } from "../errors.js";
+import { checkAgainstSchema } from "../validation/schema-check.js";
 
 /** The stable code of every chains-file error ({@link ChainsFileError}). */
 export const CHAINS_FILE_INVALID = "CS_CHAINS_FILE_INVALID";
@@ -149,7 +149,7 @@ export function chainKey(c: { technology: string; blockchain: string; network: s
  * Parses and validates a chains file's text.
  * @param text - YAML or JSON.
  * @param file - the file's name, for messages; default `<inline>`.
- * @returns the file, as written (defaults are applied by lib/config.ts).
+ * @returns the file, as written (defaults are applied by lib/config/index.ts).
  * @throws {ChainsFileError} for text that is not YAML (path `""`, the parser's message), for every
  *   schema problem (`chains[0].foo: unknown property`, `chains: must have at least 1 item`, …) and
  *   for duplicates (`chains[2]: duplicate chain ethereum/base/mainnet (also chains[0])`,

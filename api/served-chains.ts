@@ -7,7 +7,7 @@
  */
 import type { DecodeMethodOptions } from "../lib/chain/methods.js";
 import { methodDecodingOf } from "../lib/chain/tokens.js";
-import type { ChainId, Config } from "../lib/config.js";
+import type { ChainId, Config } from "../lib/config/index.js";
 
 /** A chain the API serves. */
 export interface ServedChain extends ChainId {
