@@ -102,6 +102,19 @@ describe("sum", () => {
     expect(fired(events).map((f) => [f.aggregate, f.recordCount])).toEqual([["1000000000000000000000000.000000000000000001", 5]]);
   });
 
+  it("sums scaled token amounts exactly when given as raw units and decimals (`<raw>e-<decimals>`)", () => {
+    // 0.1 + 0.2 USDC (6 decimals) and 1 wei of an 18-decimal token: no double rounding on the way
+    const config: WindowConfig = { span: { blocks: 1 }, aggregate: "sum", operator: "Greater or Equal", threshold: "0.3" };
+    const { events } = run(config, 1, [
+      [
+        { id: "a", value: "100000e-6" },
+        { id: "b", value: "200000e-6" },
+        { id: "c", value: "1e-18" },
+      ],
+    ]);
+    expect(fired(events).map((f) => f.aggregate)).toEqual(["0.300000000000000001"]);
+  });
+
   it("handles negative sums with Less and its reset above the threshold", () => {
     const config: WindowConfig = { span: { blocks: 1 }, aggregate: "sum", operator: "Less", threshold: "-10" };
     expect(resetLevel(config)).toBe("-5");
