@@ -22,8 +22,9 @@
  * longer holds **and** the aggregate is past the reset level ({@link resetLevel}; default half the
  * threshold's magnitude away from it). A sustained condition is therefore one firing.
  *
- * Exact under reorgs: the firings of the retained window ends are recomputed from the retained
- * blocks after every change and compared with the previous ones; a firing is identified by
+ * Exact under reorgs and late records: after every change, the window ends from the changed block
+ * up are recomputed from the retained blocks, the machines restarting from the transitions (firings,
+ * re-arms) recorded below it, and compared with the previous ones; a firing is identified by
  * (group, end block number, end block hash), so a firing whose window no longer crosses — or
  * whose closing block left the chain — is `retracted`, and one that newly crosses is `fired`.
  * Firings at ends `reorgDepth` or more below the highest head seen are final; changes at or below
@@ -137,8 +138,18 @@ export interface WindowState {
   base: number;
   /** The groups fired after the end `base` (`""` for an ungrouped window), sorted. */
   firedAtBase: string[];
-  /** The firings at ends above `base`, as last announced. */
+  /** The firings at ends above `base`, as last announced (ascending ends). */
   open: WindowFiring[];
+  /** The re-arms at ends above `base` (ascending ends): with `open`, the machines' history a reorg can rewind. */
+  rearms: WindowRearm[];
+}
+
+/** A group re-armed at a window end. */
+export interface WindowRearm {
+  /** The group (`""` for an ungrouped window). */
+  group: string;
+  /** The window end's block number. */
+  end: number;
 }
 
 /** The result of an operation. */
@@ -150,7 +161,17 @@ export interface WindowStep {
 
 /** An empty state: the rule sees blocks from `fromBlock` (≥ 0) on. */
 export function createWindowState(fromBlock: number): WindowState {
-  return { v: 1, fromBlock, fromTimestamp: null, blocks: [], maxHead: fromBlock - 1, base: fromBlock - 1, firedAtBase: [], open: [] };
+  return {
+    v: 1,
+    fromBlock,
+    fromTimestamp: null,
+    blocks: [],
+    maxHead: fromBlock - 1,
+    base: fromBlock - 1,
+    firedAtBase: [],
+    open: [],
+    rearms: [],
+  };
 }
 
 // ---- exact decimals ----
@@ -287,7 +308,7 @@ export function applyBlock(config: WindowConfig, state: WindowState, block: Wind
     blocks: [...kept, { number: block.number, hash: block.hash, timestamp, records: sortedRecords(block.records) }],
     maxHead: Math.max(state.maxHead, block.number),
   };
-  return evaluate(c, state, next);
+  return evaluate(c, next, block.number);
 }
 
 /**
@@ -302,7 +323,7 @@ export function orphanBlocks(config: WindowConfig, state: WindowState, number: n
     fromTimestamp: number <= state.fromBlock ? null : state.fromTimestamp,
     blocks: state.blocks.filter((b) => b.number < number),
   };
-  return evaluate(c, state, next);
+  return evaluate(c, next, number);
 }
 
 /**
@@ -317,7 +338,7 @@ export function addRecords(config: WindowConfig, state: WindowState, blockHash: 
   if (block === undefined || block.number <= state.base) return { state, events: [] };
   const blocks = [...state.blocks];
   blocks[i] = { ...block, records: sortedRecords([...block.records, ...records]) };
-  return evaluate(c, state, { ...state, blocks });
+  return evaluate(c, { ...state, blocks }, block.number);
 }
 
 // ---- evaluation ----
@@ -357,20 +378,46 @@ function aggregateOf(c: Compiled, t: GroupTally | undefined): Dec {
   return t.sum;
 }
 
-/** Recomputes the firings of the ends above `base`, diffs them against `prev.open`, then prunes. */
-function evaluate(c: Compiled, prev: WindowState, next: WindowState): WindowStep {
-  const fired = new Set(next.firedAtBase);
+/** A group's machine state change at a window end (a firing is `open`; re-arms are kept in `rearms`). */
+interface Transition {
+  end: number;
+  group: string;
+  fired: boolean;
+}
+
+/** The fired groups after the end `upTo`: `firedAtBase` with the transitions of ends ≤ `upTo` applied in end order. */
+function firedAfter(s: WindowState, open: readonly WindowFiring[], rearms: readonly WindowRearm[], upTo: number): Set<string> {
+  const transitions: Transition[] = [
+    ...open.filter((f) => f.end.number <= upTo).map((f) => ({ end: f.end.number, group: f.group ?? "", fired: true })),
+    ...rearms.filter((r) => r.end <= upTo).map((r) => ({ end: r.end, group: r.group, fired: false })),
+  ].sort((a, b) => a.end - b.end);
+  const fired = new Set(s.firedAtBase);
+  for (const t of transitions) {
+    if (t.fired) fired.add(t.group);
+    else fired.delete(t.group);
+  }
+  return fired;
+}
+
+/**
+ * Recomputes the ends from `fromEnd` up (a change at block `fromEnd` reaches no window ending
+ * below it), starting from the machines after `fromEnd − 1` (`firedAtBase` plus the transitions
+ * kept below), diffs the firings against the previous ones, then prunes.
+ */
+function evaluate(c: Compiled, next: WindowState, fromEnd: number): WindowStep {
+  const from = Math.max(fromEnd, next.base + 1);
+  const keptOpen = next.open.filter((f) => f.end.number < from);
+  const keptRearms = next.rearms.filter((r) => r.end < from);
+  const fired = firedAfter(next, keptOpen, keptRearms, from - 1);
   const firings: WindowFiring[] = [];
-  const newBase = Math.max(next.base, next.maxHead - c.reorgDepth);
-  let firedAtNewBase = next.firedAtBase;
+  const rearms: WindowRearm[] = [...keptRearms];
   for (let i = 0; i < next.blocks.length; i++) {
     const end = next.blocks[i] as WindowBlock;
-    if (end.number <= next.base) continue;
+    if (end.number < from) continue;
     const start = windowStart(c, next, i);
-    if (start >= 0) evaluateEnd(c, next.blocks, start, i, fired, firings);
-    if (end.number === newBase) firedAtNewBase = [...fired].sort();
+    if (start >= 0) evaluateEnd(c, next.blocks, start, i, fired, firings, rearms);
   }
-  const before = new Map(prev.open.map((f) => [firingKey(f), f]));
+  const before = new Map(next.open.filter((f) => f.end.number >= from).map((f) => [firingKey(f), f]));
   const after = new Map(firings.map((f) => [firingKey(f), f]));
   const events: WindowEvent[] = [];
   for (const [k, f] of before) if (!after.has(k)) events.push({ type: "retracted", firing: f });
@@ -379,11 +426,19 @@ function evaluate(c: Compiled, prev: WindowState, next: WindowState): WindowStep
     if (old === undefined) events.push({ type: "fired", firing: f });
     else after.set(k, old);
   }
-  return { state: prune(c, { ...next, open: [...after.values()] }, newBase, firedAtNewBase), events };
+  return { state: prune(c, { ...next, open: [...keptOpen, ...after.values()], rearms }), events };
 }
 
 /** Runs every evaluated group's machine at the window `blocks[start..i]`. */
-function evaluateEnd(c: Compiled, blocks: readonly WindowBlock[], start: number, i: number, fired: Set<string>, out: WindowFiring[]): void {
+function evaluateEnd(
+  c: Compiled,
+  blocks: readonly WindowBlock[],
+  start: number,
+  i: number,
+  fired: Set<string>,
+  out: WindowFiring[],
+  rearms: WindowRearm[],
+): void {
   const tallies = new Map<string, GroupTally>();
   for (let j = start; j <= i; j++) {
     for (const r of (blocks[j] as WindowBlock).records) {
@@ -421,7 +476,10 @@ function evaluateEnd(c: Compiled, blocks: readonly WindowBlock[], start: number,
     const cond = holds(c.operator, a, c.threshold);
     if (fired.has(g)) {
       const past = upward(c.operator) ? compareDec(a, c.reset) <= 0 : compareDec(a, c.reset) >= 0;
-      if (!cond && past) fired.delete(g);
+      if (!cond && past) {
+        fired.delete(g);
+        rearms.push({ group: g, end: end.number });
+      }
     } else if (cond) {
       fired.add(g);
       out.push({
@@ -436,8 +494,9 @@ function evaluateEnd(c: Compiled, blocks: readonly WindowBlock[], start: number,
   }
 }
 
-/** Moves the final height to `newBase` and drops what no window above it can reach. */
-function prune(c: Compiled, s: WindowState, newBase: number, firedAtNewBase: string[]): WindowState {
+/** Moves the final height up to `maxHead − reorgDepth` and drops what no window above it can reach. */
+function prune(c: Compiled, s: WindowState): WindowState {
+  const newBase = Math.max(s.base, s.maxHead - c.reorgDepth);
   if (newBase <= s.base) return s;
   const baseBlock = s.blocks.find((b) => b.number === newBase);
   const span = c.span;
@@ -448,9 +507,10 @@ function prune(c: Compiled, s: WindowState, newBase: number, firedAtNewBase: str
   return {
     ...s,
     base: newBase,
-    firedAtBase: firedAtNewBase,
+    firedAtBase: [...firedAfter(s, s.open, s.rearms, newBase)].sort(),
     blocks: s.blocks.filter(keep),
     open: s.open.filter((f) => f.end.number > newBase),
+    rearms: s.rearms.filter((r) => r.end > newBase),
   };
 }
 

@@ -248,6 +248,19 @@ describe("reorgs", () => {
     ]);
   });
 
+  it("rewinds a re-arm that a reorg undoes", () => {
+    const c: WindowConfig = { span: { blocks: 1 }, aggregate: "count", operator: "Greater or Equal", threshold: "2" };
+    // fires at 1 (2 records), re-arms at 2 (0 records)
+    const { state } = run(c, 1, [recs(2), []]);
+    expect(state.rearms).toEqual([{ group: "", end: 2 }]);
+    // block 2 replaced by one with 3 records: the group never re-armed, so 2 records at 3 are no new firing
+    const replaced = applyBlock(c, state, { number: 2, hash: "0x2b", timestamp: 1_012, records: recs(3) });
+    expect(replaced.events).toEqual([]);
+    expect(replaced.state.rearms).toEqual([]);
+    const next = applyBlock(c, replaced.state, { number: 3, hash: "0x3", timestamp: 1_024, records: recs(2) });
+    expect(next.events).toEqual([]);
+  });
+
   it("counts late records of a held block once, and ignores unknown hashes and replays", () => {
     const { state } = run(config, 1, [recs(1), recs(1)]);
     const late = [{ id: "late" }];
