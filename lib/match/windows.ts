@@ -94,7 +94,7 @@ export interface WindowRecord {
   key?: string;
 }
 
-/** A canonical block with its selected records (ids sorted, unique). */
+/** A canonical block with its selected records (held sorted by id, unique; {@link applyBlock} sorts and de-duplicates its input). */
 export interface WindowBlock {
   number: number;
   hash: string;
@@ -314,6 +314,7 @@ export function applyBlock(config: WindowConfig, state: WindowState, block: Wind
 /**
  * Blocks from `number` up leave the chain (a reorg onto a shorter branch, the `reorgs` topic's
  * orphaned heights): their records leave the windows. Ignored at or below the final height.
+ * @throws RangeError on a bad configuration ({@link checkWindowConfig}).
  */
 export function orphanBlocks(config: WindowConfig, state: WindowState, number: number): WindowStep {
   const c = compile(config);
@@ -330,6 +331,7 @@ export function orphanBlocks(config: WindowConfig, state: WindowState, number: n
  * Records selected late in a block already held (another topic's records of the same block).
  * Records whose id the block already has are ignored (idempotent replays); so is a block hash
  * the state does not hold (orphaned, or pruned) or holds at or below the final height.
+ * @throws RangeError on a bad configuration ({@link checkWindowConfig}).
  */
 export function addRecords(config: WindowConfig, state: WindowState, blockHash: string, records: readonly WindowRecord[]): WindowStep {
   const c = compile(config);
