@@ -21,7 +21,17 @@ export const OPERATORS = [
 export const TARGET_TYPES = ["Event", "Log", "Transaction", "Call", "Contract", "Token", "Trace", "Method"] as const;
 
 /** The alert (action) types. */
-export const ALERT_TYPES = ["Webhook (POST)", "Webhook (GET)", "Slack", "Email", "Discord", "Telegram", "PagerDuty", "Opsgenie"] as const;
+export const ALERT_TYPES = [
+  "Webhook (POST)",
+  "Webhook (GET)",
+  "Slack",
+  "Email",
+  "Discord",
+  "Telegram",
+  "PagerDuty",
+  "Opsgenie",
+  "Teams",
+] as const;
 
 /** A target definition at any of the three levels. */
 export interface Condition {

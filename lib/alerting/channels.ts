@@ -35,6 +35,7 @@ import type { Alert } from "./alert.js";
 import { opsgenieRequest, pagerDutyEvent } from "./incident.js";
 import { discordBody, type EmailTemplates, emailMessage, type MessageOptions, renderUrl, slackBody, telegramBody } from "./render.js";
 import type { RenderedAction } from "./rendered.js";
+import { teamsBody } from "./teams.js";
 import { webhookJson } from "./webhook.js";
 
 /** An action that can never be delivered as written (no url, no valid recipient, unknown type). Non-retryable. */
@@ -312,6 +313,27 @@ export const CHANNELS = {
       const priority = oneOf(p.priority, OPSGENIE_PRIORITIES).value;
       const req = opsgenieRequest(alert, { ...(priority ? { priority } : {}), ...strings(action.parameters, ["template"]) }, options);
       return { type: "Opsgenie", method: "POST", path: req.path, body: JSON.stringify(req.body) };
+    },
+  },
+  Teams: {
+    description:
+      "an Adaptive Card in a Microsoft Teams channel through a Workflows (or incoming) webhook; a retraction is a follow-up card",
+    parameters: ACTION_PARAMETERS_SCHEMAS.Teams,
+    ...chatChannel,
+    // A webhook cannot edit its card: the retraction card names what it retracts from the alert alone.
+    editsOnRetraction: false,
+    credentials: [],
+    destinationKey: urlOrigin,
+    describeDestination: describeChatUrl,
+    render(alert, action, options) {
+      const url = (action.parameters as { url?: unknown }).url;
+      if (typeof url !== "string" || url === "") throw invalid("Teams action has no url");
+      return {
+        type: "Teams",
+        method: "POST",
+        url,
+        body: JSON.stringify(teamsBody(alert, strings(action.parameters, ["template"]), options)),
+      };
     },
   },
   // --- end h-pager ---

@@ -49,8 +49,8 @@ export function digestIncidentKey(digest: { id: string }): string {
   return `${SOURCE}-digest-${digest.id}`;
 }
 
-/** The facts of an alert every incident tool shows next to the payload. */
-function alertFacts(alert: Alert, options: MessageOptions): Record<string, string | number> {
+/** The facts of an alert every incident tool (and the Teams card) shows next to the payload: rule, status, confirmations, chain, target, block, explorer link, alert id, sequence. */
+export function alertFacts(alert: Alert, options: MessageOptions = {}): Record<string, string | number> {
   const link = explorerLink(alert, options);
   return {
     rule: alert.ruleName ? `${alert.ruleName} (${alert.ruleId}, v${alert.ruleVersion})` : `${alert.ruleId} (v${alert.ruleVersion})`,

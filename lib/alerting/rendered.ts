@@ -13,6 +13,7 @@
  * | `Telegram` | the chat and the `sendMessage` body `telegramBody` as JSON; the URL (`<api>/bot<token>/sendMessage`) is the sender's, so the operator's bot token is never part of a rendering |
  * | `Email` | recipients (trimmed), subject, text and HTML of `emailMessage` |
  * | `PagerDuty` | `POST` of `pagerDutyEvent` (lib/alerting/incident.ts) as JSON to path `/v2/enqueue` of the operator's Events API base URL: `trigger` for pending and confirmed, `resolve` for removed |
+ * | `Teams` | `POST` of `parameters.url` as written; body `teamsBody` (lib/alerting/teams.ts, one Adaptive Card) as JSON |
  * | `Opsgenie` | `POST` of `opsgenieRequest` to `/v2/alerts` (create) or `/v2/alerts/<alias>/close?identifierType=alias` (removed) of the operator's Alert API base URL; the API key header is the sender's |
  *
  * Chat and e-mail messages follow the action's `template` (and Email `subject`) when it has one

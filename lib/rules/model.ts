@@ -70,8 +70,8 @@ export const CONTRACT_ALERT_TYPES = ["Webhook (GET)", "Webhook (POST)", "Email",
 /**
  * Alert action kinds: the contract's four, then chainsift's own (`Discord`: a Discord webhook;
  * `Telegram`: a message from the operator's Telegram bot; `PagerDuty` and `Opsgenie`: an incident
- * tool's alert, resolved or closed when a reorg retracts the match). Rules with only the contract's
- * kinds validate and behave exactly as before.
+ * tool's alert, resolved or closed when a reorg retracts the match; `Teams`: an Adaptive Card in a
+ * Microsoft Teams channel). Rules with only the contract's kinds validate and behave exactly as before.
  */
 export const ALERT_TYPES = [
   ...CONTRACT_ALERT_TYPES,
@@ -80,6 +80,7 @@ export const ALERT_TYPES = [
   // --- h-pager (issue 35): incident tools ---
   "PagerDuty",
   "Opsgenie",
+  "Teams",
   // --- end h-pager ---
 ] as const;
 /** One of {@link ALERT_TYPES}. */
@@ -160,6 +161,13 @@ export interface OpsgenieParameters {
   /** The alert's `message` template (plain text, at most 130 characters once filled); default the standard one-line summary. */
   template?: string;
 }
+/** Parameters of a `Teams` action (an Adaptive Card posted to a Teams Workflows or incoming webhook). */
+export interface TeamsParameters {
+  /** The webhook URL (its path and query are a secret). */
+  url: string;
+  /** Message template (plain text in the card); default the standard message. */
+  template?: string;
+}
 // --- end h-pager ---
 export interface WebhookParameters {
   /** `{field}` tokens are replaced by the matched entity's values (URL-encoded). */
@@ -191,6 +199,7 @@ export interface ActionParametersByType {
   // --- h-pager (issue 35) ---
   PagerDuty: PagerDutyParameters;
   Opsgenie: OpsgenieParameters;
+  Teams: TeamsParameters;
   // --- end h-pager ---
 }
 

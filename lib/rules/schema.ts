@@ -380,7 +380,7 @@ export const TelegramParametersSchema = Type.Object(
   },
   component("TelegramParameters"),
 );
-// --- h-pager (issue 35): incident tools (lib/alerting/incident.ts), up to the webhook schema ---
+// --- h-pager (issue 35): incident tools (lib/alerting/incident.ts) and Teams, up to the webhook schema ---
 /** A PagerDuty Events API v2 integration (routing) key: 32 letters and digits. */
 export const PAGERDUTY_ROUTING_KEY_PATTERN = "^[A-Za-z0-9]{32}$";
 /** The Events API v2 severities (`payload.severity`, https://developer.pagerduty.com/docs/send-alert-event). */
@@ -388,10 +388,7 @@ export const PAGERDUTY_SEVERITIES = ["critical", "error", "warning", "info"] as 
 /** Parameters of a PagerDuty alert (Events API v2 trigger, resolve on retraction). Additional properties are allowed (and ignored). */
 export const PagerDutyParametersSchema = Type.Object(
   {
-    routingKey: Type.String({
-      pattern: PAGERDUTY_ROUTING_KEY_PATTERN,
-      description: "Events API v2 integration key; a secret, never logged",
-    }),
+    routingKey: Type.String({ pattern: PAGERDUTY_ROUTING_KEY_PATTERN, description: "Events API v2 integration key; a secret" }),
     severity: Type.Optional(Type.Enum(PAGERDUTY_SEVERITIES, { description: "payload.severity of the triggered alert (default error)" })),
     template: TemplateSchema,
   },
@@ -404,15 +401,14 @@ export const OPSGENIE_PRIORITIES = ["P1", "P2", "P3", "P4", "P5"] as const;
 /** Parameters of an Opsgenie alert (Alert API create with an alias, close on retraction). Additional properties are allowed (and ignored). */
 export const OpsgenieParametersSchema = Type.Object(
   {
-    apiKey: Type.String({
-      pattern: OPSGENIE_API_KEY_PATTERN,
-      description: "API integration key (Authorization: GenieKey); a secret, never logged",
-    }),
+    apiKey: Type.String({ pattern: OPSGENIE_API_KEY_PATTERN, description: "API integration key (GenieKey); a secret" }),
     priority: Type.Optional(Type.Enum(OPSGENIE_PRIORITIES, { description: "the alert's priority (default P3)" })),
     template: TemplateSchema,
   },
   component("OpsgenieParameters"),
 );
+/** Parameters of a Microsoft Teams alert: an Adaptive Card to a Workflows (or incoming) webhook URL. Additional properties are allowed (and ignored). */
+export const TeamsParametersSchema = Type.Object({ url: HttpUrlSchema, template: TemplateSchema }, component("TeamsParameters"));
 /** Parameters of a webhook alert (GET or POST). `{field}` tokens in the URL are replaced at delivery. */
 export const WebhookParametersSchema = Type.Object({ url: HttpUrlSchema }, component("WebhookParameters"));
 
@@ -455,6 +451,7 @@ export const ACTION_PARAMETERS_SCHEMAS = {
   Telegram: TelegramParametersSchema,
   PagerDuty: PagerDutyParametersSchema, // h-pager (issue 35)
   Opsgenie: OpsgenieParametersSchema, // h-pager (issue 35)
+  Teams: TeamsParametersSchema, // h-pager (issue 35)
   "Webhook (GET)": WebhookParametersSchema,
   "Webhook (POST)": WebhookParametersSchema,
 } as const satisfies Record<AlertType, TObject>;
@@ -481,7 +478,7 @@ function alertDefinitionBranches() {
 
 /**
  * Alert definition (alerts item): the action and what it sends. Additional properties are allowed.
- * The contract's four types come first, unchanged; `Discord`, `Telegram`, `PagerDuty` and `Opsgenie` are chainsift's.
+ * The contract's four types come first, unchanged; `Discord`, `Telegram`, `PagerDuty`, `Opsgenie` and `Teams` are chainsift's.
  */
 export const AlertDefinitionSchema = Type.Union(alertDefinitionBranches(), component("AlertDefinition"));
 

@@ -1,6 +1,6 @@
 /**
  * Delivery of one alert action: {@link createDeliverer} picks the action's channel
- * (`channels/`: webhook, Slack, Discord, Telegram, e-mail, PagerDuty, Opsgenie) and makes one attempt ({@link Deliverer.attempt}, what the
+ * (`channels/`: webhook, Slack, Discord, Telegram, e-mail, PagerDuty, Opsgenie, Teams) and makes one attempt ({@link Deliverer.attempt}, what the
  * scheduler uses) or a whole retry loop ({@link Deliverer.deliver}) with exponential backoff and
  * full jitter. The loop ({@link runWithRetry}) is a pure function of an injected `attempt` and
  * `sleep`, so it is unit-tested without real waits.
@@ -27,6 +27,7 @@ import { createHttpSender } from "./channels/http.js";
 import { createOpsgenieChannel } from "./channels/opsgenie.js";
 import { createPagerDutyChannel } from "./channels/pagerduty.js";
 import { createSlackChannel, type SlackConfig } from "./channels/slack.js";
+import { createTeamsChannel } from "./channels/teams.js";
 import { createTelegramChannel, type TelegramConfig } from "./channels/telegram.js";
 import { createWebhookChannel } from "./channels/webhook.js";
 import { describeDestination } from "./log.js";
@@ -269,6 +270,7 @@ export function createDeliverer(deps: DelivererDeps): Deliverer {
     // --- h-pager (issue 35) ---
     PagerDuty: createPagerDutyChannel(send, deps.secrets, incidents.pagerdutyApiUrl, messages),
     Opsgenie: createOpsgenieChannel(send, deps.secrets, incidents.opsgenieApiUrl, messages),
+    Teams: createTeamsChannel(send, deps.secrets, messages),
     // --- end h-pager ---
   };
   const channels = [...new Set(Object.values(senders))];

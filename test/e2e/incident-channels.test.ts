@@ -1,11 +1,12 @@
 /**
- * The incident-tool channels end to end on anvil (issue 35): a rule with a PagerDuty and an
- * Opsgenie action (local receivers of the Events API v2 and the Alert API,
+ * The incident-tool and Teams channels end to end on anvil (issue 35): a rule with a PagerDuty, an
+ * Opsgenie and a Teams action (local receivers of the Events API v2, the Alert API and a Teams webhook,
  * test/support/incident-receivers.ts, as `CHAINSIFT_PAGERDUTY_API_URL` and
  * `CHAINSIFT_OPSGENIE_API_URL`) matches transfers. A transfer whose block is reorganised away
  * (`anvil_reorg`) before confirmation opens an incident in each tool with its pending alert and
- * the `removed` alert resolves the PagerDuty incident and closes the Opsgenie alert; a transfer
- * that stays is paged once, its confirmed alert grouped into the same incident.
+ * the `removed` alert resolves the PagerDuty incident and closes the Opsgenie alert, and posts a
+ * Teams follow-up card naming the replaced block; a transfer that stays is paged once, its
+ * confirmed alert grouped into the same incident.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type AnvilEnv, startAnvilEnv } from "../support/anvil-env.js";
@@ -17,7 +18,7 @@ const up = await probeStack();
 const ROUTING_KEY = "E2eR0ut1ngKeyE2eR0ut1ngKeyE2e123";
 const API_KEY = "0b6b7c0e-7d3c-4f5e-9a1b-2c3d4e5f6a7b";
 
-describe.skipIf(!up.ok)("PagerDuty and Opsgenie: pages per match, resolved by a reorg (anvil)", () => {
+describe.skipIf(!up.ok)("PagerDuty, Opsgenie and Teams: pages per match, resolved by a reorg (anvil)", () => {
   let env: AnvilEnv;
   let rx: IncidentReceivers;
 
@@ -37,7 +38,7 @@ describe.skipIf(!up.ok)("PagerDuty and Opsgenie: pages per match, resolved by a 
     await env?.stop();
   });
 
-  it("a reorg resolves the PagerDuty incident and closes the Opsgenie alert; a confirmed match pages once", async () => {
+  it("a reorg resolves the PagerDuty incident, closes the Opsgenie alert and posts a Teams follow-up; a confirmed match pages once", async () => {
     const to = env.devAccounts[6]!;
     const input = tokenTransferRule({
       name: "paged transfers",
@@ -50,6 +51,7 @@ describe.skipIf(!up.ok)("PagerDuty and Opsgenie: pages per match, resolved by a 
     input.config.alerts = [
       { type: "PagerDuty", parameters: { routingKey: ROUTING_KEY, severity: "warning" } },
       { type: "Opsgenie", parameters: { apiKey: API_KEY, priority: "P2" } },
+      { type: "Teams", parameters: { url: rx.teamsUrl }, throttle: false },
     ];
     const rule = await env.rules.create("acc-e2e", input);
     await waitFor(async () => env.match.index.get(rule.id), 10_000, 50);
@@ -74,6 +76,9 @@ describe.skipIf(!up.ok)("PagerDuty and Opsgenie: pages per match, resolved by a 
     const now = ((await env.rpc("eth_getBlockByNumber", [`0x${height.toString(16)}`, false])) as { hash: string }).hash.toLowerCase();
     expect(String(created!.updates.at(-1)!.note)).toContain(`replaced by block ${height} (${now.slice(0, 6)}…${now.slice(-4)})`);
     expect(paged!.count).toBe(1); // never confirmed
+    await waitFor(async () => rx.cards.length >= 2, 30_000);
+    expect(rx.cards.map((c) => c.card.body[0]!.text?.slice(0, 10))).toEqual([expect.stringMatching(/^paged tran/), "RETRACTED:"]);
+    expect(rx.cards[1]!.card.body[0]!.text).toContain(`replaced by block ${height} (${now.slice(0, 6)}…${now.slice(-4)})`);
 
     // 2. a transfer that stays: pending pages, confirmed is grouped into the same incident
     await env.transfer(to, 6_000_000n);

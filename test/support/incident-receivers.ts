@@ -16,6 +16,10 @@
  *   processed", "took", "requestId"}`, `422` for a missing or over-long `message` (130) or alias
  *   (512); an open alert with the same `alias` gets its `count` increased; "Close Alert"
  *   `POST /v2/alerts/<alias>/close?identifierType=alias` → `202`, closing it.
+ * - A Microsoft Teams Workflows webhook `POST /teams/workflows/<id>/invoke?sig=<secret>` → `202`
+ *   for a message carrying one Adaptive Card
+ *   (`{"type": "message", "attachments": [{"contentType": "application/vnd.microsoft.card.adaptive", "content": {"type": "AdaptiveCard", "body": [...]}}]}`),
+ *   `400` otherwise; the cards are kept in {@link IncidentReceivers.cards} (a webhook cannot edit them).
  * @module
  */
 import { randomUUID } from "node:crypto";
@@ -54,6 +58,10 @@ export interface IncidentReceivers {
   base: string;
   incidents: Incident[];
   requests: IncidentRequest[];
+  /** The Teams webhook URL (`<base>/teams/workflows/<id>/invoke?sig=<secret>`). */
+  teamsUrl: string;
+  /** The Adaptive Cards posted to Teams, in order, with the `webhook-id` (alert id) of their request. */
+  cards: { alertId: string; card: { body: { type: string; text?: string }[] } }[];
   /** Answers the next `n` PagerDuty events with `429` and `Retry-After: <retryAfterSec>`. */
   throttle(n: number, retryAfterSec: number): void;
   /** The incidents of a service and key, oldest first. */
@@ -84,6 +92,9 @@ function pagerDutyProblems(b: Record<string, unknown>): string[] {
 export async function startIncidentReceivers(opsgenieKeys: readonly string[]): Promise<IncidentReceivers> {
   const incidents: Incident[] = [];
   const requests: IncidentRequest[] = [];
+  const cards: IncidentReceivers["cards"] = [];
+  const teamsPath = "/teams/workflows/5e1f0c2a/invoke";
+  const teamsSig = "tEaMs-SiG-0123";
   let throttled = 0;
   let retryAfter = 1;
   const open = (service: Incident["service"], key: string) =>
@@ -162,6 +173,20 @@ export async function startIncidentReceivers(opsgenieKeys: readonly string[]): P
           return json(res, 202, accepted);
         }
       }
+      if (req.method === "POST" && u.pathname === teamsPath && u.searchParams.get("sig") === teamsSig) {
+        const a = (body.attachments as { contentType?: unknown; content?: { type?: unknown; body?: unknown } }[] | undefined)?.[0];
+        if (
+          body.type !== "message" ||
+          a?.contentType !== "application/vnd.microsoft.card.adaptive" ||
+          a.content?.type !== "AdaptiveCard" ||
+          !Array.isArray(a.content.body)
+        ) {
+          return json(res, 400, { error: { code: "InvalidRequestContent", message: "not a message with an Adaptive Card" } });
+        }
+        cards.push({ alertId: String(req.headers["webhook-id"] ?? ""), card: a.content as IncidentReceivers["cards"][number]["card"] });
+        record(202);
+        return res.writeHead(202).end();
+      }
       return json(res, 404, { message: "not found" });
     });
   });
@@ -169,6 +194,8 @@ export async function startIncidentReceivers(opsgenieKeys: readonly string[]): P
   const { port } = server.address() as AddressInfo;
   return {
     base: `http://127.0.0.1:${port}`,
+    teamsUrl: `http://127.0.0.1:${port}${teamsPath}?api-version=1&sig=${teamsSig}`,
+    cards,
     incidents,
     requests,
     throttle(n, retryAfterSec) {

@@ -290,6 +290,10 @@ const PARAMS: Record<string, Array<[string, string]>> = {
     ["priority", "Priority P1–P5 (optional, default P3)"],
     ["template", "Message template (optional)"],
   ],
+  Teams: [
+    ["url", "Teams Workflows webhook URL"],
+    ["template", "Heading template (optional)"],
+  ],
 };
 
 function storm(a: Action): string {

@@ -1,8 +1,8 @@
 /**
- * Integration test of the PagerDuty and Opsgenie channels (issue 35): the deliverer
+ * Integration test of the PagerDuty, Opsgenie and Teams channels (issue 35): the deliverer
  * (pipeline/notify/deliver.ts, real HTTP through the SSRF guard with 127.0.0.1 allowlisted, real
  * Redis for the signing secrets) against local receivers of the Events API v2 and the Alert API
- * (test/support/incident-receivers.ts). Checks the incident each match makes (opened by pending,
+ * and a Teams webhook (test/support/incident-receivers.ts). Checks the incident each match makes (opened by pending,
  * grouped by confirmed, resolved or closed by removed), PagerDuty's 429 with `Retry-After`, a
  * storm-control digest, a refused key, and that no routing or API key reaches a log line or a
  * delivery result. Skips when Redis is down.
@@ -10,6 +10,7 @@
 import { randomBytes } from "node:crypto";
 import { createClient } from "redis";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { alertId } from "../../../lib/alerting/alert.js";
 import { incidentKey } from "../../../lib/alerting/incident.js";
 import { type HeldAlert, makeDigest } from "../../../lib/alerting/storm.js";
 import { loadConfig } from "../../../lib/config/index.js";
@@ -29,7 +30,7 @@ const API_KEY = "eb243592-faa2-4ba2-a551-1afdf565c889";
 const pagerDuty: AlertDefinition = { type: "PagerDuty", parameters: { routingKey: ROUTING_KEY, severity: "critical" } };
 const opsgenie: AlertDefinition = { type: "Opsgenie", parameters: { apiKey: API_KEY, priority: "P2" } };
 
-describe.skipIf(!up)("PagerDuty and Opsgenie delivery (local receivers, real Redis)", () => {
+describe.skipIf(!up)("PagerDuty, Opsgenie and Teams delivery (local receivers, real Redis)", () => {
   const prefix = `ti${randomBytes(4).toString("hex")}:`;
   const redis = createClient({ url });
   let rx: IncidentReceivers;
@@ -153,5 +154,24 @@ describe.skipIf(!up)("PagerDuty and Opsgenie delivery (local receivers, real Red
     const r = await deliverer.deliver(sampleAlert({ entityId: `0x${"e5".repeat(32)}_e_1` }), other, 0);
     expect(r).toMatchObject({ ok: false, final: true, status: 401, code: CS_DELIVERY_REJECTED, attempts: 1 });
     expect(JSON.stringify(r)).not.toContain("00000000-0000-4000-8000-000000000000");
+  });
+
+  it("Teams: one Adaptive Card per alert, the retraction a follow-up card; the webhook secret is not in the result", async () => {
+    const teams: AlertDefinition = { type: "Teams", parameters: { url: rx.teamsUrl } };
+    const match = { entityId: `0x${"f6".repeat(32)}_e_1` };
+    const pending = sampleAlert({ ...match, status: "pending" });
+    expect(await deliverer.deliver(pending, teams, 0)).toMatchObject({ ok: true, status: 202, destination: `${rx.base}/…?…` });
+    const replacedBy = { number: 123, hash: `0x${"5b".repeat(32)}` };
+    const removed = sampleAlert({ ...match, status: "removed", confirmations: 0, replacedBy });
+    expect(await deliverer.deliver(removed, teams, 0)).toMatchObject({ ok: true, status: 202 });
+    const [first, followUp] = rx.cards.slice(-2);
+    expect(first!.alertId).toBe(pending.id);
+    expect(followUp!.alertId).toBe(removed.id);
+    expect(followUp!.card.body[0]!.text).toMatch(
+      /^RETRACTED: block 123 \(0x88e9…6cb6\) was reorganised away and replaced by block 123 \(0x5b5b…5b5b\)/,
+    );
+    // names the pending alert of the match (its id as the match stage derives it; the fixture's `id` is fixed)
+    expect(followUp!.card.body[1]!.text).toContain(alertId(pending.ruleId, pending.entityId, pending.blockHash, "pending").slice(0, 12));
+    expect(logged.join("\n")).not.toContain("tEaMs-SiG-0123");
   });
 });
