@@ -4,34 +4,55 @@
  * @module
  */
 
-/** The operators of a target definition (docs/rules.md "Target definitions"). */
-export const OPERATORS = [
-  "Equals",
-  "Equals (ignore case)",
-  "Equals any",
-  "Equals any (ignore case)",
-  "Greater",
-  "Greater or Equal",
-  "Less",
-  "Less or Equal",
-  "Inspect",
-] as const;
+import type { AlertType, Operator, TargetType } from "../../lib/rules/model.js";
+
+/**
+ * The members of a string union in the order the record lists them. The record's type is
+ * `Record<T, true>`, so the compiler rejects a list that misses a member of the service's union or
+ * names one it does not have: the console cannot import the service's value lists (the import rules
+ * allow types only), and this keeps its copies from drifting.
+ */
+function membersOf<T extends string>(members: Record<T, true>): readonly T[] {
+  return Object.keys(members) as T[];
+}
+
+/** The operators of a target definition (docs/rules.md "Target definitions"), in the form's order. */
+export const OPERATORS = membersOf<Operator>({
+  Equals: true,
+  "Equals (ignore case)": true,
+  "Equals any": true,
+  "Equals any (ignore case)": true,
+  Greater: true,
+  "Greater or Equal": true,
+  Less: true,
+  "Less or Equal": true,
+  Inspect: true,
+});
 
 /** The target types of a rule's config. */
-export const TARGET_TYPES = ["Event", "Log", "Transaction", "Call", "Contract", "Token", "Trace", "Method"] as const;
+export const TARGET_TYPES = membersOf<TargetType>({
+  Event: true,
+  Log: true,
+  Transaction: true,
+  Call: true,
+  Contract: true,
+  Token: true,
+  Trace: true,
+  Method: true,
+});
 
 /** The alert (action) types. */
-export const ALERT_TYPES = [
-  "Webhook (POST)",
-  "Webhook (GET)",
-  "Slack",
-  "Email",
-  "Discord",
-  "Telegram",
-  "PagerDuty",
-  "Opsgenie",
-  "Teams",
-] as const;
+export const ALERT_TYPES = membersOf<AlertType>({
+  "Webhook (POST)": true,
+  "Webhook (GET)": true,
+  Slack: true,
+  Email: true,
+  Discord: true,
+  Telegram: true,
+  PagerDuty: true, // h-pager (issue 35)
+  Opsgenie: true,
+  Teams: true,
+});
 
 /** A target definition at any of the three levels. */
 export interface Condition {

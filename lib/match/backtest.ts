@@ -37,24 +37,17 @@ import type { Rule, RuleInput, TargetType } from "../rules/model.js";
 import { alertTemplate, type MatchedEntity, thresholdOf } from "./alert-template.js";
 import { entitiesOf, type SourceRecord } from "./entities.js";
 import { createRuleIndex } from "./rule-index.js";
+import { targetTable } from "./targets.js";
 
 /** The rule id of a tested rule (not stored, so it has none): the nil UUID. Alert ids are derived from it. */
 export const BACKTEST_RULE_ID = "00000000-0000-0000-0000-000000000000";
 
 /**
  * The indexed record kinds a backtest of each target type reads, or null when the type cannot be
- * backtested (Token: first sight of a token needs the whole history).
+ * backtested (Token: first sight of a token needs the whole history). Derived from
+ * `lib/match/targets.ts` (`TargetDescriptor.backtestSources`).
  */
-export const BACKTEST_SOURCES: Readonly<Record<TargetType, readonly RecordKind[] | null>> = {
-  Event: ["event"],
-  Log: ["log"],
-  Transaction: ["tx"],
-  Method: ["tx"],
-  Contract: ["tx", "call"],
-  Trace: ["call"],
-  Call: ["call"],
-  Token: null,
-};
+export const BACKTEST_SOURCES: Readonly<Record<TargetType, readonly RecordKind[] | null>> = targetTable((t) => t.backtestSources);
 
 /** One indexed record: its kind and its `_source`. */
 export interface IndexedRecord {

@@ -4,49 +4,15 @@
  * @module
  */
 import type { PayloadItem, Rule, SubPayloadItem, TargetType } from "../rules/model.js";
+import { targetTable } from "./targets.js";
 import { readPath } from "./values.js";
 
 /**
  * The payload sent when a rule's alert definitions name no payload items: the key fields of each
  * target type (attribute names as in docs/alerting-match.md). Missing attributes are sent as null.
+ * Derived from `lib/match/targets.ts` (`TargetDescriptor.defaultPayload`).
  */
-export const DEFAULT_PAYLOAD_FIELDS: Readonly<Record<TargetType, readonly string[]>> = {
-  Event: ["entityId", "event", "signature", "address", "args", "transactionHash", "logIndex", "blockNumber", "blockHash", "timestamp"],
-  Log: ["entityId", "address", "topics", "data", "transactionHash", "logIndex", "blockNumber", "blockHash", "timestamp"],
-  Transaction: ["hash", "from", "to", "value", "methodId", "status", "blockNumber", "blockHash", "timestamp"],
-  Method: [
-    "entityId",
-    "name",
-    "signature",
-    "args",
-    "from",
-    "to",
-    "value",
-    "status",
-    "transactionHash",
-    "blockNumber",
-    "blockHash",
-    "timestamp",
-  ],
-  Contract: ["address", "creator", "transactionFrom", "transactionHash", "blockNumber", "blockHash", "timestamp"],
-  Token: ["address", "name", "symbol", "decimals", "standard", "transactionHash", "blockNumber", "blockHash", "timestamp"],
-  Trace: ["entityId", "type", "from", "to", "value", "methodId", "error", "traceAddress", "transactionHash", "blockNumber", "blockHash"],
-  Call: [
-    "entityId",
-    "name",
-    "signature",
-    "args",
-    "type",
-    "from",
-    "to",
-    "value",
-    "error",
-    "traceAddress",
-    "transactionHash",
-    "blockNumber",
-    "blockHash",
-  ],
-};
+export const DEFAULT_PAYLOAD_FIELDS: Readonly<Record<TargetType, readonly string[]>> = targetTable((t) => t.defaultPayload);
 
 type AnyItem = PayloadItem | SubPayloadItem | { fieldType: "Field"; fieldName: string; subPayloads?: null };
 

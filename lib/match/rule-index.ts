@@ -39,19 +39,14 @@
 import type { ChainId } from "../config/index.js";
 import type { Rule, TargetDefinition, TargetType } from "../rules/model.js";
 import { type AnyDefinition, compileDefinitions, type EntityPredicate } from "./evaluate.js";
+import { targetTable } from "./targets.js";
 import { attributeKeys, numericKey, stringKey, valueKey } from "./values.js";
 
-/** Attributes usable as buckets, per target type, in tie-break order. `args` is the composite argument bucket. */
-export const INDEXED_ATTRIBUTES: Readonly<Record<TargetType, readonly string[]>> = {
-  Event: ["address", "args", "event"],
-  Log: ["address", "topic0", "topic1", "topic2", "topic3"],
-  Transaction: ["to", "from", "methodId", "hash"],
-  Method: ["to", "address", "args", "from", "methodId", "name"],
-  Call: ["to", "args", "from", "methodId", "name"],
-  Trace: ["to", "from", "methodId", "type"],
-  Contract: ["address", "creator", "transactionFrom"],
-  Token: ["address", "symbol", "name", "standard"],
-};
+/**
+ * Attributes usable as buckets, per target type, in tie-break order. `args` is the composite argument
+ * bucket. Derived from `lib/match/targets.ts` (`TargetDescriptor.indexedAttributes`).
+ */
+export const INDEXED_ATTRIBUTES: Readonly<Record<TargetType, readonly string[]>> = targetTable((t) => t.indexedAttributes);
 
 const EQUALITY = new Set(["Equals", "Equals (ignore case)", "Equals any", "Equals any (ignore case)"]);
 const SEP = "\u0000";

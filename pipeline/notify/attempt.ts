@@ -203,6 +203,13 @@ export async function attemptHead(run: AttemptContext, head: DeliveryJob, lease:
   else await retryOrDeadLetter(run, lease, attempted);
 }
 
+/**
+ * How stale a healthy destination's `lastSuccessAtMs` (the `lastSuccessAt` of the rules API's
+ * `destinations`) may get, in ms: a success is written when the stored one is older than this.
+ * Default 5000.
+ */
+export const SUCCESS_STAMP_EVERY_MS = 5_000;
+
 /** An attempt made: the job (as attempted), its alert, the result, attempts in all so far, and when (ms). */
 interface Attempted {
   job: DeliveryJob;
@@ -224,7 +231,9 @@ async function bookDelivered(run: AttemptContext, lease: Lease, { job, alert, r,
   await deliveryLog.markDelivered(job.alertId, job.actionIndex, at);
   await deliveryLog.record(job.ruleId, deliveryLogEntry(alert, action ?? ({} as never), job.actionIndex, { ...r, attempts }, at));
   const h = await queue.health(job.destination);
-  if (h.consecutiveFailures > 0 || h.unhealthy) {
+  // After failures the state must be reset now; otherwise only `lastSuccessAtMs` moves, and it is
+  // written at most every SUCCESS_STAMP_EVERY_MS so a busy healthy destination costs no write per delivery.
+  if (h.consecutiveFailures > 0 || h.unhealthy || now - h.lastSuccessAtMs >= SUCCESS_STAMP_EVERY_MS) {
     const next = afterSuccess(h, now);
     await queue.saveHealth(job.destination, next);
     noteHealth(run, job.destination, next);

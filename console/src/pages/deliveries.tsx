@@ -70,7 +70,7 @@ export function DeliveriesPage({ ruleId }: { ruleId: string | undefined }) {
                 {page.destinations.map((d) => (
                   <tr key={d.actionIndex}>
                     <td>{d.actionIndex + 1}</td>
-                    <td>{d.destination}</td>
+                    <td class="destination">{d.destination}</td>
                     <td>{d.unhealthy ? "unhealthy" : "healthy"}</td>
                     <td>{d.consecutiveFailures}</td>
                     <td>{d.lastError ?? ""}</td>
@@ -95,7 +95,7 @@ export function DeliveriesPage({ ruleId }: { ruleId: string | undefined }) {
                     <td>
                       {e.actionIndex + 1}: {e.type}
                     </td>
-                    <td>{e.destination}</td>
+                    <td class="destination">{e.destination}</td>
                     <td class="result">{e.ok ? "delivered" : e.final === false ? "dead letter" : (e.state ?? "failed")}</td>
                     <td>{e.attempts}</td>
                     <td>{e.httpStatus ?? ""}</td>

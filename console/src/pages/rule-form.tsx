@@ -3,6 +3,7 @@
  * whose path names that place ({@link FieldErrors}).
  * @module
  */
+import type { AlertType } from "../../../lib/rules/model.js";
 import type { ApiProblem, ChainStatus } from "../api.js";
 import { chainKey } from "../api.js";
 import {
@@ -255,7 +256,7 @@ function Payload({
   );
 }
 
-const PARAMS: Record<string, Array<[string, string]>> = {
+const PARAMS: Record<AlertType, Array<[string, string]>> = {
   "Webhook (POST)": [["url", "URL ({field} tokens allowed in the path and query)"]],
   "Webhook (GET)": [["url", "URL ({field} tokens allowed in the path and query)"]],
   Slack: [
@@ -333,7 +334,7 @@ function Actions({ actions, ctx }: { actions: Action[]; ctx: Ctx }) {
               </select>
             </label>
             <FieldErrors problems={ctx.problems} path={`${p}.parameters`} />
-            {(PARAMS[a.type] ?? []).map(([name, label]) => {
+            {(PARAMS[a.type as AlertType] ?? []).map(([name, label]) => {
               const raw = a.parameters[name];
               const shown = Array.isArray(raw) ? raw.join(", ") : raw === undefined || raw === null ? "" : String(raw);
               return (

@@ -248,6 +248,10 @@ describe.skipIf(!up)("notify scheduler (real Redis, local receivers)", () => {
     expect(healthy.delivered).toEqual(Array.from({ length: n }, (_, i) => `${hRule}#${i + 1}`));
     expect((await queue.laneLength(`${gRule}:0`)) + (await queue.laneLength(`${fRule}:0`))).toBeGreaterThan(n);
     console.log(`healthy lane: ${n} alerts delivered in ${healthyMs} ms next to a hanging and a failing destination`);
+    // A destination that never failed still has its last success on record (the destinations status).
+    const okHealth = await queue.health(new URL(healthy.base).origin);
+    expect(okHealth.consecutiveFailures).toBe(0);
+    expect(okHealth.lastSuccessAtMs).toBeGreaterThanOrEqual(t0);
 
     // The failing destination is marked unhealthy (queue, metric).
     await waitFor(async () => (await queue.health(new URL(failing.base).origin)).unhealthy, 10_000);
