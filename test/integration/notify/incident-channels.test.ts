@@ -174,4 +174,32 @@ describe.skipIf(!up)("PagerDuty, Opsgenie and Teams delivery (local receivers, r
     expect(followUp!.card.body[1]!.text).toContain(alertId(pending.ruleId, pending.entityId, pending.blockHash, "pending").slice(0, 12));
     expect(logged.join("\n")).not.toContain("tEaMs-SiG-0123");
   });
+
+  it("Teams: a storm-control digest is one card with the count", async () => {
+    const teams: AlertDefinition = { type: "Teams", parameters: { url: rx.teamsUrl } };
+    const alerts = [1, 2].map((n) => sampleAlert({ entityId: `0x${"a7".repeat(32)}_e_${n}`, sequence: n }));
+    const held: HeldAlert[] = alerts.map((a) => ({ ...a, alertId: a.id }));
+    const a0 = alerts[0]!;
+    const digest = makeDigest(
+      {
+        ruleId: a0.ruleId,
+        ruleName: "teams digest",
+        accountId: a0.accountId,
+        chain: a0.chain,
+        targetType: a0.targetType,
+        actionIndex: 0,
+        action: teams,
+        policy: { max: 0, windowMs: 60_000, maxEntities: 10, source: "digest" },
+        windowStartMs: 1_767_323_040_000,
+        windowEndMs: 1_767_323_100_000,
+        entity: a0.entity,
+      },
+      held,
+    );
+    const before = rx.cards.length;
+    expect(await deliverer.attemptDigest(digest)).toMatchObject({ ok: true, status: 202 });
+    expect(rx.cards).toHaveLength(before + 1);
+    expect(rx.cards.at(-1)!.alertId).toBe(digest.id);
+    expect(rx.cards.at(-1)!.card.body[0]!.text).toMatch(/\b2 alerts\b/);
+  });
 });
