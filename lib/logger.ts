@@ -75,6 +75,23 @@ export function isPretty(format: LogFormat, tty: boolean): boolean {
 }
 
 /**
+ * Log fields that would hold a rule's secrets (issue 35: PagerDuty `routingKey`, Opsgenie `apiKey`)
+ * if an action, its parameters or a rule config were ever logged: pino censors them as
+ * `[redacted]` in every line (https://getpino.io/#/docs/redaction). Defence in depth: the notify
+ * stage logs ids and codes, never parameters.
+ */
+export const REDACTED_PATHS: readonly string[] = ["routingKey", "apiKey"].flatMap((k) => [
+  k,
+  `*.${k}`,
+  `parameters.${k}`,
+  `*.parameters.${k}`,
+  `alerts[*].parameters.${k}`,
+  `config.alerts[*].parameters.${k}`,
+  `*.config.alerts[*].parameters.${k}`,
+]);
+const redact = { paths: [...REDACTED_PATHS], censor: "[redacted]" };
+
+/**
  * Creates the root logger.
  * @param level - a pino level (`info`, `debug`, `silent`, …); default `info`.
  * @param name - the `name` field of every line; default `chainsift`.
@@ -83,10 +100,10 @@ export function isPretty(format: LogFormat, tty: boolean): boolean {
  * @returns the logger.
  */
 export function createLogger(level = "info", name = "chainsift", options?: LoggerOptions): Logger {
-  if (!options) return pino({ name, level });
+  if (!options) return pino({ name, level, redact });
   const output = options.output ?? createLogOutput();
   if (!isPretty(options.format ?? "json", options.tty ?? process.stdout.isTTY === true)) {
-    return pino({ name, level }, { write: (line: string) => output.write(line) });
+    return pino({ name, level, redact }, { write: (line: string) => output.write(line) });
   }
   // colorize follows the terminal; `ignore` drops fields every line of a process has in common;
   // singleLine keeps a line's fields on it (an error's stack still follows on its own lines).
@@ -96,5 +113,5 @@ export function createLogger(level = "info", name = "chainsift", options?: Logge
     translateTime: "HH:MM:ss.l",
     singleLine: true,
   });
-  return pino({ name, level }, { write: (line: string) => output.write(pretty(line)) });
+  return pino({ name, level, redact }, { write: (line: string) => output.write(pretty(line)) });
 }

@@ -49,6 +49,9 @@ export const ALERT_TYPES = membersOf<AlertType>({
   Email: true,
   Discord: true,
   Telegram: true,
+  PagerDuty: true, // h-pager (issue 35)
+  Opsgenie: true,
+  Teams: true,
 });
 
 /** A target definition at any of the three levels. */
@@ -111,6 +114,10 @@ export function parametersFor(type: string): Record<string, unknown> {
       return { recipients: [] };
     case "Telegram":
       return { chatId: "" };
+    case "PagerDuty":
+      return { routingKey: "" };
+    case "Opsgenie":
+      return { apiKey: "" };
     default:
       return { url: "" };
   }

@@ -77,3 +77,13 @@ export interface Alert {
 export function alertId(ruleId: string, entityId: string, blockHash: string, status: AlertStatus): string {
   return createHash("sha256").update(`${ruleId}|${entityId}|${blockHash}|${status}`).digest("hex");
 }
+
+/**
+ * The match key: hex SHA-256 of `ruleId|entityId|blockHash` (block hash lower-cased), the same for
+ * a match's `pending`, `confirmed` and `removed` alerts. Keys what a retraction changes: the
+ * posted-message store (pipeline/notify/messages.ts) and the incident tools' dedup key and alias
+ * (lib/alerting/incident.ts).
+ */
+export function matchKey(alert: Pick<Alert, "ruleId" | "entityId" | "blockHash">): string {
+  return createHash("sha256").update(`${alert.ruleId}|${alert.entityId}|${alert.blockHash.toLowerCase()}`).digest("hex");
+}

@@ -17,15 +17,25 @@
  * types, so they stay free of Node modules, which this module reaches through the renderers.
  * @module
  */
+import { createHash } from "node:crypto";
 import type { TObject } from "typebox";
 import type { Config } from "../config/index.js";
 import { isEmailAddress } from "../email.js";
 import { NonRetryableError } from "../errors.js";
 import type { AlertDefinition, AlertType } from "../rules/model.js";
-import { ACTION_PARAMETERS_SCHEMAS, TELEGRAM_CHAT_PATTERN } from "../rules/schema.js";
+import {
+  ACTION_PARAMETERS_SCHEMAS,
+  OPSGENIE_API_KEY_PATTERN,
+  OPSGENIE_PRIORITIES,
+  PAGERDUTY_ROUTING_KEY_PATTERN,
+  PAGERDUTY_SEVERITIES,
+  TELEGRAM_CHAT_PATTERN,
+} from "../rules/schema.js";
 import type { Alert } from "./alert.js";
+import { opsgenieRequest, pagerDutyEvent } from "./incident.js";
 import { discordBody, type EmailTemplates, emailMessage, type MessageOptions, renderUrl, slackBody, telegramBody } from "./render.js";
 import type { RenderedAction } from "./rendered.js";
+import { teamsBody } from "./teams.js";
 import { webhookJson } from "./webhook.js";
 
 /** An action that can never be delivered as written (no url, no valid recipient, unknown type). Non-retryable. */
@@ -155,6 +165,34 @@ const chatChannel = { chat: true, digests: true, editsOnRetraction: true } as co
 /** A Telegram chat id or `@username`, as the rule schema accepts it. */
 const TELEGRAM_CHAT = new RegExp(TELEGRAM_CHAT_PATTERN);
 
+// --- h-pager (issue 35): incident tools ---
+/** A PagerDuty routing key as the rule schema accepts it. */
+const PAGERDUTY_ROUTING_KEY = new RegExp(PAGERDUTY_ROUTING_KEY_PATTERN);
+/** An Opsgenie API key as the rule schema accepts it. */
+const OPSGENIE_API_KEY = new RegExp(OPSGENIE_API_KEY_PATTERN);
+
+/**
+ * A secret parameter (routing key, API key) shown in the log as a fingerprint: the first 8 hex
+ * digits of its SHA-256, enough to tell two destinations apart and useless to an attacker.
+ */
+function fingerprint(secret: unknown): string {
+  return typeof secret === "string" ? createHash("sha256").update(secret).digest("hex").slice(0, 8) : "none";
+}
+
+/** The optional enumerated parameter `value` when it is one of `allowed`. */
+function oneOf<T extends string>(value: unknown, allowed: readonly T[]): { value?: T } {
+  return typeof value === "string" && (allowed as readonly string[]).includes(value) ? { value: value as T } : {};
+}
+
+/**
+ * What the incident tools share: not chat (every alert is sent; the tool groups them itself),
+ * digests when the action opts into storm control, and no posted-message store: a retraction
+ * resolves or closes the incident by its key (`incidentKey`, lib/alerting/incident.ts), which
+ * the alert itself gives.
+ */
+const incidentChannel = { chat: false, digests: true, editsOnRetraction: false } as const;
+// --- end h-pager ---
+
 /** Every alert channel, by action type (the order of `ALERT_TYPES`, lib/rules/model.ts). */
 export const CHANNELS = {
   "Webhook (GET)": {
@@ -240,6 +278,65 @@ export const CHANNELS = {
       return { type: "Telegram", method: "POST", chatId: p.chatId, body: JSON.stringify(body) };
     },
   },
+  // --- h-pager (issue 35): incident tools ---
+  PagerDuty: {
+    description:
+      "a PagerDuty Events API v2 trigger per pending or confirmed alert, deduplicated per match, resolved when a reorg retracts the match",
+    parameters: ACTION_PARAMETERS_SCHEMAS.PagerDuty,
+    ...incidentChannel,
+    credentials: ["pagerdutyApiUrl"],
+    // The operator's one Events API: its rate limits are per routing key, its health one service's.
+    destinationKey: () => "pagerduty",
+    // The routing key is a secret: only its fingerprint is shown.
+    describeDestination: (p) => `pagerduty routing key #${fingerprint(p.routingKey)}`,
+    render(alert, action, options) {
+      const p = action.parameters as { routingKey?: unknown; severity?: unknown };
+      if (typeof p.routingKey !== "string" || !PAGERDUTY_ROUTING_KEY.test(p.routingKey))
+        throw invalid("PagerDuty action needs a routingKey: the 32-character integration key of an Events API v2 integration");
+      const severity = oneOf(p.severity, PAGERDUTY_SEVERITIES).value;
+      const params = { routingKey: p.routingKey, ...(severity ? { severity } : {}), ...strings(action.parameters, ["template"]) };
+      return { type: "PagerDuty", method: "POST", path: "/v2/enqueue", body: JSON.stringify(pagerDutyEvent(alert, params, options)) };
+    },
+  },
+  Opsgenie: {
+    description: "an Opsgenie alert per match (created with an alias, deduplicated by it), closed when a reorg retracts the match",
+    parameters: ACTION_PARAMETERS_SCHEMAS.Opsgenie,
+    ...incidentChannel,
+    credentials: ["opsgenieApiUrl"],
+    destinationKey: () => "opsgenie",
+    // The API key is a secret: only its fingerprint is shown.
+    describeDestination: (p) => `opsgenie api key #${fingerprint(p.apiKey)}`,
+    render(alert, action, options) {
+      const p = action.parameters as { apiKey?: unknown; priority?: unknown };
+      if (typeof p.apiKey !== "string" || !OPSGENIE_API_KEY.test(p.apiKey))
+        throw invalid("Opsgenie action needs an apiKey: the key of an Opsgenie API integration");
+      const priority = oneOf(p.priority, OPSGENIE_PRIORITIES).value;
+      const req = opsgenieRequest(alert, { ...(priority ? { priority } : {}), ...strings(action.parameters, ["template"]) }, options);
+      return { type: "Opsgenie", method: "POST", path: req.path, body: JSON.stringify(req.body) };
+    },
+  },
+  Teams: {
+    description:
+      "an Adaptive Card in a Microsoft Teams channel through a Workflows (or incoming) webhook; a retraction is a follow-up card",
+    parameters: ACTION_PARAMETERS_SCHEMAS.Teams,
+    ...chatChannel,
+    // A webhook cannot edit its card: the retraction card names what it retracts from the alert alone.
+    editsOnRetraction: false,
+    credentials: [],
+    destinationKey: urlOrigin,
+    describeDestination: describeChatUrl,
+    render(alert, action, options) {
+      const url = (action.parameters as { url?: unknown }).url;
+      if (typeof url !== "string" || url === "") throw invalid("Teams action has no url");
+      return {
+        type: "Teams",
+        method: "POST",
+        url,
+        body: JSON.stringify(teamsBody(alert, strings(action.parameters, ["template"]), options)),
+      };
+    },
+  },
+  // --- end h-pager ---
 } as const satisfies Record<AlertType, ChannelDescriptor>;
 
 /** The descriptor of an action's type, or undefined for a type no channel knows (a stored rule from a newer version, a bad record). */

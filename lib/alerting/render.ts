@@ -157,7 +157,8 @@ function scalarText(v: unknown): string {
   return JSON.stringify(v) ?? String(v);
 }
 
-function clip(s: string, max = MAX_VALUE_CHARS): string {
+/** Clips `s` to `max` characters (default 500), the last being `…`. */
+export function clip(s: string, max = MAX_VALUE_CHARS): string {
   return s.length > max ? `${s.slice(0, max - 1)}…` : s;
 }
 
@@ -337,6 +338,40 @@ function chatText(alert: Alert, template: string | undefined, markup: ChatMarkup
     .filter((s) => s !== "")
     .join("\n");
 }
+
+// --- h-pager (issue 35): texts of the incident tools (lib/alerting/incident.ts) ---
+/**
+ * The message of an action as plain text ({@link chatText} without markup): `template` rendered, or
+ * the default chat message; a `removed` alert's starts with its {@link retractionLine}. Not clipped.
+ * @throws {NonRetryableError} `CS_TEMPLATE_UNKNOWN_FIELD` for a template token the alert cannot fill.
+ */
+export function plainText(alert: Alert, template: string | undefined, options: MessageOptions = {}): string {
+  return chatText(alert, template, PLAIN_MARKUP, options);
+}
+
+/**
+ * The one-line title of an alert in an incident tool (PagerDuty `payload.summary`, Opsgenie
+ * `message`): `template` rendered as plain text, or `<rule name or id>: <summaryLine>`; control
+ * characters collapsed to spaces, clipped to `max` characters with `…`.
+ * @throws {NonRetryableError} `CS_TEMPLATE_UNKNOWN_FIELD` for a template token the alert cannot fill.
+ */
+export function incidentTitle(alert: Alert, template: string | undefined, max: number, options: MessageOptions = {}): string {
+  const text =
+    template !== undefined && template !== ""
+      ? renderTemplate(
+          template,
+          templateView(alert, { summary: summaryLine(alert), ...(options.explorers ? { explorers: options.explorers } : {}) }),
+          (v) => v,
+        )
+      : `${alert.ruleName ? clip(oneLine(alert.ruleName), 120) : alert.ruleId}: ${summaryLine(alert)}`;
+  return clip(oneLine(text), max);
+}
+
+/** The explorer link of an alert's transaction (else its block), "" without an explorer for its chain. */
+export function explorerLink(alert: Alert, options: MessageOptions = {}): string {
+  return mainLink(alert, options);
+}
+// --- end h-pager ---
 
 /** Body of a chat (Slack incoming-webhook) message. */
 export interface SlackBody {

@@ -12,6 +12,9 @@
  * | `Discord` | `POST` of `parameters.url` as written; body `discordBody` as JSON (Discord "Execute Webhook") |
  * | `Telegram` | the chat and the `sendMessage` body `telegramBody` as JSON; the URL (`<api>/bot<token>/sendMessage`) is the sender's, so the operator's bot token is never part of a rendering |
  * | `Email` | recipients (trimmed), subject, text and HTML of `emailMessage` |
+ * | `PagerDuty` | `POST` of `pagerDutyEvent` (lib/alerting/incident.ts) as JSON to path `/v2/enqueue` of the operator's Events API base URL: `trigger` for pending and confirmed, `resolve` for removed |
+ * | `Teams` | `POST` of `parameters.url` as written; body `teamsBody` (lib/alerting/teams.ts, one Adaptive Card) as JSON |
+ * | `Opsgenie` | `POST` of `opsgenieRequest` to `/v2/alerts` (create) or `/v2/alerts/<alias>/close?identifierType=alias` (removed) of the operator's Alert API base URL; the API key header is the sender's |
  *
  * Chat and e-mail messages follow the action's `template` (and Email `subject`) when it has one
  * (`lib/alerting/template.ts`), else the default layout. Signature headers (per-account secrets)
@@ -28,7 +31,7 @@ export { CS_ACTION_INVALID };
 
 /** A rendered HTTP action (webhooks and chat): every type but those with their own shape below. */
 export interface RenderedRequest {
-  type: Exclude<AlertType, RenderedEmail["type"] | RenderedTelegram["type"]>;
+  type: Exclude<AlertType, RenderedEmail["type"] | RenderedTelegram["type"] | RenderedIncident["type"]>;
   method: "GET" | "POST";
   /** The URL called (templated for webhooks). */
   url: string;
@@ -56,8 +59,20 @@ export interface RenderedTelegram {
   body: string;
 }
 
+// --- h-pager (issue 35) ---
+/** A rendered incident-tool action: a request to a path of the operator's API base URL (config `notify.pagerdutyApiUrl`, `notify.opsgenieApiUrl`). */
+export interface RenderedIncident {
+  type: "PagerDuty" | "Opsgenie";
+  method: "POST";
+  /** Path and query under the API base URL: `/v2/enqueue`, `/v2/alerts`, `/v2/alerts/<alias>/close?identifierType=alias`. */
+  path: string;
+  /** The exact JSON text sent as the body. */
+  body: string;
+}
+// --- end h-pager ---
+
 /** What one action sends. */
-export type RenderedAction = RenderedRequest | RenderedTelegram | RenderedEmail;
+export type RenderedAction = RenderedRequest | RenderedTelegram | RenderedEmail | RenderedIncident;
 
 /**
  * Renders one action of an alert (see the module table) with its channel's `render`

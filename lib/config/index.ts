@@ -9,6 +9,7 @@
 import { hostname } from "node:os";
 import type { Partitioning } from "../partitioning.js";
 import { type ChainEntry, type ChainsFileError, chainKey } from "./chains-file.js";
+import { type IncidentApisConfig, incidentApisOf } from "./incidents.js";
 import { bool, ConfigError, explorers, int, list, oneOf, percent, str } from "./parse.js";
 import { partitioningOf } from "./partitioning.js";
 import { type ChainId, type ChainIdSource, type ChainSettings, servedChains } from "./served-chains.js";
@@ -263,10 +264,7 @@ export interface Config {
      * process. Env `CHAINSIFT_TEST_CRASH_PERCENT` (an integer 0..100), default 100 (the first pass).
      */
     testCrashPercent: number;
-    /**
-     * TEST ONLY: seed of the crash hook's generator (logged when the hook is armed). Env
-     * `CHAINSIFT_TEST_CRASH_SEED` (an integer), default random.
-     */
+    /** TEST ONLY: seed of the crash hook's generator (logged when the hook is armed). Env `CHAINSIFT_TEST_CRASH_SEED` (an integer), default random. */
     testCrashSeed: number;
   };
   decode: {
@@ -406,9 +404,8 @@ export interface Config {
      */
     telegramBotToken: string | undefined;
     /**
-     * Base URL of the Telegram Bot API; requests go to `<url>/bot<token>/sendMessage`
-     * (https://core.telegram.org/bots/api#making-requests). Env `CHAINSIFT_TELEGRAM_API_URL`, default
-     * `https://api.telegram.org`; a self-hosted Bot API server, or a local receiver in tests (a
+     * Base URL of the Telegram Bot API; requests go to `<url>/bot<token>/sendMessage` (https://core.telegram.org/bots/api#making-requests).
+     * Env `CHAINSIFT_TELEGRAM_API_URL`, default `https://api.telegram.org`; a self-hosted Bot API server, or a local receiver in tests (a
      * private address must be in `CHAINSIFT_NOTIFY_ALLOWLIST`).
      */
     telegramApiUrl: string;
@@ -437,7 +434,7 @@ export interface Config {
      * @throws {ConfigError} from {@link loadConfig} for an entry without `=` or a URL that is not http(s).
      */
     explorerUrls: Record<string, string>;
-  };
+  } & IncidentApisConfig; // h-pager (issue 35): the incident tools' API base URLs
   /** pino level. Env `LOG_LEVEL`, default `info`. */
   logLevel: string;
   /**
@@ -592,6 +589,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       telegramApiUrl: str(env, "CHAINSIFT_TELEGRAM_API_URL", "https://api.telegram.org").replace(/\/+$/, ""),
       slackBotToken: env.CHAINSIFT_SLACK_BOT_TOKEN || undefined,
       slackApiUrl: str(env, "CHAINSIFT_SLACK_API_URL", "https://slack.com/api").replace(/\/+$/, ""),
+      ...incidentApisOf(env), // h-pager (issue 35)
       explorerUrls,
     },
     logLevel: str(env, "LOG_LEVEL", "info"),

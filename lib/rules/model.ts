@@ -69,10 +69,20 @@ export interface TargetDefinition {
 export const CONTRACT_ALERT_TYPES = ["Webhook (GET)", "Webhook (POST)", "Email", "Slack"] as const;
 /**
  * Alert action kinds: the contract's four, then chainsift's own (`Discord`: a Discord webhook;
- * `Telegram`: a message from the operator's Telegram bot). Rules with only the contract's kinds
- * validate and behave exactly as before.
+ * `Telegram`: a message from the operator's Telegram bot; `PagerDuty` and `Opsgenie`: an incident
+ * tool's alert, resolved or closed when a reorg retracts the match; `Teams`: an Adaptive Card in a
+ * Microsoft Teams channel). Rules with only the contract's kinds validate and behave exactly as before.
  */
-export const ALERT_TYPES = [...CONTRACT_ALERT_TYPES, "Discord", "Telegram"] as const;
+export const ALERT_TYPES = [
+  ...CONTRACT_ALERT_TYPES,
+  "Discord",
+  "Telegram",
+  // --- h-pager (issue 35): incident tools ---
+  "PagerDuty",
+  "Opsgenie",
+  "Teams",
+  // --- end h-pager ---
+] as const;
 /** One of {@link ALERT_TYPES}. */
 export type AlertType = (typeof ALERT_TYPES)[number];
 
@@ -128,6 +138,37 @@ export interface TelegramParameters {
   /** Message template (plain text); default the standard message. */
   template?: string;
 }
+// --- h-pager (issue 35): incident tools ---
+/** PagerDuty Events API v2 severity of a triggered alert (https://developer.pagerduty.com/docs/send-alert-event). */
+export type PagerDutySeverity = "critical" | "error" | "warning" | "info";
+/** Parameters of a `PagerDuty` action (Events API v2 `trigger`, then `resolve` on retraction). */
+export interface PagerDutyParameters {
+  /** The integration (routing) key of a PagerDuty service's Events API v2 integration: 32 letters and digits. A secret. */
+  routingKey: string;
+  /** `payload.severity` of the triggered alert; default `error`. */
+  severity?: PagerDutySeverity;
+  /** `payload.summary` template (plain text, at most 1024 characters once filled); default the standard one-line summary. */
+  template?: string;
+}
+/** Opsgenie alert priority (https://docs.opsgenie.com/docs/alert-api#create-alert). */
+export type OpsgeniePriority = "P1" | "P2" | "P3" | "P4" | "P5";
+/** Parameters of an `Opsgenie` action (Alert API create with `alias`, then close on retraction). */
+export interface OpsgenieParameters {
+  /** The API key of an Opsgenie API integration (a team's), sent as `Authorization: GenieKey <apiKey>`. A secret. */
+  apiKey: string;
+  /** The alert's `priority`; default `P3` (Opsgenie's own default). */
+  priority?: OpsgeniePriority;
+  /** The alert's `message` template (plain text, at most 130 characters once filled); default the standard one-line summary. */
+  template?: string;
+}
+/** Parameters of a `Teams` action (an Adaptive Card posted to a Teams Workflows or incoming webhook). */
+export interface TeamsParameters {
+  /** The webhook URL (its path and query are a secret). */
+  url: string;
+  /** Message template (plain text in the card); default the standard message. */
+  template?: string;
+}
+// --- end h-pager ---
 export interface WebhookParameters {
   /** `{field}` tokens are replaced by the matched entity's values (URL-encoded). */
   url: string;
@@ -155,6 +196,11 @@ export interface ActionParametersByType {
   Slack: SlackParameters;
   Discord: DiscordParameters;
   Telegram: TelegramParameters;
+  // --- h-pager (issue 35) ---
+  PagerDuty: PagerDutyParameters;
+  Opsgenie: OpsgenieParameters;
+  Teams: TeamsParameters;
+  // --- end h-pager ---
 }
 
 /** Alert definition (alerts item): one member per alert type, its `parameters` those of {@link ActionParametersByType}. */

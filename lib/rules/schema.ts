@@ -380,6 +380,35 @@ export const TelegramParametersSchema = Type.Object(
   },
   component("TelegramParameters"),
 );
+// --- h-pager (issue 35): incident tools (lib/alerting/incident.ts) and Teams, up to the webhook schema ---
+/** A PagerDuty Events API v2 integration (routing) key: 32 letters and digits. */
+export const PAGERDUTY_ROUTING_KEY_PATTERN = "^[A-Za-z0-9]{32}$";
+/** The Events API v2 severities (`payload.severity`, https://developer.pagerduty.com/docs/send-alert-event). */
+export const PAGERDUTY_SEVERITIES = ["critical", "error", "warning", "info"] as const;
+/** Parameters of a PagerDuty alert (Events API v2 trigger, resolve on retraction). Additional properties are allowed (and ignored). */
+export const PagerDutyParametersSchema = Type.Object(
+  {
+    routingKey: Type.String({ pattern: PAGERDUTY_ROUTING_KEY_PATTERN, description: "Events API v2 integration key; a secret" }),
+    severity: Type.Optional(Type.Enum(PAGERDUTY_SEVERITIES, { description: "payload.severity of the triggered alert (default error)" })),
+    template: TemplateSchema,
+  },
+  component("PagerDutyParameters"),
+);
+/** An Opsgenie API integration key: 20 to 64 letters, digits and dashes (Opsgenie issues UUIDs). */
+export const OPSGENIE_API_KEY_PATTERN = "^[A-Za-z0-9-]{20,64}$";
+/** Opsgenie alert priorities (https://docs.opsgenie.com/docs/alert-api#create-alert). */
+export const OPSGENIE_PRIORITIES = ["P1", "P2", "P3", "P4", "P5"] as const;
+/** Parameters of an Opsgenie alert (Alert API create with an alias, close on retraction). Additional properties are allowed (and ignored). */
+export const OpsgenieParametersSchema = Type.Object(
+  {
+    apiKey: Type.String({ pattern: OPSGENIE_API_KEY_PATTERN, description: "API integration key (GenieKey); a secret" }),
+    priority: Type.Optional(Type.Enum(OPSGENIE_PRIORITIES, { description: "the alert's priority (default P3)" })),
+    template: TemplateSchema,
+  },
+  component("OpsgenieParameters"),
+);
+/** Parameters of a Microsoft Teams alert: an Adaptive Card to a Workflows (or incoming) webhook URL. Additional properties are allowed (and ignored). */
+export const TeamsParametersSchema = Type.Object({ url: HttpUrlSchema, template: TemplateSchema }, component("TeamsParameters"));
 /** Parameters of a webhook alert (GET or POST). `{field}` tokens in the URL are replaced at delivery. */
 export const WebhookParametersSchema = Type.Object({ url: HttpUrlSchema }, component("WebhookParameters"));
 
@@ -420,6 +449,9 @@ export const ACTION_PARAMETERS_SCHEMAS = {
   Slack: SlackParametersSchema,
   Discord: DiscordParametersSchema,
   Telegram: TelegramParametersSchema,
+  PagerDuty: PagerDutyParametersSchema, // h-pager (issue 35)
+  Opsgenie: OpsgenieParametersSchema, // h-pager (issue 35)
+  Teams: TeamsParametersSchema, // h-pager (issue 35)
   "Webhook (GET)": WebhookParametersSchema,
   "Webhook (POST)": WebhookParametersSchema,
 } as const satisfies Record<AlertType, TObject>;
@@ -446,7 +478,7 @@ function alertDefinitionBranches() {
 
 /**
  * Alert definition (alerts item): the action and what it sends. Additional properties are allowed.
- * The contract's four types come first, unchanged; `Discord` and `Telegram` are chainsift's.
+ * The contract's four types come first, unchanged; `Discord`, `Telegram`, `PagerDuty`, `Opsgenie` and `Teams` are chainsift's.
  */
 export const AlertDefinitionSchema = Type.Union(alertDefinitionBranches(), component("AlertDefinition"));
 

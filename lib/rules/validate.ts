@@ -44,6 +44,8 @@ const updateValidator = Compile(RuleUpdateSchema);
  * - `CS_RULE_TOO_DEEP`: nesting beyond what the schema allows (Inspect or operatorParameters at the third level; Sub Field or subPayloads one level below a sub-payload);
  * - `CS_RULE_PAYLOAD`: a payload item breaks the payload rules (fieldType, fieldName, subPayloads by fieldType, unknown property);
  * - `CS_RULE_ALERT_PARAMETERS`: an alert's parameters do not fit its type (missing field, bad e-mail address, URL not absolute http(s), a `{field}` template in a URL's host, a Telegram chat that is not an id or `@username`, a message-template token that is not a field path);
+ * - `CS_RULE_PAGERDUTY_PARAMETERS`: a `PagerDuty` action's `routingKey` is missing or not 32 letters and digits, or its `severity` is not `critical`, `error`, `warning` or `info`;
+ * - `CS_RULE_OPSGENIE_PARAMETERS`: an `Opsgenie` action's `apiKey` is missing or not 20–64 letters, digits and dashes, or its `priority` is not `P1`–`P5`;
  * - `CS_RULE_TOO_LONG`: a string is longer than its cap in {@link RULE_LIMITS} (name, description, definition names, values, URLs, Slack fields, payload field names; an over-long e-mail address is `CS_RULE_ALERT_PARAMETERS`, like any address that is not one);
  * - `CS_RULE_EXTRA_PROPERTIES`: more than {@link RULE_LIMITS}`.extraPropertiesMax` additional top-level properties, or more than `.extraPropertiesMaxBytes` of them (path: the property that crosses the limit).
  */
@@ -57,6 +59,10 @@ export type RuleValidationCode =
   | "CS_RULE_TOO_DEEP"
   | "CS_RULE_PAYLOAD"
   | "CS_RULE_ALERT_PARAMETERS"
+  // --- h-pager (issue 35) ---
+  | "CS_RULE_PAGERDUTY_PARAMETERS"
+  | "CS_RULE_OPSGENIE_PARAMETERS"
+  // --- end h-pager ---
   | "CS_RULE_TOO_LONG"
   | "CS_RULE_EXTRA_PROPERTIES";
 
@@ -71,6 +77,10 @@ export const RULE_VALIDATION_CODES: readonly RuleValidationCode[] = [
   "CS_RULE_TOO_DEEP",
   "CS_RULE_PAYLOAD",
   "CS_RULE_ALERT_PARAMETERS",
+  // --- h-pager (issue 35) ---
+  "CS_RULE_PAGERDUTY_PARAMETERS",
+  "CS_RULE_OPSGENIE_PARAMETERS",
+  // --- end h-pager ---
   "CS_RULE_TOO_LONG",
   "CS_RULE_EXTRA_PROPERTIES",
 ];
@@ -183,6 +193,22 @@ export const RULE_CODE_TABLE: readonly RuleCodeRow[] = [
     shape: /\.parameters\.(template|subject)$/,
     message: (i) => templateProblems(String(i.value)).join("; ") || "is not a message template",
   },
+  // --- h-pager (issue 35): the incident tools' own parameters ---
+  {
+    code: "CS_RULE_PAGERDUTY_PARAMETERS",
+    keyword: ["pattern"],
+    shape: /^config\.alerts\[\]\.parameters\.routingKey$/,
+    message: () => "must be the 32-character integration key (letters and digits) of a PagerDuty Events API v2 integration",
+  },
+  { code: "CS_RULE_PAGERDUTY_PARAMETERS", shape: /^config\.alerts\[\]\.parameters\.(routingKey|severity)$/ },
+  {
+    code: "CS_RULE_OPSGENIE_PARAMETERS",
+    keyword: ["pattern"],
+    shape: /^config\.alerts\[\]\.parameters\.apiKey$/,
+    message: () => "must be the API key (20 to 64 letters, digits and dashes) of an Opsgenie API integration",
+  },
+  { code: "CS_RULE_OPSGENIE_PARAMETERS", shape: /^config\.alerts\[\]\.parameters\.(apiKey|priority)$/ },
+  // --- end h-pager ---
   { code: "CS_RULE_ALERT_PARAMETERS", shape: /^config\.alerts\[\]\.parameters(\.|$)/ },
   { code: "CS_RULE_INVALID" },
 ];

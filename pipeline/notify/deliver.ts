@@ -1,6 +1,6 @@
 /**
  * Delivery of one alert action: {@link createDeliverer} picks the action's channel
- * (`channels/`: webhook, Slack, Discord, Telegram, e-mail) and makes one attempt ({@link Deliverer.attempt}, what the
+ * (`channels/`: webhook, Slack, Discord, Telegram, e-mail, PagerDuty, Opsgenie, Teams) and makes one attempt ({@link Deliverer.attempt}, what the
  * scheduler uses) or a whole retry loop ({@link Deliverer.deliver}) with exponential backoff and
  * full jitter. The loop ({@link runWithRetry}) is a pure function of an injected `attempt` and
  * `sleep`, so it is unit-tested without real waits.
@@ -24,7 +24,10 @@ import type { Attempt, Channel } from "./channels/channel.js";
 import { createDiscordChannel } from "./channels/discord.js";
 import { createEmailChannel, type MailerConfig } from "./channels/email.js";
 import { createHttpSender } from "./channels/http.js";
+import { createOpsgenieChannel } from "./channels/opsgenie.js";
+import { createPagerDutyChannel } from "./channels/pagerduty.js";
 import { createSlackChannel, type SlackConfig } from "./channels/slack.js";
+import { createTeamsChannel } from "./channels/teams.js";
 import { createTelegramChannel, type TelegramConfig } from "./channels/telegram.js";
 import { createWebhookChannel } from "./channels/webhook.js";
 import { describeDestination } from "./log.js";
@@ -150,6 +153,12 @@ export interface DelivererDeps {
   /** The operator's Slack bot for Web API actions (`chat.postMessage`/`chat.update`); default no token, `https://slack.com/api`. */
   slack?: SlackConfig;
   /**
+   * The operator's incident-tool API base URLs (issue 35; config `notify.pagerdutyApiUrl`,
+   * `notify.opsgenieApiUrl`), no trailing slash. Default `https://events.pagerduty.com` and
+   * `https://api.opsgenie.com`.
+   */
+  incidents?: IncidentApis;
+  /**
    * Where the messages of pending alerts are remembered (`createMessageStore`, messages.ts), so
    * that a retraction edits them (Discord, Telegram, Slack Web API), names them (Slack incoming
    * webhook) or answers them in their thread (e-mail). Without it, a retraction is a new message.
@@ -167,6 +176,14 @@ export interface DelivererDeps {
   log?: Pick<Logger, "warn" | "debug">;
   /** HTTP dispatcher override (default: an SSRF-guarded undici Agent, see `ssrf.ts`). */
   dispatcher?: Dispatcher;
+}
+
+/** The incident tools' API base URLs, without trailing slash (h-pager, issue 35). */
+export interface IncidentApis {
+  /** PagerDuty Events API v2 base (`<url>/v2/enqueue`). */
+  pagerdutyApiUrl: string;
+  /** Opsgenie Alert API base (`<url>/v2/alerts`). */
+  opsgenieApiUrl: string;
 }
 
 /** A deliverer. */
@@ -233,6 +250,10 @@ export function createDeliverer(deps: DelivererDeps): Deliverer {
   const messages = deps.explorers ? { explorers: deps.explorers } : {};
   const telegram: TelegramConfig = deps.telegram ?? { botToken: undefined, apiUrl: "https://api.telegram.org" };
   const slack: SlackConfig = deps.slack ?? { botToken: undefined, apiUrl: "https://slack.com/api" };
+  const incidents: IncidentApis = deps.incidents ?? {
+    pagerdutyApiUrl: "https://events.pagerduty.com",
+    opsgenieApiUrl: "https://api.opsgenie.com",
+  };
   /** The posted-message store, for the channels whose retractions change their earlier message. */
   const posted = (type: AlertType) => (CHANNELS[type].editsOnRetraction ? deps.messages : undefined);
   const webhook = createWebhookChannel(send, deps.secrets);
@@ -246,6 +267,11 @@ export function createDeliverer(deps: DelivererDeps): Deliverer {
     Slack: createSlackChannel(send, deps.secrets, messages, slack, posted("Slack")),
     Discord: createDiscordChannel(send, deps.secrets, messages, posted("Discord")),
     Telegram: createTelegramChannel(send, deps.secrets, telegram, messages, posted("Telegram")),
+    // --- h-pager (issue 35) ---
+    PagerDuty: createPagerDutyChannel(send, deps.secrets, incidents.pagerdutyApiUrl, messages),
+    Opsgenie: createOpsgenieChannel(send, deps.secrets, incidents.opsgenieApiUrl, messages),
+    Teams: createTeamsChannel(send, deps.secrets, messages),
+    // --- end h-pager ---
   };
   const channels = [...new Set(Object.values(senders))];
   const byType = new Map<string, Channel>(Object.entries(senders));

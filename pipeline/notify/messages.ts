@@ -11,8 +11,7 @@
  * SHA-256 of `ruleId|entityId|blockHash`, shared by a match's `pending` and `removed` alerts.
  * @module
  */
-import { createHash } from "node:crypto";
-import type { Alert } from "../../lib/alerting/alert.js";
+import { type Alert, matchKey } from "../../lib/alerting/alert.js";
 
 /** How long a posted message is remembered, in seconds: 7 days (a retraction comes within the confirmation depth). */
 export const DEFAULT_MESSAGE_TTL_SEC = 7 * 24 * 3600;
@@ -44,10 +43,8 @@ export interface MessageStore {
   put(alert: Pick<Alert, "ruleId" | "entityId" | "blockHash">, actionIndex: number, message: PostedMessage): Promise<void>;
 }
 
-/** The match key: hex SHA-256 of `ruleId|entityId|blockHash` (the same for a match's pending and removed alerts). */
-export function matchKey(alert: Pick<Alert, "ruleId" | "entityId" | "blockHash">): string {
-  return createHash("sha256").update(`${alert.ruleId}|${alert.entityId}|${alert.blockHash.toLowerCase()}`).digest("hex");
-}
+/** The match key (lib/alerting/alert.ts): hex SHA-256 of `ruleId|entityId|blockHash`, the same for a match's pending and removed alerts. */
+export { matchKey };
 
 /** Redis key of a posted message. */
 export function messageKey(keyPrefix: string, alert: Pick<Alert, "ruleId" | "entityId" | "blockHash">, actionIndex: number): string {

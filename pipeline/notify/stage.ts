@@ -112,6 +112,7 @@ export async function startNotifyStage(deps: NotifyStageDeps): Promise<NotifySta
       mailer: n.smtpUrl ? { from: n.mailFrom, smtpUrl: n.smtpUrl } : undefined,
       telegram: { botToken: n.telegramBotToken, apiUrl: n.telegramApiUrl },
       slack: { botToken: n.slackBotToken, apiUrl: n.slackApiUrl },
+      incidents: { pagerdutyApiUrl: n.pagerdutyApiUrl, opsgenieApiUrl: n.opsgenieApiUrl },
       messages: createMessageStore(redis, config.redisKeyPrefix),
       explorers: n.explorerUrls,
       log: logger.child({ stage: "notify" }),

@@ -22,9 +22,11 @@ import pytest
 #: BacktestLine for both backtests (enums as one model each: 159 when written as unions of literals);
 #: 170 with issue 30's Elasticsearch-compatible routes (scroll, point in time, introspection answers:
 #: 43 es_* models, measured on h-paging merged with h-clients), 171 with the EsClusterHealth component
-#: of _cluster/health;
+#: of _cluster/health; 174 on main before issue 35, 185 with the PagerDuty, Opsgenie and Teams actions
+#: (3 AlertDefinition branches and their type enums, 3 parameter components, the severity and priority
+#: enums; measured with openapi-python-client 0.26 on h-pager);
 #: the same document with every schema inlined gives 859 (docs/api.md).
-MAX_MODELS = 180
+MAX_MODELS = 190
 
 
 @pytest.fixture(scope="module")

@@ -78,6 +78,18 @@ export const RULES_ERROR_CODES = {
     description:
       "Alerting rules: an alert's parameters do not fit its type (missing field, bad e-mail address, URL not absolute http(s), a {field} template in a URL's scheme, user info, host or port).",
   },
+  // --- h-pager (issue 35) ---
+  CS_RULE_PAGERDUTY_PARAMETERS: {
+    status: 400,
+    description:
+      "Alerting rules: a PagerDuty action's routingKey is missing or not the 32-character integration key of an Events API v2 integration, or its severity is not critical, error, warning or info.",
+  },
+  CS_RULE_OPSGENIE_PARAMETERS: {
+    status: 400,
+    description:
+      "Alerting rules: an Opsgenie action's apiKey is missing or not an API integration key (20–64 letters, digits and dashes), or its priority is not P1–P5.",
+  },
+  // --- end h-pager ---
   CS_RULE_TOO_LONG: {
     status: 400,
     description:

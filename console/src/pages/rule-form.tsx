@@ -281,6 +281,20 @@ const PARAMS: Record<AlertType, Array<[string, string]>> = {
     ["messageThreadId", "Topic id (optional)"],
     ["template", "Message template (optional)"],
   ],
+  PagerDuty: [
+    ["routingKey", "Integration key (Events API v2)"],
+    ["severity", "Severity: critical, error, warning or info (optional, default error)"],
+    ["template", "Summary template (optional)"],
+  ],
+  Opsgenie: [
+    ["apiKey", "API integration key"],
+    ["priority", "Priority P1–P5 (optional, default P3)"],
+    ["template", "Message template (optional)"],
+  ],
+  Teams: [
+    ["url", "Teams Workflows webhook URL"],
+    ["template", "Heading template (optional)"],
+  ],
 };
 
 function storm(a: Action): string {
@@ -339,6 +353,7 @@ function Actions({ actions, ctx }: { actions: Action[]; ctx: Ctx }) {
                           .map((s) => s.trim())
                           .filter((s) => s !== "");
                       else if (name === "messageThreadId") params[name] = v === "" ? "" : Number(v);
+                      else if ((name === "severity" || name === "priority") && v === "") delete params[name];
                       else params[name] = v;
                     })
                   }

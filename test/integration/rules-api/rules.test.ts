@@ -560,6 +560,26 @@ describe.skipIf(!up)("alerting rules API (real Redis)", () => {
       "CS_RULE_ALERT_PARAMETERS",
       "config.alerts[0].parameters.url",
     ],
+    [
+      "PagerDuty with a routing key that is not one (issue 35)",
+      withConfig((c) => (c.alerts = [{ type: "PagerDuty", parameters: { routingKey: "not-a-key" } }])),
+      "CS_RULE_PAGERDUTY_PARAMETERS",
+      "config.alerts[0].parameters.routingKey",
+    ],
+    [
+      "Opsgenie with an unknown priority (issue 35)",
+      withConfig(
+        (c) => (c.alerts = [{ type: "Opsgenie", parameters: { apiKey: "eb243592-faa2-4ba2-a551-1afdf565c889", priority: "P0" } }]),
+      ),
+      "CS_RULE_OPSGENIE_PARAMETERS",
+      "config.alerts[0].parameters.priority",
+    ],
+    [
+      "Teams without url (issue 35)",
+      withConfig((c) => (c.alerts = [{ type: "Teams", parameters: { template: "{alert.status}" } }])),
+      "CS_RULE_ALERT_PARAMETERS",
+      "config.alerts[0].parameters.url",
+    ],
     ["unknown chain", ruleBody({ network: "mainnet" }), "CS_RULE_UNKNOWN_CHAIN", "network"],
     [
       "Inspect without operatorParameters",

@@ -29,6 +29,19 @@ describe("logger format", () => {
     expect(JSON.parse(c.lines[0] as string)).toMatchObject({ level: 30, name: "t", block: 7, msg: "hello" });
   });
 
+  it("censors the rules' secret parameters (routing and API keys) wherever an action or config is logged", () => {
+    const c = collect();
+    const log = createLogger("info", "t", { format: "json", tty: false, output: c.output });
+    const action = { type: "PagerDuty", parameters: { routingKey: "R0ut1ngKeyR0ut1ngKeyR0ut1ngKey12", severity: "error" } };
+    log.info({ action }, "a");
+    log.info({ rule: { config: { alerts: [{ type: "Opsgenie", parameters: { apiKey: "eb243592-faa2" } }] } } }, "b");
+    log.info({ parameters: action.parameters, apiKey: "eb243592-faa2" }, "c");
+    const text = c.lines.join("");
+    expect(text).not.toContain("R0ut1ngKey");
+    expect(text).not.toContain("eb243592");
+    expect(JSON.parse(c.lines[0] as string).action.parameters).toEqual({ routingKey: "[redacted]", severity: "error" });
+  });
+
   it("writes human-readable lines: level, name, message and fields on one line", () => {
     const c = collect();
     createLogger("info", "t", { format: "pretty", tty: false, output: c.output }).warn({ block: 7 }, "hello");

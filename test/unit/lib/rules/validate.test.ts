@@ -1130,13 +1130,13 @@ describe("chainsift's own alert types and message templates (backward compatible
     return r;
   };
 
-  it("keeps the contract's four types first and unchanged, then adds Discord and Telegram", async () => {
+  it("keeps the contract's four types first and unchanged, then adds Discord, Telegram, PagerDuty, Opsgenie and Teams", async () => {
     const { ALERT_TYPES, CONTRACT_ALERT_TYPES } = await import("../../../../lib/rules/model.js");
     expect(CONTRACT_ALERT_TYPES).toEqual(["Webhook (GET)", "Webhook (POST)", "Email", "Slack"]);
-    expect(ALERT_TYPES).toEqual([...CONTRACT_ALERT_TYPES, "Discord", "Telegram"]);
+    expect(ALERT_TYPES).toEqual([...CONTRACT_ALERT_TYPES, "Discord", "Telegram", "PagerDuty", "Opsgenie", "Teams"]);
     expect(validateRuleInput(validRule(), "create", chains).ok).toBe(true);
     only(
-      refuse((r) => (r.config.alerts[0].type = "Teams")),
+      refuse((r) => (r.config.alerts[0].type = "Mattermost")),
       "CS_RULE_INVALID",
       "config.alerts[0].type",
     );
