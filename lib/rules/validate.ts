@@ -47,7 +47,8 @@ const updateValidator = Compile(RuleUpdateSchema);
  * - `CS_RULE_PAGERDUTY_PARAMETERS`: a `PagerDuty` action's `routingKey` is missing or not 32 letters and digits, or its `severity` is not `critical`, `error`, `warning` or `info`;
  * - `CS_RULE_OPSGENIE_PARAMETERS`: an `Opsgenie` action's `apiKey` is missing or not 20–64 letters, digits and dashes, or its `priority` is not `P1`–`P5`;
  * - `CS_RULE_TOO_LONG`: a string is longer than its cap in {@link RULE_LIMITS} (name, description, definition names, values, URLs, Slack fields, payload field names; an over-long e-mail address is `CS_RULE_ALERT_PARAMETERS`, like any address that is not one);
- * - `CS_RULE_EXTRA_PROPERTIES`: more than {@link RULE_LIMITS}`.extraPropertiesMax` additional top-level properties, or more than `.extraPropertiesMaxBytes` of them (path: the property that crosses the limit).
+ * - `CS_RULE_EXTRA_PROPERTIES`: more than {@link RULE_LIMITS}`.extraPropertiesMax` additional top-level properties, or more than `.extraPropertiesMaxBytes` of them (path: the property that crosses the limit);
+ * - `CS_RULE_NOT_SUPPORTED`: a top-level property reserved for a planned extension ({@link RESERVED_EXTENSIONS}) that is not evaluated yet.
  */
 export type RuleValidationCode =
   | "CS_RULE_INVALID"
@@ -64,7 +65,8 @@ export type RuleValidationCode =
   | "CS_RULE_OPSGENIE_PARAMETERS"
   // --- end h-pager ---
   | "CS_RULE_TOO_LONG"
-  | "CS_RULE_EXTRA_PROPERTIES";
+  | "CS_RULE_EXTRA_PROPERTIES"
+  | "CS_RULE_NOT_SUPPORTED";
 
 /** Every {@link RuleValidationCode}, for documentation and exhaustive tests. */
 export const RULE_VALIDATION_CODES: readonly RuleValidationCode[] = [
@@ -83,6 +85,7 @@ export const RULE_VALIDATION_CODES: readonly RuleValidationCode[] = [
   // --- end h-pager ---
   "CS_RULE_TOO_LONG",
   "CS_RULE_EXTRA_PROPERTIES",
+  "CS_RULE_NOT_SUPPORTED",
 ];
 
 /** One reason a rule body was refused. */
@@ -373,6 +376,7 @@ export function findRuleErrors(body: unknown, mode: "create" | "update", chains:
     ...templateErrors(body, flagged),
     ...extraPropertyErrors(body),
     ...confirmOnErrors(body),
+    ...reservedExtensionErrors(body),
   ];
   return [...errors, ...extra]
     .map((e, n) => ({ e, n, r: topLevelRank(e.path) }))
@@ -390,6 +394,23 @@ function confirmOnErrors(body: Record<string, unknown>): RuleValidationError[] {
   return [
     { code: "CS_RULE_INVALID", path: "confirmOn", message: `confirmOn: must be one of ${CONFIRM_ON_VALUES.join(", ")} (or null: count)` },
   ];
+}
+
+/**
+ * Top-level names reserved for the alerts-over-time extension (issue 33; docs/design/windows.md):
+ * `window`, `absence` and `sequence` will change when a rule fires. Until the match stage evaluates
+ * them a rule carrying one is refused, rather than stored as an ordinary additional property and
+ * silently alerting per record.
+ */
+export const RESERVED_EXTENSIONS = ["window", "absence", "sequence"] as const;
+
+/** `CS_RULE_NOT_SUPPORTED` at each {@link RESERVED_EXTENSIONS} property present with a non-null value. */
+function reservedExtensionErrors(body: Record<string, unknown>): RuleValidationError[] {
+  return RESERVED_EXTENSIONS.filter((name) => body[name] !== undefined && body[name] !== null).map((name) => ({
+    code: "CS_RULE_NOT_SUPPORTED" as const,
+    path: name,
+    message: `${name}: alerts over time (window, absence, sequence) are planned and not evaluated yet (docs/design/windows.md); remove it to get a per-record rule`,
+  }));
 }
 
 /**

@@ -100,6 +100,11 @@ export const RULES_ERROR_CODES = {
     description:
       "Alerting rules: more than 20 additional top-level properties, or more than 16 KiB of them (JSON), in the body or in the rule a PUT would produce (path: the property that crosses the limit).",
   },
+  CS_RULE_NOT_SUPPORTED: {
+    status: 400,
+    description:
+      "Alerting rules: a top-level property reserved for a planned extension (window, absence, sequence: alerts over time, docs/design/windows.md) that is not evaluated yet.",
+  },
   CS_RULE_TOO_LARGE: {
     status: 413,
     description: "Alerting rules: the POST or PUT body of a rule exceeds 64 KiB.",

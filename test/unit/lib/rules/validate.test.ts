@@ -984,6 +984,21 @@ describe("validateRuleInput: caps (RULE_LIMITS)", () => {
     );
   });
 
+  it("refuses the names reserved for alerts over time (window, absence, sequence) until they are evaluated; null is no value", () => {
+    for (const name of ["window", "absence", "sequence"]) {
+      for (const mode of ["create", "update"] as const) {
+        only(
+          refuse((r) => Object.assign(r, { [name]: { blocks: 10 } }), mode, false),
+          "CS_RULE_NOT_SUPPORTED",
+          name,
+        );
+      }
+      expect(validateRuleInput({ ...validRule(), [name]: null }, "create", chains).ok).toBe(true);
+    }
+    // Any other additional property is still stored as before.
+    expect(validateRuleInput({ ...validRule(), windowed: { blocks: 10 } }, "create", chains).ok).toBe(true);
+  });
+
   it("refuses additional properties of more than 16 KiB of JSON together, at the property that crosses the limit", () => {
     const half = a(RULE_LIMITS.extraPropertiesMaxBytes / 2);
     only(
