@@ -310,38 +310,7 @@ export function createRpcClient(opts: RpcClientOptions): RpcClient {
         metrics?.rpcRequests.inc({ method, outcome });
       }
     };
-    ep.post = async (calls) => {
-      const started = performance.now();
-      const payload = calls.map((c, id) => ({ jsonrpc: "2.0" as const, id, method: c.method, params: c.params }));
-      const count = (outcome: (i: number) => string) => {
-        const seconds = (performance.now() - started) / 1000;
-        calls.forEach((c, i) => {
-          metrics?.rpcSeconds.observe({ method: c.method }, seconds);
-          metrics?.rpcRequests.inc({ method: c.method, outcome: outcome(i) });
-        });
-      };
-      let answers: Array<{ id?: unknown; result?: unknown; error?: RpcErrorObject }>;
-      try {
-        answers = (await provider._send(payload)) as typeof answers;
-      } catch (err) {
-        count(() => "error");
-        throw err;
-      }
-      const byId = new Map(answers.map((a) => [a?.id, a]));
-      // A node that refuses the whole request (e.g. batches) answers one error object without the calls' ids.
-      const whole = answers.find((a) => a?.error && (a.id === null || a.id === undefined))?.error;
-      const replies = calls.map((_, id): RpcReply => {
-        const a = byId.get(id);
-        if (a?.error) return { error: a.error };
-        if (a && "result" in a) return { result: a.result };
-        return { error: whole ?? { message: "no answer for the call in the batch" } };
-      });
-      count((i) => {
-        const e = replies[i]?.error;
-        return e === undefined ? "ok" : e.code === METHOD_NOT_FOUND ? "unsupported" : "error";
-      });
-      return replies;
-    };
+    ep.post = (calls) => postBatch(provider, calls, metrics);
     return ep;
   });
   const health = endpoints.map((ep) => () => ({ endpoint: ep.label, up: ep.up && available(ep), head: ep.head }));
@@ -503,6 +472,50 @@ export function createRpcClient(opts: RpcClientOptions): RpcClient {
       }
     },
   };
+}
+
+/**
+ * One endpoint's JSON-RPC batch (an endpoint's {@link RpcEndpoint.post}): the calls in one POST, each
+ * answer matched to its call by id, and each call counted in `metrics` (`rpcSeconds` with the whole
+ * batch's duration, `rpcRequests` with outcome `ok`, `unsupported` for method-not-found, or `error`).
+ * @param provider - the endpoint's transport.
+ * @param calls - the calls, in order; their index is their JSON-RPC id.
+ * @param metrics - where the calls are counted; none when absent.
+ * @returns one reply per call, in order: its result, or its error (the whole request's error object
+ *   when the node refused the batch as a whole, or "no answer for the call in the batch").
+ * @throws what the transport throws (every call counted as `error`).
+ */
+async function postBatch(provider: UndiciJsonRpcProvider, calls: readonly RpcCall[], metrics: RpcMetrics | undefined): Promise<RpcReply[]> {
+  const started = performance.now();
+  const payload = calls.map((c, id) => ({ jsonrpc: "2.0" as const, id, method: c.method, params: c.params }));
+  const count = (outcome: (i: number) => string) => {
+    const seconds = (performance.now() - started) / 1000;
+    calls.forEach((c, i) => {
+      metrics?.rpcSeconds.observe({ method: c.method }, seconds);
+      metrics?.rpcRequests.inc({ method: c.method, outcome: outcome(i) });
+    });
+  };
+  let answers: Array<{ id?: unknown; result?: unknown; error?: RpcErrorObject }>;
+  try {
+    answers = (await provider._send(payload)) as typeof answers;
+  } catch (err) {
+    count(() => "error");
+    throw err;
+  }
+  const byId = new Map(answers.map((a) => [a?.id, a]));
+  // A node that refuses the whole request (e.g. batches) answers one error object without the calls' ids.
+  const whole = answers.find((a) => a?.error && (a.id === null || a.id === undefined))?.error;
+  const replies = calls.map((_, id): RpcReply => {
+    const a = byId.get(id);
+    if (a?.error) return { error: a.error };
+    if (a && "result" in a) return { result: a.result };
+    return { error: whole ?? { message: "no answer for the call in the batch" } };
+  });
+  count((i) => {
+    const e = replies[i]?.error;
+    return e === undefined ? "ok" : e.code === METHOD_NOT_FOUND ? "unsupported" : "error";
+  });
+  return replies;
 }
 
 /**
