@@ -24,13 +24,13 @@ import { spawnSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { parseArgs } from "node:util";
 import { startApi } from "../api/server.js";
-import { replaceChains } from "../lib/chain-context.js";
-import { type Common, createCommon, embeddedOverlay } from "../lib/common.js";
+import type { TokenLookup } from "../lib/chain/tokens.js";
+import { type Common, createProcess, embeddedOverlay, type ProcessContext, withChains } from "../lib/common.js";
 import { type ChainSettings, parseRpcUrls } from "../lib/config/index.js";
 import { serveProcessMetrics } from "../lib/metrics.js";
-import { createChainContext, createChainContexts, type PipelineChainContext } from "../pipeline/chain-context.js";
+import { createChainContext } from "../pipeline/chain-context.js";
 import { STAGES } from "../pipeline/runtime.js";
-import { adoptNodeChainIds, forgetEarlierRuns, startStages } from "../pipeline/wiring.js";
+import { forgetEarlierRuns, settleChainIds, startStages } from "../pipeline/wiring.js";
 import { startAnvil } from "./devchain/anvil.js";
 import { startTraffic, TOKEN_DECIMALS, TOKEN_SYMBOL } from "./devchain/traffic.js";
 import { createBackfillDisplay } from "./progress.js";
@@ -113,25 +113,30 @@ if (!values["no-stack"]) {
   }
 }
 
-const common = createCommon({
-  chains: createChainContexts,
+const proc = createProcess({
   ...(embedded ? { overlay: embeddedOverlay } : {}),
   ...(values.chains ? { env: { ...process.env, CHAINSIFT_CHAINS_FILE: values.chains } } : {}),
 });
-main(common).catch((err: unknown) => {
-  common.logger.error({ err }, "npm start failed");
-  void common.shutdown.run("error", 1);
+main(proc).catch((err: unknown) => {
+  proc.logger.error({ err }, "npm start failed");
+  void proc.shutdown.run("error", 1);
 });
 
+/** A chain's settled settings and the tokens its decoder knows beyond the bundled list. */
+interface SettledChain {
+  settings: ChainSettings;
+  extraTokens?: TokenLookup;
+}
+
 /**
- * Starts the embedded chains (anvil plus traffic each) and replaces the process's chain contexts by
- * theirs (URL segments `ethereum/ethereum/<network>`, the anvil's chain id, the traffic's ERC-20 known
- * to the decoder). A network set by `CHAINSIFT_NETWORK` replaces the first chain's.
+ * Starts the embedded chains (anvil plus traffic each): their settings are the first served chain's
+ * with URL segments `ethereum/ethereum/<network>`, the anvil's chain id and endpoint, and the
+ * traffic's ERC-20 known to the decoder. A network set by `CHAINSIFT_NETWORK` replaces the first chain's.
  */
-async function startEmbeddedChains(common: Common<PipelineChainContext>): Promise<void> {
-  const { config, logger, shutdown } = common;
+async function startEmbeddedChains(proc: ProcessContext): Promise<SettledChain[]> {
+  const { config, logger, shutdown } = proc;
   const first = config.served[0] as ChainSettings;
-  const chains = await Promise.all(
+  return Promise.all(
     EMBEDDED_CHAINS.map(async ({ network, chainId }, i) => {
       const anvil = await startAnvil({ blockTimeSec: 1, chainId, logger });
       shutdown.add(`anvil ${network}`, () => anvil.stop());
@@ -150,44 +155,54 @@ async function startEmbeddedChains(common: Common<PipelineChainContext>): Promis
         "embedded chain: anvil with generated traffic",
       );
       // The embedded token is not on any token list: teach the decoder its decimals.
-      return createChainContext(config, settings, {
-        processMetrics: common.metrics,
-        logger,
-        extraTokens: (address) => (address === token ? { symbol: TOKEN_SYMBOL, decimals: TOKEN_DECIMALS } : undefined),
-      });
+      const extraTokens: TokenLookup = (address) => (address === token ? { symbol: TOKEN_SYMBOL, decimals: TOKEN_DECIMALS } : undefined);
+      return { settings, extraTokens };
     }),
   );
-  replaceChains(common, chains);
-  config.served = common.chains.map((c) => c.config.served[0] as ChainSettings);
-  for (const chain of chains) await forgetEarlierRuns(common, chain);
+}
+
+/**
+ * The configured chains' settings with `--rpc-url` applied and every chain id the node's
+ * (pipeline/wiring.ts `settleChainIds`).
+ * @returns undefined when `--rpc-url` is given with several chains configured (the shutdown, exit 2, is under way).
+ */
+async function settleConfiguredChains(proc: ProcessContext): Promise<SettledChain[] | undefined> {
+  const { config, logger, shutdown } = proc;
+  if (rpcUrlsArg) {
+    if (config.served.length > 1) {
+      // Which chain's endpoints they are is not said: replacing the first chain's would be a guess,
+      // and serving only that chain would drop the others without a word.
+      logger.error(
+        { chains: config.served.map((c) => `${c.chain.technology}/${c.chain.blockchain}/${c.chain.network}`) },
+        `--rpc-url names the endpoints of one chain, but ${config.served.length} chains are configured: set each chain's rpcUrls in the chains file instead (docs/chains.md)`,
+      );
+      await shutdown.run("usage", 2);
+      return undefined;
+    }
+    config.served = [{ ...(config.served[0] as ChainSettings), rpcUrls: rpcUrlsArg }];
+  }
+  // The chain id picks token decimals (token lists are per chain) before any stage starts: a
+  // configured one must be the node's, else the node's is taken.
+  const served = await settleChainIds(config, logger);
+  return served.map((settings) => ({ settings }));
 }
 
 /** Starts everything; each part registers its stop (stopped in reverse: API, ingesters, pipelines, traffic, anvil, Redis). */
-async function main(common: Common<PipelineChainContext>): Promise<void> {
-  const { config, logger, shutdown } = common;
+async function main(proc: ProcessContext): Promise<void> {
+  const { config, logger, shutdown } = proc;
   // /metrics, /healthz, /readyz of the whole process (docs/metrics.md); the API serves /metrics too.
-  const metricsServer = await serveProcessMetrics(common);
-  if (embedded) await startEmbeddedChains(common);
-  else {
-    if (rpcUrlsArg) {
-      if (config.served.length > 1) {
-        // Which chain's endpoints they are is not said: replacing the first chain's would be a guess,
-        // and serving only that chain would drop the others without a word.
-        logger.error(
-          { chains: config.served.map((c) => `${c.chain.technology}/${c.chain.blockchain}/${c.chain.network}`) },
-          `--rpc-url names the endpoints of one chain, but ${config.served.length} chains are configured: set each chain's rpcUrls in the chains file instead (docs/chains.md)`,
-        );
-        await shutdown.run("usage", 2);
-        return;
-      }
-      const first = config.served[0] as ChainSettings;
-      config.served = [{ ...first, rpcUrls: rpcUrlsArg }];
-      replaceChains(common, [createChainContext(config, config.served[0], { processMetrics: common.metrics, logger })]);
-    }
-    // The chain id picks token decimals (token lists are per chain) before any stage starts: a
-    // configured one must be the node's, else the node's is taken.
-    await adoptNodeChainIds(common);
-  }
+  const metricsServer = await serveProcessMetrics(proc);
+  // The chains' settings are settled first, then each chain's context is built once.
+  const settled = embedded ? await startEmbeddedChains(proc) : await settleConfiguredChains(proc);
+  if (!settled) return;
+  config.served = settled.map((c) => c.settings);
+  const common = withChains(
+    proc,
+    settled.map(({ settings, extraTokens }) =>
+      createChainContext(config, settings, { processMetrics: proc.metrics, logger, ...(extraTokens ? { extraTokens } : {}) }),
+    ),
+  );
+  if (embedded) for (const chain of common.chains) await forgetEarlierRuns(common, chain);
   // The process configuration's own chain is the first served one (API defaults, banner).
   const first = common.chains[0] as Common["chains"][number];
   config.chain = first.chain;

@@ -136,7 +136,12 @@ async function probe(name: ServiceHealth["name"], fn: () => Promise<{ ok: boolea
   }
 }
 
-/** Probes every JSON-RPC endpoint of a chain once (no retries, no failover): a plain `eth_blockNumber`. */
+/**
+ * Probes every JSON-RPC endpoint of a chain once (no retries, no failover): a plain `eth_blockNumber`.
+ * Each probe has a short-lived client of its own, destroyed after the answer: `chainsift status`
+ * builds no chain context (lib/chain-context.ts), and the context's client (failover, retries) would
+ * hide which endpoint is down.
+ */
 async function probeEndpoints(config: Config): Promise<{ endpoints: EndpointStatus[]; head: number | null }> {
   // https://ethereum.github.io/execution-apis/api-documentation/
   const endpoints = await Promise.all(

@@ -42,8 +42,8 @@ export interface ChainTokenMetadata {
 
 /**
  * One served chain, resolved once (see the module notes); built by pipeline/chain-context.ts
- * `createChainContext`. Read-only: a context is never changed after it is built (a chain whose
- * settings change gets a new context, `replaceChains`).
+ * `createChainContext`, once per chain and process, from settled chain settings (`npm start` starts
+ * its embedded chains and asks each node's `eth_chainId` first). Read-only: never changed after it is built.
  * @typeParam Rpc - the client's type: pipeline/ingest/rpc.ts `ChainSource` where the pipeline holds it.
  */
 export interface ChainContext<Rpc extends ChainRpc = ChainRpc> {
@@ -78,23 +78,6 @@ export interface ChainContext<Rpc extends ChainRpc = ChainRpc> {
   readonly metrics: Registry;
 }
 
-/**
- * Replaces the process's chain contexts (`npm start` once its embedded chains run, or once the node
- * told the chain id): the replaced contexts' JSON-RPC clients are destroyed and their registries no
- * longer served.
- * @param common - the process context; its `chains` is set to `next`.
- * @param next - the new contexts.
- */
-export function replaceChains<C extends ChainContext>(common: { chains: C[]; metrics: Registry }, next: C[]): void {
-  for (const c of common.chains) {
-    if (next.includes(c)) continue;
-    c.rpc.destroy();
-    c.client.destroy();
-  }
-  common.chains = next;
-  if (common.metrics instanceof ProcessRegistry) common.metrics.keepChains(next.map((c) => c.key));
-}
-
 /** A new registry whose series all carry `chain="<key>"` (prom-client `setDefaultLabels`). */
 export function chainRegistry(key: string): Registry {
   const registry = new Registry();
@@ -124,14 +107,6 @@ export class ProcessRegistry extends Registry {
       this.#chains.set(key, registry);
     }
     return registry;
-  }
-
-  /**
-   * Stops serving the registry of chains no longer served (a context replaced, e.g. by `npm start`'s
-   * embedded chains): only those of `keys` stay.
-   */
-  keepChains(keys: readonly string[]): void {
-    for (const key of [...this.#chains.keys()]) if (!keys.includes(key)) this.#chains.delete(key);
   }
 
   /** The exposition text of the process's metrics and every chain's, merged (one HELP/TYPE per family). */

@@ -46,7 +46,8 @@ export interface CommonOptions<C extends ChainContext = ChainContext> {
   signals?: boolean;
   /**
    * Resolves the chain contexts of `config.served` (pipeline/chain-context.ts `createChainContexts`,
-   * which `npm start` and `npm run stage` pass: lib/ cannot build a JSON-RPC client). Default none.
+   * which `npm run stage` passes: lib/ cannot build a JSON-RPC client). Default none. `npm start`,
+   * whose chain settings need asynchronous work first, uses {@link createProcess} and {@link withChains}.
    */
   chains?: (config: Config, opts: { processMetrics: ProcessRegistry; logger: Logger }) => C[];
   /** Ends the process once the shutdown has run; default `process.exit`. */
@@ -80,22 +81,18 @@ export interface Shutdown {
 }
 
 /**
- * The process context (see the module notes).
- * @typeParam C - the chain contexts' type, as {@link CommonOptions.chains} builds them.
+ * The process context before its chains are resolved: configuration, logger, metrics registry,
+ * Redis client and shutdown path ({@link createProcess}). `npm start` holds one while it settles its
+ * chains' settings (embedded anvils started, `--rpc-url` applied, each node's `eth_chainId` asked),
+ * then builds the chain contexts once ({@link withChains}).
  */
-export interface Common<C extends ChainContext = ChainContext> {
+export interface ProcessContext {
   config: Config;
   logger: Logger;
-  /** Where {@link Common.logger}'s lines go: stdout, or what a terminal display redirects them to. */
+  /** Where {@link ProcessContext.logger}'s lines go: stdout, or what a terminal display redirects them to. */
   logOutput: LogOutput;
   /** The process's prom-client registry (default metrics collected), serving every chain's registry merged. */
   metrics: ProcessRegistry;
-  /**
-   * Every served chain's context, in `config.served` order (the first is `config.chain`'s). Built by
-   * {@link createCommon} with {@link CommonOptions.chains} (none without); `npm start` replaces them
-   * once its embedded chains run (lib/chain-context.ts `replaceChains`).
-   */
-  chains: C[];
   /**
    * The process's shared node-redis client, connected by the first call (later calls share it;
    * a failed connection is retried by the next call) and closed by the shutdown.
@@ -106,14 +103,41 @@ export interface Common<C extends ChainContext = ChainContext> {
 }
 
 /**
+ * The process context (see the module notes).
+ * @typeParam C - the chain contexts' type, as {@link CommonOptions.chains} builds them.
+ */
+export interface Common<C extends ChainContext = ChainContext> extends ProcessContext {
+  /**
+   * Every served chain's context, in `config.served` order (the first is `config.chain`'s), built
+   * once ({@link createCommon} with {@link CommonOptions.chains}, none without; or {@link withChains})
+   * and never replaced: the array is frozen.
+   */
+  readonly chains: readonly C[];
+}
+
+/**
  * Creates the process context: loads the configuration (plus `options.overlay`), creates the root
  * logger, the metrics registry, the lazy Redis client and the shutdown path, and (unless
- * `options.signals` is false) routes SIGINT and SIGTERM to `shutdown.run`.
+ * `options.signals` is false) routes SIGINT and SIGTERM to `shutdown.run`; then builds the chain
+ * contexts with `options.chains` ({@link withChains}).
  * @param options - see {@link CommonOptions}.
  * @returns the context; nothing is connected yet.
  * @throws {ConfigError} when the environment holds an unusable value (lib/config/index.ts).
  */
 export function createCommon<C extends ChainContext = ChainContext>(options: CommonOptions<C> = {}): Common<C> {
+  const base = createProcess(options);
+  const chains = options.chains?.(base.config, { processMetrics: base.metrics, logger: base.logger }) ?? [];
+  return withChains(base, chains);
+}
+
+/**
+ * The process context without chains: {@link createCommon} up to the chain contexts, for a process
+ * whose chain settings need asynchronous work first (`npm start`); {@link withChains} adds them.
+ * @param options - see {@link CommonOptions} (`chains` is not used).
+ * @returns the context; nothing is connected yet.
+ * @throws {ConfigError} when the environment holds an unusable value (lib/config/index.ts).
+ */
+export function createProcess(options: Omit<CommonOptions, "chains"> = {}): ProcessContext {
   const env = options.env ?? process.env;
   const loaded = loadConfig(env);
   const config = options.overlay ? options.overlay(loaded, env) : loaded;
@@ -132,15 +156,25 @@ export function createCommon<C extends ChainContext = ChainContext>(options: Com
     process.on("SIGINT", onSignal);
     process.on("SIGTERM", onSignal);
   }
-  const chains = options.chains?.(config, { processMetrics: metrics, logger }) ?? [];
-  shutdown.add("chain clients", () => {
-    for (const c of common.chains) {
+  return { config, logger, logOutput, metrics, redis: () => redis.client(), shutdown };
+}
+
+/**
+ * The process context with its chain contexts, built once: the shutdown destroys their JSON-RPC
+ * clients. Call it once per process (a second call would register the clients' stop again).
+ * @param base - from {@link createProcess}; shared, not copied (same config, logger, shutdown, …).
+ * @param chains - one context per chain of `base.config.served`, in its order.
+ * @returns a new object: `base`'s parts plus `chains` (frozen).
+ */
+export function withChains<C extends ChainContext>(base: ProcessContext, chains: readonly C[]): Common<C> {
+  const frozen = Object.freeze([...chains]);
+  base.shutdown.add("chain clients", () => {
+    for (const c of frozen) {
       c.rpc.destroy();
       c.client.destroy();
     }
   });
-  const common: Common<C> = { config, logger, logOutput, metrics, chains, redis: () => redis.client(), shutdown };
-  return common;
+  return { ...base, chains: frozen };
 }
 
 /**

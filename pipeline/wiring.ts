@@ -19,12 +19,13 @@
 import { Client } from "@elastic/elasticsearch";
 import { indexName } from "../es/mappings.js";
 import { deleteIndicesOf } from "../es/partitions.js";
-import { replaceChains } from "../lib/chain-context.js";
 import type { Common } from "../lib/common.js";
-import { ConfigError } from "../lib/config/index.js";
+import { type ChainSettings, type Config, ConfigError, configOfChain } from "../lib/config/index.js";
+import type { Logger } from "../lib/logger.js";
 import type { ReadinessCheck } from "../lib/metrics.js";
 import { RECORD_KINDS } from "../lib/records.js";
-import { createChainContext, type PipelineChainContext } from "./chain-context.js";
+import { withRpcClient } from "../lib/rpc/client.js";
+import type { PipelineChainContext } from "./chain-context.js";
 import { INDEX_REORGS_STAGE } from "./index/indexer.js";
 import { createBus, skipExistingRecords } from "./kafka/bus.js";
 import { CONSUMING_STAGES, type ConsumingStage, checkChainId, type Pipeline, type Stage, startPipeline } from "./runtime.js";
@@ -118,7 +119,7 @@ export async function startStages(common: Common<PipelineChainContext>, opts: St
 }
 
 /** The contexts named by `keys` (all when absent). */
-function pickChains(common: Common<PipelineChainContext>, keys: readonly string[] | undefined): PipelineChainContext[] {
+function pickChains(common: Common<PipelineChainContext>, keys: readonly string[] | undefined): readonly PipelineChainContext[] {
   const all = common.chains;
   if (!keys) return all;
   return keys.map((key) => {
@@ -134,27 +135,31 @@ function pickChains(common: Common<PipelineChainContext>, keys: readonly string[
 }
 
 /**
- * Replaces each chain context whose chain id is not configured (`chainIdFrom` `default`: the env
- * shorthand without `CHAINSIFT_CHAIN_ID`) by one with its node's `eth_chainId`, and checks a
- * configured one against the node (`npm start`: the chain id picks the token list before any stage
- * starts).
+ * Settles each served chain's chain id before its context is built (`npm start`: the chain id picks
+ * the token list, so it must be known before any stage starts). Asks every chain's node its
+ * `eth_chainId` once, through a short-lived client over the chain's endpoints (destroyed after the
+ * answer; the chain's long-lived client is the one its context builds, pipeline/chain-context.ts
+ * `createChainRpc`): a configured id (`chainIdFrom` not `default`) must be the node's; an unset one
+ * (the env shorthand without `CHAINSIFT_CHAIN_ID`) becomes the node's.
+ * @param config - the process configuration: `served` and the JSON-RPC transport's limits (`ingest.rpc`).
+ * @param logger - receives the short-lived clients' endpoint warnings.
+ * @returns `config.served` with every chain id the node's, in order (`config` is not modified).
  * @throws {ChainIdMismatchError} (`CS_CHAIN_ID_MISMATCH`) when a configured id is not the node's;
- *   the JSON-RPC client's error when the node cannot be reached.
+ *   the JSON-RPC client's error when a node cannot be reached.
  */
-export async function adoptNodeChainIds(common: Common<PipelineChainContext>): Promise<void> {
-  const next = await Promise.all(
-    common.chains.map(async (c) => {
-      const node = await c.rpc.chainId();
-      if (c.config.chainIdFrom !== "default") {
-        checkChainId(c.config, node, c.rpcUrls);
-        return c;
+export async function settleChainIds(config: Config, logger: Logger): Promise<ChainSettings[]> {
+  return Promise.all(
+    config.served.map(async (s) => {
+      const node = await withRpcClient(s.rpcUrls, { ...config.ingest.rpc, logger: logger.child({ stage: "ingest" }) }, (client) =>
+        client.chainId(),
+      );
+      if (s.chainIdFrom !== "default") {
+        checkChainId(configOfChain(config, s), node, s.rpcUrls);
+        return s;
       }
-      if (node === c.chainId) return c;
-      const settings = { ...(c.config.served[0] as Common["config"]["served"][number]), chainId: node };
-      return createChainContext({ ...c.config, chainId: node }, settings, { processMetrics: common.metrics, logger: common.logger });
+      return node === s.chainId ? s : { ...s, chainId: node };
     }),
   );
-  replaceChains(common, next);
 }
 
 /**

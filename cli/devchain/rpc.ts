@@ -2,7 +2,9 @@
  * JSON-RPC helpers of the dev chain, tests and benchmarks (anvil's own methods, e.g. `anvil_reorg`,
  * `evm_setIntervalMining`, which ethers does not wrap), over chainsift's one JSON-RPC client
  * (lib/rpc/client.ts) with no retry (a dev call such as `anvil_mine` or `eth_sendTransaction` must
- * not be sent twice) and no hedge.
+ * not be sent twice) and no hedge. These clients are the dev chain's, not a served chain's: they
+ * speak to an anvil before (or beside) any chain context (lib/chain-context.ts), whose client is the
+ * served chain's one.
  * @module
  */
 import { createRpcClient, type RpcClient } from "../../lib/rpc/client.js";

@@ -310,71 +310,14 @@ export function createRpcClient(opts: RpcClientOptions): RpcClient {
         metrics?.rpcRequests.inc({ method, outcome });
       }
     };
-    ep.post = async (calls) => {
-      const started = performance.now();
-      const payload = calls.map((c, id) => ({ jsonrpc: "2.0" as const, id, method: c.method, params: c.params }));
-      const count = (outcome: (i: number) => string) => {
-        const seconds = (performance.now() - started) / 1000;
-        calls.forEach((c, i) => {
-          metrics?.rpcSeconds.observe({ method: c.method }, seconds);
-          metrics?.rpcRequests.inc({ method: c.method, outcome: outcome(i) });
-        });
-      };
-      let answers: Array<{ id?: unknown; result?: unknown; error?: RpcErrorObject }>;
-      try {
-        answers = (await provider._send(payload)) as typeof answers;
-      } catch (err) {
-        count(() => "error");
-        throw err;
-      }
-      const byId = new Map(answers.map((a) => [a?.id, a]));
-      // A node that refuses the whole request (e.g. batches) answers one error object without the calls' ids.
-      const whole = answers.find((a) => a?.error && (a.id === null || a.id === undefined))?.error;
-      const replies = calls.map((_, id): RpcReply => {
-        const a = byId.get(id);
-        if (a?.error) return { error: a.error };
-        if (a && "result" in a) return { result: a.result };
-        return { error: whole ?? { message: "no answer for the call in the batch" } };
-      });
-      count((i) => {
-        const e = replies[i]?.error;
-        return e === undefined ? "ok" : e.code === METHOD_NOT_FOUND ? "unsupported" : "error";
-      });
-      return replies;
-    };
+    ep.post = (calls) => postBatch(provider, calls, metrics);
     return ep;
   });
   const health = endpoints.map((ep) => () => ({ endpoint: ep.label, up: ep.up && available(ep), head: ep.head }));
   for (const [i, ep] of endpoints.entries()) metrics?.endpoints.set(ep.label, health[i] as () => EndpointHealth);
 
-  /** The highest head of the available endpoints (of all when none is). */
-  const topHead = (): number | null => {
-    const heads = endpoints.filter((e) => e.head !== null && available(e)).map((e) => e.head as number);
-    const all = heads.length > 0 ? heads : endpoints.filter((e) => e.head !== null).map((e) => e.head as number);
-    return all.length > 0 ? Math.max(...all) : null;
-  };
-  /**
-   * The endpoints not in `tried`, best first: available before cooling down (those by the end of
-   * their cooldown); for a read of block `atLeast`, those whose head has it before those of unknown
-   * head before those below it; not behind (head ≥ top − maxLag) before behind; then configured order.
-   */
-  const ranked = (tried: Set<Endpoint>, atLeast?: number): Endpoint[] => {
-    const top = topHead();
-    const key = (e: Endpoint): number[] => {
-      const cooling = available(e) ? 0 : 1;
-      const has = atLeast === undefined ? 0 : e.head === null ? 1 : e.head >= atLeast ? 0 : 2;
-      const behind = e.head !== null && top !== null && e.head < top - maxLag ? 1 : 0;
-      return [cooling, has, behind, cooling ? e.coolUntilMs : e.index];
-    };
-    const keys = new Map(endpoints.map((e) => [e, key(e)]));
-    const cmp = (a: Endpoint, b: Endpoint) => {
-      const ka = keys.get(a) as number[];
-      const kb = keys.get(b) as number[];
-      for (let i = 0; i < ka.length; i++) if (ka[i] !== kb[i]) return (ka[i] as number) - (kb[i] as number);
-      return 0;
-    };
-    return endpoints.filter((e) => !tried.has(e)).sort(cmp);
-  };
+  const topHead = () => topHeadOf(endpoints, available);
+  const ranked = (tried: Set<Endpoint>, atLeast?: number) => rankEndpoints(endpoints, { tried, atLeast, available, maxLag });
 
   /** Why a failed operation moves to another endpoint; undefined: it does not (the node answered; e.g. method not found). */
   const failoverReason = (err: unknown, blockRead: boolean): string | undefined => {
@@ -503,6 +446,91 @@ export function createRpcClient(opts: RpcClientOptions): RpcClient {
       }
     },
   };
+}
+
+/**
+ * The highest known head of the available endpoints (of all when none is available).
+ * @returns a block number, or null while no endpoint's head is known.
+ */
+function topHeadOf(endpoints: readonly Endpoint[], available: (ep: Endpoint) => boolean): number | null {
+  const heads = endpoints.filter((e) => e.head !== null && available(e)).map((e) => e.head as number);
+  const all = heads.length > 0 ? heads : endpoints.filter((e) => e.head !== null).map((e) => e.head as number);
+  return all.length > 0 ? Math.max(...all) : null;
+}
+
+/**
+ * The endpoints not in `tried`, best first: available before cooling down (those by the end of
+ * their cooldown); for a read of block `atLeast`, those whose head has it before those of unknown
+ * head before those below it; not behind (head ≥ top − `maxLag`, {@link topHeadOf}) before behind;
+ * then configured order.
+ * @param endpoints - every endpoint of the client, in configured order.
+ * @param o - `tried` (left out), `atLeast` (the block a read needs, if any), `available` (not
+ *   cooling down), `maxLag` (blocks an endpoint may trail the top head and not count as behind).
+ */
+function rankEndpoints(
+  endpoints: readonly Endpoint[],
+  o: { tried: ReadonlySet<Endpoint>; atLeast: number | undefined; available: (ep: Endpoint) => boolean; maxLag: number },
+): Endpoint[] {
+  const { atLeast, available, maxLag } = o;
+  const top = topHeadOf(endpoints, available);
+  const key = (e: Endpoint): number[] => {
+    const cooling = available(e) ? 0 : 1;
+    const has = atLeast === undefined ? 0 : e.head === null ? 1 : e.head >= atLeast ? 0 : 2;
+    const behind = e.head !== null && top !== null && e.head < top - maxLag ? 1 : 0;
+    return [cooling, has, behind, cooling ? e.coolUntilMs : e.index];
+  };
+  const keys = new Map(endpoints.map((e) => [e, key(e)]));
+  const cmp = (a: Endpoint, b: Endpoint) => {
+    const ka = keys.get(a) as number[];
+    const kb = keys.get(b) as number[];
+    for (let i = 0; i < ka.length; i++) if (ka[i] !== kb[i]) return (ka[i] as number) - (kb[i] as number);
+    return 0;
+  };
+  return endpoints.filter((e) => !o.tried.has(e)).sort(cmp);
+}
+
+/**
+ * One endpoint's JSON-RPC batch (an endpoint's {@link RpcEndpoint.post}): the calls in one POST, each
+ * answer matched to its call by id, and each call counted in `metrics` (`rpcSeconds` with the whole
+ * batch's duration, `rpcRequests` with outcome `ok`, `unsupported` for method-not-found, or `error`).
+ * @param provider - the endpoint's transport.
+ * @param calls - the calls, in order; their index is their JSON-RPC id.
+ * @param metrics - where the calls are counted; none when absent.
+ * @returns one reply per call, in order: its result, or its error (the whole request's error object
+ *   when the node refused the batch as a whole, or "no answer for the call in the batch").
+ * @throws what the transport throws (every call counted as `error`).
+ */
+async function postBatch(provider: UndiciJsonRpcProvider, calls: readonly RpcCall[], metrics: RpcMetrics | undefined): Promise<RpcReply[]> {
+  const started = performance.now();
+  const payload = calls.map((c, id) => ({ jsonrpc: "2.0" as const, id, method: c.method, params: c.params }));
+  const count = (outcome: (i: number) => string) => {
+    const seconds = (performance.now() - started) / 1000;
+    calls.forEach((c, i) => {
+      metrics?.rpcSeconds.observe({ method: c.method }, seconds);
+      metrics?.rpcRequests.inc({ method: c.method, outcome: outcome(i) });
+    });
+  };
+  let answers: Array<{ id?: unknown; result?: unknown; error?: RpcErrorObject }>;
+  try {
+    answers = (await provider._send(payload)) as typeof answers;
+  } catch (err) {
+    count(() => "error");
+    throw err;
+  }
+  const byId = new Map(answers.map((a) => [a?.id, a]));
+  // A node that refuses the whole request (e.g. batches) answers one error object without the calls' ids.
+  const whole = answers.find((a) => a?.error && (a.id === null || a.id === undefined))?.error;
+  const replies = calls.map((_, id): RpcReply => {
+    const a = byId.get(id);
+    if (a?.error) return { error: a.error };
+    if (a && "result" in a) return { result: a.result };
+    return { error: whole ?? { message: "no answer for the call in the batch" } };
+  });
+  count((i) => {
+    const e = replies[i]?.error;
+    return e === undefined ? "ok" : e.code === METHOD_NOT_FOUND ? "unsupported" : "error";
+  });
+  return replies;
 }
 
 /**
