@@ -21,7 +21,7 @@ export const OPERATORS = [
 export const TARGET_TYPES = ["Event", "Log", "Transaction", "Call", "Contract", "Token", "Trace", "Method"] as const;
 
 /** The alert (action) types. */
-export const ALERT_TYPES = ["Webhook (POST)", "Webhook (GET)", "Slack", "Email", "Discord", "Telegram"] as const;
+export const ALERT_TYPES = ["Webhook (POST)", "Webhook (GET)", "Slack", "Email", "Discord", "Telegram", "Kafka"] as const;
 
 /** A target definition at any of the three levels. */
 export interface Condition {
@@ -83,6 +83,8 @@ export function parametersFor(type: string): Record<string, unknown> {
       return { recipients: [] };
     case "Telegram":
       return { chatId: "" };
+    case "Kafka":
+      return { brokers: [], topic: "" };
     default:
       return { url: "" };
   }

@@ -12,6 +12,7 @@
  * | `Discord` | `POST` of `parameters.url` as written; body `discordBody` as JSON (Discord "Execute Webhook") |
  * | `Telegram` | the chat and the `sendMessage` body `telegramBody` as JSON; the URL (`<api>/bot<token>/sendMessage`) is the sender's, so the operator's bot token is never part of a rendering |
  * | `Email` | recipients (trimmed), subject, text and HTML of `emailMessage` |
+ * | `Kafka` | brokers, topic, record key (`kafkaRecordKey`) and the `webhookJson` value |
  *
  * Chat and e-mail messages follow the action's `template` (and Email `subject`) when it has one
  * (`lib/alerting/template.ts`), else the default layout. Signature headers (per-account secrets)
@@ -28,7 +29,7 @@ export { CS_ACTION_INVALID };
 
 /** A rendered HTTP action (webhooks and chat): every type but those with their own shape below. */
 export interface RenderedRequest {
-  type: Exclude<AlertType, RenderedEmail["type"] | RenderedTelegram["type"]>;
+  type: Exclude<AlertType, RenderedEmail["type"] | RenderedTelegram["type"] | RenderedKafka["type"]>;
   method: "GET" | "POST";
   /** The URL called (templated for webhooks). */
   url: string;
@@ -56,8 +57,22 @@ export interface RenderedTelegram {
   body: string;
 }
 
+/** A rendered `Kafka` action: one record on the user's cluster (the sender connects with the action's TLS and SASL settings, never shown here). */
+export interface RenderedKafka {
+  type: "Kafka";
+  /** Bootstrap servers, `host:port`, as written. */
+  brokers: string[];
+  topic: string;
+  /** The record key: the rule id or the entity id (`kafkaRecordKey`, lib/alerting/channels.ts). */
+  key: string;
+  /** How the value is written: `json`. */
+  format: "json";
+  /** The exact JSON text produced as the value (`webhookJson`, lib/alerting/webhook.ts). */
+  value: string;
+}
+
 /** What one action sends. */
-export type RenderedAction = RenderedRequest | RenderedTelegram | RenderedEmail;
+export type RenderedAction = RenderedRequest | RenderedTelegram | RenderedEmail | RenderedKafka;
 
 /**
  * Renders one action of an alert (see the module table) with its channel's `render`

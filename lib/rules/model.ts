@@ -65,14 +65,18 @@ export interface TargetDefinition {
   operatorParameters?: SecondLevelDefinition[] | null;
 }
 
+/** chainsift's Kafka destination (h-kdest, issue 35): an extension of the contract's four kinds. */
+export const KAFKA_ALERT_TYPES = ["Kafka"] as const;
+
 /** The contract's alert action kinds. */
 export const CONTRACT_ALERT_TYPES = ["Webhook (GET)", "Webhook (POST)", "Email", "Slack"] as const;
 /**
- * Alert action kinds: the contract's four, then chainsift's own (`Discord`: a Discord webhook;
- * `Telegram`: a message from the operator's Telegram bot). Rules with only the contract's kinds
- * validate and behave exactly as before.
+ * Alert action kinds: the contract's four, then chainsift's own extensions (`Discord`: a Discord
+ * webhook; `Telegram`: a message from the operator's Telegram bot; `Kafka`: a record produced to a
+ * topic on the user's Kafka cluster). Rules with only the contract's kinds validate and behave
+ * exactly as before.
  */
-export const ALERT_TYPES = [...CONTRACT_ALERT_TYPES, "Discord", "Telegram"] as const;
+export const ALERT_TYPES = [...CONTRACT_ALERT_TYPES, "Discord", "Telegram", ...KAFKA_ALERT_TYPES] as const;
 /** One of {@link ALERT_TYPES}. */
 export type AlertType = (typeof ALERT_TYPES)[number];
 
@@ -128,6 +132,37 @@ export interface TelegramParameters {
   /** Message template (plain text); default the standard message. */
   template?: string;
 }
+// --- h-kdest (issue 35): the Kafka destination ---
+/** The SASL mechanisms of a `Kafka` action (kafkajs: https://kafka.js.org/docs/configuration#sasl). */
+export const KAFKA_SASL_MECHANISMS = ["plain", "scram-sha-256", "scram-sha-512"] as const;
+/** What a `Kafka` record's key is: the alert's rule id (default) or its matched entity's id. */
+export const KAFKA_KEYS = ["ruleId", "entityId"] as const;
+/** How a `Kafka` record's value is written: the `Webhook (POST)` JSON (the only format so far; Avro with the alerts topic's schema is to come). */
+export const KAFKA_FORMATS = ["json"] as const;
+
+/**
+ * Parameters of a `Kafka` action: a record per alert produced to `topic` on the user's cluster
+ * (docs/alerting.md "Kafka"). The SASL password is a secret: never logged, never in the delivery
+ * log, never in a produced record.
+ */
+export interface KafkaParameters {
+  /** Bootstrap servers, `host:port` (1 to 10); every broker the cluster advertises must pass the SSRF rules too. */
+  brokers: string[];
+  /** The topic records are produced to (Kafka topic name: 1 to 249 of `[A-Za-z0-9._-]`). It must exist. */
+  topic: string;
+  /** The record key: `ruleId` (default) or `entityId`; a retraction has the key of its `pending` record. */
+  key?: (typeof KAFKA_KEYS)[number];
+  /** `json` (default and only value so far: the `Webhook (POST)` body). */
+  format?: (typeof KAFKA_FORMATS)[number];
+  /** Connect with TLS (default false). Certificates are verified against the system's CAs, or `sslCa`. */
+  ssl?: boolean;
+  /** PEM certificate authority (or authorities) to verify the brokers with, instead of the system's; implies nothing without `ssl`. */
+  sslCa?: string;
+  /** SASL authentication (PLAIN or SCRAM); use it with `ssl` so that credentials do not travel in clear. */
+  sasl?: { mechanism: (typeof KAFKA_SASL_MECHANISMS)[number]; username: string; password: string };
+}
+// --- end h-kdest ---
+
 export interface WebhookParameters {
   /** `{field}` tokens are replaced by the matched entity's values (URL-encoded). */
   url: string;
@@ -155,6 +190,7 @@ export interface ActionParametersByType {
   Slack: SlackParameters;
   Discord: DiscordParameters;
   Telegram: TelegramParameters;
+  Kafka: KafkaParameters;
 }
 
 /** Alert definition (alerts item): one member per alert type, its `parameters` those of {@link ActionParametersByType}. */

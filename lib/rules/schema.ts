@@ -15,7 +15,18 @@ import { type Static, type TObject, type TSchema, Type } from "typebox";
 import type { ChainId } from "../config/index.js";
 import { EMAIL_PATTERN } from "../email.js";
 import { component } from "../validation/component.js";
-import { type AlertType, ARRAY_OPERATORS, EQUALITY_OPERATORS, OPERATORS, type Operator, RULE_STATES, TARGET_TYPES } from "./model.js";
+import {
+  type AlertType,
+  ARRAY_OPERATORS,
+  EQUALITY_OPERATORS,
+  KAFKA_FORMATS,
+  KAFKA_KEYS,
+  KAFKA_SASL_MECHANISMS,
+  OPERATORS,
+  type Operator,
+  RULE_STATES,
+  TARGET_TYPES,
+} from "./model.js";
 
 // ---------------------------------------------------------------------------------------------
 // Limits and patterns
@@ -380,6 +391,59 @@ export const TelegramParametersSchema = Type.Object(
   },
   component("TelegramParameters"),
 );
+// --- h-kdest (issue 35): the Kafka destination ---
+/** A Kafka bootstrap server: `host:port`, the host a registered name, an IPv4 address or a bracketed IPv6 address; port 1–65535. */
+export const KAFKA_BROKER_PATTERN = `^(?:${REG_NAME}|${IPV4}|\\[(?:${IPV6})\\]):(?:[1-9][0-9]{0,3}|[1-5][0-9]{4}|6[0-4][0-9]{3}|65[0-4][0-9]{2}|655[0-2][0-9]|6553[0-5])$`;
+/** A Kafka topic name: 1 to 249 of ASCII letters, digits, `.`, `_`, `-` (Kafka's rule), not starting with a dot (so never `.` or `..`). */
+export const KAFKA_TOPIC_PATTERN = "^[A-Za-z0-9_-][A-Za-z0-9._-]{0,248}$";
+/** Limits of a `Kafka` action's parameters. */
+export const KAFKA_LIMITS = {
+  /** Bootstrap servers: 1 to 10. */
+  brokersMax: 10,
+  /** Longest `host:port`, in characters (a 253-character DNS name, `:`, 5 digits). */
+  brokerMaxLength: 259,
+  /** Longest SASL username and password, in characters. */
+  saslMaxLength: 1024,
+  /** Longest `sslCa` PEM text, in characters. */
+  sslCaMaxLength: 65_536,
+} as const;
+/**
+ * Parameters of a Kafka alert: one record per alert produced to `topic` on the user's cluster
+ * (kafkajs, idempotent producer; docs/alerting.md "Kafka"). Additional properties are allowed
+ * (and ignored), except inside `sasl`.
+ */
+export const KafkaParametersSchema = Type.Object(
+  {
+    brokers: Type.Array(
+      Type.String({ pattern: KAFKA_BROKER_PATTERN, maxLength: KAFKA_LIMITS.brokerMaxLength, examples: ["kafka-1.example.com:9093"] }),
+      { minItems: 1, maxItems: KAFKA_LIMITS.brokersMax, uniqueItems: true, description: "bootstrap servers, host:port" },
+    ),
+    topic: Type.String({
+      pattern: KAFKA_TOPIC_PATTERN,
+      description: "the topic records are produced to; it must exist",
+      examples: ["chainsift-alerts"],
+    }),
+    key: Type.Optional(Type.Enum(KAFKA_KEYS, { description: "record key: the rule id (default) or the matched entity's id" })),
+    format: Type.Optional(Type.Enum(KAFKA_FORMATS, { description: "json (default: the Webhook (POST) body as the record value)" })),
+    ssl: Type.Optional(Type.Boolean({ description: "connect with TLS (default false)" })),
+    sslCa: Type.Optional(
+      Type.String({ maxLength: KAFKA_LIMITS.sslCaMaxLength, description: "PEM CA certificate(s) to verify the brokers with (with ssl)" }),
+    ),
+    sasl: Type.Optional(
+      Type.Object(
+        {
+          mechanism: Type.Enum(KAFKA_SASL_MECHANISMS),
+          username: Type.String({ minLength: 1, maxLength: KAFKA_LIMITS.saslMaxLength }),
+          password: Type.String({ minLength: 1, maxLength: KAFKA_LIMITS.saslMaxLength, description: "a secret: never logged" }),
+        },
+        { ...closed, description: "SASL PLAIN or SCRAM authentication (use with ssl)" },
+      ),
+    ),
+  },
+  component("KafkaParameters"),
+);
+// --- end h-kdest ---
+
 /** Parameters of a webhook alert (GET or POST). `{field}` tokens in the URL are replaced at delivery. */
 export const WebhookParametersSchema = Type.Object({ url: HttpUrlSchema }, component("WebhookParameters"));
 
@@ -420,6 +484,7 @@ export const ACTION_PARAMETERS_SCHEMAS = {
   Slack: SlackParametersSchema,
   Discord: DiscordParametersSchema,
   Telegram: TelegramParametersSchema,
+  Kafka: KafkaParametersSchema,
   "Webhook (GET)": WebhookParametersSchema,
   "Webhook (POST)": WebhookParametersSchema,
 } as const satisfies Record<AlertType, TObject>;

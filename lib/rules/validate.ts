@@ -45,6 +45,7 @@ const updateValidator = Compile(RuleUpdateSchema);
  * - `CS_RULE_PAYLOAD`: a payload item breaks the payload rules (fieldType, fieldName, subPayloads by fieldType, unknown property);
  * - `CS_RULE_ALERT_PARAMETERS`: an alert's parameters do not fit its type (missing field, bad e-mail address, URL not absolute http(s), a `{field}` template in a URL's host, a Telegram chat that is not an id or `@username`, a message-template token that is not a field path);
  * - `CS_RULE_TOO_LONG`: a string is longer than its cap in {@link RULE_LIMITS} (name, description, definition names, values, URLs, Slack fields, payload field names; an over-long e-mail address is `CS_RULE_ALERT_PARAMETERS`, like any address that is not one);
+ * - `CS_RULE_KAFKA_PARAMETERS`: a `Kafka` action's parameters are wrong (brokers not `host:port`, a topic name Kafka refuses, an unknown key, format or SASL mechanism, a value over its cap in `KAFKA_LIMITS`);
  * - `CS_RULE_EXTRA_PROPERTIES`: more than {@link RULE_LIMITS}`.extraPropertiesMax` additional top-level properties, or more than `.extraPropertiesMaxBytes` of them (path: the property that crosses the limit).
  */
 export type RuleValidationCode =
@@ -58,7 +59,8 @@ export type RuleValidationCode =
   | "CS_RULE_PAYLOAD"
   | "CS_RULE_ALERT_PARAMETERS"
   | "CS_RULE_TOO_LONG"
-  | "CS_RULE_EXTRA_PROPERTIES";
+  | "CS_RULE_EXTRA_PROPERTIES"
+  | "CS_RULE_KAFKA_PARAMETERS";
 
 /** Every {@link RuleValidationCode}, for documentation and exhaustive tests. */
 export const RULE_VALIDATION_CODES: readonly RuleValidationCode[] = [
@@ -73,6 +75,7 @@ export const RULE_VALIDATION_CODES: readonly RuleValidationCode[] = [
   "CS_RULE_ALERT_PARAMETERS",
   "CS_RULE_TOO_LONG",
   "CS_RULE_EXTRA_PROPERTIES",
+  "CS_RULE_KAFKA_PARAMETERS",
 ];
 
 /** One reason a rule body was refused. */
@@ -120,6 +123,8 @@ export interface RuleCodeRow {
   message?: (issue: SchemaIssue) => string;
 }
 
+/** The paths of a `Kafka` action's own parameters (lib/rules/schema.ts `KafkaParametersSchema`). */
+const KAFKA_PARAMETER_SHAPE = /^config\.alerts\[\]\.parameters\.(brokers|topic|key|format|ssl|sslCa|sasl)(\[\]|\.|$)/;
 const THIRD_LEVEL = /operatorParameters\[\]\.operatorParameters\[\]\./;
 const BELOW_SUB_PAYLOAD = /subPayloads\[\]\.subPayloads\[\]\./;
 const TOO_DEEP_DEFINITION = "Inspect goes at most two levels deep";
@@ -137,6 +142,7 @@ export const RULE_CODE_TABLE: readonly RuleCodeRow[] = [
     message: (i) => `must have 1 to ${RULE_LIMITS.recipientsMax} items, got ${(i.value as unknown[]).length} (use a mailing list for more)`,
   },
   { code: "CS_RULE_ALERT_PARAMETERS", shape: /\.recipients(\[\])?$/ },
+  { code: "CS_RULE_KAFKA_PARAMETERS", shape: KAFKA_PARAMETER_SHAPE },
   { code: "CS_RULE_TOO_LONG", keyword: ["maxLength"] },
   { code: "CS_RULE_ITEM_COUNT", keyword: ["minItems", "maxItems"] },
   { code: "CS_RULE_DUPLICATE_ITEM", keyword: ["uniqueItems"] },

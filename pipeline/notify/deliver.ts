@@ -1,6 +1,6 @@
 /**
  * Delivery of one alert action: {@link createDeliverer} picks the action's channel
- * (`channels/`: webhook, Slack, Discord, Telegram, e-mail) and makes one attempt ({@link Deliverer.attempt}, what the
+ * (`channels/`: webhook, Slack, Discord, Telegram, e-mail, Kafka) and makes one attempt ({@link Deliverer.attempt}, what the
  * scheduler uses) or a whole retry loop ({@link Deliverer.deliver}) with exponential backoff and
  * full jitter. The loop ({@link runWithRetry}) is a pure function of an injected `attempt` and
  * `sleep`, so it is unit-tested without real waits.
@@ -24,6 +24,7 @@ import type { Attempt, Channel } from "./channels/channel.js";
 import { createDiscordChannel } from "./channels/discord.js";
 import { createEmailChannel, type MailerConfig } from "./channels/email.js";
 import { createHttpSender } from "./channels/http.js";
+import { createKafkaChannel } from "./channels/kafka.js";
 import { createSlackChannel, type SlackConfig } from "./channels/slack.js";
 import { createTelegramChannel, type TelegramConfig } from "./channels/telegram.js";
 import { createWebhookChannel } from "./channels/webhook.js";
@@ -41,6 +42,7 @@ import { createGuardedAgent, type DestinationPolicy, parseAllowlist } from "./ss
 
 export { classifySmtpError, createSmtpTransport, type MailerConfig, type MailTransport, type OutgoingMail } from "./channels/email.js";
 export { USER_AGENT } from "./channels/http.js";
+export { CS_KAFKA_REJECTED, CS_KAFKA_UNAVAILABLE } from "./channels/kafka.js";
 export { CS_SLACK_API_ERROR, CS_SLACK_UNCONFIGURED, type SlackConfig } from "./channels/slack.js";
 export { CS_TELEGRAM_UNCONFIGURED, type TelegramConfig } from "./channels/telegram.js";
 export * from "./outcome.js";
@@ -246,6 +248,8 @@ export function createDeliverer(deps: DelivererDeps): Deliverer {
     Slack: createSlackChannel(send, deps.secrets, messages, slack, posted("Slack")),
     Discord: createDiscordChannel(send, deps.secrets, messages, posted("Discord")),
     Telegram: createTelegramChannel(send, deps.secrets, telegram, messages, posted("Telegram")),
+    // h-kdest (issue 35): one idempotent producer per user cluster, closed by close().
+    Kafka: createKafkaChannel({ policy: destPolicy, timeoutMs }),
   };
   const channels = [...new Set(Object.values(senders))];
   const byType = new Map<string, Channel>(Object.entries(senders));

@@ -88,6 +88,11 @@ export const RULES_ERROR_CODES = {
     description:
       "Alerting rules: more than 20 additional top-level properties, or more than 16 KiB of them (JSON), in the body or in the rule a PUT would produce (path: the property that crosses the limit).",
   },
+  CS_RULE_KAFKA_PARAMETERS: {
+    status: 400,
+    description:
+      "Alerting rules: a Kafka action's parameters are wrong (brokers not host:port, 1–10; a topic name Kafka refuses; key not ruleId or entityId; format not json; SASL mechanism not plain, scram-sha-256 or scram-sha-512, or no username or password).",
+  },
   CS_RULE_TOO_LARGE: {
     status: 413,
     description: "Alerting rules: the POST or PUT body of a rule exceeds 64 KiB.",
