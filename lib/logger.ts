@@ -18,6 +18,21 @@ import { pino } from "pino";
 import { prettyFactory } from "pino-pretty";
 import type { LogFormat } from "./config/index.js";
 
+/**
+ * Fields pino replaces by `[redacted]` in every line (pino `redact`, https://getpino.io/#/docs/redaction),
+ * a safety net: no code logs these on purpose. A `Kafka` action's SASL password (lib/rules/model.ts
+ * `KafkaParameters.sasl`) wherever an action, its parameters or its `sasl` object is logged, up to
+ * three levels deep.
+ */
+export const REDACTED_PATHS = [
+  "password",
+  "*.password",
+  "sasl.password",
+  "*.sasl.password",
+  "parameters.sasl.password",
+  "*.parameters.sasl.password",
+] as const;
+
 /** The logger type passed through dependency objects. */
 export type Logger = pino.Logger;
 
@@ -83,10 +98,11 @@ export function isPretty(format: LogFormat, tty: boolean): boolean {
  * @returns the logger.
  */
 export function createLogger(level = "info", name = "chainsift", options?: LoggerOptions): Logger {
-  if (!options) return pino({ name, level });
+  const base = { name, level, redact: { paths: [...REDACTED_PATHS], censor: "[redacted]" } };
+  if (!options) return pino(base);
   const output = options.output ?? createLogOutput();
   if (!isPretty(options.format ?? "json", options.tty ?? process.stdout.isTTY === true)) {
-    return pino({ name, level }, { write: (line: string) => output.write(line) });
+    return pino(base, { write: (line: string) => output.write(line) });
   }
   // colorize follows the terminal; `ignore` drops fields every line of a process has in common;
   // singleLine keeps a line's fields on it (an error's stack still follows on its own lines).
@@ -96,5 +112,5 @@ export function createLogger(level = "info", name = "chainsift", options?: Logge
     translateTime: "HH:MM:ss.l",
     singleLine: true,
   });
-  return pino({ name, level }, { write: (line: string) => output.write(pretty(line)) });
+  return pino(base, { write: (line: string) => output.write(pretty(line)) });
 }

@@ -511,7 +511,7 @@ function alertDefinitionBranches() {
 
 /**
  * Alert definition (alerts item): the action and what it sends. Additional properties are allowed.
- * The contract's four types come first, unchanged; `Discord` and `Telegram` are chainsift's.
+ * The contract's four types come first, unchanged; `Discord`, `Telegram` and `Kafka` are chainsift's.
  */
 export const AlertDefinitionSchema = Type.Union(alertDefinitionBranches(), component("AlertDefinition"));
 

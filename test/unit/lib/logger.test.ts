@@ -49,3 +49,19 @@ describe("logger format", () => {
     expect(c.lines[0]).toContain("after");
   });
 });
+
+describe("logger redaction", () => {
+  it("never writes a Kafka action's SASL password, however the action is logged", () => {
+    const c = collect();
+    const logger = createLogger("info", "t", { format: "json", tty: false, output: c.output });
+    const sasl = { mechanism: "plain", username: "u", password: "hunter2-secret" };
+    const action = { type: "Kafka", parameters: { brokers: ["k:9092"], topic: "t", sasl } };
+    logger.info({ action }, "a");
+    logger.info({ parameters: action.parameters }, "b");
+    logger.info({ sasl }, "c");
+    logger.info({ password: "hunter2-secret" }, "d");
+    expect(c.lines).toHaveLength(4);
+    for (const line of c.lines) expect(line).not.toContain("hunter2-secret");
+    expect(JSON.parse(c.lines[0] as string).action.parameters.sasl).toEqual({ mechanism: "plain", username: "u", password: "[redacted]" });
+  });
+});
