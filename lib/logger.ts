@@ -20,8 +20,8 @@ import type { LogFormat } from "./config/index.js";
 
 /**
  * Fields pino replaces by `[redacted]` in every line (pino `redact`, https://getpino.io/#/docs/redaction),
- * a safety net: no code logs these on purpose. A `Kafka` action's SASL password (lib/rules/model.ts
- * `KafkaParameters.sasl`) wherever an action, its parameters or its `sasl` object is logged, up to
+ * a safety net: no code logs these on purpose. A `Kafka` action's SASL and schema-registry passwords
+ * (lib/rules/model.ts `KafkaParameters.sasl`, `.schemaRegistryAuth`) wherever an action, its parameters or its `sasl` object is logged, up to
  * three levels deep.
  */
 export const REDACTED_PATHS = [
@@ -31,6 +31,10 @@ export const REDACTED_PATHS = [
   "*.sasl.password",
   "parameters.sasl.password",
   "*.parameters.sasl.password",
+  "schemaRegistryAuth.password",
+  "*.schemaRegistryAuth.password",
+  "parameters.schemaRegistryAuth.password",
+  "*.parameters.schemaRegistryAuth.password",
 ] as const;
 
 /** The logger type passed through dependency objects. */

@@ -24,6 +24,7 @@ import { NonRetryableError } from "../errors.js";
 import type { AlertDefinition, AlertType } from "../rules/model.js";
 import { ACTION_PARAMETERS_SCHEMAS, TELEGRAM_CHAT_PATTERN } from "../rules/schema.js";
 import type { Alert } from "./alert.js";
+import { type AlertAvro, alertToAvro } from "./avro.js";
 import { discordBody, type EmailTemplates, emailMessage, type MessageOptions, renderUrl, slackBody, telegramBody } from "./render.js";
 import type { RenderedAction, RenderedKafka } from "./rendered.js";
 import { webhookJson } from "./webhook.js";
@@ -198,12 +199,31 @@ export function kafkaTarget(parameters: Record<string, unknown>): KafkaTarget {
   return { brokers, topic: parameters.topic, ssl: parameters.ssl === true };
 }
 
-/** Renders a `Kafka` action: the topic, the key and the `Webhook (POST)` body as the value. */
+/**
+ * The Avro record a `Kafka` action with `format: avro` produces: the alert's record on the alerts
+ * topic (`alertToAvro`, lib/alerting/avro.ts; schema `alertSchema` of topics/schemas.ts) with
+ * `actionsJson` `[]` — the rule's actions hold credentials (this action's SASL password among them)
+ * and never leave chainsift.
+ */
+export function kafkaAvroRecord(alert: Alert): AlertAvro {
+  return alertToAvro({ ...alert, actions: [] });
+}
+
+/**
+ * Renders a `Kafka` action: the topic, the key and the value — the `Webhook (POST)` body (`json`), or
+ * the JSON text of {@link kafkaAvroRecord} (`avro`: the sender encodes it with the registered schema).
+ */
 function renderKafka(alert: Alert, action: AlertDefinition): RenderedKafka {
   const p = action.parameters as unknown as Record<string, unknown>;
   const { brokers, topic } = kafkaTarget(p);
+  const key = kafkaRecordKey(alert, p);
+  if (p.format === "avro") {
+    if (typeof p.schemaRegistryUrl !== "string") throw invalid("Kafka action with format avro has no schemaRegistryUrl");
+    const value = JSON.stringify(kafkaAvroRecord(alert));
+    return { type: "Kafka", brokers, topic, key, format: "avro", schemaRegistryUrl: redactUrl(p.schemaRegistryUrl), value };
+  }
   if (p.format !== undefined && p.format !== "json") throw invalid(`Kafka action format ${JSON.stringify(p.format)} is not supported`);
-  return { type: "Kafka", brokers, topic, key: kafkaRecordKey(alert, p), format: "json", value: webhookJson(alert) };
+  return { type: "Kafka", brokers, topic, key, format: "json", value: webhookJson(alert) };
 }
 // --- end h-kdest ---
 
@@ -295,7 +315,7 @@ export const CHANNELS = {
   // --- h-kdest (issue 35): the Kafka destination ---
   Kafka: {
     description:
-      "a record produced to a topic on the user's Kafka cluster (idempotent producer; key the rule or entity id; the webhook JSON as value)",
+      "a record produced to a topic on the user's Kafka cluster (idempotent producer; key the rule or entity id; the webhook JSON or Avro as value)",
     parameters: ACTION_PARAMETERS_SCHEMAS.Kafka,
     // A data stream: every alert, no default throttle; a digest (when asked for) is a record too.
     chat: false,

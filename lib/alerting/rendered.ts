@@ -12,7 +12,7 @@
  * | `Discord` | `POST` of `parameters.url` as written; body `discordBody` as JSON (Discord "Execute Webhook") |
  * | `Telegram` | the chat and the `sendMessage` body `telegramBody` as JSON; the URL (`<api>/bot<token>/sendMessage`) is the sender's, so the operator's bot token is never part of a rendering |
  * | `Email` | recipients (trimmed), subject, text and HTML of `emailMessage` |
- * | `Kafka` | brokers, topic, record key (`kafkaRecordKey`) and the `webhookJson` value |
+ * | `Kafka` | brokers, topic, record key (`kafkaRecordKey`) and the value: `webhookJson` (format `json`), or the Avro record `kafkaAvroRecord` as JSON (format `avro`, encoded by the sender) |
  *
  * Chat and e-mail messages follow the action's `template` (and Email `subject`) when it has one
  * (`lib/alerting/template.ts`), else the default layout. Signature headers (per-account secrets)
@@ -58,18 +58,28 @@ export interface RenderedTelegram {
 }
 
 /** A rendered `Kafka` action: one record on the user's cluster (the sender connects with the action's TLS and SASL settings, never shown here). */
-export interface RenderedKafka {
+export type RenderedKafka = {
   type: "Kafka";
   /** Bootstrap servers, `host:port`, as written. */
   brokers: string[];
   topic: string;
   /** The record key: the rule id or the entity id (`kafkaRecordKey`, lib/alerting/channels.ts). */
   key: string;
-  /** How the value is written: `json`. */
-  format: "json";
-  /** The exact JSON text produced as the value (`webhookJson`, lib/alerting/webhook.ts). */
-  value: string;
-}
+} & (
+  | {
+      format: "json";
+      /** The exact JSON text produced as the value (`webhookJson`, lib/alerting/webhook.ts). */
+      value: string;
+    }
+  | {
+      /** Avro with the alerts topic's schema, Confluent wire format (the sender registers the schema and encodes). */
+      format: "avro";
+      /** The schema registry (redacted as `redactUrl` does). */
+      schemaRegistryUrl: string;
+      /** The record encoded, as JSON text (`kafkaAvroRecord`, lib/alerting/channels.ts). */
+      value: string;
+    }
+);
 
 /** What one action sends. */
 export type RenderedAction = RenderedRequest | RenderedTelegram | RenderedEmail | RenderedKafka;

@@ -424,7 +424,30 @@ export const KafkaParametersSchema = Type.Object(
       examples: ["chainsift-alerts"],
     }),
     key: Type.Optional(Type.Enum(KAFKA_KEYS, { description: "record key: the rule id (default) or the matched entity's id" })),
-    format: Type.Optional(Type.Enum(KAFKA_FORMATS, { description: "json (default: the Webhook (POST) body as the record value)" })),
+    format: Type.Optional(
+      Type.Enum(KAFKA_FORMATS, {
+        description:
+          "json (default: the Webhook (POST) body) or avro (the alerts topic's schema, Confluent wire format; needs schemaRegistryUrl)",
+      }),
+    ),
+    schemaRegistryUrl: Type.Optional(
+      Type.String({
+        pattern: HTTP_URL_PATTERN,
+        maxLength: RULE_LIMITS.urlMaxLength,
+        description:
+          "the cluster's Confluent-compatible schema registry (required with format avro); the schema is registered under <topic>-value",
+        examples: ["https://schema-registry.example.com"],
+      }),
+    ),
+    schemaRegistryAuth: Type.Optional(
+      Type.Object(
+        {
+          username: Type.String({ minLength: 1, maxLength: KAFKA_LIMITS.saslMaxLength }),
+          password: Type.String({ minLength: 1, maxLength: KAFKA_LIMITS.saslMaxLength, description: "a secret: never logged" }),
+        },
+        { ...closed, description: "HTTP basic authentication of the schema registry" },
+      ),
+    ),
     ssl: Type.Optional(Type.Boolean({ description: "connect with TLS (default false)" })),
     sslCa: Type.Optional(
       Type.String({ maxLength: KAFKA_LIMITS.sslCaMaxLength, description: "PEM CA certificate(s) to verify the brokers with (with ssl)" }),

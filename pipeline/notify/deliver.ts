@@ -249,7 +249,7 @@ export function createDeliverer(deps: DelivererDeps): Deliverer {
     Discord: createDiscordChannel(send, deps.secrets, messages, posted("Discord")),
     Telegram: createTelegramChannel(send, deps.secrets, telegram, messages, posted("Telegram")),
     // h-kdest (issue 35): one idempotent producer per user cluster, closed by close().
-    Kafka: createKafkaChannel({ policy: destPolicy, timeoutMs }),
+    Kafka: createKafkaChannel({ policy: destPolicy, timeoutMs, send, secrets: deps.secrets }),
   };
   const channels = [...new Set(Object.values(senders))];
   const byType = new Map<string, Channel>(Object.entries(senders));

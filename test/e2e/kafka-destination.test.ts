@@ -6,7 +6,10 @@
  * the topic: nothing is lost. Then a match is confirmed, another is reorganised away (`anvil_reorg`)
  * before confirmation, and a consumer of the topic sees, per key, pending → confirmed and
  * pending → removed in emission order, the retraction on its pending record's key and partition.
+ * A second rule produces Avro (the alerts topic's schema, registered in the stack's schema registry
+ * under the destination topic's subject), which a consumer decodes with the registry.
  */
+import { SchemaRegistry } from "@kafkajs/confluent-schema-registry";
 import { Kafka, logLevel } from "kafkajs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type AnvilEnv, startAnvilEnv, type WebhookAlert } from "../support/anvil-env.js";
@@ -45,16 +48,20 @@ describe.skipIf(!up.ok)("Kafka destination: records per key in order, retraction
     await env?.stop(); // also deletes the destination topic (the run's prefix)
   });
 
-  it("delivers pending/confirmed/removed in order per key, after the topic appears", async () => {
-    const to = env.devAccounts[6]!;
-    const input = tokenTransferRule({
-      name: "to kafka",
+  /** A rule on CST transfers to `to` with pending alerts (its actions are set by the test). */
+  const transferRule = async (name: string, to: string, maxConfirmationCount: number) =>
+    tokenTransferRule({
+      name,
       chain: env.config.chain,
       token: await env.token.getAddress(),
-      maxConfirmationCount: 3,
+      maxConfirmationCount,
       url: env.hook("unused"),
       to,
     });
+
+  it("delivers pending/confirmed/removed in order per key, after the topic appears", async () => {
+    const to = env.devAccounts[6]!;
+    const input = await transferRule("to kafka", to, 3);
     const brokers = env.config.kafka.brokers;
     input.config.alerts = [
       { type: "Kafka", parameters: { brokers, topic } },
@@ -133,4 +140,47 @@ describe.skipIf(!up.ok)("Kafka destination: records per key in order, retraction
     expect(log.entries.find((e) => e.alertId === first!.alert.id && e.actionIndex === 0)!.attempts).toBeGreaterThan(1);
     expect(env.notify.scheduler.stats().deadLettered).toBe(0);
   }, 120_000);
+
+  it("format avro: the alert's record in the alerts topic's schema, registered in the user's registry", async () => {
+    const avroTopic = `${env.config.kafka.topicPrefix}user-destination-avro`;
+    const admin = kafka.admin();
+    await admin.connect();
+    await admin.createTopics({ topics: [{ topic: avroTopic, numPartitions: 1, replicationFactor: 1 }], waitForLeaders: true });
+    await admin.disconnect();
+    const to = env.devAccounts[7]!;
+    const input = await transferRule("to kafka, avro", to, 1);
+    const parameters = {
+      brokers: env.config.kafka.brokers,
+      topic: avroTopic,
+      format: "avro",
+      schemaRegistryUrl: env.config.schemaRegistryUrl,
+    };
+    input.config.alerts = [{ type: "Kafka", parameters } as unknown as (typeof input.config.alerts)[number]];
+    const rule = await env.rules.create("acc-e2e", input);
+    await env.waitActive([rule.id]);
+    await env.transfer(to, 3_000_000n);
+    await env.mine(1);
+
+    const registry = new SchemaRegistry({ host: env.config.schemaRegistryUrl });
+    const records: { key: string; record: Record<string, unknown> }[] = [];
+    const consumer = kafka.consumer({ groupId: `${env.h.id}-user-avro` });
+    env.onStop(() => consumer.disconnect());
+    await consumer.connect();
+    await consumer.subscribe({ topic: avroTopic, fromBeginning: true });
+    await consumer.run({
+      eachMessage: async ({ message }) => {
+        expect(message.value![0]).toBe(0); // Confluent wire format
+        records.push({ key: message.key!.toString("utf8"), record: (await registry.decode(message.value!)) as Record<string, unknown> });
+      },
+    });
+    await waitFor(async () => records.length >= 1, 30_000, 100);
+    const [{ key, record }] = records as [(typeof records)[number]];
+    expect(key).toBe(rule.id);
+    expect(record).toMatchObject({ ruleId: rule.id, status: "confirmed", actionsJson: "[]" });
+    expect(JSON.parse(record.payloadJson as string)).toBeTypeOf("object");
+    const log = await env.notify.deliveryLog.list(rule.id);
+    expect(log.entries.map((e) => [e.ok, e.destination])).toEqual([
+      [true, `kafka topic ${avroTopic} at ${env.config.kafka.brokers.join(",")}`],
+    ]);
+  }, 60_000);
 });

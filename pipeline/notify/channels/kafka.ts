@@ -3,8 +3,10 @@
  * cluster, named by the action (`brokers`, `topic`, `ssl`/`sslCa`, `sasl`; lib/rules/model.ts
  * `KafkaParameters`). What is produced is `renderAction`'s (lib/alerting/rendered.ts): the key is
  * the rule id or the entity id (`kafkaRecordKey`), the value the `Webhook (POST)` JSON
- * (`webhookJson`), with headers `chainsift-alert-id` and `chainsift-status`. A `removed` alert is a
- * new record with the key of its `pending` one.
+ * (`webhookJson`) or, with `format: avro`, the alert's Avro record (`kafkaAvroRecord`: the alerts
+ * topic's schema, registered in the action's schema registry under `<topic>-value`, Confluent wire
+ * format), with headers `chainsift-alert-id` and `chainsift-status`. A `removed` alert is a new
+ * record with the key of its `pending` one.
  *
  * **Producers.** One kafkajs producer per distinct cluster configuration (brokers, TLS, SASL user
  * and a hash of the password), created on first use and kept (at most {@link KafkaChannelOptions.maxProducers},
@@ -35,14 +37,19 @@
 import { createHash } from "node:crypto";
 import net from "node:net";
 import tls from "node:tls";
+import avro from "avsc";
 import { type ISocketFactory, Kafka, type KafkaConfig, logLevel, type Producer, type SASLOptions } from "kafkajs";
 import { kafkaTarget } from "../../../lib/alerting/channels.js";
 import { type RenderedKafka, renderAction } from "../../../lib/alerting/rendered.js";
 import { digestWebhookJson } from "../../../lib/alerting/storm.js";
 import type { NonRetryableError } from "../../../lib/errors.js";
+import { subjectOf, TOPICS } from "../../../topics/index.js";
+import { compileToWire } from "../../../topics/wire.js";
+import type { SecretSource } from "../deliver.js";
 import { type AttemptOutcome, errText, nonRetryableIn, oneLine } from "../outcome.js";
 import { CS_DESTINATION_FORBIDDEN, checkHost, type DestinationPolicy, guardedLookup, literalAddressRefusal } from "../ssrf.js";
 import type { Attempt, Channel } from "./channel.js";
+import type { HttpSender } from "./http.js";
 
 /** The user's cluster could not take the record now (unreachable, no leader, topic missing, SASL refused, timeout). Retryable. */
 export const CS_KAFKA_UNAVAILABLE = "CS_KAFKA_UNAVAILABLE";
@@ -69,6 +76,21 @@ export interface KafkaChannelOptions {
   maxProducers?: number;
   /** The kafkajs client id the user's brokers see. Default `chainsift-notify`. */
   clientId?: string;
+  /** The HTTP sender of the webhook channels (SSRF-guarded, timeouts): schema registrations of `format: avro`. */
+  send: HttpSender;
+  /** Per-account signing secrets (the registration request is signed like a webhook; registries ignore it). */
+  secrets: SecretSource;
+}
+
+/** The alerts topic's Avro type and wire transform: the value schema of `format: avro`. */
+const ALERT_TYPE = avro.Type.forSchema(TOPICS.alerts.schema as avro.Schema);
+const ALERT_TO_WIRE = compileToWire(TOPICS.alerts.schema);
+
+/** Confluent wire format: magic byte 0, the 4-byte big-endian schema id, the Avro body. */
+export function avroFramed(id: number, record: unknown): Buffer {
+  const head = Buffer.alloc(5);
+  head.writeInt32BE(id, 1);
+  return Buffer.concat([head, ALERT_TYPE.toBuffer(ALERT_TO_WIRE(record))]);
 }
 
 /** A cached producer: connected (or connecting), and the refusal its socket factory met, if any. */
@@ -146,13 +168,13 @@ function within<T>(work: Promise<T>, ms: number): Promise<T> {
 /** One record to produce. */
 interface KafkaRecord {
   key: string;
-  value: string;
+  value: string | Buffer;
   headers: Record<string, string>;
 }
 
 /** The Kafka channel (see the module comment). */
 export function createKafkaChannel(options: KafkaChannelOptions): Channel {
-  const { policy, timeoutMs } = options;
+  const { policy, timeoutMs, send, secrets } = options;
   const maxProducers = options.maxProducers ?? 64;
   const producers = new Map<string, CachedProducer>();
 
@@ -235,11 +257,64 @@ export function createKafkaChannel(options: KafkaChannelOptions): Channel {
     };
   }
 
+  /** Registered schema ids by registry, subject and credentials (a failed registration is forgotten). */
+  const schemaIds = new Map<string, Promise<number>>();
+
+  /**
+   * The id of the alerts schema in the action's registry, registering it under `<topic>-value`
+   * (`POST /subjects/<subject>/versions`, https://docs.confluent.io/platform/current/schema-registry/develop/api.html#post--subjects-(string-%20subject)-versions;
+   * an identical schema answers its existing id), or the failed request's outcome.
+   */
+  async function schemaIdFor(
+    p: Record<string, unknown>,
+    topic: string,
+    accountId: string,
+    alertId: string,
+  ): Promise<number | AttemptOutcome> {
+    const registry = String(p.schemaRegistryUrl).replace(/\/+$/, "");
+    const auth = p.schemaRegistryAuth as { username?: unknown; password?: unknown } | undefined;
+    const basic =
+      typeof auth?.username === "string" && typeof auth.password === "string"
+        ? { authorization: `Basic ${Buffer.from(`${auth.username}:${auth.password}`).toString("base64")}` }
+        : undefined;
+    const cacheKey = JSON.stringify([registry, topic, basic ? createHash("sha256").update(basic.authorization).digest("hex") : null]);
+    let id = schemaIds.get(cacheKey);
+    if (!id) {
+      const url = `${registry}/subjects/${encodeURIComponent(subjectOf(topic))}/versions`;
+      const body = JSON.stringify({ schema: JSON.stringify(TOPICS.alerts.schema) });
+      id = (async () => {
+        const out = await send("POST", url, await secrets.getOrCreate(accountId), alertId, body, {
+          keepBody: true,
+          ...(basic ? { headers: basic } : {}),
+        });
+        if (!out.ok) throw Object.assign(new Error(out.error), { outcome: out });
+        const n = (JSON.parse(out.responseBody ?? "{}") as { id?: unknown }).id;
+        if (!Number.isSafeInteger(n)) throw new Error("the schema registry answered no schema id");
+        return n as number;
+      })();
+      schemaIds.set(cacheKey, id);
+      id.catch(() => schemaIds.delete(cacheKey));
+    }
+    try {
+      return await id;
+    } catch (err) {
+      const outcome = (err as { outcome?: AttemptOutcome }).outcome;
+      // A request error (network, timeout) or an answer without an id: retryable, unless an SSRF refusal.
+      return outcome ?? classifyKafkaError(err);
+    }
+  }
+
   return {
     async prepare(alert, action) {
       const r = renderAction(alert, action) as RenderedKafka;
+      const p = action.parameters as unknown as Record<string, unknown>;
       const headers = { "chainsift-alert-id": alert.id, "chainsift-status": alert.status };
-      return prepareRecord(action.parameters as unknown as Record<string, unknown>, r.topic, { key: r.key, value: r.value, headers });
+      if (r.format === "json") return prepareRecord(p, r.topic, { key: r.key, value: r.value, headers });
+      return async (n) => {
+        const id = await schemaIdFor(p, r.topic, alert.accountId, alert.id);
+        if (typeof id !== "number") return id;
+        return prepareRecord(p, r.topic, { key: r.key, value: avroFramed(id, JSON.parse(r.value)), headers })(n);
+      };
     },
     async prepareDigest(digest) {
       const p = digest.action.parameters as unknown as Record<string, unknown>;

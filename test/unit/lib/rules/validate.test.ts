@@ -1251,6 +1251,12 @@ describe("Kafka actions", () => {
         sasl: { mechanism: "scram-sha-512", username: "u", password: "p" },
       },
       { ...kafka.parameters, sasl: { mechanism: "plain", username: "u", password: "p" } },
+      {
+        ...kafka.parameters,
+        format: "avro",
+        schemaRegistryUrl: "https://sr.example.com",
+        schemaRegistryAuth: { username: "key", password: "secret" },
+      },
     ]) {
       const body = validRule();
       body.config.alerts = [{ type: "Kafka", parameters }];
@@ -1276,7 +1282,9 @@ describe("Kafka actions", () => {
       [{ brokers: ["k:1"], topic: ".." }, `${path}.topic`],
       [{ brokers: ["k:1"], topic: "t".repeat(250) }, `${path}.topic`],
       [{ brokers: ["k:1"], topic: "t", key: "blockHash" }, `${path}.key`],
-      [{ brokers: ["k:1"], topic: "t", format: "avro" }, `${path}.format`],
+      [{ brokers: ["k:1"], topic: "t", format: "xml" }, `${path}.format`],
+      [{ brokers: ["k:1"], topic: "t", format: "avro", schemaRegistryUrl: "ftp://r" }, `${path}.schemaRegistryUrl`],
+      [{ brokers: ["k:1"], topic: "t", schemaRegistryAuth: { username: "u" } }, `${path}.schemaRegistryAuth.password`],
       [{ brokers: ["k:1"], topic: "t", ssl: "yes" }, `${path}.ssl`],
       [{ brokers: ["k:1"], topic: "t", sasl: { mechanism: "gssapi", username: "u", password: "p" } }, `${path}.sasl.mechanism`],
       [{ brokers: ["k:1"], topic: "t", sasl: { mechanism: "plain", username: "u" } }, `${path}.sasl.password`],
@@ -1284,5 +1292,13 @@ describe("Kafka actions", () => {
       [{ brokers: ["k:1"], topic: "t", sasl: { mechanism: "plain", username: "u", password: "p", extra: 1 } }, `${path}.sasl.extra`],
     ];
     for (const [parameters, at] of cases) only(refuse(withKafka(parameters)), "CS_RULE_KAFKA_PARAMETERS", at);
+  });
+
+  it("refuses format avro without the schema registry it is registered in (a check of its own: the schema accepts it)", () => {
+    only(
+      refuse(withKafka({ brokers: ["k:1"], topic: "t", format: "avro" }), "create", false),
+      "CS_RULE_KAFKA_PARAMETERS",
+      `${path}.schemaRegistryUrl`,
+    );
   });
 });

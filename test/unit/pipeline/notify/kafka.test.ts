@@ -4,13 +4,23 @@
  * cluster is checked, keyed and shown (never the SASL password), how produce errors are classified,
  * and that a forbidden broker is refused before any connection.
  */
+import avro from "avsc";
 import { describe, expect, it } from "vitest";
-import { CHANNELS, describeDestination, destinationKey, kafkaRecordKey, kafkaTarget } from "../../../../lib/alerting/channels.js";
+import { alertFromAvro } from "../../../../lib/alerting/avro.js";
+import {
+  CHANNELS,
+  describeDestination,
+  destinationKey,
+  kafkaAvroRecord,
+  kafkaRecordKey,
+  kafkaTarget,
+} from "../../../../lib/alerting/channels.js";
 import { type RenderedKafka, renderAction } from "../../../../lib/alerting/rendered.js";
 import { webhookJson } from "../../../../lib/alerting/webhook.js";
 import { NonRetryableError } from "../../../../lib/errors.js";
 import type { AlertDefinition } from "../../../../lib/rules/model.js";
 import {
+  avroFramed,
   CS_KAFKA_REJECTED,
   CS_KAFKA_UNAVAILABLE,
   classifyKafkaError,
@@ -19,6 +29,7 @@ import {
 } from "../../../../pipeline/notify/channels/kafka.js";
 import { CS_ACTION_INVALID } from "../../../../pipeline/notify/outcome.js";
 import { CS_DESTINATION_FORBIDDEN, literalAddressRefusal } from "../../../../pipeline/notify/ssrf.js";
+import { TOPICS } from "../../../../topics/index.js";
 import { sampleAlert } from "./fixtures.js";
 
 const SECRET = "s3cr3t-Pa55word";
@@ -52,6 +63,21 @@ describe("Kafka action rendering", () => {
     expect(kafkaRecordKey(pending, {})).toBe(pending.ruleId);
   });
 
+  it("format avro: the alert's Avro record without the rule's actions, in the Confluent wire format", () => {
+    const alert = sampleAlert({ actions: [kafka({ ...base, sasl: { mechanism: "plain", username: "u", password: SECRET } })] });
+    const r = renderAction(alert, kafka({ ...base, format: "avro", schemaRegistryUrl: "https://sr.example.com/" })) as RenderedKafka;
+    expect(r).toMatchObject({ format: "avro", key: alert.ruleId, schemaRegistryUrl: "https://sr.example.com/" });
+    expect(r.value).not.toContain(SECRET);
+    const record = JSON.parse(r.value);
+    expect(record).toEqual(JSON.parse(JSON.stringify(kafkaAvroRecord(alert))));
+    expect(record.actionsJson).toBe("[]");
+    const framed = avroFramed(7, record);
+    expect([framed[0], framed.readInt32BE(1)]).toEqual([0, 7]);
+    const decoded = avro.Type.forSchema(TOPICS.alerts.schema as avro.Schema).fromBuffer(framed.subarray(5));
+    expect(JSON.parse(JSON.stringify(decoded))).toEqual(record);
+    expect(alertFromAvro(decoded)).toMatchObject({ id: alert.id, status: alert.status, payload: alert.payload, actions: [] });
+  });
+
   it("never renders the SASL credentials", () => {
     const r = renderAction(
       sampleAlert(),
@@ -68,6 +94,7 @@ describe("Kafka action rendering", () => {
       { brokers: ["h:1"] },
       { brokers: ["h:1"], topic: "t", sasl: { mechanism: "plain", username: "u" } },
       { brokers: ["h:1"], topic: "t", format: "avro" },
+      { brokers: ["h:1"], topic: "t", format: "xml" },
     ]) {
       let err: unknown;
       try {
@@ -133,7 +160,10 @@ describe("Kafka destination: outcomes", () => {
   });
 
   it("fails a forbidden bootstrap broker for good before connecting", async () => {
-    const channel = createKafkaChannel({ policy: {}, timeoutMs: 1000 });
+    const send = async () => {
+      throw new Error("no registry in this test");
+    };
+    const channel = createKafkaChannel({ policy: {}, timeoutMs: 1000, send, secrets: { getOrCreate: async () => "s" } });
     try {
       for (const broker of ["127.0.0.1:9092", "169.254.169.254:9092", "[fd00::1]:9092"]) {
         const attempt = await channel.prepare(sampleAlert(), kafka({ brokers: [broker], topic: "t" }), 0);
