@@ -21,7 +21,7 @@ import type { LogFormat } from "./config/index.js";
 /**
  * Fields pino replaces by `[redacted]` in every line (pino `redact`, https://getpino.io/#/docs/redaction),
  * a safety net: no code logs these on purpose. A `Kafka` action's SASL and schema-registry passwords
- * (lib/rules/model.ts `KafkaParameters.sasl`, `.schemaRegistryAuth`) wherever an action, its parameters or its `sasl` object is logged, up to
+ * (lib/rules/model.ts `KafkaParameters.sasl`, `.avro.auth`) wherever an action, its parameters or its `sasl` object is logged, up to
  * three levels deep.
  */
 export const REDACTED_PATHS = [
@@ -31,10 +31,12 @@ export const REDACTED_PATHS = [
   "*.sasl.password",
   "parameters.sasl.password",
   "*.parameters.sasl.password",
-  "schemaRegistryAuth.password",
-  "*.schemaRegistryAuth.password",
-  "parameters.schemaRegistryAuth.password",
-  "*.parameters.schemaRegistryAuth.password",
+  "auth.password",
+  "*.auth.password",
+  "avro.auth.password",
+  "*.avro.auth.password",
+  "parameters.avro.auth.password",
+  "*.parameters.avro.auth.password",
 ] as const;
 
 /** The logger type passed through dependency objects. */

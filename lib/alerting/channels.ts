@@ -200,7 +200,7 @@ export function kafkaTarget(parameters: Record<string, unknown>): KafkaTarget {
 }
 
 /**
- * The Avro record a `Kafka` action with `format: avro` produces: the alert's record on the alerts
+ * The Avro record a `Kafka` action with `avro` produces: the alert's record on the alerts
  * topic (`alertToAvro`, lib/alerting/avro.ts; schema `alertSchema` of topics/schemas.ts) with
  * `actionsJson` `[]` — the rule's actions hold credentials (this action's SASL password among them)
  * and never leave chainsift.
@@ -211,18 +211,18 @@ export function kafkaAvroRecord(alert: Alert): AlertAvro {
 
 /**
  * Renders a `Kafka` action: the topic, the key and the value — the `Webhook (POST)` body (`json`), or
- * the JSON text of {@link kafkaAvroRecord} (`avro`: the sender encodes it with the registered schema).
+ * the JSON text of {@link kafkaAvroRecord} (with `avro`: the sender encodes it with the registered schema).
  */
 function renderKafka(alert: Alert, action: AlertDefinition): RenderedKafka {
   const p = action.parameters as unknown as Record<string, unknown>;
   const { brokers, topic } = kafkaTarget(p);
   const key = kafkaRecordKey(alert, p);
-  if (p.format === "avro") {
-    if (typeof p.schemaRegistryUrl !== "string") throw invalid("Kafka action with format avro has no schemaRegistryUrl");
+  if (p.avro !== undefined) {
+    const registry = (p.avro as { schemaRegistryUrl?: unknown } | null)?.schemaRegistryUrl;
+    if (typeof registry !== "string") throw invalid("Kafka action's avro has no schemaRegistryUrl");
     const value = JSON.stringify(kafkaAvroRecord(alert));
-    return { type: "Kafka", brokers, topic, key, format: "avro", schemaRegistryUrl: redactUrl(p.schemaRegistryUrl), value };
+    return { type: "Kafka", brokers, topic, key, format: "avro", schemaRegistryUrl: redactUrl(registry), value };
   }
-  if (p.format !== undefined && p.format !== "json") throw invalid(`Kafka action format ${JSON.stringify(p.format)} is not supported`);
   return { type: "Kafka", brokers, topic, key, format: "json", value: webhookJson(alert) };
 }
 // --- end h-kdest ---

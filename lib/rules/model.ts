@@ -137,8 +137,6 @@ export interface TelegramParameters {
 export const KAFKA_SASL_MECHANISMS = ["plain", "scram-sha-256", "scram-sha-512"] as const;
 /** What a `Kafka` record's key is: the alert's rule id (default) or its matched entity's id. */
 export const KAFKA_KEYS = ["ruleId", "entityId"] as const;
-/** How a `Kafka` record's value is written: the `Webhook (POST)` JSON (default) or Avro with the alerts topic's schema. */
-export const KAFKA_FORMATS = ["json", "avro"] as const;
 
 /**
  * Parameters of a `Kafka` action: a record per alert produced to `topic` on the user's cluster
@@ -153,14 +151,13 @@ export interface KafkaParameters {
   /** The record key: `ruleId` (default) or `entityId`; a retraction has the key of its `pending` record. */
   key?: (typeof KAFKA_KEYS)[number];
   /**
-   * `json` (default: the `Webhook (POST)` body) or `avro` (the alerts topic's schema, `alertSchema`
-   * of topics/schemas.ts, registered at `schemaRegistryUrl` under `<topic>-value`; Confluent wire format).
+   * Write the value in Avro instead of the `Webhook (POST)` JSON: the alerts topic's schema
+   * (`alertSchema` of topics/schemas.ts), registered in `schemaRegistryUrl` (a Confluent-compatible
+   * registry, http or https, no credentials in the URL) under `<topic>-value`; Confluent wire format.
+   * `auth`: the registry's HTTP basic authentication (e.g. an API key and secret; the password is a
+   * secret like the SASL one).
    */
-  format?: (typeof KAFKA_FORMATS)[number];
-  /** The cluster's Confluent-compatible schema registry (http or https, no credentials in the URL); required with `format: avro`. */
-  schemaRegistryUrl?: string;
-  /** HTTP basic authentication of the schema registry (e.g. an API key and secret); the password is a secret like the SASL one. */
-  schemaRegistryAuth?: { username: string; password: string };
+  avro?: { schemaRegistryUrl: string; auth?: { username: string; password: string } };
   /** Connect with TLS (default false). Certificates are verified against the system's CAs, or `sslCa`. */
   ssl?: boolean;
   /** PEM certificate authority (or authorities) to verify the brokers with, instead of the system's; implies nothing without `ssl`. */

@@ -19,7 +19,6 @@ import {
   type AlertType,
   ARRAY_OPERATORS,
   EQUALITY_OPERATORS,
-  KAFKA_FORMATS,
   KAFKA_KEYS,
   KAFKA_SASL_MECHANISMS,
   OPERATORS,
@@ -424,28 +423,29 @@ export const KafkaParametersSchema = Type.Object(
       examples: ["chainsift-alerts"],
     }),
     key: Type.Optional(Type.Enum(KAFKA_KEYS, { description: "record key: the rule id (default) or the matched entity's id" })),
-    format: Type.Optional(
-      Type.Enum(KAFKA_FORMATS, {
-        description:
-          "json (default: the Webhook (POST) body) or avro (the alerts topic's schema, Confluent wire format; needs schemaRegistryUrl)",
-      }),
-    ),
-    schemaRegistryUrl: Type.Optional(
-      Type.String({
-        pattern: HTTP_URL_PATTERN,
-        maxLength: RULE_LIMITS.urlMaxLength,
-        description:
-          "the cluster's Confluent-compatible schema registry (required with format avro); the schema is registered under <topic>-value",
-        examples: ["https://schema-registry.example.com"],
-      }),
-    ),
-    schemaRegistryAuth: Type.Optional(
+    avro: Type.Optional(
       Type.Object(
         {
-          username: Type.String({ minLength: 1, maxLength: KAFKA_LIMITS.saslMaxLength }),
-          password: Type.String({ minLength: 1, maxLength: KAFKA_LIMITS.saslMaxLength, description: "a secret: never logged" }),
+          schemaRegistryUrl: Type.String({
+            pattern: HTTP_URL_PATTERN,
+            maxLength: RULE_LIMITS.urlMaxLength,
+            description: "the cluster's Confluent-compatible schema registry; the schema is registered under <topic>-value",
+            examples: ["https://schema-registry.example.com"],
+          }),
+          auth: Type.Optional(
+            Type.Object(
+              {
+                username: Type.String({ minLength: 1, maxLength: KAFKA_LIMITS.saslMaxLength }),
+                password: Type.String({ minLength: 1, maxLength: KAFKA_LIMITS.saslMaxLength, description: "a secret: never logged" }),
+              },
+              { ...closed, description: "HTTP basic authentication of the schema registry" },
+            ),
+          ),
         },
-        { ...closed, description: "HTTP basic authentication of the schema registry" },
+        {
+          ...closed,
+          description: "write the value in Avro (the alerts topic's schema, Confluent wire format) instead of the Webhook (POST) JSON",
+        },
       ),
     ),
     ssl: Type.Optional(Type.Boolean({ description: "connect with TLS (default false)" })),

@@ -45,7 +45,7 @@ const updateValidator = Compile(RuleUpdateSchema);
  * - `CS_RULE_PAYLOAD`: a payload item breaks the payload rules (fieldType, fieldName, subPayloads by fieldType, unknown property);
  * - `CS_RULE_ALERT_PARAMETERS`: an alert's parameters do not fit its type (missing field, bad e-mail address, URL not absolute http(s), a `{field}` template in a URL's host, a Telegram chat that is not an id or `@username`, a message-template token that is not a field path);
  * - `CS_RULE_TOO_LONG`: a string is longer than its cap in {@link RULE_LIMITS} (name, description, definition names, values, URLs, Slack fields, payload field names; an over-long e-mail address is `CS_RULE_ALERT_PARAMETERS`, like any address that is not one);
- * - `CS_RULE_KAFKA_PARAMETERS`: a `Kafka` action's parameters are wrong (brokers not `host:port`, a topic name Kafka refuses, an unknown key, format or SASL mechanism, `format: avro` without `schemaRegistryUrl`, a value over its cap in `KAFKA_LIMITS`);
+ * - `CS_RULE_KAFKA_PARAMETERS`: a `Kafka` action's parameters are wrong (brokers not `host:port`, a topic name Kafka refuses, an unknown key or SASL mechanism, `avro` without its `schemaRegistryUrl`, a value over its cap in `KAFKA_LIMITS`);
  * - `CS_RULE_EXTRA_PROPERTIES`: more than {@link RULE_LIMITS}`.extraPropertiesMax` additional top-level properties, or more than `.extraPropertiesMaxBytes` of them (path: the property that crosses the limit).
  */
 export type RuleValidationCode =
@@ -124,8 +124,7 @@ export interface RuleCodeRow {
 }
 
 /** The paths of a `Kafka` action's own parameters (lib/rules/schema.ts `KafkaParametersSchema`). */
-const KAFKA_PARAMETER_SHAPE =
-  /^config\.alerts\[\]\.parameters\.(brokers|topic|key|format|schemaRegistryUrl|schemaRegistryAuth|ssl|sslCa|sasl)(\[\]|\.|$)/;
+const KAFKA_PARAMETER_SHAPE = /^config\.alerts\[\]\.parameters\.(brokers|topic|key|avro|ssl|sslCa|sasl)(\[\]|\.|$)/;
 const THIRD_LEVEL = /operatorParameters\[\]\.operatorParameters\[\]\./;
 const BELOW_SUB_PAYLOAD = /subPayloads\[\]\.subPayloads\[\]\./;
 const TOO_DEEP_DEFINITION = "Inspect goes at most two levels deep";
@@ -326,19 +325,6 @@ function templateErrors(body: Record<string, unknown>, flagged: ReadonlySet<stri
   });
 }
 
-/** `Kafka` actions with `format: avro` but no `schemaRegistryUrl` (where the Avro schema is registered). */
-function kafkaErrors(body: Record<string, unknown>, flagged: ReadonlySet<string>): RuleValidationError[] {
-  const config = body.config;
-  if (!isJsonObject(config) || !Array.isArray(config.alerts)) return [];
-  return config.alerts.flatMap((alert, i) => {
-    if (!isJsonObject(alert) || alert.type !== "Kafka" || !isJsonObject(alert.parameters)) return [];
-    const p = alert.parameters;
-    const path = jsonPath(jsonPath(jsonPath("config.alerts", i), "parameters"), "schemaRegistryUrl");
-    if (p.format !== "avro" || p.schemaRegistryUrl !== undefined || flagged.has(path)) return [];
-    return [{ code: "CS_RULE_KAFKA_PARAMETERS" as const, path, message: `${path}: format avro needs the cluster's schema registry URL` }];
-  });
-}
-
 /** Rank of a problem in document order: the position of its top-level field in the schema, additional properties last. */
 function topLevelRank(path: string): number {
   const key = /^[^.[]+/.exec(path)?.[0] ?? "";
@@ -367,7 +353,6 @@ export function findRuleErrors(body: unknown, mode: "create" | "update", chains:
     ...templateErrors(body, flagged),
     ...extraPropertyErrors(body),
     ...confirmOnErrors(body),
-    ...kafkaErrors(body, flagged),
   ];
   return [...errors, ...extra]
     .map((e, n) => ({ e, n, r: topLevelRank(e.path) }))

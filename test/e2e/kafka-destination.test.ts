@@ -141,7 +141,7 @@ describe.skipIf(!up.ok)("Kafka destination: records per key in order, retraction
     expect(env.notify.scheduler.stats().deadLettered).toBe(0);
   }, 120_000);
 
-  it("format avro: the alert's record in the alerts topic's schema, registered in the user's registry", async () => {
+  it("avro: the alert's record in the alerts topic's schema, registered in the user's registry", async () => {
     const avroTopic = `${env.config.kafka.topicPrefix}user-destination-avro`;
     const admin = kafka.admin();
     await admin.connect();
@@ -149,12 +149,7 @@ describe.skipIf(!up.ok)("Kafka destination: records per key in order, retraction
     await admin.disconnect();
     const to = env.devAccounts[7]!;
     const input = await transferRule("to kafka, avro", to, 1);
-    const parameters = {
-      brokers: env.config.kafka.brokers,
-      topic: avroTopic,
-      format: "avro",
-      schemaRegistryUrl: env.config.schemaRegistryUrl,
-    };
+    const parameters = { brokers: env.config.kafka.brokers, topic: avroTopic, avro: { schemaRegistryUrl: env.config.schemaRegistryUrl } };
     input.config.alerts = [{ type: "Kafka", parameters } as unknown as (typeof input.config.alerts)[number]];
     const rule = await env.rules.create("acc-e2e", input);
     await env.waitActive([rule.id]);

@@ -22,8 +22,8 @@ import pytest
 #: BacktestLine for both backtests (enums as one model each: 159 when written as unions of literals);
 #: 170 with issue 30's Elasticsearch-compatible routes (scroll, point in time, introspection answers:
 #: 43 es_* models, measured on h-paging merged with h-clients), 171 with the EsClusterHealth component
-#: of _cluster/health; 182 with the Kafka destination (KafkaParameters, its sasl and schemaRegistryAuth
-#: objects and its key, format and mechanism enums: 6 models, measured on h-kdest over 176 on main);
+#: of _cluster/health; 182 with the Kafka destination (KafkaParameters, its sasl, avro and avro auth
+#: objects and its key and mechanism enums: 6 models, measured on h-kdest over 176 on main);
 #: the same document with every schema inlined gives 859 (docs/api.md).
 MAX_MODELS = 190
 

@@ -91,7 +91,7 @@ export const RULES_ERROR_CODES = {
   CS_RULE_KAFKA_PARAMETERS: {
     status: 400,
     description:
-      "Alerting rules: a Kafka action's parameters are wrong (brokers not host:port, 1–10; a topic name Kafka refuses; key not ruleId or entityId; format not json or avro; avro without schemaRegistryUrl; SASL mechanism not plain, scram-sha-256 or scram-sha-512, or no username or password).",
+      "Alerting rules: a Kafka action's parameters are wrong (brokers not host:port, 1–10; a topic name Kafka refuses; key not ruleId or entityId; avro without an http(s) schemaRegistryUrl; SASL mechanism not plain, scram-sha-256 or scram-sha-512, or no username or password).",
   },
   CS_RULE_TOO_LARGE: {
     status: 413,

@@ -3,7 +3,7 @@
  * cluster, named by the action (`brokers`, `topic`, `ssl`/`sslCa`, `sasl`; lib/rules/model.ts
  * `KafkaParameters`). What is produced is `renderAction`'s (lib/alerting/rendered.ts): the key is
  * the rule id or the entity id (`kafkaRecordKey`), the value the `Webhook (POST)` JSON
- * (`webhookJson`) or, with `format: avro`, the alert's Avro record (`kafkaAvroRecord`: the alerts
+ * (`webhookJson`) or, with `avro`, the alert's Avro record (`kafkaAvroRecord`: the alerts
  * topic's schema, registered in the action's schema registry under `<topic>-value`, Confluent wire
  * format), with headers `chainsift-alert-id` and `chainsift-status`. A `removed` alert is a new
  * record with the key of its `pending` one.
@@ -76,13 +76,13 @@ export interface KafkaChannelOptions {
   maxProducers?: number;
   /** The kafkajs client id the user's brokers see. Default `chainsift-notify`. */
   clientId?: string;
-  /** The HTTP sender of the webhook channels (SSRF-guarded, timeouts): schema registrations of `format: avro`. */
+  /** The HTTP sender of the webhook channels (SSRF-guarded, timeouts): schema registrations of `avro` actions. */
   send: HttpSender;
   /** Per-account signing secrets (the registration request is signed like a webhook; registries ignore it). */
   secrets: SecretSource;
 }
 
-/** The alerts topic's Avro type and wire transform: the value schema of `format: avro`. */
+/** The alerts topic's Avro type and wire transform: the value schema of `avro` actions. */
 const ALERT_TYPE = avro.Type.forSchema(TOPICS.alerts.schema as avro.Schema);
 const ALERT_TO_WIRE = compileToWire(TOPICS.alerts.schema);
 
@@ -271,8 +271,9 @@ export function createKafkaChannel(options: KafkaChannelOptions): Channel {
     accountId: string,
     alertId: string,
   ): Promise<number | AttemptOutcome> {
-    const registry = String(p.schemaRegistryUrl).replace(/\/+$/, "");
-    const auth = p.schemaRegistryAuth as { username?: unknown; password?: unknown } | undefined;
+    const avroParameters = p.avro as { schemaRegistryUrl: string; auth?: { username?: unknown; password?: unknown } };
+    const registry = avroParameters.schemaRegistryUrl.replace(/\/+$/, "");
+    const auth = avroParameters.auth;
     const basic =
       typeof auth?.username === "string" && typeof auth.password === "string"
         ? { authorization: `Basic ${Buffer.from(`${auth.username}:${auth.password}`).toString("base64")}` }

@@ -1242,7 +1242,7 @@ describe("Kafka actions", () => {
   it("accepts brokers as host:port (names, IPv4, [IPv6]) with a topic, key, TLS and SASL", () => {
     for (const parameters of [
       kafka.parameters,
-      { brokers: ["10.1.2.3:9092", "[2001:db8::1]:9094", "b-1.msk.example.com:9096"], topic: "a.b-c_D9", key: "entityId", format: "json" },
+      { brokers: ["10.1.2.3:9092", "[2001:db8::1]:9094", "b-1.msk.example.com:9096"], topic: "a.b-c_D9", key: "entityId" },
       {
         ...kafka.parameters,
         key: "ruleId",
@@ -1253,9 +1253,7 @@ describe("Kafka actions", () => {
       { ...kafka.parameters, sasl: { mechanism: "plain", username: "u", password: "p" } },
       {
         ...kafka.parameters,
-        format: "avro",
-        schemaRegistryUrl: "https://sr.example.com",
-        schemaRegistryAuth: { username: "key", password: "secret" },
+        avro: { schemaRegistryUrl: "https://sr.example.com", auth: { username: "key", password: "secret" } },
       },
     ]) {
       const body = validRule();
@@ -1282,9 +1280,10 @@ describe("Kafka actions", () => {
       [{ brokers: ["k:1"], topic: ".." }, `${path}.topic`],
       [{ brokers: ["k:1"], topic: "t".repeat(250) }, `${path}.topic`],
       [{ brokers: ["k:1"], topic: "t", key: "blockHash" }, `${path}.key`],
-      [{ brokers: ["k:1"], topic: "t", format: "xml" }, `${path}.format`],
-      [{ brokers: ["k:1"], topic: "t", format: "avro", schemaRegistryUrl: "ftp://r" }, `${path}.schemaRegistryUrl`],
-      [{ brokers: ["k:1"], topic: "t", schemaRegistryAuth: { username: "u" } }, `${path}.schemaRegistryAuth.password`],
+      [{ brokers: ["k:1"], topic: "t", avro: {} }, `${path}.avro.schemaRegistryUrl`],
+      [{ brokers: ["k:1"], topic: "t", avro: { schemaRegistryUrl: "ftp://r" } }, `${path}.avro.schemaRegistryUrl`],
+      [{ brokers: ["k:1"], topic: "t", avro: { schemaRegistryUrl: "https://r", auth: { username: "u" } } }, `${path}.avro.auth.password`],
+      [{ brokers: ["k:1"], topic: "t", avro: { schemaRegistryUrl: "https://r", subject: "x" } }, `${path}.avro.subject`],
       [{ brokers: ["k:1"], topic: "t", ssl: "yes" }, `${path}.ssl`],
       [{ brokers: ["k:1"], topic: "t", sasl: { mechanism: "gssapi", username: "u", password: "p" } }, `${path}.sasl.mechanism`],
       [{ brokers: ["k:1"], topic: "t", sasl: { mechanism: "plain", username: "u" } }, `${path}.sasl.password`],
@@ -1292,13 +1291,5 @@ describe("Kafka actions", () => {
       [{ brokers: ["k:1"], topic: "t", sasl: { mechanism: "plain", username: "u", password: "p", extra: 1 } }, `${path}.sasl.extra`],
     ];
     for (const [parameters, at] of cases) only(refuse(withKafka(parameters)), "CS_RULE_KAFKA_PARAMETERS", at);
-  });
-
-  it("refuses format avro without the schema registry it is registered in (a check of its own: the schema accepts it)", () => {
-    only(
-      refuse(withKafka({ brokers: ["k:1"], topic: "t", format: "avro" }), "create", false),
-      "CS_RULE_KAFKA_PARAMETERS",
-      `${path}.schemaRegistryUrl`,
-    );
   });
 });

@@ -63,9 +63,9 @@ describe("Kafka action rendering", () => {
     expect(kafkaRecordKey(pending, {})).toBe(pending.ruleId);
   });
 
-  it("format avro: the alert's Avro record without the rule's actions, in the Confluent wire format", () => {
+  it("avro: the alert's Avro record without the rule's actions, in the Confluent wire format", () => {
     const alert = sampleAlert({ actions: [kafka({ ...base, sasl: { mechanism: "plain", username: "u", password: SECRET } })] });
-    const r = renderAction(alert, kafka({ ...base, format: "avro", schemaRegistryUrl: "https://sr.example.com/" })) as RenderedKafka;
+    const r = renderAction(alert, kafka({ ...base, avro: { schemaRegistryUrl: "https://sr.example.com/" } })) as RenderedKafka;
     expect(r).toMatchObject({ format: "avro", key: alert.ruleId, schemaRegistryUrl: "https://sr.example.com/" });
     expect(r.value).not.toContain(SECRET);
     const record = JSON.parse(r.value);
@@ -93,8 +93,8 @@ describe("Kafka action rendering", () => {
       { brokers: ["no-port"], topic: "t" },
       { brokers: ["h:1"] },
       { brokers: ["h:1"], topic: "t", sasl: { mechanism: "plain", username: "u" } },
-      { brokers: ["h:1"], topic: "t", format: "avro" },
-      { brokers: ["h:1"], topic: "t", format: "xml" },
+      { brokers: ["h:1"], topic: "t", avro: {} },
+      { brokers: ["h:1"], topic: "t", avro: null },
     ]) {
       let err: unknown;
       try {
