@@ -46,7 +46,7 @@ import type { NonRetryableError } from "../../../lib/errors.js";
 import { subjectOf, TOPICS } from "../../../topics/index.js";
 import { compileToWire } from "../../../topics/wire.js";
 import type { SecretSource } from "../deliver.js";
-import { type AttemptOutcome, errText, nonRetryableIn, oneLine } from "../outcome.js";
+import { type AttemptOutcome, errText, invalid, nonRetryableIn, oneLine } from "../outcome.js";
 import { CS_DESTINATION_FORBIDDEN, checkHost, type DestinationPolicy, guardedLookup, literalAddressRefusal } from "../ssrf.js";
 import type { Attempt, Channel } from "./channel.js";
 import type { HttpSender } from "./http.js";
@@ -320,6 +320,8 @@ export function createKafkaChannel(options: KafkaChannelOptions): Channel {
     async prepareDigest(digest) {
       const p = digest.action.parameters as unknown as Record<string, unknown>;
       const { topic } = kafkaTarget(p);
+      // A JSON digest in a topic of Avro records would break its consumers' deserializer.
+      if (p.avro !== undefined) throw invalid("a Kafka action with avro sends no storm-control digest (leave throttle and digest off)");
       const headers = { "chainsift-alert-id": digest.id, "chainsift-status": "digest" };
       return prepareRecord(p, topic, { key: digest.ruleId, value: digestWebhookJson(digest), headers });
     },

@@ -16,6 +16,7 @@ import {
   kafkaTarget,
 } from "../../../../lib/alerting/channels.js";
 import { type RenderedKafka, renderAction } from "../../../../lib/alerting/rendered.js";
+import { heldOf, makeDigest } from "../../../../lib/alerting/storm.js";
 import { webhookJson } from "../../../../lib/alerting/webhook.js";
 import { NonRetryableError } from "../../../../lib/errors.js";
 import type { AlertDefinition } from "../../../../lib/rules/model.js";
@@ -157,6 +158,37 @@ describe("Kafka destination: outcomes", () => {
     expect(literalAddressRefusal("127.0.0.1", { allowlist: ["127.0.0.1"] })).toBeNull();
     expect(literalAddressRefusal("8.8.8.8")).toBeNull();
     expect(literalAddressRefusal("kafka.example.com")).toBeNull(); // names: judged by the guarded lookup
+  });
+
+  it("sends no JSON digest into a topic of Avro records", async () => {
+    const channel = createKafkaChannel({
+      policy: {},
+      timeoutMs: 1000,
+      send: async () => ({ ok: true }),
+      secrets: { getOrCreate: async () => "s" },
+    });
+    const alert = sampleAlert();
+    const ctx = (parameters: Record<string, unknown>) =>
+      makeDigest(
+        {
+          ruleId: alert.ruleId,
+          accountId: alert.accountId,
+          chain: alert.chain,
+          targetType: "Event",
+          actionIndex: 0,
+          action: kafka(parameters),
+          policy: { max: 0, windowMs: 60_000, maxEntities: 10, source: "digest" },
+          windowStartMs: 0,
+          windowEndMs: 60_000,
+          entity: alert.entity ?? {},
+        },
+        [heldOf(alert)],
+      );
+    await expect(channel.prepareDigest!(ctx({ ...base, avro: { schemaRegistryUrl: "https://sr.example" } }))).rejects.toMatchObject({
+      code: CS_ACTION_INVALID,
+    });
+    expect(typeof (await channel.prepareDigest!(ctx(base)))).toBe("function"); // JSON: a digest record
+    await channel.close?.();
   });
 
   it("fails a forbidden bootstrap broker for good before connecting", async () => {
