@@ -109,7 +109,7 @@ export function kafkaClusterKey(parameters: Record<string, unknown>): string {
   return JSON.stringify([[...brokers].sort(), ssl, ca, auth]);
 }
 
-/** `host:port` → its host (IPv6 brackets kept) and port. */
+/** `host:port` → its host (IPv6 brackets kept). */
 function hostOf(broker: string): string {
   return broker.slice(0, broker.lastIndexOf(":"));
 }
