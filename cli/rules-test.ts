@@ -59,6 +59,7 @@ function describeAction(a: BacktestAction): string {
   if ("error" in a) return `${a.type}: not deliverable: ${a.error.code} ${a.error.message}`;
   // By the rendered shape (lib/alerting/rendered.ts), not by type: a new channel renders one of these.
   if ("recipients" in a) return `${a.type} to ${a.recipients.join(", ")}: ${a.subject}`;
+  if ("topic" in a) return `${a.type}: ${a.format} record to topic ${a.topic} at ${a.brokers.join(",")}, key ${a.key}`;
   if ("chatId" in a) return `${a.type}: ${a.method} sendMessage to chat ${a.chatId} (${a.body.length} bytes)`;
   if ("path" in a) return `${a.type}: ${a.method} ${a.path} of the operator's API (${a.body.length} bytes)`;
   return `${a.type}: ${a.method} ${a.url}${a.body === undefined ? "" : ` (${a.body.length} bytes)`}`;

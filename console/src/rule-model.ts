@@ -49,9 +49,10 @@ export const ALERT_TYPES = membersOf<AlertType>({
   Email: true,
   Discord: true,
   Telegram: true,
-  PagerDuty: true, // h-pager (issue 35)
+  PagerDuty: true,
   Opsgenie: true,
   Teams: true,
+  Kafka: true,
 });
 
 /** A target definition at any of the three levels. */
@@ -118,6 +119,8 @@ export function parametersFor(type: string): Record<string, unknown> {
       return { routingKey: "" };
     case "Opsgenie":
       return { apiKey: "" };
+    case "Kafka":
+      return { brokers: [], topic: "" };
     default:
       return { url: "" };
   }

@@ -32,9 +32,10 @@ import {
   TELEGRAM_CHAT_PATTERN,
 } from "../rules/schema.js";
 import type { Alert } from "./alert.js";
+import { type AlertAvro, alertToAvro } from "./avro.js";
 import { opsgenieRequest, pagerDutyEvent } from "./incident.js";
 import { discordBody, type EmailTemplates, emailMessage, type MessageOptions, renderUrl, slackBody, telegramBody } from "./render.js";
-import type { RenderedAction } from "./rendered.js";
+import type { RenderedAction, RenderedKafka } from "./rendered.js";
 import { teamsBody } from "./teams.js";
 import { webhookJson } from "./webhook.js";
 
@@ -165,7 +166,6 @@ const chatChannel = { chat: true, digests: true, editsOnRetraction: true } as co
 /** A Telegram chat id or `@username`, as the rule schema accepts it. */
 const TELEGRAM_CHAT = new RegExp(TELEGRAM_CHAT_PATTERN);
 
-// --- h-pager (issue 35): incident tools ---
 /** A PagerDuty routing key as the rule schema accepts it. */
 const PAGERDUTY_ROUTING_KEY = new RegExp(PAGERDUTY_ROUTING_KEY_PATTERN);
 /** An Opsgenie API key as the rule schema accepts it. */
@@ -191,7 +191,74 @@ function oneOf<T extends string>(value: unknown, allowed: readonly T[]): { value
  * the alert itself gives.
  */
 const incidentChannel = { chat: false, digests: true, editsOnRetraction: false } as const;
-// --- end h-pager ---
+/** The parameters of a `Kafka` action that say where it produces: brokers, topic and the client's security settings. */
+interface KafkaTarget {
+  brokers: string[];
+  topic: string;
+  ssl: boolean;
+  sasl?: { mechanism: string; username: string; password: string };
+}
+
+/** A Kafka action's brokers (strings, as written) or an empty list. */
+function kafkaBrokers(p: Record<string, unknown>): string[] {
+  return Array.isArray(p.brokers) ? p.brokers.filter((b): b is string => typeof b === "string") : [];
+}
+
+/**
+ * The record key of a `Kafka` action for an alert: the rule id (`key` absent or `ruleId`) or the
+ * matched entity's id (`entityId`). Every status of a match (`pending`, `confirmed`, `removed`) has
+ * the same rule and entity, so a retraction has its `pending` record's key (and partition).
+ */
+export function kafkaRecordKey(alert: Pick<Alert, "ruleId" | "entityId">, parameters: Record<string, unknown>): string {
+  return parameters.key === "entityId" ? alert.entityId : alert.ruleId;
+}
+
+/**
+ * A Kafka action's cluster and topic, checked: at least one `host:port` broker, a topic, and a
+ * complete `sasl` when present.
+ * @throws {NonRetryableError} {@link CS_ACTION_INVALID} otherwise.
+ */
+export function kafkaTarget(parameters: Record<string, unknown>): KafkaTarget {
+  const brokers = kafkaBrokers(parameters);
+  if (brokers.length === 0 || brokers.some((b) => !/^.+:\d{1,5}$/.test(b))) throw invalid("Kafka action needs brokers as host:port");
+  if (typeof parameters.topic !== "string" || parameters.topic === "") throw invalid("Kafka action has no topic");
+  const sasl = parameters.sasl as { mechanism?: unknown; username?: unknown; password?: unknown } | undefined;
+  if (sasl !== undefined) {
+    const { mechanism, username, password } = sasl ?? {};
+    if (typeof mechanism !== "string" || typeof username !== "string" || typeof password !== "string") {
+      throw invalid("Kafka action's sasl needs a mechanism, username and password");
+    }
+    return { brokers, topic: parameters.topic, ssl: parameters.ssl === true, sasl: { mechanism, username, password } };
+  }
+  return { brokers, topic: parameters.topic, ssl: parameters.ssl === true };
+}
+
+/**
+ * The Avro record a `Kafka` action with `avro` produces: the alert's record on the alerts
+ * topic (`alertToAvro`, lib/alerting/avro.ts; schema `alertSchema` of topics/schemas.ts) with
+ * `actionsJson` `[]` — the rule's actions hold credentials (this action's SASL password among them)
+ * and never leave chainsift.
+ */
+export function kafkaAvroRecord(alert: Alert): AlertAvro {
+  return alertToAvro({ ...alert, actions: [] });
+}
+
+/**
+ * Renders a `Kafka` action: the topic, the key and the value — the `Webhook (POST)` body (`json`), or
+ * the JSON text of {@link kafkaAvroRecord} (with `avro`: the sender encodes it with the registered schema).
+ */
+function renderKafka(alert: Alert, action: AlertDefinition): RenderedKafka {
+  const p = action.parameters as unknown as Record<string, unknown>;
+  const { brokers, topic } = kafkaTarget(p);
+  const key = kafkaRecordKey(alert, p);
+  if (p.avro !== undefined) {
+    const registry = (p.avro as { schemaRegistryUrl?: unknown } | null)?.schemaRegistryUrl;
+    if (typeof registry !== "string") throw invalid("Kafka action's avro has no schemaRegistryUrl");
+    const value = JSON.stringify(kafkaAvroRecord(alert));
+    return { type: "Kafka", brokers, topic, key, format: "avro", schemaRegistryUrl: redactUrl(registry), value };
+  }
+  return { type: "Kafka", brokers, topic, key, format: "json", value: webhookJson(alert) };
+}
 
 /** Every alert channel, by action type (the order of `ALERT_TYPES`, lib/rules/model.ts). */
 export const CHANNELS = {
@@ -278,7 +345,6 @@ export const CHANNELS = {
       return { type: "Telegram", method: "POST", chatId: p.chatId, body: JSON.stringify(body) };
     },
   },
-  // --- h-pager (issue 35): incident tools ---
   PagerDuty: {
     description:
       "a PagerDuty Events API v2 trigger per pending or confirmed alert, deduplicated per match, resolved when a reorg retracts the match",
@@ -336,7 +402,34 @@ export const CHANNELS = {
       };
     },
   },
-  // --- end h-pager ---
+  Kafka: {
+    description:
+      "a record produced to a topic on the user's Kafka cluster (idempotent producer; key the rule or entity id; the webhook JSON or Avro as value)",
+    parameters: ACTION_PARAMETERS_SCHEMAS.Kafka,
+    // A data stream: every alert, no default throttle; a digest (when asked for) is a record too.
+    chat: false,
+    digests: true,
+    // A retraction is a new `removed` record with the same key.
+    editsOnRetraction: false,
+    credentials: [],
+    // One cluster: its brokers, as written, sorted (the SASL user and TLS do not change the cluster).
+    destinationKey: (p) => {
+      const brokers = kafkaBrokers(p);
+      return brokers.length === 0
+        ? "invalid"
+        : `kafka://${[...brokers]
+            .map((b) => b.toLowerCase())
+            .sort()
+            .join(",")}`;
+    },
+    // Brokers and topic; never the SASL username or password.
+    describeDestination(p) {
+      const brokers = kafkaBrokers(p);
+      if (brokers.length === 0 || typeof p.topic !== "string") return "(no brokers or topic)";
+      return `kafka topic ${p.topic} at ${brokers.join(",")}`;
+    },
+    render: renderKafka,
+  },
 } as const satisfies Record<AlertType, ChannelDescriptor>;
 
 /** The descriptor of an action's type, or undefined for a type no channel knows (a stored rule from a newer version, a bad record). */

@@ -339,7 +339,6 @@ function chatText(alert: Alert, template: string | undefined, markup: ChatMarkup
     .join("\n");
 }
 
-// --- h-pager (issue 35): texts of the incident tools (lib/alerting/incident.ts) ---
 /**
  * The message of an action as plain text ({@link chatText} without markup): `template` rendered, or
  * the default chat message; a `removed` alert's starts with its {@link retractionLine}. Not clipped.
@@ -371,7 +370,6 @@ export function incidentTitle(alert: Alert, template: string | undefined, max: n
 export function explorerLink(alert: Alert, options: MessageOptions = {}): string {
   return mainLink(alert, options);
 }
-// --- end h-pager ---
 
 /** Body of a chat (Slack incoming-webhook) message. */
 export interface SlackBody {

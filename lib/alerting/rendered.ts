@@ -15,6 +15,7 @@
  * | `PagerDuty` | `POST` of `pagerDutyEvent` (lib/alerting/incident.ts) as JSON to path `/v2/enqueue` of the operator's Events API base URL: `trigger` for pending and confirmed, `resolve` for removed |
  * | `Teams` | `POST` of `parameters.url` as written; body `teamsBody` (lib/alerting/teams.ts, one Adaptive Card) as JSON |
  * | `Opsgenie` | `POST` of `opsgenieRequest` to `/v2/alerts` (create) or `/v2/alerts/<alias>/close?identifierType=alias` (removed) of the operator's Alert API base URL; the API key header is the sender's |
+ * | `Kafka` | brokers, topic, record key (`kafkaRecordKey`) and the value: `webhookJson` (format `json`), or the Avro record `kafkaAvroRecord` as JSON (format `avro`, encoded by the sender) |
  *
  * Chat and e-mail messages follow the action's `template` (and Email `subject`) when it has one
  * (`lib/alerting/template.ts`), else the default layout. Signature headers (per-account secrets)
@@ -31,7 +32,7 @@ export { CS_ACTION_INVALID };
 
 /** A rendered HTTP action (webhooks and chat): every type but those with their own shape below. */
 export interface RenderedRequest {
-  type: Exclude<AlertType, RenderedEmail["type"] | RenderedTelegram["type"] | RenderedIncident["type"]>;
+  type: Exclude<AlertType, RenderedEmail["type"] | RenderedTelegram["type"] | RenderedIncident["type"] | RenderedKafka["type"]>;
   method: "GET" | "POST";
   /** The URL called (templated for webhooks). */
   url: string;
@@ -59,7 +60,6 @@ export interface RenderedTelegram {
   body: string;
 }
 
-// --- h-pager (issue 35) ---
 /** A rendered incident-tool action: a request to a path of the operator's API base URL (config `notify.pagerdutyApiUrl`, `notify.opsgenieApiUrl`). */
 export interface RenderedIncident {
   type: "PagerDuty" | "Opsgenie";
@@ -69,10 +69,33 @@ export interface RenderedIncident {
   /** The exact JSON text sent as the body. */
   body: string;
 }
-// --- end h-pager ---
+
+/** A rendered `Kafka` action: one record on the user's cluster (the sender connects with the action's TLS and SASL settings, never shown here). */
+export type RenderedKafka = {
+  type: "Kafka";
+  /** Bootstrap servers, `host:port`, as written. */
+  brokers: string[];
+  topic: string;
+  /** The record key: the rule id or the entity id (`kafkaRecordKey`, lib/alerting/channels.ts). */
+  key: string;
+} & (
+  | {
+      format: "json";
+      /** The exact JSON text produced as the value (`webhookJson`, lib/alerting/webhook.ts). */
+      value: string;
+    }
+  | {
+      /** Avro with the alerts topic's schema, Confluent wire format (the sender registers the schema and encodes). */
+      format: "avro";
+      /** The schema registry (redacted as `redactUrl` does). */
+      schemaRegistryUrl: string;
+      /** The record encoded, as JSON text (`kafkaAvroRecord`, lib/alerting/channels.ts). */
+      value: string;
+    }
+);
 
 /** What one action sends. */
-export type RenderedAction = RenderedRequest | RenderedTelegram | RenderedEmail | RenderedIncident;
+export type RenderedAction = RenderedRequest | RenderedTelegram | RenderedEmail | RenderedIncident | RenderedKafka;
 
 /**
  * Renders one action of an alert (see the module table) with its channel's `render`

@@ -434,7 +434,7 @@ export interface Config {
      * @throws {ConfigError} from {@link loadConfig} for an entry without `=` or a URL that is not http(s).
      */
     explorerUrls: Record<string, string>;
-  } & IncidentApisConfig; // h-pager (issue 35): the incident tools' API base URLs
+  } & IncidentApisConfig;
   /** pino level. Env `LOG_LEVEL`, default `info`. */
   logLevel: string;
   /**
@@ -589,7 +589,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       telegramApiUrl: str(env, "CHAINSIFT_TELEGRAM_API_URL", "https://api.telegram.org").replace(/\/+$/, ""),
       slackBotToken: env.CHAINSIFT_SLACK_BOT_TOKEN || undefined,
       slackApiUrl: str(env, "CHAINSIFT_SLACK_API_URL", "https://slack.com/api").replace(/\/+$/, ""),
-      ...incidentApisOf(env), // h-pager (issue 35)
+      ...incidentApisOf(env),
       explorerUrls,
     },
     logLevel: str(env, "LOG_LEVEL", "info"),

@@ -71,18 +71,10 @@ export const CONTRACT_ALERT_TYPES = ["Webhook (GET)", "Webhook (POST)", "Email",
  * Alert action kinds: the contract's four, then chainsift's own (`Discord`: a Discord webhook;
  * `Telegram`: a message from the operator's Telegram bot; `PagerDuty` and `Opsgenie`: an incident
  * tool's alert, resolved or closed when a reorg retracts the match; `Teams`: an Adaptive Card in a
- * Microsoft Teams channel). Rules with only the contract's kinds validate and behave exactly as before.
+ * Microsoft Teams channel; `Kafka`: a record produced to a topic on the user's Kafka cluster). Rules
+ * with only the contract's kinds validate and behave exactly as before.
  */
-export const ALERT_TYPES = [
-  ...CONTRACT_ALERT_TYPES,
-  "Discord",
-  "Telegram",
-  // --- h-pager (issue 35): incident tools ---
-  "PagerDuty",
-  "Opsgenie",
-  "Teams",
-  // --- end h-pager ---
-] as const;
+export const ALERT_TYPES = [...CONTRACT_ALERT_TYPES, "Discord", "Telegram", "PagerDuty", "Opsgenie", "Teams", "Kafka"] as const;
 /** One of {@link ALERT_TYPES}. */
 export type AlertType = (typeof ALERT_TYPES)[number];
 
@@ -138,7 +130,6 @@ export interface TelegramParameters {
   /** Message template (plain text); default the standard message. */
   template?: string;
 }
-// --- h-pager (issue 35): incident tools ---
 /** PagerDuty Events API v2 severity of a triggered alert (https://developer.pagerduty.com/docs/send-alert-event). */
 export type PagerDutySeverity = "critical" | "error" | "warning" | "info";
 /** Parameters of a `PagerDuty` action (Events API v2 `trigger`, then `resolve` on retraction). */
@@ -168,7 +159,39 @@ export interface TeamsParameters {
   /** Message template (plain text in the card); default the standard message. */
   template?: string;
 }
-// --- end h-pager ---
+/** The SASL mechanisms of a `Kafka` action (kafkajs: https://kafka.js.org/docs/configuration#sasl). */
+export const KAFKA_SASL_MECHANISMS = ["plain", "scram-sha-256", "scram-sha-512"] as const;
+/** What a `Kafka` record's key is: the alert's rule id (default) or its matched entity's id. */
+export const KAFKA_KEYS = ["ruleId", "entityId"] as const;
+
+/**
+ * Parameters of a `Kafka` action: a record per alert produced to `topic` on the user's cluster
+ * (docs/alerting.md "Kafka"). The SASL password is a secret: never logged, never in the delivery
+ * log, never in a produced record.
+ */
+export interface KafkaParameters {
+  /** Bootstrap servers, `host:port` (1 to 10); every broker the cluster advertises must pass the SSRF rules too. */
+  brokers: string[];
+  /** The topic records are produced to (Kafka topic name: 1 to 249 of `[A-Za-z0-9._-]`). It must exist. */
+  topic: string;
+  /** The record key: `ruleId` (default) or `entityId`; a retraction has the key of its `pending` record. */
+  key?: (typeof KAFKA_KEYS)[number];
+  /**
+   * Write the value in Avro instead of the `Webhook (POST)` JSON: the alerts topic's schema
+   * (`alertSchema` of topics/schemas.ts), registered in `schemaRegistryUrl` (a Confluent-compatible
+   * registry, http or https, no credentials in the URL) under `<topic>-value`; Confluent wire format.
+   * `auth`: the registry's HTTP basic authentication (e.g. an API key and secret; the password is a
+   * secret like the SASL one).
+   */
+  avro?: { schemaRegistryUrl: string; auth?: { username: string; password: string } };
+  /** Connect with TLS (default false). Certificates are verified against the system's CAs, or `sslCa`. */
+  ssl?: boolean;
+  /** PEM certificate authority (or authorities) to verify the brokers with, instead of the system's; implies nothing without `ssl`. */
+  sslCa?: string;
+  /** SASL authentication (PLAIN or SCRAM); use it with `ssl` so that credentials do not travel in clear. */
+  sasl?: { mechanism: (typeof KAFKA_SASL_MECHANISMS)[number]; username: string; password: string };
+}
+
 export interface WebhookParameters {
   /** `{field}` tokens are replaced by the matched entity's values (URL-encoded). */
   url: string;
@@ -196,11 +219,10 @@ export interface ActionParametersByType {
   Slack: SlackParameters;
   Discord: DiscordParameters;
   Telegram: TelegramParameters;
-  // --- h-pager (issue 35) ---
   PagerDuty: PagerDutyParameters;
   Opsgenie: OpsgenieParameters;
   Teams: TeamsParameters;
-  // --- end h-pager ---
+  Kafka: KafkaParameters;
 }
 
 /** Alert definition (alerts item): one member per alert type, its `parameters` those of {@link ActionParametersByType}. */

@@ -47,6 +47,7 @@ const updateValidator = Compile(RuleUpdateSchema);
  * - `CS_RULE_PAGERDUTY_PARAMETERS`: a `PagerDuty` action's `routingKey` is missing or not 32 letters and digits, or its `severity` is not `critical`, `error`, `warning` or `info`;
  * - `CS_RULE_OPSGENIE_PARAMETERS`: an `Opsgenie` action's `apiKey` is missing or not 20–64 letters, digits and dashes, or its `priority` is not `P1`–`P5`;
  * - `CS_RULE_TOO_LONG`: a string is longer than its cap in {@link RULE_LIMITS} (name, description, definition names, values, URLs, Slack fields, payload field names; an over-long e-mail address is `CS_RULE_ALERT_PARAMETERS`, like any address that is not one);
+ * - `CS_RULE_KAFKA_PARAMETERS`: a `Kafka` action's parameters are wrong (brokers not `host:port`, a topic name Kafka refuses, an unknown key or SASL mechanism, `avro` without its `schemaRegistryUrl`, a value over its cap in `KAFKA_LIMITS`);
  * - `CS_RULE_EXTRA_PROPERTIES`: more than {@link RULE_LIMITS}`.extraPropertiesMax` additional top-level properties, or more than `.extraPropertiesMaxBytes` of them (path: the property that crosses the limit);
  * - `CS_RULE_NOT_SUPPORTED`: a top-level property reserved for a planned extension ({@link RESERVED_EXTENSIONS}) that is not evaluated yet.
  */
@@ -60,10 +61,9 @@ export type RuleValidationCode =
   | "CS_RULE_TOO_DEEP"
   | "CS_RULE_PAYLOAD"
   | "CS_RULE_ALERT_PARAMETERS"
-  // --- h-pager (issue 35) ---
   | "CS_RULE_PAGERDUTY_PARAMETERS"
   | "CS_RULE_OPSGENIE_PARAMETERS"
-  // --- end h-pager ---
+  | "CS_RULE_KAFKA_PARAMETERS"
   | "CS_RULE_TOO_LONG"
   | "CS_RULE_EXTRA_PROPERTIES"
   | "CS_RULE_NOT_SUPPORTED";
@@ -79,10 +79,9 @@ export const RULE_VALIDATION_CODES: readonly RuleValidationCode[] = [
   "CS_RULE_TOO_DEEP",
   "CS_RULE_PAYLOAD",
   "CS_RULE_ALERT_PARAMETERS",
-  // --- h-pager (issue 35) ---
   "CS_RULE_PAGERDUTY_PARAMETERS",
   "CS_RULE_OPSGENIE_PARAMETERS",
-  // --- end h-pager ---
+  "CS_RULE_KAFKA_PARAMETERS",
   "CS_RULE_TOO_LONG",
   "CS_RULE_EXTRA_PROPERTIES",
   "CS_RULE_NOT_SUPPORTED",
@@ -133,6 +132,8 @@ export interface RuleCodeRow {
   message?: (issue: SchemaIssue) => string;
 }
 
+/** The paths of a `Kafka` action's own parameters (lib/rules/schema.ts `KafkaParametersSchema`). */
+const KAFKA_PARAMETER_SHAPE = /^config\.alerts\[\]\.parameters\.(brokers|topic|key|avro|ssl|sslCa|sasl)(\[\]|\.|$)/;
 const THIRD_LEVEL = /operatorParameters\[\]\.operatorParameters\[\]\./;
 const BELOW_SUB_PAYLOAD = /subPayloads\[\]\.subPayloads\[\]\./;
 const TOO_DEEP_DEFINITION = "Inspect goes at most two levels deep";
@@ -150,6 +151,7 @@ export const RULE_CODE_TABLE: readonly RuleCodeRow[] = [
     message: (i) => `must have 1 to ${RULE_LIMITS.recipientsMax} items, got ${(i.value as unknown[]).length} (use a mailing list for more)`,
   },
   { code: "CS_RULE_ALERT_PARAMETERS", shape: /\.recipients(\[\])?$/ },
+  { code: "CS_RULE_KAFKA_PARAMETERS", shape: KAFKA_PARAMETER_SHAPE },
   { code: "CS_RULE_TOO_LONG", keyword: ["maxLength"] },
   { code: "CS_RULE_ITEM_COUNT", keyword: ["minItems", "maxItems"] },
   { code: "CS_RULE_DUPLICATE_ITEM", keyword: ["uniqueItems"] },
@@ -196,7 +198,6 @@ export const RULE_CODE_TABLE: readonly RuleCodeRow[] = [
     shape: /\.parameters\.(template|subject)$/,
     message: (i) => templateProblems(String(i.value)).join("; ") || "is not a message template",
   },
-  // --- h-pager (issue 35): the incident tools' own parameters ---
   {
     code: "CS_RULE_PAGERDUTY_PARAMETERS",
     keyword: ["pattern"],
@@ -211,7 +212,6 @@ export const RULE_CODE_TABLE: readonly RuleCodeRow[] = [
     message: () => "must be the API key (20 to 64 letters, digits and dashes) of an Opsgenie API integration",
   },
   { code: "CS_RULE_OPSGENIE_PARAMETERS", shape: /^config\.alerts\[\]\.parameters\.(apiKey|priority)$/ },
-  // --- end h-pager ---
   { code: "CS_RULE_ALERT_PARAMETERS", shape: /^config\.alerts\[\]\.parameters(\.|$)/ },
   { code: "CS_RULE_INVALID" },
 ];

@@ -24,6 +24,7 @@ import type { Attempt, Channel } from "./channels/channel.js";
 import { createDiscordChannel } from "./channels/discord.js";
 import { createEmailChannel, type MailerConfig } from "./channels/email.js";
 import { createHttpSender } from "./channels/http.js";
+import { createKafkaChannel } from "./channels/kafka.js";
 import { createOpsgenieChannel } from "./channels/opsgenie.js";
 import { createPagerDutyChannel } from "./channels/pagerduty.js";
 import { createSlackChannel, type SlackConfig } from "./channels/slack.js";
@@ -44,6 +45,7 @@ import { createGuardedAgent, type DestinationPolicy, parseAllowlist } from "./ss
 
 export { classifySmtpError, createSmtpTransport, type MailerConfig, type MailTransport, type OutgoingMail } from "./channels/email.js";
 export { USER_AGENT } from "./channels/http.js";
+export { CS_KAFKA_REJECTED, CS_KAFKA_UNAVAILABLE } from "./channels/kafka.js";
 export { CS_SLACK_API_ERROR, CS_SLACK_UNCONFIGURED, type SlackConfig } from "./channels/slack.js";
 export { CS_TELEGRAM_UNCONFIGURED, type TelegramConfig } from "./channels/telegram.js";
 export * from "./outcome.js";
@@ -178,7 +180,7 @@ export interface DelivererDeps {
   dispatcher?: Dispatcher;
 }
 
-/** The incident tools' API base URLs, without trailing slash (h-pager, issue 35). */
+/** The incident tools' API base URLs, without trailing slash (issue 35). */
 export interface IncidentApis {
   /** PagerDuty Events API v2 base (`<url>/v2/enqueue`). */
   pagerdutyApiUrl: string;
@@ -267,11 +269,11 @@ export function createDeliverer(deps: DelivererDeps): Deliverer {
     Slack: createSlackChannel(send, deps.secrets, messages, slack, posted("Slack")),
     Discord: createDiscordChannel(send, deps.secrets, messages, posted("Discord")),
     Telegram: createTelegramChannel(send, deps.secrets, telegram, messages, posted("Telegram")),
-    // --- h-pager (issue 35) ---
     PagerDuty: createPagerDutyChannel(send, deps.secrets, incidents.pagerdutyApiUrl, messages),
     Opsgenie: createOpsgenieChannel(send, deps.secrets, incidents.opsgenieApiUrl, messages),
     Teams: createTeamsChannel(send, deps.secrets, messages),
-    // --- end h-pager ---
+
+    Kafka: createKafkaChannel({ policy: destPolicy, timeoutMs, send, secrets: deps.secrets }),
   };
   const channels = [...new Set(Object.values(senders))];
   const byType = new Map<string, Channel>(Object.entries(senders));

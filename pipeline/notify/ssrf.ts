@@ -290,9 +290,22 @@ export async function checkDestination(url: string | URL, policy: DestinationPol
   if (u.username !== "" || u.password !== "") {
     throw new NonRetryableError(CS_DESTINATION_INVALID, "destination URLs must not carry credentials (user:password@)");
   }
-  const hostname = bareAddress(u.hostname);
+  return { url: u, ...(await checkHost(u.hostname, policy)) };
+}
+
+/**
+ * Checks that a host may be connected to: every address it resolves to (or the literal IP) is
+ * public or allowlisted, or the host is allowlisted by name. The check of {@link checkDestination}
+ * without the URL, for destinations named by `host:port` (Kafka brokers).
+ * @param host a host name or literal IP (IPv6 brackets tolerated).
+ * @returns the host without brackets and the addresses it resolved to (empty when allowlisted by name).
+ * @throws {NonRetryableError} {@link CS_DESTINATION_FORBIDDEN} for a forbidden address.
+ * @throws the resolver's error (e.g. `ENOTFOUND`) when the host does not resolve; callers treat it as transient.
+ */
+export async function checkHost(host: string, policy: DestinationPolicy = {}): Promise<Omit<CheckedDestination, "url">> {
+  const hostname = bareAddress(host);
   const allow = allowlistOf(policy);
-  if (allow.allowsHost(hostname)) return { url: u, hostname, addresses: [] };
+  if (allow.allowsHost(hostname)) return { hostname, addresses: [] };
   let addresses: string[];
   if (isIP(hostname) !== 0) {
     addresses = [hostname];
@@ -302,7 +315,23 @@ export async function checkDestination(url: string | URL, policy: DestinationPol
     addresses = found.map((a) => a.address);
   }
   assertAddresses(hostname, addresses, allow);
-  return { url: u, hostname, addresses };
+  return { hostname, addresses };
+}
+
+/**
+ * The refusal of connecting to a literal IP address (synchronous: Node calls no `lookup` for a
+ * literal, so {@link guardedLookup} never sees it), or null when it is public or allowlisted, or
+ * `host` is a name (then {@link guardedLookup} judges what it resolves to).
+ */
+export function literalAddressRefusal(host: string, policy: DestinationPolicy = {}): NonRetryableError | null {
+  const address = bareAddress(host);
+  if (isIP(address) === 0) return null;
+  try {
+    assertAddresses(address, [address], allowlistOf(policy));
+    return null;
+  } catch (err) {
+    return err as NonRetryableError;
+  }
 }
 
 /** The `lookup` signature of `net.connect` / `tls.connect` (and so of undici's `connect.lookup`). */

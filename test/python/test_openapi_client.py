@@ -24,9 +24,10 @@ import pytest
 #: 43 es_* models, measured on h-paging merged with h-clients), 171 with the EsClusterHealth component
 #: of _cluster/health; 174 on main before issue 35, 185 with the PagerDuty, Opsgenie and Teams actions
 #: (3 AlertDefinition branches and their type enums, 3 parameter components, the severity and priority
-#: enums; measured with openapi-python-client 0.26 on h-pager);
+#: enums; measured with openapi-python-client 0.26 on h-pager), and 6 more with the Kafka action
+#: (KafkaParameters, its sasl, avro and avro auth objects, its key and mechanism enums; h-kdest);
 #: the same document with every schema inlined gives 859 (docs/api.md).
-MAX_MODELS = 190
+MAX_MODELS = 200
 
 
 @pytest.fixture(scope="module")

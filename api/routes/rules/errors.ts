@@ -78,7 +78,6 @@ export const RULES_ERROR_CODES = {
     description:
       "Alerting rules: an alert's parameters do not fit its type (missing field, bad e-mail address, URL not absolute http(s), a {field} template in a URL's scheme, user info, host or port).",
   },
-  // --- h-pager (issue 35) ---
   CS_RULE_PAGERDUTY_PARAMETERS: {
     status: 400,
     description:
@@ -89,7 +88,6 @@ export const RULES_ERROR_CODES = {
     description:
       "Alerting rules: an Opsgenie action's apiKey is missing or not an API integration key (20–64 letters, digits and dashes), or its priority is not P1–P5.",
   },
-  // --- end h-pager ---
   CS_RULE_TOO_LONG: {
     status: 400,
     description:
@@ -104,6 +102,11 @@ export const RULES_ERROR_CODES = {
     status: 400,
     description:
       "Alerting rules: a top-level property reserved for a planned extension (window, absence, sequence: alerts over time, docs/design/windows.md) that is not evaluated yet.",
+  },
+  CS_RULE_KAFKA_PARAMETERS: {
+    status: 400,
+    description:
+      "Alerting rules: a Kafka action's parameters are wrong (brokers not host:port, 1–10; a topic name Kafka refuses; key not ruleId or entityId; avro without an http(s) schemaRegistryUrl; SASL mechanism not plain, scram-sha-256 or scram-sha-512, or no username or password).",
   },
   CS_RULE_TOO_LARGE: {
     status: 413,

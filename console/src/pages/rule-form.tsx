@@ -295,6 +295,12 @@ const PARAMS: Record<AlertType, Array<[string, string]>> = {
     ["url", "Teams Workflows webhook URL"],
     ["template", "Heading template (optional)"],
   ],
+  // SASL and TLS settings are kept as the API set them (docs/alerting.md "Kafka").
+  Kafka: [
+    ["brokers", "Bootstrap servers, host:port (comma-separated)"],
+    ["topic", "Topic"],
+    ["key", "Record key: ruleId or entityId (optional)"],
+  ],
 };
 
 function storm(a: Action): string {
@@ -347,13 +353,13 @@ function Actions({ actions, ctx }: { actions: Action[]; ctx: Ctx }) {
                   onInput={(v) =>
                     ctx.edit((d) => {
                       const params = at(d).parameters;
-                      if (name === "recipients")
+                      if (name === "recipients" || name === "brokers")
                         params[name] = v
                           .split(",")
                           .map((s) => s.trim())
                           .filter((s) => s !== "");
                       else if (name === "messageThreadId") params[name] = v === "" ? "" : Number(v);
-                      else if ((name === "severity" || name === "priority") && v === "") delete params[name];
+                      else if ((name === "severity" || name === "priority" || name === "key") && v === "") delete params[name];
                       else params[name] = v;
                     })
                   }

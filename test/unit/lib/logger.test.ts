@@ -62,3 +62,22 @@ describe("logger format", () => {
     expect(c.lines[0]).toContain("after");
   });
 });
+
+describe("logger redaction", () => {
+  it("never writes a Kafka action's SASL password, however the action is logged", () => {
+    const c = collect();
+    const logger = createLogger("info", "t", { format: "json", tty: false, output: c.output });
+    const sasl = { mechanism: "plain", username: "u", password: "hunter2-secret" };
+    const avro = { schemaRegistryUrl: "https://sr.example", auth: { username: "k", password: "hunter2-secret" } };
+    const action = { type: "Kafka", parameters: { brokers: ["k:9092"], topic: "t", sasl, avro } };
+    logger.info({ action }, "a");
+    logger.info({ parameters: action.parameters }, "b");
+    logger.info({ sasl }, "c");
+    logger.info({ password: "hunter2-secret" }, "d");
+    expect(c.lines).toHaveLength(4);
+    for (const line of c.lines) expect(line).not.toContain("hunter2-secret");
+    const logged = JSON.parse(c.lines[0] as string).action.parameters;
+    expect(logged.sasl).toEqual({ mechanism: "plain", username: "u", password: "[redacted]" });
+    expect(logged.avro.auth).toEqual({ username: "k", password: "[redacted]" });
+  });
+});

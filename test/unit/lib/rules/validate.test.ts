@@ -1145,10 +1145,10 @@ describe("chainsift's own alert types and message templates (backward compatible
     return r;
   };
 
-  it("keeps the contract's four types first and unchanged, then adds Discord, Telegram, PagerDuty, Opsgenie and Teams", async () => {
+  it("keeps the contract's four types first and unchanged, then adds Discord, Telegram, PagerDuty, Opsgenie, Teams and Kafka", async () => {
     const { ALERT_TYPES, CONTRACT_ALERT_TYPES } = await import("../../../../lib/rules/model.js");
     expect(CONTRACT_ALERT_TYPES).toEqual(["Webhook (GET)", "Webhook (POST)", "Email", "Slack"]);
-    expect(ALERT_TYPES).toEqual([...CONTRACT_ALERT_TYPES, "Discord", "Telegram", "PagerDuty", "Opsgenie", "Teams"]);
+    expect(ALERT_TYPES).toEqual([...CONTRACT_ALERT_TYPES, "Discord", "Telegram", "PagerDuty", "Opsgenie", "Teams", "Kafka"]);
     expect(validateRuleInput(validRule(), "create", chains).ok).toBe(true);
     only(
       refuse((r) => (r.config.alerts[0].type = "Mattermost")),
@@ -1245,5 +1245,66 @@ describe("validateRuleInput: storm control fields of an action (throttle, digest
       expect(errors.length, JSON.stringify(bad)).toBeGreaterThan(0);
       expect(errors[0]!.path, JSON.stringify(bad)).toMatch(/^config\.alerts\[0\]/);
     }
+  });
+});
+
+// h-kdest (issue 35): the Kafka destination's parameters.
+describe("Kafka actions", () => {
+  const kafka = { type: "Kafka", parameters: { brokers: ["kafka-1.example.com:9093"], topic: "chainsift-alerts" } };
+  const withKafka = (parameters: Record<string, unknown>) => (r: Body) => (r.config.alerts = [{ type: "Kafka", parameters }]);
+  const path = "config.alerts[0].parameters";
+
+  it("accepts brokers as host:port (names, IPv4, [IPv6]) with a topic, key, TLS and SASL", () => {
+    for (const parameters of [
+      kafka.parameters,
+      { brokers: ["10.1.2.3:9092", "[2001:db8::1]:9094", "b-1.msk.example.com:9096"], topic: "a.b-c_D9", key: "entityId" },
+      {
+        ...kafka.parameters,
+        key: "ruleId",
+        ssl: true,
+        sslCa: "-----BEGIN CERTIFICATE-----\n…",
+        sasl: { mechanism: "scram-sha-512", username: "u", password: "p" },
+      },
+      { ...kafka.parameters, sasl: { mechanism: "plain", username: "u", password: "p" } },
+      {
+        ...kafka.parameters,
+        avro: { schemaRegistryUrl: "https://sr.example.com", auth: { username: "key", password: "secret" } },
+      },
+    ]) {
+      const body = validRule();
+      body.config.alerts = [{ type: "Kafka", parameters }];
+      const res = validateRuleInput(body, "create", chains);
+      expect(res.ok, JSON.stringify(res)).toBe(true);
+      expect(createSchema.Check(body)).toBe(true);
+    }
+  });
+
+  it("refuses each wrong parameter with CS_RULE_KAFKA_PARAMETERS at its path", () => {
+    const cases: [Record<string, unknown>, string][] = [
+      [{ topic: "t" }, `${path}.brokers`],
+      [{ brokers: [], topic: "t" }, `${path}.brokers`],
+      [{ brokers: ["kafka"], topic: "t" }, `${path}.brokers[0]`],
+      [{ brokers: ["kafka:0"], topic: "t" }, `${path}.brokers[0]`],
+      [{ brokers: ["kafka:65536"], topic: "t" }, `${path}.brokers[0]`],
+      [{ brokers: ["http://kafka:9092"], topic: "t" }, `${path}.brokers[0]`],
+      [{ brokers: Array.from({ length: 11 }, (_, i) => `k${i}:9092`), topic: "t" }, `${path}.brokers`],
+      [{ brokers: ["k:1", "k:1"], topic: "t" }, `${path}.brokers[1]`],
+      [{ brokers: ["k:1"] }, `${path}.topic`],
+      [{ brokers: ["k:1"], topic: "" }, `${path}.topic`],
+      [{ brokers: ["k:1"], topic: "has space" }, `${path}.topic`],
+      [{ brokers: ["k:1"], topic: ".." }, `${path}.topic`],
+      [{ brokers: ["k:1"], topic: "t".repeat(250) }, `${path}.topic`],
+      [{ brokers: ["k:1"], topic: "t", key: "blockHash" }, `${path}.key`],
+      [{ brokers: ["k:1"], topic: "t", avro: {} }, `${path}.avro.schemaRegistryUrl`],
+      [{ brokers: ["k:1"], topic: "t", avro: { schemaRegistryUrl: "ftp://r" } }, `${path}.avro.schemaRegistryUrl`],
+      [{ brokers: ["k:1"], topic: "t", avro: { schemaRegistryUrl: "https://r", auth: { username: "u" } } }, `${path}.avro.auth.password`],
+      [{ brokers: ["k:1"], topic: "t", avro: { schemaRegistryUrl: "https://r", subject: "x" } }, `${path}.avro.subject`],
+      [{ brokers: ["k:1"], topic: "t", ssl: "yes" }, `${path}.ssl`],
+      [{ brokers: ["k:1"], topic: "t", sasl: { mechanism: "gssapi", username: "u", password: "p" } }, `${path}.sasl.mechanism`],
+      [{ brokers: ["k:1"], topic: "t", sasl: { mechanism: "plain", username: "u" } }, `${path}.sasl.password`],
+      [{ brokers: ["k:1"], topic: "t", sasl: { mechanism: "plain", username: "", password: "p" } }, `${path}.sasl.username`],
+      [{ brokers: ["k:1"], topic: "t", sasl: { mechanism: "plain", username: "u", password: "p", extra: 1 } }, `${path}.sasl.extra`],
+    ];
+    for (const [parameters, at] of cases) only(refuse(withKafka(parameters)), "CS_RULE_KAFKA_PARAMETERS", at);
   });
 });
