@@ -212,15 +212,17 @@ export async function runSearchWithIds(
 ): Promise<SearchWithIds> {
   const pruned = options.pit ? target : await prunedTarget(es, target, plan.query);
   const req = buildSearchRequest(plan, pruned, requestTimeoutMs, options);
-  const res = options.cache
-    ? await withSearchBytes(
-        es,
-        req,
-        requestTimeoutMs,
-        (bytes) => JSON.parse(bytes.toString("utf8")) as estypes.SearchResponse<unknown>,
-        options.cache,
-      )
-    : await es.search(req, requestOptions(requestTimeoutMs));
+  // Searches with hits keep the client's own parsing (the cache takes size 0 only).
+  const res =
+    options.cache && req.size === 0
+      ? await withSearchBytes(
+          es,
+          req,
+          requestTimeoutMs,
+          (bytes) => JSON.parse(bytes.toString("utf8")) as estypes.SearchResponse<unknown>,
+          options.cache,
+        )
+      : await es.search(req, requestOptions(requestTimeoutMs));
   checkBucketCap(res.aggregations);
   const out: SearchWithIds = { envelope: shapeEnvelope(res, shapeOptions(plan, options)) };
   if (res._scroll_id) out.scrollId = res._scroll_id;
