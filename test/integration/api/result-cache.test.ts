@@ -98,7 +98,21 @@ describe.skipIf(!up)("result cache (real Elasticsearch and Redis)", () => {
     // request_cache=false keeps a search out of it, as Elasticsearch's own cache.
     const off = await app.inject({ method: "POST", url: `${PATH}/event/_search?request_cache=false`, headers: AUTH, payload: VOLUME });
     expect(off.headers[CACHE_HEADER]).toBe("bypass");
-    expect(await metric("bypass")).toBeGreaterThan(0);
+    expect(off.json<Json>().aggregations).toEqual(es1.json<Json>().aggregations);
+    // _msearch: the same request is the same key (a hit); its header's request_cache false is a bypass.
+    const [hits, bypasses] = [await metric("hit"), await metric("bypass")];
+    const ndjson = `{}\n${JSON.stringify(VOLUME)}\n{"request_cache":false}\n${JSON.stringify(VOLUME)}\n`;
+    const multi = await app.inject({
+      method: "POST",
+      url: `${PATH}/event/_msearch`,
+      headers: { ...AUTH, "content-type": "application/x-ndjson" },
+      payload: ndjson,
+    });
+    expect(multi.statusCode, multi.body).toBe(200);
+    const [m1, m2] = multi.json<Json>().responses as Json[];
+    expect(m1?.aggregations).toEqual(es1.json<Json>().aggregations);
+    expect(m2?.aggregations).toEqual(es1.json<Json>().aggregations);
+    expect([await metric("hit"), await metric("bypass")]).toEqual([hits + 1, bypasses + 1]);
   });
 
   it("shows a document the index stage wrote once the refresh window has passed, and never misses it after", async () => {
