@@ -32,6 +32,7 @@ import { requireObjectBody } from "./plugins/object-body.js";
 import { openapiPlugin } from "./plugins/openapi.js";
 import { rateLimitPlugin } from "./plugins/rate-limit.js";
 import { redisPlugin } from "./plugins/redis.js";
+import { resultCachePlugin } from "./plugins/result-cache.js";
 import { rulesBackendsPlugin } from "./plugins/rules.js";
 import { abisRoutes } from "./routes/abis/index.js";
 import { adminRoutes } from "./routes/admin/index.js";
@@ -199,6 +200,7 @@ export async function buildApi(deps: ApiDeps): Promise<FastifyInstance> {
       limit: (request, reply) => app.enforceRateLimit(request, reply),
     });
     await app.register(contextsPlugin, { config });
+    await app.register(resultCachePlugin, { config });
     await app.register(openapiPlugin, { version: pkg.version, chains });
     /** Search metrics of every search route (contract and Elasticsearch-compatible). */
     const onHits = (target: SearchTarget, hits: number, path: "bytes" | "parsed" | "stream"): void => {

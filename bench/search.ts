@@ -13,6 +13,10 @@
  * the targets (API p50 ≤ 1.2× and p99 ≤ 1.5× the direct figures, for every query), then the
  * floor's own ratios against the same targets: the part of the API's extra latency that one
  * more HTTP hop costs on this machine whatever the code. `--no-floor` skips the floor target.
+ * The API child runs with its result cache on (the default, api/search/result-cache.ts); for the
+ * queries it caches (`size: 0`: the volume per day) a second API child with the cache off
+ * (`CHAINSIFT_RESULT_CACHE=false`) is measured too, "API (cache off)" (columns `O …`), after the
+ * API in each round; the verdict is taken on the API with its cache.
  * `--api-cpu-prof DIR` writes a V8 CPU profile of the API child into DIR when it stops (open it
  * in Chrome DevTools or speedscope).
  *
@@ -131,7 +135,7 @@ async function probe(p: Prepared): Promise<Hits> {
 }
 
 /** Names of the measured targets, in the order of the interleaved rounds. */
-type TargetName = "direct" | "floor" | "API";
+type TargetName = "direct" | "floor" | "API" | "API (cache off)";
 
 /** The figures of one query (latencies in milliseconds). */
 interface Row {
@@ -144,11 +148,13 @@ interface Row {
   /** Undefined with `--no-floor`. */
   floor: LoadResult | undefined;
   viaApi: LoadResult;
+  /** The API with its result cache off: only for the queries it caches (`size: 0`). */
+  cacheOff: LoadResult | undefined;
   /**
    * CPU time (user + system) of the floor and API child processes per answered request during
    * the measured rounds, in milliseconds (`/proc/<pid>/stat`); NaN when unknown.
    */
-  cpuMs: { floor: number; API: number };
+  cpuMs: { floor: number; API: number; "API (cache off)": number };
 }
 
 /** One table column right of the query name: header, width in characters, cell text. */
@@ -161,6 +167,7 @@ interface Column {
 const ofDirect = (r: Row): LoadResult => r.direct;
 const ofFloor = (r: Row): LoadResult => r.floor as LoadResult;
 const ofApi = (r: Row): LoadResult => r.viaApi;
+const ofCacheOff = (r: Row): LoadResult => r.cacheOff as LoadResult;
 
 /** Geometric means over the rows of `num(r).p50 / den(r).p50` and of the p99 ratio, as `p50 1.23x, p99 1.45x`. */
 function meanRatios(rows: readonly Row[], num: (r: Row) => LoadResult, den: (r: Row) => LoadResult): string {
@@ -195,6 +202,7 @@ export async function benchSearch(args: string[]): Promise<void> {
   const prefix = benchPrefix("search");
   let api: ApiChild | undefined;
   let floor: ReadyChild | undefined;
+  let apiOff: ApiChild | undefined;
   try {
     const base = loadCompleteBlocks();
     const { docs } = fixtureDocs(base, copies, OFFSET);
@@ -214,10 +222,20 @@ export async function benchSearch(args: string[]): Promise<void> {
       ...(cpuProfDir ? { nodeFlags: ["--cpu-prof", `--cpu-prof-dir=${cpuProfDir}`] } : {}),
     });
     if (withFloor) floor = await spawnPassthrough(config.elasticsearch.url);
+    /** Whether the API caches a query's answers (api/search/result-cache.ts: searches without hits). */
+    const cached = (q: BenchQuery): boolean => (q.body as { size?: unknown }).size === 0;
+    if (queries.some(cached))
+      apiOff = await spawnApi({
+        indexPrefix: prefix,
+        token: `bench-${prefix}`,
+        logLevel,
+        env: { CHAINSIFT_RESULT_CACHE: "false", CHAINSIFT_REDIS_PREFIX: `${prefix.replace(/-$/, "")}-off:` },
+      });
     const order = floor ? "direct, floor, API, direct, floor, API, …" : "direct, API, direct, API, …";
     console.log(
       `API child pid ${api.pid} at ${api.url} (LOG_LEVEL=${logLevel})` +
-        `${floor ? `; pass-through floor pid ${floor.pid} at ${floor.url}` : ""}; node ${process.version}; load: autocannon, ${connections} connections,` +
+        `${floor ? `; pass-through floor pid ${floor.pid} at ${floor.url}` : ""}` +
+        `${apiOff ? `; API (cache off) pid ${apiOff.pid} at ${apiOff.url}` : ""}; node ${process.version}; load: autocannon, ${connections} connections,` +
         ` ${rate ? `${rate} req/s` : "closed loop"}, ${warmup} s warm-up + ${duration} s per target in ${rounds} interleaved rounds` +
         ` (${order}; never two at once); load average ${loadavg()
           .map((l) => l.toFixed(2))
@@ -234,6 +252,9 @@ export async function benchSearch(args: string[]): Promise<void> {
         { name: "direct", req: request(config.elasticsearch.url), samples: [], cpuMs: 0 },
         ...(floor ? [{ name: "floor" as const, req: request(floor.url), samples: [], pid: floor.pid, cpuMs: 0 }] : []),
         { name: "API", req: apiRequest(api, chain, q), samples: [], pid: api.pid, cpuMs: 0 },
+        ...(apiOff && cached(q)
+          ? [{ name: "API (cache off)" as const, req: apiRequest(apiOff, chain, q), samples: [], pid: apiOff.pid, cpuMs: 0 }]
+          : []),
       ];
       const hits = new Map<TargetName, Hits>();
       for (const t of targets) hits.set(t.name, await probe(t.req));
@@ -259,7 +280,8 @@ export async function benchSearch(args: string[]): Promise<void> {
         direct: result.get("direct") as LoadResult,
         floor: result.get("floor"),
         viaApi: result.get("API") as LoadResult,
-        cpuMs: { floor: Number.NaN, API: Number.NaN },
+        cacheOff: result.get("API (cache off)"),
+        cpuMs: { floor: Number.NaN, API: Number.NaN, "API (cache off)": Number.NaN },
       };
       for (const t of targets) {
         if (t.name === "direct") continue;
@@ -287,6 +309,13 @@ export async function benchSearch(args: string[]): Promise<void> {
       ...loadColumns("A", ofApi),
       { head: "p50 x", width: 6, cell: (r) => (r.viaApi.p50 / r.direct.p50).toFixed(2) },
       { head: "p99 x", width: 6, cell: (r) => (r.viaApi.p99 / r.direct.p99).toFixed(2) },
+      ...(apiOff
+        ? [
+            { head: "O p50", width: 7, cell: (r: Row) => (r.cacheOff ? fmtMs(ofCacheOff(r).p50) : "-") },
+            { head: "O p99", width: 7, cell: (r: Row) => (r.cacheOff ? fmtMs(ofCacheOff(r).p99) : "-") },
+            { head: "O/D p50", width: 7, cell: (r: Row) => (r.cacheOff ? (ofCacheOff(r).p50 / r.direct.p50).toFixed(2) : "-") },
+          ]
+        : []),
       ...(floor ? [{ head: "F/D p50", width: 7, cell: (r: Row) => (ofFloor(r).p50 / r.direct.p50).toFixed(2) }] : []),
       ...(floor ? [{ head: "F cpu", width: 6, cell: (r: Row) => r.cpuMs.floor.toFixed(3) }] : []),
       { head: "A cpu", width: 6, cell: (r) => r.cpuMs.API.toFixed(3) },
@@ -303,11 +332,12 @@ export async function benchSearch(args: string[]): Promise<void> {
       const ok = r.viaApi.p50 / r.direct.p50 <= (r.q.p50Target ?? P50_TARGET) && r.viaApi.p99 / r.direct.p99 <= P99_TARGET;
       pass &&= ok;
       for (const side of r.mismatches)
-        problems.push(`${r.q.name}: the ${side === "API" ? "API" : "pass-through floor"} and ES answered different hits or aggregations`);
+        problems.push(`${r.q.name}: the ${side === "floor" ? "pass-through floor" : side} and ES answered different hits or aggregations`);
       for (const [side, lr] of [
         ["direct", r.direct],
         ["floor", r.floor],
         ["API", r.viaApi],
+        ["API (cache off)", r.cacheOff],
       ] as const) {
         if (lr && (lr.non2xx > 0 || lr.errors > 0))
           problems.push(`${r.q.name} (${side}): ${lr.non2xx} non-2xx answers, ${lr.errors} errors`);
@@ -316,7 +346,9 @@ export async function benchSearch(args: string[]): Promise<void> {
     }
     console.log(
       `(D = Elasticsearch _search directly,${floor ? " F = the same request through the pass-through floor (zero-logic proxy)," : ""}` +
-        " A = through the API; latencies in ms; cpu = CPU ms of the floor / API process per request; KB = mean response size)",
+        " A = through the API (result cache on, the default)," +
+        `${apiOff ? " O = through an API with its result cache off (CHAINSIFT_RESULT_CACHE=false; size 0 queries only)," : ""}` +
+        " latencies in ms; cpu = CPU ms of the floor / API process per request; KB = mean response size)",
     );
     if (rows.length > 0) {
       console.log(`geometric mean ratio API/direct: ${meanRatios(rows, ofApi, ofDirect)}`);
@@ -340,7 +372,7 @@ export async function benchSearch(args: string[]): Promise<void> {
       );
     }
   } finally {
-    await Promise.all([api?.stop(), floor?.stop()]);
+    await Promise.all([api?.stop(), floor?.stop(), apiOff?.stop()]);
     await deleteBenchIndices(es, chain, prefix);
     await es.close();
   }

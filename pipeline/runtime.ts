@@ -16,6 +16,7 @@ import { readTokenMetadata } from "../lib/chain/token-metadata.js";
 import { chainKey } from "../lib/config/chains-file.js";
 import { type Config, ConfigError } from "../lib/config/index.js";
 import { NonRetryableError } from "../lib/errors.js";
+import { publishIndexWrites } from "../lib/index-writes.js";
 import { CONSUMING_STAGES } from "../lib/kafka/consumer-health.js";
 import type { Logger } from "../lib/logger.js";
 import type { ReadinessCheck } from "../lib/metrics.js";
@@ -230,6 +231,8 @@ export async function startPipeline(deps: PipelineDeps): Promise<Pipeline> {
         refresh: deps.refresh,
         canonical: await chainState(),
         decode: methodDecoding,
+        // The API instances' result caches drop their answers of what was written (lib/index-writes.ts).
+        onWrite: async (aliases) => publishIndexWrites(await redis(), config.redisKeyPrefix, aliases),
         ...metrics,
       }),
     );

@@ -24,6 +24,7 @@ import { type HitsEnvelope, type ShapeOptions, shapeEnvelope } from "./envelope.
 import { prunedTarget } from "./partitions.js";
 import type { BufferLease } from "./pool.js";
 import { type Allocate, type RawEnvelope, type RawEsFormat, shapeRawEnvelope } from "./raw.js";
+import type { CacheUse } from "./result-cache.js";
 
 /** Which indices a request searches. */
 export interface SearchTarget {
@@ -62,6 +63,13 @@ export interface SearchOptions {
   fields?: readonly EsFieldAndFormat[];
   /** Elasticsearch's `highlight` (the Elasticsearch-compatible routes, api/dsl/hit-parts.ts): answered in each hit's `highlight`. */
   highlight?: EsHighlight;
+  /**
+   * `request_cache: false` (the client's `?request_cache=false`): sent to Elasticsearch, whose shard
+   * request cache then skips the search, and keeps it out of the API's result cache too.
+   */
+  noRequestCache?: boolean;
+  /** Answer a search without hits through this result cache (api/search/result-cache.ts); its outcome is set there. */
+  cache?: CacheUse;
 }
 
 const LONG_MAX = 2n ** 63n - 1n;
@@ -147,6 +155,7 @@ export function buildSearchRequest(
   // more than one shard is searched, skips the shards a block range or number cannot match.
   req.pre_filter_shard_size = 1;
   if (options.scroll) req.scroll = options.scroll;
+  if (options.noRequestCache) req.request_cache = false;
   if (plan.from) req.from = plan.from;
   if (plan.query) req.query = plan.query as estypes.QueryDslQueryContainer;
   if (plan.sort) req.sort = plan.sort as estypes.Sort;
@@ -202,7 +211,18 @@ export async function runSearchWithIds(
   options: SearchOptions = {},
 ): Promise<SearchWithIds> {
   const pruned = options.pit ? target : await prunedTarget(es, target, plan.query);
-  const res = await es.search(buildSearchRequest(plan, pruned, requestTimeoutMs, options), requestOptions(requestTimeoutMs));
+  const req = buildSearchRequest(plan, pruned, requestTimeoutMs, options);
+  // Searches with hits keep the client's own parsing (the cache takes size 0 only).
+  const res =
+    options.cache && req.size === 0
+      ? await withSearchBytes(
+          es,
+          req,
+          requestTimeoutMs,
+          (bytes) => JSON.parse(bytes.toString("utf8")) as estypes.SearchResponse<unknown>,
+          options.cache,
+        )
+      : await es.search(req, requestOptions(requestTimeoutMs));
   checkBucketCap(res.aggregations);
   const out: SearchWithIds = { envelope: shapeEnvelope(res, shapeOptions(plan, options)) };
   if (res._scroll_id) out.scrollId = res._scroll_id;
@@ -218,7 +238,8 @@ let scratch = Buffer.allocUnsafeSlow(0);
  * Sends a search and hands ES's response body, as bytes, to `use` (the client's `asStream` mode:
  * the body is neither decoded nor parsed). The bytes are only valid during the synchronous call
  * of `use`: responses up to {@link SCRATCH_MAX_BYTES} are gathered in one shared scratch buffer
- * (no new large buffer per request, see api/search/pool.ts for why that matters).
+ * (no new large buffer per request, see api/search/pool.ts for why that matters). With `cache`,
+ * through that result cache (api/search/result-cache.ts `ResultCache.withBytes`).
  * @throws the client's `ResponseError` for a 4xx/5xx answer (its body parsed, as the client itself
  *   would throw it), and its connection/timeout errors; whatever `use` throws.
  */
@@ -227,8 +248,11 @@ export async function withSearchBytes<T>(
   req: estypes.SearchRequest,
   requestTimeoutMs: number,
   use: (bytes: Buffer) => T,
+  cache?: CacheUse,
 ): Promise<T> {
-  return withResponseBytes((options) => es.search(req, { ...requestOptions(requestTimeoutMs), ...options }), use);
+  const fetch = (f: (bytes: Buffer) => T) =>
+    withResponseBytes((options) => es.search(req, { ...requestOptions(requestTimeoutMs), ...options }), f);
+  return cache ? cache.cache.withBytes(req, fetch, use, cache) : fetch(use);
 }
 
 /** The transport options that make the client hand over the response body unparsed. */
@@ -283,6 +307,7 @@ export function searchBytes(es: Client, req: estypes.SearchRequest, requestTimeo
  * ({@link shapeRawEnvelope}: records copied, not parsed) into a buffer from `allocate` (e.g. a
  * {@link BufferLease} of api/search/pool.ts); with aggregations, or when the response does not have
  * the layout that path expects, the response is parsed and shaped (and `allocate` is not used).
+ * With `cache`, a search without hits goes through that result cache (api/search/result-cache.ts).
  * @throws as {@link runSearch}.
  */
 export async function runSearchText(
@@ -291,9 +316,10 @@ export async function runSearchText(
   target: SearchTarget,
   requestTimeoutMs: number,
   allocate?: Allocate,
+  cache?: CacheUse,
 ): Promise<RawEnvelope> {
   const pruned = await prunedTarget(es, target, plan.query);
-  return withSearchBytes(es, buildSearchRequest(plan, pruned, requestTimeoutMs), requestTimeoutMs, (bytes) => {
+  const use = (bytes: Buffer): RawEnvelope => {
     if (!plan.aggs) {
       const fast = shapeRawEnvelope(bytes, allocate);
       if (fast) return fast;
@@ -302,7 +328,8 @@ export async function runSearchText(
     checkBucketCap(res.aggregations);
     const envelope = shapeEnvelope(res, shapeOptions(plan));
     return { body: JSON.stringify(envelope), total: envelope.hits.total, hits: envelope.hits.hits.length, path: "parsed" };
-  });
+  };
+  return withSearchBytes(es, buildSearchRequest(plan, pruned, requestTimeoutMs), requestTimeoutMs, use, cache);
 }
 
 /**
@@ -321,8 +348,12 @@ export async function runEsSearchBytes(
   format: RawEsFormat,
 ): Promise<{ raw: RawEnvelope } | { parsed: SearchWithIds }> {
   const pruned = options.pit ? target : await prunedTarget(es, target, plan.query);
-  return withSearchBytes(es, buildSearchRequest(plan, pruned, requestTimeoutMs, options), requestTimeoutMs, (bytes) =>
-    rawOrParsed(bytes, format, shapeOptions(plan, options)),
+  return withSearchBytes(
+    es,
+    buildSearchRequest(plan, pruned, requestTimeoutMs, options),
+    requestTimeoutMs,
+    (bytes) => rawOrParsed(bytes, format, shapeOptions(plan, options)),
+    options.cache,
   );
 }
 

@@ -49,7 +49,7 @@
 import type { Client } from "@elastic/elasticsearch";
 import { Registry } from "prom-client";
 import { indexName, kindOfIndex, MAPPINGS } from "../../es/mappings.js";
-import { createPartitionRouter, DEFAULT_PARTITIONING, ensureAlias, type Partitioning } from "../../es/partitions.js";
+import { aliasOfIndex, createPartitionRouter, DEFAULT_PARTITIONING, ensureAlias, type Partitioning } from "../../es/partitions.js";
 import type { DecodeMethodOptions } from "../../lib/chain/methods.js";
 import type { CanonicalReader } from "../../lib/chain/state.js";
 import type { ChainId } from "../../lib/config/index.js";
@@ -208,6 +208,14 @@ export interface IndexerDeps {
    * the chain context's `decode` (lib/chain-context.ts). Required: never assumed.
    */
   decode: DecodeMethodOptions;
+  /**
+   * Announces the aliases just written (backing indices mapped to their alias), after every bulk
+   * and every delete, whether it succeeded or not (a failed one may have written some documents):
+   * the API's result cache drops its answers of those aliases (lib/index-writes.ts,
+   * api/search/result-cache.ts). Its rejection fails the batch with a {@link RetryableError} (the
+   * batch is written again and announced again). Default: nothing announced.
+   */
+  onWrite?: (aliases: string[]) => Promise<void>;
 }
 
 /** What {@link Indexer.indexBatch} did, beyond the failures it returns. */
@@ -263,6 +271,23 @@ export function createIndexer(deps: IndexerDeps): Indexer {
   const retryable = (what: string) => (err: unknown) => {
     throw new RetryableError(`${what}: ${(err as Error).message}`, { cause: err });
   };
+  /**
+   * Runs a write (a bulk or a delete) of documents of `docIndices`, then announces their aliases
+   * ({@link IndexerDeps.onWrite}) whether the write succeeded or not; the write's error wins.
+   */
+  async function announced<T>(docIndices: Iterable<string>, write: () => Promise<T>): Promise<T> {
+    if (!deps.onWrite) return write();
+    const aliases = [...new Set([...docIndices].map(aliasOfIndex))];
+    let result: T;
+    try {
+      result = await write();
+    } catch (err) {
+      await deps.onWrite(aliases).catch(() => {});
+      throw err;
+    }
+    await deps.onWrite(aliases).catch(retryable("announcing the write failed"));
+    return result;
+  }
 
   /**
    * Docs of orphaned blocks: their height the canonical map assigns to another block (`""`: no block
@@ -312,18 +337,20 @@ export function createIndexer(deps: IndexerDeps): Indexer {
     let deleted = 0;
     for (let i = 0; i < items.length; i += 1000) {
       const chunk = items.slice(i, i + 1000);
-      const res = await es
-        .bulk({
-          operations: chunk.map((d) => ({
-            delete:
-              d.version === undefined
-                ? { _index: d.index, _id: d.id }
-                : { _index: d.index, _id: d.id, version: d.version, version_type: "external" as const },
-          })),
-          // Removals are rare and are the point of a reorg: visible to searches at once, not at the next 1 s refresh.
-          refresh: true,
-        })
-        .catch(retryable("bulk delete failed"));
+      const res = await announced(
+        chunk.map((d) => d.index),
+        () =>
+          es.bulk({
+            operations: chunk.map((d) => ({
+              delete:
+                d.version === undefined
+                  ? { _index: d.index, _id: d.id }
+                  : { _index: d.index, _id: d.id, version: d.version, version_type: "external" as const },
+            })),
+            // Removals are rare and are the point of a reorg: visible to searches at once, not at the next 1 s refresh.
+            refresh: true,
+          }),
+      ).catch(retryable("bulk delete failed"));
       for (const item of res.items) {
         const r = item.delete;
         if (r?.result === "deleted") {
@@ -430,44 +457,48 @@ export function createIndexer(deps: IndexerDeps): Indexer {
           : undefined;
       const endTimer = metrics.bulkSeconds.startTimer();
       try {
-        await es.helpers.bulk<IndexDoc>({
-          datasource: docs,
-          onDocument: (d) =>
-            [
-              {
-                index:
-                  d.version === undefined
-                    ? { _index: d.index, _id: d.id }
-                    : { _index: d.index, _id: d.id, version: d.version, version_type: "external_gte" },
+        await announced(
+          docs.map((d) => d.index),
+          () =>
+            es.helpers.bulk<IndexDoc>({
+              datasource: docs,
+              onDocument: (d) =>
+                [
+                  {
+                    index:
+                      d.version === undefined
+                        ? { _index: d.index, _id: d.id }
+                        : { _index: d.index, _id: d.id, version: d.version, version_type: "external_gte" },
+                  },
+                  d.doc,
+                ] as never,
+              flushBytes: deps.flushBytes ?? 5 * 1024 * 1024,
+              retries: deps.retries ?? 5,
+              wait: 300,
+              refreshOnCompletion: deps.refresh ?? false,
+              // The answer's per-item fields the helper reads (status, error): ~20 bytes an item instead of ~250 to parse.
+              filter_path: BULK_FILTER_PATH,
+              onDrop: (drop) => {
+                const op = (drop.operation as { index?: { _index?: string; _id?: string; version?: number } }).index;
+                const doc = find(op, true);
+                if (doc) dropped.add(doc);
+                if (drop.status === 429) {
+                  throttled++;
+                  return;
+                }
+                if (isBenign(drop.status, "index")) {
+                  superseded.push(op?._index);
+                  return;
+                }
+                metrics.rejections.inc({ reason: (drop.error as { type?: string } | undefined)?.type ?? `status_${drop.status}` });
+                if (!doc) throw new Error(`bulk item ${op?._id} refused and not found in the batch: ${JSON.stringify(drop.error)}`);
+                failures.push({
+                  input: doc.input,
+                  error: new NonRetryableError("CS_ES_REJECTED", `Elasticsearch refused ${doc.id}: ${JSON.stringify(drop.error)}`),
+                });
               },
-              d.doc,
-            ] as never,
-          flushBytes: deps.flushBytes ?? 5 * 1024 * 1024,
-          retries: deps.retries ?? 5,
-          wait: 300,
-          refreshOnCompletion: deps.refresh ?? false,
-          // The answer's per-item fields the helper reads (status, error): ~20 bytes an item instead of ~250 to parse.
-          filter_path: BULK_FILTER_PATH,
-          onDrop: (drop) => {
-            const op = (drop.operation as { index?: { _index?: string; _id?: string; version?: number } }).index;
-            const doc = find(op, true);
-            if (doc) dropped.add(doc);
-            if (drop.status === 429) {
-              throttled++;
-              return;
-            }
-            if (isBenign(drop.status, "index")) {
-              superseded.push(op?._index);
-              return;
-            }
-            metrics.rejections.inc({ reason: (drop.error as { type?: string } | undefined)?.type ?? `status_${drop.status}` });
-            if (!doc) throw new Error(`bulk item ${op?._id} refused and not found in the batch: ${JSON.stringify(drop.error)}`);
-            failures.push({
-              input: doc.input,
-              error: new NonRetryableError("CS_ES_REJECTED", `Elasticsearch refused ${doc.id}: ${JSON.stringify(drop.error)}`),
-            });
-          },
-        });
+            }),
+        );
       } catch (err) {
         endTimer();
         metrics.bulkRequests.inc({ outcome: "failed" });

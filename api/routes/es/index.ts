@@ -40,6 +40,7 @@ import { validateQuery } from "../../dsl/validate.js";
 import { ApiError, apiError, type ErrorBody, errorBody } from "../../errors.js";
 import { mapError } from "../../plugins/errors.js";
 import { requireObjectBody } from "../../plugins/object-body.js";
+import { CACHE_HEADER } from "../../plugins/result-cache.js";
 import { toEsErrorBody } from "../../search/es-shape.js";
 import { searchIndices } from "../../search/partitions.js";
 import { requestOptions, type SearchTarget } from "../../search/search.js";
@@ -69,7 +70,8 @@ export const MSEARCH_MAX_SEARCHES = 10;
  * `_msearch` header keys accepted and ignored besides `index`: they change nothing here, as their
  * query-string namesakes on `_search` (api/routes/es/schema.ts `EsQuerystring`). Grafana's data
  * source sends `search_type`, `ignore_unavailable` and `index` (a string or an array). `routing` is
- * refused (it would search some shards only), as any other key. Source: the header of
+ * refused (it would search some shards only), as any other key. `request_cache: false` is not
+ * ignored: it keeps that search out of the caches (api/search/result-cache.ts). Source: the header of
  * https://www.elastic.co/guide/en/elasticsearch/reference/8.19/search-multi-search.html.
  */
 export const MSEARCH_IGNORED_HEADER_KEYS = [
@@ -156,14 +158,15 @@ type ChainPath = { technology: string; blockchain: string; network: string; inde
  * Splits an `_msearch` NDJSON body into (header, body) pairs.
  * @throws {ApiError} 400 CS_BODY_INVALID for a line that is not a JSON object, a header key other
  *   than `index` and {@link MSEARCH_IGNORED_HEADER_KEYS} (path `line <n>.<key>`), an odd number of lines, no search, or more than {@link MSEARCH_MAX_SEARCHES}.
+ * @returns per search: its index expression, body, and `requestCache: false` when its header says so.
  */
-export function parseMsearch(text: string): Array<{ index?: string; body: Record<string, unknown> }> {
+export function parseMsearch(text: string): Array<{ index?: string; body: Record<string, unknown>; requestCache?: false }> {
   const lines = text.split("\n").filter((l) => l.trim() !== "");
   if (lines.length === 0 || lines.length % 2 !== 0)
     throw apiError("CS_BODY_INVALID", "an _msearch body is pairs of lines: a header ({} or {index}) and a search body");
   if (lines.length / 2 > MSEARCH_MAX_SEARCHES)
     throw apiError("CS_BODY_INVALID", `an _msearch body has at most ${MSEARCH_MAX_SEARCHES} searches; it has ${lines.length / 2}`);
-  const out: Array<{ index?: string; body: Record<string, unknown> }> = [];
+  const out: Array<{ index?: string; body: Record<string, unknown>; requestCache?: false }> = [];
   for (let i = 0; i < lines.length; i += 2) {
     const [header, body] = [lines[i], lines[i + 1]].map((line, j) => {
       let v: unknown;
@@ -185,7 +188,9 @@ export function parseMsearch(text: string): Array<{ index?: string; body: Record
     const index = Array.isArray(header.index) && header.index.every((x) => typeof x === "string") ? header.index.join(",") : header.index;
     if (index !== undefined && typeof index !== "string")
       throw apiError("CS_BODY_INVALID", "an _msearch header's index must be a string or an array of strings", `line ${i + 1}.index`);
-    out.push(index === undefined ? { body } : { index, body });
+    // `request_cache: false` (a boolean or the text "false"): kept out of the result cache.
+    const noCache = header.request_cache === false || header.request_cache === "false" ? { requestCache: false as const } : {};
+    out.push(index === undefined ? { body, ...noCache } : { index, body, ...noCache });
   }
   return out;
 }
@@ -300,6 +305,7 @@ export const esRoutes: FastifyPluginAsyncTypebox<EsRoutesOptions> = async (app, 
           account: account(request),
           scrollAllowed: true,
         });
+        if (res.cache) reply.header(CACHE_HEADER, res.cache);
         onHits?.(res.target, res.hits, res.text !== undefined ? "bytes" : "parsed");
         if (res.text !== undefined) return reply.type("application/json; charset=utf-8").send(res.text as never);
         return json(reply, filtered(res.body, query));
@@ -373,7 +379,7 @@ export const esRoutes: FastifyPluginAsyncTypebox<EsRoutesOptions> = async (app, 
         schema: {
           summary: `Several searches in one request (NDJSON, at most ${MSEARCH_MAX_SEARCHES})`,
           description:
-            "Header lines take index (an index expression of the path's chain, or an array of them) and the harmless search_type, ignore_unavailable, allow_no_indices, expand_wildcards, preference, request_cache, allow_partial_search_results, ccs_minimize_roundtrips, ignore_throttled (ignored); each search is checked and answered on its own (status per response).",
+            "Header lines take index (an index expression of the path's chain, or an array of them) and the harmless search_type, ignore_unavailable, allow_no_indices, expand_wildcards, preference, allow_partial_search_results, ccs_minimize_roundtrips, ignore_throttled (ignored) and request_cache (false: not cached); each search is checked and answered on its own (status per response).",
           ...doc,
           tags,
           params,
@@ -402,6 +408,7 @@ export const esRoutes: FastifyPluginAsyncTypebox<EsRoutesOptions> = async (app, 
                 query,
                 account: account(request),
                 scrollAllowed: false,
+                requestCache: s.requestCache !== false,
               });
               onHits?.(res.target, res.hits, res.text !== undefined ? "bytes" : "parsed");
               const body = res.text !== undefined ? (JSON.parse(res.text.toString()) as object) : (res.body as object);

@@ -18,10 +18,12 @@ import { isJsonObject } from "../../../lib/validation/problems.js";
 import { validateFields, validateHighlight } from "../../dsl/hit-parts.js";
 import { type ValidationResult, validateSearchBody } from "../../dsl/validate.js";
 import { ApiError, apiError } from "../../errors.js";
+import { cacheUse } from "../../plugins/result-cache.js";
 import { type ContextRecord, contextTypeOf, type ScrollAnswer, type SearchContexts } from "../../search/contexts.js";
 import { type EsAnswerOptions, toEsSearchResponse } from "../../search/es-shape.js";
 import { applyFilterPath } from "../../search/filter-path.js";
 import type { RawEnvelope, RawEsFormat } from "../../search/raw.js";
+import type { CacheOutcome } from "../../search/result-cache.js";
 import {
   rawOrParsed,
   requestOptions,
@@ -69,6 +71,8 @@ export interface EsSearchInput {
   account: string;
   /** Whether `scroll` may be opened (not in `_msearch`, as in Elasticsearch). */
   scrollAllowed: boolean;
+  /** `request_cache` of the query string or `_msearch` header: false keeps the search out of the result cache. Default true. */
+  requestCache?: boolean;
 }
 
 /** What a search answers, before `filter_path`, and the hits counted for metrics. */
@@ -79,6 +83,8 @@ export interface EsSearchResult {
   text?: Buffer | string;
   target: SearchTarget;
   hits: number;
+  /** How the search used the result cache (api/search/result-cache.ts), when it went through it. */
+  cache?: CacheOutcome;
 }
 
 /** Dependencies of {@link esSearcher} and {@link pagingRoutes}. */
@@ -100,7 +106,7 @@ export function filtered(body: unknown, query: EsSearchQuery): unknown {
 export function esSearcher({ app, config, contexts }: PagingDeps): (input: EsSearchInput) => Promise<EsSearchResult> {
   const timeoutMs = config.elasticsearch.requestTimeoutMs;
   const prefix = config.elasticsearch.indexPrefix;
-  return async ({ target, pathIndex, body, query, account, scrollAllowed }) => {
+  return async ({ target, pathIndex, body, query, account, scrollAllowed, requestCache }) => {
     const req = splitEsSearch(body, query);
     const chain = chainLabel(target.chain);
     let t: SearchTarget = target;
@@ -128,6 +134,9 @@ export function esSearcher({ app, config, contexts }: PagingDeps): (input: EsSea
       );
     checkDocvalueFields(req.docvalueFields, t.kinds);
     const options: SearchOptions = { typedKeys: isSet(query.typed_keys), docvalueFields: req.docvalueFields };
+    if (requestCache === false || query.request_cache === "false") options.noRequestCache = true;
+    const cache = cacheUse(app.resultCache);
+    if (cache) options.cache = cache;
     if (req.fields !== undefined) options.fields = valueOrThrow(validateFields(req.fields, t.kinds));
     if (req.highlight !== undefined) options.highlight = valueOrThrow(validateHighlight(req.highlight, t.kinds));
     if (req.trackTotalHits === false) options.noTotal = true;
@@ -188,9 +197,10 @@ export function esSearcher({ app, config, contexts }: PagingDeps): (input: EsSea
         answer.scrollId = scroll.id;
         scroll = undefined;
       }
-      if ("raw" in out) return { body: undefined, text: out.raw.body, target: t, hits: out.raw.hits };
+      const used = cache?.outcome ? { cache: cache.outcome } : {};
+      if ("raw" in out) return { body: undefined, text: out.raw.body, target: t, hits: out.raw.hits, ...used };
       const env = out.parsed.envelope;
-      return { body: toEsSearchResponse(env, answer), target: t, hits: env.hits.hits.length };
+      return { body: toEsSearchResponse(env, answer), target: t, hits: env.hits.hits.length, ...used };
     } finally {
       if (scroll) await contexts.forget(scroll.id, account);
     }

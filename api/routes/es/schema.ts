@@ -57,7 +57,9 @@ export const EsQuerystring = Type.Object(
     docvalue_fields: flag("Comma list of fields with doc values, answered in each hit's fields"),
     search_type: ignored("query_then_fetch and dfs_query_then_fetch give the same hits here"),
     preference: ignored("every copy holds the same records"),
-    request_cache: ignored("a cache setting"),
+    request_cache: flag(
+      "false: the answer is kept neither by Elasticsearch's shard request cache nor by chainsift's result cache (docs/api.md Result cache)",
+    ),
     allow_partial_search_results: ignored("shard failures are answered as errors"),
     ccs_minimize_roundtrips: ignored("no cross-cluster search"),
     batched_reduce_size: ignored("a reduce setting"),

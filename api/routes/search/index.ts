@@ -13,6 +13,7 @@ import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import type { ChainId, Config } from "../../../lib/config/index.js";
 import { validateSearchBody } from "../../dsl/validate.js";
 import { ApiError, apiError } from "../../errors.js";
+import { CACHE_HEADER, cacheUse } from "../../plugins/result-cache.js";
 import { createBufferPool } from "../../search/pool.js";
 import { runSearchText, type SearchTarget } from "../../search/search.js";
 import { streamSearch } from "../../search/stream.js";
@@ -79,7 +80,9 @@ export const searchRoutes: FastifyPluginAsyncTypebox<SearchRoutesOptions> = asyn
       }
       const lease = pool.lease();
       reply.raw.once("finish", lease.release);
-      const answer = await runSearchText(app.es, plan, target, timeoutMs, lease.allocate);
+      const cache = cacheUse(app.resultCache);
+      const answer = await runSearchText(app.es, plan, target, timeoutMs, lease.allocate, cache);
+      if (cache?.outcome) reply.header(CACHE_HEADER, cache.outcome);
       onHits?.(target, answer.hits, answer.path);
       // Already JSON text (api/search/raw.ts); the response schema only documents it.
       return reply.type(JSON_TYPE).send(answer.body as never);

@@ -52,7 +52,11 @@ describe("parseMsearch", () => {
 
   it("accepts and drops the harmless header keys Grafana and the clients send; names the offending key otherwise", () => {
     const header = { search_type: "query_then_fetch", ignore_unavailable: true, preference: "p", index: ["tx"], request_cache: false };
-    expect(parseMsearch(`${JSON.stringify(header)}\n{"size":0}\n`)).toEqual([{ index: "tx", body: { size: 0 } }]);
+    // request_cache false is the one header key kept: it keeps the search out of the caches.
+    expect(parseMsearch(`${JSON.stringify(header)}\n{"size":0}\n`)).toEqual([{ index: "tx", body: { size: 0 }, requestCache: false }]);
+    expect(parseMsearch(`${JSON.stringify({ ...header, request_cache: true })}\n{"size":0}\n`)).toEqual([
+      { index: "tx", body: { size: 0 } },
+    ]);
     for (const key of MSEARCH_IGNORED_HEADER_KEYS) expect(parseMsearch(`{"${key}":true}\n{}\n`)).toEqual([{ body: {} }]);
     try {
       parseMsearch('{}\n{}\n{"index":"tx","routing":"0xb"}\n{}\n');
