@@ -6,15 +6,19 @@
  * them, and everything they export for importers is re-exported here.
  * @module
  */
+
 import { hostname } from "node:os";
 import type { Partitioning } from "../partitioning.js";
 import { type ChainEntry, type ChainsFileError, chainKey } from "./chains-file.js";
 import { type IncidentApisConfig, incidentApisOf } from "./incidents.js";
 import { bool, ConfigError, explorers, int, list, oneOf, percent, str } from "./parse.js";
 import { partitioningOf } from "./partitioning.js";
+import { type ResultCacheConfig, resultCacheOf } from "./result-cache.js";
 import { type ChainId, type ChainIdSource, type ChainSettings, servedChains } from "./served-chains.js";
+import { CRASH_POINTS, type CrashPoint, LOG_FORMATS, type LogFormat } from "./values.js";
 
 export { ConfigError, DEFAULT_EXPLORER_URLS, parseRpcUrls } from "./parse.js";
+export type { ResultCacheConfig } from "./result-cache.js";
 export {
   type ChainId,
   type ChainIdSource,
@@ -23,31 +27,7 @@ export {
   PER_CHAIN_VARIABLES,
   rpcEndpoints,
 } from "./served-chains.js";
-
-/**
- * Settings of the API's result cache (api/search/result-cache.ts): answers of searches without
- * hits (size 0 after rewriting), kept per exact Elasticsearch request and dropped when the index
- * stage reports a write to one of their indices (docs/api.md "Result cache").
- */
-export interface ResultCacheConfig {
-  /** Whether the cache is used. Env `CHAINSIFT_RESULT_CACHE`, default true. */
-  enabled: boolean;
-  /** Total bytes of cached answers (least recently used dropped first). Env `CHAINSIFT_RESULT_CACHE_MAX_BYTES`, default 67108864 (64 MiB); 0 caches nothing. */
-  maxBytes: number;
-  /** Largest answer kept, in bytes (Elasticsearch's response). Env `CHAINSIFT_RESULT_CACHE_MAX_ENTRY_BYTES`, default 1048576 (1 MiB). */
-  maxEntryBytes: number;
-  /** Longest time an answer is served, in ms (a bound on any invalidation missed). Env `CHAINSIFT_RESULT_CACHE_MAX_AGE_MS`, default 300000 (5 min). */
-  maxAgeMs: number;
-  /**
-   * The indices' refresh interval, in ms: how long after a write its documents may still be
-   * invisible to searches. Env `CHAINSIFT_ES_REFRESH_INTERVAL_MS`, default 1000 (Elasticsearch's
-   * `index.refresh_interval` default, which chainsift's indices keep:
-   * https://www.elastic.co/guide/en/elasticsearch/reference/8.19/index-modules.html#index-refresh-interval-setting).
-   */
-  refreshIntervalMs: number;
-  /** Added to {@link refreshIntervalMs} for a refresh that runs late, in ms. Env `CHAINSIFT_RESULT_CACHE_MARGIN_MS`, default 1000. */
-  marginMs: number;
-}
+export { CRASH_POINTS, type CrashPoint, LOG_FORMATS, type LogFormat } from "./values.js";
 
 /** Full configuration of a chainsift process. */
 export interface Config {
@@ -477,20 +457,6 @@ export interface Config {
   logFormat: LogFormat;
 }
 
-/** The values of `LOG_FORMAT` ({@link Config.logFormat}). */
-export const LOG_FORMATS = ["auto", "json", "pretty"] as const;
-/** `auto`, `json` or `pretty` ({@link Config.logFormat}). */
-export type LogFormat = (typeof LOG_FORMATS)[number];
-
-/**
- * The ingest stage's test-only crash points (config `ingest.testCrashPoint`): `announce-unwind`
- * after a reorg's `reorgs` records are produced and before the follower's position is unwound;
- * `produce-tip` after a block's records are produced and before the tip is written;
- * `backfill-chunk` after a backfill chunk is produced and before its progress is written.
- */
-export const CRASH_POINTS = ["announce-unwind", "produce-tip", "backfill-chunk"] as const;
-/** One of {@link CRASH_POINTS}. */
-export type CrashPoint = (typeof CRASH_POINTS)[number];
 /**
  * Reads the configuration from an environment (default `process.env`).
  * @throws {ConfigError} when a numeric variable is not a valid integer (or below its minimum), when
@@ -554,14 +520,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       requestTimeoutMs,
       keepAliveTimeoutMs: int(env, "CHAINSIFT_API_KEEP_ALIVE_TIMEOUT_MS", 72_000, 1),
       connectionTimeoutMs: int(env, "CHAINSIFT_API_CONNECTION_TIMEOUT_MS", 120_000, 1),
-      resultCache: {
-        enabled: bool(env, "CHAINSIFT_RESULT_CACHE", true),
-        maxBytes: int(env, "CHAINSIFT_RESULT_CACHE_MAX_BYTES", 64 * 1024 * 1024, 0),
-        maxEntryBytes: int(env, "CHAINSIFT_RESULT_CACHE_MAX_ENTRY_BYTES", 1024 * 1024, 1),
-        maxAgeMs: int(env, "CHAINSIFT_RESULT_CACHE_MAX_AGE_MS", 300_000, 1),
-        refreshIntervalMs: int(env, "CHAINSIFT_ES_REFRESH_INTERVAL_MS", 1000, 1),
-        marginMs: int(env, "CHAINSIFT_RESULT_CACHE_MARGIN_MS", 1000, 0),
-      },
+      resultCache: resultCacheOf(env),
     },
     ingest: {
       rpcUrl: rpcUrls[0] as string,
