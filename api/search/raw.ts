@@ -69,7 +69,7 @@ export interface RawEsFormat {
 const HEAD =
   /^\{(?:"(?:_scroll_id|pit_id)":"([^"\\]*)",)?"took":(\d+),"timed_out":(true|false),(?:"terminated_early":false,)?"_shards":\{"total":(\d+),"successful":(\d+),"skipped":(\d+),"failed":(\d+)\},"hits":\{(?:"total":(?:(\d+)|\{"value":(\d+),"relation":"eq"\}),)?"max_score":(null|-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?),"hits":\[/;
 /** Bytes of the head looked at (the real head is about 150). */
-const HEAD_WINDOW = 512;
+export const HEAD_WINDOW = 512;
 
 /** One hit's head, exactly: from its opening brace to the start of its `_source`. */
 const HIT_HEAD = /^\{"_index":"([^"\\]+)","_id":"([^"\\]*)","_score":(null|-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?),"_source":$/;
@@ -139,6 +139,126 @@ function parentOf(buf: Buffer, from: number, to: number, field: string): string 
 /** Allocates the buffer an answer is written into (at least `size` bytes). Default `Buffer.allocUnsafe`. */
 export type Allocate = (size: number) => Buffer;
 
+/** The head of a response, read by {@link readRawHead}. */
+export interface RawHead {
+  /** The answer's head, up to and including the opening `[` of `hits.hits` (latin1 text: one byte per char). */
+  prefix: string;
+  /** Offset of the first hit (or of the closing `]`) in the response. */
+  start: number;
+  /** `hits.total` (-1 when Elasticsearch wrote none). */
+  total: number;
+  /** Every hit's `_score` is answered 1 (filter-only results, api/search/envelope.ts `filterOnlyScores`). */
+  unitScores: boolean;
+  /** Elasticsearch's `_scroll_id` or `pit_id` of the response, when it had one. */
+  contextId?: string;
+}
+
+/**
+ * Reads the head of an ES `_search` response and writes the answer's head (see the module notes).
+ * @param buf - the response's first bytes: at least its first {@link HEAD_WINDOW} bytes, or all of it
+ *   when shorter; and at least one byte past the head (the first byte of `hits.hits`).
+ * @returns the head, or `undefined` when it does not have the expected layout (then parse the response).
+ */
+export function readRawHead(buf: Buffer, es?: RawEsFormat): RawHead | undefined {
+  // latin1 maps every byte to one char, so string offsets are byte offsets.
+  const head = HEAD.exec(buf.toString("latin1", 0, Math.min(buf.length, HEAD_WINDOW)));
+  if (!head || buf.length <= head[0].length) return undefined;
+  const [, contextId, took, timedOut, total, successful, skipped, failed, totalInt, totalValue, maxScore] = head as unknown as string[];
+  // No total (a search with track_total_hits false): only Elasticsearch's answer has none.
+  const noTotal = totalInt === undefined && totalValue === undefined;
+  if (noTotal && !es) return undefined;
+  const start = head[0].length;
+  const hasHits = buf[start] !== CLOSE_BRACKET;
+  const unitScores = hasHits && (maxScore === "null" || Number(maxScore) === 0);
+  const shards = `{"total":${total},"successful":${successful},"skipped":${skipped},"failed":${failed}}`;
+  const max = unitScores ? "1" : hasHits ? maxScore : "null";
+  const totalHits = noTotal ? -1 : Number(totalInt ?? totalValue);
+  const ids = es?.id ? `${JSON.stringify(es.idKey)}:${JSON.stringify(es.id)},` : "";
+  const totalText = es && !es.totalAsInt ? `{"value":${totalHits},"relation":"eq"}` : `${totalHits}`;
+  const totalPart = noTotal && !es?.totalAsInt ? "" : `"total":${totalText},`;
+  const prefix = `{${ids}"took":${took},"timed_out":${timedOut},"_shards":${shards},"hits":{${totalPart}"max_score":${max},"hits":[`;
+  const out: RawHead = { prefix, start, total: totalHits, unitScores };
+  if (contextId !== undefined) out.contextId = contextId;
+  return out;
+}
+
+/**
+ * Finds the parts of one hit, `buf[at, end]` (`end`: its closing brace), and writes its new head
+ * (see the module notes); the kept byte ranges (`_source`, then `sort`) are pushed on `ranges`.
+ * @returns the hit's new head (latin1 text, without a separating comma), or `undefined` (and
+ *   `ranges` untouched) when the hit does not have the expected layout.
+ */
+export function rawHit(buf: Buffer, at: number, end: number, unitScores: boolean, es: boolean, ranges: number[]): string | undefined {
+  const key = buf.indexOf(SOURCE_KEY, at);
+  if (key < 0 || key - at > HIT_WINDOW || key >= end) return undefined;
+  const sourceAt = key + SOURCE_KEY.length;
+  const m = HIT_HEAD.exec(buf.toString("latin1", at, sourceAt));
+  if (!m) return undefined;
+  const [, index, id, score] = m as unknown as [string, string, string, string];
+  const { kind, alias } = kindOf(index);
+  if (!kind || buf[end] !== CLOSE_BRACE) return undefined;
+  // The rest of this hit, buf[sourceAt, end): _source, then maybe fields, then maybe sort.
+  let sourceEnd = end;
+  let sortAt = end;
+  if (buf[end - 1] === CLOSE_BRACKET) {
+    const s = buf.lastIndexOf(SORT, end - SORT.length);
+    if (s < sourceAt) return undefined;
+    sortAt = s;
+    sourceEnd = s;
+  }
+  const field = PARENT_FIELD[kind];
+  let parent: string | undefined;
+  if (field) {
+    // ES writes `fields` last before `sort`: found at once, scanning back from sourceEnd.
+    const f = buf.lastIndexOf(FIELDS, sourceEnd - FIELDS.length);
+    if (f < sourceAt) return undefined; // no parent in `fields`: the parse path also reads _source
+    parent = parentOf(buf, f, sourceEnd, field);
+    // Not a plain hash: leave it to the parse path.
+    if (parent === undefined || !PLAIN.test(parent)) return undefined;
+    sourceEnd = f;
+  } else if (buf.subarray(sourceAt, sourceEnd).lastIndexOf(FIELDS) >= 0) {
+    return undefined; // a kind without a parent never gets `fields`; be safe if it does
+  }
+  const routing = parent === undefined ? "" : es ? `,"_routing":"${parent}"` : `,"_routing":"${parent}","_parent":"${parent}"`;
+  const type = es ? "" : `"_type":"${kind}",`;
+  ranges.push(sourceAt, sourceEnd, sortAt, end);
+  return `{"_index":"${alias}",${type}"_id":"${id}","_score":${unitScores ? "1" : score}${routing},"_source":`;
+}
+
+/** Bytes {@link writeRawHits} writes for `heads` and `ranges` (of {@link rawHit}). */
+export function rawHitsSize(heads: readonly string[], ranges: readonly number[]): number {
+  let size = 0;
+  for (let i = 0; i < heads.length; i++)
+    size +=
+      (heads[i] as string).length +
+      (ranges[4 * i + 1] as number) -
+      (ranges[4 * i] as number) +
+      (ranges[4 * i + 3] as number) -
+      (ranges[4 * i + 2] as number) +
+      1;
+  return size;
+}
+
+/**
+ * Writes hits found by {@link rawHit} into `out` from `pos`: each head (`heads[i]` already carries
+ * any separating comma), its `_source` and `sort` bytes of `buf`, its closing brace.
+ * @returns the position after the last byte written.
+ */
+export function writeRawHits(out: Buffer, pos: number, buf: Buffer, heads: readonly string[], ranges: readonly number[]): number {
+  for (let i = 0; i < heads.length; i++) {
+    pos += out.write(heads[i] as string, pos, "latin1");
+    pos += buf.copy(out, pos, ranges[4 * i] as number, ranges[4 * i + 1] as number);
+    pos += buf.copy(out, pos, ranges[4 * i + 2] as number, ranges[4 * i + 3] as number);
+    out[pos++] = CLOSE_BRACE;
+  }
+  return pos;
+}
+
+/** Between two hits of a response: the closing brace of one, a comma, the head of the next (see the module notes). */
+export const HIT_SEPARATOR = NEXT_HIT;
+/** The end of a response written with `hits.hits` last: `]}}`. */
+export const RAW_TAIL = TAIL;
+
 /**
  * Rewrites an ES `_search` response (made with `track_total_hits: true`, `docvalue_fields` = the
  * kinds' parent fields (`PARENT_FIELD` of lib/records.ts), no aggregations) into the hits
@@ -160,85 +280,28 @@ export function shapeRawEnvelope(
   es?: RawEsFormat,
 ): RawEnvelope | undefined {
   const buf = typeof response === "string" ? Buffer.from(response, "utf8") : response;
-  // latin1 maps every byte to one char, so string offsets below are byte offsets.
-  const head = HEAD.exec(buf.toString("latin1", 0, Math.min(buf.length, HEAD_WINDOW)));
-  if (!head || buf.length < head[0].length + TAIL.length || buf.compare(TAIL, 0, TAIL.length, buf.length - TAIL.length) !== 0)
-    return undefined;
-  const [, contextId, took, timedOut, total, successful, skipped, failed, totalInt, totalValue, maxScore] = head as unknown as string[];
-  // No total (a search with track_total_hits false): only Elasticsearch's answer has none.
-  const noTotal = totalInt === undefined && totalValue === undefined;
-  if (noTotal && !es) return undefined;
-  const start = head[0].length;
-  const stop = buf.length - TAIL.length; // hits are buf[start, stop)
-  const hasHits = stop > start;
-  const unitScores = hasHits && (maxScore === "null" || Number(maxScore) === 0);
+  const head = readRawHead(buf, es);
+  if (!head || buf.length < head.start + TAIL.length || buf.compare(TAIL, 0, TAIL.length, buf.length - TAIL.length) !== 0) return undefined;
+  const stop = buf.length - TAIL.length; // hits are buf[head.start, stop)
   // Pass 1. Per hit: its new head (latin1 text: one byte per char), then the byte ranges of its
   // _source and of its sort part (sortAt === sortEnd when it has none).
   const heads: string[] = [];
   const ranges: number[] = [];
-  let size = 0;
-  let at = start;
+  let at = head.start;
   while (at < stop) {
-    const key = buf.indexOf(SOURCE_KEY, at);
-    if (key < 0 || key - at > HIT_WINDOW) return undefined;
-    const sourceAt = key + SOURCE_KEY.length;
-    const m = HIT_HEAD.exec(buf.toString("latin1", at, sourceAt));
-    if (!m) return undefined;
-    const [, index, id, score] = m as unknown as [string, string, string, string];
-    const { kind, alias } = kindOf(index);
-    if (!kind) return undefined;
-    const next = buf.indexOf(NEXT_HIT, sourceAt);
+    const next = buf.indexOf(NEXT_HIT, at);
     const end = next < 0 || next >= stop ? stop - 1 : next; // the hit's closing brace
-    if (buf[end] !== CLOSE_BRACE) return undefined;
-    // The rest of this hit, buf[sourceAt, end): _source, then maybe fields, then maybe sort.
-    let sourceEnd = end;
-    let sortAt = end;
-    if (buf[end - 1] === CLOSE_BRACKET) {
-      const s = buf.lastIndexOf(SORT, end - SORT.length);
-      if (s < sourceAt) return undefined;
-      sortAt = s;
-      sourceEnd = s;
-    }
-    const field = PARENT_FIELD[kind];
-    let parent: string | undefined;
-    if (field) {
-      // ES writes `fields` last before `sort`: found at once, scanning back from sourceEnd.
-      const f = buf.lastIndexOf(FIELDS, sourceEnd - FIELDS.length);
-      if (f < sourceAt) return undefined; // no parent in `fields`: the parse path also reads _source
-      parent = parentOf(buf, f, sourceEnd, field);
-      // Not a plain hash: leave it to the parse path.
-      if (parent === undefined || !PLAIN.test(parent)) return undefined;
-      sourceEnd = f;
-    } else if (buf.subarray(sourceAt, sourceEnd).lastIndexOf(FIELDS) >= 0) {
-      return undefined; // a kind without a parent never gets `fields`; be safe if it does
-    }
-    const routing = parent === undefined ? "" : es ? `,"_routing":"${parent}"` : `,"_routing":"${parent}","_parent":"${parent}"`;
-    const type = es ? "" : `"_type":"${kind}",`;
-    const hitHead = `${heads.length > 0 ? "," : ""}{"_index":"${alias}",${type}"_id":"${id}","_score":${unitScores ? "1" : score}${routing},"_source":`;
-    heads.push(hitHead);
-    ranges.push(sourceAt, sourceEnd, sortAt, end);
-    size += hitHead.length + (sourceEnd - sourceAt) + (end - sortAt) + 1;
+    const hitHead = rawHit(buf, at, end, head.unitScores, es !== undefined, ranges);
+    if (hitHead === undefined) return undefined;
+    heads.push(heads.length > 0 ? `,${hitHead}` : hitHead);
     at = end + 2; // past "}," (or past the end)
   }
-  const shards = `{"total":${total},"successful":${successful},"skipped":${skipped},"failed":${failed}}`;
-  const max = unitScores ? "1" : hasHits ? maxScore : "null";
-  const totalHits = noTotal ? -1 : Number(totalInt ?? totalValue);
-  const ids = es?.id ? `${JSON.stringify(es.idKey)}:${JSON.stringify(es.id)},` : "";
-  const totalText = es && !es.totalAsInt ? `{"value":${totalHits},"relation":"eq"}` : `${totalHits}`;
-  const totalPart = noTotal && !es?.totalAsInt ? "" : `"total":${totalText},`;
-  const prefix = `{${ids}"took":${took},"timed_out":${timedOut},"_shards":${shards},"hits":{${totalPart}"max_score":${max},"hits":[`;
-  size += prefix.length + TAIL.length;
   // Pass 2.
-  const out = allocate(size);
-  let pos = out.write(prefix, 0, "latin1");
-  for (let i = 0; i < heads.length; i++) {
-    pos += out.write(heads[i] as string, pos, "latin1");
-    pos += buf.copy(out, pos, ranges[4 * i] as number, ranges[4 * i + 1] as number);
-    pos += buf.copy(out, pos, ranges[4 * i + 2] as number, ranges[4 * i + 3] as number);
-    out[pos++] = CLOSE_BRACE;
-  }
+  const out = allocate(head.prefix.length + rawHitsSize(heads, ranges) + TAIL.length);
+  let pos = out.write(head.prefix, 0, "latin1");
+  pos = writeRawHits(out, pos, buf, heads, ranges);
   pos += TAIL.copy(out, pos);
-  const answer: RawEnvelope = { body: out.subarray(0, pos), total: totalHits, hits: heads.length, path: "bytes" };
-  if (contextId !== undefined) answer.contextId = contextId;
+  const answer: RawEnvelope = { body: out.subarray(0, pos), total: head.total, hits: heads.length, path: "bytes" };
+  if (head.contextId !== undefined) answer.contextId = head.contextId;
   return answer;
 }

@@ -10,7 +10,7 @@ import type { estypes } from "@elastic/elasticsearch";
 import { describe, expect, it } from "vitest";
 import { type HitsEnvelope, type ShapeOptions, shapeEnvelope } from "../../../../api/search/envelope.js";
 import { type RawEnvelope, shapeRawEnvelope } from "../../../../api/search/raw.js";
-import { BLOCK_HASH, block, OTHER_BLOCK, TX_HASH, tx } from "./records.js";
+import { BLOCK_HASH, block, esHitText, OTHER_BLOCK, TX_HASH, tx } from "./records.js";
 
 const PREFIX = "ethereum-ethereum-mainnet";
 const SHARDS = '"_shards":{"total":1,"successful":1,"skipped":0,"failed":0}';
@@ -37,9 +37,7 @@ const event = {
 
 /** One hit as ES 8 writes it; `score` and `sort` are raw JSON text (e.g. `0.0`, `[9223372036854775807]`). */
 function hitText(kind: string, id: string, score: string, source: unknown, fields?: Record<string, string[]>, sort?: string): string {
-  const f = fields ? `,"fields":${JSON.stringify(fields)}` : "";
-  const s = sort ? `,"sort":${sort}` : "";
-  return `{"_index":"${PREFIX}-${kind}","_id":${JSON.stringify(id)},"_score":${score},"_source":${JSON.stringify(source)}${f}${s}}`;
+  return esHitText(`${PREFIX}-${kind}`, id, score, source, fields, sort);
 }
 
 /** A whole `_search` response text; `total` and `maxScore` are raw JSON text. */
