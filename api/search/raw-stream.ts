@@ -11,7 +11,7 @@
  *
  * How (the layout and the rewrite of api/search/raw.ts):
  * 1. The status and the head: a 4xx/5xx answer, a compressed body, or a head without the expected
- *    layout (first {@link HEAD_WINDOW} bytes, `readRawHead`) is gathered whole and answered as
+ *    layout (`readRawHead`, at most {@link HEAD_MAX_BYTES}) is gathered whole and answered as
  *    before (`useResponseBytes` then the caller's `fallback`: errors thrown, the parse path). So
  *    every error Elasticsearch answers is still an error answer, and the context id of the head is
  *    known before the first byte is sent.
@@ -34,11 +34,12 @@ import { toEsHit } from "./es-shape.js";
 import { prunedTarget } from "./partitions.js";
 import type { RawEnvelope } from "./raw.js";
 import {
-  HEAD_WINDOW,
+  HEAD_MAX_BYTES,
   HIT_SEPARATOR,
   RAW_TAIL,
   type RawEsFormat,
   type RawHead,
+  rawHeadEnd,
   rawHit,
   rawHitsSize,
   readRawHead,
@@ -66,6 +67,13 @@ export interface EsPageStream {
   /** Hits written so far (all of them once `body` ended). */
   hits(): number;
 }
+
+/**
+ * Bytes of the answer gathered before they are passed on: fewer, larger writes to the client's
+ * socket than one per chunk of Elasticsearch's response (64 KiB), which cost the API more CPU
+ * (socket writes, garbage) than the overlap saved.
+ */
+const WRITE_BYTES = 256 * 1024;
 
 /** Reads a body chunk by chunk, remembering whether it ended. */
 type Chunks = AsyncIterator<Buffer>;
@@ -102,7 +110,14 @@ export async function streamEsPage<T>(
   const streamable =
     (res.statusCode === null || res.statusCode < 400) && !/gzip|deflate/i.test(String(res.headers?.["content-encoding"] ?? ""));
   if (streamable) {
-    while (length <= HEAD_WINDOW) {
+    // Up to the head and one byte past it (the head is nearly always in the first chunk).
+    while (length <= HEAD_MAX_BYTES) {
+      if (length > 0) {
+        const joined = read.length === 1 ? (read[0] as Buffer) : Buffer.concat(read, length);
+        read.splice(0, read.length, joined);
+        const end = rawHeadEnd(joined);
+        if (end >= 0 && length > end) break;
+      }
       const r = await it.next();
       if (r.done) {
         ended = true;
@@ -142,6 +157,9 @@ async function* rewrite(
   let done = ended;
   /** Where a hit cut by a chunk boundary is joined with the next chunk (reused: `encode` copies what it keeps). */
   let store = Buffer.allocUnsafeSlow(0);
+  /** The answer's bytes not passed on yet: `out[0, pos)`. */
+  let out = Buffer.allocUnsafeSlow(0);
+  let pos = 0;
   try {
     for (;;) {
       const heads: string[] = [];
@@ -171,12 +189,20 @@ async function* rewrite(
         }
         at = end + 2; // past "}," (or past the end)
       }
-      const out = encode(prefix, pending, heads, ranges, shaped, done);
+      const size = encodedSize(prefix, heads, ranges, shaped, done);
+      if (pos + size > out.length) {
+        if (pos > 0) yield out.subarray(0, pos);
+        out = Buffer.allocUnsafe(Math.max(WRITE_BYTES, size));
+        pos = 0;
+      }
+      pos = encode(out, pos, prefix, pending, heads, ranges, shaped, done);
       prefix = undefined;
       written += heads.length;
       count(heads.length);
-      if (out.length > 0) yield out;
-      if (done) return;
+      if (done) {
+        if (pos > 0) yield out.subarray(0, pos);
+        return;
+      }
       const r = await it.next();
       const left = pending.subarray(Math.min(at, pending.length));
       if (r.done) {
@@ -201,19 +227,35 @@ async function* rewrite(
   }
 }
 
-/** One chunk of the answer: the head (first chunk), the hits found, the tail (last chunk). */
+/** Bytes {@link encode} writes. */
+function encodedSize(
+  prefix: string | undefined,
+  heads: readonly string[],
+  ranges: readonly number[],
+  shaped: ReadonlyMap<number, Buffer>,
+  last: boolean,
+): number {
+  let size = (prefix?.length ?? 0) + rawHitsSize(heads, ranges) + (last ? RAW_TAIL.length : 0);
+  for (const b of shaped.values()) size += b.length - 1; // an empty head and no ranges count 1 (the closing brace)
+  return size;
+}
+
+/**
+ * Writes a part of the answer into `out` from `pos` (room for {@link encodedSize} bytes): the head
+ * (first part), the hits found in `buf`, the tail (last part).
+ * @returns the position after the last byte written.
+ */
 function encode(
+  out: Buffer,
+  pos: number,
   prefix: string | undefined,
   buf: Buffer,
   heads: readonly string[],
   ranges: readonly number[],
   shaped: ReadonlyMap<number, Buffer>,
   last: boolean,
-): Buffer {
-  let size = (prefix?.length ?? 0) + rawHitsSize(heads, ranges) + (last ? RAW_TAIL.length : 0);
-  for (const b of shaped.values()) size += b.length - 1; // an empty head and no ranges count 1 (the closing brace)
-  const out = Buffer.allocUnsafe(size);
-  let pos = prefix === undefined ? 0 : out.write(prefix, 0, "latin1");
+): number {
+  if (prefix !== undefined) pos += out.write(prefix, pos, "latin1");
   if (shaped.size === 0) pos = writeRawHits(out, pos, buf, heads, ranges);
   else
     for (let i = 0; i < heads.length; i++) {
@@ -221,7 +263,7 @@ function encode(
       pos = own ? pos + own.copy(out, pos) : writeRawHits(out, pos, buf, heads.slice(i, i + 1), ranges.slice(4 * i, 4 * i + 4));
     }
   if (last) pos += RAW_TAIL.copy(out, pos);
-  return out.subarray(0, pos);
+  return pos;
 }
 
 /**

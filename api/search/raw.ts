@@ -68,8 +68,23 @@ export interface RawEsFormat {
 /** The response head up to the opening of `hits.hits`, total as an integer or as `{value, relation: "eq"}`. */
 const HEAD =
   /^\{(?:"(?:_scroll_id|pit_id)":"([^"\\]*)",)?"took":(\d+),"timed_out":(true|false),(?:"terminated_early":false,)?"_shards":\{"total":(\d+),"successful":(\d+),"skipped":(\d+),"failed":(\d+)\},"hits":\{(?:"total":(?:(\d+)|\{"value":(\d+),"relation":"eq"\}),)?"max_score":(null|-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?),"hits":\[/;
-/** Bytes of the head looked at (the real head is about 150). */
-export const HEAD_WINDOW = 512;
+/**
+ * Longest head looked at, in bytes: about 150 plus the scroll or point-in-time id, which grows
+ * with the shards searched (~100 bytes each; a point in time over 30 block-range partitions has
+ * an id of several KB). A longer head sends the response to the parse path.
+ */
+export const HEAD_MAX_BYTES = 64 * 1024;
+/** The opening of `hits.hits`, the end of the head (it cannot occur before: the head holds numbers, booleans and a base64 id). */
+const HITS_OPEN = Buffer.from('"hits":[');
+
+/**
+ * Where the head of a response ends (the byte after the `[` of `hits.hits`), or -1 when it is not
+ * in `buf` (yet) or ends past {@link HEAD_MAX_BYTES}.
+ */
+export function rawHeadEnd(buf: Buffer): number {
+  const at = buf.indexOf(HITS_OPEN);
+  return at < 0 || at + HITS_OPEN.length > HEAD_MAX_BYTES ? -1 : at + HITS_OPEN.length;
+}
 
 /** One hit's head, exactly: from its opening brace to the start of its `_source`. */
 const HIT_HEAD = /^\{"_index":"([^"\\]+)","_id":"([^"\\]*)","_score":(null|-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?),"_source":$/;
@@ -155,13 +170,14 @@ export interface RawHead {
 
 /**
  * Reads the head of an ES `_search` response and writes the answer's head (see the module notes).
- * @param buf - the response's first bytes: at least its first {@link HEAD_WINDOW} bytes, or all of it
- *   when shorter; and at least one byte past the head (the first byte of `hits.hits`).
+ * @param buf - the response's first bytes: its head ({@link rawHeadEnd}) and at least one byte past
+ *   it (the first byte of `hits.hits`).
  * @returns the head, or `undefined` when it does not have the expected layout (then parse the response).
  */
 export function readRawHead(buf: Buffer, es?: RawEsFormat): RawHead | undefined {
   // latin1 maps every byte to one char, so string offsets are byte offsets.
-  const head = HEAD.exec(buf.toString("latin1", 0, Math.min(buf.length, HEAD_WINDOW)));
+  const end = rawHeadEnd(buf);
+  const head = end < 0 ? null : HEAD.exec(buf.toString("latin1", 0, end));
   if (!head || buf.length <= head[0].length) return undefined;
   const [, contextId, took, timedOut, total, successful, skipped, failed, totalInt, totalValue, maxScore] = head as unknown as string[];
   // No total (a search with track_total_hits false): only Elasticsearch's answer has none.

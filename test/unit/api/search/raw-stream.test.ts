@@ -150,6 +150,34 @@ describe("streamEsPage: the buffered answer, streamed", () => {
   });
 });
 
+describe("streamEsPage: long heads", () => {
+  it("a point-in-time id of 6 KB (a point in time over many partitions) is read whole: streamed, and the buffered answer takes the bytes path", async () => {
+    const longId = "A".repeat(6000);
+    const response = responseText([hitText("tx", TX_HASH, "null", tx, TX_FIELDS, "[1]")], "null", `"pit_id":"${longId}",`);
+    expect("raw" in rawOrParsed(Buffer.from(response), FORMAT, SHAPE)).toBe(true);
+    for (const size of [100, 4096, response.length]) {
+      const { send } = answer(Buffer.from(response), size);
+      const out = (await streamEsPage(send, FORMAT, SHAPE, () => undefined)) as { stream: EsPageStream };
+      expect(await text(out.stream)).toBe(buffered(response));
+      expect(out.stream.contextId).toBe(longId);
+    }
+  });
+});
+
+describe("streamEsPage: long pages", () => {
+  it("a page of 1500 hits (more than one part of the answer), a few shaped alone: same text in chunks of 4 KiB, 64 KiB, whole", async () => {
+    const hits = Array.from({ length: 1500 }, (_, i) =>
+      i % 500 === 7
+        ? hitText("event", `${TX_HASH}_e_${i}`, "null", { ...event, transactionHash: "odd" }, { transactionHash: ["odd"] }, `[${i}]`)
+        : hitText("event", `${TX_HASH}_e_${i}`, "null", event, { transactionHash: [TX_HASH] }, `[${i}]`),
+    );
+    const response = responseText(hits, "null");
+    expect(response.length).toBeGreaterThan(512 * 1024);
+    const want = await expectStreamedSame(response, [4096, 65536, response.length]);
+    expect(JSON.parse(want).hits.hits).toHaveLength(1500);
+  });
+});
+
 describe("streamEsPage: what is not streamed, and failures", () => {
   const ok = responseText([hitText("tx", TX_HASH, "null", tx, TX_FIELDS, "[1]")], "null");
 
@@ -180,16 +208,17 @@ describe("streamEsPage: what is not streamed, and failures", () => {
 
   it("a stream destroyed by its reader stops reading Elasticsearch's response", async () => {
     const many = responseText(
-      Array.from({ length: 50 }, (_, i) => hitText("tx", `${TX_HASH}${i}`, "null", tx, TX_FIELDS, `[${i}]`)),
+      Array.from({ length: 2000 }, (_, i) => hitText("tx", `${TX_HASH}${i}`, "null", tx, TX_FIELDS, `[${i}]`)),
       "null",
     );
-    const { send, state } = answer(Buffer.from(many), 600);
+    expect(many.length).toBeGreaterThan(1_000_000); // several parts of the answer
+    const { send, state } = answer(Buffer.from(many), 4096);
     const out = (await streamEsPage(send, FORMAT, SHAPE, () => undefined)) as { stream: EsPageStream };
     const first = await out.stream.body[Symbol.asyncIterator]().next();
     expect(first.done).toBe(false);
     out.stream.body.destroy();
     await new Promise((r) => setImmediate(r));
     expect(state.returned).toBeGreaterThan(0);
-    expect(state.read).toBeLessThan(Math.ceil(many.length / 600));
+    expect(state.read).toBeLessThan(Math.ceil(many.length / 4096));
   });
 });
