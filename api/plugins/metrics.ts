@@ -28,8 +28,7 @@ export interface ApiMetrics {
   /**
    * `chainsift_search_answers_total`: successful search answers by how they were written,
    * `path` = `bytes` (from ES's response bytes, api/search/raw.ts), `parsed` (parse and shape:
-   * aggregations or an unexpected response layout) or `stream` (size -1, and the pages of the
-   * Elasticsearch-compatible `_search` and `_search/scroll` streamed as ES's response arrives, api/search/raw-stream.ts).
+   * aggregations or an unexpected response layout) or `stream` (size -1).
    */
   searchAnswers: Counter<"path">;
 }
@@ -88,7 +87,7 @@ export function createApiMetrics(registry: Registry): ApiMetrics {
     () =>
       new Counter({
         name: "chainsift_search_answers_total",
-        help: "Successful search answers, by how they were written: bytes (copied from ES's response), parsed, or stream (size -1, and Elasticsearch-compatible pages streamed as ES's response arrives).",
+        help: "Successful search answers, by how they were written: bytes (copied from ES's response), parsed, or stream (size -1).",
         labelNames: ["path"] as const,
         registers: [registry],
       }),

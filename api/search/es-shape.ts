@@ -20,7 +20,7 @@
  * @module
  */
 import type { ApiErrorDetail, ErrorBody } from "../errors.js";
-import type { EnvelopeHit, HitsEnvelope, ShardsInfo } from "./envelope.js";
+import type { HitsEnvelope, ShardsInfo } from "./envelope.js";
 
 /** One hit as Elasticsearch 8 writes it. */
 export interface EsHit {
@@ -93,21 +93,6 @@ export function esTotal(total: number, track: boolean | number = true, asInt = f
   return asInt ? value : { value, relation: capped ? "gte" : "eq" };
 }
 
-/** One hit of the contract's envelope as Elasticsearch 8 writes it (see the module notes; `noSource` and `metadataOnly` of the options apply). */
-export function toEsHit(h: EnvelopeHit, o: Pick<EsAnswerOptions, "noSource" | "metadataOnly"> = {}): EsHit {
-  const hit: EsHit = { _index: h._index, _id: h._id, _score: h._score };
-  if (o.metadataOnly) {
-    if (h.sort) hit.sort = h.sort;
-    return hit;
-  }
-  if (h._routing !== undefined) hit._routing = h._routing;
-  if (!o.noSource) hit._source = h._source;
-  if (h.fields) hit.fields = h.fields;
-  if (h.highlight) hit.highlight = h.highlight;
-  if (h.sort) hit.sort = h.sort;
-  return hit;
-}
-
 /**
  * Converts the contract's hits envelope into Elasticsearch 8's search answer (see module notes).
  * @param env - the envelope of `runSearch` (api/search/search.ts).
@@ -115,7 +100,19 @@ export function toEsHit(h: EnvelopeHit, o: Pick<EsAnswerOptions, "noSource" | "m
  */
 export function toEsSearchResponse(env: HitsEnvelope, options: EsAnswerOptions | boolean = {}): EsSearchResponse {
   const o: EsAnswerOptions = typeof options === "boolean" ? { totalAsInt: options } : options;
-  const hits = env.hits.hits.map((h) => toEsHit(h, o));
+  const hits = env.hits.hits.map((h): EsHit => {
+    const hit: EsHit = { _index: h._index, _id: h._id, _score: h._score };
+    if (o.metadataOnly) {
+      if (h.sort) hit.sort = h.sort;
+      return hit;
+    }
+    if (h._routing !== undefined) hit._routing = h._routing;
+    if (!o.noSource) hit._source = h._source;
+    if (h.fields) hit.fields = h.fields;
+    if (h.highlight) hit.highlight = h.highlight;
+    if (h.sort) hit.sort = h.sort;
+    return hit;
+  });
   const res: EsSearchResponse = {} as EsSearchResponse;
   if (o.pitId !== undefined) res.pit_id = o.pitId;
   if (o.scrollId !== undefined) res._scroll_id = o.scrollId;

@@ -70,21 +70,13 @@ const HEAD =
   /^\{(?:"(?:_scroll_id|pit_id)":"([^"\\]*)",)?"took":(\d+),"timed_out":(true|false),(?:"terminated_early":false,)?"_shards":\{"total":(\d+),"successful":(\d+),"skipped":(\d+),"failed":(\d+)\},"hits":\{(?:"total":(?:(\d+)|\{"value":(\d+),"relation":"eq"\}),)?"max_score":(null|-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?),"hits":\[/;
 /**
  * Longest head looked at, in bytes: about 150 plus the scroll or point-in-time id, which grows
- * with the shards searched (~100 bytes each; a point in time over 30 block-range partitions has
- * an id of several KB). A longer head sends the response to the parse path.
+ * with the shards searched (~100 bytes each: a point in time over many block-range partitions has
+ * an id of several KB, which a 512-byte window sent to the parse path). A longer head sends the
+ * response to the parse path.
  */
-export const HEAD_MAX_BYTES = 64 * 1024;
+const HEAD_MAX_BYTES = 64 * 1024;
 /** The opening of `hits.hits`, the end of the head (it cannot occur before: the head holds numbers, booleans and a base64 id). */
 const HITS_OPEN = Buffer.from('"hits":[');
-
-/**
- * Where the head of a response ends (the byte after the `[` of `hits.hits`), or -1 when it is not
- * in `buf` (yet) or ends past {@link HEAD_MAX_BYTES}.
- */
-export function rawHeadEnd(buf: Buffer): number {
-  const at = buf.indexOf(HITS_OPEN);
-  return at < 0 || at + HITS_OPEN.length > HEAD_MAX_BYTES ? -1 : at + HITS_OPEN.length;
-}
 
 /** One hit's head, exactly: from its opening brace to the start of its `_source`. */
 const HIT_HEAD = /^\{"_index":"([^"\\]+)","_id":"([^"\\]*)","_score":(null|-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?),"_source":$/;
@@ -154,127 +146,6 @@ function parentOf(buf: Buffer, from: number, to: number, field: string): string 
 /** Allocates the buffer an answer is written into (at least `size` bytes). Default `Buffer.allocUnsafe`. */
 export type Allocate = (size: number) => Buffer;
 
-/** The head of a response, read by {@link readRawHead}. */
-export interface RawHead {
-  /** The answer's head, up to and including the opening `[` of `hits.hits` (latin1 text: one byte per char). */
-  prefix: string;
-  /** Offset of the first hit (or of the closing `]`) in the response. */
-  start: number;
-  /** `hits.total` (-1 when Elasticsearch wrote none). */
-  total: number;
-  /** Every hit's `_score` is answered 1 (filter-only results, api/search/envelope.ts `filterOnlyScores`). */
-  unitScores: boolean;
-  /** Elasticsearch's `_scroll_id` or `pit_id` of the response, when it had one. */
-  contextId?: string;
-}
-
-/**
- * Reads the head of an ES `_search` response and writes the answer's head (see the module notes).
- * @param buf - the response's first bytes: its head ({@link rawHeadEnd}) and at least one byte past
- *   it (the first byte of `hits.hits`).
- * @returns the head, or `undefined` when it does not have the expected layout (then parse the response).
- */
-export function readRawHead(buf: Buffer, es?: RawEsFormat): RawHead | undefined {
-  // latin1 maps every byte to one char, so string offsets are byte offsets.
-  const end = rawHeadEnd(buf);
-  const head = end < 0 ? null : HEAD.exec(buf.toString("latin1", 0, end));
-  if (!head || buf.length <= head[0].length) return undefined;
-  const [, contextId, took, timedOut, total, successful, skipped, failed, totalInt, totalValue, maxScore] = head as unknown as string[];
-  // No total (a search with track_total_hits false): only Elasticsearch's answer has none.
-  const noTotal = totalInt === undefined && totalValue === undefined;
-  if (noTotal && !es) return undefined;
-  const start = head[0].length;
-  const hasHits = buf[start] !== CLOSE_BRACKET;
-  const unitScores = hasHits && (maxScore === "null" || Number(maxScore) === 0);
-  const shards = `{"total":${total},"successful":${successful},"skipped":${skipped},"failed":${failed}}`;
-  const max = unitScores ? "1" : hasHits ? maxScore : "null";
-  const totalHits = noTotal ? -1 : Number(totalInt ?? totalValue);
-  const ids = es?.id ? `${JSON.stringify(es.idKey)}:${JSON.stringify(es.id)},` : "";
-  const totalText = es && !es.totalAsInt ? `{"value":${totalHits},"relation":"eq"}` : `${totalHits}`;
-  const totalPart = noTotal && !es?.totalAsInt ? "" : `"total":${totalText},`;
-  const prefix = `{${ids}"took":${took},"timed_out":${timedOut},"_shards":${shards},"hits":{${totalPart}"max_score":${max},"hits":[`;
-  const out: RawHead = { prefix, start, total: totalHits, unitScores };
-  if (contextId !== undefined) out.contextId = contextId;
-  return out;
-}
-
-/**
- * Finds the parts of one hit, `buf[at, end]` (`end`: its closing brace), and writes its new head
- * (see the module notes); the kept byte ranges (`_source`, then `sort`) are pushed on `ranges`.
- * @returns the hit's new head (latin1 text, without a separating comma), or `undefined` (and
- *   `ranges` untouched) when the hit does not have the expected layout.
- */
-export function rawHit(buf: Buffer, at: number, end: number, unitScores: boolean, es: boolean, ranges: number[]): string | undefined {
-  const key = buf.indexOf(SOURCE_KEY, at);
-  if (key < 0 || key - at > HIT_WINDOW || key >= end) return undefined;
-  const sourceAt = key + SOURCE_KEY.length;
-  const m = HIT_HEAD.exec(buf.toString("latin1", at, sourceAt));
-  if (!m) return undefined;
-  const [, index, id, score] = m as unknown as [string, string, string, string];
-  const { kind, alias } = kindOf(index);
-  if (!kind || buf[end] !== CLOSE_BRACE) return undefined;
-  // The rest of this hit, buf[sourceAt, end): _source, then maybe fields, then maybe sort.
-  let sourceEnd = end;
-  let sortAt = end;
-  if (buf[end - 1] === CLOSE_BRACKET) {
-    const s = buf.lastIndexOf(SORT, end - SORT.length);
-    if (s < sourceAt) return undefined;
-    sortAt = s;
-    sourceEnd = s;
-  }
-  const field = PARENT_FIELD[kind];
-  let parent: string | undefined;
-  if (field) {
-    // ES writes `fields` last before `sort`: found at once, scanning back from sourceEnd.
-    const f = buf.lastIndexOf(FIELDS, sourceEnd - FIELDS.length);
-    if (f < sourceAt) return undefined; // no parent in `fields`: the parse path also reads _source
-    parent = parentOf(buf, f, sourceEnd, field);
-    // Not a plain hash: leave it to the parse path.
-    if (parent === undefined || !PLAIN.test(parent)) return undefined;
-    sourceEnd = f;
-  } else if (buf.subarray(sourceAt, sourceEnd).lastIndexOf(FIELDS) >= 0) {
-    return undefined; // a kind without a parent never gets `fields`; be safe if it does
-  }
-  const routing = parent === undefined ? "" : es ? `,"_routing":"${parent}"` : `,"_routing":"${parent}","_parent":"${parent}"`;
-  const type = es ? "" : `"_type":"${kind}",`;
-  ranges.push(sourceAt, sourceEnd, sortAt, end);
-  return `{"_index":"${alias}",${type}"_id":"${id}","_score":${unitScores ? "1" : score}${routing},"_source":`;
-}
-
-/** Bytes {@link writeRawHits} writes for `heads` and `ranges` (of {@link rawHit}). */
-export function rawHitsSize(heads: readonly string[], ranges: readonly number[]): number {
-  let size = 0;
-  for (let i = 0; i < heads.length; i++)
-    size +=
-      (heads[i] as string).length +
-      (ranges[4 * i + 1] as number) -
-      (ranges[4 * i] as number) +
-      (ranges[4 * i + 3] as number) -
-      (ranges[4 * i + 2] as number) +
-      1;
-  return size;
-}
-
-/**
- * Writes hits found by {@link rawHit} into `out` from `pos`: each head (`heads[i]` already carries
- * any separating comma), its `_source` and `sort` bytes of `buf`, its closing brace.
- * @returns the position after the last byte written.
- */
-export function writeRawHits(out: Buffer, pos: number, buf: Buffer, heads: readonly string[], ranges: readonly number[]): number {
-  for (let i = 0; i < heads.length; i++) {
-    pos += out.write(heads[i] as string, pos, "latin1");
-    pos += buf.copy(out, pos, ranges[4 * i] as number, ranges[4 * i + 1] as number);
-    pos += buf.copy(out, pos, ranges[4 * i + 2] as number, ranges[4 * i + 3] as number);
-    out[pos++] = CLOSE_BRACE;
-  }
-  return pos;
-}
-
-/** Between two hits of a response: the closing brace of one, a comma, the head of the next (see the module notes). */
-export const HIT_SEPARATOR = NEXT_HIT;
-/** The end of a response written with `hits.hits` last: `]}}`. */
-export const RAW_TAIL = TAIL;
-
 /**
  * Rewrites an ES `_search` response (made with `track_total_hits: true`, `docvalue_fields` = the
  * kinds' parent fields (`PARENT_FIELD` of lib/records.ts), no aggregations) into the hits
@@ -296,28 +167,86 @@ export function shapeRawEnvelope(
   es?: RawEsFormat,
 ): RawEnvelope | undefined {
   const buf = typeof response === "string" ? Buffer.from(response, "utf8") : response;
-  const head = readRawHead(buf, es);
-  if (!head || buf.length < head.start + TAIL.length || buf.compare(TAIL, 0, TAIL.length, buf.length - TAIL.length) !== 0) return undefined;
-  const stop = buf.length - TAIL.length; // hits are buf[head.start, stop)
+  // latin1 maps every byte to one char, so string offsets below are byte offsets.
+  const open = buf.subarray(0, HEAD_MAX_BYTES).indexOf(HITS_OPEN);
+  const head = open < 0 || open + HITS_OPEN.length > HEAD_MAX_BYTES ? null : HEAD.exec(buf.toString("latin1", 0, open + HITS_OPEN.length));
+  if (!head || buf.length < head[0].length + TAIL.length || buf.compare(TAIL, 0, TAIL.length, buf.length - TAIL.length) !== 0)
+    return undefined;
+  const [, contextId, took, timedOut, total, successful, skipped, failed, totalInt, totalValue, maxScore] = head as unknown as string[];
+  // No total (a search with track_total_hits false): only Elasticsearch's answer has none.
+  const noTotal = totalInt === undefined && totalValue === undefined;
+  if (noTotal && !es) return undefined;
+  const start = head[0].length;
+  const stop = buf.length - TAIL.length; // hits are buf[start, stop)
+  const hasHits = stop > start;
+  const unitScores = hasHits && (maxScore === "null" || Number(maxScore) === 0);
   // Pass 1. Per hit: its new head (latin1 text: one byte per char), then the byte ranges of its
   // _source and of its sort part (sortAt === sortEnd when it has none).
   const heads: string[] = [];
   const ranges: number[] = [];
-  let at = head.start;
+  let size = 0;
+  let at = start;
   while (at < stop) {
-    const next = buf.indexOf(NEXT_HIT, at);
+    const key = buf.indexOf(SOURCE_KEY, at);
+    if (key < 0 || key - at > HIT_WINDOW) return undefined;
+    const sourceAt = key + SOURCE_KEY.length;
+    const m = HIT_HEAD.exec(buf.toString("latin1", at, sourceAt));
+    if (!m) return undefined;
+    const [, index, id, score] = m as unknown as [string, string, string, string];
+    const { kind, alias } = kindOf(index);
+    if (!kind) return undefined;
+    const next = buf.indexOf(NEXT_HIT, sourceAt);
     const end = next < 0 || next >= stop ? stop - 1 : next; // the hit's closing brace
-    const hitHead = rawHit(buf, at, end, head.unitScores, es !== undefined, ranges);
-    if (hitHead === undefined) return undefined;
-    heads.push(heads.length > 0 ? `,${hitHead}` : hitHead);
+    if (buf[end] !== CLOSE_BRACE) return undefined;
+    // The rest of this hit, buf[sourceAt, end): _source, then maybe fields, then maybe sort.
+    let sourceEnd = end;
+    let sortAt = end;
+    if (buf[end - 1] === CLOSE_BRACKET) {
+      const s = buf.lastIndexOf(SORT, end - SORT.length);
+      if (s < sourceAt) return undefined;
+      sortAt = s;
+      sourceEnd = s;
+    }
+    const field = PARENT_FIELD[kind];
+    let parent: string | undefined;
+    if (field) {
+      // ES writes `fields` last before `sort`: found at once, scanning back from sourceEnd.
+      const f = buf.lastIndexOf(FIELDS, sourceEnd - FIELDS.length);
+      if (f < sourceAt) return undefined; // no parent in `fields`: the parse path also reads _source
+      parent = parentOf(buf, f, sourceEnd, field);
+      // Not a plain hash: leave it to the parse path.
+      if (parent === undefined || !PLAIN.test(parent)) return undefined;
+      sourceEnd = f;
+    } else if (buf.subarray(sourceAt, sourceEnd).lastIndexOf(FIELDS) >= 0) {
+      return undefined; // a kind without a parent never gets `fields`; be safe if it does
+    }
+    const routing = parent === undefined ? "" : es ? `,"_routing":"${parent}"` : `,"_routing":"${parent}","_parent":"${parent}"`;
+    const type = es ? "" : `"_type":"${kind}",`;
+    const hitHead = `${heads.length > 0 ? "," : ""}{"_index":"${alias}",${type}"_id":"${id}","_score":${unitScores ? "1" : score}${routing},"_source":`;
+    heads.push(hitHead);
+    ranges.push(sourceAt, sourceEnd, sortAt, end);
+    size += hitHead.length + (sourceEnd - sourceAt) + (end - sortAt) + 1;
     at = end + 2; // past "}," (or past the end)
   }
+  const shards = `{"total":${total},"successful":${successful},"skipped":${skipped},"failed":${failed}}`;
+  const max = unitScores ? "1" : hasHits ? maxScore : "null";
+  const totalHits = noTotal ? -1 : Number(totalInt ?? totalValue);
+  const ids = es?.id ? `${JSON.stringify(es.idKey)}:${JSON.stringify(es.id)},` : "";
+  const totalText = es && !es.totalAsInt ? `{"value":${totalHits},"relation":"eq"}` : `${totalHits}`;
+  const totalPart = noTotal && !es?.totalAsInt ? "" : `"total":${totalText},`;
+  const prefix = `{${ids}"took":${took},"timed_out":${timedOut},"_shards":${shards},"hits":{${totalPart}"max_score":${max},"hits":[`;
+  size += prefix.length + TAIL.length;
   // Pass 2.
-  const out = allocate(head.prefix.length + rawHitsSize(heads, ranges) + TAIL.length);
-  let pos = out.write(head.prefix, 0, "latin1");
-  pos = writeRawHits(out, pos, buf, heads, ranges);
+  const out = allocate(size);
+  let pos = out.write(prefix, 0, "latin1");
+  for (let i = 0; i < heads.length; i++) {
+    pos += out.write(heads[i] as string, pos, "latin1");
+    pos += buf.copy(out, pos, ranges[4 * i] as number, ranges[4 * i + 1] as number);
+    pos += buf.copy(out, pos, ranges[4 * i + 2] as number, ranges[4 * i + 3] as number);
+    out[pos++] = CLOSE_BRACE;
+  }
   pos += TAIL.copy(out, pos);
-  const answer: RawEnvelope = { body: out.subarray(0, pos), total: head.total, hits: heads.length, path: "bytes" };
-  if (head.contextId !== undefined) answer.contextId = head.contextId;
+  const answer: RawEnvelope = { body: out.subarray(0, pos), total: totalHits, hits: heads.length, path: "bytes" };
+  if (contextId !== undefined) answer.contextId = contextId;
   return answer;
 }

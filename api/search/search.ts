@@ -241,23 +241,9 @@ export const AS_STREAM = { asStream: true, meta: true } as const;
  */
 export async function withResponseBytes<T>(send: (options: typeof AS_STREAM) => Promise<unknown>, use: (bytes: Buffer) => T): Promise<T> {
   const res = (await send(AS_STREAM)) as unknown as TransportResult<AsyncIterable<Buffer>, unknown>;
-  return useResponseBytes(res, res.body, use);
-}
-
-/**
- * The end of {@link withResponseBytes}: gathers `body` (the response's body, or what is left of it
- * after a caller read its first chunks, those chunks first), decompresses it, throws the client's
- * `ResponseError` for a 4xx/5xx status, else hands the bytes to `use`.
- * @throws as {@link withSearchBytes}.
- */
-export async function useResponseBytes<T>(
-  res: TransportResult<unknown, unknown>,
-  body: AsyncIterable<Buffer>,
-  use: (bytes: Buffer) => T,
-): Promise<T> {
   const chunks: Buffer[] = [];
   let length = 0;
-  for await (const chunk of body) {
+  for await (const chunk of res.body) {
     chunks.push(chunk);
     length += chunk.length;
   }
@@ -317,6 +303,27 @@ export async function runSearchText(
     const envelope = shapeEnvelope(res, shapeOptions(plan));
     return { body: JSON.stringify(envelope), total: envelope.hits.total, hits: envelope.hits.hits.length, path: "parsed" };
   });
+}
+
+/**
+ * Runs a search with `size >= 0` for the Elasticsearch-compatible routes: the answer written from
+ * Elasticsearch's response bytes in Elasticsearch 8's shape ({@link shapeRawEnvelope} with `format`)
+ * when the response has the layout that path expects, else the response parsed (the caller shapes
+ * it). Not for plans with aggregations (their bucket cap needs the parsed response).
+ * @throws as {@link runSearch}.
+ */
+export async function runEsSearchBytes(
+  es: Client,
+  plan: SearchPlan,
+  target: SearchTarget,
+  requestTimeoutMs: number,
+  options: SearchOptions,
+  format: RawEsFormat,
+): Promise<{ raw: RawEnvelope } | { parsed: SearchWithIds }> {
+  const pruned = options.pit ? target : await prunedTarget(es, target, plan.query);
+  return withSearchBytes(es, buildSearchRequest(plan, pruned, requestTimeoutMs, options), requestTimeoutMs, (bytes) =>
+    rawOrParsed(bytes, format, shapeOptions(plan, options)),
+  );
 }
 
 /**

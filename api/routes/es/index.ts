@@ -47,7 +47,7 @@ import { chainLabel } from "../search/target.js";
 import { healthRoutes } from "./health.js";
 import { resolveIndexTarget } from "./indices.js";
 import { introspectRoutes } from "./introspect.js";
-import { esSearcher, filtered, pagingRoutes, sendStream } from "./paging.js";
+import { esSearcher, filtered, pagingRoutes } from "./paging.js";
 import type { EsSearchQuery } from "./request.js";
 import {
   ES_ERROR_RESPONSES,
@@ -148,7 +148,7 @@ export interface EsRoutesOptions {
   /** chainsift's version, reported by the cluster-info route. */
   version: string;
   /** Called after each successful search (metrics), as the contract's search routes do. */
-  onHits?: (target: SearchTarget, hits: number, path: "bytes" | "parsed" | "stream") => void;
+  onHits?: (target: SearchTarget, hits: number, path: "bytes" | "parsed") => void;
 }
 
 type ChainPath = { technology: string; blockchain: string; network: string; index?: string };
@@ -299,9 +299,7 @@ export const esRoutes: FastifyPluginAsyncTypebox<EsRoutesOptions> = async (app, 
           query,
           account: account(request),
           scrollAllowed: true,
-          stream: true,
         });
-        if (res.stream) return sendStream(reply, res.stream, res.target, onHits);
         onHits?.(res.target, res.hits, res.text !== undefined ? "bytes" : "parsed");
         if (res.text !== undefined) return reply.type("application/json; charset=utf-8").send(res.text as never);
         return json(reply, filtered(res.body, query));

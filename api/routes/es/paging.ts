@@ -22,11 +22,10 @@ import { type ContextRecord, contextTypeOf, type ScrollAnswer, type SearchContex
 import { type EsAnswerOptions, toEsSearchResponse } from "../../search/es-shape.js";
 import { applyFilterPath } from "../../search/filter-path.js";
 import type { RawEnvelope, RawEsFormat } from "../../search/raw.js";
-import { type EsPageStream, runEsSearchStream, streamEsPage } from "../../search/raw-stream.js";
 import {
-  type AS_STREAM,
   rawOrParsed,
   requestOptions,
+  runEsSearchBytes,
   runSearchWithIds,
   type SearchOptions,
   type SearchTarget,
@@ -70,8 +69,6 @@ export interface EsSearchInput {
   account: string;
   /** Whether `scroll` may be opened (not in `_msearch`, as in Elasticsearch). */
   scrollAllowed: boolean;
-  /** Whether the answer may be streamed as Elasticsearch's response arrives ({@link EsSearchResult.stream}; not in `_msearch`). */
-  stream?: boolean;
 }
 
 /** What a search answers, before `filter_path`, and the hits counted for metrics. */
@@ -80,8 +77,6 @@ export interface EsSearchResult {
   body: unknown;
   /** The answer as JSON already (written from Elasticsearch's bytes; only without `filter_path`). */
   text?: Buffer | string;
-  /** The answer being streamed (api/search/raw-stream.ts; only when asked, without `filter_path`); `hits` is then 0, see its `hits()`. */
-  stream?: EsPageStream;
   target: SearchTarget;
   hits: number;
 }
@@ -101,18 +96,11 @@ export function filtered(body: unknown, query: EsSearchQuery): unknown {
   return query.filter_path === undefined ? body : applyFilterPath(body, query.filter_path);
 }
 
-/** Elasticsearch's scroll or point-in-time id of an answer, when it had one. */
-function contextIdOf(out: { stream: EsPageStream } | { raw: RawEnvelope } | { parsed: SearchWithIds }): string | undefined {
-  if ("stream" in out) return out.stream.contextId;
-  if ("raw" in out) return out.raw.contextId;
-  return out.parsed.pitId ?? out.parsed.scrollId;
-}
-
 /** Runs searches as the Elasticsearch-compatible `_search` answers them (see the module notes). */
 export function esSearcher({ app, config, contexts }: PagingDeps): (input: EsSearchInput) => Promise<EsSearchResult> {
   const timeoutMs = config.elasticsearch.requestTimeoutMs;
   const prefix = config.elasticsearch.indexPrefix;
-  return async ({ target, pathIndex, body, query, account, scrollAllowed, stream }) => {
+  return async ({ target, pathIndex, body, query, account, scrollAllowed }) => {
     const req = splitEsSearch(body, query);
     const chain = chainLabel(target.chain);
     let t: SearchTarget = target;
@@ -171,13 +159,12 @@ export function esSearcher({ app, config, contexts }: PagingDeps): (input: EsSea
       const format: RawEsFormat = { totalAsInt: answer.totalAsInt === true };
       if (pit) Object.assign(format, { idKey: "pit_id", id: pit.id });
       if (scroll) Object.assign(format, { idKey: "_scroll_id", id: scroll.id });
-      // Streamed (the route asked for it): sent as Elasticsearch's response arrives (api/search/raw-stream.ts).
-      const run = async (): Promise<{ stream: EsPageStream } | { raw: RawEnvelope } | { parsed: SearchWithIds }> =>
-        !plain || query.filter_path !== undefined
-          ? { parsed: await runSearchWithIds(app.es, plan, t, timeoutMs, options) }
-          : runEsSearchStream(app.es, plan, t, timeoutMs, options, format, stream === true);
+      const run = async (): Promise<{ raw: RawEnvelope } | { parsed: SearchWithIds }> =>
+        plain && query.filter_path === undefined
+          ? runEsSearchBytes(app.es, plan, t, timeoutMs, options, format)
+          : { parsed: await runSearchWithIds(app.es, plan, t, timeoutMs, options) };
       const out = pit ? await contexts.use(pit.id, pit.record, "pit.id", run) : await run();
-      const esContextId = contextIdOf(out);
+      const esContextId = "raw" in out ? out.raw.contextId : (out.parsed.pitId ?? out.parsed.scrollId);
       if (pit) {
         answer.pitId = pit.id;
         const renew = contexts.needsRenewal(pit.record, pit.keepAliveMs);
@@ -201,7 +188,6 @@ export function esSearcher({ app, config, contexts }: PagingDeps): (input: EsSea
         answer.scrollId = scroll.id;
         scroll = undefined;
       }
-      if ("stream" in out) return { body: undefined, stream: out.stream, target: t, hits: 0 };
       if ("raw" in out) return { body: undefined, text: out.raw.body, target: t, hits: out.raw.hits };
       const env = out.parsed.envelope;
       return { body: toEsSearchResponse(env, answer), target: t, hits: env.hits.hits.length };
@@ -209,19 +195,6 @@ export function esSearcher({ app, config, contexts }: PagingDeps): (input: EsSea
       if (scroll) await contexts.forget(scroll.id, account);
     }
   };
-}
-
-/**
- * Sends a streamed answer; its hits are counted (`onHits`, path `stream`) once it has been sent whole.
- */
-export function sendStream(
-  reply: FastifyReply,
-  stream: EsPageStream,
-  target: SearchTarget,
-  onHits?: (target: SearchTarget, hits: number, path: "stream") => void,
-): FastifyReply {
-  stream.body.once("end", () => onHits?.(target, stream.hits(), "stream"));
-  return reply.type("application/json; charset=utf-8").send(stream.body);
 }
 
 type ChainPath = { technology: string; blockchain: string; network: string; index?: string; scroll_id?: string };
@@ -245,7 +218,7 @@ export function pagingRoutes(
   { app, config, contexts }: PagingDeps,
   chains: readonly ChainId[],
   json: (reply: FastifyReply, body: unknown) => FastifyReply,
-  onHits?: (target: SearchTarget, hits: number, path: "bytes" | "parsed" | "stream") => void,
+  onHits?: (target: SearchTarget, hits: number, path: "bytes" | "parsed") => void,
 ): void {
   const prefix = config.elasticsearch.indexPrefix;
   const timeoutMs = config.elasticsearch.requestTimeoutMs;
@@ -280,25 +253,29 @@ export function pagingRoutes(
       !kept.shape.fields &&
       !kept.shape.fieldPatterns &&
       !kept.shape.highlight;
-    const send = (options: typeof AS_STREAM) =>
-      app.es.scroll(
-        { scroll_id: record.esId, ...(keepAlive !== undefined ? { scroll: keepAlive as string } : {}) },
-        { ...requestOptions(timeoutMs), ...options },
-      );
-    // The plain answer is streamed as Elasticsearch's response arrives (api/search/raw-stream.ts).
-    const format: RawEsFormat | undefined =
-      plain && query.filter_path === undefined ? { totalAsInt, idKey: "_scroll_id", id: scrollId } : undefined;
     const out = await contexts.use(scrollId, record, "scroll_id", () =>
-      format
-        ? streamEsPage(send, format, kept.shape, (bytes) => rawOrParsed(bytes, format, kept.shape))
-        : withResponseBytes(send, (bytes) => rawOrParsed(bytes, undefined, kept.shape)),
+      withResponseBytes(
+        (options) =>
+          app.es.scroll(
+            { scroll_id: record.esId, ...(keepAlive !== undefined ? { scroll: keepAlive as string } : {}) },
+            {
+              ...requestOptions(timeoutMs),
+              ...options,
+            },
+          ),
+        (bytes) =>
+          rawOrParsed(
+            bytes,
+            plain && query.filter_path === undefined ? { totalAsInt, idKey: "_scroll_id", id: scrollId } : undefined,
+            kept.shape,
+          ),
+      ),
     );
-    const esId = contextIdOf(out);
+    const esId = "raw" in out ? out.raw.contextId : out.parsed.scrollId;
     const renew = contexts.needsRenewal(record, ms);
     if ((esId !== undefined && esId !== record.esId) || renew)
       await contexts.save(scrollId, { ...record, esId: esId ?? record.esId }, renew ? ms : undefined);
     const target: SearchTarget = { kinds: record.kinds, indices: [], chain };
-    if ("stream" in out) return sendStream(reply, out.stream, target, onHits);
     if ("raw" in out) {
       onHits?.(target, out.raw.hits, "bytes");
       return reply.type("application/json; charset=utf-8").send(out.raw.body as never);

@@ -10,7 +10,7 @@ import type { estypes } from "@elastic/elasticsearch";
 import { describe, expect, it } from "vitest";
 import { type HitsEnvelope, type ShapeOptions, shapeEnvelope } from "../../../../api/search/envelope.js";
 import { type RawEnvelope, shapeRawEnvelope } from "../../../../api/search/raw.js";
-import { BLOCK_HASH, block, esHitText, OTHER_BLOCK, TX_HASH, tx } from "./records.js";
+import { BLOCK_HASH, block, OTHER_BLOCK, TX_HASH, tx } from "./records.js";
 
 const PREFIX = "ethereum-ethereum-mainnet";
 const SHARDS = '"_shards":{"total":1,"successful":1,"skipped":0,"failed":0}';
@@ -37,7 +37,9 @@ const event = {
 
 /** One hit as ES 8 writes it; `score` and `sort` are raw JSON text (e.g. `0.0`, `[9223372036854775807]`). */
 function hitText(kind: string, id: string, score: string, source: unknown, fields?: Record<string, string[]>, sort?: string): string {
-  return esHitText(`${PREFIX}-${kind}`, id, score, source, fields, sort);
+  const f = fields ? `,"fields":${JSON.stringify(fields)}` : "";
+  const s = sort ? `,"sort":${sort}` : "";
+  return `{"_index":"${PREFIX}-${kind}","_id":${JSON.stringify(id)},"_score":${score},"_source":${JSON.stringify(source)}${f}${s}}`;
 }
 
 /** A whole `_search` response text; `total` and `maxScore` are raw JSON text. */
@@ -447,6 +449,19 @@ describe("shapeRawEnvelope: Elasticsearch 8's answer (the Elasticsearch-compatib
     expect(JSON.parse(bodyText(shapeRawEnvelope(noTotal, Buffer.allocUnsafe, {}))).hits).not.toHaveProperty("total");
     expect(JSON.parse(bodyText(shapeRawEnvelope(noTotal, Buffer.allocUnsafe, { totalAsInt: true }))).hits.total).toBe(-1);
     expect(shapeRawEnvelope(noTotal)).toBeUndefined();
+  });
+
+  it("a long scroll or point-in-time id (a context over many partitions, here 6 KB) is read whole", () => {
+    const longId = "A".repeat(6000);
+    const pit = shapeRawEnvelope(ok.replace('{"took"', `{"pit_id":"${longId}","took"`), Buffer.allocUnsafe, {
+      idKey: "pit_id",
+      id: "csp_ours",
+    });
+    expect(pit?.contextId).toBe(longId);
+    expect(JSON.parse(bodyText(pit)).pit_id).toBe("csp_ours");
+    expect(JSON.parse(bodyText(pit)).hits).toEqual(JSON.parse(bodyText(shapeRawEnvelope(ok, Buffer.allocUnsafe, {}))).hits);
+    // Past 64 KiB the head is not looked at: the parse path answers.
+    expect(shapeRawEnvelope(ok.replace('{"took"', `{"pit_id":"${"A".repeat(70_000)}","took"`), Buffer.allocUnsafe, {})).toBeUndefined();
   });
 
   it("the contract's envelope of a response with a pit_id keeps its own shape (the id is only read)", () => {

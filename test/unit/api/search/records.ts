@@ -36,17 +36,3 @@ export const block = {
   uncles: [],
   withdrawalsCount: null,
 };
-
-/** One hit as Elasticsearch 8 writes it (keys `_index`, `_id`, `_score`, `_source`, [`fields`], [`sort`]); `score` and `sort` are raw JSON text (e.g. `0.0`, `[9223372036854775807]`). */
-export function esHitText(
-  index: string,
-  id: string,
-  score: string,
-  source: unknown,
-  fields?: Record<string, string[]>,
-  sort?: string,
-): string {
-  const f = fields ? `,"fields":${JSON.stringify(fields)}` : "";
-  const s = sort ? `,"sort":${sort}` : "";
-  return `{"_index":"${index}","_id":${JSON.stringify(id)},"_score":${score},"_source":${JSON.stringify(source)}${f}${s}}`;
-}
