@@ -68,8 +68,15 @@ export interface RawEsFormat {
 /** The response head up to the opening of `hits.hits`, total as an integer or as `{value, relation: "eq"}`. */
 const HEAD =
   /^\{(?:"(?:_scroll_id|pit_id)":"([^"\\]*)",)?"took":(\d+),"timed_out":(true|false),(?:"terminated_early":false,)?"_shards":\{"total":(\d+),"successful":(\d+),"skipped":(\d+),"failed":(\d+)\},"hits":\{(?:"total":(?:(\d+)|\{"value":(\d+),"relation":"eq"\}),)?"max_score":(null|-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?),"hits":\[/;
-/** Bytes of the head looked at (the real head is about 150). */
-const HEAD_WINDOW = 512;
+/**
+ * Longest head looked at, in bytes: about 150 plus the scroll or point-in-time id, which grows
+ * with the shards searched (~100 bytes each: a point in time over many block-range partitions has
+ * an id of several KB, which a 512-byte window sent to the parse path). A longer head sends the
+ * response to the parse path.
+ */
+const HEAD_MAX_BYTES = 64 * 1024;
+/** The opening of `hits.hits`, the end of the head (it cannot occur before: the head holds numbers, booleans and a base64 id). */
+const HITS_OPEN = Buffer.from('"hits":[');
 
 /** One hit's head, exactly: from its opening brace to the start of its `_source`. */
 const HIT_HEAD = /^\{"_index":"([^"\\]+)","_id":"([^"\\]*)","_score":(null|-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?),"_source":$/;
@@ -161,7 +168,8 @@ export function shapeRawEnvelope(
 ): RawEnvelope | undefined {
   const buf = typeof response === "string" ? Buffer.from(response, "utf8") : response;
   // latin1 maps every byte to one char, so string offsets below are byte offsets.
-  const head = HEAD.exec(buf.toString("latin1", 0, Math.min(buf.length, HEAD_WINDOW)));
+  const open = buf.subarray(0, HEAD_MAX_BYTES).indexOf(HITS_OPEN);
+  const head = open < 0 || open + HITS_OPEN.length > HEAD_MAX_BYTES ? null : HEAD.exec(buf.toString("latin1", 0, open + HITS_OPEN.length));
   if (!head || buf.length < head[0].length + TAIL.length || buf.compare(TAIL, 0, TAIL.length, buf.length - TAIL.length) !== 0)
     return undefined;
   const [, contextId, took, timedOut, total, successful, skipped, failed, totalInt, totalValue, maxScore] = head as unknown as string[];

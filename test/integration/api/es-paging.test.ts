@@ -206,6 +206,26 @@ describe.skipIf(!up)("paging with the official JavaScript client: scroll, point 
     expect(wild).toEqual({ hits: { hits: [{ _source: { blockNumber: { num: expect.any(Number) } } }] } });
   });
 
+  it("point-in-time and scroll pages over several partitions (ids of several hundred bytes) are written from Elasticsearch's bytes", async () => {
+    const answers = async (): Promise<{ bytes: number; parsed: number }> => {
+      const text = (await app.inject({ method: "GET", url: "/metrics" })).body;
+      const count = (path: string): number =>
+        Number(new RegExp(`chainsift_search_answers_total\\{path="${path}"\\} (\\d+)`).exec(text)?.[1] ?? 0);
+      return { bytes: count("bytes"), parsed: count("parsed") };
+    };
+    const before = await answers();
+    const pit = await client.openPointInTime({ index: "event", keep_alive: "1m" });
+    const page = await client.search({ pit: { id: pit.id, keep_alive: "1m" }, size: 3, sort: [{ _shard_doc: "asc" }] });
+    expect(page.hits.hits).toHaveLength(3);
+    await client.closePointInTime({ id: pit.id });
+    const first = await client.search({ index: "event", scroll: "1m", size: 2, sort: ["_doc"] });
+    const next = await client.scroll({ scroll_id: first._scroll_id as string, scroll: "1m" });
+    expect(next.hits.hits).toHaveLength(2);
+    await client.clearScroll({ scroll_id: first._scroll_id });
+    // The point-in-time page, the scroll's first page and its next page.
+    expect(await answers()).toEqual({ bytes: before.bytes + 3, parsed: before.parsed });
+  });
+
   it("helpers.msearch answers each search", async () => {
     const m = client.helpers.msearch();
     const [a, b] = await Promise.all([

@@ -451,6 +451,19 @@ describe("shapeRawEnvelope: Elasticsearch 8's answer (the Elasticsearch-compatib
     expect(shapeRawEnvelope(noTotal)).toBeUndefined();
   });
 
+  it("a long scroll or point-in-time id (a context over many partitions, here 6 KB) is read whole", () => {
+    const longId = "A".repeat(6000);
+    const pit = shapeRawEnvelope(ok.replace('{"took"', `{"pit_id":"${longId}","took"`), Buffer.allocUnsafe, {
+      idKey: "pit_id",
+      id: "csp_ours",
+    });
+    expect(pit?.contextId).toBe(longId);
+    expect(JSON.parse(bodyText(pit)).pit_id).toBe("csp_ours");
+    expect(JSON.parse(bodyText(pit)).hits).toEqual(JSON.parse(bodyText(shapeRawEnvelope(ok, Buffer.allocUnsafe, {}))).hits);
+    // Past 64 KiB the head is not looked at: the parse path answers.
+    expect(shapeRawEnvelope(ok.replace('{"took"', `{"pit_id":"${"A".repeat(70_000)}","took"`), Buffer.allocUnsafe, {})).toBeUndefined();
+  });
+
   it("the contract's envelope of a response with a pit_id keeps its own shape (the id is only read)", () => {
     const raw = shapeRawEnvelope(ok.replace('{"took"', '{"pit_id":"abc","took"'));
     expect(raw?.contextId).toBe("abc");
