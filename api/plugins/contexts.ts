@@ -2,13 +2,17 @@
  * The scrolls and points in time of the API (api/search/contexts.ts): decorates the app with
  * `contexts`, closes the contexts this instance opened when the app closes (onClose), and reports
  * the open ones of every instance as the gauge `chainsift_search_contexts_open{type="scroll"|"pit"}`
- * (read from Redis when `/metrics` is scraped).
+ * (read from Redis when `/metrics` is scraped). Also decorates the app with `readAhead`, the
+ * read-ahead of point-in-time pages (api/search/read-ahead.ts; undefined when config
+ * `api.readAhead.enabled` is false), counted as `chainsift_search_read_ahead_total{outcome="hit"|"miss"}`
+ * and emptied when the app closes.
  * @module
  */
 import type { FastifyPluginAsync } from "fastify";
-import { Gauge, type Registry } from "prom-client";
+import { Counter, Gauge, type Registry } from "prom-client";
 import type { Config } from "../../lib/config/index.js";
 import { type ContextType, SearchContexts } from "../search/contexts.js";
+import { ReadAhead } from "../search/read-ahead.js";
 import { globalPlugin } from "./plugin.js";
 import { REDIS_COMMAND_TIMEOUT_MS } from "./redis.js";
 
@@ -16,6 +20,8 @@ declare module "fastify" {
   interface FastifyInstance {
     /** Scrolls and points in time (see api/search/contexts.ts). */
     contexts: SearchContexts;
+    /** The read-ahead of point-in-time pages (api/search/read-ahead.ts), or undefined when turned off. */
+    readAhead: ReadAhead | undefined;
   }
 }
 
@@ -27,6 +33,9 @@ export interface ContextsPluginOptions {
 
 /** Name of the open-contexts gauge. */
 export const OPEN_CONTEXTS_METRIC = "chainsift_search_contexts_open";
+
+/** Name of the read-ahead outcome counter. */
+export const READ_AHEAD_METRIC = "chainsift_search_read_ahead_total";
 
 /** Which contexts each registry's gauge reports: the last app registered on it. */
 const sources = new WeakMap<Registry, SearchContexts>();
@@ -59,7 +68,22 @@ export const contextsPlugin: FastifyPluginAsync<ContextsPluginOptions> = globalP
         for (const type of ["scroll", "pit"] as ContextType[]) if (counts) this.set({ type }, counts[type]);
       },
     });
+  const settings = config.api.readAhead;
+  let readAhead: ReadAhead | undefined;
+  if (settings.enabled) {
+    const outcomes =
+      (registry.getSingleMetric(READ_AHEAD_METRIC) as Counter<"outcome"> | undefined) ??
+      new Counter({
+        name: READ_AHEAD_METRIC,
+        help: "Point-in-time pages read ahead, by outcome: hit (a request answered from it), miss (dropped unused: another request, expired, or failed).",
+        labelNames: ["outcome"] as const,
+        registers: [registry],
+      });
+    readAhead = new ReadAhead({ maxBytes: settings.maxBytes, ttlMs: settings.ttlMs, onOutcome: (outcome) => outcomes.inc({ outcome }) });
+  }
+  app.decorate("readAhead", readAhead);
   app.addHook("onClose", async () => {
+    readAhead?.clear();
     await contexts.closeAll();
   });
 }, "chainsift-contexts");

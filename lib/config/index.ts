@@ -13,6 +13,7 @@ import { type ChainEntry, type ChainsFileError, chainKey } from "./chains-file.j
 import { type IncidentApisConfig, incidentApisOf } from "./incidents.js";
 import { bool, ConfigError, explorers, int, list, oneOf, percent, str } from "./parse.js";
 import { partitioningOf } from "./partitioning.js";
+import { type ReadAheadConfig, readAheadOf } from "./read-ahead.js";
 import { type ResultCacheConfig, resultCacheOf } from "./result-cache.js";
 import { type ChainId, type ChainIdSource, type ChainSettings, servedChains } from "./served-chains.js";
 import { CRASH_POINTS, type CrashPoint, LOG_FORMATS, type LogFormat } from "./values.js";
@@ -178,6 +179,8 @@ export interface Config {
      * (https://www.elastic.co/guide/en/elasticsearch/reference/8.19/shard-request-cache.html).
      */
     resultCache: ResultCacheConfig;
+    /** The read-ahead of point-in-time pages (api/search/read-ahead.ts, docs/api.md). */
+    readAhead: ReadAheadConfig;
   };
   ingest: {
     /**
@@ -521,6 +524,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       keepAliveTimeoutMs: int(env, "CHAINSIFT_API_KEEP_ALIVE_TIMEOUT_MS", 72_000, 1),
       connectionTimeoutMs: int(env, "CHAINSIFT_API_CONNECTION_TIMEOUT_MS", 120_000, 1),
       resultCache: resultCacheOf(env),
+      readAhead: readAheadOf(env),
     },
     ingest: {
       rpcUrl: rpcUrls[0] as string,

@@ -23,6 +23,7 @@ import { type ContextRecord, contextTypeOf, type ScrollAnswer, type SearchContex
 import { type EsAnswerOptions, toEsSearchResponse } from "../../search/es-shape.js";
 import { applyFilterPath } from "../../search/filter-path.js";
 import type { RawEnvelope, RawEsFormat } from "../../search/raw.js";
+import { runPitPage } from "../../search/read-ahead.js";
 import type { CacheOutcome } from "../../search/result-cache.js";
 import {
   rawOrParsed,
@@ -170,7 +171,9 @@ export function esSearcher({ app, config, contexts }: PagingDeps): (input: EsSea
       if (scroll) Object.assign(format, { idKey: "_scroll_id", id: scroll.id });
       const run = async (): Promise<{ raw: RawEnvelope } | { parsed: SearchWithIds }> =>
         plain && query.filter_path === undefined
-          ? runEsSearchBytes(app.es, plan, t, timeoutMs, options, format)
+          ? pit
+            ? runPitPage(app.es, app.readAhead, pit.id, { plan, target: t, requestTimeoutMs: timeoutMs, options, format })
+            : runEsSearchBytes(app.es, plan, t, timeoutMs, options, format)
           : { parsed: await runSearchWithIds(app.es, plan, t, timeoutMs, options) };
       const out = pit ? await contexts.use(pit.id, pit.record, "pit.id", run) : await run();
       const esContextId = "raw" in out ? out.raw.contextId : (out.parsed.pitId ?? out.parsed.scrollId);
@@ -416,6 +419,7 @@ export function pagingRoutes(
       if (!isJsonObject(body) || Object.keys(body).some((k) => k !== "id"))
         throw apiError("CS_BODY_INVALID", "give the point in time to close as {id}", "id");
       const record = await contexts.load(body.id, "pit", account(request), chain, "id");
+      app.readAhead?.drop(body.id as string);
       await contexts.close(body.id as string, record);
       return json(reply, { succeeded: true, num_freed: 1 });
     },

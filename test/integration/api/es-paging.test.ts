@@ -206,6 +206,71 @@ describe.skipIf(!up)("paging with the official JavaScript client: scroll, point 
     expect(wild).toEqual({ hits: { hits: [{ _source: { blockNumber: { num: expect.any(Number) } } }] } });
   });
 
+  it("point-in-time pages are read ahead: answered from it (metric hits), another size than predicted still gets its own page, the same pages as without read-ahead", async () => {
+    const readAhead = async (a: FastifyInstance, outcome: string): Promise<number> => {
+      const text = (await a.inject({ method: "GET", url: "/metrics" })).body;
+      return Number(new RegExp(`chainsift_search_read_ahead_total\\{outcome="${outcome}"\\} (\\d+)`).exec(text)?.[1] ?? 0);
+    };
+    const sort: estypes.SortCombinations[] = [{ "blockNumber.num": "asc" }, { transactionHash: "asc" }, { "logIndex.num": "asc" }];
+    /** Pages of 1, from the third on of 2 (the third is not the predicted request); the keys in order, each request's size and hits. */
+    const exportAll = async (c: Client): Promise<{ keys: string[]; asked: number[]; got: number[] }> => {
+      const pit = await c.openPointInTime({ index: "event", keep_alive: "1m" });
+      const keys: string[] = [];
+      const asked: number[] = [];
+      const got: number[] = [];
+      let after: Array<string | number> | undefined;
+      for (let n = 0; ; n++) {
+        const size = n < 2 ? 1 : 2;
+        const page = await c.search<{ transactionHash: string; logIndex: { num: number } }>({
+          pit: { id: pit.id, keep_alive: "1m" },
+          size,
+          sort,
+          ...(after ? { search_after: after } : {}),
+        });
+        asked.push(size);
+        got.push(page.hits.hits.length);
+        if (page.hits.hits.length === 0) break;
+        keys.push(...page.hits.hits.map((h) => eventKey(h._source as never)));
+        after = page.hits.hits.at(-1)?.sort as Array<string | number>;
+      }
+      await c.closePointInTime({ id: pit.id });
+      return { keys, asked, got };
+    };
+    const plain = await client.search<{ transactionHash: string; logIndex: { num: number } }>({ index: "event", size: 100, sort });
+    const expected = plain.hits.hits.map((h) => eventKey(h._source as never));
+    const [hits, misses] = [await readAhead(app, "hit"), await readAhead(app, "miss")];
+    const withReadAhead = await exportAll(client);
+    expect(withReadAhead.keys).toEqual(expected);
+    // A full page is read ahead with the same size: the next request is answered from it when it asks that size (a hit), else it is dropped (a miss).
+    let expectHits = 0;
+    let expectMisses = 0;
+    for (let i = 1; i < withReadAhead.asked.length; i++)
+      if (withReadAhead.got[i - 1] === withReadAhead.asked[i - 1]) {
+        if (withReadAhead.asked[i] === withReadAhead.asked[i - 1]) expectHits++;
+        else expectMisses++;
+      }
+    expect(expectHits).toBeGreaterThan(1);
+    expect(expectMisses).toBe(1);
+    expect(await readAhead(app, "hit")).toBe(hits + expectHits);
+    expect(await readAhead(app, "miss")).toBe(misses + expectMisses);
+
+    const off = await buildApi({
+      config: { ...config, api: { ...config.api, readAhead: { ...config.api.readAhead, enabled: false } } },
+      es,
+      logger: false,
+    });
+    try {
+      await off.listen({ host: "127.0.0.1", port: 0 });
+      const offNode = `http://127.0.0.1:${(off.server.address() as AddressInfo).port}/ethereum/ethereum/mainnet/es`;
+      const offClient = new Client({ node: offNode, auth: { bearer: iso.token } });
+      expect(await exportAll(offClient)).toEqual(withReadAhead);
+      expect(await readAhead(off, "hit")).toBe(0);
+      await offClient.close();
+    } finally {
+      await off.close();
+    }
+  });
+
   it("point-in-time and scroll pages over several partitions (ids of several hundred bytes) are written from Elasticsearch's bytes", async () => {
     const answers = async (): Promise<{ bytes: number; parsed: number }> => {
       const text = (await app.inject({ method: "GET", url: "/metrics" })).body;
