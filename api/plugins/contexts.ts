@@ -4,8 +4,9 @@
  * the open ones of every instance as the gauge `chainsift_search_contexts_open{type="scroll"|"pit"}`
  * (read from Redis when `/metrics` is scraped). Also decorates the app with `readAhead`, the
  * read-ahead of point-in-time pages (api/search/read-ahead.ts; undefined when config
- * `api.readAhead.enabled` is false), counted as `chainsift_search_read_ahead_total{outcome="hit"|"miss"}`
- * and emptied when the app closes.
+ * `api.readAhead.enabled` is false) and `scrollAhead`, that of scroll pages (api/search/scroll-ahead.ts),
+ * counted as `chainsift_search_read_ahead_total{outcome="hit"|"handoff"|"miss"}` and emptied when the
+ * app closes (scroll pages still being handed over are written to Redis first).
  * @module
  */
 import type { FastifyPluginAsync } from "fastify";
@@ -13,6 +14,7 @@ import { Counter, Gauge, type Registry } from "prom-client";
 import type { Config } from "../../lib/config/index.js";
 import { type ContextType, SearchContexts } from "../search/contexts.js";
 import { ReadAhead } from "../search/read-ahead.js";
+import { ScrollAhead } from "../search/scroll-ahead.js";
 import { globalPlugin } from "./plugin.js";
 import { REDIS_COMMAND_TIMEOUT_MS } from "./redis.js";
 
@@ -22,6 +24,8 @@ declare module "fastify" {
     contexts: SearchContexts;
     /** The read-ahead of point-in-time pages (api/search/read-ahead.ts), or undefined when turned off. */
     readAhead: ReadAhead | undefined;
+    /** The read-ahead of scroll pages (api/search/scroll-ahead.ts), or undefined when turned off. */
+    scrollAhead: ScrollAhead | undefined;
   }
 }
 
@@ -70,20 +74,38 @@ export const contextsPlugin: FastifyPluginAsync<ContextsPluginOptions> = globalP
     });
   const settings = config.api.readAhead;
   let readAhead: ReadAhead | undefined;
+  let scrollAhead: ScrollAhead | undefined;
   if (settings.enabled) {
     const outcomes =
       (registry.getSingleMetric(READ_AHEAD_METRIC) as Counter<"outcome"> | undefined) ??
       new Counter({
         name: READ_AHEAD_METRIC,
-        help: "Point-in-time pages read ahead, by outcome: hit (a request answered from it), miss (dropped unused: another request, expired, or failed).",
+        help: "Point-in-time and scroll pages read ahead, by outcome: hit (a request answered from this instance's), handoff (a scroll page from another instance's, through Redis), miss (dropped unused: another request, expired, or failed).",
         labelNames: ["outcome"] as const,
         registers: [registry],
       });
-    readAhead = new ReadAhead({ maxBytes: settings.maxBytes, ttlMs: settings.ttlMs, onOutcome: (outcome) => outcomes.inc({ outcome }) });
+    const onOutcome = (outcome: string) => outcomes.inc({ outcome });
+    readAhead = new ReadAhead({ maxBytes: settings.maxBytes, ttlMs: settings.ttlMs, onOutcome });
+    // The hand-over channel's own connection (a subscriber cannot run commands); errors are retried by node-redis.
+    const subscriber = app.redis.duplicate();
+    subscriber.on("error", () => {});
+    await subscriber.connect();
+    scrollAhead = new ScrollAhead({
+      redis: app.redis,
+      subscriber,
+      keyPrefix: config.redisKeyPrefix,
+      maxBytes: settings.maxBytes,
+      ttlMs: settings.ttlMs,
+      waitMs: config.elasticsearch.requestTimeoutMs,
+      onOutcome,
+    });
+    await scrollAhead.open();
   }
   app.decorate("readAhead", readAhead);
+  app.decorate("scrollAhead", scrollAhead);
   app.addHook("onClose", async () => {
     readAhead?.clear();
+    await scrollAhead?.close();
     await contexts.closeAll();
   });
 }, "chainsift-contexts");

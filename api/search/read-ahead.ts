@@ -17,8 +17,8 @@
  *   nothing, and with several API instances a request landing on another instance just queries
  *   Elasticsearch (the page fetched ahead is dropped after {@link ReadAheadOptions.ttlMs}). A failed
  *   read-ahead is dropped silently: the request then asks Elasticsearch itself and gets its error.
- *   Scrolls are not read ahead: each scroll call advances Elasticsearch's cursor, so a page fetched
- *   ahead by one instance would be missing from the answer another instance gives.
+ *   Scrolls are read ahead differently (api/search/scroll-ahead.ts): each scroll call advances
+ *   Elasticsearch's cursor, so a page fetched ahead by one instance must be handed over.
  * - **Bounded.** One page per point in time; at most {@link ReadAheadOptions.maxBytes} held per
  *   instance (no read-ahead while they are reached); dropped after {@link ReadAheadOptions.ttlMs}
  *   unused, when the point in time is closed, and on the app's close.

@@ -179,7 +179,7 @@ export interface Config {
      * (https://www.elastic.co/guide/en/elasticsearch/reference/8.19/shard-request-cache.html).
      */
     resultCache: ResultCacheConfig;
-    /** The read-ahead of point-in-time pages (api/search/read-ahead.ts, docs/api.md). */
+    /** The read-ahead of point-in-time and scroll pages (api/search/read-ahead.ts, api/search/scroll-ahead.ts, docs/api.md). */
     readAhead: ReadAheadConfig;
   };
   ingest: {

@@ -1,17 +1,17 @@
 /**
  * The read-ahead variables of `loadConfig` (lib/config/index.ts, `config.api.readAhead`; issue 30):
- * the API fetching the next page of a point in time while the client reads the current one
- * (api/search/read-ahead.ts, docs/api.md "Read-ahead of point-in-time pages").
+ * the API fetching the next page of a point in time or a scroll while the client reads the current one
+ * (api/search/read-ahead.ts, api/search/scroll-ahead.ts, docs/api.md "Point in time").
  * @module
  */
 import { bool, int } from "./parse.js";
 
-/** Settings of the API's read-ahead of point-in-time pages (api/search/read-ahead.ts). */
+/** Settings of the API's read-ahead of point-in-time and scroll pages (api/search/read-ahead.ts, api/search/scroll-ahead.ts). */
 export interface ReadAheadConfig {
-  /** Whether the next page of a point in time is fetched ahead. Env `CHAINSIFT_API_READ_AHEAD`, default true. */
+  /** Whether the next page of a point in time or a scroll is fetched ahead. Env `CHAINSIFT_API_READ_AHEAD`, default true. */
   enabled: boolean;
   /**
-   * Most bytes of Elasticsearch answers an API instance holds ahead, over all points in time; none is
+   * Most bytes of Elasticsearch answers an API instance holds ahead, over all points in time (and, apart, over all scrolls); none is
    * fetched ahead while they reach it. Env `CHAINSIFT_API_READ_AHEAD_MAX_BYTES`, default 67108864 (64 MiB).
    */
   maxBytes: number;

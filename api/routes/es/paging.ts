@@ -26,6 +26,7 @@ import type { RawEnvelope, RawEsFormat } from "../../search/raw.js";
 import { runPitPage } from "../../search/read-ahead.js";
 import type { CacheOutcome } from "../../search/result-cache.js";
 import {
+  type AS_STREAM,
   rawOrParsed,
   requestOptions,
   runEsSearchBytes,
@@ -107,6 +108,7 @@ export function filtered(body: unknown, query: EsSearchQuery): unknown {
 export function esSearcher({ app, config, contexts }: PagingDeps): (input: EsSearchInput) => Promise<EsSearchResult> {
   const timeoutMs = config.elasticsearch.requestTimeoutMs;
   const prefix = config.elasticsearch.indexPrefix;
+  const scrolls = scrollCalls(app, timeoutMs);
   return async ({ target, pathIndex, body, query, account, scrollAllowed, requestCache }) => {
     const req = splitEsSearch(body, query);
     const chain = chainLabel(target.chain);
@@ -198,6 +200,8 @@ export function esSearcher({ app, config, contexts }: PagingDeps): (input: EsSea
           true,
         );
         answer.scrollId = scroll.id;
+        if (("raw" in out ? out.raw.hits : out.parsed.envelope.hits.hits.length) > 0)
+          await scrolls.ahead(scroll.id, esContextId, query.scroll);
         scroll = undefined;
       }
       const used = cache?.outcome ? { cache: cache.outcome } : {};
@@ -211,6 +215,23 @@ export function esSearcher({ app, config, contexts }: PagingDeps): (input: EsSea
 }
 
 type ChainPath = { technology: string; blockchain: string; network: string; index?: string; scroll_id?: string };
+
+/**
+ * Elasticsearch's scroll calls of an app: `call(esId, keepAlive)` is withResponseBytes' `send` for the
+ * next page; `ahead(id, esId, keepAlive)` claims and starts the read-ahead of scroll `id`'s next page
+ * (api/search/scroll-ahead.ts; nothing when it is off or its claim cannot be written).
+ */
+function scrollCalls(app: FastifyInstance, timeoutMs: number) {
+  const call = (esId: string, keepAlive: string | undefined) => (options: typeof AS_STREAM) =>
+    app.es.scroll(
+      { scroll_id: esId, ...(keepAlive !== undefined ? { scroll: keepAlive } : {}) },
+      { ...requestOptions(timeoutMs), ...options },
+    );
+  const ahead = async (id: string, esId: string, keepAlive: string | undefined): Promise<void> => {
+    await app.scrollAhead?.start(id, () => withResponseBytes(call(esId, keepAlive), (bytes) => Buffer.from(bytes))).catch(() => {});
+  };
+  return { call, ahead };
+}
 
 /** The ids of a clear-scroll request: body `scroll_id` (string or array), else the path's comma list. */
 function scrollIdsOf(body: unknown, pathIds: string | undefined): string[] {
@@ -237,6 +258,7 @@ export function pagingRoutes(
   const timeoutMs = config.elasticsearch.requestTimeoutMs;
   const base = "/:technology/:blockchain/:network/es";
   const tags = ["elasticsearch"];
+  const scrolls = scrollCalls(app, timeoutMs);
   const chainOf = (request: FastifyRequest): ChainId =>
     resolveIndexTarget(chains, prefix, { ...(request.params as ChainPath), index: "" }).chain;
   const account = (request: FastifyRequest): string => {
@@ -266,25 +288,19 @@ export function pagingRoutes(
       !kept.shape.fields &&
       !kept.shape.fieldPatterns &&
       !kept.shape.highlight;
-    const out = await contexts.use(scrollId, record, "scroll_id", () =>
-      withResponseBytes(
-        (options) =>
-          app.es.scroll(
-            { scroll_id: record.esId, ...(keepAlive !== undefined ? { scroll: keepAlive as string } : {}) },
-            {
-              ...requestOptions(timeoutMs),
-              ...options,
-            },
-          ),
-        (bytes) =>
-          rawOrParsed(
-            bytes,
-            plain && query.filter_path === undefined ? { totalAsInt, idKey: "_scroll_id", id: scrollId } : undefined,
-            kept.shape,
-          ),
-      ),
-    );
+    const shape = (bytes: Buffer) =>
+      rawOrParsed(
+        bytes,
+        plain && query.filter_path === undefined ? { totalAsInt, idKey: "_scroll_id", id: scrollId } : undefined,
+        kept.shape,
+      );
+    const out = await contexts.use(scrollId, record, "scroll_id", async () => {
+      const ahead = await app.scrollAhead?.take(scrollId);
+      return ahead ? shape(ahead) : withResponseBytes(scrolls.call(record.esId, keepAlive as string | undefined), shape);
+    });
     const esId = "raw" in out ? out.raw.contextId : out.parsed.scrollId;
+    if (("raw" in out ? out.raw.hits : out.parsed.envelope.hits.hits.length) > 0)
+      await scrolls.ahead(scrollId, esId ?? record.esId, keepAlive as string | undefined);
     const renew = contexts.needsRenewal(record, ms);
     if ((esId !== undefined && esId !== record.esId) || renew)
       await contexts.save(scrollId, { ...record, esId: esId ?? record.esId }, renew ? ms : undefined);
@@ -317,6 +333,7 @@ export function pagingRoutes(
     for (const id of ids) {
       try {
         const record = await contexts.load(id, "scroll", who, chain, "scroll_id");
+        await app.scrollAhead?.drop(id);
         await contexts.close(id, record);
         freed++;
       } catch (err) {

@@ -1,0 +1,155 @@
+/**
+ * Read-ahead of scroll pages (api/search/scroll-ahead.ts) against the real Elasticsearch and Redis,
+ * with two API instances sharing them: a scroll paged on one instance is answered from its
+ * read-ahead; a scroll whose pages alternate between the two instances returns every document
+ * exactly once, in order, the pages read ahead by one handed over to the other through Redis; a
+ * page claimed by an instance that never hands it over is 404 `CS_CONTEXT_NOT_FOUND`, never a
+ * silently missing page; an instance that closes hands over the page it holds; clearing a scroll
+ * drops its claim.
+ */
+import type { AddressInfo } from "node:net";
+import { Client, errors } from "@elastic/elasticsearch";
+import type { FastifyInstance } from "fastify";
+import { createClient } from "redis";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { buildApi } from "../../../api/app.js";
+import { loadConfig } from "../../../lib/config/index.js";
+import { uniformPartitioning } from "../../../lib/partitioning.js";
+import { deleteRedisKeys, indexFixtures, isolatedApi, MAINNET, searchStackUp, txs } from "./fixtures.js";
+
+const base = loadConfig();
+const up = await searchStackUp(base);
+const iso = isolatedApi(base, "sa");
+/** A short wait for another instance's page, so that the lost-page case answers quickly. */
+const config = { ...iso.config, elasticsearch: { ...iso.config.elasticsearch, requestTimeoutMs: 1500 } };
+
+/** The transactions' hashes in the order of the scrolls below. */
+const expected = [...txs].sort((a, b) => a.blockNumber.num - b.blockNumber.num || (a.hash < b.hash ? -1 : 1)).map((t) => t.hash);
+const sort = ["blockNumber.num", { hash: "asc" as const }];
+
+describe.skipIf(!up)("scroll read-ahead across two API instances", () => {
+  let es: Client;
+  const apps: FastifyInstance[] = [];
+  const clients: Client[] = [];
+
+  const readAhead = async (app: FastifyInstance): Promise<Record<string, number>> => {
+    const text = (await app.inject({ method: "GET", url: "/metrics" })).body;
+    const out: Record<string, number> = { hit: 0, handoff: 0, miss: 0 };
+    for (const m of text.matchAll(/^chainsift_search_read_ahead_total\{outcome="(\w+)"\} (\d+)$/gm)) out[m[1] as string] = Number(m[2]);
+    return out;
+  };
+
+  beforeAll(async () => {
+    es = new Client({ node: base.elasticsearch.url });
+    await indexFixtures(es, MAINNET, iso.indexPrefix, uniformPartitioning(1));
+    for (let i = 0; i < 2; i++) {
+      const app = await buildApi({ config, es, logger: false });
+      await app.listen({ host: "127.0.0.1", port: 0 });
+      apps.push(app);
+      const node = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}/ethereum/ethereum/mainnet/es`;
+      clients.push(new Client({ node, auth: { bearer: iso.token } }));
+    }
+  });
+
+  afterAll(async () => {
+    for (const c of clients) await c.close();
+    for (const a of apps) await a.close();
+    if (es) {
+      await es.indices.delete({ index: `${iso.indexPrefix}*`, ignore_unavailable: true, allow_no_indices: true }).catch(() => {});
+      await es.close();
+    }
+    await deleteRedisKeys(base.redisUrl, `${iso.id}:`);
+  });
+
+  /** Pages a scroll of `size`, page n through instance `via(n)`; the hashes seen. */
+  async function scrollAll(size: number, via: (n: number) => number): Promise<string[]> {
+    const first = await (clients[via(0)] as Client).search<{ hash: string }>({ index: "tx", scroll: "1m", size, sort });
+    const seen = first.hits.hits.map((h) => h._source?.hash as string);
+    let id = first._scroll_id as string;
+    for (let n = 1; ; n++) {
+      const page = await (clients[via(n)] as Client).scroll<{ hash: string }>({ scroll_id: id, scroll: "1m" });
+      if (page.hits.hits.length === 0) break;
+      seen.push(...page.hits.hits.map((h) => h._source?.hash as string));
+      id = page._scroll_id as string;
+    }
+    await (clients[0] as Client).clearScroll({ scroll_id: id });
+    return seen;
+  }
+
+  it("pages on one instance come from its read-ahead, every transaction once, in order", async () => {
+    const before = await readAhead(apps[0] as FastifyInstance);
+    expect(await scrollAll(2, () => 0)).toEqual(expected);
+    const after = await readAhead(apps[0] as FastifyInstance);
+    // Every page after the first, and the empty one that ends the scroll, was read ahead.
+    expect((after.hit ?? 0) - (before.hit ?? 0)).toBe(Math.ceil(txs.length / 2));
+  });
+
+  it("pages alternating between the instances: every transaction once, in order, the pages handed over through Redis", async () => {
+    const before = await Promise.all(apps.map(readAhead));
+    expect(await scrollAll(2, (n) => n % 2)).toEqual(expected);
+    const after = await Promise.all(apps.map(readAhead));
+    const handoffs = (after[0]?.handoff ?? 0) + (after[1]?.handoff ?? 0) - (before[0]?.handoff ?? 0) - (before[1]?.handoff ?? 0);
+    expect(handoffs).toBe(Math.ceil(txs.length / 2));
+  });
+
+  it("a page claimed by an instance that never hands it over is 404 CS_CONTEXT_NOT_FOUND, not a missing page", async () => {
+    const first = await (clients[0] as Client).search({ index: "tx", scroll: "1m", size: 2, sort });
+    const id = first._scroll_id as string;
+    // Instance 0 claimed page 2; replace its claim by one of an instance that is gone.
+    const redis = createClient({ url: base.redisUrl });
+    await redis.connect();
+    try {
+      const key = `${iso.id}:ctx:${id}:ahead`;
+      expect(await redis.get(key)).toContain('"owner"');
+      await redis.set(key, JSON.stringify({ owner: "gone", token: "never-written" }), { PX: 60_000 });
+    } finally {
+      await redis.quit();
+    }
+    const err = await (clients[1] as Client).scroll({ scroll_id: id, scroll: "1m" }).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect(err).toBeInstanceOf(errors.ResponseError);
+    const body = (err as InstanceType<typeof errors.ResponseError>).body as { error: { type: string; reason: string } };
+    expect((err as InstanceType<typeof errors.ResponseError>).statusCode).toBe(404);
+    expect(body.error.type).toBe("CS_CONTEXT_NOT_FOUND");
+    expect(body.error.reason).toContain("read ahead by an API instance that stopped");
+    await (clients[0] as Client).clearScroll({ scroll_id: id });
+  });
+
+  it("an instance that closes hands over the page it read ahead of another instance's scroll: nothing missing", async () => {
+    // (An instance closes the scrolls it opened when it closes, as documented; here instance 0 opened it.)
+    const first = await (clients[0] as Client).search<{ hash: string }>({ index: "tx", scroll: "1m", size: 2, sort });
+    const seen = first.hits.hits.map((h) => h._source?.hash as string);
+    const other = await buildApi({ config, es, logger: false });
+    await other.listen({ host: "127.0.0.1", port: 0 });
+    const node = `http://127.0.0.1:${(other.server.address() as AddressInfo).port}/ethereum/ethereum/mainnet/es`;
+    const otherClient = new Client({ node, auth: { bearer: iso.token } });
+    const second = await otherClient.scroll<{ hash: string }>({ scroll_id: first._scroll_id as string, scroll: "1m" });
+    seen.push(...second.hits.hits.map((h) => h._source?.hash as string));
+    await otherClient.close();
+    await other.close(); // it held page 3, read ahead
+    let id = second._scroll_id as string;
+    for (;;) {
+      const page = await (clients[0] as Client).scroll<{ hash: string }>({ scroll_id: id, scroll: "1m" });
+      if (page.hits.hits.length === 0) break;
+      seen.push(...page.hits.hits.map((h) => h._source?.hash as string));
+      id = page._scroll_id as string;
+    }
+    expect(seen).toEqual(expected);
+    await (clients[0] as Client).clearScroll({ scroll_id: id });
+  });
+
+  it("clearing a scroll drops its claim", async () => {
+    const first = await (clients[0] as Client).search({ index: "tx", scroll: "1m", size: 2, sort });
+    const id = first._scroll_id as string;
+    await (clients[1] as Client).clearScroll({ scroll_id: id });
+    const redis = createClient({ url: base.redisUrl });
+    await redis.connect();
+    try {
+      expect(await redis.keys(`${iso.id}:ctx:${id}:*`)).toEqual([]);
+    } finally {
+      await redis.quit();
+    }
+  });
+});
