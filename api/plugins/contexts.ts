@@ -86,10 +86,9 @@ export const contextsPlugin: FastifyPluginAsync<ContextsPluginOptions> = globalP
       });
     const onOutcome = (outcome: string) => outcomes.inc({ outcome });
     readAhead = new ReadAhead({ maxBytes: settings.maxBytes, ttlMs: settings.ttlMs, onOutcome });
-    // The hand-over channel's own connection (a subscriber cannot run commands); errors are retried by node-redis.
+    // The hand-over channel's own connection (a subscriber cannot run commands), connected in the
+    // background: the API starts without Redis, and reads no scroll ahead until it is subscribed.
     const subscriber = app.redis.duplicate();
-    subscriber.on("error", () => {});
-    await subscriber.connect();
     scrollAhead = new ScrollAhead({
       redis: app.redis,
       subscriber,
@@ -99,7 +98,19 @@ export const contextsPlugin: FastifyPluginAsync<ContextsPluginOptions> = globalP
       waitMs: config.elasticsearch.requestTimeoutMs,
       onOutcome,
     });
-    await scrollAhead.open();
+    const ahead = scrollAhead;
+    let subscribed = false;
+    subscriber.on("error", () => ahead.setReady(false));
+    subscriber.on("reconnecting", () => ahead.setReady(false));
+    subscriber.on("ready", () => ahead.setReady(subscribed)); // node-redis subscribes again on reconnection
+    void subscriber
+      .connect()
+      .then(() => ahead.open())
+      .then(() => {
+        subscribed = true;
+        ahead.setReady(true);
+      })
+      .catch(() => {});
   }
   app.decorate("readAhead", readAhead);
   app.decorate("scrollAhead", scrollAhead);

@@ -47,7 +47,7 @@ export interface ScrollAheadOptions {
   waitMs: number;
   /** Interval of the reads of another instance's page while waiting, in ms. Default 10. */
   pollMs?: number;
-  /** A connection of its own for the hand-over channel (subscribed by {@link ScrollAhead.open}, closed by {@link ScrollAhead.close}). */
+  /** A connection of its own for the hand-over channel (subscribed by {@link ScrollAhead.open}, destroyed by {@link ScrollAhead.close}). */
   subscriber: RedisClient;
   /** Called with `hit` (a page from this instance's memory), `handoff` (from another instance's), `miss` (read ahead, never taken). */
   onOutcome?: (outcome: "hit" | "handoff" | "miss") => void;
@@ -92,6 +92,7 @@ export class ScrollAhead {
   readonly instance = randomBytes(9).toString("base64url");
   private readonly local = new Map<string, Local>();
   private held = 0;
+  private ready = false;
   private readonly bufferRedis: RedisClient;
 
   constructor(private readonly o: ScrollAheadOptions) {
@@ -119,7 +120,7 @@ export class ScrollAhead {
   async start(id: string, fetch: () => Promise<Buffer>): Promise<void> {
     this.sweep();
     this.forget(id);
-    if (this.held >= this.o.maxBytes) return;
+    if (!this.ready || this.held >= this.o.maxBytes) return;
     const token = randomBytes(9).toString("base64url");
     await this.o.redis.set(this.claimKey(id), JSON.stringify({ owner: this.instance, token }), { PX: this.o.ttlMs });
     const result = fetch().then(
@@ -136,7 +137,20 @@ export class ScrollAhead {
     this.local.set(id, entry);
   }
 
-  /** Subscribes to this instance's hand-over channel. @throws Redis errors. */
+  /** Whether pages are read ahead now (see {@link setReady}). */
+  get isReady(): boolean {
+    return this.ready;
+  }
+
+  /**
+   * Whether this instance can hand pages over (its channel is subscribed): set by the owner of the
+   * subscriber connection; while false nothing is read ahead. Default false.
+   */
+  setReady(ready: boolean): void {
+    this.ready = ready;
+  }
+
+  /** Subscribes to this instance's hand-over channel (the connection must be open). @throws Redis errors. */
   async open(): Promise<void> {
     await this.o.subscriber.subscribe(this.channel(this.instance), (message) => {
       void this.handOver(message).catch(() => {});
@@ -220,8 +234,9 @@ export class ScrollAhead {
     const held = [...this.local];
     this.local.clear();
     this.held = 0;
+    this.ready = false;
     await Promise.allSettled(held.map(([id, entry]) => this.write(id, entry)));
-    await this.o.subscriber.close().catch(() => {});
+    if (this.o.subscriber.isOpen) this.o.subscriber.destroy();
   }
 
   private forget(id: string): void {

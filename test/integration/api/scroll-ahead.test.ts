@@ -15,6 +15,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildApi } from "../../../api/app.js";
 import { loadConfig } from "../../../lib/config/index.js";
 import { uniformPartitioning } from "../../../lib/partitioning.js";
+import { waitFor } from "../../support/harness.js";
 import { deleteRedisKeys, indexFixtures, isolatedApi, MAINNET, searchStackUp, txs } from "./fixtures.js";
 
 const base = loadConfig();
@@ -49,6 +50,8 @@ describe.skipIf(!up)("scroll read-ahead across two API instances", () => {
       const node = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}/ethereum/ethereum/mainnet/es`;
       clients.push(new Client({ node, auth: { bearer: iso.token } }));
     }
+    // The hand-over channel is subscribed in the background: no scroll is read ahead before.
+    await waitFor(async () => apps.every((a) => a.scrollAhead?.isReady), 10_000, 20);
   });
 
   afterAll(async () => {
@@ -123,11 +126,13 @@ describe.skipIf(!up)("scroll read-ahead across two API instances", () => {
     const seen = first.hits.hits.map((h) => h._source?.hash as string);
     const other = await buildApi({ config, es, logger: false });
     await other.listen({ host: "127.0.0.1", port: 0 });
+    await waitFor(async () => other.scrollAhead?.isReady, 10_000, 20);
     const node = `http://127.0.0.1:${(other.server.address() as AddressInfo).port}/ethereum/ethereum/mainnet/es`;
     const otherClient = new Client({ node, auth: { bearer: iso.token } });
     const second = await otherClient.scroll<{ hash: string }>({ scroll_id: first._scroll_id as string, scroll: "1m" });
     seen.push(...second.hits.hits.map((h) => h._source?.hash as string));
     await otherClient.close();
+    expect(await readAhead(other)).toMatchObject({ handoff: 1 }); // page 2 came from instance 0's read-ahead
     await other.close(); // it held page 3, read ahead
     let id = second._scroll_id as string;
     for (;;) {
