@@ -21,9 +21,11 @@ import { indexName } from "../es/mappings.js";
 import { deleteIndicesOf } from "../es/partitions.js";
 import type { Common } from "../lib/common.js";
 import { type ChainSettings, type Config, ConfigError, configOfChain } from "../lib/config/index.js";
+import { publishIndexWrites } from "../lib/index-writes.js";
 import type { Logger } from "../lib/logger.js";
 import type { ReadinessCheck } from "../lib/metrics.js";
 import { RECORD_KINDS } from "../lib/records.js";
+import { connectRedisClient } from "../lib/redis.js";
 import { withRpcClient } from "../lib/rpc/client.js";
 import type { PipelineChainContext } from "./chain-context.js";
 import { INDEX_REORGS_STAGE } from "./index/indexer.js";
@@ -169,17 +171,25 @@ export async function settleChainIds(config: Config, logger: Logger): Promise<Ch
  * consumer group that is new, would otherwise replay earlier runs).
  * @param common - the process context (logger).
  * @param chain - the embedded chain's context.
- * @throws when Elasticsearch or Kafka cannot be reached, or another process holds the consumer groups.
+ * Publishes the deleted aliases as an index write (lib/index-writes.ts), so the API's result caches
+ * drop their answers of the previous run.
+ * @throws when Elasticsearch, Redis or Kafka cannot be reached, or another process holds the consumer groups.
  */
 export async function forgetEarlierRuns(common: Pick<Common, "logger">, chain: PipelineChainContext): Promise<void> {
   const { config } = chain;
   const es = new Client({ node: config.elasticsearch.url });
   // The names are aliases over block-range partitions: their backing indices are deleted.
-  await deleteIndicesOf(
-    es,
-    RECORD_KINDS.map((k) => indexName(config.chain, k, config.elasticsearch.indexPrefix)),
-  );
+  const aliases = RECORD_KINDS.map((k) => indexName(config.chain, k, config.elasticsearch.indexPrefix));
+  await deleteIndicesOf(es, aliases);
   await es.close();
+  // A write like the index stage's: the API instances drop their cached answers of these aliases
+  // (api/search/result-cache.ts) now, not at the cache's maximum age.
+  const redis = await connectRedisClient(config.redisUrl);
+  try {
+    await publishIndexWrites(redis.client, config.redisKeyPrefix, aliases);
+  } finally {
+    await redis.close();
+  }
   const bus = await createBus({ config, logger: common.logger, setup: false });
   try {
     await skipExistingRecords(bus, [...CONSUMING_STAGES, INDEX_REORGS_STAGE]);
