@@ -73,7 +73,7 @@ function cacheMetrics(registry: Registry): Counter<"outcome"> {
   gauge("chainsift_search_cache_entries", "Answers held by the API's result cache.", (c) => c.stats().entries);
   return new Counter({
     name: CACHE_REQUESTS_METRIC,
-    help: "Searches by how they used the result cache: hit (answered from it), miss (sent to Elasticsearch), bypass (not cacheable, or the cache is in a write's refresh window or disconnected).",
+    help: "Searches without hits by how they used the result cache: hit (answered from it), miss (sent to Elasticsearch), bypass (not cached: request_cache=false, profile, now, a write's refresh window, or disconnected). Searches with hits, scrolls and points in time are not counted.",
     labelNames: ["outcome"] as const,
     registers: [registry],
   });

@@ -53,7 +53,7 @@ export interface ResultCacheOptions {
   marginMs: number;
   /** Clock in ms (tests); default `Date.now`. */
   now?: () => number;
-  /** Called on each outcome (metrics). */
+  /** Called on each outcome (metrics); requests that are never cached (hits, scroll, point in time) have none. */
   onOutcome?: (outcome: CacheOutcome) => void;
 }
 
@@ -92,6 +92,9 @@ export function bypassReason(req: estypes.SearchRequest): string | undefined {
   if (usesNow(req)) return "now";
   return undefined;
 }
+
+/** The {@link bypassReason}s of requests that are never cached whatever the cache's state: not counted as outcomes. */
+const NEVER_CACHED = new Set(["size", "scroll", "pit"]);
 
 /** The cache key of a request: its JSON text (see the module notes). Pure. */
 export function cacheKey(req: estypes.SearchRequest): string {
@@ -211,7 +214,8 @@ export class ResultCache {
   /**
    * Runs a search through the cache: a kept answer is handed to `use` at once; else `fetch` sends
    * the request and hands its response bytes to the function it is given, which keeps a copy when
-   * allowed (see the module notes) and calls `use`. `trace.outcome` is set to how it went.
+   * allowed (see the module notes) and calls `use`. `trace.outcome` is set to how it went, except for
+   * a request that is never cached (hits, a scroll or a point in time): no outcome, not counted.
    * @param req - the exact request `fetch` sends.
    * @param fetch - sends `req` and calls its argument with the response bytes (only valid during that call).
    * @param use - makes the answer of the response bytes (only valid during the call).
@@ -229,7 +233,11 @@ export class ResultCache {
       this.options.onOutcome?.(o);
     };
     const lru = this.lru;
-    const aliases = lru && bypassReason(req) === undefined ? aliasesOf(req) : undefined;
+    const reason = bypassReason(req);
+    // A search with hits, a scroll or a point in time is never cacheable: not counted at all, so that
+    // `bypass` counts the searches the cache could have answered (opted out, `now`, or a write's window).
+    if (reason !== undefined && NEVER_CACHED.has(reason)) return fetch(use);
+    const aliases = lru && reason === undefined ? aliasesOf(req) : undefined;
     if (!lru || !aliases || this.bypassed(aliases, started)) {
       outcome("bypass");
       return fetch(use);

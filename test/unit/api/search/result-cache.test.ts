@@ -141,14 +141,16 @@ describe("ResultCache", () => {
   it("bypasses requests it does not cache, and keeps no answer that timed out or failed", async () => {
     const { cache } = connectedCache();
     const es = searcher(cache);
-    expect((await es.run(volume([ALIAS], { size: 5 }))).outcome).toBe("bypass");
+    // Never cacheable (hits): no outcome at all, so `bypass` counts only what the cache could have answered.
+    expect((await es.run(volume([ALIAS], { size: 5 }))).outcome).toBeUndefined();
+    expect((await es.run(volume([ALIAS], { request_cache: false }))).outcome).toBe("bypass");
     es.answer(answer(1));
     expect((await es.run(volume())).outcome).toBe("miss");
     expect((await es.run(volume())).outcome).toBe("miss");
     es.answer(answer(0, true));
     expect((await es.run(volume())).outcome).toBe("miss");
     expect(cache.stats().entries).toBe(0);
-    expect(es.sent.n).toBe(4);
+    expect(es.sent.n).toBe(5);
   });
 
   it("keeps nothing when the answer's use throws (an error answer)", async () => {
