@@ -18,27 +18,6 @@ import { pino } from "pino";
 import { prettyFactory } from "pino-pretty";
 import type { LogFormat } from "./config/index.js";
 
-/**
- * The Kafka part of {@link REDACTED_PATHS} (pino `redact`, https://getpino.io/#/docs/redaction),
- * a safety net: no code logs these on purpose. A `Kafka` action's SASL and schema-registry passwords
- * (lib/rules/model.ts `KafkaParameters.sasl`, `.avro.auth`) wherever an action, its parameters or its `sasl` object is logged, up to
- * three levels deep.
- */
-const KAFKA_SECRET_PATHS = [
-  "password",
-  "*.password",
-  "sasl.password",
-  "*.sasl.password",
-  "parameters.sasl.password",
-  "*.parameters.sasl.password",
-  "auth.password",
-  "*.auth.password",
-  "avro.auth.password",
-  "*.avro.auth.password",
-  "parameters.avro.auth.password",
-  "*.parameters.avro.auth.password",
-] as const;
-
 /** The logger type passed through dependency objects. */
 export type Logger = pino.Logger;
 
@@ -95,23 +74,20 @@ export function isPretty(format: LogFormat, tty: boolean): boolean {
   return format === "pretty" || (format === "auto" && tty);
 }
 
+/** `<prefix><key>` and `*.<prefix><key>` for each prefix: the key at those places, at the top or one level down. */
+const secretAt = (key: string, prefixes: readonly string[]): string[] => prefixes.flatMap((p) => [`${p}${key}`, `*.${p}${key}`]);
+
 /**
  * Log fields that would hold a rule's secrets if an action, its parameters or a rule config were
- * ever logged: the Kafka passwords above, PagerDuty `routingKey`, Opsgenie `apiKey`. pino censors
- * them as `[redacted]` in every line (https://getpino.io/#/docs/redaction). Defence in depth: the
- * notify stage logs ids and codes, never parameters.
+ * ever logged, censored as `[redacted]` in every line by pino's `redact`
+ * (https://getpino.io/#/docs/redaction): a `Kafka` action's SASL and schema-registry passwords
+ * (lib/rules/model.ts `KafkaParameters.sasl`, `.avro.auth`), PagerDuty's `routingKey` and Opsgenie's
+ * `apiKey`, wherever an action, its parameters, its `sasl`/`auth` object or a rule's alerts are
+ * logged. Defence in depth: the notify stage logs ids and codes, never parameters.
  */
 export const REDACTED_PATHS: readonly string[] = [
-  ...KAFKA_SECRET_PATHS,
-  ...["routingKey", "apiKey"].flatMap((k) => [
-    k,
-    `*.${k}`,
-    `parameters.${k}`,
-    `*.parameters.${k}`,
-    `alerts[*].parameters.${k}`,
-    `config.alerts[*].parameters.${k}`,
-    `*.config.alerts[*].parameters.${k}`,
-  ]),
+  ...secretAt("password", ["", "sasl.", "parameters.sasl.", "auth.", "avro.auth.", "parameters.avro.auth."]),
+  ...["routingKey", "apiKey"].flatMap((k) => secretAt(k, ["", "parameters.", "alerts[*].parameters.", "config.alerts[*].parameters."])),
 ];
 const redact = { paths: [...REDACTED_PATHS], censor: "[redacted]" };
 
