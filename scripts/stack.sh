@@ -20,6 +20,8 @@
 #                  scripts/stack/kafka-pom.xml, started as `java kafka.Kafka server.properties`.
 #                  Its command-line tools (`kafka` command): org.apache.kafka:kafka-tools:3.9.1 from
 #                  scripts/stack/kafka-tools-pom.xml, in a folder of their own (dist/kafka-tools-3.9.1).
+#                  CHAINSIFT_KAFKA_VERSION=4.x.y: Kafka 4 instead (kafka4-pom.xml, kafka4-tools-pom.xml;
+#                  log4j 2), its own dist/ folders; data of the other major is refused (down --wipe kafka).
 #   elasticsearch  Elasticsearch 8.19.4, Maven Central artifact
 #                  org.elasticsearch.distribution.integ-test-zip:elasticsearch:8.19.4:zip
 #                  (minimal distribution, no bundled JDK: runs on the system Java 17; security off).
@@ -35,6 +37,7 @@
 #
 # Environment (defaults in brackets):
 #   CHAINSIFT_STACK_HOME [$HOME/.cache/chainsift/stack]  dist/ = downloads, run/<service>/ = state
+#   CHAINSIFT_KAFKA_VERSION [3.9.1]  or 4.<minor>.<patch> (Kafka 4, e.g. 4.1.2)
 #   KAFKA_PORT [9092]  KAFKA_CONTROLLER_PORT [9093]  ES_PORT [9200]  ES_TRANSPORT_PORT [9300]
 #   REGISTRY_PORT [8081]  REDIS_PORT [6379]  STACK_TIMEOUT [180] seconds to wait for readiness
 #   KAFKA_HEAP_OPTS [-Xms512m -Xmx512m]  ES_JAVA_OPTS [-Xms1g -Xmx1g]  REGISTRY_HEAP_OPTS [-Xmx512m]
@@ -44,7 +47,17 @@ set -euo pipefail
 set +m # no job control: background launches must not be process-group leaders (see setsid below)
 umask 022
 
-readonly KAFKA_VERSION=3.9.1
+# Kafka 3.9.1 by default; CHAINSIFT_KAFKA_VERSION=4.<minor>.<patch> selects a Kafka 4 broker from Maven
+# Central instead (issue 37: tried with 4.1.2; see docs/stack.md).
+readonly KAFKA_DEFAULT_VERSION=3.9.1
+KAFKA_VERSION=${CHAINSIFT_KAFKA_VERSION:-$KAFKA_DEFAULT_VERSION}
+[[ $KAFKA_VERSION == "$KAFKA_DEFAULT_VERSION" || $KAFKA_VERSION =~ ^4\.[0-9]+\.[0-9]+$ ]] || {
+  printf 'stack.sh: CHAINSIFT_KAFKA_VERSION must be %s or 4.<minor>.<patch> (e.g. 4.1.2), not %s\n' "$KAFKA_DEFAULT_VERSION" "$KAFKA_VERSION" >&2
+  exit 2
+}
+readonly KAFKA_VERSION
+# Kafka 4 logs through log4j 2, 3.9 through log4j 1 (reload4j): which configuration flag and file.
+if [[ $KAFKA_VERSION == 4.* ]]; then readonly KAFKA_MAJOR=4; else readonly KAFKA_MAJOR=3; fi
 readonly ES_VERSION=8.19.4
 readonly APICURIO_VERSION=3.0.9
 readonly ES_USER=chainsift-es
@@ -52,8 +65,17 @@ readonly ALL_SERVICES=(redis kafka elasticsearch registry)
 
 SCRIPT_DIR=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")" && pwd)
 readonly SCRIPT_DIR
-readonly KAFKA_POM="$SCRIPT_DIR/stack/kafka-pom.xml"
-readonly KAFKA_TOOLS_POM="$SCRIPT_DIR/stack/kafka-tools-pom.xml"
+if ((KAFKA_MAJOR == 4)); then
+  readonly KAFKA_POM="$SCRIPT_DIR/stack/kafka4-pom.xml" KAFKA_TOOLS_POM="$SCRIPT_DIR/stack/kafka4-tools-pom.xml"
+else
+  readonly KAFKA_POM="$SCRIPT_DIR/stack/kafka-pom.xml" KAFKA_TOOLS_POM="$SCRIPT_DIR/stack/kafka-tools-pom.xml"
+fi
+
+# kafka_log_flag FILE_WITHOUT_EXTENSION: the JVM flag that makes Kafka log with FILE.properties (log4j 1)
+# or FILE.log4j2.properties (log4j 2, Kafka 4).
+kafka_log_flag() {
+  if ((KAFKA_MAJOR == 4)); then echo "-Dlog4j2.configurationFile=file:$1.log4j2.properties"; else echo "-Dlog4j.configuration=file:$1.properties"; fi
+}
 
 STACK_HOME=${CHAINSIFT_STACK_HOME:-${HOME:?HOME is not set}/.cache/chainsift/stack}
 KAFKA_PORT=${KAFKA_PORT:-9092}
@@ -240,10 +262,12 @@ kafka_api_versions() {
 # Kafka: a real client round trip with the admin tool bundled in kafka_2.13 (TopicCommand and
 # ClusterTool live in the separate kafka-tools jar): it fetches the cluster metadata and then
 # queries every broker it lists; node 1 must be among them.
+# Kafka 4 moved the command to the kafka-tools jar.
 kafka_admin_ok() {
-  timeout 60 "$JAVA" -cp "$KAFKA_HOME/libs/*" \
-    -Dlog4j.configuration="file:$RUN/kafka/config/tools-log4j.properties" \
-    kafka.admin.BrokerApiVersionsCommand --bootstrap-server "127.0.0.1:$KAFKA_PORT" \
+  local cp="$KAFKA_HOME/libs/*" class=kafka.admin.BrokerApiVersionsCommand
+  if ((KAFKA_MAJOR == 4)); then cp="$KAFKA_TOOLS_HOME/libs/*" class=org.apache.kafka.tools.BrokerApiVersionsCommand; fi
+  timeout 60 "$JAVA" -cp "$cp" "$(kafka_log_flag "$RUN/kafka/config/tools-log4j")" \
+    "$class" --bootstrap-server "127.0.0.1:$KAFKA_PORT" \
     --command-config "$RUN/kafka/config/admin.properties" 2>/dev/null | grep -q '(id: 1 '
 }
 
@@ -339,7 +363,7 @@ fetch_maven_libs() {
   rm -rf "$tmp"
   mkdir -p "$tmp"
   cp "$pom" "$tmp/pom.xml"
-  run_mvn "$tmp" -f pom.xml dependency:copy-dependencies -DoutputDirectory="$tmp/libs" -DincludeScope=runtime
+  run_mvn "$tmp" -f pom.xml -Dkafka.version="$KAFKA_VERSION" dependency:copy-dependencies -DoutputDirectory="$tmp/libs" -DincludeScope=runtime
   [[ -f $tmp/libs/$jar ]] || die "$jar missing after download"
   rm -rf "$home"
   mv "$tmp" "$home"
@@ -464,6 +488,32 @@ log4j.appender.stderr.Target=System.err
 log4j.appender.stderr.layout=org.apache.log4j.PatternLayout
 log4j.appender.stderr.layout.ConversionPattern=[%d] %p %m (%c)%n
 EOF
+  cat >"$d/config/log4j.log4j2.properties" <<'EOF'
+# Generated by scripts/stack.sh (Kafka 4, log4j 2). Everything goes to stdout, which is redirected to logs/kafka.log.
+status = warn
+appender.stdout.type = Console
+appender.stdout.name = STDOUT
+appender.stdout.layout.type = PatternLayout
+appender.stdout.layout.pattern = [%d] %p %m (%c)%n
+rootLogger.level = info
+rootLogger.appenderRef.stdout.ref = STDOUT
+logger.kafka.name = kafka
+logger.kafka.level = warn
+logger.apache.name = org.apache.kafka
+logger.apache.level = warn
+logger.raftserver.name = kafka.server.KafkaRaftServer
+logger.raftserver.level = info
+EOF
+  cat >"$d/config/tools-log4j.log4j2.properties" <<'EOF'
+status = warn
+appender.stderr.type = Console
+appender.stderr.name = STDERR
+appender.stderr.target = SYSTEM_ERR
+appender.stderr.layout.type = PatternLayout
+appender.stderr.layout.pattern = [%d] %p %m (%c)%n
+rootLogger.level = warn
+rootLogger.appenderRef.stderr.ref = STDERR
+EOF
   cat >"$d/config/admin.properties" <<'EOF'
 request.timeout.ms=5000
 default.api.timeout.ms=10000
@@ -477,21 +527,29 @@ launch_kafka() {
   mkdir -p "$d/data" "$d/logs" "$d/pid" "$d/config"
   write_kafka_config "$d"
   printf '\n==== %s stack.sh: starting Kafka %s\n' "$(date -Is)" "$KAFKA_VERSION" >>"$log"
+  # Data written by another Kafka major is not started on: 3.9 cannot read what 4 wrote, and an
+  # upgrade in place is not what a switch of CHAINSIFT_KAFKA_VERSION should do silently.
+  local made="$d/data/.chainsift-kafka-major"
+  if [[ -f $d/data/meta.properties ]]; then
+    [[ $(cat "$made" 2>/dev/null || echo 3) == "$KAFKA_MAJOR" ]] ||
+      die "the Kafka data in $d/data was written by Kafka $(cat "$made" 2>/dev/null || echo 3).x, not $KAFKA_VERSION: 'stack.sh down --wipe kafka' first, or use another CHAINSIFT_STACK_HOME"
+  fi
   if [[ ! -f $d/data/meta.properties ]]; then
     # Fresh (or wiped) data dir: format it for KRaft. --ignore-formatted makes this a no-op
     # for a directory that is already formatted.
-    "$JAVA" -cp "$KAFKA_HOME/libs/*" -Dlog4j.configuration="file:$d/config/tools-log4j.properties" \
+    "$JAVA" -cp "$KAFKA_HOME/libs/*" "$(kafka_log_flag "$d/config/tools-log4j")" \
       kafka.tools.StorageTool format -t "$(kafka_cluster_id)" -c "$d/config/server.properties" \
       --ignore-formatted >>"$log" 2>&1 9>&- || {
       tail -n 20 "$log" >&2
       die "formatting the Kafka storage directory failed"
     }
+    echo "$KAFKA_MAJOR" >"$made"
   fi
   # setsid (new session: immune to the terminal's Ctrl-C/hangup) execs in place because the
   # subshell is not a process-group leader, so $! is the JVM's pid.
   # shellcheck disable=SC2086 # KAFKA_HEAP_OPTS holds several JVM options
   (cd "$d" && exec setsid nohup "$JAVA" $KAFKA_HEAP_OPTS -cp "$KAFKA_HOME/libs/*" \
-    -Dlog4j.configuration="file:$d/config/log4j.properties" \
+    "$(kafka_log_flag "$d/config/log4j")" \
     kafka.Kafka "$d/config/server.properties") </dev/null >>"$log" 2>&1 9>&- &
   echo $! >"$(pid_file kafka)"
 }
@@ -883,7 +941,7 @@ cmd_kafka() {
   done
   # The tools log WARN and above to stderr (their log4j default would be INFO on stdout).
   exec "$JAVA" -Xmx256m -cp "$KAFKA_TOOLS_HOME/libs/*" \
-    -Dlog4j.configuration="file:$SCRIPT_DIR/stack/kafka-tools-log4j.properties" \
+    "$(kafka_log_flag "$SCRIPT_DIR/stack/kafka-tools-log4j")" \
     "$class" "${bootstrap[@]}" "$@"
 }
 
