@@ -21,7 +21,9 @@
  *   gives when the node holding a scroll context is lost. A failed read-ahead is answered with its
  *   error (the call may have advanced the cursor, as a failed scroll call to Elasticsearch may).
  * - **Bounded.** One page per scroll; no read-ahead while this instance holds
- *   {@link ScrollAheadOptions.maxBytes}; a page not taken within the TTL is dropped; clearing a
+ *   {@link ScrollAheadOptions.maxBytes}; the claim and the page live as long as the scroll (its
+ *   keep-alive: a client may wait between pages that long, and the page its next request would
+ *   have read is the one held), then are dropped with it; clearing a
  *   scroll drops its page; closing the app first writes the pages it holds to Redis, so that
  *   another instance serves them.
  * Concurrent requests on one scroll get distinct pages (one takes the claim, the other asks
@@ -33,6 +35,7 @@ import { errors as esErrors } from "@elastic/elasticsearch";
 import { RESP_TYPES } from "redis";
 import type { RedisClient } from "../../lib/redis.js";
 import { apiError } from "../errors.js";
+import { TTL_MARGIN } from "./contexts.js";
 
 /** Options of {@link ScrollAhead}. */
 export interface ScrollAheadOptions {
@@ -41,7 +44,7 @@ export interface ScrollAheadOptions {
   keyPrefix: string;
   /** Most bytes of pages this instance holds ahead (config.api.readAhead.maxBytes). */
   maxBytes: number;
-  /** How long a claim and its page live untaken, in ms (config.api.readAhead.ttlMs). */
+  /** How long a page handed over waits in Redis for the instance that asked for it, in ms (config.api.readAhead.ttlMs). */
   ttlMs: number;
   /** Longest wait for another instance's page, in ms (config.elasticsearch.requestTimeoutMs: its call to Elasticsearch). */
   waitMs: number;
@@ -68,7 +71,8 @@ interface Local {
   token: string;
   result: Promise<Result>;
   size: number;
-  at: number;
+  /** When the claim expires (ms since the epoch): the page is dropped then. */
+  expiresAt: number;
 }
 
 const ERROR_MARK = 0x21; // "!"
@@ -115,19 +119,25 @@ export class ScrollAhead {
   /**
    * Claims the next page of scroll `id` and starts reading it with `fetch` (the page's bytes, a copy),
    * unless this instance holds its budget. Resolves once the claim is written: call it before the
-   * current page is answered. @throws Redis errors of the claim (then nothing is read ahead).
+   * current page is answered.
+   * @param lifeMs - how long the scroll lives without another request, in ms (its keep-alive, or
+   *   what is left of its binding): the claim and the page live as long (times {@link TTL_MARGIN}),
+   *   so a client that waits between pages within the keep-alive still gets the page its request's
+   *   scroll call consumed; past it the scroll itself has expired in Elasticsearch.
+   * @throws Redis errors of the claim (then nothing is read ahead).
    */
-  async start(id: string, fetch: () => Promise<Buffer>): Promise<void> {
+  async start(id: string, fetch: () => Promise<Buffer>, lifeMs: number): Promise<void> {
     this.sweep();
     this.forget(id);
     if (!this.ready || this.held >= this.o.maxBytes) return;
     const token = randomBytes(9).toString("base64url");
-    await this.o.redis.set(this.claimKey(id), JSON.stringify({ owner: this.instance, token }), { PX: this.o.ttlMs });
+    const keepMs = Math.max(1000, Math.ceil(lifeMs * TTL_MARGIN));
+    await this.o.redis.set(this.claimKey(id), JSON.stringify({ owner: this.instance, token }), { PX: keepMs });
     const result = fetch().then(
       (bytes) => ({ bytes }) as Result,
       (err: unknown) => ({ error: stored(err) }) as Result,
     );
-    const entry: Local = { token, result, size: 0, at: Date.now() };
+    const entry: Local = { token, result, size: 0, expiresAt: Date.now() + keepMs };
     void result.then((r) => {
       if (this.local.get(id) === entry && "bytes" in r) {
         entry.size = r.bytes.length;
@@ -250,7 +260,7 @@ export class ScrollAhead {
   private sweep(): void {
     const now = Date.now();
     for (const [id, entry] of this.local)
-      if (now - entry.at > this.o.ttlMs) {
+      if (now > entry.expiresAt) {
         this.forget(id);
         this.o.onOutcome?.("miss");
       }

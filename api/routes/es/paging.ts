@@ -201,7 +201,7 @@ export function esSearcher({ app, config, contexts }: PagingDeps): (input: EsSea
         );
         answer.scrollId = scroll.id;
         if (("raw" in out ? out.raw.hits : out.parsed.envelope.hits.hits.length) > 0)
-          await scrolls.ahead(scroll.id, esContextId, query.scroll);
+          await scrolls.ahead(scroll.id, esContextId, query.scroll, scroll.ms);
         scroll = undefined;
       }
       const used = cache?.outcome ? { cache: cache.outcome } : {};
@@ -227,8 +227,8 @@ function scrollCalls(app: FastifyInstance, timeoutMs: number) {
       { scroll_id: esId, ...(keepAlive !== undefined ? { scroll: keepAlive } : {}) },
       { ...requestOptions(timeoutMs), ...options },
     );
-  const ahead = async (id: string, esId: string, keepAlive: string | undefined): Promise<void> => {
-    await app.scrollAhead?.start(id, () => withResponseBytes(call(esId, keepAlive), (bytes) => Buffer.from(bytes))).catch(() => {});
+  const ahead = async (id: string, esId: string, keepAlive: string | undefined, lifeMs: number): Promise<void> => {
+    await app.scrollAhead?.start(id, () => withResponseBytes(call(esId, keepAlive), (bytes) => Buffer.from(bytes)), lifeMs).catch(() => {});
   };
   return { call, ahead };
 }
@@ -300,7 +300,12 @@ export function pagingRoutes(
     });
     const esId = "raw" in out ? out.raw.contextId : out.parsed.scrollId;
     if (("raw" in out ? out.raw.hits : out.parsed.envelope.hits.hits.length) > 0)
-      await scrolls.ahead(scrollId, esId ?? record.esId, keepAlive as string | undefined);
+      await scrolls.ahead(
+        scrollId,
+        esId ?? record.esId,
+        keepAlive as string | undefined,
+        ms ?? (record.expiresAt !== undefined ? record.expiresAt - Date.now() : config.api.searchContextMaxKeepAliveMs),
+      );
     const renew = contexts.needsRenewal(record, ms);
     if ((esId !== undefined && esId !== record.esId) || renew)
       await contexts.save(scrollId, { ...record, esId: esId ?? record.esId }, renew ? ms : undefined);

@@ -145,6 +145,21 @@ describe.skipIf(!up)("scroll read-ahead across two API instances", () => {
     await (clients[0] as Client).clearScroll({ scroll_id: id });
   });
 
+  it("the claim lives as long as the scroll's keep-alive, not the read-ahead TTL: a client may wait between pages", async () => {
+    const first = await (clients[0] as Client).search({ index: "tx", scroll: "5m", size: 2, sort });
+    const id = first._scroll_id as string;
+    const redis = createClient({ url: base.redisUrl });
+    await redis.connect();
+    try {
+      const ttl = await redis.pTTL(`${iso.id}:ctx:${id}:ahead`);
+      expect(ttl).toBeGreaterThan(config.api.readAhead.ttlMs);
+      expect(ttl).toBeGreaterThan(299_000);
+    } finally {
+      await redis.quit();
+    }
+    await (clients[0] as Client).clearScroll({ scroll_id: id });
+  });
+
   it("clearing a scroll drops its claim", async () => {
     const first = await (clients[0] as Client).search({ index: "tx", scroll: "1m", size: 2, sort });
     const id = first._scroll_id as string;
