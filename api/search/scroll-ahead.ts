@@ -171,13 +171,13 @@ export class ScrollAhead {
     return `${this.o.keyPrefix}ctx:ahead:${instance}`;
   }
 
-  /** Writes a page another instance asked for (`{id, token}`) to Redis, once it has it. */
+  /** Writes a page another instance asked for (`{id, token}`) to Redis, once it has it; drops it for `{id, token, drop: true}` (the scroll was cleared). */
   private async handOver(message: string): Promise<void> {
-    const { id, token } = JSON.parse(message) as { id: string; token: string };
+    const { id, token, drop } = JSON.parse(message) as { id: string; token: string; drop?: true };
     const entry = this.local.get(id);
     if (!entry || entry.token !== token) return;
     this.forget(id);
-    await this.write(id, entry);
+    if (!drop) await this.write(id, entry);
   }
 
   private async write(id: string, entry: Local): Promise<void> {
@@ -231,12 +231,16 @@ export class ScrollAhead {
 
   /**
    * Drops the page read ahead for scroll `id` (clearing it), whichever instance read it: the claim,
-   * a copy handed over and not taken, and this instance's memory.
+   * a copy handed over and not taken, this instance's memory, and the owner's (asked on its channel:
+   * the page would otherwise count against its budget until the keep-alive ends).
    */
   async drop(id: string): Promise<void> {
     this.forget(id);
     const claim = await this.o.redis.getDel(this.claimKey(id));
-    if (claim) await this.o.redis.del(this.pageKey(id, (JSON.parse(claim) as { token: string }).token));
+    if (!claim) return;
+    const { owner, token } = JSON.parse(claim) as { owner: string; token: string };
+    await this.o.redis.del(this.pageKey(id, token));
+    if (owner !== this.instance) await this.o.redis.publish(this.channel(owner), JSON.stringify({ id, token, drop: true }));
   }
 
   /** Writes the pages this instance holds to Redis (another instance serves them), then closes the hand-over connection. */

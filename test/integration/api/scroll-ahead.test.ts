@@ -160,10 +160,14 @@ describe.skipIf(!up)("scroll read-ahead across two API instances", () => {
     await (clients[0] as Client).clearScroll({ scroll_id: id });
   });
 
-  it("clearing a scroll drops its claim", async () => {
+  it("clearing a scroll drops its claim, and the owner's page when another instance clears it", async () => {
+    const owner = (apps[0] as FastifyInstance).scrollAhead;
+    const held = owner?.heldBytes ?? 0;
     const first = await (clients[0] as Client).search({ index: "tx", scroll: "1m", size: 2, sort });
     const id = first._scroll_id as string;
+    await waitFor(async () => (owner?.heldBytes ?? 0) > held, 10_000, 10);
     await (clients[1] as Client).clearScroll({ scroll_id: id });
+    await waitFor(async () => owner?.heldBytes === held, 10_000, 10);
     const redis = createClient({ url: base.redisUrl });
     await redis.connect();
     try {
