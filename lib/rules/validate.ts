@@ -23,6 +23,7 @@ import { isJsonObject, type ValidationResult } from "../validation/problems.js";
 import { checkAgainstSchema, type SchemaIssue } from "../validation/schema-check.js";
 import type { RuleInput } from "./model.js";
 import { HTTP_URL_PATTERN, RULE_FIELDS, RULE_LIMITS, RuleCreateSchema, RuleUpdateSchema } from "./schema.js";
+import { stateErrors } from "./schema-state.js";
 
 export * from "./schema.js";
 
@@ -377,6 +378,7 @@ export function findRuleErrors(body: unknown, mode: "create" | "update", chains:
     ...extraPropertyErrors(body),
     ...confirmOnErrors(body),
     ...reservedExtensionErrors(body),
+    ...stateErrors(body),
   ];
   return [...errors, ...extra]
     .map((e, n) => ({ e, n, r: topLevelRank(e.path) }))
