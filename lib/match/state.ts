@@ -106,3 +106,40 @@ export function applyReading(
     return { fired: false, memory: { ...next, armed: true } };
   return { fired: false, memory: next };
 }
+
+/** A rule's memories by block hash (JSON-safe), so that a block of a new branch starts from its own parent's memory. */
+export interface StateLedger {
+  /** Block hash (lower case) → the memory after that block's reading. */
+  byHash: Record<string, StateMemory>;
+  /** Block hashes in the order they were read (oldest first), for pruning. */
+  order: string[];
+}
+
+/** An empty ledger. */
+export function emptyLedger(): StateLedger {
+  return { byHash: {}, order: [] };
+}
+
+/**
+ * Applies the reading of block `hash` (child of `parentHash`): starts from the parent's memory
+ * (the initial memory when the parent was never read), so after a reorg the new branch is judged
+ * from the fork point, not from the orphaned branch; a firing of an orphaned block is retracted by
+ * the confirmation tracker (`removed`), as for any match of that block. Keeps the last `keep`
+ * blocks (the reorg window; default 128).
+ */
+export function applyBlockReading(
+  comparison: ThresholdComparison | ChangeComparison,
+  ledger: StateLedger,
+  block: { hash: string; parentHash: string },
+  reading: bigint,
+  decimals: number,
+  keep = 128,
+): { fired: boolean; ledger: StateLedger } {
+  const parent = ledger.byHash[block.parentHash.toLowerCase()] ?? initialMemory();
+  const step = applyReading(comparison, parent, reading, decimals);
+  const hash = block.hash.toLowerCase();
+  const order = [...ledger.order.filter((h) => h !== hash), hash];
+  const byHash = { ...ledger.byHash, [hash]: step.memory };
+  for (const old of order.splice(0, Math.max(0, order.length - keep))) delete byHash[old];
+  return { fired: step.fired, ledger: { byHash, order } };
+}

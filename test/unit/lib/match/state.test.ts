@@ -1,5 +1,13 @@
 import { describe, expect, it } from "vitest";
-import { applyReading, initialMemory, type StateMemory, type ThresholdComparison, toRaw } from "../../../../lib/match/state.js";
+import {
+  applyBlockReading,
+  applyReading,
+  emptyLedger,
+  initialMemory,
+  type StateMemory,
+  type ThresholdComparison,
+  toRaw,
+} from "../../../../lib/match/state.js";
 
 const ETH = 10n ** 18n;
 
@@ -52,5 +60,28 @@ describe("relative change", () => {
   });
   it("does not divide by a zero previous reading", () => {
     expect(run({ percent: "1" }, [0n, 5n], 0)).toEqual([false, false]);
+  });
+});
+
+describe("readings by block hash (reorgs)", () => {
+  const below5: ThresholdComparison = { operator: "Less", threshold: "5" };
+  it("judges a new branch from the fork point: re-fires only if the new branch crosses too", () => {
+    let l = emptyLedger();
+    const read = (hash: string, parentHash: string, v: bigint) => {
+      const r = applyBlockReading(below5, l, { hash, parentHash }, v, 0);
+      l = r.ledger;
+      return r.fired;
+    };
+    expect(read("0x10", "0x09", 6n)).toBe(false);
+    expect(read("0x11a", "0x10", 4n)).toBe(true); // crossing on branch A
+    expect(read("0x11b", "0x10", 6n)).toBe(false); // branch B does not cross: nothing to re-fire
+    expect(read("0x12b", "0x11b", 3n)).toBe(true); // ...until it does, armed from 0x10's memory
+    expect(read("0x11c", "0x10", 4n)).toBe(true); // branch C crosses at once
+  });
+  it("keeps only the last `keep` blocks", () => {
+    let l = emptyLedger();
+    for (let i = 0; i < 5; i++) l = applyBlockReading(below5, l, { hash: `0x${i}`, parentHash: `0x${i - 1}` }, 9n, 0, 3).ledger;
+    expect(l.order).toEqual(["0x2", "0x3", "0x4"]);
+    expect(Object.keys(l.byHash).sort()).toEqual(["0x2", "0x3", "0x4"]);
   });
 });
