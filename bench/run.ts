@@ -1,6 +1,6 @@
 /**
  * `npm run bench -- <name> [options]`: runs one benchmark and prints its figures.
- * Benchmarks: ingest, decode, search, stream, export, match, alert-latency, reorg, rules, startup, capacity, faults, follow, wire, console (docs/benchmarks.md).
+ * Benchmarks: ingest, decode, search, stream, export, match, alert-latency, reorg, rules, startup, capacity, faults, follow, wire, console, state (docs/benchmarks.md).
  * @module
  */
 import { benchAlertLatency } from "./alert-latency.js";
@@ -16,6 +16,7 @@ import { benchReorg } from "./reorg.js";
 import { benchRules } from "./rules.js";
 import { benchSearch } from "./search.js";
 import { benchStartup } from "./startup.js";
+import { benchState } from "./state.js";
 import { benchStream } from "./stream.js";
 import { benchWire } from "./wire.js";
 
@@ -35,6 +36,7 @@ const benches: Record<string, (args: string[]) => Promise<void>> = {
   follow: benchFollow,
   wire: benchWire,
   console: benchConsole,
+  state: benchState,
 };
 const [name, ...args] = process.argv.slice(2);
 const run = name ? benches[name] : undefined;

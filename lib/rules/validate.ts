@@ -23,6 +23,7 @@ import { isJsonObject, type ValidationResult } from "../validation/problems.js";
 import { checkAgainstSchema, type SchemaIssue } from "../validation/schema-check.js";
 import type { RuleInput } from "./model.js";
 import { HTTP_URL_PATTERN, RULE_FIELDS, RULE_LIMITS, RuleCreateSchema, RuleUpdateSchema } from "./schema.js";
+import { stateErrors } from "./schema-state.js";
 
 export * from "./schema.js";
 
@@ -49,7 +50,7 @@ const updateValidator = Compile(RuleUpdateSchema);
  * - `CS_RULE_TOO_LONG`: a string is longer than its cap in {@link RULE_LIMITS} (name, description, definition names, values, URLs, Slack fields, payload field names; an over-long e-mail address is `CS_RULE_ALERT_PARAMETERS`, like any address that is not one);
  * - `CS_RULE_KAFKA_PARAMETERS`: a `Kafka` action's parameters are wrong (brokers not `host:port`, a topic name Kafka refuses, an unknown key or SASL mechanism, `avro` without its `schemaRegistryUrl`, a value over its cap in `KAFKA_LIMITS`);
  * - `CS_RULE_EXTRA_PROPERTIES`: more than {@link RULE_LIMITS}`.extraPropertiesMax` additional top-level properties, or more than `.extraPropertiesMaxBytes` of them (path: the property that crosses the limit);
- * - `CS_RULE_NOT_SUPPORTED`: a top-level property reserved for a planned extension ({@link RESERVED_EXTENSIONS}) that is not evaluated yet.
+ * - `CS_RULE_NOT_SUPPORTED`: a top-level property reserved for a planned extension ({@link RESERVED_EXTENSIONS}, or a well-formed `stateCondition`: lib/rules/schema-state.ts) that is not evaluated yet.
  */
 export type RuleValidationCode =
   | "CS_RULE_INVALID"
@@ -377,6 +378,7 @@ export function findRuleErrors(body: unknown, mode: "create" | "update", chains:
     ...extraPropertyErrors(body),
     ...confirmOnErrors(body),
     ...reservedExtensionErrors(body),
+    ...stateErrors(body),
   ];
   return [...errors, ...extra]
     .map((e, n) => ({ e, n, r: topLevelRank(e.path) }))
