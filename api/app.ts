@@ -19,7 +19,9 @@ import type { AccountStore } from "../lib/accounts/store.js";
 import type { DecodeMethodOptions } from "../lib/chain/methods.js";
 import { methodDecodingOf } from "../lib/chain/tokens.js";
 import type { ChainId, Config } from "../lib/config/index.js";
+import { DEFAULT_WATCHLISTS_CONFIG } from "../lib/config/watchlists.js";
 import type { RedisClient } from "../lib/redis.js";
+import { createWatchlistStore } from "../lib/watchlists/store.js";
 import pkg from "../package.json" with { type: "json" };
 import { accountsPlugin } from "./plugins/accounts.js";
 import { authPlugin } from "./plugins/auth.js";
@@ -45,6 +47,7 @@ import { searchRoutes } from "./routes/search/index.js";
 import { chainLabel } from "./routes/search/target.js";
 import { searchesRoutes } from "./routes/searches/index.js";
 import { searchTestRoutes } from "./routes/searches/test.js";
+import { watchlistsRoutes } from "./routes/watchlists/index.js";
 import type { SearchTarget } from "./search/search.js";
 import { resolveServedChains, type ServedChain, servedChain } from "./served-chains.js";
 
@@ -239,6 +242,9 @@ export async function buildApi(deps: ApiDeps): Promise<FastifyInstance> {
     const { rules, deliveries, deliveryStatus, traceSource, searches, finalitySource } = app.rulesBackends;
     await app.register(rulesRoutes({ rules, deliveries, deliveryStatus, traceSource, chains }));
     await app.register(searchesRoutes({ searches, chains, finalitySource }));
+    const watchlistLimits = DEFAULT_WATCHLISTS_CONFIG;
+    const watchlists = createWatchlistStore({ redis: app.redis, keyPrefix: config.redisKeyPrefix, limits: watchlistLimits });
+    await app.register(watchlistsRoutes({ store: watchlists, limits: watchlistLimits }));
     const backtests = { config, chains, decode: (chain: ChainId) => servedChain(served, chain)?.decode };
     await app.register(ruleTestRoutes(backtests));
     await app.register(searchTestRoutes(backtests));

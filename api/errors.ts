@@ -19,6 +19,7 @@ import { ChainsiftError } from "../lib/errors.js";
 import { BACKTEST_ERROR_CODES } from "./backtest/errors.js";
 import { ABIS_ERROR_CODES } from "./routes/abis/errors.js";
 import { RULES_ERROR_CODES } from "./routes/rules/errors.js";
+import { WATCHLISTS_ERROR_CODES } from "./routes/watchlists/errors.js";
 
 /** One documented error code: HTTP status and a one-line description (rendered in docs/api.md). */
 export interface ErrorCodeInfo {
@@ -203,6 +204,7 @@ export const ERROR_CODES = {
   ...RULES_ERROR_CODES,
   ...BACKTEST_ERROR_CODES,
   ...ABIS_ERROR_CODES,
+  ...WATCHLISTS_ERROR_CODES,
 } as const satisfies Record<string, ErrorCodeInfo>;
 
 /** One of the stable error codes of {@link ERROR_CODES}. */
