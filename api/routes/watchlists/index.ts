@@ -19,6 +19,7 @@
 import type { FastifyPluginAsync, FastifyRequest } from "fastify";
 import { Type } from "typebox";
 import { DEFAULT_WATCHLISTS_CONFIG, type WatchlistsConfig } from "../../../lib/config/watchlists.js";
+import { component } from "../../../lib/validation/component.js";
 import { normalizeMember, WATCHLIST_KINDS, type WatchlistStore, WatchlistStoreError } from "../../../lib/watchlists/store.js";
 import { apiError } from "../../errors.js";
 import { callerId } from "../rules/index.js";
@@ -39,24 +40,33 @@ export interface WatchlistsRoutesDeps {
 const common = { tags: ["alerting"] };
 const errors = { ...RULES_ERROR_RESPONSES, 409: RulesErrorBodySchema, 413: RulesErrorBodySchema };
 const Params = Type.Object({ id: Type.String({ format: "uuid", description: "The watchlist's id" }) });
+// Named schemas (lib/validation/component.ts): one model each in generated clients.
+const KindSchema = Type.Enum(WATCHLIST_KINDS, {
+  description: "address: 0x + 40 hex digits, stored lowercased; string: 1–256 characters",
+  ...component("WatchlistKind"),
+});
 const WatchlistSchema = Type.Object(
   {
     id: Type.String({ format: "uuid" }),
     accountId: Type.String(),
     name: Type.String(),
-    kind: Type.Enum(WATCHLIST_KINDS),
+    kind: KindSchema,
     createdAt: Type.String({ format: "date-time" }),
     count: Type.Optional(Type.Integer({ minimum: 0, description: "Members (GET of one watchlist only)" })),
   },
-  { additionalProperties: false },
+  { additionalProperties: false, ...component("Watchlist") },
 );
 const CreateSchema = Type.Object(
   {
     name: Type.String({ minLength: 1, maxLength: 200 }),
-    kind: Type.Enum(WATCHLIST_KINDS, { description: "address: 0x + 40 hex digits, stored lowercased; string: 1–256 characters" }),
+    kind: KindSchema,
   },
-  { additionalProperties: false },
+  { additionalProperties: false, ...component("WatchlistCreate") },
 );
+const ListSchema = Type.Object({ watchlists: Type.Array(WatchlistSchema) }, component("WatchlistList"));
+const AddedSchema = Type.Object({ added: Type.Integer(), count: Type.Integer() }, component("WatchlistMembersAdded"));
+const RemovedSchema = Type.Object({ removed: Type.Integer(), count: Type.Integer() }, component("WatchlistMembersRemoved"));
+const MembershipSchema = Type.Object({ member: Type.Boolean(), value: Type.String() }, component("WatchlistMembership"));
 const UPLOAD_DESCRIPTION =
   "Body: a JSON array of values (application/json), one value per line (application/x-ndjson: a JSON string or a bare value), or CSV (text/csv: the first column; a header line such as `address` is skipped). " +
   "Refusals: 400 CS_WATCHLIST_MEMBER_INVALID (path body[i] or lines[n], nothing applied), 413 CS_WATCHLIST_BATCH_TOO_LARGE, 409 CS_WATCHLIST_FULL.";
@@ -133,7 +143,7 @@ export function watchlistsRoutes(deps: WatchlistsRoutesDeps): FastifyPluginAsync
           ...common,
           operationId: "listWatchlists",
           summary: "List the caller's watchlists, oldest first",
-          response: { 200: Type.Object({ watchlists: Type.Array(WatchlistSchema) }), ...errors },
+          response: { 200: ListSchema, ...errors },
         },
       },
       async (request) => ({ watchlists: await store.list(callerId(request)) }),
@@ -183,7 +193,7 @@ export function watchlistsRoutes(deps: WatchlistsRoutesDeps): FastifyPluginAsync
           summary: "Add members in bulk",
           description: UPLOAD_DESCRIPTION,
           params: Params,
-          response: { 200: Type.Object({ added: Type.Integer(), count: Type.Integer() }), ...errors },
+          response: { 200: AddedSchema, ...errors },
         },
       },
       async (request) => {
@@ -206,7 +216,7 @@ export function watchlistsRoutes(deps: WatchlistsRoutesDeps): FastifyPluginAsync
           summary: "Remove members in bulk",
           description: UPLOAD_DESCRIPTION,
           params: Params,
-          response: { 200: Type.Object({ removed: Type.Integer(), count: Type.Integer() }), ...errors },
+          response: { 200: RemovedSchema, ...errors },
         },
       },
       async (request) => {
@@ -223,7 +233,7 @@ export function watchlistsRoutes(deps: WatchlistsRoutesDeps): FastifyPluginAsync
           operationId: "checkWatchlistMember",
           summary: "Whether a value is a member (normalised by the list's kind)",
           params: Type.Object({ id: Type.String({ format: "uuid" }), value: Type.String() }),
-          response: { 200: Type.Object({ member: Type.Boolean(), value: Type.String() }), ...errors },
+          response: { 200: MembershipSchema, ...errors },
         },
       },
       async (request) => {
