@@ -14,9 +14,9 @@ import { createClient } from "redis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildApi } from "../../../api/app.js";
 import { loadConfig } from "../../../lib/config/index.js";
-import { uniformPartitioning } from "../../../lib/partitioning.js";
 import { waitFor } from "../../support/harness.js";
-import { deleteRedisKeys, indexFixtures, isolatedApi, MAINNET, searchStackUp, txs } from "./fixtures.js";
+import { type ApiInstances, readAheadOutcomes, startApiInstances } from "./api-instances.js";
+import { isolatedApi, searchStackUp, txs } from "./fixtures.js";
 
 const base = loadConfig();
 const up = await searchStackUp(base);
@@ -30,38 +30,19 @@ const sort = ["blockNumber.num", { hash: "asc" as const }];
 
 describe.skipIf(!up)("scroll read-ahead across two API instances", () => {
   let es: Client;
-  const apps: FastifyInstance[] = [];
-  const clients: Client[] = [];
-
-  const readAhead = async (app: FastifyInstance): Promise<Record<string, number>> => {
-    const text = (await app.inject({ method: "GET", url: "/metrics" })).body;
-    const out: Record<string, number> = { hit: 0, handoff: 0, miss: 0 };
-    for (const m of text.matchAll(/^chainsift_search_read_ahead_total\{outcome="(\w+)"\} (\d+)$/gm)) out[m[1] as string] = Number(m[2]);
-    return out;
-  };
+  let apps: FastifyInstance[] = [];
+  let clients: Client[] = [];
+  let instances: ApiInstances | undefined;
 
   beforeAll(async () => {
-    es = new Client({ node: base.elasticsearch.url });
-    await indexFixtures(es, MAINNET, iso.indexPrefix, uniformPartitioning(1));
-    for (let i = 0; i < 2; i++) {
-      const app = await buildApi({ config, es, logger: false });
-      await app.listen({ host: "127.0.0.1", port: 0 });
-      apps.push(app);
-      const node = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}/ethereum/ethereum/mainnet/es`;
-      clients.push(new Client({ node, auth: { bearer: iso.token } }));
-    }
+    instances = await startApiInstances(base, iso, config, 2);
+    ({ es, apps, clients } = instances);
     // The hand-over channel is subscribed in the background: no scroll is read ahead before.
     await waitFor(async () => apps.every((a) => a.scrollAhead?.isReady), 10_000, 20);
   });
 
   afterAll(async () => {
-    for (const c of clients) await c.close();
-    for (const a of apps) await a.close();
-    if (es) {
-      await es.indices.delete({ index: `${iso.indexPrefix}*`, ignore_unavailable: true, allow_no_indices: true }).catch(() => {});
-      await es.close();
-    }
-    await deleteRedisKeys(base.redisUrl, `${iso.id}:`);
+    await instances?.close();
   });
 
   /** Pages a scroll of `size`, page n through instance `via(n)`; the hashes seen. */
@@ -80,17 +61,17 @@ describe.skipIf(!up)("scroll read-ahead across two API instances", () => {
   }
 
   it("pages on one instance come from its read-ahead, every transaction once, in order", async () => {
-    const before = await readAhead(apps[0] as FastifyInstance);
+    const before = await readAheadOutcomes(apps[0] as FastifyInstance);
     expect(await scrollAll(2, () => 0)).toEqual(expected);
-    const after = await readAhead(apps[0] as FastifyInstance);
+    const after = await readAheadOutcomes(apps[0] as FastifyInstance);
     // Every page after the first, and the empty one that ends the scroll, was read ahead.
     expect((after.hit ?? 0) - (before.hit ?? 0)).toBe(Math.ceil(txs.length / 2));
   });
 
   it("pages alternating between the instances: every transaction once, in order, the pages handed over through Redis", async () => {
-    const before = await Promise.all(apps.map(readAhead));
+    const before = await Promise.all(apps.map(readAheadOutcomes));
     expect(await scrollAll(2, (n) => n % 2)).toEqual(expected);
-    const after = await Promise.all(apps.map(readAhead));
+    const after = await Promise.all(apps.map(readAheadOutcomes));
     const handoffs = (after[0]?.handoff ?? 0) + (after[1]?.handoff ?? 0) - (before[0]?.handoff ?? 0) - (before[1]?.handoff ?? 0);
     expect(handoffs).toBe(Math.ceil(txs.length / 2));
   });
@@ -132,7 +113,7 @@ describe.skipIf(!up)("scroll read-ahead across two API instances", () => {
     const second = await otherClient.scroll<{ hash: string }>({ scroll_id: first._scroll_id as string, scroll: "1m" });
     seen.push(...second.hits.hits.map((h) => h._source?.hash as string));
     await otherClient.close();
-    expect(await readAhead(other)).toMatchObject({ handoff: 1 }); // page 2 came from instance 0's read-ahead
+    expect(await readAheadOutcomes(other)).toMatchObject({ handoff: 1 }); // page 2 came from instance 0's read-ahead
     await other.close(); // it held page 3, read ahead
     let id = second._scroll_id as string;
     for (;;) {
