@@ -18,7 +18,8 @@
  *   Elasticsearch may still run). Pages cross Redis only then: paging on one instance costs two
  *   small Redis commands per page. When no instance listens on the owner's channel, or the page
  *   never comes, the answer is 404 `CS_CONTEXT_NOT_FOUND`, saying so — the outcome Elasticsearch
- *   gives when the node holding a scroll context is lost. A failed read-ahead is answered with its
+ *   gives when the node holding a scroll context is lost — and the caller closes the scroll
+ *   (api/routes/es/paging.ts), so that a retry with its id is 404 too, not the page after the lost one. A failed read-ahead is answered with its
  *   error (the call may have advanced the cursor, as a failed scroll call to Elasticsearch may).
  * - **Bounded.** One page per scroll; no read-ahead while this instance holds
  *   {@link ScrollAheadOptions.maxBytes}; the claim and the page live as long as the scroll (its
@@ -48,7 +49,7 @@ export interface ScrollAheadOptions {
   ttlMs: number;
   /** Longest wait for another instance's page, in ms (config.elasticsearch.requestTimeoutMs: its call to Elasticsearch). */
   waitMs: number;
-  /** Interval of the reads of another instance's page while waiting, in ms. Default 10. */
+  /** Interval of the reads of another instance's page while waiting, in ms. Default 5. */
   pollMs?: number;
   /** A connection of its own for the hand-over channel (subscribed by {@link ScrollAhead.open}, destroyed by {@link ScrollAhead.close}). */
   subscriber: RedisClient;

@@ -295,7 +295,17 @@ export function pagingRoutes(
         kept.shape,
       );
     const out = await contexts.use(scrollId, record, "scroll_id", async () => {
-      const ahead = await app.scrollAhead?.take(scrollId);
+      const ahead = await app.scrollAhead?.take(scrollId).catch(async (err: unknown) => {
+        // The page was read ahead by an instance that stopped: Elasticsearch's cursor is past it, so the
+        // scroll is closed (in Elasticsearch too: other instances may hold its binding in their cache), or
+        // a retry with this id would get the page after it (a page silently lost).
+        if (err instanceof ApiError && err.code === "CS_CONTEXT_NOT_FOUND")
+          await contexts
+            .close(scrollId, record)
+            .catch(() => contexts.drop(scrollId, record))
+            .catch(() => {});
+        throw err;
+      });
       return ahead ? shape(ahead) : withResponseBytes(scrolls.call(record.esId, keepAlive as string | undefined), shape);
     });
     const esId = "raw" in out ? out.raw.contextId : out.parsed.scrollId;

@@ -4,8 +4,8 @@
  * read-ahead; a scroll whose pages alternate between the two instances returns every document
  * exactly once, in order, the pages read ahead by one handed over to the other through Redis; a
  * page claimed by an instance that never hands it over is 404 `CS_CONTEXT_NOT_FOUND`, never a
- * silently missing page; an instance that closes hands over the page it holds; clearing a scroll
- * drops its claim.
+ * silently missing page, and the scroll is closed with it (asked again, 404 too); an instance that
+ * closes hands over the page it holds; clearing a scroll drops its claim.
  */
 import type { AddressInfo } from "node:net";
 import { Client, errors } from "@elastic/elasticsearch";
@@ -98,7 +98,15 @@ describe.skipIf(!up)("scroll read-ahead across two API instances", () => {
     expect((err as InstanceType<typeof errors.ResponseError>).statusCode).toBe(404);
     expect(body.error.type).toBe("CS_CONTEXT_NOT_FOUND");
     expect(body.error.reason).toContain("read ahead by an API instance that stopped");
-    await (clients[0] as Client).clearScroll({ scroll_id: id });
+    // The scroll is closed with it: asked again, on either instance, it is 404 too, never the page after the lost one.
+    for (const c of clients) {
+      const again = await c.scroll({ scroll_id: id, scroll: "1m" }).then(
+        (page) => page.hits.hits.length,
+        (e: unknown) => e,
+      );
+      expect(again).toBeInstanceOf(errors.ResponseError);
+      expect((again as InstanceType<typeof errors.ResponseError>).statusCode).toBe(404);
+    }
   });
 
   it("an instance that closes hands over the page it read ahead of another instance's scroll: nothing missing", async () => {
