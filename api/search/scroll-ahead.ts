@@ -45,7 +45,10 @@ export interface ScrollAheadOptions {
   keyPrefix: string;
   /** Most bytes of pages this instance holds ahead (config.api.readAhead.maxBytes). */
   maxBytes: number;
-  /** How long a page handed over waits in Redis for the instance that asked for it, in ms (config.api.readAhead.ttlMs). */
+  /**
+   * How long a page handed over waits in Redis for the instance that asked for it, in ms, at least
+   * (config.api.readAhead.ttlMs); a page written by a closing instance waits as long as its claim.
+   */
   ttlMs: number;
   /** Longest wait for another instance's page, in ms (config.elasticsearch.requestTimeoutMs: its call to Elasticsearch). */
   waitMs: number;
@@ -184,7 +187,8 @@ export class ScrollAhead {
   private async write(id: string, entry: Local): Promise<void> {
     const r = await entry.result;
     const value = "bytes" in r ? r.bytes : Buffer.concat([Buffer.of(ERROR_MARK), Buffer.from(JSON.stringify(r.error))]);
-    await this.o.redis.set(this.pageKey(id, entry.token), value, { PX: this.o.ttlMs });
+    // As long as the claim lives (a closing instance's page may wait for a client pausing within its keep-alive).
+    await this.o.redis.set(this.pageKey(id, entry.token), value, { PX: Math.max(this.o.ttlMs, entry.expiresAt - Date.now()) });
   }
 
   /**

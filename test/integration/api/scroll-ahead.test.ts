@@ -118,11 +118,21 @@ describe.skipIf(!up)("scroll read-ahead across two API instances", () => {
     await waitFor(async () => other.scrollAhead?.isReady, 10_000, 20);
     const node = `http://127.0.0.1:${(other.server.address() as AddressInfo).port}/ethereum/ethereum/mainnet/es`;
     const otherClient = new Client({ node, auth: { bearer: iso.token } });
-    const second = await otherClient.scroll<{ hash: string }>({ scroll_id: first._scroll_id as string, scroll: "1m" });
+    const second = await otherClient.scroll<{ hash: string }>({ scroll_id: first._scroll_id as string, scroll: "5m" });
     seen.push(...second.hits.hits.map((h) => h._source?.hash as string));
     await otherClient.close();
     expect(await readAheadOutcomes(other)).toMatchObject({ handoff: 1 }); // page 2 came from instance 0's read-ahead
     await other.close(); // it held page 3, read ahead
+    // Written to Redis for as long as its claim lives (the 5m keep-alive), not the 60 s read-ahead TTL: a client may pause that long.
+    const redis = createClient({ url: base.redisUrl });
+    await redis.connect();
+    try {
+      const keys = await redis.keys(`${iso.id}:ctx:${first._scroll_id}:page:*`);
+      expect(keys).toHaveLength(1);
+      expect(await redis.pTTL(keys[0] as string)).toBeGreaterThan(299_000);
+    } finally {
+      await redis.quit();
+    }
     let id = second._scroll_id as string;
     for (;;) {
       const page = await (clients[0] as Client).scroll<{ hash: string }>({ scroll_id: id, scroll: "1m" });
