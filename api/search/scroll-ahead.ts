@@ -28,7 +28,8 @@
  *   scroll drops its page; closing the app first writes the pages it holds to Redis, so that
  *   another instance serves them.
  * Concurrent requests on one scroll get distinct pages (one takes the claim, the other asks
- * Elasticsearch), as concurrent scroll calls to Elasticsearch do.
+ * Elasticsearch), as concurrent scroll calls to Elasticsearch do; a claim not yet taken is never
+ * replaced (`SET NX`), so no page read ahead is dropped by a concurrent request.
  * @module
  */
 import { randomBytes } from "node:crypto";
@@ -128,15 +129,20 @@ export class ScrollAhead {
    *   what is left of its binding): the claim and the page live as long (times {@link TTL_MARGIN}),
    *   so a client that waits between pages within the keep-alive still gets the page its request's
    *   scroll call consumed; past it the scroll itself has expired in Elasticsearch.
+   * Nothing is read ahead while the scroll has a claim not yet taken (`SET NX`): with concurrent
+   * requests on one scroll, one may end while another's page read ahead is still unclaimed, and
+   * replacing that page would lose it.
    * @throws Redis errors of the claim (then nothing is read ahead).
    */
   async start(id: string, fetch: () => Promise<Buffer>, lifeMs: number): Promise<void> {
     this.sweep();
-    this.forget(id);
     if (!this.ready || this.held >= this.o.maxBytes) return;
     const token = randomBytes(9).toString("base64url");
     const keepMs = Math.max(1000, Math.ceil(lifeMs * TTL_MARGIN));
-    await this.o.redis.set(this.claimKey(id), JSON.stringify({ owner: this.instance, token }), { PX: keepMs });
+    const claim = JSON.stringify({ owner: this.instance, token });
+    const set = await this.o.redis.set(this.claimKey(id), claim, { condition: "NX", expiration: { type: "PX", value: keepMs } });
+    if (set === null) return;
+    this.forget(id); // a page of this scroll whose claim is gone (taken elsewhere, or expired)
     const result = fetch().then(
       (bytes) => ({ bytes }) as Result,
       (err: unknown) => ({ error: stored(err) }) as Result,
