@@ -13,12 +13,15 @@
  * through chainsift, so that both see the same load on a shared machine; records/s are over all
  * rounds (each round's ratio printed too). Prints records/s of each way and path, the ratio chainsift/direct
  * (target ≥ 0.8), the API process's CPU time per 1000 records of each way (`/proc/<pid>/stat`), and its
- * peak RSS (`VmHWM`, reset before the exports; target ≤ 256 MiB).
+ * peak RSS (`VmHWM`, reset before the exports; target ≤ 256 MiB); under each way, the pages the API
+ * read ahead by outcome (`chainsift_search_read_ahead_total` of its `/metrics`: hit, handoff, miss)
+ * and the 1-minute load average before and after (the machine's other work spreads the ratio).
  * `--api-cpu-prof DIR` runs the API child under `node --cpu-prof` (profile written into DIR when it
  * stops) and prints the top functions and modules by self time during each way's export through
  * chainsift (bench/support/cpuprofile.ts).
  * @module
  */
+import { loadavg } from "node:os";
 import { performance } from "node:perf_hooks";
 import { Client } from "@elastic/elasticsearch";
 import { indexName } from "../es/mappings.js";
@@ -100,6 +103,17 @@ async function pitExport(client: Client, index: string, page: number): Promise<n
 
 const mib = (b: number): string => `${(b / 2 ** 20).toFixed(1)} MiB`;
 
+/** `chainsift_search_read_ahead_total` of the API at `url` (its `/metrics`), by outcome; empty when it cannot be read. */
+async function readAheadOutcomes(url: string): Promise<Record<string, number>> {
+  const text = await fetch(`${url}/metrics`).then(
+    (r) => r.text(),
+    () => "",
+  );
+  const out: Record<string, number> = {};
+  for (const m of text.matchAll(/^chainsift_search_read_ahead_total\{outcome="(\w+)"\} (\d+)$/gm)) out[m[1] as string] = Number(m[2]);
+  return out;
+}
+
 /** Runs the benchmark and prints its figures (see the module notes). */
 export async function benchExport(args: string[]): Promise<void> {
   const count = numberArg(args, "--events", 200_000);
@@ -151,6 +165,8 @@ export async function benchExport(args: string[]): Promise<void> {
         if (n !== loaded.count) throw new Error(`${way}: exported ${n} of ${loaded.count}`);
         return (performance.now() - t0) / 1000;
       };
+      const load0 = loadavg()[0] ?? Number.NaN;
+      const ahead0 = await readAheadOutcomes(api.url);
       let directS = 0;
       let apiS = 0;
       let cpuMs = 0;
@@ -172,8 +188,13 @@ export async function benchExport(args: string[]): Promise<void> {
       const through = records / apiS;
       const cpuPer1000 = Number.isNaN(cpuMs) ? "n/a" : `${((cpuMs * 1000) / records).toFixed(1)} ms`;
       rows.push({ way, direct, api: through });
+      const ahead1 = await readAheadOutcomes(api.url);
+      const pages = ["hit", "handoff", "miss"].map((o) => `${o} ${(ahead1[o] ?? 0) - (ahead0[o] ?? 0)}`).join(", ");
       console.log(
         `${way.padEnd(34)}: direct ${direct.toFixed(0)} records/s, chainsift ${through.toFixed(0)} records/s, ratio ${(through / direct).toFixed(2)} (target >= ${RATIO_TARGET}; rounds ${perRound.join(", ")}); API CPU ${cpuPer1000} per 1000 records`,
+      );
+      console.log(
+        `${"".padEnd(34)}  pages read ahead: ${pages}; load average ${load0.toFixed(2)} -> ${(loadavg()[0] ?? Number.NaN).toFixed(2)}`,
       );
     }
     const polled = poller.stop();
