@@ -185,3 +185,13 @@ export function ruleWindow(rule: object): RuleWindow | null {
   const w = (rule as { window?: unknown }).window;
   return typeof w === "object" && w !== null && !Array.isArray(w) ? (w as RuleWindow) : null;
 }
+
+/**
+ * `CS_RULE_NOT_SUPPORTED` at `window` when a body that cannot be windowed yet carries one (saved
+ * searches and backtests: only rules are evaluated, docs/design/windows.md); none when absent or null.
+ * @param where - what refuses it, for the message (`saved searches`, `backtests`).
+ */
+export function windowNotSupported(body: Record<string, unknown>, where: string): RuleValidationError[] {
+  if (body.window === undefined || body.window === null) return [];
+  return [{ code: "CS_RULE_NOT_SUPPORTED", path: "window", message: `window: ${where} do not evaluate windows yet (rules do); remove it` }];
+}

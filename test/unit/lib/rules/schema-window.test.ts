@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { WINDOW_CAPS, windowConfigOf, windowErrors } from "../../../../lib/rules/schema-window.js";
+import { WINDOW_CAPS, windowConfigOf, windowErrors, windowNotSupported } from "../../../../lib/rules/schema-window.js";
 import { validateRuleInput } from "../../../../lib/rules/validate.js";
 
 const count = { blocks: 10, aggregate: { fn: "count" }, operator: "Greater", threshold: "20" };
@@ -94,5 +94,11 @@ describe("window validation", () => {
       reorgDepth: 64,
     });
     expect(windowConfigOf({ ...count, blocks: undefined, seconds: 60 } as never).span).toEqual({ seconds: 60 });
+  });
+  it("saved searches and backtests refuse a window with CS_RULE_NOT_SUPPORTED (only rules evaluate it)", () => {
+    expect(windowNotSupported({ window: count }, "saved searches").map((e) => [e.code, e.path])).toEqual([
+      ["CS_RULE_NOT_SUPPORTED", "window"],
+    ]);
+    expect(windowNotSupported({ window: null }, "backtests")).toEqual([]);
   });
 });
