@@ -31,6 +31,7 @@ import { windowRecordOf } from "../../../lib/match/window-records.js";
 import {
   addRecords,
   applyBlock,
+  checkWindowConfig,
   createWindowState,
   orphanBlocks,
   type WindowConfig,
@@ -111,9 +112,18 @@ export function createWindowEvaluator(deps: WindowEvaluatorDeps): WindowEvaluato
   const { redis } = deps;
   const keys = windowKeys(deps.keyPrefix, deps.chain);
   const held = new Map<string, Rule>();
+  /** The arithmetic's configuration, or null (logged) for a window that is not one (a rule stored before validation knew it). */
   const configOf = (rule: Rule): WindowConfig | null => {
     const w = ruleWindow(rule);
-    return w === null ? null : windowConfigOf(w, deps.reorgDepth);
+    try {
+      if (w === null) return null;
+      const config = windowConfigOf(w, deps.reorgDepth);
+      checkWindowConfig(config);
+      return config;
+    } catch (err) {
+      deps.logger.error({ err, ruleId: rule.id }, "rule window cannot be evaluated; ignored");
+      return null;
+    }
   };
 
   const blockRecords = async (id: string, blockHash: string): Promise<WindowRecord[]> =>
