@@ -123,7 +123,8 @@ export function parseBacktestRequest(body: unknown, chains: readonly ChainId[], 
     if (!checked.ok) {
       for (const d of ruleValidationDetails(checked.errors)) errors.push({ ...d, path: d.path === null ? "rule" : `rule.${d.path}` });
     } else if (windowNotSupported(checked.value, "backtests").length > 0) {
-      for (const d of ruleValidationDetails(windowNotSupported(checked.value, "backtests"))) errors.push({ ...d, path: `rule.${d.path}` });
+      for (const e of windowNotSupported(checked.value, "backtests"))
+        errors.push({ code: e.code, message: e.message, path: `rule.${e.path}` });
     } else if (BACKTEST_SOURCES[checked.value.config.targetType] === null) {
       errors.push({
         code: "CS_BACKTEST_TARGET_UNSUPPORTED",

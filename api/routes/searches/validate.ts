@@ -65,7 +65,7 @@ export function validateSearchInput(
   }
   const checked = validateRuleInput(ruleBody, mode, chains);
   if (!checked.ok) for (const d of ruleValidationDetails(checked.errors)) errors.push({ ...d, path: searchPath(d.path) });
-  else for (const d of ruleValidationDetails(windowNotSupported(ruleBody, "saved searches"))) errors.push(d);
+  else for (const e of windowNotSupported(ruleBody, "saved searches")) errors.push({ code: e.code, message: e.message, path: e.path });
   const effectiveKind = kind ?? stored?.config.kind;
   if (mode === "create" && kind === undefined)
     errors.push({ code: "CS_SEARCH_KIND", message: `kind is required: one of ${SEARCH_KINDS.join(", ")}`, path: "kind" });
