@@ -228,7 +228,8 @@ export function summaryLine(alert: Alert): string {
 
 /**
  * What a window alert says crossed, in one line (empty for other alerts), e.g.
- * `window count 21 over blocks 100–109 (21 records) on ethereum/mainnet, group 0xab…`.
+ * `window 21 over blocks 100–109 (21 records) on ethereum/mainnet, group 0xab…`; an absence rule's:
+ * `silence: no matching record in blocks 100–109 on ethereum/mainnet`.
  */
 export function windowSummary(alert: Alert): string {
   const w = alert.entity?.window as
@@ -236,6 +237,8 @@ export function windowSummary(alert: Alert): string {
     | undefined;
   if (typeof w !== "object" || w === null || typeof w.window !== "object") return "";
   const group = w.group === null ? "" : `, group ${clip(oneLine(String(w.group)), 100)}`;
+  if (alert.entity?.absence === true)
+    return `silence: no matching record in blocks ${w.window.fromBlock}–${w.window.toBlock} on ${chainText(alert.chain)}`;
   return `window ${clip(oneLine(String(w.aggregate)), 80)} over blocks ${w.window.fromBlock}–${w.window.toBlock} (${w.recordCount} records) on ${chainText(alert.chain)}${group}`;
 }
 

@@ -7,11 +7,13 @@
  *
  * This module holds its TypeBox schema ({@link WindowSchema}), its validation with stable codes
  * ({@link windowErrors}), and the mapping to the pure arithmetic's {@link WindowConfig}
- * ({@link windowConfigOf}). `absence` and `sequence` stay refused (lib/rules/validate.ts).
+ * ({@link windowConfigOf}); the same for `absence` (silence: no selected record for a number of
+ * blocks or seconds, {@link AbsenceSchema}, {@link absenceConfigOf}). `sequence` stays refused
+ * (lib/rules/validate.ts).
  * @module
  */
 import { type Static, Type } from "typebox";
-import { checkWindowConfig, type WindowConfig } from "../match/windows.js";
+import { absenceWindow, checkWindowConfig, type WindowConfig } from "../match/windows.js";
 import { component } from "../validation/component.js";
 import { checkAgainstSchema } from "../validation/schema-check.js";
 import type { RuleValidationError } from "./validate.js";
@@ -78,6 +80,18 @@ export const WindowSchema = Type.Object(
   { ...component("RuleWindow"), additionalProperties: false },
 );
 
+/** The `absence` member of a rule: silence for `blocks` or `seconds` (exactly one; the window caps apply). */
+export const AbsenceSchema = Type.Object(
+  {
+    blocks: Type.Optional(Type.Integer({ minimum: 1, description: `Silence in blocks (at most ${WINDOW_CAPS.blocks}).` })),
+    seconds: Type.Optional(Type.Integer({ minimum: 1, description: `Silence in seconds of block time (at most ${WINDOW_CAPS.seconds}).` })),
+  },
+  { ...component("RuleAbsence"), additionalProperties: false },
+);
+
+/** A rule's `absence` member, as validated. */
+export type RuleAbsence = Static<typeof AbsenceSchema>;
+
 /** A rule's `window` member, as validated. */
 export type RuleWindow = Static<typeof WindowSchema>;
 
@@ -122,19 +136,13 @@ function err(code: RuleValidationError["code"], path: string, message: string): 
  */
 export function windowErrors(body: Record<string, unknown>): RuleValidationError[] {
   const w = body.window;
-  if (w === undefined || w === null) return [];
+  if (w === undefined || w === null) return absenceErrors(body);
+  if (body.absence !== undefined && body.absence !== null)
+    return [err("CS_RULE_INVALID", "absence", "a rule has at most one of window and absence")];
   const issues = checkAgainstSchema(w, WindowSchema, "window");
   if (issues.length > 0) return issues.map((i) => err("CS_RULE_INVALID", i.path, i.message));
   const win = w as RuleWindow;
-  const out: RuleValidationError[] = [];
-  if ((win.blocks === undefined) === (win.seconds === undefined))
-    out.push(err("CS_RULE_INVALID", "window", "give exactly one of blocks or seconds"));
-  if (win.blocks !== undefined && win.blocks > WINDOW_CAPS.blocks)
-    out.push(err("CS_RULE_WINDOW_TOO_LARGE", "window.blocks", `a window spans at most ${WINDOW_CAPS.blocks} blocks, got ${win.blocks}`));
-  if (win.seconds !== undefined && win.seconds > WINDOW_CAPS.seconds)
-    out.push(
-      err("CS_RULE_WINDOW_TOO_LARGE", "window.seconds", `a window spans at most ${WINDOW_CAPS.seconds} seconds, got ${win.seconds}`),
-    );
+  const out = spanErrors(win, "window");
   const agg = win.aggregate;
   if (agg.fn === "sum" && NON_NUMERIC_FIELDS.has(agg.field.split(".")[0] ?? ""))
     out.push(
@@ -160,6 +168,48 @@ export function windowErrors(body: Record<string, unknown>): RuleValidationError
     out.push(err("CS_RULE_INVALID", path, (e as Error).message));
   }
   return out;
+}
+
+/** Exactly one of `blocks`, `seconds`, within {@link WINDOW_CAPS}: errors at `<path>…`. */
+function spanErrors(span: { blocks?: number; seconds?: number }, path: string): RuleValidationError[] {
+  const out: RuleValidationError[] = [];
+  if ((span.blocks === undefined) === (span.seconds === undefined))
+    out.push(err("CS_RULE_INVALID", path, "give exactly one of blocks or seconds"));
+  if (span.blocks !== undefined && span.blocks > WINDOW_CAPS.blocks)
+    out.push(err("CS_RULE_WINDOW_TOO_LARGE", `${path}.blocks`, `a window spans at most ${WINDOW_CAPS.blocks} blocks, got ${span.blocks}`));
+  if (span.seconds !== undefined && span.seconds > WINDOW_CAPS.seconds)
+    out.push(
+      err("CS_RULE_WINDOW_TOO_LARGE", `${path}.seconds`, `a window spans at most ${WINDOW_CAPS.seconds} seconds, got ${span.seconds}`),
+    );
+  return out;
+}
+
+/**
+ * Problems of a rule's `absence` member (absent or null: none): `CS_RULE_INVALID` at the offending
+ * `absence.…` path (not the {@link AbsenceSchema} shape, neither or both of `blocks`, `seconds`),
+ * `CS_RULE_WINDOW_TOO_LARGE` above {@link WINDOW_CAPS}.
+ */
+export function absenceErrors(body: Record<string, unknown>): RuleValidationError[] {
+  const a = body.absence;
+  if (a === undefined || a === null) return [];
+  const issues = checkAgainstSchema(a, AbsenceSchema, "absence");
+  if (issues.length > 0) return issues.map((i) => err("CS_RULE_INVALID", i.path, i.message));
+  return spanErrors(a as RuleAbsence, "absence");
+}
+
+/**
+ * The arithmetic's configuration of a validated `absence` member: `count < 1` over the span, re-armed by one record ({@link absenceWindow}).
+ * @param reorgDepth - as {@link windowConfigOf}.
+ */
+export function absenceConfigOf(absence: RuleAbsence, reorgDepth?: number): WindowConfig {
+  const span = absence.blocks !== undefined ? { blocks: absence.blocks } : { seconds: absence.seconds ?? 1 };
+  return absenceWindow(span, reorgDepth !== undefined ? { reorgDepth } : {});
+}
+
+/** The rule's `absence` member when it is an object (a stored rule passed validation), else null. */
+export function ruleAbsence(rule: object): RuleAbsence | null {
+  const a = (rule as { absence?: unknown }).absence;
+  return typeof a === "object" && a !== null && !Array.isArray(a) ? (a as RuleAbsence) : null;
 }
 
 /**
@@ -192,6 +242,11 @@ export function ruleWindow(rule: object): RuleWindow | null {
  * @param where - what refuses it, for the message (`saved searches`, `backtests`).
  */
 export function windowNotSupported(body: Record<string, unknown>, where: string): RuleValidationError[] {
-  if (body.window === undefined || body.window === null) return [];
-  return [{ code: "CS_RULE_NOT_SUPPORTED", path: "window", message: `window: ${where} do not evaluate windows yet (rules do); remove it` }];
+  return (["window", "absence"] as const)
+    .filter((name) => body[name] !== undefined && body[name] !== null)
+    .map((name) => ({
+      code: "CS_RULE_NOT_SUPPORTED" as const,
+      path: name,
+      message: `${name}: ${where} do not evaluate ${name} yet (rules do); remove it`,
+    }));
 }

@@ -409,18 +409,18 @@ function confirmOnErrors(body: Record<string, unknown>): RuleValidationError[] {
 
 /**
  * Top-level names reserved for the alerts-over-time extension (issue 33; docs/design/windows.md):
- * `absence` and `sequence` will change when a rule fires. Until the match stage evaluates them a
- * rule carrying one is refused, rather than stored as an ordinary additional property and silently
- * alerting per record. (`window` is evaluated: lib/rules/schema-window.ts.)
+ * `sequence` will change when a rule fires. Until the match stage evaluates it a rule carrying one
+ * is refused, rather than stored as an ordinary additional property and silently alerting per
+ * record. (`window` and `absence` are evaluated: lib/rules/schema-window.ts.)
  */
-export const RESERVED_EXTENSIONS = ["absence", "sequence"] as const;
+export const RESERVED_EXTENSIONS = ["sequence"] as const;
 
 /** `CS_RULE_NOT_SUPPORTED` at each {@link RESERVED_EXTENSIONS} property present with a non-null value. */
 function reservedExtensionErrors(body: Record<string, unknown>): RuleValidationError[] {
   return RESERVED_EXTENSIONS.filter((name) => body[name] !== undefined && body[name] !== null).map((name) => ({
     code: "CS_RULE_NOT_SUPPORTED" as const,
     path: name,
-    message: `${name}: absence and sequence alerts are planned and not evaluated yet (docs/design/windows.md); remove it to get a per-record rule, or use window`,
+    message: `${name}: sequence alerts are planned and not evaluated yet (docs/design/windows.md); remove it to get a per-record rule, or use window or absence`,
   }));
 }
 

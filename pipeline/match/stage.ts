@@ -275,7 +275,7 @@ export async function startMatchStage(deps: MatchStageDeps): Promise<MatchStage>
           const head = chain.head();
           if (!head) continue;
           await chain.learn();
-          await emitAndPublish(publisher, () => tracker.onHead(head, chain.canonical));
+          // Windows first: a firing that late records retract is forgotten before the head could confirm it.
           const b = input.topicKind === "blocks" ? input.record : undefined;
           const block = b && {
             number: b.number.num,
@@ -283,6 +283,7 @@ export async function startMatchStage(deps: MatchStageDeps): Promise<MatchStage>
             timestamp: Math.floor(Date.parse(`${b.timestamp}Z`) / 1000),
           };
           await windows.onHead({ head, block, canonical: chain.canonical });
+          await emitAndPublish(publisher, () => tracker.onHead(head, chain.canonical));
           if (input.topicKind === "blocks") await track(searchIndex.matchRecords(input).map(countSearchMatch));
           await advanceFinal();
         }

@@ -41,7 +41,7 @@ import {
   type WindowState,
 } from "../../../lib/match/windows.js";
 import type { Rule } from "../../../lib/rules/model.js";
-import { ruleWindow, windowConfigOf } from "../../../lib/rules/schema-window.js";
+import { absenceConfigOf, ruleAbsence, ruleWindow, windowConfigOf } from "../../../lib/rules/schema-window.js";
 import type { MatchedEntity, MatchInput } from "../confirmations/decide.js";
 import { runLua } from "../lua.js";
 import type { MatchRedis } from "../redis.js";
@@ -90,15 +90,22 @@ export interface WindowEvaluator {
   onHead(view: HeadView): Promise<void>;
 }
 
-/** The entity of a window firing: what the alert carries (`entity.window`) and its identity. */
-export function firingEntity(f: WindowFiring): MatchedEntity {
+/**
+ * The entity of a window firing: what the alert carries (`entity.window`; `entity.absence` true for
+ * an absence rule's silence) and its identity (`window:<end>[:<group>]`, `absence:<end>`).
+ */
+export function firingEntity(f: WindowFiring, absence = false): MatchedEntity {
   return {
-    entityId: `window:${f.end.number}${f.group === null ? "" : `:${f.group}`}`,
+    entityId: `${absence ? "absence" : "window"}:${f.end.number}${f.group === null ? "" : `:${f.group}`}`,
     blockHash: f.end.hash,
     blockNumber: f.end.number,
     window: f,
+    ...(absence ? { absence: true } : {}),
   };
 }
+
+/** Whether a rule is windowed: it carries `window` or `absence`. */
+const isWindowed = (rule: Rule): boolean => ruleWindow(rule) !== null || ruleAbsence(rule) !== null;
 
 function pairs(flat: unknown): Array<[string, string]> {
   const a = Array.isArray(flat) ? flat : [];
@@ -115,9 +122,10 @@ export function createWindowEvaluator(deps: WindowEvaluatorDeps): WindowEvaluato
   /** The arithmetic's configuration, or null (logged) for a window that is not one (a rule stored before validation knew it). */
   const configOf = (rule: Rule): WindowConfig | null => {
     const w = ruleWindow(rule);
+    const a = ruleAbsence(rule);
     try {
-      if (w === null) return null;
-      const config = windowConfigOf(w, deps.reorgDepth);
+      if (w === null && a === null) return null;
+      const config = w !== null ? windowConfigOf(w, deps.reorgDepth) : absenceConfigOf(a as NonNullable<typeof a>, deps.reorgDepth);
       checkWindowConfig(config);
       return config;
     } catch (err) {
@@ -167,8 +175,14 @@ export function createWindowEvaluator(deps: WindowEvaluatorDeps): WindowEvaluato
       if (s2.blocks.some((b) => b.hash === hash)) step(addRecords(config, s2, hash, await blockRecords(id, hash)));
     }
     const matches = (type: WindowEvent["type"]) =>
-      events.filter((e) => e.type === type).map((e) => ({ rule, entity: firingEntity(e.firing), firing: e.firing }));
-    const retracted = matches("retracted");
+      events
+        .filter((e) => e.type === type)
+        .map((e) => ({ rule, entity: firingEntity(e.firing, ruleAbsence(rule) !== null), firing: e.firing }));
+    // A firing whose closing block left the chain is the tracker's head to remove (it names the replacing block).
+    const retracted = matches("retracted").filter((m) => {
+      const c = view.canonical(m.firing.end.number);
+      return c === undefined || c.toLowerCase() === m.firing.end.hash;
+    });
     if (retracted.length > 0) await deps.retract(retracted);
     const fired = matches("fired");
     if (fired.length > 0) await deps.fire(fired);
@@ -189,7 +203,7 @@ export function createWindowEvaluator(deps: WindowEvaluatorDeps): WindowEvaluato
         upsert(rule) {
           index.upsert(rule);
           const got = index.get(rule.id);
-          if (got !== undefined && ruleWindow(got) !== null) held.set(got.id, got);
+          if (got !== undefined && isWindowed(got)) held.set(got.id, got);
           else held.delete(rule.id);
         },
         remove(id) {
@@ -202,14 +216,14 @@ export function createWindowEvaluator(deps: WindowEvaluatorDeps): WindowEvaluato
       const rest: MatchInput[] = [];
       const items: Array<{ records: string; dirtyField: string; id: string; record: string }> = [];
       for (const m of matches) {
-        const w = held.has(m.rule.id) ? ruleWindow(m.rule) : null;
-        if (w === null) {
+        if (!held.has(m.rule.id) || !isWindowed(m.rule)) {
           rest.push(m);
           continue;
         }
+        const w = ruleWindow(m.rule);
         const id = windowId(m.rule);
         const blockHash = m.entity.blockHash.toLowerCase();
-        const record = windowRecordOf(w, m.entity);
+        const record = w === null ? { id: m.entity.entityId } : windowRecordOf(w, m.entity);
         items.push({
           records: keys.records(id, blockHash),
           dirtyField: `${id}|${blockHash}`,

@@ -158,4 +158,26 @@ describe.skipIf(!up)("window evaluator (real Redis)", () => {
       ["pending", "window:21"],
     ]);
   });
+  it("an absence rule fires once at the first head of a silent window, and a late record retracts it", async () => {
+    const s = stage("absence");
+    const rule = { ...windowRule("r-abs", {}), window: undefined, absence: { blocks: 2 } } as Rule;
+    s.index.upsert(rule);
+    await s.at(30);
+    await s.windows.addMatches([{ rule, entity: transfer(31, 0) }]);
+    await s.at(31);
+    await s.at(32);
+    expect(s.alerts).toEqual([]); // block 31 holds a record
+    await s.at(33); // 32–33 silent
+    await s.at(34); // still silent: no second alert
+    expect(s.alerts.map((a) => [a.status, a.entityId])).toEqual([["pending", "absence:33"]]);
+    expect(s.alerts[0]?.entity).toMatchObject({ absence: true, window: { recordCount: 0, window: { fromBlock: 32, toBlock: 33 } } });
+    // A record of block 33 that arrives late: the silence never was.
+    await s.windows.addMatches([{ rule, entity: transfer(33, 0) }]);
+    await s.at(35);
+    expect(s.alerts.map((a) => [a.status, a.entityId])).toEqual([
+      ["pending", "absence:33"],
+      ["removed", "absence:33"],
+      ["pending", "absence:35"],
+    ]);
+  });
 });

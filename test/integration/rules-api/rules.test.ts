@@ -282,7 +282,7 @@ describe.skipIf(!up)("alerting rules API (real Redis)", () => {
     expect(back.statusCode, back.body).toBe(200);
   });
 
-  it("accepts a window beside config and refuses a bad one with its stable code (window, issue 33)", async () => {
+  it("accepts a window or an absence beside config and refuses a bad one with its stable code (issue 33)", async () => {
     const window = { blocks: 10, aggregate: { fn: "count" }, operator: "Greater or Equal", threshold: "20" };
     const rule = await create(TOKEN_A, { window });
     expect((await call("GET", `/alerting/rules/${rule.id}/`)).json<Rule>().window).toEqual(window);
@@ -303,11 +303,15 @@ describe.skipIf(!up)("alerting rules API (real Redis)", () => {
       "window.maxGroups",
     );
     expectError(
-      await call("POST", "/alerting/rules/", TOKEN_A, ruleBody({ absence: { blocks: 10 } })),
+      await call("POST", "/alerting/rules/", TOKEN_A, ruleBody({ sequence: { within: { blocks: 10 } } })),
       400,
       "CS_RULE_NOT_SUPPORTED",
-      "absence",
+      "sequence",
     );
+    const silent = await create(TOKEN_A, { absence: { blocks: 300 } });
+    expect((await call("GET", `/alerting/rules/${silent.id}/`)).json<Rule>().absence).toEqual({ blocks: 300 });
+    const tooLong = ruleBody({ absence: { blocks: 20_000 } });
+    expectError(await call("POST", "/alerting/rules/", TOKEN_A, tooLong), 400, "CS_RULE_WINDOW_TOO_LARGE", "absence.blocks");
   });
 
   it("limits rules per account: 409 CS_RULE_LIMIT_REACHED (config rules.maxPerAccount)", async () => {

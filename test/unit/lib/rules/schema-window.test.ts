@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { WINDOW_CAPS, windowConfigOf, windowErrors, windowNotSupported } from "../../../../lib/rules/schema-window.js";
+import { absenceConfigOf, WINDOW_CAPS, windowConfigOf, windowErrors, windowNotSupported } from "../../../../lib/rules/schema-window.js";
 import { validateRuleInput } from "../../../../lib/rules/validate.js";
 
 const count = { blocks: 10, aggregate: { fn: "count" }, operator: "Greater", threshold: "20" };
@@ -100,5 +100,24 @@ describe("window validation", () => {
       ["CS_RULE_NOT_SUPPORTED", "window"],
     ]);
     expect(windowNotSupported({ window: null }, "backtests")).toEqual([]);
+  });
+  it("absence: exactly one of blocks or seconds within the caps, not together with window", () => {
+    const abs = (a: unknown, w?: unknown) => windowErrors({ absence: a, ...(w ? { window: w } : {}) }).map((e) => [e.code, e.path]);
+    expect(abs({ blocks: 300 })).toEqual([]);
+    expect(abs({ seconds: 3600 })).toEqual([]);
+    expect(abs({ blocks: 300, seconds: 1 })).toEqual([["CS_RULE_INVALID", "absence"]]);
+    expect(abs({ blocks: WINDOW_CAPS.blocks + 1 })).toEqual([["CS_RULE_WINDOW_TOO_LARGE", "absence.blocks"]]);
+    expect(abs({ blocks: 0 })).toEqual([["CS_RULE_INVALID", "absence.blocks"]]);
+    expect(abs({ blocks: 5, x: 1 })).toEqual([["CS_RULE_INVALID", "absence.x"]]);
+    expect(abs({ blocks: 5 }, count)).toEqual([["CS_RULE_INVALID", "absence"]]);
+    expect(validateRuleInput({ ...rule(undefined), absence: { blocks: 300 } }, "create", chains).ok).toBe(true);
+    expect(absenceConfigOf({ blocks: 300 }, 64)).toMatchObject({
+      span: { blocks: 300 },
+      aggregate: "count",
+      operator: "Less",
+      threshold: "1",
+      reorgDepth: 64,
+    });
+    expect(windowNotSupported({ absence: { blocks: 3 } }, "backtests").map((e) => e.path)).toEqual(["absence"]);
   });
 });

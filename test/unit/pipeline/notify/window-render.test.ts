@@ -48,4 +48,11 @@ describe("window alerts in every channel", () => {
     expect(JSON.stringify(telegramBody(alert, { chatId: "1" } as never))).toContain("window 21 over blocks 100–109");
     expect(emailMessage(alert).text).toContain(line);
   });
+  it("an absence rule's silence says so", () => {
+    const silent = firingEntity({ ...firing, group: null, aggregate: "0", recordCount: 0, recordIds: [] }, true);
+    expect(silent).toMatchObject({ entityId: "absence:109", absence: true });
+    const a = sampleAlert({ entity: silent, entityId: silent.entityId, blockNumber: 109 });
+    expect(summaryLine(a)).toBe("confirmed: silence: no matching record in blocks 100–109 on ethereum/mainnet");
+    expect(webhookBody(a).window).toMatchObject({ recordCount: 0 });
+  });
 });
