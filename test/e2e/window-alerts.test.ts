@@ -3,10 +3,18 @@
  * one address (3 blocks, ≥ 3 transfers) fires exactly once while the condition holds (crossing, not
  * flooding), its webhook JSON says what crossed, and a reorg that removes the transfers' block
  * drops the window below its threshold: the pending alert is retracted with `removed`, and nothing
- * is confirmed.
+ * is confirmed. An absence rule (no transfer to an address for 3 blocks) stays quiet while the
+ * transfers run and fires exactly once when they stop.
+ *
+ * The events reach the match stage through decode, after their block record; the stage evaluates
+ * a window at each head with the records it has. So before mining the next block the test waits
+ * until the stage has written a block's records (its Redis record hash): then every evaluation the
+ * test asserts on saw them.
  */
+import { createClient, type RedisClientType } from "redis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { WindowFiring } from "../../lib/match/windows.js";
+import { windowKeys } from "../../pipeline/match/windows/scripts.js";
 import { type AnvilEnv, startAnvilEnv } from "../support/anvil-env.js";
 import { probeStack, waitFor } from "../support/harness.js";
 import { tokenTransferRule } from "../support/rules.js";
@@ -17,11 +25,21 @@ describe.skipIf(!up.ok)("window alerts on anvil", () => {
   let env: AnvilEnv;
   const alertsOf = (ruleId: string) => env.alertsAt("win").filter((a) => a.ruleId === ruleId);
 
+  let redis: RedisClientType;
+  /** Waits until the match stage holds `n` window records of a rule (version 1) in a block. */
+  const recordsSeen = async (ruleId: string, blockHash: string, n: number) => {
+    const key = windowKeys(env.config.redisKeyPrefix, env.config.chain).records(`${ruleId}:1`, blockHash.toLowerCase());
+    await waitFor(async () => (await redis.hLen(key)) >= n, 30_000, 50);
+  };
+
   beforeAll(async () => {
     env = await startAnvilEnv({ traces: false, match: () => ({ reloadIntervalMs: 500 }) });
+    redis = createClient({ url: env.config.redisUrl }) as RedisClientType;
+    await redis.connect();
   }, 180_000);
 
   afterAll(async () => {
+    await redis?.close();
     await env?.stop();
   });
 
@@ -47,6 +65,7 @@ describe.skipIf(!up.ok)("window alerts on anvil", () => {
     const txs = [await env.transfer(to, 1_000_000n), await env.transfer(to, 2_000_000n), await env.transfer(to, 3_000_000n)];
     await env.mine(1); // block B holds the 3 transfers
     const b = await env.eventOf(txs[0]!);
+    await recordsSeen(rule.id, b.blockHash, 3);
     await env.mine(1); // B + 1: the window still holds B; records consumed after B's block record are evaluated here
     await waitFor(async () => alertsOf(rule.id).length >= 1, 30_000);
     await env.mine(1); // B + 2: still crossing, no second alert
@@ -73,5 +92,38 @@ describe.skipIf(!up.ok)("window alerts on anvil", () => {
     const all = alertsOf(rule.id);
     expect(all.map((a) => a.status)).toEqual(["pending", "removed"]);
     expect(all[1]).toMatchObject({ entityId: pending.entityId, blockHash: pending.blockHash });
+  }, 120_000);
+
+  it("an absence rule is quiet while the transfers run and fires once when they stop", async () => {
+    const to = env.newAddress();
+    const input = tokenTransferRule({
+      name: "no transfer to one address for 3 blocks",
+      chain: env.config.chain,
+      token: await env.token.getAddress(),
+      maxConfirmationCount: 2,
+      sendPendingAlerts: false,
+      url: env.hook("win"),
+      to,
+    });
+    const rule = await env.rules.create("acc-e2e", { ...input, absence: { blocks: 3 } });
+    await waitFor(async () => env.match.index.get(rule.id), 10_000, 50);
+    let last = { entityId: "", blockHash: "", blockNumber: 0 };
+    for (let i = 0; i < 7; i++) {
+      const tx = await env.transfer(to, 1_000n + BigInt(i));
+      await env.mine(1);
+      last = await env.eventOf(tx);
+      await recordsSeen(rule.id, last.blockHash, 1);
+    }
+    await new Promise((r) => setTimeout(r, 1500));
+    expect(alertsOf(rule.id)).toEqual([]); // every window of 3 blocks held a transfer
+
+    await env.mine(4); // last+1 … last+3 silent: fires at last+3, confirmed at last+4
+    await waitFor(async () => alertsOf(rule.id).length >= 1, 30_000);
+    await env.mine(3); // still silent: no second alert
+    await new Promise((r) => setTimeout(r, 1500));
+    const alerts = alertsOf(rule.id);
+    expect(alerts.map((a) => [a.status, a.entityId])).toEqual([["confirmed", `absence:${last.blockNumber + 3}`]]);
+    const w = (alerts[0] as unknown as { window: WindowFiring }).window;
+    expect(w).toMatchObject({ aggregate: "0", recordCount: 0, window: { fromBlock: last.blockNumber + 1, toBlock: last.blockNumber + 3 } });
   }, 120_000);
 });
