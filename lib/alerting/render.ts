@@ -216,12 +216,30 @@ function threshold(alert: Pick<Alert, "maxConfirmationCount">): number {
  * `removed` alerts say `removed from the chain` instead of confirmations.
  */
 export function summaryLine(alert: Alert): string {
+  const win = windowSummary(alert);
+  if (win) return `${alert.status}: ${win}`;
   const where = `${entityLabel(alert)} in block ${alert.blockNumber} on ${chainText(alert.chain)}`;
   const conf =
     alert.status === "removed"
       ? "block left the canonical chain"
       : `${alert.confirmations}/${threshold(alert)} confirmation${threshold(alert) === 1 ? "" : "s"}`;
   return `${alert.status}: ${where} (${conf})`;
+}
+
+/**
+ * What a window alert says crossed, in one line (empty for other alerts), e.g.
+ * `window 21 over blocks 100–109 (21 records) on ethereum/mainnet, group 0xab…`; an absence rule's:
+ * `silence: no matching record in blocks 100–109 on ethereum/mainnet`.
+ */
+export function windowSummary(alert: Alert): string {
+  const w = alert.entity?.window as
+    | { group: string | null; aggregate: string; recordCount: number; window: { fromBlock: number; toBlock: number } }
+    | undefined;
+  if (typeof w !== "object" || w === null || typeof w.window !== "object") return "";
+  const group = w.group === null ? "" : `, group ${clip(oneLine(String(w.group)), 100)}`;
+  if (alert.entity?.absence === true)
+    return `silence: no matching record in blocks ${w.window.fromBlock}–${w.window.toBlock} on ${chainText(alert.chain)}`;
+  return `window ${clip(oneLine(String(w.aggregate)), 80)} over blocks ${w.window.fromBlock}–${w.window.toBlock} (${w.recordCount} records) on ${chainText(alert.chain)}${group}`;
 }
 
 function ruleText(alert: Alert): string {

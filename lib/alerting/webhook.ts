@@ -4,6 +4,8 @@
  * leaves out what is internal or only for people: `accountId`, `entity`, `actions`, `ruleName`.
  * A `removed` alert that names its replacing block also carries `replacedBy` (`{number, hash}`,
  * hash null when no block was known at that height yet), after `emittedAt`; no other alert has it.
+ * An alert of a windowed rule (docs/alerting.md, "Alerts over time") carries `window`, what crossed:
+ * `{group, end, window, aggregate, recordCount, recordIds}` (`WindowFiring` of lib/match/windows.ts), last.
  * @module
  */
 import type { Alert, ReplacingBlock } from "./alert.js";
@@ -27,7 +29,7 @@ export const WEBHOOK_FIELDS = [
 ] as const satisfies ReadonlyArray<keyof Alert>;
 
 /** JSON body of `Webhook (POST)`; `id` is also its `Idempotency-Key` header. */
-export type WebhookBody = Pick<Alert, (typeof WEBHOOK_FIELDS)[number]> & { replacedBy?: ReplacingBlock };
+export type WebhookBody = Pick<Alert, (typeof WEBHOOK_FIELDS)[number]> & { replacedBy?: ReplacingBlock; window?: unknown };
 
 /** Builds the {@link WebhookBody} of an alert: the {@link WEBHOOK_FIELDS}, in order (`chain` copied field by field). */
 export function webhookBody(alert: Alert): WebhookBody {
@@ -36,6 +38,7 @@ export function webhookBody(alert: Alert): WebhookBody {
   const { technology, blockchain, network } = alert.chain;
   body.chain = { technology, blockchain, network };
   if (alert.status === "removed" && alert.replacedBy) body.replacedBy = { number: alert.replacedBy.number, hash: alert.replacedBy.hash };
+  if (alert.entity?.window !== undefined) body.window = alert.entity.window;
   return body as WebhookBody;
 }
 

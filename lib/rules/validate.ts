@@ -24,6 +24,7 @@ import { checkAgainstSchema, type SchemaIssue } from "../validation/schema-check
 import type { RuleInput } from "./model.js";
 import { HTTP_URL_PATTERN, RULE_FIELDS, RULE_LIMITS, RuleCreateSchema, RuleUpdateSchema } from "./schema.js";
 import { stateErrors } from "./schema-state.js";
+import { windowErrors } from "./schema-window.js";
 
 export * from "./schema.js";
 
@@ -50,7 +51,8 @@ const updateValidator = Compile(RuleUpdateSchema);
  * - `CS_RULE_TOO_LONG`: a string is longer than its cap in {@link RULE_LIMITS} (name, description, definition names, values, URLs, Slack fields, payload field names; an over-long e-mail address is `CS_RULE_ALERT_PARAMETERS`, like any address that is not one);
  * - `CS_RULE_KAFKA_PARAMETERS`: a `Kafka` action's parameters are wrong (brokers not `host:port`, a topic name Kafka refuses, an unknown key or SASL mechanism, `avro` without its `schemaRegistryUrl`, a value over its cap in `KAFKA_LIMITS`);
  * - `CS_RULE_EXTRA_PROPERTIES`: more than {@link RULE_LIMITS}`.extraPropertiesMax` additional top-level properties, or more than `.extraPropertiesMaxBytes` of them (path: the property that crosses the limit);
- * - `CS_RULE_NOT_SUPPORTED`: a top-level property reserved for a planned extension ({@link RESERVED_EXTENSIONS}, or a well-formed `stateCondition`: lib/rules/schema-state.ts) that is not evaluated yet.
+ * - `CS_RULE_NOT_SUPPORTED`: a top-level property reserved for a planned extension ({@link RESERVED_EXTENSIONS}, or a well-formed `stateCondition`: lib/rules/schema-state.ts) that is not evaluated yet;
+ * - `CS_RULE_WINDOW_TOO_LARGE`, `CS_RULE_AGGREGATE_NOT_NUMERIC`, `CS_RULE_GROUPBY_CARDINALITY`: the `window` extension (lib/rules/schema-window.ts).
  */
 export type RuleValidationCode =
   | "CS_RULE_INVALID"
@@ -67,7 +69,10 @@ export type RuleValidationCode =
   | "CS_RULE_KAFKA_PARAMETERS"
   | "CS_RULE_TOO_LONG"
   | "CS_RULE_EXTRA_PROPERTIES"
-  | "CS_RULE_NOT_SUPPORTED";
+  | "CS_RULE_NOT_SUPPORTED"
+  | "CS_RULE_WINDOW_TOO_LARGE"
+  | "CS_RULE_AGGREGATE_NOT_NUMERIC"
+  | "CS_RULE_GROUPBY_CARDINALITY";
 
 /** Every {@link RuleValidationCode}, for documentation and exhaustive tests. */
 export const RULE_VALIDATION_CODES: readonly RuleValidationCode[] = [
@@ -86,6 +91,9 @@ export const RULE_VALIDATION_CODES: readonly RuleValidationCode[] = [
   "CS_RULE_TOO_LONG",
   "CS_RULE_EXTRA_PROPERTIES",
   "CS_RULE_NOT_SUPPORTED",
+  "CS_RULE_WINDOW_TOO_LARGE",
+  "CS_RULE_AGGREGATE_NOT_NUMERIC",
+  "CS_RULE_GROUPBY_CARDINALITY",
 ];
 
 /** One reason a rule body was refused. */
@@ -379,6 +387,7 @@ export function findRuleErrors(body: unknown, mode: "create" | "update", chains:
     ...confirmOnErrors(body),
     ...reservedExtensionErrors(body),
     ...stateErrors(body),
+    ...windowErrors(body),
   ];
   return [...errors, ...extra]
     .map((e, n) => ({ e, n, r: topLevelRank(e.path) }))
@@ -400,18 +409,18 @@ function confirmOnErrors(body: Record<string, unknown>): RuleValidationError[] {
 
 /**
  * Top-level names reserved for the alerts-over-time extension (issue 33; docs/design/windows.md):
- * `window`, `absence` and `sequence` will change when a rule fires. Until the match stage evaluates
- * them a rule carrying one is refused, rather than stored as an ordinary additional property and
- * silently alerting per record.
+ * `sequence` will change when a rule fires. Until the match stage evaluates it a rule carrying one
+ * is refused, rather than stored as an ordinary additional property and silently alerting per
+ * record. (`window` and `absence` are evaluated: lib/rules/schema-window.ts.)
  */
-export const RESERVED_EXTENSIONS = ["window", "absence", "sequence"] as const;
+export const RESERVED_EXTENSIONS = ["sequence"] as const;
 
 /** `CS_RULE_NOT_SUPPORTED` at each {@link RESERVED_EXTENSIONS} property present with a non-null value. */
 function reservedExtensionErrors(body: Record<string, unknown>): RuleValidationError[] {
   return RESERVED_EXTENSIONS.filter((name) => body[name] !== undefined && body[name] !== null).map((name) => ({
     code: "CS_RULE_NOT_SUPPORTED" as const,
     path: name,
-    message: `${name}: alerts over time (window, absence, sequence) are planned and not evaluated yet (docs/design/windows.md); remove it to get a per-record rule`,
+    message: `${name}: sequence alerts are planned and not evaluated yet (docs/design/windows.md); remove it to get a per-record rule, or use window or absence`,
   }));
 }
 

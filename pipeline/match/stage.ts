@@ -45,6 +45,7 @@ import { createAlertPublisher } from "./publisher.js";
 import { startRuleSync } from "./rule-sync.js";
 import { createSearchIndex, type SearchIndex } from "./search-index.js";
 import { createTokenTracker, type TokenMetadataSource, tokenListMetadataSource } from "./tokens.js";
+import { createWindowEvaluator } from "./windows/evaluator.js";
 
 /** The topics whose records give entities (lib/match/entities.ts `entitiesOf`). */
 type EntityTopic = "transactions" | "logs" | "events" | "traces";
@@ -119,7 +120,19 @@ export async function startMatchStage(deps: MatchStageDeps): Promise<MatchStage>
     : await connectRuleStore({ ...config, redisKeyPrefix: searchKeyPrefix(config.redisKeyPrefix) });
   const searches = deps.searches ?? (connectedSearches?.store as RuleStore);
   const keyed = { redis, keyPrefix: config.redisKeyPrefix, chain: config.chain };
-  const index = createRuleIndex({ chain: config.chain });
+  const windows = createWindowEvaluator({
+    ...keyed,
+    logger: log,
+    fire: (matches) => track([...matches]),
+    retract: async (matches) => {
+      for (const [p, t] of [
+        [publisher, tracker],
+        [finalPublisher, finalTracker],
+      ] as const)
+        await emitAndPublish(p, () => t.retract(matches));
+    },
+  });
+  const index = windows.watch(createRuleIndex({ chain: config.chain }));
   const outboxVisibilityMs = Math.max(0, deps.outboxGraceMs ?? 10_000);
   const tracker = createConfirmationTracker({ ...keyed, outboxVisibilityMs });
   // Confirm on finality (docs/rules.md): a tracker of its own whose head is the node's finalized block, one confirmation.
@@ -262,6 +275,14 @@ export async function startMatchStage(deps: MatchStageDeps): Promise<MatchStage>
           const head = chain.head();
           if (!head) continue;
           await chain.learn();
+          // Windows first: a firing that late records retract is forgotten before the head could confirm it.
+          const b = input.topicKind === "blocks" ? input.record : undefined;
+          const block = b && {
+            number: b.number.num,
+            hash: b.hash.toLowerCase(),
+            timestamp: Math.floor(Date.parse(`${b.timestamp}Z`) / 1000),
+          };
+          await windows.onHead({ head, block, canonical: chain.canonical });
           await emitAndPublish(publisher, () => tracker.onHead(head, chain.canonical));
           if (input.topicKind === "blocks") await track(searchIndex.matchRecords(input).map(countSearchMatch));
           await advanceFinal();
@@ -287,7 +308,7 @@ export async function startMatchStage(deps: MatchStageDeps): Promise<MatchStage>
         for (const m of searchMatches(input)) matches.push(countSearchMatch(m));
       }
       // A head below an entity's block (its block record not consumed yet) counts as that block.
-      await track(matches);
+      await track(await windows.addMatches(matches));
       return [];
     },
   });

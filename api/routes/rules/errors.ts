@@ -101,12 +101,26 @@ export const RULES_ERROR_CODES = {
   CS_RULE_NOT_SUPPORTED: {
     status: 400,
     description:
-      "Alerting rules: a top-level property reserved for a planned extension (window, absence, sequence: alerts over time, docs/design/windows.md; a well-formed `stateCondition`: state conditions, docs/rules.md) that is not evaluated yet.",
+      "Alerting rules: a top-level property reserved for a planned extension (absence, sequence: alerts over time, docs/design/windows.md; a well-formed `stateCondition`: state conditions, docs/rules.md) that is not evaluated yet.",
   },
   CS_RULE_KAFKA_PARAMETERS: {
     status: 400,
     description:
       "Alerting rules: a Kafka action's parameters are wrong (brokers not host:port, 1–10; a topic name Kafka refuses; key not ruleId or entityId; avro without an http(s) schemaRegistryUrl; SASL mechanism not plain, scram-sha-256 or scram-sha-512, or no username or password).",
+  },
+  CS_RULE_WINDOW_TOO_LARGE: {
+    status: 400,
+    description:
+      "Alerting rules: a window spans more than 10,000 blocks or 86,400 seconds (the message names the cap; path window.blocks or window.seconds).",
+  },
+  CS_RULE_AGGREGATE_NOT_NUMERIC: {
+    status: 400,
+    description:
+      "Alerting rules: a window's sum names an attribute that is never a number (an address, hash, name; path window.aggregate.field).",
+  },
+  CS_RULE_GROUPBY_CARDINALITY: {
+    status: 400,
+    description: "Alerting rules: a grouped window's maxGroups is above the cap of 1,000 groups (path window.maxGroups).",
   },
   CS_RULE_TOO_LARGE: {
     status: 413,

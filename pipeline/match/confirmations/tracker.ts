@@ -25,10 +25,10 @@
  * another instance may claim it). Receivers deduplicate by the alert id.
  * @module
  */
-import type { Alert } from "../../../lib/alerting/alert.js";
+import { type Alert, alertId } from "../../../lib/alerting/alert.js";
 import type { ChainId } from "../../../lib/config/index.js";
 import type { Rule } from "../../../lib/rules/model.js";
-import { confirmationKeys } from "../keys.js";
+import { confirmationKeys, matchMember } from "../keys.js";
 import { runLua } from "../lua.js";
 import type { MatchRedis } from "../redis.js";
 import {
@@ -92,6 +92,11 @@ export interface ConfirmationTracker {
    * @param canonical canonical hash by height; `head.hash` is used for `head.number` when it answers undefined.
    */
   onHead(head: ChainHead, canonical: CanonicalLookup): Promise<Alert[]>;
+  /**
+   * Retracts tracked matches (a window firing whose window no longer crosses, pipeline/match/windows/):
+   * each is forgotten, and a `removed` alert goes out where `pending` went out. Confirmed or unknown matches: nothing.
+   */
+  retract(matches: readonly MatchInput[]): Promise<Alert[]>;
   /** Forgets every tracked match of a rule (deleted or disabled rule) without emitting anything; returns how many. */
   dropRule(ruleId: string): Promise<number>;
   /** Number of tracked (not yet confirmed or dropped) matches. */
@@ -205,6 +210,20 @@ export function createConfirmationTracker(deps: ConfirmationTrackerDeps): Confir
       const due = await range(keys.due, head.number);
       const { removed, confirmed } = decideHead(head, canonical, tracked, due);
       return [...(await finalize(removed)), ...(await finalize(confirmed))];
+    },
+    retract(matches) {
+      return finalize(
+        matches.map(({ rule, entity }) => {
+          const ref = { blockHash: entity.blockHash.toLowerCase(), ruleId: rule.id, entityId: entity.entityId };
+          return {
+            member: matchMember(ref),
+            ruleId: rule.id,
+            status: "removed" as const,
+            alertId: alertId(ref.ruleId, ref.entityId, ref.blockHash, "removed"),
+            confirmations: 0,
+          };
+        }),
+      );
     },
     async dropRule(ruleId) {
       return Number(await runLua(redis, DROP_RULE, { ...keys, ruleSet: keys.rule(ruleId) }));

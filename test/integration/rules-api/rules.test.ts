@@ -282,6 +282,38 @@ describe.skipIf(!up)("alerting rules API (real Redis)", () => {
     expect(back.statusCode, back.body).toBe(200);
   });
 
+  it("accepts a window or an absence beside config and refuses a bad one with its stable code (issue 33)", async () => {
+    const window = { blocks: 10, aggregate: { fn: "count" }, operator: "Greater or Equal", threshold: "20" };
+    const rule = await create(TOKEN_A, { window });
+    expect((await call("GET", `/alerting/rules/${rule.id}/`)).json<Rule>().window).toEqual(window);
+    const put = await call("PUT", `/alerting/rules/${rule.id}/`, TOKEN_A, { window: { ...window, blocks: 20_000 } });
+    expectError(put, 400, "CS_RULE_WINDOW_TOO_LARGE", "window.blocks");
+    const sum = { ...window, aggregate: { fn: "sum", field: "address" } };
+    expectError(
+      await call("POST", "/alerting/rules/", TOKEN_A, ruleBody({ window: sum })),
+      400,
+      "CS_RULE_AGGREGATE_NOT_NUMERIC",
+      "window.aggregate.field",
+    );
+    const groups = { ...window, groupBy: "address", maxGroups: 5000 };
+    expectError(
+      await call("POST", "/alerting/rules/", TOKEN_A, ruleBody({ window: groups })),
+      400,
+      "CS_RULE_GROUPBY_CARDINALITY",
+      "window.maxGroups",
+    );
+    expectError(
+      await call("POST", "/alerting/rules/", TOKEN_A, ruleBody({ sequence: { within: { blocks: 10 } } })),
+      400,
+      "CS_RULE_NOT_SUPPORTED",
+      "sequence",
+    );
+    const silent = await create(TOKEN_A, { absence: { blocks: 300 } });
+    expect((await call("GET", `/alerting/rules/${silent.id}/`)).json<Rule>().absence).toEqual({ blocks: 300 });
+    const tooLong = ruleBody({ absence: { blocks: 20_000 } });
+    expectError(await call("POST", "/alerting/rules/", TOKEN_A, tooLong), 400, "CS_RULE_WINDOW_TOO_LARGE", "absence.blocks");
+  });
+
   it("limits rules per account: 409 CS_RULE_LIMIT_REACHED (config rules.maxPerAccount)", async () => {
     const limited = await connectRulesBackends({ redisUrl: url, redisKeyPrefix: prefix, rules: { maxPerAccount: 2 } });
     const app2 = await appFor(limited, randomUUID());

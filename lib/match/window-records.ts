@@ -1,0 +1,96 @@
+/**
+ * From matched entities to the window arithmetic's records (lib/match/windows.ts): what a windowed
+ * rule (lib/rules/schema-window.ts) reads from each entity its per-record conditions selected —
+ * the group (`groupBy`), the summed value (`sum`), the distinct key (`distinct`). Pure.
+ *
+ * Attribute paths are dot-separated; a segment applied to an array of named items (an event's or
+ * a method's decoded `args`) picks the item of that `name` and continues in its `value`. Values:
+ * - a decoded argument (`{hex, num, scaled, type}`): an integer type (`uint…`, `int…`) gives its
+ *   exact hex (`"0x…"`, raw units); with `useScaledValue`, the exact decimal `<raw>e-<decimals>`
+ *   where the decimals are those of its `scaled` value (`num / scaled` is a power of ten); other
+ *   types give their hex as group and distinct keys and nothing to a sum;
+ * - a {@link Quantity} (`{num, raw}`): its `raw` hex;
+ * - a string or finite number: itself (`String(v)`); anything else: absent.
+ * @module
+ */
+import type { RuleWindow } from "../rules/schema-window.js";
+import type { WindowRecord } from "./windows.js";
+
+interface ArgValue {
+  hex: string;
+  num: number | null;
+  scaled: number | null;
+  type: string;
+}
+
+const isObj = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
+const isArg = (v: unknown): v is ArgValue => isObj(v) && typeof v.hex === "string" && typeof v.type === "string";
+
+/** The value at a dot path of an entity (named array items by `name`, then their `value`), or undefined. */
+export function fieldAt(entity: unknown, path: string): unknown {
+  let cur: unknown = entity;
+  for (const segment of path.split(".")) {
+    if (Array.isArray(cur)) {
+      const item = cur.find((x) => isObj(x) && x.name === segment) as Record<string, unknown> | undefined;
+      cur = item?.value;
+    } else if (isObj(cur) && Object.hasOwn(cur, segment)) cur = cur[segment];
+    else return undefined;
+  }
+  return cur;
+}
+
+/** Decimals of an argument from its raw and scaled values (`num / scaled` = 10^d), or null when they do not say. */
+function decimalsOf(a: ArgValue): number | null {
+  if (a.num === null || a.scaled === null || a.num === 0 || a.scaled === 0) return null;
+  const d = Math.round(Math.log10(Math.abs(a.num / a.scaled)));
+  return Number.isFinite(d) && d >= 0 && d <= 77 ? d : null;
+}
+
+/** The text of a value as group or distinct key (see module doc), or undefined. */
+export function keyOf(v: unknown): string | undefined {
+  if (isArg(v)) return v.hex;
+  if (isObj(v) && typeof v.raw === "string") return v.raw;
+  if (typeof v === "string") return v;
+  if (typeof v === "number" && Number.isFinite(v)) return String(v);
+  if (typeof v === "boolean") return String(v);
+  return undefined;
+}
+
+/** The summed value of a value as a decimal string (see module doc), or undefined when it is not a number. */
+export function numberOf(v: unknown, scaled: boolean): string | undefined {
+  if (isArg(v)) {
+    if (!/^u?int/.test(v.type)) return undefined;
+    if (!scaled) return v.hex;
+    if (v.num === 0) return "0";
+    const d = decimalsOf(v);
+    if (d === null) return undefined;
+    const neg = v.hex.startsWith("-");
+    const raw = BigInt(neg ? v.hex.slice(1) : v.hex);
+    return `${neg ? "-" : ""}${raw.toString()}e-${d}`;
+  }
+  if (isObj(v) && typeof v.raw === "string") return v.raw;
+  if (typeof v === "number" && Number.isFinite(v)) return String(v);
+  if (typeof v === "string") return v;
+  return undefined;
+}
+
+/**
+ * The window record of a matched entity for a windowed rule.
+ * @param entity - the matched entity (`entityId` is the record id).
+ */
+export function windowRecordOf(win: RuleWindow, entity: { entityId: string } & Record<string, unknown>): WindowRecord {
+  const record: WindowRecord = { id: entity.entityId };
+  if (typeof win.groupBy === "string") {
+    const g = keyOf(fieldAt(entity, win.groupBy));
+    if (g !== undefined) record.group = g;
+  }
+  const agg = win.aggregate;
+  if (agg.fn === "sum") {
+    const v = numberOf(fieldAt(entity, agg.field), agg.useScaledValue === true);
+    if (v !== undefined) record.value = v;
+  } else if (agg.fn === "distinct") {
+    const k = keyOf(fieldAt(entity, agg.field));
+    if (k !== undefined) record.key = k;
+  }
+  return record;
+}

@@ -1,0 +1,247 @@
+/**
+ * Windowed rules in the match stage (issue 33; docs/alerting.md, "Alerts over time"; design in
+ * docs/design/windows.md). Two roles:
+ *
+ * - **Adding records (every member).** A record a windowed rule's conditions select does not go
+ *   to the confirmation tracker; {@link WindowEvaluator.addMatches} writes it (`HSETNX`, idempotent
+ *   by record id) to the window's record hash of its block and marks the (window, block) dirty, in
+ *   one script, before the batch's offsets are committed.
+ * - **Evaluating (the member that consumes the one-partition `blocks` topic).** On every block and
+ *   reorg record, {@link WindowEvaluator.onHead} loads each windowed rule's state, drops the blocks
+ *   that left the canonical chain (`orphanBlocks`), applies the new block with its records
+ *   (`applyBlock`), adds the records written late (`addRecords`), emits the events, and saves the
+ *   state with compare-and-set on its revision.
+ *
+ * Events become alerts through the existing machinery: a firing is a match of the rule with the
+ * entity {@link firingEntity} (entity id `window:<end>[:<group>]`, the closing block's hash and
+ * number), so confirmations count from the block that closed the window, a reorg of that block
+ * gives `removed` (when `pending` went out), alert ids and guards are the tracker's, and the
+ * outbox publishes. A retraction whose closing block is still canonical (late records changed the
+ * machine) is a `removed` of that match ({@link WindowEvaluatorDeps.retract}).
+ *
+ * Crash safety: alerts are emitted before the state is saved. A crash in between replays the head
+ * from the saved state, which gives the same events; the tracker's guards (alert id =
+ * `sha256(ruleId|entityId|blockHash|status)`) emit each once. A crash before the save loses nothing.
+ * @module
+ */
+import type { ChainId } from "../../../lib/config/index.js";
+import type { Logger } from "../../../lib/logger.js";
+import type { RuleIndex } from "../../../lib/match/rule-index.js";
+import { windowRecordOf } from "../../../lib/match/window-records.js";
+import {
+  addRecords,
+  applyBlock,
+  checkWindowConfig,
+  createWindowState,
+  orphanBlocks,
+  type WindowConfig,
+  type WindowEvent,
+  type WindowFiring,
+  type WindowRecord,
+  type WindowState,
+} from "../../../lib/match/windows.js";
+import type { Rule } from "../../../lib/rules/model.js";
+import { absenceConfigOf, ruleAbsence, ruleWindow, windowConfigOf } from "../../../lib/rules/schema-window.js";
+import type { MatchedEntity, MatchInput } from "../confirmations/decide.js";
+import { runLua } from "../lua.js";
+import type { MatchRedis } from "../redis.js";
+import { ADD_RECORDS, BLOCK_RECORDS, DIRTY, LOAD_STATE, RECORD_TTL_SECONDS, SAVE_STATE, windowId, windowKeys } from "./scripts.js";
+
+/** A firing or retraction the stage turns into alerts. */
+export interface WindowMatch extends MatchInput {
+  /** The window's firing. */
+  firing: WindowFiring;
+}
+
+/** Dependencies of {@link createWindowEvaluator}. */
+export interface WindowEvaluatorDeps {
+  redis: MatchRedis;
+  /** config `redisKeyPrefix`. */
+  keyPrefix: string;
+  chain: ChainId;
+  logger: Logger;
+  /** Blocks below the head that a reorg can change; default the arithmetic's 128 (ingest's reorgWindow). */
+  reorgDepth?: number;
+  /** Records firings as matches (the stage's confirmation trackers and publisher). */
+  fire(matches: readonly MatchInput[]): Promise<void>;
+  /** Retracts firings whose windows no longer cross (`removed` where `pending` went out). */
+  retract(matches: readonly MatchInput[]): Promise<void>;
+}
+
+/** The canonical chain as the stage knows it. */
+export interface HeadView {
+  /** The newest canonical block. */
+  head: { number: number; hash: string };
+  /** The block record just consumed, when the event is a block (not a reorg). */
+  block?: { number: number; hash: string; timestamp: number };
+  /** The canonical hash at a height, or undefined when unknown. */
+  canonical(n: number): string | undefined;
+}
+
+/** See the module doc. */
+export interface WindowEvaluator {
+  /** The windowed rules held (enabled, on the chain). */
+  rules(): Rule[];
+  /** Wraps the stage's rule index so that its upserts and removals keep {@link WindowEvaluator.rules}. */
+  watch(index: RuleIndex): RuleIndex;
+  /** Splits matches: those of windowed rules are written as window records (returns the others). */
+  addMatches(matches: readonly MatchInput[]): Promise<MatchInput[]>;
+  /** Evaluates every windowed rule at a new head (module doc). */
+  onHead(view: HeadView): Promise<void>;
+}
+
+/**
+ * The entity of a window firing: what the alert carries (`entity.window`; `entity.absence` true for
+ * an absence rule's silence) and its identity (`window:<end>[:<group>]`, `absence:<end>`).
+ */
+export function firingEntity(f: WindowFiring, absence = false): MatchedEntity {
+  return {
+    entityId: `${absence ? "absence" : "window"}:${f.end.number}${f.group === null ? "" : `:${f.group}`}`,
+    blockHash: f.end.hash,
+    blockNumber: f.end.number,
+    window: f,
+    ...(absence ? { absence: true } : {}),
+  };
+}
+
+/** Whether a rule is windowed: it carries `window` or `absence`. */
+const isWindowed = (rule: Rule): boolean => ruleWindow(rule) !== null || ruleAbsence(rule) !== null;
+
+function pairs(flat: unknown): Array<[string, string]> {
+  const a = Array.isArray(flat) ? flat : [];
+  const out: Array<[string, string]> = [];
+  for (let i = 0; i + 1 < a.length; i += 2) out.push([String(a[i]), String(a[i + 1])]);
+  return out;
+}
+
+/** Creates the stage's {@link WindowEvaluator}. */
+export function createWindowEvaluator(deps: WindowEvaluatorDeps): WindowEvaluator {
+  const { redis } = deps;
+  const keys = windowKeys(deps.keyPrefix, deps.chain);
+  const held = new Map<string, Rule>();
+  /** The arithmetic's configuration, or null (logged) for a window that is not one (a rule stored before validation knew it). */
+  const configOf = (rule: Rule): WindowConfig | null => {
+    const w = ruleWindow(rule);
+    const a = ruleAbsence(rule);
+    try {
+      if (w === null && a === null) return null;
+      const config = w !== null ? windowConfigOf(w, deps.reorgDepth) : absenceConfigOf(a as NonNullable<typeof a>, deps.reorgDepth);
+      checkWindowConfig(config);
+      return config;
+    } catch (err) {
+      deps.logger.error({ err, ruleId: rule.id }, "rule window cannot be evaluated; ignored");
+      return null;
+    }
+  };
+
+  const blockRecords = async (id: string, blockHash: string): Promise<WindowRecord[]> =>
+    pairs(await runLua(redis, BLOCK_RECORDS, { records: keys.records(id, blockHash) })).map(([, json]) => JSON.parse(json) as WindowRecord);
+
+  const evaluate = async (rule: Rule, config: WindowConfig, view: HeadView, dirty: Array<[string, string]>): Promise<void> => {
+    const id = windowId(rule);
+    const [json, rev] = (await runLua(redis, LOAD_STATE, { state: keys.state(id) })) as [string | null, string | null];
+    let state: WindowState | null = json ? (JSON.parse(json) as WindowState) : null;
+    const events: WindowEvent[] = [];
+    const step = (r: { state: WindowState; events: WindowEvent[] }) => {
+      state = r.state;
+      events.push(...r.events);
+    };
+    const block = view.block;
+    if (state === null) {
+      if (block === undefined) return;
+      state = createWindowState(block.number);
+    }
+    const s0: WindowState = state;
+    // Blocks that left the canonical chain: the lowest one whose canonical hash differs, or above the head.
+    const gone = s0.blocks.find((b) => {
+      const c = view.canonical(b.number);
+      return b.number > view.head.number || (c !== undefined && c.toLowerCase() !== b.hash);
+    });
+    if (gone !== undefined) step(orphanBlocks(config, s0, gone.number));
+    if (block !== undefined) {
+      const s1: WindowState = state;
+      const top = s1.blocks.length === 0 ? s1.base : (s1.blocks[s1.blocks.length - 1]?.number ?? s1.base);
+      if (block.number > top + 1 && block.number > s1.fromBlock) {
+        // A gap (blocks this window never saw): the window starts again at this block.
+        deps.logger.warn({ ruleId: rule.id, from: top + 1, to: block.number - 1 }, "window saw no blocks in a range; it restarts");
+        state = createWindowState(block.number);
+      }
+      step(applyBlock(config, state, { ...block, records: await blockRecords(id, block.hash) }));
+    }
+    const consumed = dirty.filter(([field]) => field.startsWith(`${id}|`));
+    for (const [field] of consumed) {
+      const hash = field.slice(id.length + 1);
+      const s2: WindowState = state;
+      if (s2.blocks.some((b) => b.hash === hash)) step(addRecords(config, s2, hash, await blockRecords(id, hash)));
+    }
+    const matches = (type: WindowEvent["type"]) =>
+      events
+        .filter((e) => e.type === type)
+        .map((e) => ({ rule, entity: firingEntity(e.firing, ruleAbsence(rule) !== null), firing: e.firing }));
+    // A firing whose closing block left the chain is the tracker's head to remove (it names the replacing block).
+    const retracted = matches("retracted").filter((m) => {
+      const c = view.canonical(m.firing.end.number);
+      return c === undefined || c.toLowerCase() === m.firing.end.hash;
+    });
+    if (retracted.length > 0) await deps.retract(retracted);
+    const fired = matches("fired");
+    if (fired.length > 0) await deps.fire(fired);
+    const saved = await runLua(
+      redis,
+      SAVE_STATE,
+      { state: keys.state(id), dirty: keys.dirty, rev: rev ?? "", json: JSON.stringify(state) },
+      consumed.map(([field, count]) => ({ field, count })),
+    );
+    if (Number(saved) !== 1) deps.logger.warn({ ruleId: rule.id }, "window state changed concurrently (another owner); not saved");
+  };
+
+  return {
+    rules: () => [...held.values()],
+    watch(index) {
+      return {
+        ...index,
+        upsert(rule) {
+          index.upsert(rule);
+          const got = index.get(rule.id);
+          if (got !== undefined && isWindowed(got)) held.set(got.id, got);
+          else held.delete(rule.id);
+        },
+        remove(id) {
+          held.delete(id);
+          return index.remove(id);
+        },
+      };
+    },
+    async addMatches(matches) {
+      const rest: MatchInput[] = [];
+      const items: Array<{ records: string; dirtyField: string; id: string; record: string }> = [];
+      for (const m of matches) {
+        if (!held.has(m.rule.id) || !isWindowed(m.rule)) {
+          rest.push(m);
+          continue;
+        }
+        const w = ruleWindow(m.rule);
+        const id = windowId(m.rule);
+        const blockHash = m.entity.blockHash.toLowerCase();
+        const record = w === null ? { id: m.entity.entityId } : windowRecordOf(w, m.entity);
+        items.push({
+          records: keys.records(id, blockHash),
+          dirtyField: `${id}|${blockHash}`,
+          id: record.id,
+          record: JSON.stringify(record),
+        });
+      }
+      for (let i = 0; i < items.length; i += 200)
+        await runLua(redis, ADD_RECORDS, { dirty: keys.dirty, ttl: RECORD_TTL_SECONDS }, items.slice(i, i + 200));
+      return rest;
+    },
+    async onHead(view) {
+      if (held.size === 0) return;
+      const dirty = pairs(await runLua(redis, DIRTY, { dirty: keys.dirty }));
+      for (const rule of held.values()) {
+        const config = configOf(rule);
+        if (config !== null) await evaluate(rule, config, view, dirty);
+      }
+    },
+  };
+}
