@@ -303,12 +303,14 @@ export function platformaticConsumer(base: BaseOptions, opts: TransportConsumerO
     return out;
   }
 
+  /** Commits the resolved offsets when `run`'s auto-commit interval has passed since the last commit (always without an interval). */
+  async function commitIfNecessary(run: TransportRunOptions): Promise<void> {
+    if (run.autoCommitIntervalMs === undefined || Date.now() - lastCommitAt >= run.autoCommitIntervalMs) await commit();
+  }
+
   /** Runs the handler on the round's batches, `concurrency` partitions at a time. */
   async function handle(batches: { batch: ConsumedBatch; key: string }[], run: TransportRunOptions): Promise<void> {
     const gen = generation;
-    const commitIfNecessary = async () => {
-      if (run.autoCommitIntervalMs === undefined || Date.now() - lastCommitAt >= run.autoCommitIntervalMs) await commit();
-    };
     let next = 0;
     const worker = async () => {
       for (let i = next++; i < batches.length && state === "running"; i = next++) {
@@ -322,7 +324,7 @@ export function platformaticConsumer(base: BaseOptions, opts: TransportConsumerO
             const cur = resolved.get(key);
             if (!cur || cur.offset < n) resolved.set(key, { topic: batch.topic, partition: batch.partition, offset: n });
           },
-          commitOffsetsIfNecessary: commitIfNecessary,
+          commitOffsetsIfNecessary: () => commitIfNecessary(run),
           // The library heartbeats on its own timer, whatever the handler does.
           heartbeat: async () => {},
           isRunning: () => state === "running",
@@ -333,7 +335,7 @@ export function platformaticConsumer(base: BaseOptions, opts: TransportConsumerO
         } catch (err) {
           throw new HandlerCrash("batch handler failed", { cause: err });
         }
-        await commitIfNecessary();
+        await commitIfNecessary(run);
       }
     };
     await Promise.all(Array.from({ length: Math.max(1, Math.min(run.partitionsConsumedConcurrently ?? 1, batches.length)) }, worker));
@@ -359,6 +361,9 @@ export function platformaticConsumer(base: BaseOptions, opts: TransportConsumerO
         const batches = await fetchRound();
         emit("fetch");
         await handle(batches, run);
+        // As kafkajs's runner: after every fetch round, empty or not, so what the last batch resolved
+        // is committed once the interval passed even when nothing more arrives.
+        await commitIfNecessary(run);
         failures = 0;
       } catch (err) {
         if (state !== "running") break;

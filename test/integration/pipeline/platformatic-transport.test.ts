@@ -131,6 +131,8 @@ describe.skipIf(!up.ok)(`the @platformatic/kafka transport against the broker${u
     const seen: Seen[] = [];
     const { consumer } = await consume(seen);
     await waitFor(async () => seen.length >= 300, 60_000);
+    // Committed while running, after the last batch too (the stages' lag metric reads this).
+    await waitFor(committedAtEnd, 30_000);
     await consumer.stop();
     expect(seen).toHaveLength(300);
     expect(new Set(seen.map((s) => s.key)).size).toBe(300);
