@@ -35,13 +35,15 @@ const loadText = () =>
     .map((l) => l.toFixed(2))
     .join(" ");
 
-/** The Kafka broker's pid (`scripts/stack.sh status`), or undefined. */
+/** The Kafka broker's pid (`scripts/stack.sh status`, which exits non-zero when a service of its stack is down), or undefined. */
 function kafkaPid(): number | undefined {
+  let out: string;
   try {
-    return parseStackPids(execFileSync("bash", ["scripts/stack.sh", "status"], { cwd: ROOT, encoding: "utf8" })).get("kafka");
-  } catch {
-    return undefined;
+    out = execFileSync("bash", ["scripts/stack.sh", "status"], { cwd: ROOT, encoding: "utf8" });
+  } catch (err) {
+    out = String((err as { stdout?: unknown }).stdout ?? "");
   }
+  return parseStackPids(out).get("kafka");
 }
 
 /** What one child reported. */
