@@ -17,7 +17,7 @@
  * be members of one group (a rolling switch of `CHAINSIFT_KAFKA_CLIENT`).
  * @module
  */
-import { Admin, type BaseOptions, ConnectionPool, Consumer, IS_CONTROL, ListOffsetTimestamps } from "@platformatic/kafka";
+import { Admin, type BaseOptions, ConnectionPool, Consumer, findErrorBy, IS_CONTROL, ListOffsetTimestamps } from "@platformatic/kafka";
 import type { Logger } from "../../lib/logger.js";
 import type {
   BatchControl,
@@ -378,11 +378,8 @@ export function platformaticConsumer(base: BaseOptions, opts: TransportConsumerO
           needsPositions = true;
         } else {
           log?.warn({ err, failures }, "kafka consumer round failed; retrying");
-          if (
-            /OFFSET_OUT_OF_RANGE/.test(String((err as Error)?.message ?? "")) ||
-            (err as { apiId?: string })?.apiId === "OFFSET_OUT_OF_RANGE"
-          )
-            await clampPositions().catch(() => {});
+          // OFFSET_OUT_OF_RANGE (retention removed what a position points at): moved as auto.offset.reset.
+          if (findErrorBy(err as Error, "apiId", "OFFSET_OUT_OF_RANGE")) await clampPositions().catch(() => {});
         }
         await idle(Math.min(MAX_BACKOFF_MS, 300 * 2 ** Math.min(failures - 1, 6)));
         if (err instanceof HandlerCrash) emit("groupJoin");

@@ -3,7 +3,7 @@
  * stack's broker, end to end: topics created, keyed messages with headers produced by its
  * idempotent producer, consumed in batches by its consumer with explicit commits, a consumer that
  * restarts in the same group reading only what came after the commit, a crashed batch handled
- * again, and a group shared with a kafkajs consumer (the rolling switch docs/kafka-client.md
+ * again, a committed offset past the end reset to the earliest, and a group shared with a kafkajs consumer (the rolling switch docs/kafka-client.md
  * describes). Runs whatever `CHAINSIFT_KAFKA_CLIENT` says: it builds the transports itself.
  */
 import { createHash } from "node:crypto";
@@ -163,6 +163,35 @@ describe.skipIf(!up.ok)(`the @platformatic/kafka transport against the broker${u
     // The crash restarted the consumer: it announced its partitions again.
     expect(joins()).toBeGreaterThanOrEqual(2);
     expect(await committedAtEnd()).toBe(true);
+    await consumer.disconnect();
+  });
+
+  it("starts a partition whose committed offset is past its end from the earliest record (auto.offset.reset)", async () => {
+    const kafka = new Kafka({ clientId: `${h.id}-reset`, brokers: h.config.kafka.brokers, logLevel: logLevel.NOTHING });
+    const admin = kafka.admin();
+    await admin.connect();
+    const stored = await admin.fetchTopicOffsets(topic);
+    const total = stored.reduce((n, p) => n + Number(p.high) - Number(p.low), 0);
+    // As if retention had removed what the commit points at: offsets no partition has.
+    const resetGroup = `${group}-reset`;
+    await admin.setOffsets({ groupId: resetGroup, topic, partitions: stored.map((p) => ({ partition: p.partition, offset: "1000000" })) });
+    await admin.disconnect();
+    const seen: Seen[] = [];
+    const consumer = t.consumer({ groupId: resetGroup, maxWaitTimeMs: 200 });
+    open.push(consumer);
+    await consumer.connect();
+    await consumer.subscribe([topic], true);
+    await consumer.run({
+      eachBatch: async (batch, control) => {
+        for (const m of batch.messages) seen.push({ key: "", partition: batch.partition, offset: m.offset, seq: undefined, value: "" });
+        const last = batch.messages.at(-1);
+        if (last) control.resolveOffset(last.offset);
+      },
+    });
+    await waitFor(async () => seen.length >= total, 60_000);
+    await consumer.stop();
+    expect(seen).toHaveLength(total);
+    expect(seen.filter((m) => m.offset === "0").length).toBe(stored.filter((p) => Number(p.high) > 0).length);
     await consumer.disconnect();
   });
 
