@@ -3,8 +3,9 @@
  * stack's broker, end to end: topics created, keyed messages with headers produced by its
  * idempotent producer, consumed in batches by its consumer with explicit commits, a consumer that
  * restarts in the same group reading only what came after the commit, a crashed batch handled
- * again, a committed offset past the end reset to the earliest, and a group shared with a kafkajs consumer (the rolling switch docs/kafka-client.md
- * describes). Runs whatever `CHAINSIFT_KAFKA_CLIENT` says: it builds the transports itself.
+ * again, a committed offset past the end reset to the earliest, and a group shared with a kafkajs
+ * consumer (the rolling switch docs/kafka-client.md describes). Runs whatever
+ * `CHAINSIFT_KAFKA_CLIENT` says: it builds the transports itself.
  */
 import { createHash } from "node:crypto";
 import { Kafka, logLevel } from "kafkajs";
