@@ -18,6 +18,7 @@
  * @module
  */
 import { Admin, type BaseOptions, ConnectionPool, Consumer, findErrorBy, IS_CONTROL, ListOffsetTimestamps } from "@platformatic/kafka";
+import { ChainsiftError } from "../../lib/errors.js";
 import type { Logger } from "../../lib/logger.js";
 import type {
   BatchControl,
@@ -37,8 +38,14 @@ interface PartitionOffset {
   offset: bigint;
 }
 
-/** An error thrown by the batch handler (a consumer crash), as opposed to a Kafka request failing. */
-class HandlerCrash extends Error {}
+/** An error thrown by the batch handler (a consumer crash), as opposed to a Kafka request failing; never leaves this module. */
+class HandlerCrash extends ChainsiftError {
+  readonly code = "CS_KAFKA_HANDLER_CRASH";
+  constructor(cause: unknown) {
+    super("batch handler failed", { cause });
+    this.name = "HandlerCrash";
+  }
+}
 
 /** Map key of a topic-partition. */
 const keyOf = (topic: string, partition: number) => `${topic}:${partition}`;
@@ -333,7 +340,7 @@ export function platformaticConsumer(base: BaseOptions, opts: TransportConsumerO
         try {
           await run.eachBatch(batch, control);
         } catch (err) {
-          throw new HandlerCrash("batch handler failed", { cause: err });
+          throw new HandlerCrash(err);
         }
         await commitIfNecessary(run);
       }
