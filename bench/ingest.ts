@@ -1,5 +1,5 @@
 /**
- * `npm run bench -- ingest [--copies N] [--rounds R] [--concurrency C] [--timeout-s T] [--profile [--profile-dir D]] [--floor [--batched]]`:
+ * `npm run bench -- ingest [--copies N] [--rounds R] [--concurrency C] [--timeout-s T] [--profile [--profile-dir D]] [--floor [--batched]] [--client kafkajs|platformatic]`:
  * the honest ingest benchmark (issue 23 §1). The complete mainnet fixture blocks, copied N times
  * (default 10) with rewritten hashes and contiguous numbers, are served by the JSON-RPC replay
  * node in its own process (bench/support/replay-child.ts); each round (default 3) first bulk-loads
@@ -24,7 +24,9 @@
  * work (JSON-RPC fetch and parse, Avro, kafkajs, the Elasticsearch bulk helper) on the same topics
  * and indices, with the CPU of the chainsift code they need to know what to send (transform,
  * decoder) measured by them and left out; `--batched` makes the floor send one Kafka message per
- * block and kind (an Avro array) instead of one per record. `--legacy` runs the method before issue 23
+ * block and kind (an Avro array) instead of one per record. `--client kafkajs|platformatic` sets the
+ * Kafka client library of the stages or the floor (`CHAINSIFT_KAFKA_CLIENT`, docs/kafka-client.md;
+ * default the environment's, else kafkajs). `--legacy` runs the method before issue 23
  * (bench/ingest-legacy.ts, which takes `--processes`).
  * Bounded: each round gives up after T seconds (default 600); only 127.0.0.1 services.
  * Needs the stack (`npm run stack -- up`) and ../shared/data/mainnet.
@@ -193,6 +195,8 @@ async function e2eRound(opts: {
   timeoutMs: number;
   /** Run the library floor (bench/support/floor-child.ts, same fixture copies) instead of chainsift's stages. */
   floor?: { copies: number; batched: boolean };
+  /** The Kafka client of the stages or the floor (`CHAINSIFT_KAFKA_CLIENT` of the children); default the environment's. */
+  client?: string;
 }): Promise<E2eRound> {
   const h = createHarness();
   const children: ReadyProcess[] = [];
@@ -204,6 +208,7 @@ async function e2eRound(opts: {
       KAFKAJS_NO_PARTITIONER_WARNING: "1",
       LOG_LEVEL: "warn",
       ...(opts.concurrency ? { CHAINSIFT_INGEST_CONCURRENCY: String(opts.concurrency) } : {}),
+      ...(opts.client ? { CHAINSIFT_KAFKA_CLIENT: opts.client } : {}),
     });
     const nodeArgs = (stage: string) => {
       if (!opts.profileDir) return [];
@@ -335,6 +340,7 @@ export async function benchIngest(args: string[]): Promise<void> {
   const concurrency = args.includes("--concurrency") ? numberArg(args, "--concurrency", 4) : undefined;
   const timeoutMs = numberArg(args, "--timeout-s", 600) * 1000;
   const floor = args.includes("--floor") ? { copies, batched: args.includes("--batched") } : undefined;
+  const client = args.includes("--client") ? stringArg(args, "--client", "kafkajs") : undefined;
   const profileDir = args.includes("--profile")
     ? stringArg(args, "--profile-dir", mkdtempSync(join(tmpdir(), "chainsift-prof-")))
     : undefined;
@@ -348,7 +354,7 @@ export async function benchIngest(args: string[]): Promise<void> {
     `bench ingest (honest method, issue 23): ${blocks.length} blocks (${base.length} fixture blocks x ${copies} copies), ${docs.length} records (${ingestRecords} from ingest, ${docs.length - ingestRecords} decoded events); ${rounds} rounds, raw then end to end`,
   );
   console.log(
-    `stages as processes: ingest (backfill ${START}..${START + blocks.length - 1}, concurrency ${concurrency ?? "default"}), decode, index; replay node in its own process; services pids ${JSON.stringify(java)}`,
+    `${floor ? "library floor" : "stages"} as processes: ingest (backfill ${START}..${START + blocks.length - 1}, concurrency ${concurrency ?? "default"}), decode, index; Kafka client ${client ?? "of the environment (CHAINSIFT_KAFKA_CLIENT, default kafkajs)"}; replay node in its own process; services pids ${JSON.stringify(java)}`,
   );
   if (profileDir) console.log(`profiling the stages (node --cpu-prof) into ${profileDir}: figures are slowed by the profiler`);
   console.log("CPU figures: CPU seconds per 1,000 records (utime+stime from /proc/<pid>/stat)");
@@ -379,7 +385,7 @@ export async function benchIngest(args: string[]): Promise<void> {
       );
       console.log(`  raw CPU/1k  : ${formatCpu(raw.cpu)}`);
       console.log(`round ${r} end to end: ${load()}`);
-      const e = await e2eRound({ replay, total: docs.length, ingestRecords, java, concurrency, profileDir, timeoutMs, floor });
+      const e = await e2eRound({ replay, total: docs.length, ingestRecords, java, concurrency, profileDir, timeoutMs, floor, client });
       e2es.push(e);
       console.log(
         `  end to end  : ${e.written} records written in ${e.seconds.toFixed(2)} s = ${(e.written / e.seconds).toFixed(0)} records/s (${e.counted} counted after one refresh)`,

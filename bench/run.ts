@@ -1,6 +1,6 @@
 /**
  * `npm run bench -- <name> [options]`: runs one benchmark and prints its figures.
- * Benchmarks: ingest, decode, search, stream, export, match, alert-latency, reorg, rules, startup, capacity, faults, follow, wire, console, state (docs/benchmarks.md).
+ * Benchmarks: ingest, decode, search, stream, export, match, alert-latency, reorg, rules, startup, capacity, faults, follow, wire, kafka, console, state (docs/benchmarks.md).
  * @module
  */
 import { benchAlertLatency } from "./alert-latency.js";
@@ -11,6 +11,7 @@ import { benchExport } from "./export.js";
 import { benchFaults } from "./faults.js";
 import { benchFollow } from "./follow.js";
 import { benchIngest } from "./ingest.js";
+import { benchKafka } from "./kafka.js";
 import { benchMatch } from "./match.js";
 import { benchReorg } from "./reorg.js";
 import { benchRules } from "./rules.js";
@@ -35,6 +36,7 @@ const benches: Record<string, (args: string[]) => Promise<void>> = {
   faults: benchFaults,
   follow: benchFollow,
   wire: benchWire,
+  kafka: benchKafka,
   console: benchConsole,
   state: benchState,
 };

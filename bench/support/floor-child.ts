@@ -10,13 +10,14 @@
  *   ingest does (one JSON-RPC batch of `eth_getBlockByNumber(n, true)` + `eth_getBlockReceipts(n)`,
  *   `CHAINSIFT_INGEST_CONCURRENCY` blocks at a time, Node's `fetch` + `JSON.parse`), then Avro-encodes
  *   the block's records (Confluent framing) and produces them with a `chainsift-seq` header through
- *   an idempotent kafkajs producer (acks all, requests of at most 768 KiB). The records themselves
+ *   the idempotent producer of the pipeline's transport (acks all, requests of at most 768 KiB; kafkajs
+ *   unless `CHAINSIFT_KAFKA_CLIENT` says `platformatic`). The records themselves
  *   (the shape that chainsift's transform and wire fields give them) are built per block from the
  *   same fixture copies the replay node serves, with their CPU measured and left out (the
  *   transform is chainsift's code; see `excluded` below).
  *   It writes its JSON-RPC requests itself rather than through lib/rpc/ (the one client of the
  *   service), to measure `fetch` + `JSON.parse` alone: exempted in test/unit/lib/rpc/one-client.test.ts.
- * - `decode`: consumes the logs topic (kafkajs `eachBatch`), Avro-decodes every log, decodes its
+ * - `decode`: consumes the logs topic (the transport's `eachBatch`), Avro-decodes every log, decodes its
  *   event with chainsift's decoder (CPU measured and left out), Avro-encodes and produces it.
  * - `index`: consumes the blocks, transactions, logs and events topics, Avro-decodes each record with
  *   the reader schema without the wire fields (as chainsift's bus does), and writes them with the
@@ -39,13 +40,13 @@ import { Kafka, logLevel } from "kafkajs";
 import { Counter, Registry } from "prom-client";
 import { indexName } from "../../es/mappings.js";
 import { loadConfig } from "../../lib/config/index.js";
+import { createLogger } from "../../lib/logger.js";
 import { eventId, type LogRecord, logId, type RecordKind, recordId } from "../../lib/records.js";
 import { createDecoder } from "../../pipeline/decode/decoder.js";
 import { ensureIndices } from "../../pipeline/index/indexer.js";
 import { toBlockBundle } from "../../pipeline/ingest/transform.js";
 import { type EncodeSlab, encodeFramed, ensureTopics, newEncodeSlab } from "../../pipeline/kafka/bus.js";
-import { kafkajsTransport } from "../../pipeline/kafka/kafkajs.js";
-import { keyHashPartitioner } from "../../pipeline/kafka/partitioner.js";
+import { transportMaker } from "../../pipeline/kafka/select.js";
 import { type FixtureBlock, loadCompleteBlocks } from "../../test/support/fixtures.js";
 import { SEQ_HEADER, subjectOf, TOPICS, type TopicKind, topicName } from "../../topics/index.js";
 import { stripWireFields, toWire } from "../../topics/wire.js";
@@ -57,7 +58,18 @@ if (role !== "ingest" && role !== "decode" && role !== "index") throw new Error(
 const config = loadConfig(process.env);
 const prefix = config.kafka.topicPrefix;
 const topic = (kind: TopicKind) => topicName(config.chain, kind, prefix);
-const kafka = new Kafka({ clientId: `floor-${role}`, brokers: config.kafka.brokers, logLevel: logLevel.WARN });
+/**
+ * The Kafka client: the pipeline's transport of `CHAINSIFT_KAFKA_CLIENT` (pipeline/kafka/select.ts;
+ * `npm run bench -- ingest --floor --client platformatic`), a thin mapping onto the library in both
+ * cases (kafkajs's own producer and `eachBatch`; `@platformatic/kafka`'s producer and fetch calls).
+ */
+const transport = (
+  await transportMaker(
+    config.kafka,
+    (clientId) => new Kafka({ clientId, brokers: config.kafka.brokers, logLevel: logLevel.WARN }),
+    createLogger("warn", `floor-${role}`),
+  )
+)(`floor-${role}`);
 const registry = new SchemaRegistry({ host: config.schemaRegistryUrl });
 
 /**
@@ -77,15 +89,9 @@ async function schemaOf(kind: TopicKind): Promise<{ id: number; type: avro.Type 
   return { id, type: typeOf(schema) };
 }
 
-/** An idempotent producer as chainsift's (pipeline/kafka/bus.ts `createRecordProducer`). */
+/** An idempotent producer as chainsift's (pipeline/kafka/bus.ts `createRecordProducer`: the transport's, acks all, the Java partitioner). */
 async function producer() {
-  const p = kafka.producer({
-    idempotent: true,
-    maxInFlightRequests: 1,
-    allowAutoTopicCreation: false,
-    createPartitioner: keyHashPartitioner,
-    retry: { retries: Number.MAX_SAFE_INTEGER, maxRetryTime: 30_000 },
-  });
+  const p = transport.producer({ idempotent: true });
   await p.connect();
   return p;
 }
@@ -101,7 +107,7 @@ async function sendAll(p: Awaited<ReturnType<typeof producer>>, messages: Out[])
     const topicMessages = [...byTopic].map(([t, ms]) => ({ topic: t, messages: ms }));
     byTopic = new Map();
     bytes = 0;
-    await p.sendBatch({ acks: -1, topicMessages });
+    await p.sendBatch(topicMessages);
   };
   for (const m of messages) {
     if (bytes > 0 && bytes + m.value.length + m.key.length > 768 * 1024) await flush();
@@ -162,7 +168,7 @@ process.once("SIGTERM", stop);
 process.once("SIGINT", stop);
 
 // Whichever role starts first creates the chain's topics (as every chainsift stage does).
-const admin = kafkajsTransport(kafka).admin();
+const admin = transport.admin();
 await admin.connect();
 await ensureTopics(admin, config.chain, prefix);
 await admin.disconnect();
@@ -236,24 +242,24 @@ if (role === "ingest") {
   process.exit(0);
 }
 
-/** A consumer of a chainsift-like group that runs `handle` per fetched batch (offsets committed by kafkajs). */
+/** A consumer of a chainsift-like group that runs `handle` per fetched batch (offsets resolved per batch, committed after it). */
 async function consume(
   group: string,
   kinds: TopicKind[],
   handle: (messages: Array<{ kind: TopicKind; key: string; value: Buffer; seq: string | undefined }>) => Promise<void>,
 ): Promise<void> {
-  const consumer = kafka.consumer({ groupId: `${config.kafka.groupPrefix}.floor.${group}`, maxBytesPerPartition: 4 * 1024 * 1024 });
+  const consumer = transport.consumer({ groupId: `${config.kafka.groupPrefix}.floor.${group}`, maxBytesPerPartition: 4 * 1024 * 1024 });
   await consumer.connect();
   stops.push(() => consumer.disconnect());
   const kindOf = new Map(kinds.map((k) => [topic(k), k] as const));
-  await consumer.subscribe({ topics: [...kindOf.keys()], fromBeginning: true });
+  await consumer.subscribe([...kindOf.keys()], true);
   let joined: () => void = () => {};
   const ready = new Promise<void>((done) => {
     joined = done;
   });
-  consumer.on(consumer.events.GROUP_JOIN, () => joined());
+  consumer.on("groupJoin", () => joined());
   await consumer.run({
-    eachBatch: async ({ batch }) => {
+    eachBatch: async (batch, control) => {
       const kind = kindOf.get(batch.topic) as TopicKind;
       await handle(
         batch.messages.map((m) => ({
@@ -263,6 +269,8 @@ async function consume(
           seq: m.headers?.[SEQ_HEADER]?.toString(),
         })),
       );
+      const last = batch.messages.at(-1);
+      if (last) control.resolveOffset(last.offset);
     },
   });
   await ready;

@@ -7,10 +7,10 @@
  * @module
  */
 
-import { hostname } from "node:os";
 import type { Partitioning } from "../partitioning.js";
 import { type ChainEntry, type ChainsFileError, chainKey } from "./chains-file.js";
 import { type IncidentApisConfig, incidentApisOf } from "./incidents.js";
+import { type KafkaConfig, kafkaConfigOf } from "./kafka-client.js";
 import { bool, ConfigError, explorers, int, list, oneOf, percent, str } from "./parse.js";
 import { partitioningOf } from "./partitioning.js";
 import { type ReadAheadConfig, readAheadOf } from "./read-ahead.js";
@@ -18,6 +18,7 @@ import { type ResultCacheConfig, resultCacheOf } from "./result-cache.js";
 import { type ChainId, type ChainIdSource, type ChainSettings, servedChains } from "./served-chains.js";
 import { CRASH_POINTS, type CrashPoint, LOG_FORMATS, type LogFormat } from "./values.js";
 
+export { KAFKA_CLIENTS, type KafkaClientName, type KafkaConfig } from "./kafka-client.js";
 export { ConfigError, DEFAULT_EXPLORER_URLS, parseRpcUrls } from "./parse.js";
 export type { ResultCacheConfig } from "./result-cache.js";
 export {
@@ -67,27 +68,7 @@ export interface Config {
    * configuration ({@link configOfChain}).
    */
   served: ChainSettings[];
-  kafka: {
-    /** Bootstrap brokers. Env `KAFKA_BROKERS` (comma-separated), default `127.0.0.1:9092`. */
-    brokers: string[];
-    /**
-     * First part of every Kafka client id of the process. Each kafkajs client's id is
-     * `<clientId>-<role>-<instanceId>`, role being the stage (`decode`, `index`, …) for its
-     * consumer, so `kafka-consumer-groups --describe` tells which process holds which partition
-     * (pipeline/kafka/bus.ts). Env `KAFKA_CLIENT_ID`, default `chainsift`.
-     */
-    clientId: string;
-    /**
-     * This process's instance name, the last part of its Kafka client ids. Env
-     * `CHAINSIFT_INSTANCE_ID`, default `<hostname>-<pid>` (`os.hostname()`; in a container the
-     * hostname is the container's, so the default is unique per replica).
-     */
-    instanceId: string;
-    /** Prepended to every topic name (tests isolate themselves with it). Env `CHAINSIFT_TOPIC_PREFIX`, default empty. */
-    topicPrefix: string;
-    /** Prepended to every consumer group id. Env `CHAINSIFT_GROUP_PREFIX`, default `chainsift`. */
-    groupPrefix: string;
-  };
+  kafka: KafkaConfig;
   /** Confluent-compatible schema registry base URL. Env `SCHEMA_REGISTRY_URL`, default `http://127.0.0.1:8081/apis/ccompat/v7` (Apicurio's Confluent API). */
   schemaRegistryUrl: string;
   elasticsearch: {
@@ -492,13 +473,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     chainIdFrom: served.chainIdFrom,
     chainsFile: served.chainsFile,
     served: all,
-    kafka: {
-      brokers: list(env, "KAFKA_BROKERS", ["127.0.0.1:9092"]),
-      clientId: str(env, "KAFKA_CLIENT_ID", "chainsift"),
-      instanceId: str(env, "CHAINSIFT_INSTANCE_ID", `${hostname()}-${process.pid}`),
-      topicPrefix: str(env, "CHAINSIFT_TOPIC_PREFIX", ""),
-      groupPrefix: str(env, "CHAINSIFT_GROUP_PREFIX", "chainsift"),
-    },
+    kafka: kafkaConfigOf(env),
     schemaRegistryUrl: str(env, "SCHEMA_REGISTRY_URL", "http://127.0.0.1:8081/apis/ccompat/v7"),
     elasticsearch: {
       url: str(env, "ELASTICSEARCH_URL", "http://127.0.0.1:9200"),

@@ -15,9 +15,9 @@ import { consumerGroupId, kafkaClientId } from "../../lib/kafka/consumer-health.
 import type { Logger } from "../../lib/logger.js";
 import { type RecordOf, SEQ_HEADER, subjectOf, TOPICS, type TopicKind, topicName } from "../../topics/index.js";
 import { compileToWire, fromWire, stripWireFields } from "../../topics/wire.js";
-import { kafkajsTransport } from "./kafkajs.js";
 import { kafkaLogCreator } from "./log.js";
 import { kafkaMetricsOf } from "./metrics.js";
+import { transportMaker } from "./select.js";
 import type {
   ConsumedMessage,
   KafkaTransport,
@@ -160,7 +160,8 @@ export async function createBus(opts: BusOptions): Promise<Bus> {
       retry: { retries: 8, initialRetryTime: 200 },
     });
   const kafka = newKafka(kafkaClientId(config.kafka));
-  const transport = kafkajsTransport(kafka);
+  const newTransport = await transportMaker(config.kafka, newKafka, logger);
+  const transport = newTransport(kafkaClientId(config.kafka));
   const transports = new Map<string, KafkaTransport>();
   const registry = new SchemaRegistry({ host: config.schemaRegistryUrl, retry: { retries: 5 } });
   const prefix = config.kafka.topicPrefix;
@@ -245,7 +246,7 @@ export async function createBus(opts: BusOptions): Promise<Bus> {
     transportOf(role) {
       let t = transports.get(role);
       if (!t) {
-        t = kafkajsTransport(newKafka(kafkaClientId(config.kafka, role)));
+        t = newTransport(kafkaClientId(config.kafka, role));
         transports.set(role, t);
       }
       return t;

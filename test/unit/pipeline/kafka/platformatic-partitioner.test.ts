@@ -5,13 +5,16 @@
  * (`keyHashPartitioner`, pipeline/kafka/partitioner.ts: Kafka's Java partitioner, as kafkajs's
  * DefaultPartitioner) gives it, over 100,000 keys of the shapes chainsift produces and several
  * partition counts. Its default partitioner (`murmur2(key) >>> 0`) does not: it moves the keys
- * whose hash is negative, so an adapter must set the compatibility one.
+ * whose hash is negative, so an adapter must set the compatibility one. The adapter
+ * (pipeline/kafka/platformatic.ts) sets `javaPartitioner`, which returns what `compatibilityPartitioner`
+ * returns for every key (its murmur2 in 32-bit integers, the library's in BigInt).
  */
 import { createHash } from "node:crypto";
 import { compatibilityPartitioner, defaultPartitioner } from "@platformatic/kafka";
 import type { PartitionerArgs } from "kafkajs";
 import { describe, expect, it } from "vitest";
 import { keyHashPartitioner } from "../../../../pipeline/kafka/partitioner.js";
+import { javaPartitioner } from "../../../../pipeline/kafka/platformatic.js";
 
 const KEYS = 100_000;
 const PARTITION_COUNTS = [1, 2, 3, 6, 10, 12, 16, 30, 64, 100];
@@ -38,7 +41,7 @@ function todays(partitions: number): (key: string) => number {
  * passes the serialized key); its producer then takes it modulo the partition count
  * (`message.partition %= partitionsCount`).
  */
-const platformatic = (partitioner: typeof compatibilityPartitioner, keys: readonly string[]) =>
+const platformatic = (partitioner: (message: never, key: Buffer) => number, keys: readonly string[]) =>
   keys.map((key) => partitioner({ topic: "t", key } as never, Buffer.from(key)));
 
 describe("@platformatic/kafka key→partition parity with today's partitioner", () => {
@@ -51,6 +54,15 @@ describe("@platformatic/kafka key→partition parity with today's partitioner", 
       const differing = all.filter((key, i) => (raw[i] as number) % n !== today(key));
       expect(differing, `${n} partitions`).toEqual([]);
     }
+  });
+
+  it(`the adapter's javaPartitioner returns compatibilityPartitioner's number for each of ${KEYS} keys`, () => {
+    const ours = platformatic(javaPartitioner(), all);
+    const theirs = platformatic(compatibilityPartitioner, all);
+    expect(ours.filter((v, i) => v !== theirs[i])).toEqual([]);
+    // Keyless messages go round-robin, not all to one partition.
+    const keyless = javaPartitioner();
+    expect([0, 1, 2].map(() => keyless({ topic: "t" } as never, undefined))).toEqual([0, 1, 2]);
   });
 
   it("defaultPartitioner (murmur2 >>> 0): other partitions for keys with a negative hash", () => {
