@@ -27,13 +27,14 @@
 import type { Client, estypes } from "@elastic/elasticsearch";
 import { stringify } from "safe-stable-stringify";
 import type { SearchPlan } from "../dsl/validate.js";
-import type { RawEnvelope, RawEsFormat } from "./raw.js";
+import type { RawEsFormat } from "./raw.js";
 import {
   buildSearchRequest,
+  hitsOf,
+  type RawOrParsed,
   rawOrParsed,
   type SearchOptions,
   type SearchTarget,
-  type SearchWithIds,
   searchBytes,
   shapeOptions,
   withSearchBytes,
@@ -191,13 +192,13 @@ export async function runPitPage(
   readAhead: ReadAhead | undefined,
   contextId: string,
   page: { plan: SearchPlan; target: SearchTarget; requestTimeoutMs: number; options: SearchOptions; format: RawEsFormat },
-): Promise<{ raw: RawEnvelope } | { parsed: SearchWithIds }> {
+): Promise<RawOrParsed> {
   const { plan, target, requestTimeoutMs, options, format } = page;
   const req = buildSearchRequest(plan, target, requestTimeoutMs, options);
   let after: unknown[] | undefined;
   const use = (bytes: Buffer) => {
     const out = rawOrParsed(bytes, format, shapeOptions(plan, options));
-    const hits = "raw" in out ? out.raw.hits : out.parsed.envelope.hits.hits.length;
+    const hits = hitsOf(out);
     if (readAhead && hits === plan.size) after = lastSortValues(bytes);
     return out;
   };

@@ -346,7 +346,7 @@ export async function runEsSearchBytes(
   requestTimeoutMs: number,
   options: SearchOptions,
   format: RawEsFormat,
-): Promise<{ raw: RawEnvelope } | { parsed: SearchWithIds }> {
+): Promise<RawOrParsed> {
   const pruned = options.pit ? target : await prunedTarget(es, target, plan.query);
   return withSearchBytes(
     es,
@@ -357,15 +357,17 @@ export async function runEsSearchBytes(
   );
 }
 
+/** A search answer: the raw Elasticsearch-shaped bytes ({@link shapeRawEnvelope}) or the parsed envelope. */
+export type RawOrParsed = { raw: RawEnvelope } | { parsed: SearchWithIds };
+
+/** The number of hits a {@link RawOrParsed} answer returns on its page (not `hits.total`). */
+export const hitsOf = (out: RawOrParsed): number => ("raw" in out ? out.raw.hits : out.parsed.envelope.hits.hits.length);
+
 /**
  * The raw Elasticsearch-shaped answer of response bytes ({@link shapeRawEnvelope} with `format`),
  * or (no `format`, or a layout the raw path does not take) the response parsed and shaped into an envelope.
  */
-export function rawOrParsed(
-  bytes: Buffer,
-  format: RawEsFormat | undefined,
-  shape: Omit<ShapeOptions, "unitScores">,
-): { raw: RawEnvelope } | { parsed: SearchWithIds } {
+export function rawOrParsed(bytes: Buffer, format: RawEsFormat | undefined, shape: Omit<ShapeOptions, "unitScores">): RawOrParsed {
   const raw = format && shapeRawEnvelope(bytes, Buffer.allocUnsafe, format);
   if (raw) return { raw };
   const res = JSON.parse(bytes.toString("utf8")) as estypes.SearchResponse<unknown>;

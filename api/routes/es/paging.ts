@@ -22,18 +22,19 @@ import { cacheUse } from "../../plugins/result-cache.js";
 import { type ContextRecord, contextTypeOf, type ScrollAnswer, type SearchContexts } from "../../search/contexts.js";
 import { type EsAnswerOptions, toEsSearchResponse } from "../../search/es-shape.js";
 import { applyFilterPath } from "../../search/filter-path.js";
-import type { RawEnvelope, RawEsFormat } from "../../search/raw.js";
+import type { RawEsFormat } from "../../search/raw.js";
 import { runPitPage } from "../../search/read-ahead.js";
 import type { CacheOutcome } from "../../search/result-cache.js";
 import {
   type AS_STREAM,
+  hitsOf,
+  type RawOrParsed,
   rawOrParsed,
   requestOptions,
   runEsSearchBytes,
   runSearchWithIds,
   type SearchOptions,
   type SearchTarget,
-  type SearchWithIds,
   shapeOptions,
   withResponseBytes,
 } from "../../search/search.js";
@@ -171,7 +172,7 @@ export function esSearcher({ app, config, contexts }: PagingDeps): (input: EsSea
       const format: RawEsFormat = { totalAsInt: answer.totalAsInt === true };
       if (pit) Object.assign(format, { idKey: "pit_id", id: pit.id });
       if (scroll) Object.assign(format, { idKey: "_scroll_id", id: scroll.id });
-      const run = async (): Promise<{ raw: RawEnvelope } | { parsed: SearchWithIds }> =>
+      const run = async (): Promise<RawOrParsed> =>
         plain && query.filter_path === undefined
           ? pit
             ? runPitPage(app.es, app.readAhead, pit.id, { plan, target: t, requestTimeoutMs: timeoutMs, options, format })
@@ -200,8 +201,7 @@ export function esSearcher({ app, config, contexts }: PagingDeps): (input: EsSea
           true,
         );
         answer.scrollId = scroll.id;
-        if (("raw" in out ? out.raw.hits : out.parsed.envelope.hits.hits.length) > 0)
-          await scrolls.ahead(scroll.id, esContextId, query.scroll, scroll.ms);
+        if (hitsOf(out) > 0) await scrolls.ahead(scroll.id, esContextId, query.scroll, scroll.ms);
         scroll = undefined;
       }
       const used = cache?.outcome ? { cache: cache.outcome } : {};
@@ -309,7 +309,7 @@ export function pagingRoutes(
       return ahead ? shape(ahead) : withResponseBytes(scrolls.call(record.esId, keepAlive as string | undefined), shape);
     });
     const esId = "raw" in out ? out.raw.contextId : out.parsed.scrollId;
-    if (("raw" in out ? out.raw.hits : out.parsed.envelope.hits.hits.length) > 0)
+    if (hitsOf(out) > 0)
       await scrolls.ahead(
         scrollId,
         esId ?? record.esId,
