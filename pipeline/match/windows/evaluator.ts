@@ -45,7 +45,17 @@ import { absenceConfigOf, ruleAbsence, ruleWindow, windowConfigOf } from "../../
 import type { MatchedEntity, MatchInput } from "../confirmations/decide.js";
 import { runLua } from "../lua.js";
 import type { MatchRedis } from "../redis.js";
-import { ADD_RECORDS, BLOCK_RECORDS, DIRTY, LOAD_STATE, RECORD_TTL_SECONDS, SAVE_STATE, windowId, windowKeys } from "./scripts.js";
+import {
+  ADD_RECORDS,
+  BLOCK_RECORDS,
+  DIRTY,
+  DROP_RECORDS,
+  LOAD_STATE,
+  RECORD_TTL_SECONDS,
+  SAVE_STATE,
+  windowId,
+  windowKeys,
+} from "./scripts.js";
 
 /** A firing or retraction the stage turns into alerts. */
 export interface WindowMatch extends MatchInput {
@@ -114,11 +124,25 @@ function pairs(flat: unknown): Array<[string, string]> {
   return out;
 }
 
+/** Windowed rules evaluated together at a head (their Redis calls pipelined); bounds the memory of one step. */
+const EVALUATE_CHUNK = 200;
+
 /** Creates the stage's {@link WindowEvaluator}. */
 export function createWindowEvaluator(deps: WindowEvaluatorDeps): WindowEvaluator {
   const { redis } = deps;
   const keys = windowKeys(deps.keyPrefix, deps.chain);
   const held = new Map<string, Rule>();
+  /**
+   * The states this process saved last, by window id, with their revision: a head whose stored
+   * revision is still that one reuses it instead of reading and parsing the JSON again (the
+   * states are immutable values: lib/match/windows.ts returns new ones). Another owner's save
+   * changes the revision, so a stale entry is never used.
+   */
+  const cache = new Map<string, { rev: string; state: WindowState }>();
+  /** Drops the cached states of a rule's versions other than `keep` (a window id). */
+  const forget = (ruleId: string, keep?: string) => {
+    for (const id of cache.keys()) if (id.startsWith(`${ruleId}:`) && id !== keep) cache.delete(id);
+  };
   /** The arithmetic's configuration, or null (logged) for a window that is not one (a rule stored before validation knew it). */
   const configOf = (rule: Rule): WindowConfig | null => {
     const w = ruleWindow(rule);
@@ -137,10 +161,31 @@ export function createWindowEvaluator(deps: WindowEvaluatorDeps): WindowEvaluato
   const blockRecords = async (id: string, blockHash: string): Promise<WindowRecord[]> =>
     pairs(await runLua(redis, BLOCK_RECORDS, { records: keys.records(id, blockHash) })).map(([, json]) => JSON.parse(json) as WindowRecord);
 
-  const evaluate = async (rule: Rule, config: WindowConfig, view: HeadView, dirty: Array<[string, string]>): Promise<void> => {
+  /** What one rule's evaluation at a head decided: its events and the state to save (phase 1 of {@link WindowEvaluator.onHead}). */
+  interface Step {
+    rule: Rule;
+    id: string;
+    rev: string | null;
+    state: WindowState;
+    consumed: Array<[string, string]>;
+    /** Record hashes of blocks the new state pruned (below its final height). */
+    pruned: string[];
+    retracted: WindowMatch[];
+    fired: WindowMatch[];
+  }
+
+  const evaluate = async (rule: Rule, config: WindowConfig, view: HeadView, dirty: Array<[string, string]>): Promise<Step | null> => {
     const id = windowId(rule);
-    const [json, rev] = (await runLua(redis, LOAD_STATE, { state: keys.state(id) })) as [string | null, string | null];
-    let state: WindowState | null = json ? (JSON.parse(json) as WindowState) : null;
+    const known = cache.get(id);
+    const [json, rev] = (await runLua(redis, LOAD_STATE, { state: keys.state(id), known: known?.rev ?? "" })) as [
+      string | null,
+      string | null,
+    ];
+    let state: WindowState | null = json
+      ? (JSON.parse(json) as WindowState)
+      : known !== undefined && rev === known.rev
+        ? known.state
+        : null;
     const events: WindowEvent[] = [];
     const step = (r: { state: WindowState; events: WindowEvent[] }) => {
       state = r.state;
@@ -148,7 +193,7 @@ export function createWindowEvaluator(deps: WindowEvaluatorDeps): WindowEvaluato
     };
     const block = view.block;
     if (state === null) {
-      if (block === undefined) return;
+      if (block === undefined) return null;
       state = createWindowState(block.number);
     }
     const s0: WindowState = state;
@@ -183,16 +228,34 @@ export function createWindowEvaluator(deps: WindowEvaluatorDeps): WindowEvaluato
       const c = view.canonical(m.firing.end.number);
       return c === undefined || c.toLowerCase() === m.firing.end.hash;
     });
-    if (retracted.length > 0) await deps.retract(retracted);
-    const fired = matches("fired");
-    if (fired.length > 0) await deps.fire(fired);
+    const next: WindowState = state;
+    const pruned = s0.blocks
+      .filter((b) => b.number <= next.base && !next.blocks.some((k) => k.hash === b.hash))
+      .map((b) => keys.records(id, b.hash));
+    return { rule, id, rev, state: next, consumed, pruned, retracted, fired: matches("fired") };
+  };
+
+  const save = async (s: Step): Promise<void> => {
     const saved = await runLua(
       redis,
       SAVE_STATE,
-      { state: keys.state(id), dirty: keys.dirty, rev: rev ?? "", json: JSON.stringify(state) },
-      consumed.map(([field, count]) => ({ field, count })),
+      { state: keys.state(s.id), dirty: keys.dirty, rev: s.rev ?? "", json: JSON.stringify(s.state) },
+      s.consumed.map(([field, count]) => ({ field, count })),
     );
-    if (Number(saved) !== 1) deps.logger.warn({ ruleId: rule.id }, "window state changed concurrently (another owner); not saved");
+    if (Number(saved) !== 1) {
+      cache.delete(s.id);
+      deps.logger.warn({ ruleId: s.rule.id }, "window state changed concurrently (another owner); not saved");
+      return;
+    }
+    cache.set(s.id, { rev: String((Number(s.rev) || 0) + 1), state: s.state });
+    // After the save: a crash in between leaves them to their TTL.
+    if (s.pruned.length > 0)
+      await runLua(
+        redis,
+        DROP_RECORDS,
+        {},
+        s.pruned.map((records) => ({ records })),
+      );
   };
 
   return {
@@ -202,12 +265,14 @@ export function createWindowEvaluator(deps: WindowEvaluatorDeps): WindowEvaluato
         ...index,
         upsert(rule) {
           index.upsert(rule);
+          forget(rule.id, windowId(rule));
           const got = index.get(rule.id);
           if (got !== undefined && isWindowed(got)) held.set(got.id, got);
           else held.delete(rule.id);
         },
         remove(id) {
           held.delete(id);
+          forget(id);
           return index.remove(id);
         },
       };
@@ -238,9 +303,23 @@ export function createWindowEvaluator(deps: WindowEvaluatorDeps): WindowEvaluato
     async onHead(view) {
       if (held.size === 0) return;
       const dirty = pairs(await runLua(redis, DIRTY, { dirty: keys.dirty }));
-      for (const rule of held.values()) {
-        const config = configOf(rule);
-        if (config !== null) await evaluate(rule, config, view, dirty);
+      const rules = [...held.values()];
+      // Rules in chunks, each chunk's Redis calls issued together (one pipelined round trip per
+      // step instead of one per rule): 1) load and evaluate, 2) emit in rule order, retractions
+      // before firings, 3) save. Alerts still go out before any state of theirs is saved (module doc).
+      for (let i = 0; i < rules.length; i += EVALUATE_CHUNK) {
+        const steps = await Promise.all(
+          rules.slice(i, i + EVALUATE_CHUNK).map(async (rule) => {
+            const config = configOf(rule);
+            return config === null ? null : evaluate(rule, config, view, dirty);
+          }),
+        );
+        const done = steps.filter((s): s is Step => s !== null);
+        const retracted = done.flatMap((s) => s.retracted);
+        if (retracted.length > 0) await deps.retract(retracted);
+        const fired = done.flatMap((s) => s.fired);
+        if (fired.length > 0) await deps.fire(fired);
+        await Promise.all(done.map(save));
       }
     },
   };

@@ -60,8 +60,16 @@ return added
 `,
 );
 
-/** A window's state and revision (`{s, rev}` as a flat list; nil when absent). */
-export const LOAD_STATE = luaScript({ keys: ["state"], args: [] }, `return redis.call('HMGET', state, 's', 'rev')`);
+/**
+ * A window's state and revision (`{s, rev}` as a flat list; nil when absent). When the revision is
+ * still `known` (the one the caller holds in memory, "" for none) the state is not sent: `{nil, rev}`.
+ */
+export const LOAD_STATE = luaScript(
+  { keys: ["state"], args: ["known"] },
+  `local rev = redis.call('HGET', state, 'rev')
+if rev and rev == known then return {false, rev} end
+return redis.call('HMGET', state, 's', 'rev')`,
+);
 
 /** The records of one block: a flat list of id, record JSON. */
 export const BLOCK_RECORDS = luaScript({ keys: ["records"], args: [] }, `return redis.call('HGETALL', records)`);
@@ -84,5 +92,19 @@ for i = 1, itemCount do
   if redis.call('HGET', dirty, it.field) == it.count then redis.call('HDEL', dirty, it.field) end
 end
 return 1
+`,
+);
+
+/**
+ * Deletes the record hashes of blocks a saved state no longer holds (pruned below its final
+ * height): the state keeps its blocks' records itself, and a record of a final block changes no
+ * window, so only {@link RECORD_TTL_SECONDS} would bound them otherwise (a hash per rule and block
+ * with matches for three days). Returns how many keys it deleted.
+ */
+export const DROP_RECORDS = luaScript(
+  { keys: [], args: [], item: { keys: ["records"], args: [] } },
+  `local n = 0
+for i = 1, itemCount do n = n + redis.call('DEL', item(i).records) end
+return n
 `,
 );

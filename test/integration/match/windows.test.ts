@@ -17,7 +17,7 @@ import type { Rule } from "../../../lib/rules/model.js";
 import type { MatchedEntity, MatchInput } from "../../../pipeline/match/confirmations/decide.js";
 import { createConfirmationTracker } from "../../../pipeline/match/confirmations/tracker.js";
 import { createWindowEvaluator, type WindowEvaluator } from "../../../pipeline/match/windows/evaluator.js";
-import { deletePrefix, redisSkipMessage, redisUp } from "../accounts/redis.js";
+import { deletePrefix, keysOf, redisSkipMessage, redisUp } from "../accounts/redis.js";
 
 const REDIS_URL = process.env.REDIS_URL ?? "redis://127.0.0.1:6379";
 const PREFIX = `cs-test-win-${randomUUID().slice(0, 8)}:`;
@@ -62,7 +62,7 @@ function transfer(n: number, i: number): MatchedEntity {
 }
 
 /** An evaluator and tracker on one key space; alerts collected in order. */
-function stage(space: string) {
+function stage(space: string, reorgDepth?: number) {
   const keyPrefix = `${PREFIX}${space}:`;
   const tracker = createConfirmationTracker({ redis: client, keyPrefix, chain: CHAIN });
   const alerts: Alert[] = [];
@@ -72,6 +72,7 @@ function stage(space: string) {
     keyPrefix,
     chain: CHAIN,
     logger: createLogger("silent", "test-windows"),
+    ...(reorgDepth === undefined ? {} : { reorgDepth }),
     fire: async (m) => void alerts.push(...(await tracker.onMatches(m, head))),
     retract: async (m) => void alerts.push(...(await tracker.retract(m))),
   });
@@ -179,5 +180,20 @@ describe.skipIf(!up)("window evaluator (real Redis)", () => {
       ["removed", "absence:33"],
       ["pending", "absence:35"],
     ]);
+  });
+  it("the record hashes of blocks pruned below the final height are deleted, the state's own blocks keep theirs", async () => {
+    const s = stage("prune", 3);
+    const rule = windowRule("r-prune", { blocks: 2, aggregate: { fn: "count" }, operator: "Greater or Equal", threshold: "100" });
+    s.index.upsert(rule);
+    await s.at(40);
+    for (let n = 41; n <= 50; n++) {
+      await s.windows.addMatches([{ rule, entity: transfer(n, 0) }]);
+      await s.at(n);
+    }
+    const held = (await keysOf(REDIS_URL, `${PREFIX}prune:`)).filter((k) => k.includes(":r:"));
+    // Final height 50 - 3 = 47; a 2-block window ending above it reaches back to 47: blocks 47..50 keep their records.
+    const blocksHeld = [41, 42, 43, 44, 45, 46, 47, 48, 49, 50].filter((n) => held.some((k) => k.endsWith(`:r:${hashOf(`a-${n}`)}`)));
+    expect(blocksHeld).toEqual([47, 48, 49, 50]);
+    expect(held).toHaveLength(4);
   });
 });
