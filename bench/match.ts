@@ -27,14 +27,16 @@ import { createDecoder } from "../pipeline/decode/decoder.js";
 import { toBlockBundle } from "../pipeline/ingest/transform.js";
 import { hasMainnetFixtures, loadCompleteBlocks } from "../test/support/fixtures.js";
 import { argIs, isTransfer, transferTo } from "../test/support/rules.js";
+import { benchMatchWindows } from "./match-windows.js";
 import { prng } from "./support/prng.js";
+import { BENCH_CHAIN, benchRule } from "./support/rules.js";
 
 interface Item {
   type: TargetType;
   entity: Record<string, unknown>;
 }
 
-const CHAIN = { technology: "ethereum", blockchain: "ethereum", network: "mainnet" };
+const CHAIN = BENCH_CHAIN;
 
 function randomAddress(rnd: () => number): string {
   let s = "0x";
@@ -116,22 +118,7 @@ function syntheticItems(): { items: Item[]; source: string } {
   return { items, source: `${items.length} synthetic entities (Transfer events and transactions)` };
 }
 
-function rule(id: string, targetType: TargetType, targetMap: TargetDefinition[]): Rule {
-  return {
-    id,
-    accountId: "bench",
-    name: id,
-    version: 1,
-    state: "enabled",
-    sendPendingAlerts: false,
-    description: null,
-    maxConfirmationCount: 12,
-    ...CHAIN,
-    config: { targetType, targetMap, alerts: [{ type: "Webhook (POST)", parameters: { url: "http://127.0.0.1/hook" } }] },
-    createdAt: "2024-01-01T00:00:00.000Z",
-    updatedAt: "2024-01-01T00:00:00.000Z",
-  };
-}
+const rule = benchRule;
 
 /**
  * Kinds of selective rules in a cycle of 20 (10 contract, 5 wallet, 3 transaction, 2 method),
@@ -298,9 +285,10 @@ const pad = (v: string | number, w: number) => String(v).padStart(w);
  * 2, in 8 interleaved rounds), `--synthetic`, `--chains N` (N ≥ 2: the same rules spread over N
  * chains, one rule index per chain as the match stage keeps them, and the same entities spread
  * over the N chains; printed next to one chain, interleaved in the same rounds, with the ratio N
- * chains / one chain per size, target ≥ 0.9).
+ * chains / one chain per size, target ≥ 0.9); `--windows`: windowed rules against per-record ones on real Redis (bench/match-windows.ts).
  */
 export async function benchMatch(args: string[]): Promise<void> {
+  if (args.includes("--windows")) return benchMatchWindows(args);
   const sIdx = args.indexOf("--seconds");
   const seconds = sIdx >= 0 ? Number(args[sIdx + 1]) : 2;
   if (!Number.isFinite(seconds) || seconds <= 0) throw new Error("--seconds needs a positive number");
