@@ -51,7 +51,8 @@ afterEach(() => {
 describe.skipIf(!hasMainnetFixtures())(
   `fast path vs ethers on mainnet fixtures${hasMainnetFixtures() ? "" : ` (${SKIP_NO_FIXTURES})`}`,
   () => {
-    const logs = loadCompleteBlocks().flatMap((b) => toBlockBundle(b.block, b.receipts).logs);
+    // A skipped describe's body still runs at collection: load nothing without the fixtures.
+    const logs = hasMainnetFixtures() ? loadCompleteBlocks().flatMap((b) => toBlockBundle(b.block, b.receipts).logs) : [];
 
     it("every fixture log decodes to the same record (name, args, scaled values, str, error) on both paths", () => {
       expect(logs.length).toBeGreaterThan(2000);
