@@ -354,7 +354,7 @@ export async function benchIngest(args: string[]): Promise<void> {
     `bench ingest (honest method, issue 23): ${blocks.length} blocks (${base.length} fixture blocks x ${copies} copies), ${docs.length} records (${ingestRecords} from ingest, ${docs.length - ingestRecords} decoded events); ${rounds} rounds, raw then end to end`,
   );
   console.log(
-    `${floor ? "library floor" : "stages"} as processes: ingest (backfill ${START}..${START + blocks.length - 1}, concurrency ${concurrency ?? "default"}), decode, index; Kafka client ${client ?? "of the environment (CHAINSIFT_KAFKA_CLIENT, default kafkajs)"}; replay node in its own process; services pids ${JSON.stringify(java)}`,
+    `${floor ? "library floor" : "stages"} as processes: ingest (backfill ${START}..${START + blocks.length - 1}, concurrency ${concurrency ?? "default"}), decode, index; Kafka client ${client ?? "of the environment (CHAINSIFT_KAFKA_CLIENT, default platformatic)"}; replay node in its own process; services pids ${JSON.stringify(java)}`,
   );
   if (profileDir) console.log(`profiling the stages (node --cpu-prof) into ${profileDir}: figures are slowed by the profiler`);
   console.log("CPU figures: CPU seconds per 1,000 records (utime+stime from /proc/<pid>/stat)");

@@ -1,7 +1,7 @@
 /**
  * The `@platformatic/kafka` implementation of the Kafka transport (pipeline/kafka/transport.ts),
- * chosen with `CHAINSIFT_KAFKA_CLIENT=platformatic` (lib/config/kafka-client.ts; kafkajs stays the
- * default, docs/kafka-client.md says why). The producer and the admin calls are here, the consumer
+ * the default since issue 37 (`CHAINSIFT_KAFKA_CLIENT`, lib/config/kafka-client.ts; kafkajs stays
+ * selectable, docs/kafka-client.md says why). The producer and the admin calls are here, the consumer
  * (the library's fetch, commit and group calls under a batch loop of ours) in
  * pipeline/kafka/platformatic-consumer.ts. Library docs: https://github.com/platformatic/kafka/tree/main/docs
  * (producer.md, consumer.md, admin.md).

@@ -1,8 +1,8 @@
 /**
  * Which Kafka client library the pipeline's transport runs on (`config.kafka.client`, env
- * `CHAINSIFT_KAFKA_CLIENT`, lib/config/kafka-client.ts; docs/kafka-client.md): kafkajs
- * (pipeline/kafka/kafkajs.ts, the default) or `@platformatic/kafka` (pipeline/kafka/platformatic.ts,
- * loaded only when chosen).
+ * `CHAINSIFT_KAFKA_CLIENT`, lib/config/kafka-client.ts; docs/kafka-client.md): `@platformatic/kafka`
+ * (pipeline/kafka/platformatic.ts, the default) or kafkajs (pipeline/kafka/kafkajs.ts); the
+ * platformatic module is loaded only when chosen.
  * @module
  */
 import type { Kafka } from "kafkajs";

@@ -5,11 +5,12 @@ import { createLogger } from "../../../lib/logger.js";
 import { transportMaker } from "../../../pipeline/kafka/select.js";
 
 describe("CHAINSIFT_KAFKA_CLIENT (lib/config/kafka-client.ts)", () => {
-  it("is kafkajs by default, platformatic when asked (any case), and nothing else", () => {
-    expect(loadConfig({}).kafka.client).toBe("kafkajs");
-    expect(loadConfig({ CHAINSIFT_KAFKA_CLIENT: "" }).kafka.client).toBe("kafkajs");
+  it("is platformatic by default, kafkajs when asked (any case), and nothing else", () => {
+    expect(loadConfig({}).kafka.client).toBe("platformatic");
+    expect(loadConfig({ CHAINSIFT_KAFKA_CLIENT: "" }).kafka.client).toBe("platformatic");
+    expect(loadConfig({ CHAINSIFT_KAFKA_CLIENT: "kafkajs" }).kafka.client).toBe("kafkajs");
+    expect(loadConfig({ CHAINSIFT_KAFKA_CLIENT: "KafkaJS" }).kafka.client).toBe("kafkajs");
     expect(loadConfig({ CHAINSIFT_KAFKA_CLIENT: "platformatic" }).kafka.client).toBe("platformatic");
-    expect(loadConfig({ CHAINSIFT_KAFKA_CLIENT: "Platformatic" }).kafka.client).toBe("platformatic");
     expect(() => loadConfig({ CHAINSIFT_KAFKA_CLIENT: "rdkafka" })).toThrow(ConfigError);
     expect(() => loadConfig({ CHAINSIFT_KAFKA_CLIENT: "rdkafka" })).toThrow(/CHAINSIFT_KAFKA_CLIENT/);
     expect(KAFKA_CLIENTS).toEqual(["kafkajs", "platformatic"]);
@@ -23,7 +24,7 @@ describe("CHAINSIFT_KAFKA_CLIENT (lib/config/kafka-client.ts)", () => {
       instanceId: "i1",
       topicPrefix: "p.",
       groupPrefix: "g",
-      client: "kafkajs",
+      client: "platformatic",
     });
   });
 
