@@ -246,6 +246,8 @@ export async function startPipeline(deps: PipelineDeps): Promise<Pipeline> {
         ...(await shared()),
         tokens: ctx.tokenMetadata,
         decode: methodDecoding,
+        rpc: ctx.client,
+        stateReads: config.stateReads,
       }),
     );
   }

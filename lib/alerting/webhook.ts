@@ -29,7 +29,7 @@ export const WEBHOOK_FIELDS = [
 ] as const satisfies ReadonlyArray<keyof Alert>;
 
 /** JSON body of `Webhook (POST)`; `id` is also its `Idempotency-Key` header. */
-export type WebhookBody = Pick<Alert, (typeof WEBHOOK_FIELDS)[number]> & { replacedBy?: ReplacingBlock; window?: unknown };
+export type WebhookBody = Pick<Alert, (typeof WEBHOOK_FIELDS)[number]> & { replacedBy?: ReplacingBlock; window?: unknown; state?: unknown };
 
 /** Builds the {@link WebhookBody} of an alert: the {@link WEBHOOK_FIELDS}, in order (`chain` copied field by field). */
 export function webhookBody(alert: Alert): WebhookBody {
@@ -39,6 +39,7 @@ export function webhookBody(alert: Alert): WebhookBody {
   body.chain = { technology, blockchain, network };
   if (alert.status === "removed" && alert.replacedBy) body.replacedBy = { number: alert.replacedBy.number, hash: alert.replacedBy.hash };
   if (alert.entity?.window !== undefined) body.window = alert.entity.window;
+  if (alert.entity?.state !== undefined) body.state = alert.entity.state;
   return body as WebhookBody;
 }
 

@@ -1,9 +1,9 @@
 /**
- * Reads of state-condition subjects (issue 34 part 1; docs/rules.md, "Planned: state conditions")
+ * Reads of state-condition subjects (issue 34 part 1; docs/rules.md, "State conditions")
  * at one block, through the chain's one JSON-RPC client ({@link RpcClient.batch}): one JSON-RPC
  * batch per block, every call at the block *hash* (EIP-1898 `{"blockHash": …}`,
  * https://eips.ethereum.org/EIPS/eip-1898), so a reading belongs to exactly one branch and a reorg
- * re-reads on the new one. Not wired into the match stage yet.
+ * re-reads on the new one. The match stage's state evaluator (pipeline/match/state/evaluator.ts) calls it.
  */
 import { Interface, type InterfaceAbi } from "ethers";
 import type { RpcCall, RpcClient } from "../rpc/client.js";

@@ -16,6 +16,7 @@ import { partitioningOf } from "./partitioning.js";
 import { type ReadAheadConfig, readAheadOf } from "./read-ahead.js";
 import { type ResultCacheConfig, resultCacheOf } from "./result-cache.js";
 import { type ChainId, type ChainIdSource, type ChainSettings, servedChains } from "./served-chains.js";
+import { type StateReadsConfig, stateReadsOf } from "./state.js";
 import { CRASH_POINTS, type CrashPoint, LOG_FORMATS, type LogFormat } from "./values.js";
 
 export { KAFKA_CLIENTS, type KafkaClientName, type KafkaConfig } from "./kafka-client.js";
@@ -69,6 +70,8 @@ export interface Config {
    */
   served: ChainSettings[];
   kafka: KafkaConfig;
+  /** State-condition reads (lib/config/state.ts, docs/rules.md "State conditions"). */
+  stateReads: StateReadsConfig;
   /** Confluent-compatible schema registry base URL. Env `SCHEMA_REGISTRY_URL`, default `http://127.0.0.1:8081/apis/ccompat/v7` (Apicurio's Confluent API). */
   schemaRegistryUrl: string;
   elasticsearch: {
@@ -474,6 +477,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     chainsFile: served.chainsFile,
     served: all,
     kafka: kafkaConfigOf(env),
+    stateReads: stateReadsOf(env),
     schemaRegistryUrl: str(env, "SCHEMA_REGISTRY_URL", "http://127.0.0.1:8081/apis/ccompat/v7"),
     elasticsearch: {
       url: str(env, "ELASTICSEARCH_URL", "http://127.0.0.1:9200"),

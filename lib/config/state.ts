@@ -1,7 +1,8 @@
 /**
- * The state-condition read settings (issue 34 part 1; docs/rules.md, "Planned: state conditions"):
- * the per-chain budget of JSON-RPC reads per block (lib/chain/state-reads.ts). Not yet part of
- * `loadConfig`'s result (lib/config/index.ts): the match stage does not evaluate state conditions yet.
+ * The state-condition read settings (issue 34 part 1; docs/rules.md, "State conditions"):
+ * the per-chain budget of JSON-RPC reads per block (lib/chain/state-reads.ts), and how often the
+ * match stage's state evaluator (pipeline/match/state/evaluator.ts) retries a failed read. `loadConfig`'s
+ * `config.stateReads` (lib/config/index.ts).
  * @module
  */
 import { int } from "./parse.js";
@@ -13,9 +14,21 @@ export interface StateReadsConfig {
    * subjects past it are reported `over_budget`, not read. Env `CHAINSIFT_STATE_MAX_READS_PER_BLOCK`, default 1000.
    */
   maxReadsPerBlock: number;
+  /**
+   * Tries of one block's reads (the batch, then each failed subject again) before the block is handed back to
+   * the consumer as a retryable failure (re-consumed later, never skipped). Env `CHAINSIFT_STATE_READ_ATTEMPTS`,
+   * default 4.
+   */
+  readAttempts: number;
+  /** Wait in ms before the first retry of a failed read, doubled per retry. Env `CHAINSIFT_STATE_READ_RETRY_MS`, default 200. */
+  readRetryMs: number;
 }
 
 /** Reads {@link StateReadsConfig} from `env`. @throws {ConfigError} for a value that is not an integer ≥ 1. */
 export function stateReadsOf(env: NodeJS.ProcessEnv): StateReadsConfig {
-  return { maxReadsPerBlock: int(env, "CHAINSIFT_STATE_MAX_READS_PER_BLOCK", 1000, 1) };
+  return {
+    maxReadsPerBlock: int(env, "CHAINSIFT_STATE_MAX_READS_PER_BLOCK", 1000, 1),
+    readAttempts: int(env, "CHAINSIFT_STATE_READ_ATTEMPTS", 4, 1),
+    readRetryMs: int(env, "CHAINSIFT_STATE_READ_RETRY_MS", 200, 0),
+  };
 }

@@ -1,11 +1,11 @@
 /**
- * Crossing arithmetic of state conditions (issue 34 part 1; docs/rules.md, "Planned: state
+ * Crossing arithmetic of state conditions (issue 34 part 1; docs/rules.md, "State
  * conditions"): a reading of a watched subject (a native balance, an ERC-20 `balanceOf`, a view
  * call's numeric result, a storage slot) is compared with a threshold, or with the previous
  * reading as a relative change in percent. Pure: readings are integers in the subject's raw units
  * (wei, token base units), thresholds decimal strings in whole units scaled by `decimals`, and the
- * state is plain JSON (a decimal string and a flag) so that it can live in Redis per rule and block
- * hash later. Nothing here is reachable from the API or the match stage yet.
+ * state is plain JSON (a decimal string and a flag), kept in Redis per rule and block hash by the
+ * match stage's state evaluator (pipeline/match/state/evaluator.ts).
  */
 import { resetLevel, type WindowOperator } from "./windows.js";
 

@@ -1,10 +1,11 @@
 /**
- * Validation of the `stateCondition` extension of a rule (issue 34 part 1; docs/rules.md, "Planned: state
- * conditions"): a top-level block beside `config`, as `confirmOn` is. A well-formed block is still
- * refused with `CS_RULE_NOT_SUPPORTED` until the match stage reads and evaluates it, so a rule never
- * stores it as an ordinary additional property and silently never alerts.
+ * Validation of the `stateCondition` extension of a rule (issue 34 part 1; docs/rules.md, "State
+ * conditions"): a top-level block beside `config`, as `confirmOn` is. The match stage reads and evaluates
+ * it at each block (pipeline/match/state/evaluator.ts); what is not evaluated yet (`every: "log"`, `abiId`)
+ * is refused with `CS_RULE_NOT_SUPPORTED`, so a rule never stores it and silently never alerts.
  */
-import { toRaw } from "../match/state.js";
+import type { StateSubject } from "../chain/state-reads.js";
+import { type ChangeComparison, type ThresholdComparison, toRaw } from "../match/state.js";
 import type { RuleValidationError } from "./validate.js";
 
 const ADDRESS = /^0x[0-9a-fA-F]{40}$/;
@@ -53,8 +54,8 @@ function subjectErrors(s: unknown): RuleValidationError[] {
 
 /**
  * Problems of a rule's `stateCondition` block (absent or null: none). Codes: `CS_RULE_INVALID` at the
- * offending `stateCondition.…` path for a malformed block; `CS_RULE_NOT_SUPPORTED` at `stateCondition` for a
- * well-formed one (not evaluated yet).
+ * offending `stateCondition.…` path for a malformed block; `CS_RULE_NOT_SUPPORTED` at `stateCondition.every`
+ * for `"log"` and at `stateCondition.subject.abiId` (not evaluated yet).
  */
 export function stateErrors(body: Record<string, unknown>): RuleValidationError[] {
   const st = body.stateCondition;
@@ -84,11 +85,50 @@ export function stateErrors(body: Record<string, unknown>): RuleValidationError[
       out.push(bad("stateCondition.comparison.reset", `must be a decimal string with at most ${d} decimals`));
   }
   if (out.length > 0) return out;
+  const later = (path: string, what: string): RuleValidationError => ({
+    code: "CS_RULE_NOT_SUPPORTED",
+    path,
+    message: `${path}: ${what} is not evaluated yet (docs/rules.md, State conditions)`,
+  });
+  if (every === "log") out.push(later("stateCondition.every", '"log" (read only on blocks with a log of the contract)'));
+  if (isObj(st.subject) && st.subject.abiId !== undefined)
+    out.push(later("stateCondition.subject.abiId", "a registered ABI; give the fragment inline as abi"));
+  return out;
+}
+
+/** A stored rule's state condition (validated by {@link stateErrors}). */
+export interface StateCondition {
+  subject: StateSubject;
+  /** Scale of threshold and reset, default 0. */
+  decimals?: number;
+  /** Read every N blocks (default 1). */
+  every?: { blocks: number };
+  comparison: ThresholdComparison | ChangeComparison;
+}
+
+/** The rule's `stateCondition` when it is an object (a stored rule passed validation), else null. */
+export function ruleStateCondition(rule: object): StateCondition | null {
+  const st = (rule as { stateCondition?: unknown }).stateCondition;
+  return isObj(st) ? (st as unknown as StateCondition) : null;
+}
+
+/**
+ * `CS_RULE_NOT_SUPPORTED` at `stateCondition` when a body that cannot evaluate one carries it: saved searches
+ * (they match records, not readings) and backtests (reading past blocks needs the node's historical state, an
+ * archive node; docs/rules.md, State conditions). None when absent or null.
+ * @param where - what refuses it, for the message (`saved searches`, `backtests`).
+ */
+export function stateNotSupported(body: Record<string, unknown>, where: string): RuleValidationError[] {
+  if (body.stateCondition === undefined || body.stateCondition === null) return [];
+  const why =
+    where === "backtests"
+      ? "reading a past block's state needs a node that keeps historical state (an archive node), which is not assumed"
+      : "they match records, not state readings";
   return [
     {
       code: "CS_RULE_NOT_SUPPORTED",
       path: "stateCondition",
-      message: "stateCondition: state conditions are planned and not evaluated yet (docs/rules.md); remove it to get a per-record rule",
+      message: `stateCondition: ${where} do not evaluate state conditions: ${why}; remove it`,
     },
   ];
 }

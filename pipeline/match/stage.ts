@@ -26,10 +26,12 @@ import { finalizedKey, readFinalized } from "../../lib/chain/finality.js";
 import type { DecodeMethodOptions } from "../../lib/chain/methods.js";
 import { createRedisChainState } from "../../lib/chain/state.js";
 import type { Config } from "../../lib/config/index.js";
+import { type StateReadsConfig, stateReadsOf } from "../../lib/config/state.js";
 import type { Logger } from "../../lib/logger.js";
 import { entitiesOf, type TypedEntity } from "../../lib/match/entities.js";
 import { createRuleIndex, type RuleIndex } from "../../lib/match/rule-index.js";
 import { type RedisClient, sharedOrConnect } from "../../lib/redis.js";
+import type { RpcClient } from "../../lib/rpc/client.js";
 import type { Rule } from "../../lib/rules/model.js";
 import { connectRuleStore, type RuleStore } from "../../lib/rules/store.js";
 import { searchKeyPrefix } from "../../lib/searches/model.js";
@@ -44,6 +46,7 @@ import { countAlerts, matchMetricsOf } from "./metrics.js";
 import { createAlertPublisher } from "./publisher.js";
 import { startRuleSync } from "./rule-sync.js";
 import { createSearchIndex, type SearchIndex } from "./search-index.js";
+import { createStateEvaluator } from "./state/evaluator.js";
 import { createTokenTracker, type TokenMetadataSource, tokenListMetadataSource } from "./tokens.js";
 import { createWindowEvaluator } from "./windows/evaluator.js";
 
@@ -87,6 +90,10 @@ export interface MatchStageDeps {
    * sweeps). A test makes it hang or throw to simulate a crash between the two.
    */
   beforePublish?: (alerts: readonly Alert[]) => Promise<void>;
+  /** The chain's one JSON-RPC client, for state conditions' reads (state/evaluator.ts); absent: state rules are logged, not evaluated. */
+  rpc?: RpcClient;
+  /** config `stateReads`; default the defaults of lib/config/state.ts. */
+  stateReads?: StateReadsConfig;
 }
 
 /** A running match stage. */
@@ -132,7 +139,9 @@ export async function startMatchStage(deps: MatchStageDeps): Promise<MatchStage>
         await emitAndPublish(p, () => t.retract(matches));
     },
   });
-  const index = windows.watch(createRuleIndex({ chain: config.chain }));
+  const settings = deps.stateReads ?? stateReadsOf({});
+  const states = createStateEvaluator({ ...keyed, logger: log, rpc: deps.rpc, settings, fire: (matches) => track([...matches]) });
+  const index = states.watch(windows.watch(createRuleIndex({ chain: config.chain })));
   const outboxVisibilityMs = Math.max(0, deps.outboxGraceMs ?? 10_000);
   const tracker = createConfirmationTracker({ ...keyed, outboxVisibilityMs });
   // Confirm on finality (docs/rules.md): a tracker of its own whose head is the node's finalized block, one confirmation.
@@ -284,6 +293,7 @@ export async function startMatchStage(deps: MatchStageDeps): Promise<MatchStage>
           };
           await windows.onHead({ head, block, canonical: chain.canonical });
           await emitAndPublish(publisher, () => tracker.onHead(head, chain.canonical));
+          if (b) await states.onBlock({ number: b.number.num, hash: b.hash, parentHash: b.parentHash }, head.number, chain.canonical);
           if (input.topicKind === "blocks") await track(searchIndex.matchRecords(input).map(countSearchMatch));
           await advanceFinal();
         }
@@ -308,7 +318,7 @@ export async function startMatchStage(deps: MatchStageDeps): Promise<MatchStage>
         for (const m of searchMatches(input)) matches.push(countSearchMatch(m));
       }
       // A head below an entity's block (its block record not consumed yet) counts as that block.
-      await track(await windows.addMatches(matches));
+      await track(await windows.addMatches(states.recordMatches(matches)));
       return [];
     },
   });

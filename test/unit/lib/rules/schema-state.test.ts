@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { stateErrors } from "../../../../lib/rules/schema-state.js";
+import { stateErrors, stateNotSupported } from "../../../../lib/rules/schema-state.js";
 
 const A = "0x00000000000000000000000000000000000000aa";
 
@@ -8,11 +8,23 @@ describe("state block validation", () => {
     expect(stateErrors({})).toEqual([]);
     expect(stateErrors({ stateCondition: null })).toEqual([]);
   });
-  it("refuses a well-formed block as not supported yet", () => {
-    const e = stateErrors({
-      stateCondition: { subject: { type: "balance", address: A }, decimals: 18, comparison: { operator: "Less", threshold: "5" } },
+  it("accepts a well-formed block, and refuses what is not evaluated yet (every: log, abiId)", () => {
+    const ok = { subject: { type: "balance", address: A }, decimals: 18, comparison: { operator: "Less", threshold: "5" } };
+    expect(stateErrors({ stateCondition: ok })).toEqual([]);
+    const later = stateErrors({
+      stateCondition: { ...ok, subject: { type: "call", to: A, function: "f", abiId: "x" }, every: "log" },
     });
-    expect(e.map((x) => [x.code, x.path])).toEqual([["CS_RULE_NOT_SUPPORTED", "stateCondition"]]);
+    expect(later.map((x) => [x.code, x.path])).toEqual([
+      ["CS_RULE_NOT_SUPPORTED", "stateCondition.every"],
+      ["CS_RULE_NOT_SUPPORTED", "stateCondition.subject.abiId"],
+    ]);
+  });
+  it("backtests and saved searches refuse a state condition, saying why", () => {
+    const [bt] = stateNotSupported({ stateCondition: {} }, "backtests");
+    expect(bt).toMatchObject({ code: "CS_RULE_NOT_SUPPORTED", path: "stateCondition" });
+    expect(bt?.message).toMatch(/archive node/);
+    expect(stateNotSupported({ stateCondition: null }, "saved searches")).toEqual([]);
+    expect(stateNotSupported({ stateCondition: {} }, "saved searches")[0]?.code).toBe("CS_RULE_NOT_SUPPORTED");
   });
   it("names each malformed field with CS_RULE_INVALID", () => {
     const e = stateErrors({

@@ -1,0 +1,180 @@
+/**
+ * State conditions end to end on anvil (issue 34 part 1; docs/alerting.md, "State conditions"): the
+ * match stage reads, at every block, a native balance, an ERC-20 `balanceOf` through an inline-ABI
+ * view call, and a storage slot, through a JSON-RPC proxy in front of anvil (test/support/faulty-node.ts);
+ * each rule whose threshold is crossed fires once (webhook `pending`, carrying the reading), a rule
+ * whose threshold is never reached stays quiet. A reorg that removes the block of the balance's
+ * crossing retracts its alert with `removed`, and the new branch (without the transfer) does not
+ * fire again. With the proxy failing half of the HTTP requests (503 and cut-short bodies), a crossing
+ * still fires exactly once: failed reads are retried, never skipped.
+ */
+import { parseEther, parseUnits } from "ethers";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createRpcClient, type RpcClient } from "../../lib/rpc/client.js";
+import type { RuleInput } from "../../lib/rules/model.js";
+import { type AnvilEnv, startAnvilEnv } from "../support/anvil-env.js";
+import { type FaultyNode, startFaultyNode } from "../support/faulty-node.js";
+import { probeStack, waitFor } from "../support/harness.js";
+import { tokenTransferRule } from "../support/rules.js";
+
+const up = await probeStack();
+const settle = () => new Promise((r) => setTimeout(r, 1500));
+
+describe.skipIf(!up.ok)("state-condition alerts on anvil", () => {
+  let env: AnvilEnv;
+  let proxy: FaultyNode;
+  let client: RpcClient;
+  const alertsOf = (ruleId: string) => env.alertsAt("state").filter((a) => a.ruleId === ruleId);
+
+  beforeAll(async () => {
+    env = await startAnvilEnv({
+      traces: false,
+      // The stage's reads go through the proxy; ingest reads anvil directly.
+      beforeStages: async ({ anvil, onStop }) => {
+        proxy = await startFaultyNode({ upstream: anvil.rpcUrl, name: "state-proxy" });
+        client = createRpcClient({ urls: [proxy.url], attempts: 1, timeoutMs: 3000, cooldownMs: 50 });
+        onStop(() => proxy.close());
+      },
+      match: () => ({ reloadIntervalMs: 500, rpc: client, stateReads: { maxReadsPerBlock: 100, readAttempts: 3, readRetryMs: 20 } }),
+    });
+  }, 180_000);
+
+  afterAll(async () => {
+    client?.destroy();
+    await env?.stop();
+  });
+
+  /** A rule of the env's chain posting to `/hook/state` with a state condition (its targetMap is ignored: the readings trigger it). */
+  const stateRule = async (name: string, stateCondition: Record<string, unknown>) => {
+    const input: RuleInput = tokenTransferRule({
+      name,
+      chain: env.config.chain,
+      token: env.tokenAddress,
+      maxConfirmationCount: 3,
+      url: env.hook("state"),
+    });
+    const rule = await env.rules.create("acc-e2e", { ...input, stateCondition } as RuleInput);
+    await env.waitActive([rule.id]);
+    return rule;
+  };
+
+  /** Waits for the first alert of `fires`, checks its reading, mines 2 more blocks: still one `pending`, none of `quiet`. Returns that alert. */
+  const crossedOnce = async (fires: string, quiet: string, reading: string) => {
+    const [pending] = await waitFor(async () => (alertsOf(fires).length > 0 ? alertsOf(fires) : undefined), 30_000);
+    expect((pending as unknown as { state: { reading: string } }).state.reading).toBe(reading);
+    await env.mine(2);
+    await settle();
+    expect(alertsOf(fires).filter((a) => a.status === "pending")).toHaveLength(1);
+    expect(alertsOf(quiet)).toEqual([]);
+    return pending;
+  };
+
+  it("a native balance crossing fires once; a reorg that removes it retracts the alert", async () => {
+    const watched = env.newAddress();
+    const fires = await stateRule("balance ≥ 1 ETH", {
+      subject: { type: "balance", address: watched },
+      decimals: 18,
+      comparison: { operator: "Greater or Equal", threshold: "1", reset: "0.5" },
+    });
+    const quiet = await stateRule("balance ≥ 100 ETH", {
+      subject: { type: "balance", address: watched },
+      decimals: 18,
+      comparison: { operator: "Greater or Equal", threshold: "100" },
+    });
+    await env.mine(2);
+    await settle();
+    expect(alertsOf(fires.id)).toEqual([]);
+
+    const tx = await env.deployer.sendTransaction({ to: watched, value: parseEther("2") });
+    await env.mine(1);
+    const receipt = await env.provider.getTransactionReceipt(tx.hash);
+    const [pending] = await waitFor(async () => (alertsOf(fires.id).length > 0 ? alertsOf(fires.id) : undefined), 30_000);
+    expect(pending).toMatchObject({ status: "pending", blockNumber: receipt?.blockNumber, blockHash: receipt?.blockHash });
+    expect((pending as unknown as { state: { reading: string } }).state.reading).toBe(parseEther("2").toString());
+    await env.mine(1);
+    await settle();
+    expect(alertsOf(fires.id).map((a) => a.status)).toEqual(["pending"]); // crossing, not flooding
+
+    // Replace the transfer's block and its child with empty blocks: the new branch never crosses.
+    await env.rpc("anvil_reorg", [2, []]);
+    await env.rpc("anvil_dropAllTransactions", []).catch(() => {});
+    await env.mine(2);
+    await waitFor(async () => alertsOf(fires.id).some((a) => a.status === "removed"), 30_000);
+    await env.mine(4);
+    await settle();
+    expect(alertsOf(fires.id).map((a) => a.status)).toEqual(["pending", "removed"]);
+    expect(alertsOf(quiet.id)).toEqual([]);
+  }, 120_000);
+
+  it("an ERC-20 balanceOf view call fires when it reaches the threshold, not before", async () => {
+    const holder = env.newAddress();
+    const condition = (threshold: string) => ({
+      subject: {
+        type: "call",
+        to: env.tokenAddress,
+        function: "balanceOf",
+        args: [holder],
+        abi: ["function balanceOf(address) view returns (uint256)"],
+      },
+      decimals: 6,
+      comparison: { operator: "Greater or Equal", threshold },
+    });
+    const fires = await stateRule("CST balance ≥ 5", condition("5"));
+    const quiet = await stateRule("CST balance ≥ 1000", condition("1000"));
+    await env.transfer(holder, parseUnits("3", 6));
+    await env.mine(2);
+    await settle();
+    expect(alertsOf(fires.id)).toEqual([]); // 3 < 5
+
+    const tx = await env.transfer(holder, parseUnits("3", 6));
+    await env.mine(1);
+    const receipt = await env.provider.getTransactionReceipt(tx);
+    const pending = await crossedOnce(fires.id, quiet.id, parseUnits("6", 6).toString());
+    expect(pending).toMatchObject({ status: "pending", blockNumber: receipt?.blockNumber });
+  }, 120_000);
+
+  it("a storage slot fires when its value passes the threshold, not before", async () => {
+    const contract = env.newAddress();
+    await env.rpc("anvil_setCode", [contract, "0x00"]);
+    const condition = (threshold: string) => ({
+      subject: { type: "storage", address: contract, slot: "0x5" },
+      comparison: { operator: "Greater", threshold },
+    });
+    const fires = await stateRule("slot 5 > 100", condition("100"));
+    const quiet = await stateRule("slot 5 > 100000", condition("100000"));
+    await env.rpc("anvil_setStorageAt", [contract, "0x5", `0x${"63".padStart(64, "0")}`]); // 99
+    await env.mine(2);
+    await settle();
+    expect(alertsOf(fires.id)).toEqual([]);
+
+    await env.rpc("anvil_setStorageAt", [contract, "0x5", `0x${"1234".padStart(64, "0")}`]); // 4660
+    await env.mine(1);
+    await crossedOnce(fires.id, quiet.id, "4660");
+  }, 120_000);
+
+  it("a node failing half of the reads loses no alert: the crossing fires exactly once", async () => {
+    const watched = env.newAddress();
+    const rule = await stateRule("balance ≥ 1 ETH behind a faulty node", {
+      subject: { type: "balance", address: watched },
+      decimals: 18,
+      comparison: { operator: "Greater or Equal", threshold: "1" },
+    });
+    proxy.setFaults(["unavailable", "truncated"], 0.5);
+    try {
+      await env.mine(3);
+      const tx = await env.deployer.sendTransaction({ to: watched, value: parseEther("3") });
+      await env.mine(1);
+      const receipt = await env.provider.getTransactionReceipt(tx.hash);
+      await env.mine(2);
+      const [pending] = await waitFor(async () => (alertsOf(rule.id).length > 0 ? alertsOf(rule.id) : undefined), 60_000);
+      expect(pending).toMatchObject({ status: "pending", blockNumber: receipt?.blockNumber });
+      expect(proxy.injected.unavailable + proxy.injected.truncated).toBeGreaterThan(0);
+      console.log(`faults injected: ${JSON.stringify(proxy.injected)} (seed ${proxy.seed})`);
+    } finally {
+      proxy.setFaults("none", 0);
+    }
+    await env.mine(3);
+    await settle();
+    expect(alertsOf(rule.id).map((a) => a.status)).toEqual(["pending", "confirmed"]);
+  }, 120_000);
+});

@@ -1,0 +1,35 @@
+import { describe, expect, it } from "vitest";
+import { parseBacktestRequest } from "../../../api/backtest/request.js";
+import { validateSearchInput } from "../../../api/routes/searches/validate.js";
+import { validateRuleInput } from "../../../lib/rules/validate.js";
+
+const chain = { technology: "ethereum", blockchain: "ethereum", network: "mainnet" };
+const stateCondition = {
+  subject: { type: "balance", address: "0x70997970C51812dc3A010C7d01b50e0d17dc79C8" },
+  decimals: 18,
+  comparison: { operator: "Less", threshold: "5", reset: "6" },
+};
+const alerts = [{ type: "Webhook (POST)", parameters: { url: "https://example.com/hook" } }];
+const rule = {
+  name: "r",
+  maxConfirmationCount: 0,
+  ...chain,
+  config: { targetType: "Event", targetMap: [{ name: "event", operator: "Equals", value: "Transfer" }], alerts },
+};
+const search = { name: "s", maxConfirmationCount: 0, ...chain, kind: "event", query: { match_all: {} }, alerts };
+
+describe("state conditions: rules take them, backtests and saved searches refuse them", () => {
+  it("a rule with a well-formed stateCondition validates and keeps it", () => {
+    const checked = validateRuleInput({ ...rule, stateCondition }, "create", [chain]);
+    expect(checked.ok ? (checked.value as Record<string, unknown>).stateCondition : checked.errors).toEqual(stateCondition);
+  });
+  it("a rule backtest with a stateCondition is refused at rule.stateCondition, naming the archive node", () => {
+    const refused = parseBacktestRequest({ rule: { ...rule, stateCondition }, last: 10 }, [chain], 1000);
+    expect(refused.ok ? [] : refused.errors.map((e) => [e.code, e.path])).toEqual([["CS_RULE_NOT_SUPPORTED", "rule.stateCondition"]]);
+    expect(refused.ok ? "" : refused.errors[0]?.message).toMatch(/archive node/);
+  });
+  it("a saved search with a stateCondition is refused with CS_RULE_NOT_SUPPORTED", () => {
+    const refused = validateSearchInput({ ...search, stateCondition }, "create", [chain]);
+    expect(refused.ok ? [] : refused.errors.map((e) => [e.code, e.path])).toEqual([["CS_RULE_NOT_SUPPORTED", "stateCondition"]]);
+  });
+});
