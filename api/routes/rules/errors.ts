@@ -101,7 +101,7 @@ export const RULES_ERROR_CODES = {
   CS_RULE_NOT_SUPPORTED: {
     status: 400,
     description:
-      "Alerting rules: a top-level property reserved for a planned extension (absence, sequence: alerts over time, docs/design/windows.md; a well-formed `stateCondition`: state conditions, docs/rules.md) that is not evaluated yet.",
+      "Alerting rules: a top-level property reserved for a planned extension (absence, sequence: alerts over time, docs/design/windows.md; the parts of `stateCondition` not evaluated yet, and any `stateCondition` on a saved search or in a backtest: state conditions, docs/rules.md) that is not evaluated yet.",
   },
   CS_RULE_KAFKA_PARAMETERS: {
     status: 400,
