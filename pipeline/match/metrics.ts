@@ -24,6 +24,8 @@ export interface MatchMetrics {
   matches: Counter<"type">;
   /** `chainsift_match_alerts_total{status}`: alerts emitted (pending, confirmed, removed). */
   alerts: Counter<"status">;
+  /** `chainsift_match_state_unread_total{kind}`: state-condition readings not applied (`over_budget`, `unavailable`, `error`; state/evaluator.ts). */
+  stateUnread: Counter<"kind">;
   /** Adds a stage to `chainsift_match_rules` and `chainsift_match_outbox_alerts`; returns the function removing it. */
   watch(source: MatchGaugeSource): () => void;
 }
@@ -66,6 +68,12 @@ export const matchMetricsOf = memoPerRegistry((registry: Registry): MatchMetrics
       name: "chainsift_match_alerts_total",
       help: "Alerts emitted by the confirmation tracker, by status (pending, confirmed, removed)",
       labelNames: ["status"] as const,
+      registers,
+    }),
+    stateUnread: new Counter({
+      name: "chainsift_match_state_unread_total",
+      help: "State-condition readings not applied, by kind: over_budget and unavailable (skipped, logged), error (the block is retried)",
+      labelNames: ["kind"] as const,
       registers,
     }),
     watch(source) {

@@ -140,7 +140,14 @@ export async function startMatchStage(deps: MatchStageDeps): Promise<MatchStage>
     },
   });
   const settings = deps.stateReads ?? stateReadsOf({});
-  const states = createStateEvaluator({ ...keyed, logger: log, rpc: deps.rpc, settings, fire: (matches) => track([...matches]) });
+  const states = createStateEvaluator({
+    ...keyed,
+    logger: log,
+    rpc: deps.rpc,
+    settings,
+    fire: (matches) => track([...matches]),
+    onSkipped: (kind, n) => metrics.stateUnread.inc({ kind }, n),
+  });
   const index = states.watch(windows.watch(createRuleIndex({ chain: config.chain })));
   const outboxVisibilityMs = Math.max(0, deps.outboxGraceMs ?? 10_000);
   const tracker = createConfirmationTracker({ ...keyed, outboxVisibilityMs });

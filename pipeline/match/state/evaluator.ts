@@ -103,6 +103,27 @@ function conditionKey(rule: Rule, condition: StateCondition): string {
   return `${rule.id}:${createHash("sha1").update(JSON.stringify(condition)).digest("hex").slice(0, 12)}`;
 }
 
+/**
+ * The hash whose memory a reading of `block` continues: its parent's when the parent was read, else
+ * the nearest lower canonical block the ledger holds (a rule read every N blocks, or a block skipped
+ * as unreadable), looking back at most `lookBack` blocks (the ledger keeps as many); else the parent
+ * (a fresh memory).
+ */
+function lastRead(
+  ledger: StateLedger,
+  block: StateBlock,
+  canonical: ((n: number) => string | undefined) | undefined,
+  lookBack: number,
+): string {
+  const parent = block.parentHash.toLowerCase();
+  if (ledger.byHash[parent] !== undefined || canonical === undefined) return parent;
+  for (let n = block.number - 2; n >= Math.max(0, block.number - 1 - lookBack); n--) {
+    const h = canonical(n)?.toLowerCase();
+    if (h !== undefined && ledger.byHash[h] !== undefined) return h;
+  }
+  return parent;
+}
+
 /** Blocks whose readings {@link createStateEvaluator} keeps in memory. */
 const CACHED_BLOCKS = 256;
 
@@ -219,7 +240,7 @@ export function createStateEvaluator(deps: StateEvaluatorDeps): StateEvaluator {
         const step = applyBlockReading(
           condition.comparison,
           ledger,
-          { hash, parentHash: block.parentHash },
+          { hash, parentHash: lastRead(ledger, block, canonical, reorgDepth) },
           r.value,
           condition.decimals ?? 0,
           reorgDepth,
