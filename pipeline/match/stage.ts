@@ -13,6 +13,7 @@
  * | `chain-view.ts` | the canonical chain (blocks and reorgs topics, ingest's durable map) |
  * | `confirmations/` | pending / confirmed / removed, exactly once, in Redis |
  * | `publisher.ts` | publish and ack emitted alerts; the outbox sweep (crash safety) |
+ * | `state/evaluator.ts` | state conditions: subjects read at each block record, crossings recorded as matches |
  *
  * Entity sources: Event ← events; Token ← first Transfer of a contract (events); Log ← logs;
  * Transaction, Method and Contract ← transactions; Trace, Call and Contract (factory-created too)

@@ -222,7 +222,9 @@ export function createStateEvaluator(deps: StateEvaluatorDeps): StateEvaluator {
       const fired: MatchInput[] = [];
       const saves: Array<[string, StateLedger]> = [];
       const failures: string[] = [];
-      for (const { rule, condition } of due) {
+      // One round trip for every due rule's ledger (node-redis sends concurrent commands in one pipeline).
+      const stored = await Promise.all(due.map((d) => deps.redis.get(`${base}${conditionKey(d.rule, d.condition)}`)));
+      for (const [i, { rule, condition }] of due.entries()) {
         const r = readings.get(JSON.stringify(stateCall(condition.subject, hash)));
         if (r === undefined || !r.ok) {
           const kind = r?.kind ?? "error";
@@ -235,7 +237,7 @@ export function createStateEvaluator(deps: StateEvaluatorDeps): StateEvaluator {
           continue;
         }
         const key = `${base}${conditionKey(rule, condition)}`;
-        const raw = await deps.redis.get(key);
+        const raw = stored[i] ?? null;
         const ledger = raw === null ? emptyLedger() : (JSON.parse(raw) as StateLedger);
         const step = applyBlockReading(
           condition.comparison,
@@ -250,7 +252,7 @@ export function createStateEvaluator(deps: StateEvaluatorDeps): StateEvaluator {
       }
       // Fire before saving: a crash in between re-applies the block from the parent's memory, and the tracker emits once.
       if (fired.length > 0) await deps.fire(fired);
-      for (const [key, ledger] of saves) await deps.redis.set(key, JSON.stringify(ledger), { EX: LEDGER_TTL_SECONDS });
+      await Promise.all(saves.map(([key, ledger]) => deps.redis.set(key, JSON.stringify(ledger), { EX: LEDGER_TTL_SECONDS })));
       if (failures.length > 0) {
         skipped("error", failures.length);
         throw new RetryableError(`state reads of block ${block.number} failed: ${failures.slice(0, 3).join("; ")}`);
