@@ -4,8 +4,8 @@
  * view call, and a storage slot, through a JSON-RPC proxy in front of anvil (test/support/faulty-node.ts);
  * each rule whose threshold is crossed fires once (webhook `pending`, carrying the reading), a rule
  * whose threshold is never reached stays quiet. A reorg that removes the block of the balance's
- * crossing retracts its alert with `removed`, and the new branch (without the transfer) does not
- * fire again. With the proxy failing half of the HTTP requests (503 and cut-short bodies), a crossing
+ * crossing retracts its alert with `removed`, the new branch (without the transfer) does not fire
+ * again, and a transfer on it that crosses does. With the proxy failing half of the HTTP requests (503 and cut-short bodies), a crossing
  * still fires exactly once: failed reads are retried, never skipped.
  */
 import { parseEther, parseUnits } from "ethers";
@@ -103,6 +103,13 @@ describe.skipIf(!up.ok)("state-condition alerts on anvil", () => {
     await env.mine(4);
     await settle();
     expect(alertsOf(fires.id).map((a) => a.status)).toEqual(["pending", "removed"]);
+
+    // The new branch starts from the fork point's memory (armed): a transfer on it crosses and fires again.
+    const again = await env.deployer.sendTransaction({ to: watched, value: parseEther("2") });
+    await env.mine(1);
+    const againReceipt = await env.provider.getTransactionReceipt(again.hash);
+    await waitFor(async () => alertsOf(fires.id).length >= 3, 30_000);
+    expect(alertsOf(fires.id)[2]).toMatchObject({ status: "pending", blockHash: againReceipt?.blockHash });
     expect(alertsOf(quiet.id)).toEqual([]);
   }, 120_000);
 
