@@ -9,8 +9,9 @@
  * @module
  */
 import { randomUUID } from "node:crypto";
-import type { WatchlistsConfig } from "../config/watchlists.js";
+import { DEFAULT_WATCHLISTS_CONFIG, type WatchlistsConfig } from "../config/watchlists.js";
 import { ChainsiftError } from "../errors.js";
+import { type ConnectedStore, connectStore, type StoreConnectionOptions } from "../redis.js";
 
 /** The kinds of values a watchlist holds: `address` (0x + 40 hex digits, lowercased) or `string` (1–256 characters, trimmed). */
 export const WATCHLIST_KINDS = ["address", "string"] as const;
@@ -169,4 +170,20 @@ export function createWatchlistStore(deps: WatchlistStoreDeps): WatchlistStore {
       return (await redis.smIsMember(membersKey(accountId, id), members)).map((x) => x === 1);
     },
   };
+}
+
+/**
+ * Connects a watchlist store with a Redis client of its own (the CLI's; the API shares its client).
+ * @param config - `redisUrl`, `redisKeyPrefix` of a Config.
+ * @param limits - default {@link DEFAULT_WATCHLISTS_CONFIG} (what the API applies).
+ * @throws when Redis cannot be reached.
+ */
+export function connectWatchlistStore(
+  config: { redisUrl: string; redisKeyPrefix: string },
+  limits: WatchlistsConfig = DEFAULT_WATCHLISTS_CONFIG,
+  options: StoreConnectionOptions = {},
+): Promise<ConnectedStore<WatchlistStore>> {
+  return connectStore(config, "watchlists", options, (c) =>
+    createWatchlistStore({ redis: c.redis, keyPrefix: c.keyPrefix, limits, ...(c.now ? { now: c.now } : {}) }),
+  );
 }
