@@ -44,6 +44,7 @@ export interface WatchlistRedis {
   sRem(key: string, members: string[]): Promise<number>;
   sCard(key: string): Promise<number>;
   smIsMember(key: string, members: string[]): Promise<number[]>;
+  sMembers(key: string): Promise<string[]>;
 }
 
 /** A refusal of the store, with its stable API error code. */
@@ -106,6 +107,8 @@ export interface WatchlistStore {
   remove(accountId: string, id: string, members: string[]): Promise<{ removed: number; count: number }>;
   /** Membership of each value (SMISMEMBER), in order. */
   contains(accountId: string, id: string, members: string[]): Promise<boolean[]>;
+  /** Every member (SMEMBERS, unordered), or null when the account has no such watchlist (a search's `terms` by watchlist). */
+  members(accountId: string, id: string): Promise<string[] | null>;
   /** The Redis key of a watchlist's member set (for the match stage's batched SMISMEMBER). */
   membersKey(accountId: string, id: string): string;
 }
@@ -164,6 +167,10 @@ export function createWatchlistStore(deps: WatchlistStoreDeps): WatchlistStore {
       const key = membersKey(accountId, id);
       const removed = members.length === 0 ? 0 : await redis.sRem(key, members);
       return { removed, count: await redis.sCard(key) };
+    },
+    async members(accountId, id) {
+      if ((await redis.hGet(metaKey(accountId), id)) === null) return null;
+      return redis.sMembers(membersKey(accountId, id));
     },
     async contains(accountId, id, members) {
       if (members.length === 0) return [];
