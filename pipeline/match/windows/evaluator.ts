@@ -27,7 +27,7 @@
 import type { ChainId } from "../../../lib/config/index.js";
 import type { Logger } from "../../../lib/logger.js";
 import type { RuleIndex } from "../../../lib/match/rule-index.js";
-import { windowRecordOf } from "../../../lib/match/window-records.js";
+import { firingEntity, windowRecordOfRule } from "../../../lib/match/window-records.js";
 import {
   addRecords,
   applyBlock,
@@ -42,7 +42,7 @@ import {
 } from "../../../lib/match/windows.js";
 import type { Rule } from "../../../lib/rules/model.js";
 import { absenceConfigOf, ruleAbsence, ruleWindow, windowConfigOf } from "../../../lib/rules/schema-window.js";
-import type { MatchedEntity, MatchInput } from "../confirmations/decide.js";
+import type { MatchInput } from "../confirmations/decide.js";
 import { runLua } from "../lua.js";
 import type { MatchRedis } from "../redis.js";
 import {
@@ -56,6 +56,8 @@ import {
   windowId,
   windowKeys,
 } from "./scripts.js";
+
+export { firingEntity };
 
 /** A firing or retraction the stage turns into alerts. */
 export interface WindowMatch extends MatchInput {
@@ -98,20 +100,6 @@ export interface WindowEvaluator {
   addMatches(matches: readonly MatchInput[]): Promise<MatchInput[]>;
   /** Evaluates every windowed rule at a new head (module doc). */
   onHead(view: HeadView): Promise<void>;
-}
-
-/**
- * The entity of a window firing: what the alert carries (`entity.window`; `entity.absence` true for
- * an absence rule's silence) and its identity (`window:<end>[:<group>]`, `absence:<end>`).
- */
-export function firingEntity(f: WindowFiring, absence = false): MatchedEntity {
-  return {
-    entityId: `${absence ? "absence" : "window"}:${f.end.number}${f.group === null ? "" : `:${f.group}`}`,
-    blockHash: f.end.hash,
-    blockNumber: f.end.number,
-    window: f,
-    ...(absence ? { absence: true } : {}),
-  };
 }
 
 /** Whether a rule is windowed: it carries `window` or `absence`. */
@@ -285,10 +273,9 @@ export function createWindowEvaluator(deps: WindowEvaluatorDeps): WindowEvaluato
           rest.push(m);
           continue;
         }
-        const w = ruleWindow(m.rule);
         const id = windowId(m.rule);
         const blockHash = m.entity.blockHash.toLowerCase();
-        const record = w === null ? { id: m.entity.entityId } : windowRecordOf(w, m.entity);
+        const record = windowRecordOfRule(m.rule, m.entity);
         items.push({
           records: keys.records(id, blockHash),
           dirtyField: `${id}|${blockHash}`,
