@@ -180,7 +180,7 @@ export async function startBacktest(deps: BacktestScanDeps, chain: ChainId, run:
   };
   const windowed = "rule" in run && isWindowedRule(run.rule) ? createWindowBacktester({ ...options, rule: run.rule }) : null;
   // A windowed rule sees every block of the range (api/backtest/window-scan.ts), records or not.
-  const feeder = windowed && windowFeeder(deps, chain, run, windowed);
+  const feeder = windowed && windowFeeder(deps, chain, run, windowed, () => clock() - started > deps.timeoutMs);
   const tester =
     windowed ??
     ("search" in run ? createSearchBacktester({ ...options, search: run.search }) : createBacktester({ ...options, rule: run.rule }));
@@ -231,16 +231,19 @@ export async function startBacktest(deps: BacktestScanDeps, chain: ChainId, run:
         ...(r.selected !== undefined ? { selected: r.selected } : {}),
       };
     }
-    async function* flush(): AsyncGenerator<BacktestLine> {
-      if (!pending) return;
+    /** Reports the pending block; false when a windowed rule's feeder stopped at the time cap first (then `nextFrom` is its first block not applied). */
+    async function* flush(): AsyncGenerator<BacktestLine, boolean> {
+      if (!pending) return true;
       const { number, hash, records } = pending;
       const results = feeder
         ? await feeder.block(number, hash, records)
         : [(tester as Exclude<typeof tester, typeof windowed>).block(number, hash, records)];
-      lastDone = number;
+      lastDone = feeder?.stopped() ? feeder.nextFrom() - 1 : number;
       pending = null;
       for (const r of results) yield* report(r);
+      return !feeder?.stopped();
     }
+    const timeCap = () => end(CS_BACKTEST_TIME_CAP, nextFrom());
     try {
       yield {
         type: "start",
@@ -260,7 +263,7 @@ export async function startBacktest(deps: BacktestScanDeps, chain: ChainId, run:
       let searchAfter: estypes.SortResults | undefined;
       for (;;) {
         if (overTime()) {
-          yield end(CS_BACKTEST_TIME_CAP, nextFrom());
+          yield timeCap();
           return;
         }
         const req: estypes.SearchRequest = {
@@ -284,10 +287,13 @@ export async function startBacktest(deps: BacktestScanDeps, chain: ChainId, run:
           if (!kind || typeof number !== "number") continue;
           if (pending && pending.number !== number) {
             if (overTime()) {
-              yield end(CS_BACKTEST_TIME_CAP, nextFrom());
+              yield timeCap();
               return;
             }
-            yield* flush();
+            if (!(yield* flush())) {
+              yield timeCap();
+              return;
+            }
           }
           pending ??= { number, hash: String(record[fields.hash]), records: [] };
           pending.records.push({ kind, record });
@@ -296,8 +302,13 @@ export async function startBacktest(deps: BacktestScanDeps, chain: ChainId, run:
         if (!last || res.hits.hits.length < pageSize) break;
         searchAfter = last.sort;
       }
-      yield* flush();
-      if (feeder) for (const r of await feeder.rest()) yield* report(r);
+      const flushed = yield* flush();
+      if (feeder && flushed) for (const r of await feeder.rest()) yield* report(r);
+      if (feeder?.stopped()) {
+        lastDone = feeder.nextFrom() - 1;
+        yield timeCap();
+        return;
+      }
       yield end(null, null);
     } catch (err) {
       deps.log?.warn({ err }, "rule backtest scan failed; the answer ends with an error line");

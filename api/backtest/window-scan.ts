@@ -77,6 +77,13 @@ export interface WindowFeeder {
   block(number: number, hash: string, records: readonly IndexedRecord[]): Promise<WindowBacktestBlock[]>;
   /** The blocks after the last record block up to the range's end (none with records). */
   rest(): Promise<WindowBacktestBlock[]>;
+  /**
+   * Whether the time cap stopped it (checked before each block): the results returned so far are
+   * whole blocks, and {@link WindowFeeder.nextFrom} is the first block not applied.
+   */
+  stopped(): boolean;
+  /** The first block not applied yet. */
+  nextFrom(): number;
 }
 
 /**
@@ -88,6 +95,7 @@ export function windowFeeder(
   chain: ChainId,
   range: { from: number; to: number },
   tester: WindowBacktester,
+  overTime: () => boolean,
 ): WindowFeeder {
   const headers = blockHeaders(deps, chain, range.from, range.to);
   let next: WindowBlockHeader | null | undefined;
@@ -99,28 +107,39 @@ export function windowFeeder(
     return next;
   };
   const worth = (r: BacktestBlock) => r.records > 0 || r.matches.length > 0;
+  let applied = range.from - 1;
+  let stopped = false;
+  /** Applies a block unless the time cap has passed (then false, and {@link WindowFeeder.stopped}). */
+  const apply = (header: WindowBlockHeader, records: readonly IndexedRecord[], out: WindowBacktestBlock[]): boolean => {
+    if (overTime()) {
+      stopped = true;
+      return false;
+    }
+    const r = tester.block(header, records);
+    applied = header.number;
+    if (worth(r)) out.push(r);
+    return true;
+  };
   const emptyUpTo = async (below: number): Promise<WindowBacktestBlock[]> => {
     const out: WindowBacktestBlock[] = [];
     for (let h = await peek(); h !== null && h.number < below; h = await peek()) {
+      if (!apply(h, [], out)) break;
       next = undefined;
-      const r = tester.block(h, []);
-      if (worth(r)) out.push(r);
     }
     return out;
   };
   return {
     async block(number, hash, records) {
       const out = await emptyUpTo(number);
+      if (stopped) return out;
       const h = await peek();
-      let timestamp = unixSeconds(records[0]?.record.timestamp) ?? 0;
-      if (h !== null && h.number === number) {
-        next = undefined;
-        timestamp = h.timestamp;
-      }
-      const r = tester.block({ number, hash, timestamp }, records);
-      if (worth(r)) out.push(r);
+      const own = h !== null && h.number === number;
+      const timestamp = own ? h.timestamp : (unixSeconds(records[0]?.record.timestamp) ?? 0);
+      if (apply({ number, hash, timestamp }, records, out) && own) next = undefined;
       return out;
     },
     rest: () => emptyUpTo(range.to + 1),
+    stopped: () => stopped,
+    nextFrom: () => applied + 1,
   };
 }

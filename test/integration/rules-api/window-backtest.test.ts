@@ -14,6 +14,7 @@ import type { FastifyInstance } from "fastify";
 import { createClient, type RedisClientType } from "redis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildApi } from "../../../api/app.js";
+import { startBacktest } from "../../../api/backtest/run.js";
 import { indexName } from "../../../es/mappings.js";
 import type { Alert } from "../../../lib/alerting/alert.js";
 import { loadConfig } from "../../../lib/config/index.js";
@@ -254,5 +255,28 @@ describe.skipIf(!up)("windowed rule backtests = the live evaluator on the same b
     const firings = lines.filter((l) => l.type === "match");
     for (const f of firings) expect(PER_BLOCK[(f.blockNumber as number) - FROM]).toBe(0);
     expect(firings.map((f) => f.entityId)).toEqual([`absence:${FROM + 10}`]);
+  });
+
+  it("the time cap stops between whole blocks, records or not, and nextFrom is the first block not applied", async () => {
+    const stops = new Set<number>();
+    for (let timeoutMs = 2_100; timeoutMs < 30_000; timeoutMs += 700) {
+      let t = 0;
+      const deps = { es, indexPrefix: PREFIX, requestTimeoutMs: 10_000, timeoutMs, clock: () => (t += 1_000), decode: { chainId: 1 } };
+      const rule = RULES[3]?.[1] as RuleInput;
+      const lines: Array<Record<string, unknown>> = [];
+      for await (const l of await startBacktest(deps, MAINNET, { rule, accountId: "a", from: FROM, to: TO, head: TO }))
+        lines.push(l as unknown as Record<string, unknown>);
+      const end = lines.at(-1) as { complete: boolean; reason: string | null; nextFrom: number | null };
+      if (end.complete) continue;
+      expect(end.reason).toBe("CS_BACKTEST_TIME_CAP");
+      const nextFrom = end.nextFrom as number;
+      expect(nextFrom).toBeGreaterThanOrEqual(FROM);
+      expect(nextFrom).toBeLessThanOrEqual(TO);
+      for (const l of lines.filter((x) => x.type === "block" || x.type === "match")) expect(l.blockNumber as number).toBeLessThan(nextFrom);
+      stops.add(nextFrom);
+    }
+    // The cap was hit at several places, some of them between blocks without records.
+    expect(stops.size).toBeGreaterThan(1);
+    expect([...stops].some((n) => PER_BLOCK[n - FROM] === 0)).toBe(true);
   });
 });
