@@ -61,10 +61,17 @@ describe.skipIf(!up.ok)("window alert across a SIGKILL of the match stage (anvil
       const key = windowKeys(env.config.redisKeyPrefix, env.config.chain).records(`${rule.id}:1`, blockHash.toLowerCase());
       await waitFor(async () => (await redis.hLen(key)) >= n, 60_000, 50);
     };
-    // The stage process learns the rule from the store's change feed; the window starts at the next block it sees.
-    await sleep(2000);
-    await env.mine(4);
-    await sleep(1000);
+    // The stage process learns the rule from the store's change feed; the window starts at the next block it
+    // evaluates, which saves the window's state: mine until that state exists (no fixed wait).
+    const stateKey = windowKeys(env.config.redisKeyPrefix, env.config.chain).state(`${rule.id}:1`);
+    await waitFor(
+      async () => {
+        await env.mine(1);
+        return (await redis.exists(stateKey)) === 1;
+      },
+      60_000,
+      500,
+    );
 
     const first = [await env.transfer(to, 1_000n), await env.transfer(to, 2_000n)];
     await env.mine(1); // block B: 2 transfers
