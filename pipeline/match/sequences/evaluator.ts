@@ -114,7 +114,17 @@ export function createSequenceEvaluator(deps: SequenceEvaluatorDeps): SequenceEv
   /** The last saved state per sequence id with its revision (the window evaluator's cache). */
   const cache = new Map<string, { rev: string; state: SequenceState }>();
 
+  /**
+   * Keeps (or forgets) a rule's sequence. The state of a version no longer held (the rule deleted,
+   * disabled, changed, or without `sequence` now) is deleted: its open steps are gone, a new
+   * version starts empty. Its block record hashes expire on their own.
+   */
   const hold = (rule: Rule | undefined, id: string) => {
+    const prev = held.get(id);
+    if (prev !== undefined && (rule === undefined || ruleSequence(rule) === null || scripts.windowId(prev.rule) !== scripts.windowId(rule)))
+      void runLua(redis, scripts.DROP_RECORDS, {}, [{ records: stateKey(scripts.windowId(prev.rule)) }]).catch((err) =>
+        logger.warn({ err, ruleId: id }, "state of a former sequence rule version not deleted"),
+      );
     followed.remove(id);
     held.delete(id);
     for (const k of cache.keys()) if (k.startsWith(`${id}:`) && (rule === undefined || k !== scripts.windowId(rule))) cache.delete(k);

@@ -17,6 +17,7 @@ import type { Rule } from "../../../lib/rules/model.js";
 import type { MatchedEntity, MatchInput } from "../../../pipeline/match/confirmations/decide.js";
 import { createConfirmationTracker } from "../../../pipeline/match/confirmations/tracker.js";
 import { createSequenceEvaluator } from "../../../pipeline/match/sequences/evaluator.js";
+import { waitFor } from "../../support/harness.js";
 import { deletePrefix, keysOf, redisSkipMessage, redisUp } from "../accounts/redis.js";
 
 const REDIS_URL = process.env.REDIS_URL ?? "redis://127.0.0.1:6379";
@@ -208,7 +209,7 @@ describe.skipIf(!up)("sequence evaluator (real Redis)", () => {
     ]);
   });
 
-  it("an execution beyond the span fires nothing; removing the rule drops its followedBy conditions", async () => {
+  it("an execution beyond the span fires nothing; removing the rule drops its followedBy conditions and its state", async () => {
     const s = stage("expire");
     const rule = sequenceRule("r-exp", { blocks: 2 });
     s.index.upsert(rule);
@@ -219,8 +220,13 @@ describe.skipIf(!up)("sequence evaluator (real Redis)", () => {
     await s.at(44);
     expect(s.alerts).toEqual([]);
     expect((await keysOf(REDIS_URL, `${PREFIX}expire:`)).some((k) => k.includes("seq:r-exp:1"))).toBe(true);
+    const stateKeys = async () => (await keysOf(REDIS_URL, `${PREFIX}expire:`)).filter((k) => k.endsWith("seq:r-exp:1"));
+    expect(await stateKeys()).toHaveLength(1);
+    // A periodic reload of the same version keeps the state; removing the rule deletes it.
+    s.index.upsert(rule);
     s.index.remove(rule.id);
     const passed = await s.observe(proposal("ProposalExecuted", 45, 0, 5));
     expect(passed).toEqual([]);
+    await waitFor(async () => (await stateKeys()).length === 0, 5_000, 20);
   });
 });
