@@ -111,7 +111,7 @@ export const RULES_ERROR_CODES = {
   CS_RULE_WINDOW_TOO_LARGE: {
     status: 400,
     description:
-      "Alerting rules: a window spans more than 10,000 blocks or 86,400 seconds (the message names the cap; path window.blocks or window.seconds).",
+      "Alerting rules: a window, an absence or a sequence spans more than 10,000 blocks or 86,400 seconds (the message names the cap; path window.blocks, window.seconds, absence.…, sequence.within.blocks or sequence.within.seconds).",
   },
   CS_RULE_AGGREGATE_NOT_NUMERIC: {
     status: 400,
@@ -121,6 +121,10 @@ export const RULES_ERROR_CODES = {
   CS_RULE_GROUPBY_CARDINALITY: {
     status: 400,
     description: "Alerting rules: a grouped window's maxGroups is above the cap of 1,000 groups (path window.maxGroups).",
+  },
+  CS_RULE_SEQUENCE_PENDING_CAP: {
+    status: 400,
+    description: "Alerting rules: a sequence's maxPending is above the cap of 10,000 open steps (path sequence.maxPending).",
   },
   CS_RULE_TOO_LARGE: {
     status: 413,

@@ -12,6 +12,7 @@
  */
 import type { ChainId } from "../../../lib/config/index.js";
 import type { RuleInput } from "../../../lib/rules/model.js";
+import { sequenceNotSupported } from "../../../lib/rules/schema-sequence.js";
 import { windowNotSupported } from "../../../lib/rules/schema-window.js";
 import { validateRuleInput } from "../../../lib/rules/validate.js";
 import { SEARCH_KINDS, type SearchConfig, type StoredSearch } from "../../../lib/searches/model.js";
@@ -65,7 +66,9 @@ export function validateSearchInput(
   }
   const checked = validateRuleInput(ruleBody, mode, chains);
   if (!checked.ok) for (const d of ruleValidationDetails(checked.errors)) errors.push({ ...d, path: searchPath(d.path) });
-  else for (const e of windowNotSupported(ruleBody, "saved searches")) errors.push({ code: e.code, message: e.message, path: e.path });
+  else
+    for (const e of [...windowNotSupported(ruleBody, "saved searches"), ...sequenceNotSupported(ruleBody, "saved searches")])
+      errors.push({ code: e.code, message: e.message, path: e.path });
   const effectiveKind = kind ?? stored?.config.kind;
   if (mode === "create" && kind === undefined)
     errors.push({ code: "CS_SEARCH_KIND", message: `kind is required: one of ${SEARCH_KINDS.join(", ")}`, path: "kind" });
