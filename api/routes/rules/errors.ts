@@ -101,7 +101,7 @@ export const RULES_ERROR_CODES = {
   CS_RULE_NOT_SUPPORTED: {
     status: 400,
     description:
-      "Alerting rules: a top-level property reserved for a planned extension (absence, sequence: alerts over time, docs/design/windows.md; a well-formed `stateCondition`: state conditions, docs/rules.md) that is not evaluated yet.",
+      "Alerting rules: an extension where it is not evaluated: `window`, `absence` or `sequence` on a saved search (and in its backtest), `sequence` in a rule backtest (docs/design/windows.md), a well-formed `stateCondition` (state conditions, docs/rules.md).",
   },
   CS_RULE_KAFKA_PARAMETERS: {
     status: 400,
