@@ -205,6 +205,10 @@ export async function buildApi(deps: ApiDeps): Promise<FastifyInstance> {
     await app.register(contextsPlugin, { config });
     await app.register(resultCachePlugin, { config });
     await app.register(openapiPlugin, { version: pkg.version, chains });
+    const watchlistLimits = DEFAULT_WATCHLISTS_CONFIG;
+    const watchlists = createWatchlistStore({ redis: app.redis, keyPrefix: config.redisKeyPrefix, limits: watchlistLimits });
+    /** The caller's watchlist members, for `terms` by watchlist in a search (api/search/watchlist-terms.ts). */
+    const watchlistMembers = (account: string, id: string) => watchlists.members(account, id);
     /** Search metrics of every search route (contract and Elasticsearch-compatible). */
     const onHits = (target: SearchTarget, hits: number, path: "bytes" | "parsed" | "stream"): void => {
       app.metrics.searchHits.inc({ chain: target.chain ? chainLabel(target.chain) : "unknown", kinds: target.kinds.join(",") }, hits);
@@ -222,6 +226,7 @@ export async function buildApi(deps: ApiDeps): Promise<FastifyInstance> {
         config,
         chains,
         onHits,
+        watchlistMembers,
       });
       await scope.register(adminRoutes);
     });
@@ -231,6 +236,7 @@ export async function buildApi(deps: ApiDeps): Promise<FastifyInstance> {
       chains,
       version: pkg.version,
       onHits,
+      watchlistMembers,
     });
     await app.register(
       abisRoutes({
@@ -242,8 +248,6 @@ export async function buildApi(deps: ApiDeps): Promise<FastifyInstance> {
     const { rules, deliveries, deliveryStatus, traceSource, searches, finalitySource } = app.rulesBackends;
     await app.register(rulesRoutes({ rules, deliveries, deliveryStatus, traceSource, chains }));
     await app.register(searchesRoutes({ searches, chains, finalitySource }));
-    const watchlistLimits = DEFAULT_WATCHLISTS_CONFIG;
-    const watchlists = createWatchlistStore({ redis: app.redis, keyPrefix: config.redisKeyPrefix, limits: watchlistLimits });
     await app.register(watchlistsRoutes({ store: watchlists, limits: watchlistLimits }));
     const backtests = { config, chains, decode: (chain: ChainId) => servedChain(served, chain)?.decode };
     await app.register(ruleTestRoutes(backtests));

@@ -124,6 +124,10 @@ export const ERROR_CODES = {
   CS_QUERY_TOO_DEEP: { status: 400, description: "The query tree is nested deeper than 8 clauses." },
   CS_QUERY_TOO_MANY_CLAUSES: { status: 400, description: "The query has more than 256 clauses." },
   CS_QUERY_TOO_MANY_VALUES: { status: 400, description: "A terms or ids clause has more than 1024 values." },
+  CS_QUERY_WATCHLIST_TOO_LARGE: {
+    status: 400,
+    description: "A terms clause names a watchlist of more than 1,000,000 members, more than a search expands.",
+  },
   CS_SORT_INVALID: {
     status: 400,
     description:

@@ -10,6 +10,7 @@
  *   status [--max-lag <records>] [--max-head-lag <blocks>] [--max-dead-letters <n>]   (cli/status.ts)
  *   rules test <file.json> (--from <n> --to <m> | --last <n>)   (cli/rules-test.ts; docs/alerting.md)
  *   searches test <file.json> (--from <n> --to <m> | --last <n>)   (cli/rules-test.ts; docs/alerting.md)
+ *   watchlists create|list|add|rm|delete --account <id> …   (cli/commands/watchlists.ts; docs/alerting.md)
  * Every command takes `--json` (one JSON document on stdout) and `--help`.
  * Exit codes: 0 success, 1 failure (not found, disabled, Redis unreachable, …), 2 usage error.
  *
@@ -25,6 +26,7 @@ import { type AbiStore, type ConnectedAbiStore, connectAbiStore } from "../lib/a
 import { type AccountErrorCode, isAccountError } from "../lib/accounts/model.js";
 import { type AccountStore, type ConnectedAccountStore, connectAccountStore } from "../lib/accounts/store.js";
 import { type Config, ConfigError, loadConfig } from "../lib/config/index.js";
+import { connectWatchlistStore, type WatchlistStore } from "../lib/watchlists/store.js";
 import { abiCommands } from "./commands/abis.js";
 import { accountCommands } from "./commands/accounts.js";
 import {
@@ -41,6 +43,7 @@ import {
 } from "./commands/core.js";
 import { alertsReplayCommand, statusCommand } from "./commands/operations.js";
 import { partitionsSealCommand } from "./commands/partitions.js";
+import { watchlistCommands } from "./commands/watchlists.js";
 import { rulesTestCommand, searchesTestCommand } from "./rules-test.js";
 
 export { abisAdd } from "./commands/abis.js";
@@ -64,6 +67,7 @@ export const commands: CliCommand[] = [
   rulesTestCommand,
   searchesTestCommand,
   partitionsSealCommand,
+  ...watchlistCommands,
 ];
 
 // ---------------------------------------------------------------------------------------------
@@ -238,6 +242,7 @@ export async function runCli(argv: readonly string[], deps: RunCliDeps): Promise
     output,
     accounts: lazily<AccountStore>(deps.connectAccounts ?? ((config: Config) => connectAccountStore(config))),
     abis: lazily<AbiStore>((config): Promise<ConnectedAbiStore> => connectAbiStore(config)),
+    watchlists: lazily<WatchlistStore>((config) => connectWatchlistStore(config)),
   };
 
   try {

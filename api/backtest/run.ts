@@ -10,8 +10,8 @@
  * | `type` | when | fields |
  * |---|---|---|
  * | `start` | first | `from`, `to`, `head` (newest indexed block or null), `kinds`, `rule` (name, targetType, maxConfirmationCount, sendPendingAlerts), `limits` |
- * | `match` | per matched entity, in block order | {@link BacktestMatch}: `blockNumber`, `blockHash`, `targetType`, `entityId`, `entity`, `alerts` (each `{alert, actions}`) |
- * | `block` | after each block that has records of the scanned kinds | `blockNumber`, `blockHash`, `records`, `entities`, `matches`, `alerts` (counts) |
+ * | `match` | per matched entity, in block order (a windowed rule: per window that fired, entity `window:<end>[:<group>]` / `absence:<end>` with `entity.window`) | {@link BacktestMatch}: `blockNumber`, `blockHash`, `targetType`, `entityId`, `entity`, `alerts` (each `{alert, actions}`) |
+ * | `block` | after each block that has records of the scanned kinds (a windowed rule: or a firing) | `blockNumber`, `blockHash`, `records`, `entities`, `matches`, `alerts` (counts); windowed rules also `selected` (entities that entered the window) |
  * | `error` | the scan failed midway (then `end`) | `error: {code, message}` |
  * | `end` | last | `complete`, `reason` (null, `CS_BACKTEST_TIME_CAP` or the error's code), `nextFrom` (first block not tested, or null), totals, `tookMs` |
  *
@@ -25,12 +25,20 @@ import type { ExplorerUrls } from "../../lib/alerting/template.js";
 import type { DecodeMethodOptions } from "../../lib/chain/methods.js";
 import type { ChainId } from "../../lib/config/index.js";
 import { ChainsiftError } from "../../lib/errors.js";
-import { BACKTEST_SOURCES, type BacktestMatch, createBacktester, type IndexedRecord } from "../../lib/match/backtest.js";
+import {
+  BACKTEST_SOURCES,
+  type BacktestBlock,
+  type BacktestMatch,
+  createBacktester,
+  type IndexedRecord,
+} from "../../lib/match/backtest.js";
+import { createWindowBacktester, isWindowedRule } from "../../lib/match/window-backtest.js";
 import type { RecordKind } from "../../lib/records.js";
 import type { RuleInput } from "../../lib/rules/model.js";
 import { apiError } from "../errors.js";
 import type { BacktestRequest, SearchBacktestRequest } from "./request.js";
 import { createSearchBacktester, type SearchBacktestInput } from "./search-tester.js";
+import { windowFeeder } from "./window-scan.js";
 
 /** The end-line `reason` of a backtest stopped by its time cap. */
 export const CS_BACKTEST_TIME_CAP = "CS_BACKTEST_TIME_CAP";
@@ -98,6 +106,8 @@ export interface BacktestBlockLine {
   entities: number;
   matches: number;
   alerts: number;
+  /** Windowed rules only: entities the per-record conditions selected (they entered the window). */
+  selected?: number;
 }
 
 /** The `end` line. */
@@ -168,8 +178,12 @@ export async function startBacktest(deps: BacktestScanDeps, chain: ChainId, run:
     ...(deps.explorers ? { explorers: deps.explorers } : {}),
     ...(deps.now ? { now: deps.now } : {}),
   };
+  const windowed = "rule" in run && isWindowedRule(run.rule) ? createWindowBacktester({ ...options, rule: run.rule }) : null;
+  // A windowed rule sees every block of the range (api/backtest/window-scan.ts), records or not.
+  const feeder = windowed && windowFeeder(deps, chain, run, windowed, () => clock() - started > deps.timeoutMs);
   const tester =
-    "search" in run ? createSearchBacktester({ ...options, search: run.search }) : createBacktester({ ...options, rule: run.rule });
+    windowed ??
+    ("search" in run ? createSearchBacktester({ ...options, search: run.search }) : createBacktester({ ...options, rule: run.rule }));
   const kinds: RecordKind[] = "search" in run ? [run.search.config.kind] : [...(BACKTEST_SOURCES[run.rule.config.targetType] ?? [])];
   // Blocks carry their own number and hash; every other kind its block's.
   const blockOf = (kind: RecordKind): { number: string; hash: string } =>
@@ -198,11 +212,7 @@ export async function startBacktest(deps: BacktestScanDeps, chain: ChainId, run:
     let lastDone: number | null = null;
     /** The first block not reported yet. */
     const nextFrom = (): number => pending?.number ?? (lastDone === null ? run.from : lastDone + 1);
-    function* flush(): Generator<BacktestLine> {
-      if (!pending) return;
-      const r = tester.block(pending.number, pending.hash, pending.records);
-      lastDone = pending.number;
-      pending = null;
+    function* report(r: BacktestBlock & { selected?: number }): Generator<BacktestLine> {
       for (const m of r.matches) yield { type: "match", ...m };
       totals.blocks++;
       totals.records += r.records;
@@ -210,8 +220,30 @@ export async function startBacktest(deps: BacktestScanDeps, chain: ChainId, run:
       totals.matches += r.matches.length;
       totals.alerts += r.alerts;
       const { blockNumber, blockHash, records, entities, alerts } = r;
-      yield { type: "block", blockNumber, blockHash, records, entities, matches: r.matches.length, alerts };
+      yield {
+        type: "block",
+        blockNumber,
+        blockHash,
+        records,
+        entities,
+        matches: r.matches.length,
+        alerts,
+        ...(r.selected !== undefined ? { selected: r.selected } : {}),
+      };
     }
+    /** Reports the pending block; false when a windowed rule's feeder stopped at the time cap first (then `nextFrom` is its first block not applied). */
+    async function* flush(): AsyncGenerator<BacktestLine, boolean> {
+      if (!pending) return true;
+      const { number, hash, records } = pending;
+      const results = feeder
+        ? await feeder.block(number, hash, records)
+        : [(tester as Exclude<typeof tester, typeof windowed>).block(number, hash, records)];
+      lastDone = feeder?.stopped() ? feeder.nextFrom() - 1 : number;
+      pending = null;
+      for (const r of results) yield* report(r);
+      return !feeder?.stopped();
+    }
+    const timeCap = () => end(CS_BACKTEST_TIME_CAP, nextFrom());
     try {
       yield {
         type: "start",
@@ -231,7 +263,7 @@ export async function startBacktest(deps: BacktestScanDeps, chain: ChainId, run:
       let searchAfter: estypes.SortResults | undefined;
       for (;;) {
         if (overTime()) {
-          yield end(CS_BACKTEST_TIME_CAP, nextFrom());
+          yield timeCap();
           return;
         }
         const req: estypes.SearchRequest = {
@@ -255,10 +287,13 @@ export async function startBacktest(deps: BacktestScanDeps, chain: ChainId, run:
           if (!kind || typeof number !== "number") continue;
           if (pending && pending.number !== number) {
             if (overTime()) {
-              yield end(CS_BACKTEST_TIME_CAP, nextFrom());
+              yield timeCap();
               return;
             }
-            yield* flush();
+            if (!(yield* flush())) {
+              yield timeCap();
+              return;
+            }
           }
           pending ??= { number, hash: String(record[fields.hash]), records: [] };
           pending.records.push({ kind, record });
@@ -267,7 +302,13 @@ export async function startBacktest(deps: BacktestScanDeps, chain: ChainId, run:
         if (!last || res.hits.hits.length < pageSize) break;
         searchAfter = last.sort;
       }
-      yield* flush();
+      const flushed = yield* flush();
+      if (feeder && flushed) for (const r of await feeder.rest()) yield* report(r);
+      if (feeder?.stopped()) {
+        lastDone = feeder.nextFrom() - 1;
+        yield timeCap();
+        return;
+      }
       yield end(null, null);
     } catch (err) {
       deps.log?.warn({ err }, "rule backtest scan failed; the answer ends with an error line");

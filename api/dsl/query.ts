@@ -10,6 +10,7 @@
 import type { RecordKind } from "../../lib/records.js";
 import { jsonPath } from "../../lib/validation/path.js";
 import { isJsonObject } from "../../lib/validation/problems.js";
+import { watchlistPlaceholder } from "../search/watchlist-terms.js";
 import { Collector, isScalar, kindsLabel } from "./collector.js";
 import { type FieldCatalog, type FieldInfo, fieldCatalog, RANGE_TYPES } from "./fields.js";
 import { ALLOWED_CLAUSES, type EsQuery, LIMITS, type ValidationResult } from "./plan.js";
@@ -249,8 +250,13 @@ function termsClause(ctx: QueryContext, body: unknown, p: string, nested: string
   if (!entry) return undefined;
   const [field, values, fp] = entry;
   if (!Array.isArray(values)) {
+    if (isJsonObject(values) && "watchlist" in values) return watchlistTerms(ctx, field, values, fp, nested);
     if (isJsonObject(values) && ("index" in values || "id" in values || "path" in values)) {
-      ctx.out.add("CS_QUERY_UNSUPPORTED_CLAUSE", "terms lookup ({index, id, path}) is not supported; list the values", fp);
+      ctx.out.add(
+        "CS_QUERY_UNSUPPORTED_CLAUSE",
+        'terms lookup ({index, id, path}) is not supported; list the values, or name a watchlist: {"watchlist": "<id>"}',
+        fp,
+      );
     } else {
       ctx.out.add("CS_QUERY_INVALID", "terms takes {<field>: [<value>, …]}", fp);
     }
@@ -289,6 +295,25 @@ function termsClause(ctx: QueryContext, body: unknown, p: string, nested: string
     };
   }
   return { terms: { [field]: values } };
+}
+
+/**
+ * `{"terms": {field: {"watchlist": "<id>"}}}` (api/search/watchlist-terms.ts): a keyword field and
+ * a watchlist id; the placeholder is expanded into the list's members after validation.
+ */
+function watchlistTerms(ctx: QueryContext, field: string, value: Record<string, unknown>, fp: string, nested: string | undefined) {
+  const id = value.watchlist;
+  if (Object.keys(value).length !== 1 || typeof id !== "string" || !/^[0-9a-f-]{36}$/.test(id)) {
+    ctx.out.add("CS_QUERY_INVALID", 'a watchlist lookup is {"watchlist": "<watchlist id>"} (a uuid) and nothing else', fp);
+    return undefined;
+  }
+  const info = checkField(ctx, field, fp, nested);
+  if (!info) return undefined;
+  if (info.type !== "keyword") {
+    ctx.out.add("CS_QUERY_INVALID", `a watchlist lookup needs a keyword field (an address, a hash); ${field} is ${info.type}`, fp);
+    return undefined;
+  }
+  return watchlistPlaceholder(field, id, jsonPath(fp, "watchlist"));
 }
 
 /** The legacy bounds of `range` (Elasticsearch still takes them; Grafana's annotation query sends them) and their flags. */

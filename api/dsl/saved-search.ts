@@ -8,6 +8,7 @@
 import { compileEsQuery, type DocPredicate, type EsQuery, type SearchCompileProblem } from "../../es/evaluate.js";
 import type { RecordKind } from "../../lib/records.js";
 import type { ValidationResult } from "../../lib/validation/problems.js";
+import { watchlistPaths } from "../search/watchlist-terms.js";
 import { validateQuery } from "./validate.js";
 
 /** A saved search's query, compiled for one record kind. */
@@ -34,6 +35,17 @@ export function compileSearchQuery(
 ): ValidationResult<CompiledSearch, SearchCompileProblem> {
   const checked = validateQuery(query ?? {}, [kind], path);
   if (!checked.ok) return { ok: false, errors: checked.errors.map((e) => ({ code: e.code, message: e.message, path: e.path })) };
+  const lookups = watchlistPaths(checked.value);
+  if (lookups.length > 0)
+    return {
+      ok: false,
+      errors: lookups.map((path) => ({
+        code: "CS_SEARCH_INEXACT",
+        message:
+          "a saved search cannot test watchlist membership yet (the match stage evaluates saved searches record by record); list the values",
+        path,
+      })),
+    };
   const compiled = compileEsQuery(checked.value, kind, path);
   if (!compiled.ok) return compiled;
   return { ok: true, value: { kind, query: checked.value, matches: compiled.value } };

@@ -8,6 +8,7 @@ import type { AbiStore } from "../../lib/abis/store.js";
 import type { AccountStore } from "../../lib/accounts/store.js";
 import type { Config } from "../../lib/config/index.js";
 import { ChainsiftError } from "../../lib/errors.js";
+import type { WatchlistStore } from "../../lib/watchlists/store.js";
 
 /** Exit status of a successful command. */
 export const EXIT_OK = 0;
@@ -71,6 +72,8 @@ export interface CliContext {
   accounts(): Promise<AccountStore>;
   /** The user-ABI store (lib/abis; connects to Redis on first call, once). @throws {CliFailure} when Redis cannot be reached. */
   abis(): Promise<AbiStore>;
+  /** The watchlist store (lib/watchlists, the API's limits; connects to Redis on first call, once). @throws {CliFailure} when Redis cannot be reached. */
+  watchlists(): Promise<WatchlistStore>;
 }
 
 /** One CLI command. */

@@ -9,6 +9,7 @@
 import { NonRetryableError } from "../errors.js";
 import type { SlackParameters } from "../rules/model.js";
 import type { Alert } from "./alert.js";
+import { sequenceSummary } from "./sequence-summary.js";
 import {
   CS_TEMPLATE_UNKNOWN_FIELD,
   chainText,
@@ -216,7 +217,7 @@ function threshold(alert: Pick<Alert, "maxConfirmationCount">): number {
  * `removed` alerts say `removed from the chain` instead of confirmations.
  */
 export function summaryLine(alert: Alert): string {
-  const win = windowSummary(alert);
+  const win = windowSummary(alert) || sequenceSummary(alert);
   if (win) return `${alert.status}: ${win}`;
   const where = `${entityLabel(alert)} in block ${alert.blockNumber} on ${chainText(alert.chain)}`;
   const conf =

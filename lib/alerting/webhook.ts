@@ -5,7 +5,9 @@
  * A `removed` alert that names its replacing block also carries `replacedBy` (`{number, hash}`,
  * hash null when no block was known at that height yet), after `emittedAt`; no other alert has it.
  * An alert of a windowed rule (docs/alerting.md, "Alerts over time") carries `window`, what crossed:
- * `{group, end, window, aggregate, recordCount, recordIds}` (`WindowFiring` of lib/match/windows.ts), last.
+ * `{group, end, window, aggregate, recordCount, recordIds}` (`WindowFiring` of lib/match/windows.ts), last; a
+ * sequence rule's alert carries `sequenceMatch`, both records and an ids search body (`SequenceMatch`
+ * of pipeline/match/sequences/evaluator.ts), last.
  * @module
  */
 import type { Alert, ReplacingBlock } from "./alert.js";
@@ -29,7 +31,12 @@ export const WEBHOOK_FIELDS = [
 ] as const satisfies ReadonlyArray<keyof Alert>;
 
 /** JSON body of `Webhook (POST)`; `id` is also its `Idempotency-Key` header. */
-export type WebhookBody = Pick<Alert, (typeof WEBHOOK_FIELDS)[number]> & { replacedBy?: ReplacingBlock; window?: unknown; state?: unknown };
+export type WebhookBody = Pick<Alert, (typeof WEBHOOK_FIELDS)[number]> & {
+  replacedBy?: ReplacingBlock;
+  window?: unknown;
+  sequenceMatch?: unknown;
+  state?: unknown;
+};
 
 /** Builds the {@link WebhookBody} of an alert: the {@link WEBHOOK_FIELDS}, in order (`chain` copied field by field). */
 export function webhookBody(alert: Alert): WebhookBody {
@@ -39,6 +46,7 @@ export function webhookBody(alert: Alert): WebhookBody {
   body.chain = { technology, blockchain, network };
   if (alert.status === "removed" && alert.replacedBy) body.replacedBy = { number: alert.replacedBy.number, hash: alert.replacedBy.hash };
   if (alert.entity?.window !== undefined) body.window = alert.entity.window;
+  if (alert.entity?.sequenceMatch !== undefined) body.sequenceMatch = alert.entity.sequenceMatch;
   if (alert.entity?.state !== undefined) body.state = alert.entity.state;
   return body as WebhookBody;
 }

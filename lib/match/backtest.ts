@@ -276,41 +276,75 @@ export function alertEmitter(options: AlertEmitterOptions): (entity: MatchedEnti
   };
 }
 
+/** The entities of one block's records that a rule's per-record conditions select (see {@link ruleSelector}). */
+export interface BlockSelection {
+  /** Records read of the block (a transaction's trace counts once). */
+  records: number;
+  /** Entities of the rule's target type evaluated. */
+  entities: number;
+  /** The entities selected, in record order ({@link sourcesOfBlock}). */
+  selected: Array<{ targetType: TargetType; entity: MatchedEntity }>;
+}
+
+/**
+ * The per-record part of a backtest, shared by rule backtests and windowed-rule backtests
+ * (lib/match/window-backtest.ts): one block's records become entities (`entitiesOf`) and the rule's
+ * targetMap selects them (a {@link RuleIndex} holding only the rule).
+ * @throws {RuleCompileError} (evaluate.ts) when the targetMap cannot be compiled; validated rules always compile.
+ */
+export function ruleSelector(
+  rule: Rule,
+  chain: ChainId,
+  decode: DecodeMethodOptions,
+): (records: readonly IndexedRecord[]) => BlockSelection {
+  const index = createRuleIndex({ chain });
+  index.upsert(rule);
+  const targetType = rule.config.targetType;
+  return (records) => {
+    const sources = sourcesOfBlock(records);
+    const out: BlockSelection = { records: sources.length, entities: 0, selected: [] };
+    for (const source of sources) {
+      for (const { type, entity } of entitiesOf(source, decode)) {
+        if (type !== targetType) continue;
+        out.entities++;
+        if (index.match(type, entity).length > 0) out.selected.push({ targetType: type, entity: entity as unknown as MatchedEntity });
+      }
+    }
+    return out;
+  };
+}
+
+/** The rule a backtest evaluates: the body with {@link backtestStoredFields}. */
+export function backtestRule(options: Pick<BacktesterOptions, "rule" | "accountId">, now: () => Date): Rule {
+  return { ...options.rule, ...backtestStoredFields(options.rule, options.accountId, now) };
+}
+
 /**
  * Starts a backtest of one rule (see the module notes).
  * @throws {RuleCompileError} (evaluate.ts) when the targetMap cannot be compiled; validated rules always compile.
  */
 export function createBacktester(options: BacktesterOptions): Backtester {
-  const { chain } = options;
   const now = options.now ?? (() => new Date());
-  const rule: Rule = { ...options.rule, ...backtestStoredFields(options.rule, options.accountId, now) };
-  const index = createRuleIndex({ chain });
-  index.upsert(rule);
-  const targetType = rule.config.targetType;
+  const rule = backtestRule(options, now);
+  const select = ruleSelector(rule, options.chain, options.decode);
   const alertsOf = alertEmitter({ ...options, rule, now });
 
   return {
     rule,
     block(blockNumber, blockHash, records) {
-      const sources = sourcesOfBlock(records);
-      const result: BacktestBlock = { blockNumber, blockHash, records: sources.length, entities: 0, matches: [], alerts: 0 };
-      for (const source of sources) {
-        for (const { type, entity } of entitiesOf(source, options.decode)) {
-          if (type !== targetType) continue;
-          result.entities++;
-          if (index.match(type, entity).length === 0) continue;
-          const matched = entity as unknown as MatchedEntity;
-          const alerts = alertsOf(matched);
-          result.alerts += alerts.length;
-          result.matches.push({
-            blockNumber,
-            blockHash,
-            targetType: type,
-            entityId: matched.entityId,
-            entity: entity as unknown as Record<string, unknown>,
-            alerts,
-          });
-        }
+      const { records: count, entities, selected } = select(records);
+      const result: BacktestBlock = { blockNumber, blockHash, records: count, entities, matches: [], alerts: 0 };
+      for (const { targetType, entity } of selected) {
+        const alerts = alertsOf(entity);
+        result.alerts += alerts.length;
+        result.matches.push({
+          blockNumber,
+          blockHash,
+          targetType,
+          entityId: entity.entityId,
+          entity: entity as unknown as Record<string, unknown>,
+          alerts,
+        });
       }
       return result;
     },

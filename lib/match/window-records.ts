@@ -13,8 +13,9 @@
  * - a string or finite number: itself (`String(v)`); anything else: absent.
  * @module
  */
-import type { RuleWindow } from "../rules/schema-window.js";
-import type { WindowRecord } from "./windows.js";
+import { type RuleWindow, ruleWindow } from "../rules/schema-window.js";
+import type { MatchedEntity } from "./alert-template.js";
+import type { WindowFiring, WindowRecord } from "./windows.js";
 
 interface ArgValue {
   hex: string;
@@ -93,4 +94,27 @@ export function windowRecordOf(win: RuleWindow, entity: { entityId: string } & R
     if (k !== undefined) record.key = k;
   }
   return record;
+}
+
+/**
+ * The entity of a window firing: what the alert carries (live: pipeline/match/windows/evaluator.ts; backtests: lib/match/window-backtest.ts) (`entity.window`; `entity.absence` true for
+ * an absence rule's silence) and its identity (`window:<end>[:<group>]`, `absence:<end>`).
+ */
+export function firingEntity(f: WindowFiring, absence = false): MatchedEntity {
+  return {
+    entityId: `${absence ? "absence" : "window"}:${f.end.number}${f.group === null ? "" : `:${f.group}`}`,
+    blockHash: f.end.hash,
+    blockNumber: f.end.number,
+    window: f,
+    ...(absence ? { absence: true } : {}),
+  };
+}
+
+/**
+ * The window record of an entity a windowed rule selected: {@link windowRecordOf} for a `window`
+ * rule, the bare id for an `absence` rule (only presence counts). Live (the match stage) and in backtests.
+ */
+export function windowRecordOfRule(rule: object, entity: { entityId: string } & Record<string, unknown>): WindowRecord {
+  const w = ruleWindow(rule);
+  return w === null ? { id: entity.entityId } : windowRecordOf(w, entity);
 }

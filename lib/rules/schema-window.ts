@@ -171,7 +171,7 @@ export function windowErrors(body: Record<string, unknown>): RuleValidationError
 }
 
 /** Exactly one of `blocks`, `seconds`, within {@link WINDOW_CAPS}: errors at `<path>…`. */
-function spanErrors(span: { blocks?: number; seconds?: number }, path: string): RuleValidationError[] {
+export function spanErrors(span: { blocks?: number; seconds?: number }, path: string): RuleValidationError[] {
   const out: RuleValidationError[] = [];
   if ((span.blocks === undefined) === (span.seconds === undefined))
     out.push(err("CS_RULE_INVALID", path, "give exactly one of blocks or seconds"));

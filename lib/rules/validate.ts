@@ -23,6 +23,7 @@ import { isJsonObject, type ValidationResult } from "../validation/problems.js";
 import { checkAgainstSchema, type SchemaIssue } from "../validation/schema-check.js";
 import type { RuleInput } from "./model.js";
 import { HTTP_URL_PATTERN, RULE_FIELDS, RULE_LIMITS, RuleCreateSchema, RuleUpdateSchema } from "./schema.js";
+import { sequenceErrors } from "./schema-sequence.js";
 import { stateErrors } from "./schema-state.js";
 import { windowErrors } from "./schema-window.js";
 
@@ -51,8 +52,9 @@ const updateValidator = Compile(RuleUpdateSchema);
  * - `CS_RULE_TOO_LONG`: a string is longer than its cap in {@link RULE_LIMITS} (name, description, definition names, values, URLs, Slack fields, payload field names; an over-long e-mail address is `CS_RULE_ALERT_PARAMETERS`, like any address that is not one);
  * - `CS_RULE_KAFKA_PARAMETERS`: a `Kafka` action's parameters are wrong (brokers not `host:port`, a topic name Kafka refuses, an unknown key or SASL mechanism, `avro` without its `schemaRegistryUrl`, a value over its cap in `KAFKA_LIMITS`);
  * - `CS_RULE_EXTRA_PROPERTIES`: more than {@link RULE_LIMITS}`.extraPropertiesMax` additional top-level properties, or more than `.extraPropertiesMaxBytes` of them (path: the property that crosses the limit);
- * - `CS_RULE_NOT_SUPPORTED`: a top-level property reserved for a planned extension ({@link RESERVED_EXTENSIONS}, or a well-formed `stateCondition`: lib/rules/schema-state.ts) that is not evaluated yet;
- * - `CS_RULE_WINDOW_TOO_LARGE`, `CS_RULE_AGGREGATE_NOT_NUMERIC`, `CS_RULE_GROUPBY_CARDINALITY`: the `window` extension (lib/rules/schema-window.ts).
+ * - `CS_RULE_NOT_SUPPORTED`: a top-level property reserved for a planned extension ({@link RESERVED_EXTENSIONS}, or the parts of `stateCondition` not evaluated yet: lib/rules/schema-state.ts);
+ * - `CS_RULE_WINDOW_TOO_LARGE`, `CS_RULE_AGGREGATE_NOT_NUMERIC`, `CS_RULE_GROUPBY_CARDINALITY`: the `window` extension (lib/rules/schema-window.ts);
+ * - `CS_RULE_SEQUENCE_PENDING_CAP`: the `sequence` extension's `maxPending` above its cap (lib/rules/schema-sequence.ts).
  */
 export type RuleValidationCode =
   | "CS_RULE_INVALID"
@@ -72,7 +74,8 @@ export type RuleValidationCode =
   | "CS_RULE_NOT_SUPPORTED"
   | "CS_RULE_WINDOW_TOO_LARGE"
   | "CS_RULE_AGGREGATE_NOT_NUMERIC"
-  | "CS_RULE_GROUPBY_CARDINALITY";
+  | "CS_RULE_GROUPBY_CARDINALITY"
+  | "CS_RULE_SEQUENCE_PENDING_CAP";
 
 /** Every {@link RuleValidationCode}, for documentation and exhaustive tests. */
 export const RULE_VALIDATION_CODES: readonly RuleValidationCode[] = [
@@ -94,6 +97,7 @@ export const RULE_VALIDATION_CODES: readonly RuleValidationCode[] = [
   "CS_RULE_WINDOW_TOO_LARGE",
   "CS_RULE_AGGREGATE_NOT_NUMERIC",
   "CS_RULE_GROUPBY_CARDINALITY",
+  "CS_RULE_SEQUENCE_PENDING_CAP",
 ];
 
 /** One reason a rule body was refused. */
@@ -388,6 +392,7 @@ export function findRuleErrors(body: unknown, mode: "create" | "update", chains:
     ...reservedExtensionErrors(body),
     ...stateErrors(body),
     ...windowErrors(body),
+    ...sequenceErrors(body, (b) => findRuleErrors(b, "create", chains)),
   ];
   return [...errors, ...extra]
     .map((e, n) => ({ e, n, r: topLevelRank(e.path) }))
@@ -408,19 +413,19 @@ function confirmOnErrors(body: Record<string, unknown>): RuleValidationError[] {
 }
 
 /**
- * Top-level names reserved for the alerts-over-time extension (issue 33; docs/design/windows.md):
- * `sequence` will change when a rule fires. Until the match stage evaluates it a rule carrying one
- * is refused, rather than stored as an ordinary additional property and silently alerting per
- * record. (`window` and `absence` are evaluated: lib/rules/schema-window.ts.)
+ * Top-level names reserved for planned extensions that change when a rule fires: a rule carrying
+ * one is refused rather than stored as an ordinary additional property and silently alerting per
+ * record. None today: `window`, `absence` (lib/rules/schema-window.ts) and `sequence`
+ * (lib/rules/schema-sequence.ts) are evaluated.
  */
-export const RESERVED_EXTENSIONS = ["sequence"] as const;
+export const RESERVED_EXTENSIONS: readonly string[] = [];
 
 /** `CS_RULE_NOT_SUPPORTED` at each {@link RESERVED_EXTENSIONS} property present with a non-null value. */
 function reservedExtensionErrors(body: Record<string, unknown>): RuleValidationError[] {
   return RESERVED_EXTENSIONS.filter((name) => body[name] !== undefined && body[name] !== null).map((name) => ({
     code: "CS_RULE_NOT_SUPPORTED" as const,
     path: name,
-    message: `${name}: sequence alerts are planned and not evaluated yet (docs/design/windows.md); remove it to get a per-record rule, or use window or absence`,
+    message: `${name}: this extension is planned and not evaluated yet; remove it to get a per-record rule`,
   }));
 }
 

@@ -9,8 +9,9 @@
  * @module
  */
 import { randomUUID } from "node:crypto";
-import type { WatchlistsConfig } from "../config/watchlists.js";
+import { DEFAULT_WATCHLISTS_CONFIG, type WatchlistsConfig } from "../config/watchlists.js";
 import { ChainsiftError } from "../errors.js";
+import { type ConnectedStore, connectStore, type StoreConnectionOptions } from "../redis.js";
 
 /** The kinds of values a watchlist holds: `address` (0x + 40 hex digits, lowercased) or `string` (1–256 characters, trimmed). */
 export const WATCHLIST_KINDS = ["address", "string"] as const;
@@ -43,6 +44,7 @@ export interface WatchlistRedis {
   sRem(key: string, members: string[]): Promise<number>;
   sCard(key: string): Promise<number>;
   smIsMember(key: string, members: string[]): Promise<number[]>;
+  sMembers(key: string): Promise<string[]>;
 }
 
 /** A refusal of the store, with its stable API error code. */
@@ -105,6 +107,8 @@ export interface WatchlistStore {
   remove(accountId: string, id: string, members: string[]): Promise<{ removed: number; count: number }>;
   /** Membership of each value (SMISMEMBER), in order. */
   contains(accountId: string, id: string, members: string[]): Promise<boolean[]>;
+  /** Every member (SMEMBERS, unordered), or null when the account has no such watchlist (a search's `terms` by watchlist). */
+  members(accountId: string, id: string): Promise<string[] | null>;
   /** The Redis key of a watchlist's member set (for the match stage's batched SMISMEMBER). */
   membersKey(accountId: string, id: string): string;
 }
@@ -164,9 +168,29 @@ export function createWatchlistStore(deps: WatchlistStoreDeps): WatchlistStore {
       const removed = members.length === 0 ? 0 : await redis.sRem(key, members);
       return { removed, count: await redis.sCard(key) };
     },
+    async members(accountId, id) {
+      if ((await redis.hGet(metaKey(accountId), id)) === null) return null;
+      return redis.sMembers(membersKey(accountId, id));
+    },
     async contains(accountId, id, members) {
       if (members.length === 0) return [];
       return (await redis.smIsMember(membersKey(accountId, id), members)).map((x) => x === 1);
     },
   };
+}
+
+/**
+ * Connects a watchlist store with a Redis client of its own (the CLI's; the API shares its client).
+ * @param config - `redisUrl`, `redisKeyPrefix` of a Config.
+ * @param limits - default {@link DEFAULT_WATCHLISTS_CONFIG} (what the API applies).
+ * @throws when Redis cannot be reached.
+ */
+export function connectWatchlistStore(
+  config: { redisUrl: string; redisKeyPrefix: string },
+  limits: WatchlistsConfig = DEFAULT_WATCHLISTS_CONFIG,
+  options: StoreConnectionOptions = {},
+): Promise<ConnectedStore<WatchlistStore>> {
+  return connectStore(config, "watchlists", options, (c) =>
+    createWatchlistStore({ redis: c.redis, keyPrefix: c.keyPrefix, limits, ...(c.now ? { now: c.now } : {}) }),
+  );
 }

@@ -47,6 +47,7 @@ import { countAlerts, matchMetricsOf } from "./metrics.js";
 import { createAlertPublisher } from "./publisher.js";
 import { startRuleSync } from "./rule-sync.js";
 import { createSearchIndex, type SearchIndex } from "./search-index.js";
+import { createSequenceEvaluator } from "./sequences/evaluator.js";
 import { createStateEvaluator } from "./state/evaluator.js";
 import { createTokenTracker, type TokenMetadataSource, tokenListMetadataSource } from "./tokens.js";
 import { createWindowEvaluator } from "./windows/evaluator.js";
@@ -128,28 +129,29 @@ export async function startMatchStage(deps: MatchStageDeps): Promise<MatchStage>
     : await connectRuleStore({ ...config, redisKeyPrefix: searchKeyPrefix(config.redisKeyPrefix) });
   const searches = deps.searches ?? (connectedSearches?.store as RuleStore);
   const keyed = { redis, keyPrefix: config.redisKeyPrefix, chain: config.chain };
-  const windows = createWindowEvaluator({
+  const overTime = {
     ...keyed,
     logger: log,
-    fire: (matches) => track([...matches]),
-    retract: async (matches) => {
+    fire: (matches: readonly MatchInput[]) => track([...matches]),
+    retract: async (matches: readonly MatchInput[]) => {
       for (const [p, t] of [
         [publisher, tracker],
         [finalPublisher, finalTracker],
       ] as const)
         await emitAndPublish(p, () => t.retract(matches));
     },
-  });
-  const settings = deps.stateReads ?? stateReadsOf({});
+  };
+  const windows = createWindowEvaluator(overTime);
+  const sequences = createSequenceEvaluator(overTime);
   const states = createStateEvaluator({
     ...keyed,
     logger: log,
     rpc: deps.rpc,
-    settings,
-    fire: (matches) => track([...matches]),
+    settings: deps.stateReads ?? stateReadsOf({}),
+    fire: overTime.fire,
     onSkipped: (kind, n) => metrics.stateUnread.inc({ kind }, n),
   });
-  const index = states.watch(windows.watch(createRuleIndex({ chain: config.chain })));
+  const index = states.watch(sequences.watch(windows.watch(createRuleIndex({ chain: config.chain }))));
   const outboxVisibilityMs = Math.max(0, deps.outboxGraceMs ?? 10_000);
   const tracker = createConfirmationTracker({ ...keyed, outboxVisibilityMs });
   // Confirm on finality (docs/rules.md): a tracker of its own whose head is the node's finalized block, one confirmation.
@@ -300,6 +302,7 @@ export async function startMatchStage(deps: MatchStageDeps): Promise<MatchStage>
             timestamp: Math.floor(Date.parse(`${b.timestamp}Z`) / 1000),
           };
           await windows.onHead({ head, block, canonical: chain.canonical });
+          await sequences.onHead({ head, block, canonical: chain.canonical });
           await emitAndPublish(publisher, () => tracker.onHead(head, chain.canonical));
           if (b) await states.onBlock({ number: b.number.num, hash: b.hash, parentHash: b.parentHash }, head.number, chain.canonical);
           if (input.topicKind === "blocks") await track(searchIndex.matchRecords(input).map(countSearchMatch));
@@ -322,11 +325,12 @@ export async function startMatchStage(deps: MatchStageDeps): Promise<MatchStage>
           const matched = index.match(type, entity);
           if (matched.length > 0) metrics.matches.inc({ type }, matched.length);
           for (const rule of matched) matches.push({ rule, entity: entity as unknown as MatchedEntity });
+          matches.push(...sequences.followedByMatches(type, entity));
         }
         for (const m of searchMatches(input)) matches.push(countSearchMatch(m));
       }
       // A head below an entity's block (its block record not consumed yet) counts as that block.
-      await track(await windows.addMatches(states.recordMatches(matches)));
+      await track(await sequences.addMatches(await windows.addMatches(states.recordMatches(matches))));
       return [];
     },
   });

@@ -44,6 +44,7 @@ import { CACHE_HEADER } from "../../plugins/result-cache.js";
 import { toEsErrorBody } from "../../search/es-shape.js";
 import { searchIndices } from "../../search/partitions.js";
 import { requestOptions, type SearchTarget } from "../../search/search.js";
+import { expandWatchlists } from "../../search/watchlist-terms.js";
 import { chainLabel } from "../search/target.js";
 import { healthRoutes } from "./health.js";
 import { resolveIndexTarget } from "./indices.js";
@@ -151,6 +152,8 @@ export interface EsRoutesOptions {
   version: string;
   /** Called after each successful search (metrics), as the contract's search routes do. */
   onHits?: (target: SearchTarget, hits: number, path: "bytes" | "parsed") => void;
+  /** The caller's watchlist members, for `terms` by watchlist (api/search/watchlist-terms.ts). */
+  watchlistMembers?: (account: string, id: string) => Promise<string[] | null>;
 }
 
 type ChainPath = { technology: string; blockchain: string; network: string; index?: string };
@@ -196,7 +199,7 @@ export function parseMsearch(text: string): Array<{ index?: string; body: Record
 }
 
 /** Registers the Elasticsearch-compatible routes (needs `app.es`). Register it in its own scope: its hooks apply to all its routes. */
-export const esRoutes: FastifyPluginAsyncTypebox<EsRoutesOptions> = async (app, { config, chains, version, onHits }) => {
+export const esRoutes: FastifyPluginAsyncTypebox<EsRoutesOptions> = async (app, { config, chains, version, onHits, watchlistMembers }) => {
   const prefix = config.elasticsearch.indexPrefix;
   const timeoutMs = config.elasticsearch.requestTimeoutMs;
   const tags = ["elasticsearch"];
@@ -225,7 +228,7 @@ export const esRoutes: FastifyPluginAsyncTypebox<EsRoutesOptions> = async (app, 
     return t;
   };
 
-  const searcher = esSearcher({ app, config, contexts: app.contexts });
+  const searcher = esSearcher({ app, config, contexts: app.contexts, watchlistMembers });
   const account = (request: FastifyRequest): string => {
     if (!request.account) throw apiError("CS_AUTH_REQUIRED", "a valid bearer token is required");
     return request.account.id;
@@ -338,9 +341,11 @@ export const esRoutes: FastifyPluginAsyncTypebox<EsRoutesOptions> = async (app, 
           if (key !== "query") throw apiError("CS_BODY_INVALID", `_count takes only query; unknown key ${JSON.stringify(key)}`, key);
         const checked = validateQuery(body.query ?? {}, t.kinds);
         if (!checked.ok) throw new ApiError(checked.errors);
-        const index = await searchIndices(app.es, t, checked.value);
+        const who = account(request);
+        const query = await expandWatchlists(checked.value, (id) => watchlistMembers?.(who, id) ?? Promise.resolve(null));
+        const index = await searchIndices(app.es, t, query);
         const req: estypes.CountRequest = { index, ignore_unavailable: true, allow_no_indices: true };
-        if (checked.value) req.query = checked.value as estypes.QueryDslQueryContainer;
+        if (query) req.query = query as estypes.QueryDslQueryContainer;
         const res = await app.es.count(req, requestOptions(timeoutMs));
         const s = res._shards;
         return json(reply, {

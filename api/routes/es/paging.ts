@@ -38,6 +38,7 @@ import {
   shapeOptions,
   withResponseBytes,
 } from "../../search/search.js";
+import { expandWatchlists } from "../../search/watchlist-terms.js";
 import { chainLabel } from "../search/target.js";
 import { resolveIndexTarget } from "./indices.js";
 import { checkDocvalueFields, type EsSearchQuery, splitEsSearch } from "./request.js";
@@ -95,6 +96,8 @@ export interface PagingDeps {
   app: FastifyInstance;
   config: Config;
   contexts: SearchContexts;
+  /** The caller's watchlist members for `terms` by watchlist (api/search/watchlist-terms.ts); absent: every lookup is unknown. */
+  watchlistMembers?: (account: string, id: string) => Promise<string[] | null>;
 }
 
 /** The answer options of a query string: `rest_total_hits_as_int`. */
@@ -106,7 +109,7 @@ export function filtered(body: unknown, query: EsSearchQuery): unknown {
 }
 
 /** Runs searches as the Elasticsearch-compatible `_search` answers them (see the module notes). */
-export function esSearcher({ app, config, contexts }: PagingDeps): (input: EsSearchInput) => Promise<EsSearchResult> {
+export function esSearcher({ app, config, contexts, watchlistMembers }: PagingDeps): (input: EsSearchInput) => Promise<EsSearchResult> {
   const timeoutMs = config.elasticsearch.requestTimeoutMs;
   const prefix = config.elasticsearch.indexPrefix;
   const scrolls = scrollCalls(app, timeoutMs);
@@ -130,6 +133,7 @@ export function esSearcher({ app, config, contexts }: PagingDeps): (input: EsSea
     const checked = validateSearchBody(req.body, { kinds: t.kinds, maxSize: config.api.maxSize, pit: pit !== undefined });
     if (!checked.ok) throw new ApiError(checked.errors);
     const plan = checked.value;
+    plan.query = await expandWatchlists(plan.query, (id) => watchlistMembers?.(account, id) ?? Promise.resolve(null));
     if (plan.size === -1)
       throw apiError(
         "CS_SIZE_INVALID",

@@ -101,7 +101,7 @@ export const RULES_ERROR_CODES = {
   CS_RULE_NOT_SUPPORTED: {
     status: 400,
     description:
-      "Alerting rules: a top-level property reserved for a planned extension (absence, sequence: alerts over time, docs/design/windows.md; the parts of `stateCondition` not evaluated yet, and any `stateCondition` on a saved search or in a backtest: state conditions, docs/rules.md) that is not evaluated yet.",
+      'Alerting rules: an extension where it is not evaluated: `window`, `absence` or `sequence` on a saved search (and in its backtest), `sequence` in a rule backtest (docs/design/windows.md); `stateCondition` on a saved search or in a rule backtest, and its parts not evaluated yet (`every: "log"`, `abiId`; state conditions, docs/rules.md).',
   },
   CS_RULE_KAFKA_PARAMETERS: {
     status: 400,
@@ -111,7 +111,7 @@ export const RULES_ERROR_CODES = {
   CS_RULE_WINDOW_TOO_LARGE: {
     status: 400,
     description:
-      "Alerting rules: a window spans more than 10,000 blocks or 86,400 seconds (the message names the cap; path window.blocks or window.seconds).",
+      "Alerting rules: a window, an absence or a sequence spans more than 10,000 blocks or 86,400 seconds (the message names the cap; path window.blocks, window.seconds, absence.…, sequence.within.blocks or sequence.within.seconds).",
   },
   CS_RULE_AGGREGATE_NOT_NUMERIC: {
     status: 400,
@@ -121,6 +121,10 @@ export const RULES_ERROR_CODES = {
   CS_RULE_GROUPBY_CARDINALITY: {
     status: 400,
     description: "Alerting rules: a grouped window's maxGroups is above the cap of 1,000 groups (path window.maxGroups).",
+  },
+  CS_RULE_SEQUENCE_PENDING_CAP: {
+    status: 400,
+    description: "Alerting rules: a sequence's maxPending is above the cap of 10,000 open steps (path sequence.maxPending).",
   },
   CS_RULE_TOO_LARGE: {
     status: 413,

@@ -124,6 +124,7 @@ export function ruleTestRoutes(deps: RuleTestRoutesDeps): FastifyPluginAsync {
             "Body {rule, from, to} or {rule, last}: the rule as POST /alerting/rules/ takes it and a block range (both ends included) or the newest `last` indexed blocks. " +
             "Evaluates the rule with the match stage's code against the records already indexed in the range; stores and delivers nothing. " +
             "Answer: 200 application/x-ndjson, lines start, match (entity and alerts rendered per action), block (counts), error, end. " +
+            "A rule with window or absence is replayed over every block of the range: one match line per window that fired (entity.window: bounds, aggregate, group, first record ids). " +
             `Refusals: 400 CS_RULE_* (paths under rule.), CS_BACKTEST_INVALID, CS_BACKTEST_RANGE_TOO_LARGE (more than ${config.backtest.maxBlocks} blocks), CS_BACKTEST_TARGET_UNSUPPORTED; 409 CS_BACKTEST_NOTHING_INDEXED.`,
           response: BACKTEST_RESPONSES,
         },

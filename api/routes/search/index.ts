@@ -17,6 +17,7 @@ import { CACHE_HEADER, cacheUse } from "../../plugins/result-cache.js";
 import { createBufferPool } from "../../search/pool.js";
 import { runSearchText, type SearchTarget } from "../../search/search.js";
 import { streamSearch } from "../../search/stream.js";
+import { expandWatchlists } from "../../search/watchlist-terms.js";
 import { BlockParams, HitsEnvelopeSchema, SEARCH_ERROR_RESPONSES, SearchBody, SearchParams } from "./schema.js";
 import { resolveTarget } from "./target.js";
 
@@ -31,6 +32,8 @@ export interface SearchRoutesOptions {
    * answer was written: `bytes`, `parsed` (see api/search/raw.ts) or `stream` (size -1).
    */
   onHits?: (target: SearchTarget, hits: number, path: "bytes" | "parsed" | "stream") => void;
+  /** The caller's watchlist members, for `terms` by watchlist (api/search/watchlist-terms.ts). */
+  watchlistMembers?: (account: string, id: string) => Promise<string[] | null>;
 }
 
 /** Content type of every search answer (their bodies are JSON text already). */
@@ -40,7 +43,10 @@ const JSON_TYPE = "application/json; charset=utf-8";
 export const BLOCK_HASH = /^0x[0-9a-fA-F]{64}$/;
 
 /** Registers the search routes (needs `app.es` from the elasticsearch plugin). */
-export const searchRoutes: FastifyPluginAsyncTypebox<SearchRoutesOptions> = async (app, { config, chains: served, onHits }) => {
+export const searchRoutes: FastifyPluginAsyncTypebox<SearchRoutesOptions> = async (
+  app,
+  { config, chains: served, onHits, watchlistMembers },
+) => {
   const chains: readonly ChainId[] = served && served.length > 0 ? served : [config.chain];
   const prefix = config.elasticsearch.indexPrefix;
   const timeoutMs = config.elasticsearch.requestTimeoutMs;
@@ -72,6 +78,10 @@ export const searchRoutes: FastifyPluginAsyncTypebox<SearchRoutesOptions> = asyn
       const checked = validateSearchBody(request.body, { kinds: target.kinds, maxSize: config.api.maxSize });
       if (!checked.ok) throw new ApiError(checked.errors);
       const plan = checked.value;
+      const who = request.account?.id;
+      plan.query = await expandWatchlists(plan.query, (id) =>
+        who === undefined ? Promise.resolve(null) : (watchlistMembers?.(who, id) ?? Promise.resolve(null)),
+      );
       if (plan.size === -1) {
         const stream = await streamSearch({ es: app.es, plan, target, requestTimeoutMs: timeoutMs, log: request.log });
         onHits?.(target, stream.total, "stream");

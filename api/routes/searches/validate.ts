@@ -12,6 +12,7 @@
  */
 import type { ChainId } from "../../../lib/config/index.js";
 import type { RuleInput } from "../../../lib/rules/model.js";
+import { sequenceNotSupported } from "../../../lib/rules/schema-sequence.js";
 import { stateNotSupported } from "../../../lib/rules/schema-state.js";
 import { windowNotSupported } from "../../../lib/rules/schema-window.js";
 import { validateRuleInput } from "../../../lib/rules/validate.js";
@@ -67,7 +68,11 @@ export function validateSearchInput(
   const checked = validateRuleInput(ruleBody, mode, chains);
   if (!checked.ok) for (const d of ruleValidationDetails(checked.errors)) errors.push({ ...d, path: searchPath(d.path) });
   else
-    for (const e of [...windowNotSupported(ruleBody, "saved searches"), ...stateNotSupported(ruleBody, "saved searches")])
+    for (const e of [
+      ...windowNotSupported(ruleBody, "saved searches"),
+      ...sequenceNotSupported(ruleBody, "saved searches"),
+      ...stateNotSupported(ruleBody, "saved searches"),
+    ])
       errors.push({ code: e.code, message: e.message, path: e.path });
   const effectiveKind = kind ?? stored?.config.kind;
   if (mode === "create" && kind === undefined)

@@ -21,10 +21,10 @@ import { Type } from "typebox";
 import { DEFAULT_WATCHLISTS_CONFIG, type WatchlistsConfig } from "../../../lib/config/watchlists.js";
 import { component } from "../../../lib/validation/component.js";
 import { normalizeMember, WATCHLIST_KINDS, type WatchlistStore, WatchlistStoreError } from "../../../lib/watchlists/store.js";
+import { parseMembers } from "../../../lib/watchlists/upload.js";
 import { apiError } from "../../errors.js";
 import { callerId } from "../rules/index.js";
 import { RULES_ERROR_RESPONSES, RulesErrorBodySchema } from "../rules/schema.js";
-import { parseMembers } from "./body.js";
 
 /** Base path of the watchlist routes. */
 export const WATCHLISTS_PREFIX = "/alerting/watchlists";

@@ -27,7 +27,7 @@
 import type { ChainId } from "../../../lib/config/index.js";
 import type { Logger } from "../../../lib/logger.js";
 import type { RuleIndex } from "../../../lib/match/rule-index.js";
-import { windowRecordOf } from "../../../lib/match/window-records.js";
+import { firingEntity, windowRecordOfRule } from "../../../lib/match/window-records.js";
 import {
   addRecords,
   applyBlock,
@@ -42,7 +42,7 @@ import {
 } from "../../../lib/match/windows.js";
 import type { Rule } from "../../../lib/rules/model.js";
 import { absenceConfigOf, ruleAbsence, ruleWindow, windowConfigOf } from "../../../lib/rules/schema-window.js";
-import type { MatchedEntity, MatchInput } from "../confirmations/decide.js";
+import type { MatchInput } from "../confirmations/decide.js";
 import { runLua } from "../lua.js";
 import type { MatchRedis } from "../redis.js";
 import {
@@ -50,12 +50,16 @@ import {
   BLOCK_RECORDS,
   DIRTY,
   DROP_RECORDS,
+  DROP_WINDOW,
   LOAD_STATE,
   RECORD_TTL_SECONDS,
   SAVE_STATE,
+  WINDOW_FOOTPRINT,
   windowId,
   windowKeys,
 } from "./scripts.js";
+
+export { firingEntity };
 
 /** A firing or retraction the stage turns into alerts. */
 export interface WindowMatch extends MatchInput {
@@ -98,20 +102,12 @@ export interface WindowEvaluator {
   addMatches(matches: readonly MatchInput[]): Promise<MatchInput[]>;
   /** Evaluates every windowed rule at a new head (module doc). */
   onHead(view: HeadView): Promise<void>;
-}
-
-/**
- * The entity of a window firing: what the alert carries (`entity.window`; `entity.absence` true for
- * an absence rule's silence) and its identity (`window:<end>[:<group>]`, `absence:<end>`).
- */
-export function firingEntity(f: WindowFiring, absence = false): MatchedEntity {
-  return {
-    entityId: `${absence ? "absence" : "window"}:${f.end.number}${f.group === null ? "" : `:${f.group}`}`,
-    blockHash: f.end.hash,
-    blockNumber: f.end.number,
-    window: f,
-    ...(absence ? { absence: true } : {}),
-  };
+  /**
+   * Resolves when the Redis keys of the windows dropped so far are deleted: a rule version this
+   * evaluator held whose rule was removed, disabled, changed version or lost its window
+   * ({@link WindowEvaluator.watch} starts the deletion; a failure is logged, never thrown).
+   */
+  dropped(): Promise<void>;
 }
 
 /** Whether a rule is windowed: it carries `window` or `absence`. */
@@ -156,6 +152,38 @@ export function createWindowEvaluator(deps: WindowEvaluatorDeps): WindowEvaluato
       deps.logger.error({ err, ruleId: rule.id }, "rule window cannot be evaluated; ignored");
       return null;
     }
+  };
+
+  /** Deletions of dropped windows under way (see {@link WindowEvaluator.dropped}). */
+  let dropping: Promise<void> = Promise.resolve();
+  /** Deletes a window's state, dirty fields and record hashes (the state's blocks and the dirty fields name them). */
+  const dropWindow = async (id: string): Promise<void> => {
+    const [json, ...fields] = (await runLua(redis, WINDOW_FOOTPRINT, { state: keys.state(id), dirty: keys.dirty, prefix: `${id}|` })) as [
+      string | null,
+      ...string[],
+    ];
+    const hashes = new Set(fields.map((f) => f.slice(id.length + 1)));
+    if (json) for (const b of (JSON.parse(json) as WindowState).blocks) hashes.add(b.hash);
+    await runLua(
+      redis,
+      DROP_WINDOW,
+      { state: keys.state(id), dirty: keys.dirty },
+      fields.map((field) => ({ field })),
+    );
+    if (hashes.size > 0)
+      await runLua(
+        redis,
+        DROP_RECORDS,
+        {},
+        [...hashes].map((h) => ({ records: keys.records(id, h) })),
+      );
+  };
+  /** Starts deleting the window of a held rule version that is no longer evaluated. */
+  const drop = (rule: Rule) => {
+    const id = windowId(rule);
+    dropping = dropping
+      .then(() => dropWindow(id))
+      .catch((err) => deps.logger.warn({ err, ruleId: rule.id, windowId: id }, "window keys not deleted; the record hashes expire"));
   };
 
   const blockRecords = async (id: string, blockHash: string): Promise<WindowRecord[]> =>
@@ -260,19 +288,25 @@ export function createWindowEvaluator(deps: WindowEvaluatorDeps): WindowEvaluato
 
   return {
     rules: () => [...held.values()],
+    dropped: () => dropping,
     watch(index) {
       return {
         ...index,
         upsert(rule) {
           index.upsert(rule);
           forget(rule.id, windowId(rule));
+          const before = held.get(rule.id);
           const got = index.get(rule.id);
           if (got !== undefined && isWindowed(got)) held.set(got.id, got);
           else held.delete(rule.id);
+          const now = held.get(rule.id);
+          if (before !== undefined && (now === undefined || windowId(now) !== windowId(before))) drop(before);
         },
         remove(id) {
+          const before = held.get(id);
           held.delete(id);
           forget(id);
+          if (before !== undefined) drop(before);
           return index.remove(id);
         },
       };
@@ -285,10 +319,9 @@ export function createWindowEvaluator(deps: WindowEvaluatorDeps): WindowEvaluato
           rest.push(m);
           continue;
         }
-        const w = ruleWindow(m.rule);
         const id = windowId(m.rule);
         const blockHash = m.entity.blockHash.toLowerCase();
-        const record = w === null ? { id: m.entity.entityId } : windowRecordOf(w, m.entity);
+        const record = windowRecordOfRule(m.rule, m.entity);
         items.push({
           records: keys.records(id, blockHash),
           dirtyField: `${id}|${blockHash}`,

@@ -10,6 +10,9 @@
  * | `win:<ruleId>:<version>` | hash | `s`: the `WindowState` JSON (lib/match/windows.ts); `rev`: revision, compare-and-set |
  * | `win:<ruleId>:<version>:r:<blockHash>` | hash | record id → `WindowRecord` JSON of one block (expires {@link RECORD_TTL_SECONDS} after the last write) |
  * | `win:dirty` | hash | `<ruleId>:<version>\|<blockHash>` → a counter, increased by every record write (late records for the owner) |
+ *
+ * A window whose rule version is no longer evaluated (deleted, disabled, new version) loses its
+ * state, dirty fields and record hashes ({@link WINDOW_FOOTPRINT}, {@link DROP_WINDOW}, {@link DROP_RECORDS}).
  * @module
  */
 import type { ChainId } from "../../../lib/config/index.js";
@@ -106,5 +109,33 @@ export const DROP_RECORDS = luaScript(
   `local n = 0
 for i = 1, itemCount do n = n + redis.call('DEL', item(i).records) end
 return n
+`,
+);
+
+/**
+ * What a window holds in Redis beyond its record hashes: its state JSON (`nil` when none) followed
+ * by its `win:dirty` fields (`<windowId>|<blockHash>`, those starting with `prefix`). Read before
+ * {@link DROP_WINDOW} to name the record hashes to delete.
+ */
+export const WINDOW_FOOTPRINT = luaScript(
+  { keys: ["state", "dirty"], args: ["prefix"] },
+  `local out = {redis.call('HGET', state, 's') or false}
+for _, f in ipairs(redis.call('HKEYS', dirty)) do
+  if string.sub(f, 1, #prefix) == prefix then out[#out + 1] = f end
+end
+return out
+`,
+);
+
+/**
+ * Deletes a window that no rule evaluates any more (its rule was deleted, disabled, changed
+ * version or lost its window): the state hash and its `win:dirty` fields (`field` items). Its
+ * record hashes go with {@link DROP_RECORDS}. Returns 1.
+ */
+export const DROP_WINDOW = luaScript(
+  { keys: ["state", "dirty"], args: [], item: { keys: [], args: ["field"] } },
+  `redis.call('DEL', state)
+for i = 1, itemCount do redis.call('HDEL', dirty, item(i).field) end
+return 1
 `,
 );

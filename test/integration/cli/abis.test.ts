@@ -8,10 +8,11 @@ import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type CliOutput, EXIT_FAILURE, EXIT_OK, EXIT_USAGE, runCli } from "../../../cli/chainsift.js";
+import { EXIT_FAILURE, EXIT_OK, EXIT_USAGE } from "../../../cli/chainsift.js";
 import { connectAccountStore } from "../../../lib/accounts/store.js";
 import { createHarness } from "../../support/harness.js";
 import { deletePrefix, redisSkipMessage, redisUp } from "../accounts/redis.js";
+import { cliRunner } from "./run-cli.js";
 
 const h = createHarness();
 await h.es.close();
@@ -25,13 +26,7 @@ describe.skipIf(!up)("chainsift abis (real Redis)", () => {
   let dir: string;
   let accountId: string;
 
-  const run = async (...argv: string[]) => {
-    const out: string[] = [];
-    const err: string[] = [];
-    const output: CliOutput = { out: (t) => out.push(t), err: (t) => err.push(t) };
-    const code = await runCli(argv, { config: h.config, output });
-    return { code, out: out.join("\n"), err: err.join("\n") };
-  };
+  const run = cliRunner(h.config);
 
   beforeAll(async () => {
     dir = await mkdtemp(join(tmpdir(), "chainsift-abis-"));

@@ -196,4 +196,49 @@ describe.skipIf(!up)("window evaluator (real Redis)", () => {
     expect(blocksHeld).toEqual([47, 48, 49, 50]);
     expect(held).toHaveLength(4);
   });
+  it("a deleted or changed windowed rule's state, dirty fields and record hashes are deleted; other windows keep theirs", async () => {
+    const s = stage("drop");
+    const space = `${PREFIX}drop:`;
+    const count = { blocks: 3, aggregate: { fn: "count" }, operator: "Greater or Equal", threshold: "100" };
+    const kept = windowRule("r-kept", count);
+    const changed = windowRule("r-changed", count);
+    const deleted = windowRule("r-deleted", count);
+    for (const r of [kept, changed, deleted]) s.index.upsert(r);
+    await s.at(60);
+    for (let n = 61; n <= 63; n++) {
+      await s.windows.addMatches([kept, changed, deleted].map((rule) => ({ rule, entity: transfer(n, 0) })));
+      await s.at(n);
+    }
+    // Late records of block 63 (dirty fields not consumed yet).
+    await s.windows.addMatches([kept, changed, deleted].map((rule) => ({ rule, entity: transfer(63, 1) })));
+    const windowKeysOf = async (windowId: string) => (await keysOf(REDIS_URL, space)).filter((k) => k.includes(`win:${windowId}`));
+    const dirtyOf = async (windowId: string) =>
+      Object.keys(await client.hGetAll(`${(await keysOf(REDIS_URL, space)).find((k) => k.endsWith("win:dirty"))}`)).filter((f) =>
+        f.startsWith(`${windowId}|`),
+      );
+    for (const id of ["r-kept:1", "r-changed:1", "r-deleted:1"]) {
+      expect(await windowKeysOf(id)).toHaveLength(4); // the state and the record hashes of blocks 61..63
+      expect(await dirtyOf(id)).toHaveLength(1);
+    }
+
+    s.index.upsert(changed); // the periodic reload: same version, nothing dropped
+    s.index.upsert({ ...changed, version: 2 });
+    s.index.remove("r-deleted");
+    await s.windows.dropped();
+    expect(await windowKeysOf("r-changed:1")).toEqual([]);
+    expect(await windowKeysOf("r-deleted:1")).toEqual([]);
+    expect(await dirtyOf("r-changed:1")).toEqual([]);
+    expect(await dirtyOf("r-deleted:1")).toEqual([]);
+    expect(await windowKeysOf("r-kept:1")).toHaveLength(4);
+    expect(await dirtyOf("r-kept:1")).toHaveLength(1);
+
+    // The new version starts its own window; disabling it drops that one too.
+    await s.windows.addMatches([{ rule: { ...changed, version: 2 }, entity: transfer(64, 0) }]);
+    await s.at(64);
+    expect(await windowKeysOf("r-changed:2")).toHaveLength(2);
+    s.index.upsert({ ...changed, version: 3, state: "disabled" });
+    await s.windows.dropped();
+    expect(await windowKeysOf("r-changed:2")).toEqual([]);
+    expect(s.windows.rules().map((r) => r.id)).toEqual(["r-kept"]);
+  });
 });

@@ -305,8 +305,8 @@ describe.skipIf(!up)("alerting rules API (real Redis)", () => {
     expectError(
       await call("POST", "/alerting/rules/", TOKEN_A, ruleBody({ sequence: { within: { blocks: 10 } } })),
       400,
-      "CS_RULE_NOT_SUPPORTED",
-      "sequence",
+      "CS_RULE_INVALID",
+      "sequence.followedBy",
     );
     const silent = await create(TOKEN_A, { absence: { blocks: 300 } });
     expect((await call("GET", `/alerting/rules/${silent.id}/`)).json<Rule>().absence).toEqual({ blocks: 300 });

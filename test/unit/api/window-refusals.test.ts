@@ -13,16 +13,19 @@ const rule = {
 };
 const search = { name: "s", maxConfirmationCount: 0, ...chain, kind: "event", query: { match_all: {} }, alerts };
 
-describe("window where it is not evaluated yet", () => {
+describe("window: refused where it is not evaluated, accepted by rule backtests", () => {
   it("a saved search with a window is refused with CS_RULE_NOT_SUPPORTED; without one it is accepted", () => {
     const refused = validateSearchInput({ ...search, window }, "create", [chain]);
     expect(refused.ok ? [] : refused.errors.map((e) => [e.code, e.path])).toEqual([["CS_RULE_NOT_SUPPORTED", "window"]]);
     expect(validateSearchInput(search, "create", [chain]).ok).toBe(true);
     expect(validateSearchInput({ ...search, window: null }, "create", [chain]).ok).toBe(true);
   });
-  it("a rule backtest of a windowed rule is refused with CS_RULE_NOT_SUPPORTED at rule.window", () => {
-    const refused = parseBacktestRequest({ rule: { ...rule, window }, last: 10 }, [chain], 1000);
-    expect(refused.ok ? [] : refused.errors.map((e) => [e.code, e.path])).toEqual([["CS_RULE_NOT_SUPPORTED", "rule.window"]]);
-    expect(parseBacktestRequest({ rule, last: 10 }, [chain], 1000).ok).toBe(true);
+  it("a rule backtest of a windowed or absence rule is accepted (its windows are replayed); a malformed window is still refused", () => {
+    for (const extension of [{ window }, { absence: { blocks: 5 } }]) {
+      const parsed = parseBacktestRequest({ rule: { ...rule, ...extension }, last: 10 }, [chain], 1000);
+      expect(parsed.ok ? parsed.value.rule : parsed.errors).toMatchObject(extension);
+    }
+    const bad = parseBacktestRequest({ rule: { ...rule, window: { ...window, blocks: 10_001 } }, last: 10 }, [chain], 1000);
+    expect(bad.ok ? [] : bad.errors.map((e) => [e.code, e.path])).toEqual([["CS_RULE_WINDOW_TOO_LARGE", "rule.window.blocks"]]);
   });
 });

@@ -984,19 +984,17 @@ describe("validateRuleInput: caps (RULE_LIMITS)", () => {
     );
   });
 
-  it("refuses the name reserved for alerts over time (sequence) until it is evaluated; null is no value", () => {
-    for (const name of ["sequence"]) {
-      for (const mode of ["create", "update"] as const) {
-        only(
-          refuse((r) => Object.assign(r, { [name]: { blocks: 10 } }), mode, false),
-          "CS_RULE_NOT_SUPPORTED",
-          name,
-        );
-      }
-      expect(validateRuleInput({ ...validRule(), [name]: null }, "create", chains).ok).toBe(true);
-    }
-    // Any other additional property is still stored as before.
+  it("keeps any other additional property as before (sequence is evaluated: schema-sequence.test.ts)", () => {
     expect(validateRuleInput({ ...validRule(), windowed: { blocks: 10 } }, "create", chains).ok).toBe(true);
+    only(
+      refuse(
+        (r) => Object.assign(r, { sequence: { within: { blocks: 10 }, correlate: { first: "a", followedBy: "b" } } }),
+        "create",
+        false,
+      ),
+      "CS_RULE_INVALID",
+      "sequence.followedBy",
+    );
   });
 
   it("refuses additional properties of more than 16 KiB of JSON together, at the property that crosses the limit", () => {

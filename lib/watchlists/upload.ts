@@ -4,7 +4,7 @@
  * skipped). Every member is normalised by its list's kind (lib/watchlists/store.ts `normalizeMember`).
  * @module
  */
-import { normalizeMember, type WatchlistKind } from "../../../lib/watchlists/store.js";
+import { normalizeMember, type WatchlistKind } from "./store.js";
 
 /** A member that is not valid for the list's kind: its path (`body[3]`, `lines[4]` 1-based) and value. */
 export interface BadMember {

@@ -1,6 +1,6 @@
-/** parseMembers (api/routes/watchlists/body.ts): the three upload formats, normalisation, bad members' paths, the cap. */
+/** parseMembers (lib/watchlists/upload.ts): the three upload formats, normalisation, bad members' paths, the cap. */
 import { describe, expect, it } from "vitest";
-import { parseMembers } from "../../../../api/routes/watchlists/body.js";
+import { parseMembers } from "../../../../lib/watchlists/upload.js";
 
 const A = "0x70997970C51812dc3A010C7d01b50e0d17dc79C8";
 const a = A.toLowerCase();

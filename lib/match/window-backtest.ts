@@ -1,0 +1,124 @@
+/**
+ * Backtests of windowed rules (`window` or `absence`, lib/rules/schema-window.ts; docs/alerting.md
+ * "Test a rule on history"), the pure part: every block of the range, in ascending order, with its
+ * records; the rule's per-record conditions select entities as in any backtest ({@link ruleSelector}),
+ * the selected entities become window records as the match stage writes them
+ * ({@link windowRecordOfRule}), and the window arithmetic the stage runs (lib/match/windows.ts
+ * `applyBlock`) decides the firings — same crossing and reset band, same bounds, aggregate and
+ * first record ids. A firing is reported as a match of the entity the stage alerts on
+ * ({@link firingEntity}: `window:<end>[:<group>]`, `absence:<end>`) with its alerts rendered
+ * ({@link alertEmitter}, confirmations counted from the block that closed the window).
+ *
+ * The window starts at the first block fed (the range's `from`), as a live window starts at the
+ * first block after the rule is stored: the windows ending before `from + span − 1` are
+ * incomplete and judge nothing. A missing block (a gap in the index) restarts the window, as the
+ * stage does. Retractions do not occur: the index holds the canonical chain, and a block's records
+ * arrive with it.
+ * @module
+ */
+import type { Rule } from "../rules/model.js";
+import { absenceConfigOf, ruleAbsence, ruleWindow, windowConfigOf } from "../rules/schema-window.js";
+import {
+  type AlertEmitterOptions,
+  alertEmitter,
+  type BacktestBlock,
+  type BacktesterOptions,
+  backtestRule,
+  type IndexedRecord,
+  ruleSelector,
+} from "./backtest.js";
+import { firingEntity, windowRecordOfRule } from "./window-records.js";
+import { applyBlock, createWindowState, type WindowConfig, type WindowState } from "./windows.js";
+
+/** A block of the range as the window sees it: number, hash and timestamp (unix seconds). */
+export interface WindowBlockHeader {
+  number: number;
+  hash: string;
+  timestamp: number;
+}
+
+/** The result of one block: {@link BacktestBlock} (its `matches` are the firings) and how many entities the conditions selected. */
+export interface WindowBacktestBlock extends BacktestBlock {
+  /** Entities the per-record conditions selected (they entered the window). */
+  selected: number;
+}
+
+/** A windowed-rule backtest in progress: feed it every block of the range in ascending order. */
+export interface WindowBacktester {
+  /** The rule as evaluated. */
+  readonly rule: Rule;
+  /** Applies one block with its records (none for a block without records of the scanned kinds). */
+  block(header: WindowBlockHeader, records: readonly IndexedRecord[]): WindowBacktestBlock;
+}
+
+/** Whether a rule body is windowed (carries `window` or `absence`). */
+export function isWindowedRule(rule: object): boolean {
+  return ruleWindow(rule) !== null || ruleAbsence(rule) !== null;
+}
+
+/** The arithmetic's configuration of a windowed rule (validated bodies only). */
+function configOf(rule: Rule): WindowConfig {
+  const w = ruleWindow(rule);
+  if (w !== null) return windowConfigOf(w);
+  const a = ruleAbsence(rule);
+  if (a === null) throw new TypeError("not a windowed rule");
+  return absenceConfigOf(a);
+}
+
+/**
+ * Starts a backtest of a windowed rule (see the module notes).
+ * @throws {TypeError} when the rule has neither `window` nor `absence`; RangeError (lib/match/windows.ts) on a window validation refuses.
+ */
+export function createWindowBacktester(options: BacktesterOptions): WindowBacktester {
+  const now = options.now ?? (() => new Date());
+  const rule = backtestRule(options, now);
+  const config = configOf(rule);
+  const absence = ruleAbsence(rule) !== null;
+  const select = ruleSelector(rule, options.chain, options.decode);
+  const emitter: AlertEmitterOptions = { chain: options.chain, head: options.head, rule, now };
+  const alertsOf = alertEmitter(options.explorers ? { ...emitter, explorers: options.explorers } : emitter);
+  let state: WindowState | null = null;
+  let top = -1;
+
+  return {
+    rule,
+    block(header, records) {
+      const { records: count, entities, selected } = select(records);
+      const hash = header.hash.toLowerCase();
+      // The first block, or one after a gap: the window starts (again) there.
+      if (state === null || header.number !== top + 1) state = createWindowState(header.number);
+      top = header.number;
+      const step = applyBlock(config, state, {
+        number: header.number,
+        hash,
+        timestamp: header.timestamp,
+        records: selected.map((s) => windowRecordOfRule(rule, s.entity)),
+      });
+      state = step.state;
+      const result: WindowBacktestBlock = {
+        blockNumber: header.number,
+        blockHash: hash,
+        records: count,
+        entities,
+        selected: selected.length,
+        matches: [],
+        alerts: 0,
+      };
+      for (const e of step.events) {
+        if (e.type !== "fired") continue;
+        const entity = firingEntity(e.firing, absence);
+        const alerts = alertsOf(entity);
+        result.alerts += alerts.length;
+        result.matches.push({
+          blockNumber: header.number,
+          blockHash: hash,
+          targetType: rule.config.targetType,
+          entityId: entity.entityId,
+          entity: entity as unknown as Record<string, unknown>,
+          alerts,
+        });
+      }
+      return result;
+    },
+  };
+}
