@@ -240,10 +240,10 @@ export async function buildApi(deps: ApiDeps): Promise<FastifyInstance> {
     );
     await app.register(rulesBackendsPlugin, { config, redis: app.redis });
     const { rules, deliveries, deliveryStatus, traceSource, searches, finalitySource } = app.rulesBackends;
-    await app.register(rulesRoutes({ rules, deliveries, deliveryStatus, traceSource, chains }));
-    await app.register(searchesRoutes({ searches, chains, finalitySource }));
     const watchlistLimits = DEFAULT_WATCHLISTS_CONFIG;
     const watchlists = createWatchlistStore({ redis: app.redis, keyPrefix: config.redisKeyPrefix, limits: watchlistLimits });
+    await app.register(rulesRoutes({ rules, deliveries, deliveryStatus, traceSource, chains, watchlists }));
+    await app.register(searchesRoutes({ searches, chains, finalitySource }));
     await app.register(watchlistsRoutes({ store: watchlists, limits: watchlistLimits }));
     const backtests = { config, chains, decode: (chain: ChainId) => servedChain(served, chain)?.decode };
     await app.register(ruleTestRoutes(backtests));
