@@ -34,7 +34,7 @@ describe("In watchlist with prefetched memberships", () => {
     const store = memoryStore({ w: { kind: "address", members: [A2] } });
     const m = createWatchlistMembership(store);
     const pred = compileDefinitions([{ name: "owners", operator: "In watchlist", value: "w" }], { accountId: "acc", watchlists: m.lookup });
-    const results = await m.run(() => [pred({ owners: [A1, `0x${A2.slice(2).toUpperCase()}`] }), pred({ owners: [A1] })]);
+    const results = await m.runEach([{ owners: [A1, `0x${A2.slice(2).toUpperCase()}`] }, { owners: [A1] }], pred);
     expect(results).toEqual([true, false]);
     expect(store.calls).toEqual([{ id: "w", members: [A1, A2] }]);
   });
@@ -54,8 +54,9 @@ describe("In watchlist with prefetched memberships", () => {
       { from: A1, event: "Approval" },
       { from: A2, event: "Transfer" },
     ];
-    expect(await m.run(() => entities.map(pred))).toEqual([true, false, false]);
+    expect(await m.runEach(entities, pred)).toEqual([true, false, false]);
     expect(store.calls.map((c) => c.id)).toEqual(["a", "b"]);
+    // Only the entities with a listed sender are matched again, so only their events are asked.
     expect(store.calls[1]?.members).toEqual(["Transfer", "Approval"]);
   });
 
@@ -67,12 +68,13 @@ describe("In watchlist with prefetched memberships", () => {
     const mine = compileDefinitions(def("w"), { accountId: "acc", watchlists: lookup });
     const theirs = compileDefinitions(def("w"), { accountId: "other", watchlists: lookup });
     const unknown = compileDefinitions(def("nope"), { accountId: "acc", watchlists: lookup });
-    expect(await m.run(() => [mine({ from: A1 }), theirs({ from: A1 }), unknown({ from: A1 }), mine({ from: "not an address" })])).toEqual([
-      true,
-      false,
-      false,
-      false,
-    ]);
+    const cases = [
+      () => mine({ from: A1 }),
+      () => theirs({ from: A1 }),
+      () => unknown({ from: A1 }),
+      () => mine({ from: "not an address" }),
+    ];
+    expect(await m.runEach(cases, (f) => f())).toEqual([true, false, false, false]);
     expect(mine({ from: A1 })).toBe(false);
     expect(evaluate([{ name: "from", operator: "In watchlist", value: "w" }], { from: A1 })).toBe(false);
   });
