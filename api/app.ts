@@ -246,7 +246,7 @@ export async function buildApi(deps: ApiDeps): Promise<FastifyInstance> {
     );
     await app.register(rulesBackendsPlugin, { config, redis: app.redis });
     const { rules, deliveries, deliveryStatus, traceSource, searches, finalitySource } = app.rulesBackends;
-    await app.register(rulesRoutes({ rules, deliveries, deliveryStatus, traceSource, chains }));
+    await app.register(rulesRoutes({ rules, deliveries, deliveryStatus, traceSource, chains, watchlists }));
     await app.register(searchesRoutes({ searches, chains, finalitySource }));
     await app.register(watchlistsRoutes({ store: watchlists, limits: watchlistLimits }));
     const backtests = { config, chains, decode: (chain: ChainId) => servedChain(served, chain)?.decode };

@@ -27,6 +27,7 @@ import { createDecoder } from "../pipeline/decode/decoder.js";
 import { toBlockBundle } from "../pipeline/ingest/transform.js";
 import { hasMainnetFixtures, loadCompleteBlocks } from "../test/support/fixtures.js";
 import { argIs, isTransfer, transferTo } from "../test/support/rules.js";
+import { benchMatchWatchlist } from "./match-watchlist.js";
 import { benchMatchWindows } from "./match-windows.js";
 import { prng } from "./support/prng.js";
 import { BENCH_CHAIN, benchRule } from "./support/rules.js";
@@ -285,10 +286,12 @@ const pad = (v: string | number, w: number) => String(v).padStart(w);
  * 2, in 8 interleaved rounds), `--synthetic`, `--chains N` (N ≥ 2: the same rules spread over N
  * chains, one rule index per chain as the match stage keeps them, and the same entities spread
  * over the N chains; printed next to one chain, interleaved in the same rounds, with the ratio N
- * chains / one chain per size, target ≥ 0.9); `--windows`: windowed rules against per-record ones on real Redis (bench/match-windows.ts).
+ * chains / one chain per size, target ≥ 0.9); `--windows`: windowed rules against per-record ones on real Redis (bench/match-windows.ts);
+ * `--watchlist N`: an `In watchlist` rule over N addresses against a 10-address inline list (bench/match-watchlist.ts).
  */
 export async function benchMatch(args: string[]): Promise<void> {
   if (args.includes("--windows")) return benchMatchWindows(args);
+  if (args.includes("--watchlist")) return benchMatchWatchlist(args);
   const sIdx = args.indexOf("--seconds");
   const seconds = sIdx >= 0 ? Number(args[sIdx + 1]) : 2;
   if (!Number.isFinite(seconds) || seconds <= 0) throw new Error("--seconds needs a positive number");

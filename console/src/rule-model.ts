@@ -27,6 +27,7 @@ export const OPERATORS = membersOf<Operator>({
   Less: true,
   "Less or Equal": true,
   Inspect: true,
+  "In watchlist": true,
 });
 
 /** The target types of a rule's config. */

@@ -29,6 +29,10 @@
  *   `useScaledValue` compares `value.scaled`, the amount in token units). When `scaled` is null or
  *   missing (decimals unknown) the definition never holds, whatever the operator.
  * - Booleans are the strings `"true"`/`"false"`; a `bool` argument also equals `1`/`0`.
+ * - `In watchlist` (value: a watchlist id of the rule's account): one of the attribute's values is a
+ *   member of that watchlist, as the {@link WatchlistLookup} given at compile time answers (the match
+ *   stage prefetches memberships per batch: pipeline/match/watchlists.ts). Compiled without a lookup
+ *   it never holds.
  * @module
  */
 
@@ -54,6 +58,26 @@ export interface AnyDefinition {
   value?: string | string[] | null;
   useScaledValue?: boolean;
   operatorParameters?: readonly AnyDefinition[] | null;
+}
+
+/**
+ * Synchronous watchlist membership for `In watchlist` definitions (pipeline/match/watchlists.ts
+ * answers it from memberships prefetched from Redis for the batch being matched).
+ */
+export interface WatchlistLookup {
+  /**
+   * Whether `value` (an attribute value as the entity holds it, not normalised) is a member of the
+   * watchlist `id` of account `accountId`; false for an unknown or deleted watchlist.
+   */
+  has(accountId: string, id: string, value: string): boolean;
+}
+
+/** Options of {@link compileDefinitions}: what `In watchlist` definitions consult. */
+export interface CompileOptions {
+  /** The rule's account: a watchlist id is looked up among its watchlists. */
+  accountId: string;
+  /** The membership lookup. */
+  watchlists: WatchlistLookup;
 }
 
 /** A compiled targetMap: true when the entity matches. Pure; safe to call concurrently. */
@@ -143,8 +167,16 @@ function orderTest(value: PreparedValue, accept: (c: number) => boolean): Scalar
   };
 }
 
-function scalarTest(def: AnyDefinition, path: string): ScalarTest {
+function watchlistTest(id: string, opts: CompileOptions | undefined): ScalarTest {
+  if (!opts) return () => false;
+  const { accountId, watchlists } = opts;
+  return (s) => watchlists.has(accountId, id, typeof s === "string" ? s : String(s));
+}
+
+function scalarTest(def: AnyDefinition, path: string, opts: CompileOptions | undefined): ScalarTest {
   switch (def.operator) {
+    case "In watchlist":
+      return watchlistTest(singleValue(def, path), opts);
     case "Greater":
       return orderTest(prepare(singleValue(def, path)), (c) => c > 0);
     case "Greater or Equal":
@@ -184,7 +216,7 @@ function isAbsent(v: unknown): boolean {
   return true;
 }
 
-function compileOne(def: AnyDefinition, path: string): EntityPredicate {
+function compileOne(def: AnyDefinition, path: string, opts: CompileOptions | undefined): EntityPredicate {
   if (def === null || typeof def !== "object" || typeof def.name !== "string" || def.name === "") {
     throw new RuleCompileError(path, "a definition needs a non-empty string name");
   }
@@ -194,7 +226,7 @@ function compileOne(def: AnyDefinition, path: string): EntityPredicate {
     ? (o: unknown) => (o !== null && typeof o === "object" && Object.hasOwn(o, single) ? (o as Record<string, unknown>)[single] : undefined)
     : (o: unknown) => readPath(o, steps);
   if (def.operator === "Inspect") {
-    const nested = compileList(def.operatorParameters ?? [], `${path}.operatorParameters`);
+    const nested = compileList(def.operatorParameters ?? [], `${path}.operatorParameters`, opts);
     return (entity) => {
       const v = read(entity);
       if (v === null || typeof v !== "object") return false;
@@ -211,14 +243,14 @@ function compileOne(def: AnyDefinition, path: string): EntityPredicate {
     }
     return (entity) => isAbsent(read(entity));
   }
-  const test = scalarTest(def, path);
+  const test = scalarTest(def, path, opts);
   if (def.useScaledValue === true) return (entity) => forEachScalar(scaledOf(read(entity)), test);
   return (entity) => forEachScalar(read(entity), test);
 }
 
-function compileList(defs: readonly AnyDefinition[], path: string): EntityPredicate {
+function compileList(defs: readonly AnyDefinition[], path: string, opts: CompileOptions | undefined): EntityPredicate {
   if (!Array.isArray(defs)) throw new RuleCompileError(path, "expected an array of definitions");
-  const preds = defs.map((d, i) => compileOne(d, `${path}[${i}]`));
+  const preds = defs.map((d, i) => compileOne(d, `${path}[${i}]`, opts));
   if (preds.length === 1) return preds[0] as EntityPredicate;
   return (entity) => {
     for (const p of preds) if (!p(entity)) return false;
@@ -234,9 +266,20 @@ function compileList(defs: readonly AnyDefinition[], path: string): EntityPredic
  *   (`Equals any` needs an array of strings; other operators a string; a one-element array is
  *   accepted as a string; only equality operators without `useScaledValue` may have no value).
  *   Rules that passed `lib/rules` validation always compile.
+ * @param options - the account and membership lookup of `In watchlist` definitions; without it they never hold.
  */
-export function compileDefinitions(definitions: readonly AnyDefinition[]): EntityPredicate {
-  return compileList(definitions, "targetMap");
+export function compileDefinitions(definitions: readonly AnyDefinition[], options?: CompileOptions): EntityPredicate {
+  return compileList(definitions, "targetMap", options);
+}
+
+/** The watchlist ids the `In watchlist` definitions of a list name, at any level, each once. */
+export function watchlistIds(definitions: readonly AnyDefinition[] | null | undefined, out = new Set<string>()): Set<string> {
+  if (!Array.isArray(definitions)) return out;
+  for (const d of definitions) {
+    if (d?.operator === "In watchlist" && typeof d.value === "string") out.add(d.value);
+    watchlistIds(d?.operatorParameters, out);
+  }
+  return out;
 }
 
 const compiled = new WeakMap<readonly AnyDefinition[], EntityPredicate>();

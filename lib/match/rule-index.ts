@@ -38,7 +38,7 @@
  */
 import type { ChainId } from "../config/index.js";
 import type { Rule, TargetDefinition, TargetType } from "../rules/model.js";
-import { type AnyDefinition, compileDefinitions, type EntityPredicate } from "./evaluate.js";
+import { type AnyDefinition, compileDefinitions, type EntityPredicate, type WatchlistLookup, watchlistIds } from "./evaluate.js";
 import { targetTable } from "./targets.js";
 import { attributeKeys, numericKey, stringKey, valueKey } from "./values.js";
 
@@ -58,6 +58,8 @@ export interface RuleIndexOptions {
    * case-insensitively, trimmed) are indexed. Default: no chain filter.
    */
   chain?: ChainId;
+  /** What `In watchlist` definitions consult (evaluate.ts); without it they never hold. */
+  watchlists?: WatchlistLookup;
 }
 
 /** Counts describing an index, for logs and benchmarks. */
@@ -95,6 +97,8 @@ export interface RuleIndex {
   match(targetType: TargetType, entity: object): Rule[];
   /** Counts (see {@link RuleIndexStats}). */
   stats(): RuleIndexStats;
+  /** Number of held rules with an `In watchlist` definition (their matching needs a membership prefetch); O(1). */
+  watchlistRules(): number;
 }
 
 /**
@@ -113,6 +117,8 @@ interface Entry {
   placement: Placement | null;
   /** Last lookup that returned this entry (deduplication without a Set per lookup). */
   stamp: number;
+  /** Whether the targetMap has an `In watchlist` definition. */
+  listed: boolean;
 }
 
 /** A bucket choice: a plain attribute and its keys, or `args` and its (name key or null, value key) pairs. */
@@ -258,6 +264,9 @@ export function createRuleIndex(options: RuleIndexOptions = {}): RuleIndex {
   const byId = new Map<string, Entry>();
   const byType = new Map<TargetType, TypeIndex>();
   let lookup = 0;
+  let listedRules = 0;
+  const compile = (rule: Rule, defs: readonly AnyDefinition[]) =>
+    compileDefinitions(defs, options.watchlists && { accountId: rule.accountId, watchlists: options.watchlists });
 
   const typeIndex = (t: TargetType): TypeIndex => {
     let ti = byType.get(t);
@@ -328,6 +337,7 @@ export function createRuleIndex(options: RuleIndexOptions = {}): RuleIndex {
     if (!e) return false;
     detach(e);
     byId.delete(id);
+    if (e.listed) listedRules--;
     return true;
   };
 
@@ -380,7 +390,7 @@ export function createRuleIndex(options: RuleIndexOptions = {}): RuleIndex {
         return;
       }
       const targetMap = rule.config.targetMap;
-      let pred = compileDefinitions(targetMap); // throws before anything changes
+      let pred = compile(rule, targetMap); // throws before anything changes
       remove(rule.id);
       const ti = typeIndex(type);
       let best: Placement | null = null;
@@ -395,9 +405,13 @@ export function createRuleIndex(options: RuleIndexOptions = {}): RuleIndex {
       // Entries are only ever evaluated after a hit in their bucket: skip a definition the hit implies.
       if (best && "implied" in best && best.implied !== null) {
         const skip = best.implied;
-        pred = compileDefinitions(targetMap.filter((_, i) => i !== skip));
+        pred = compile(
+          rule,
+          targetMap.filter((_, i) => i !== skip),
+        );
       }
-      const entry: Entry = { rule, pred, type, placement: best, stamp: 0 };
+      const entry: Entry = { rule, pred, type, placement: best, stamp: 0, listed: watchlistIds(targetMap).size > 0 };
+      if (entry.listed) listedRules++;
       if (best) attach(ti, entry, best);
       else ti.unbucketed.add(entry);
       byId.set(rule.id, entry);
@@ -438,5 +452,6 @@ export function createRuleIndex(options: RuleIndexOptions = {}): RuleIndex {
       for (const e of byId.values()) if (e.placement !== null) bucketed++;
       return { rules: byId.size, bucketed, unbucketed, buckets, largestBucket };
     },
+    watchlistRules: () => listedRules,
   };
 }

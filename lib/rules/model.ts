@@ -10,7 +10,10 @@ export const TARGET_TYPES = ["Event", "Log", "Transaction", "Call", "Contract", 
 /** One of {@link TARGET_TYPES}. */
 export type TargetType = (typeof TARGET_TYPES)[number];
 
-/** Comparison operators (contract "Operators"). */
+/**
+ * Comparison operators (contract "Operators"), plus `In watchlist` (a chainsift extension: `value`
+ * is the id of one of the account's watchlists; docs/rules.md "In watchlist").
+ */
 export const OPERATORS = [
   "Greater",
   "Greater or Equal",
@@ -21,6 +24,7 @@ export const OPERATORS = [
   "Equals any",
   "Equals any (ignore case)",
   "Inspect",
+  "In watchlist",
 ] as const;
 /** One of {@link OPERATORS}. */
 export type Operator = (typeof OPERATORS)[number];

@@ -28,6 +28,7 @@ import type { DecodeMethodOptions } from "../../lib/chain/methods.js";
 import { createRedisChainState } from "../../lib/chain/state.js";
 import type { Config } from "../../lib/config/index.js";
 import { type StateReadsConfig, stateReadsOf } from "../../lib/config/state.js";
+import { DEFAULT_WATCHLISTS_CONFIG } from "../../lib/config/watchlists.js";
 import type { Logger } from "../../lib/logger.js";
 import { entitiesOf, type TypedEntity } from "../../lib/match/entities.js";
 import { createRuleIndex, type RuleIndex } from "../../lib/match/rule-index.js";
@@ -36,6 +37,7 @@ import type { RpcClient } from "../../lib/rpc/client.js";
 import type { Rule } from "../../lib/rules/model.js";
 import { connectRuleStore, type RuleStore } from "../../lib/rules/store.js";
 import { searchKeyPrefix } from "../../lib/searches/model.js";
+import { createWatchlistStore } from "../../lib/watchlists/store.js";
 import { REDECODE_HEADER, type TopicKind } from "../../topics/index.js";
 import { type Bus, createRecordProducer, messageSeq } from "../kafka/bus.js";
 import { type InputRecord, type RunningConsumer, runConsumer } from "../kafka/consumer.js";
@@ -50,6 +52,7 @@ import { createSearchIndex, type SearchIndex } from "./search-index.js";
 import { createSequenceEvaluator } from "./sequences/evaluator.js";
 import { createStateEvaluator } from "./state/evaluator.js";
 import { createTokenTracker, type TokenMetadataSource, tokenListMetadataSource } from "./tokens.js";
+import { createWatchlistMembership, matchEntities } from "./watchlists.js";
 import { createWindowEvaluator } from "./windows/evaluator.js";
 
 /** The topics whose records give entities (lib/match/entities.ts `entitiesOf`). */
@@ -151,7 +154,10 @@ export async function startMatchStage(deps: MatchStageDeps): Promise<MatchStage>
     fire: overTime.fire,
     onSkipped: (kind, n) => metrics.stateUnread.inc({ kind }, n),
   });
-  const index = states.watch(sequences.watch(windows.watch(createRuleIndex({ chain: config.chain }))));
+  const membership = createWatchlistMembership(
+    createWatchlistStore({ redis, keyPrefix: config.redisKeyPrefix, limits: DEFAULT_WATCHLISTS_CONFIG }),
+  );
+  const index = states.watch(sequences.watch(windows.watch(createRuleIndex({ chain: config.chain, watchlists: membership.lookup }))));
   const outboxVisibilityMs = Math.max(0, deps.outboxGraceMs ?? 10_000);
   const tracker = createConfirmationTracker({ ...keyed, outboxVisibilityMs });
   // Confirm on finality (docs/rules.md): a tracker of its own whose head is the node's finalized block, one confirmation.
@@ -315,14 +321,24 @@ export async function startMatchStage(deps: MatchStageDeps): Promise<MatchStage>
       if (records.length === 0) return [];
       await chain.learn(records.map((i) => i.record.blockNumber?.num ?? -1));
       const matches: MatchInput[] = [];
+      const batch: { input: InputRecord<EntityTopic>; entities: TypedEntity[] }[] = [];
       for (const input of records) {
         // A record of a block known to be orphaned (its partition lagged behind the reorg) matches nothing.
         if (chain.isOrphaned(input.record)) continue;
         // An event re-decoded from history after an ABI registration is for search, not for alerts.
         if (input.topicKind === "events" && input.message.headers?.[REDECODE_HEADER] !== undefined) continue;
-        for (const { type, entity } of await entitiesWithToken(input)) {
+        batch.push({ input, entities: await entitiesWithToken(input) });
+      }
+      const matchedOf = await matchEntities(
+        index,
+        membership,
+        batch.flatMap((b) => b.entities),
+      );
+      let k = 0;
+      for (const { input, entities } of batch) {
+        for (const { type, entity } of entities) {
           metrics.entities.inc({ type });
-          const matched = index.match(type, entity);
+          const matched = matchedOf[k++] ?? [];
           if (matched.length > 0) metrics.matches.inc({ type }, matched.length);
           for (const rule of matched) matches.push({ rule, entity: entity as unknown as MatchedEntity });
           matches.push(...sequences.followedByMatches(type, entity));

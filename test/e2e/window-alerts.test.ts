@@ -94,6 +94,62 @@ describe.skipIf(!up.ok)("window alerts on anvil", () => {
     expect(all[1]).toMatchObject({ entityId: pending.entityId, blockHash: pending.blockHash });
   }, 120_000);
 
+  it("a sum window of scaled token amounts fires when the amounts cross, not the count", async () => {
+    const to = env.newAddress();
+    const input = tokenTransferRule({
+      name: "≥ 5 CST to one address within 2 blocks",
+      chain: env.config.chain,
+      token: await env.token.getAddress(),
+      maxConfirmationCount: 6,
+      url: env.hook("win"),
+      to,
+    });
+    const rule = await env.rules.create("acc-e2e", {
+      ...input,
+      window: {
+        blocks: 2,
+        aggregate: { fn: "sum", field: "args.value", useScaledValue: true },
+        operator: "Greater or Equal",
+        threshold: "5",
+      },
+    });
+    await waitFor(async () => env.match.index.get(rule.id), 10_000, 50);
+    // The window starts at the first block the stage evaluates after the rule (it saves its state then).
+    const state = windowKeys(env.config.redisKeyPrefix, env.config.chain).state(`${rule.id}:1`);
+    await waitFor(
+      async () => {
+        await env.mine(1);
+        return (await redis.exists(state)) === 1;
+      },
+      30_000,
+      300,
+    );
+
+    // CST has 6 decimals: 1.5 + 1.5 CST in block B (3 CST, two records), 2.25 CST in B + 1 (5.25 CST over B, B + 1).
+    const first = [await env.transfer(to, 1_500_000n), await env.transfer(to, 1_500_000n)];
+    await env.mine(1);
+    const b = await env.eventOf(first[0]!);
+    await recordsSeen(rule.id, b.blockHash, 2);
+    const third = await env.transfer(to, 2_250_000n);
+    await env.mine(1);
+    const c = await env.eventOf(third);
+    await recordsSeen(rule.id, c.blockHash, 1);
+    await env.mine(1); // B + 2: the window (B + 1, B + 2) holds 2.25 CST: below, no new alert
+    await waitFor(async () => alertsOf(rule.id).length >= 1, 30_000);
+    await env.mine(1);
+    await new Promise((r) => setTimeout(r, 1500));
+
+    const fired = alertsOf(rule.id);
+    expect(fired.map((a) => [a.status, a.entityId])).toEqual([["pending", `window:${c.blockNumber}`]]);
+    const w = (fired[0] as unknown as { window: WindowFiring }).window;
+    expect(w).toMatchObject({
+      group: null,
+      aggregate: "5.25",
+      recordCount: 3,
+      window: { fromBlock: b.blockNumber, toBlock: c.blockNumber },
+    });
+  }, 120_000);
+
   it("an absence rule is quiet while the transfers run and fires once when they stop", async () => {
     const to = env.newAddress();
     const input = tokenTransferRule({

@@ -48,6 +48,7 @@ import type { ChainId } from "../../../lib/config/index.js";
 import type { AlertDefinition, Rule } from "../../../lib/rules/model.js";
 import { DEFAULT_LIST_LIMIT, MAX_LIST_LIMIT, type RulePage, type RuleStore } from "../../../lib/rules/store.js";
 import { RULE_LIMITS, validateRuleInput } from "../../../lib/rules/validate.js";
+import type { WatchlistStore } from "../../../lib/watchlists/store.js";
 import { ApiError, apiError } from "../../errors.js";
 import { ruleValidationDetails } from "./errors.js";
 import {
@@ -64,11 +65,14 @@ import {
   RuleWriteAnswerSchema,
   ruleBodySchemas,
 } from "./schema.js";
+import { checkRuleWatchlists } from "./watchlists.js";
 
 export { RULES_ERROR_CODES, type RulesErrorCode } from "./errors.js";
 
 /** Dependencies of {@link rulesRoutes}. */
 export interface RulesRoutesDeps {
+  /** The watchlist store: `In watchlist` conditions must name one of the caller's (api/routes/rules/watchlists.ts). Absent: not checked. */
+  watchlists?: Pick<WatchlistStore, "get">;
   /** The rule store (lib/rules/store.ts), e.g. `(await connectRuleStore(config)).store`. */
   rules: RuleStore;
   /**
@@ -299,6 +303,7 @@ export function rulesRoutes(deps: RulesRoutesDeps): FastifyPluginAsync {
         const accountId = callerId(request);
         const checked = validateRuleInput(request.body, "create", chains);
         if (!checked.ok) throw new ApiError(ruleValidationDetails(checked.errors));
+        if (deps.watchlists) await checkRuleWatchlists(deps.watchlists, accountId, checked.value.config);
         const rule = await rules.create(accountId, checked.value);
         const warnings = await ruleWarnings(rule);
         return reply
@@ -330,6 +335,7 @@ export function rulesRoutes(deps: RulesRoutesDeps): FastifyPluginAsync {
         const id = ruleIdOf(request);
         const checked = validateRuleInput(request.body, "update", chains);
         if (!checked.ok) throw new ApiError(ruleValidationDetails(checked.errors));
+        if (deps.watchlists) await checkRuleWatchlists(deps.watchlists, accountId, checked.value.config);
         const rule = await rules.update(accountId, id, checked.value);
         const warnings = await ruleWarnings(rule);
         return warnings.length > 0 ? { ...rule, warnings } : rule;

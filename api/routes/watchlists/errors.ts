@@ -28,6 +28,11 @@ export const WATCHLISTS_ERROR_CODES = {
     status: 409,
     description: "Watchlists: the upload would take the watchlist past its member limit (5,000,000 by default); nothing is added.",
   },
+  CS_RULE_WATCHLIST_UNKNOWN: {
+    status: 400,
+    description:
+      "Alerting rules: an `In watchlist` condition names a watchlist the caller does not have (path: the definition's value, e.g. config.targetMap[0].value).",
+  },
   CS_WATCHLIST_LIMIT_REACHED: {
     status: 409,
     description: "Watchlists: the account already holds the most watchlists allowed (100 by default); delete one first.",

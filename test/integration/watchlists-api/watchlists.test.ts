@@ -11,6 +11,7 @@ import { buildApi } from "../../../api/app.js";
 import { type Config, loadConfig } from "../../../lib/config/index.js";
 import { DEFAULT_WATCHLISTS_CONFIG } from "../../../lib/config/watchlists.js";
 import type { Watchlist } from "../../../lib/watchlists/store.js";
+import { tokenTransferRule } from "../../support/rules.js";
 import { deleteRedisKeys, searchStackUp } from "../api/fixtures.js";
 
 const base = loadConfig();
@@ -120,5 +121,33 @@ describe.skipIf(!up)("watchlist routes (real Redis)", () => {
     expect(res.statusCode).toBe(413);
     expect(res.json<{ error: { code: string } }>().error.code).toBe("CS_WATCHLIST_BATCH_TOO_LARGE");
     expect((await call("GET", `/alerting/watchlists/${w.id}/`, tokenA)).json<{ count: number }>().count).toBe(0);
+  });
+
+  it("a rule's In watchlist condition must name one of the caller's watchlists (CS_RULE_WATCHLIST_UNKNOWN)", async () => {
+    const w = (await call("POST", "/alerting/watchlists/", tokenA, { name: "senders", kind: "address" })).json<Watchlist>();
+    const withList = (watchlistId: string) => {
+      const r = tokenTransferRule({
+        name: "listed",
+        chain: config.chain,
+        token: addr(7),
+        maxConfirmationCount: 1,
+        url: "http://127.0.0.1:9/hook",
+      });
+      r.config.targetMap.push({ name: "from", operator: "In watchlist", value: watchlistId, operatorParameters: null });
+      return r;
+    };
+    const created = await call("POST", "/alerting/rules/", tokenA, withList(w.id));
+    expect(created.statusCode, created.body).toBe(201);
+    const other = await call("POST", "/alerting/rules/", tokenB, withList(w.id));
+    expect(other.statusCode).toBe(400);
+    expect(other.json()).toMatchObject({ error: { code: "CS_RULE_WATCHLIST_UNKNOWN", path: "config.targetMap[2].value" } });
+    const ruleId = created.json<{ id: string }>().id;
+    const update = await app.inject({
+      method: "PUT",
+      url: `/alerting/rules/${ruleId}/`,
+      headers: { authorization: `Bearer ${tokenA}` },
+      payload: { config: withList("00000000-0000-4000-8000-000000000000").config },
+    });
+    expect(update.json()).toMatchObject({ error: { code: "CS_RULE_WATCHLIST_UNKNOWN" } });
   });
 });

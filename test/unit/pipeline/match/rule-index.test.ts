@@ -6,6 +6,7 @@
 import { getAddress } from "ethers";
 import { describe, expect, it } from "vitest";
 import { prng } from "../../../../bench/support/prng.js";
+import { benchRule } from "../../../../bench/support/rules.js";
 import type { ChainId } from "../../../../lib/config/index.js";
 import { evaluate } from "../../../../lib/match/evaluate.js";
 import { createRuleIndex } from "../../../../lib/match/rule-index.js";
@@ -14,23 +15,8 @@ import { argIs, isTransfer } from "../../../support/rules.js";
 
 const CHAIN: ChainId = { technology: "ethereum", blockchain: "ethereum", network: "mainnet" };
 
-function makeRule(id: string, targetType: TargetType, targetMap: TargetDefinition[], extra: Partial<Rule> = {}): Rule {
-  return {
-    id,
-    accountId: "acc",
-    name: id,
-    version: 1,
-    state: "enabled",
-    sendPendingAlerts: false,
-    description: null,
-    maxConfirmationCount: 1,
-    ...CHAIN,
-    config: { targetType, targetMap, alerts: [{ type: "Webhook (POST)", parameters: { url: "http://x" } }] },
-    createdAt: "2024-01-01T00:00:00.000Z",
-    updatedAt: "2024-01-01T00:00:00.000Z",
-    ...extra,
-  };
-}
+const makeRule = (id: string, targetType: TargetType, targetMap: TargetDefinition[], extra: Partial<Rule> = {}): Rule =>
+  benchRule(id, targetType, targetMap, { accountId: "acc", maxConfirmationCount: 1, ...CHAIN, ...extra });
 
 function world(seed: number) {
   const rnd = prng(seed);

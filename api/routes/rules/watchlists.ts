@@ -1,0 +1,40 @@
+/**
+ * The rule routes' check of `In watchlist` conditions (docs/rules.md "In watchlist"): every watchlist
+ * a rule names must be one of the caller's, else `400 CS_RULE_WATCHLIST_UNKNOWN` at the definition's
+ * `value`, so a typo never makes a rule that silently matches nothing.
+ * @module
+ */
+import type { AnyDefinition } from "../../../lib/match/evaluate.js";
+import type { WatchlistStore } from "../../../lib/watchlists/store.js";
+import { ApiError, type ApiErrorDetail } from "../../errors.js";
+
+/** The `In watchlist` definitions of a list with their JSON paths, at any level. */
+function listed(defs: unknown, path: string, out: { id: string; path: string }[] = []): { id: string; path: string }[] {
+  if (!Array.isArray(defs)) return out;
+  defs.forEach((d: AnyDefinition | null, i) => {
+    if (d?.operator === "In watchlist" && typeof d.value === "string") out.push({ id: d.value, path: `${path}[${i}].value` });
+    listed(d?.operatorParameters, `${path}[${i}].operatorParameters`, out);
+  });
+  return out;
+}
+
+/**
+ * Refuses a rule body whose `In watchlist` conditions name a watchlist the account does not have.
+ * @param store - the watchlist store (`get`).
+ * @param accountId - the caller.
+ * @param config - the validated body's `config` (absent in an update that keeps it: nothing to check).
+ * @throws {ApiError} `CS_RULE_WATCHLIST_UNKNOWN` with one detail per unknown id.
+ */
+export async function checkRuleWatchlists(
+  store: Pick<WatchlistStore, "get">,
+  accountId: string,
+  config: { targetMap?: unknown } | undefined,
+): Promise<void> {
+  const details: ApiErrorDetail[] = [];
+  for (const { id, path } of listed(config?.targetMap, "config.targetMap")) {
+    if ((await store.get(accountId, id)) === null) {
+      details.push({ code: "CS_RULE_WATCHLIST_UNKNOWN", message: `the account has no watchlist with id ${id}`, path });
+    }
+  }
+  if (details.length > 0) throw new ApiError(details);
+}
