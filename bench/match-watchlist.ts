@@ -1,5 +1,5 @@
 /**
- * `npm run bench -- match --watchlist N [--entities E] [--batch B] [--rounds R]` (issue 34): the match
+ * `npm run bench -- match --watchlist N [--entities E] [--batch B] [--rounds R] [--no-filter]` (issue 34): the match
  * stage's matching path (rule index + pipeline/match/watchlists.ts `matchEntities`, memberships
  * prefetched from the stack's Redis per batch) with one Transaction rule `from` `In watchlist` over
  * a list of N addresses, against the same rule with a 10-address inline `Equals any` list, in
@@ -9,7 +9,9 @@
  * store, as the CLI does); E Transaction entities (default 200,000) with random senders, 1% of them
  * from listed addresses (half of those from the 10 of the inline list), matched in batches of B (default 500, a consumer batch); the two ways
  * alternate for R rounds (default 3) after a warm-up round, and medians are reported. The list lives under a key prefix of
- * its own, deleted afterwards (never FLUSH).
+ * its own, deleted afterwards (never FLUSH). The watchlist way asks the list's Bloom filter first
+ * (pipeline/match/watchlist-filters.ts; built during the warm-up round, whose end waits for it);
+ * `--no-filter` asks Redis for every value, as before the filters.
  * @module
  */
 import { randomUUID } from "node:crypto";
@@ -19,6 +21,7 @@ import { loadConfig } from "../lib/config/index.js";
 import type { TypedEntity } from "../lib/match/entities.js";
 import { createRuleIndex } from "../lib/match/rule-index.js";
 import { createWatchlistStore } from "../lib/watchlists/store.js";
+import { createWatchlistFilters } from "../pipeline/match/watchlist-filters.js";
 import { createWatchlistMembership, matchEntities } from "../pipeline/match/watchlists.js";
 import { prng } from "./support/prng.js";
 import { benchRule } from "./support/rules.js";
@@ -68,7 +71,9 @@ export async function benchMatchWatchlist(args: string[]): Promise<void> {
               .padStart(40, "d")}`;
       entities.push({ type: "Transaction", entity: { from, to: listed(0), value: "1" } } as unknown as TypedEntity);
     }
-    const membership = createWatchlistMembership(store);
+    const filters = args.includes("--no-filter") ? undefined : createWatchlistFilters({ store });
+    const membership = createWatchlistMembership(store, filters);
+    let buildS = 0;
     const ways = {
       watchlist: benchRule("wl", "Transaction", [{ name: "from", operator: "In watchlist", value: list.id }], { accountId: "bench" }),
       inline: benchRule("inline", "Transaction", [
@@ -89,12 +94,22 @@ export async function benchMatchWatchlist(args: string[]): Promise<void> {
         }
         if (r > 0) rates[way].push(total / ((performance.now() - t0) / 1000));
         matched[way] = hits;
+        if (r === 0 && way === "watchlist" && filters) {
+          await filters.settled();
+          buildS = (performance.now() - t0) / 1000;
+        }
       }
     }
     const wl = median(rates.watchlist);
     const inline = median(rates.inline);
     console.log(`match --watchlist: ${size.toLocaleString("en")} addresses uploaded in ${uploadS.toFixed(1)} s`);
     console.log(`  Redis MEMORY USAGE of the list: ${(memory / 2 ** 20).toFixed(1)} MiB (${(memory / size).toFixed(1)} bytes per address)`);
+    if (filters) {
+      const { bytes } = filters.stats();
+      console.log(
+        `  Bloom filter in the match process: ${(bytes / 2 ** 20).toFixed(2)} MiB, ready ${buildS.toFixed(1)} s after the first ask`,
+      );
+    } else console.log("  no Bloom filter (--no-filter): every value asked in Redis");
     console.log(`  ${total.toLocaleString("en")} Transaction entities in batches of ${batchSize}, ${rounds} rounds, medians:`);
     console.log(
       `  In watchlist (${size.toLocaleString("en")}): ${Math.round(wl).toLocaleString("en")} entities/s (${matched.watchlist} matches)`,

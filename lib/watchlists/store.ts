@@ -3,7 +3,9 @@
  * conditions and searches (docs/alerting.md "Watchlists"). Keys, under the configured prefix (`cs:`):
  *
  * - `<prefix>watchlists:<accountId>`: hash, watchlist id → JSON {@link Watchlist} metadata;
- * - `<prefix>watchlist:<accountId>:<id>:members`: set of the normalised members.
+ * - `<prefix>watchlist:<accountId>:<id>:members`: set of the normalised members;
+ * - `<prefix>watchlist:<accountId>:<id>:rev` and `…:changes`: the list's revision and its log of adds
+ *   (lib/watchlists/changes.ts), which the match stage's Bloom filters follow.
  *
  * A set makes a membership check O(1) for any list size (SISMEMBER / SMISMEMBER).
  * @module
@@ -12,6 +14,7 @@ import { randomUUID } from "node:crypto";
 import { DEFAULT_WATCHLISTS_CONFIG, type WatchlistsConfig } from "../config/watchlists.js";
 import { ChainsiftError } from "../errors.js";
 import { type ConnectedStore, connectStore, type StoreConnectionOptions } from "../redis.js";
+import { CHANGE_LOG_ENTRIES, changePayload, changesSince, LOG_ADD_SCRIPT, type WatchlistChanges } from "./changes.js";
 
 /** The kinds of values a watchlist holds: `address` (0x + 40 hex digits, lowercased) or `string` (1–256 characters, trimmed). */
 export const WATCHLIST_KINDS = ["address", "string"] as const;
@@ -45,6 +48,10 @@ export interface WatchlistRedis {
   sCard(key: string): Promise<number>;
   smIsMember(key: string, members: string[]): Promise<number[]>;
   sMembers(key: string): Promise<string[]>;
+  sScan(key: string, cursor: string, options: { COUNT: number }): Promise<{ cursor: string; members: string[] }>;
+  get(key: string): Promise<string | null>;
+  lRange(key: string, start: number, stop: number): Promise<string[]>;
+  eval(script: string, options: { keys: string[]; arguments: string[] }): Promise<unknown>;
 }
 
 /** A refusal of the store, with its stable API error code. */
@@ -111,6 +118,12 @@ export interface WatchlistStore {
   members(accountId: string, id: string): Promise<string[] | null>;
   /** The Redis key of a watchlist's member set (for the match stage's batched SMISMEMBER). */
   membersKey(accountId: string, id: string): string;
+  /** The list's revision (lib/watchlists/changes.ts): raised by every add that added a member; 0 when never (or deleted). */
+  revision(accountId: string, id: string): Promise<number>;
+  /** The adds after revision `since` up to at least `to` (lib/watchlists/changes.ts `changesSince`), or null: rebuild from the set. */
+  changesSince(accountId: string, id: string, since: number, to: number): Promise<WatchlistChanges | null>;
+  /** Every member, in chunks (SSCAN, COUNT 10,000; a member may come twice; members added meanwhile may be missed). */
+  scanMembers(accountId: string, id: string): AsyncIterable<string[]>;
 }
 
 /**
@@ -122,8 +135,24 @@ export function createWatchlistStore(deps: WatchlistStoreDeps): WatchlistStore {
   const now = deps.now ?? (() => new Date());
   const metaKey = (accountId: string) => `${keyPrefix}watchlists:${accountId}`;
   const membersKey = (accountId: string, id: string) => `${keyPrefix}watchlist:${accountId}:${id}:members`;
+  const revKey = (accountId: string, id: string) => `${keyPrefix}watchlist:${accountId}:${id}:rev`;
+  const logKey = (accountId: string, id: string) => `${keyPrefix}watchlist:${accountId}:${id}:changes`;
   return {
     membersKey,
+    async revision(accountId, id) {
+      return Number((await redis.get(revKey(accountId, id))) ?? 0);
+    },
+    async changesSince(accountId, id, since, to) {
+      return changesSince(await redis.lRange(logKey(accountId, id), 0, -1), since, to);
+    },
+    async *scanMembers(accountId, id) {
+      let cursor = "0";
+      do {
+        const reply = await redis.sScan(membersKey(accountId, id), cursor, { COUNT: 10_000 });
+        cursor = reply.cursor;
+        if (reply.members.length > 0) yield reply.members;
+      } while (cursor !== "0");
+    },
     async create(accountId, input) {
       if ((await redis.hLen(metaKey(accountId))) >= limits.maxPerAccount) {
         throw new WatchlistStoreError("CS_WATCHLIST_LIMIT_REACHED", `an account may hold at most ${limits.maxPerAccount} watchlists`);
@@ -142,7 +171,7 @@ export function createWatchlistStore(deps: WatchlistStoreDeps): WatchlistStore {
     },
     async delete(accountId, id) {
       const gone = (await redis.hDel(metaKey(accountId), id)) > 0;
-      await redis.del(membersKey(accountId, id));
+      for (const key of [membersKey(accountId, id), revKey(accountId, id), logKey(accountId, id)]) await redis.del(key);
       return gone;
     },
     count: (accountId, id) => redis.sCard(membersKey(accountId, id)),
@@ -161,6 +190,10 @@ export function createWatchlistStore(deps: WatchlistStoreDeps): WatchlistStore {
         }
       }
       const added = await redis.sAdd(key, members);
+      if (added > 0) {
+        const keys = [revKey(accountId, id), logKey(accountId, id)];
+        await redis.eval(LOG_ADD_SCRIPT, { keys, arguments: [changePayload(members), String(CHANGE_LOG_ENTRIES)] });
+      }
       return { added, count: await redis.sCard(key) };
     },
     async remove(accountId, id, members) {

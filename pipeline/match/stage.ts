@@ -52,6 +52,7 @@ import { createSearchIndex, type SearchIndex } from "./search-index.js";
 import { createSequenceEvaluator } from "./sequences/evaluator.js";
 import { createStateEvaluator } from "./state/evaluator.js";
 import { createTokenTracker, type TokenMetadataSource, tokenListMetadataSource } from "./tokens.js";
+import { createWatchlistFilters } from "./watchlist-filters.js";
 import { createWatchlistMembership, matchEntities } from "./watchlists.js";
 import { createWindowEvaluator } from "./windows/evaluator.js";
 
@@ -154,8 +155,13 @@ export async function startMatchStage(deps: MatchStageDeps): Promise<MatchStage>
     fire: overTime.fire,
     onSkipped: (kind, n) => metrics.stateUnread.inc({ kind }, n),
   });
+  const watchlistStore = createWatchlistStore({ redis, keyPrefix: config.redisKeyPrefix, limits: DEFAULT_WATCHLISTS_CONFIG });
   const membership = createWatchlistMembership(
-    createWatchlistStore({ redis, keyPrefix: config.redisKeyPrefix, limits: DEFAULT_WATCHLISTS_CONFIG }),
+    watchlistStore,
+    createWatchlistFilters({
+      store: watchlistStore,
+      onBuildError: (err, _a, id) => log.warn({ err, watchlist: id }, "watchlist filter build failed"),
+    }),
   );
   const index = states.watch(sequences.watch(windows.watch(createRuleIndex({ chain: config.chain, watchlists: membership.lookup }))));
   const outboxVisibilityMs = Math.max(0, deps.outboxGraceMs ?? 10_000);

@@ -14,6 +14,11 @@
  *
  * Memberships are read for every batch, so a member added or removed through the API applies to the
  * next batch matched; a deleted (or unknown) watchlist has no members.
+ *
+ * With {@link WatchlistFilters} (pipeline/match/watchlist-filters.ts), a list's Bloom filter is asked
+ * first: its "no" answers at once and only its "maybe"s become questions. Each filter consulted in a
+ * batch is checked against the list's revision in the same round trip as the questions; when it had
+ * to catch up, the whole batch is matched again with it (its earlier "no"s may be stale).
  * @module
  */
 import type { TypedEntity } from "../../lib/match/entities.js";
@@ -21,6 +26,7 @@ import type { WatchlistLookup } from "../../lib/match/evaluate.js";
 import type { RuleIndex } from "../../lib/match/rule-index.js";
 import type { Rule } from "../../lib/rules/model.js";
 import { normalizeMember, type WatchlistKind, type WatchlistStore } from "../../lib/watchlists/store.js";
+import { mayHold, type WatchlistFilter, type WatchlistFilters } from "./watchlist-filters.js";
 
 /** See the module comment. */
 export interface WatchlistMembership {
@@ -44,9 +50,16 @@ type Answers = Map<string, Map<string, boolean>>;
 /**
  * Creates the prefetcher over the watchlist store (lib/watchlists/store.ts).
  * @param store - reads metadata (`get`) and memberships (`contains`, one SMISMEMBER per list).
+ * @param filters - Bloom filters asked before Redis; without them every value is asked.
  */
-export function createWatchlistMembership(store: Pick<WatchlistStore, "get" | "contains">): WatchlistMembership {
+export function createWatchlistMembership(
+  store: Pick<WatchlistStore, "get" | "contains">,
+  filters?: WatchlistFilters,
+): WatchlistMembership {
   let answers: Answers = new Map();
+  /** Filters checked against their list's revision in this batch, and those consulted but not yet checked. */
+  let verified = new Set<WatchlistFilter>();
+  let unchecked = new Set<WatchlistFilter>();
   // A list's kind never changes; a deleted list's member set is gone, so a cached kind answers "no" for it too.
   const kinds = new Map<string, WatchlistKind>();
   let missing: Map<string, Set<string>> = new Map();
@@ -54,6 +67,11 @@ export function createWatchlistMembership(store: Pick<WatchlistStore, "get" | "c
   let trail: [string, string][] = [];
   const lookup: WatchlistLookup = {
     has(accountId, id, value) {
+      const f = filters?.get(accountId, id);
+      if (f) {
+        if (!verified.has(f)) unchecked.add(f);
+        if (!mayHold(f, value)) return false;
+      }
       const key = `${accountId}${SEP}${id}`;
       const known = answers.get(key)?.get(value);
       if (known !== undefined) return known;
@@ -102,25 +120,41 @@ export function createWatchlistMembership(store: Pick<WatchlistStore, "get" | "c
     async runEach(items, each) {
       const batch: Answers = new Map();
       const out = new Array(items.length);
-      let todo = items.map((_, i) => i);
+      const all = items.map((_, i) => i);
+      let todo = all;
+      verified = new Set();
+      unchecked = new Set();
       for (;;) {
         const asked = new Map<string, Set<string>>();
         const questions = new Map<number, [string, string][]>();
         answers = batch;
         missing = asked;
+        trail = [];
         try {
           for (const i of todo) {
-            trail = [];
             out[i] = each(items[i] as (typeof items)[number]);
-            if (trail.length > 0) questions.set(i, trail);
+            if (trail.length > 0) {
+              questions.set(i, trail);
+              trail = [];
+            }
           }
         } finally {
           answers = new Map();
           missing = new Map();
           trail = [];
         }
-        if (asked.size === 0) return out;
-        await Promise.all([...asked].map(([key, values]) => read(key, values, batch)));
+        if (asked.size === 0 && unchecked.size === 0) return out;
+        const checking = [...unchecked];
+        unchecked = new Set();
+        const [changed] = await Promise.all([
+          Promise.all(checking.map((f) => (filters as WatchlistFilters).refresh(f))),
+          ...[...asked].map(([key, values]) => read(key, values, batch)),
+        ]);
+        for (const f of checking) verified.add(f);
+        if (changed.some(Boolean)) {
+          todo = all;
+          continue;
+        }
         todo = [];
         for (const [i, qs] of questions) if (qs.some(([key, value]) => batch.get(key)?.get(value) === true)) todo.push(i);
         if (todo.length === 0) return out;

@@ -1,0 +1,73 @@
+/**
+ * Unit tests of the watchlist Bloom filters' pure parts: the filter (lib/watchlists/bloom.ts) never
+ * says "no" for a member and stays under its designed false-positive rate at capacity; the value
+ * tested is the normalised member for every valid member; the change log (lib/watchlists/changes.ts)
+ * is applied only when it reaches back to the reader's revision.
+ */
+import { describe, expect, it } from "vitest";
+import {
+  createMemberFilter,
+  filterValue,
+  MEMBER_FILTER_ERROR,
+  memberFilterBytes,
+  memberFilterCapacity,
+} from "../../../../lib/watchlists/bloom.js";
+import { CHANGE_LOG_MEMBERS, changePayload, changesSince } from "../../../../lib/watchlists/changes.js";
+import { normalizeMember } from "../../../../lib/watchlists/store.js";
+
+const member = (i: number) => `0x${"c".repeat(24)}${i.toString(16).padStart(16, "0")}`;
+const other = (i: number) => `0x${(i * 7919).toString(16).padStart(40, "d")}`;
+
+describe("member filters", () => {
+  it("answers 'maybe' for every member and at most the designed rate of false positives at capacity", () => {
+    const capacity = memberFilterCapacity(5_000);
+    expect(capacity).toBe(10_000);
+    const f = createMemberFilter(capacity);
+    for (let i = 0; i < capacity; i++) f.add(member(i));
+    for (let i = 0; i < capacity; i++) expect(f.test(member(i))).toBe(true);
+    let fp = 0;
+    for (let i = 0; i < 100_000; i++) if (f.test(other(i))) fp++;
+    expect(fp / 100_000).toBeLessThan(MEMBER_FILTER_ERROR * 1.5);
+    // 9.59 bits per unit of capacity.
+    expect(memberFilterBytes(f)).toBe(Math.ceil(Math.ceil((-capacity * Math.log2(MEMBER_FILTER_ERROR)) / Math.LN2) / 32) * 4);
+  });
+
+  it("a small list gets the minimum capacity", () => {
+    expect(memberFilterCapacity(0)).toBe(1_024);
+    expect(memberFilterCapacity(3)).toBe(1_024);
+  });
+
+  it("tests the normalised member of every valid value", () => {
+    const values = [" 0xAbCdEf0000000000000000000000000000001234\t", "0xabcdef0000000000000000000000000000001234", "0X12", ""];
+    for (const v of values) {
+      const m = normalizeMember("address", v);
+      if (m !== null) expect(filterValue("address", v)).toBe(m);
+    }
+    for (const v of ["  Transfer ", "Transfer", "x".repeat(256)]) expect(filterValue("string", v)).toBe(normalizeMember("string", v));
+  });
+});
+
+describe("the change log", () => {
+  const entry = (rev: number, members: string[] | null) => `${rev} ${members === null ? "null" : changePayload(members)}`;
+
+  it("gives the members added after the reader's revision, contiguously", () => {
+    const log = [entry(3, ["a"]), entry(4, ["b", "c"]), entry(5, ["d"])];
+    expect(changesSince(log, 3, 5)).toEqual({ rev: 5, added: ["b", "c", "d"] });
+    expect(changesSince(log, 2, 4)).toEqual({ rev: 5, added: ["a", "b", "c", "d"] });
+    expect(changesSince(log, 5, 5)).toEqual({ rev: 5, added: [] });
+  });
+
+  it("says rebuild when the log no longer reaches back, is behind the revision, or an add was too large to log", () => {
+    expect(changesSince([entry(3, ["a"])], 1, 3)).toBeNull();
+    expect(changesSince([entry(2, ["a"])], 1, 3)).toBeNull();
+    expect(changesSince([], 0, 1)).toBeNull();
+    expect(changesSince([entry(2, null)], 1, 2)).toBeNull();
+  });
+
+  it("logs an add's members up to its cap, and null past it", () => {
+    const many = Array.from({ length: CHANGE_LOG_MEMBERS + 1 }, (_, i) => member(i));
+    expect(changePayload(many)).toBe("null");
+    expect(JSON.parse(changePayload(many.slice(1)))).toHaveLength(CHANGE_LOG_MEMBERS);
+    expect(JSON.parse(changePayload(['a "quoted"\nname']))).toEqual(['a "quoted"\nname']);
+  });
+});
