@@ -3,9 +3,9 @@
  * date without reading the whole set again (pipeline/match/watchlist-filters.ts). Keys beside the
  * member set (lib/watchlists/store.ts):
  *
- * - `…:<id>:rev`: the list's revision, an integer raised by one by every add that added a member
- *   (absent = 0; removes do not raise it: a removed member only has to stop matching, and every
- *   "maybe" of a filter is confirmed in the set);
+ * - `…:<id>:rev`: the list's revision, an integer raised by one by every add, before its members
+ *   are written to the set (absent = 0; removes do not raise it: a removed member only has to stop
+ *   matching, and every "maybe" of a filter is confirmed in the set);
  * - `…:<id>:changes`: a list of the last {@link CHANGE_LOG_ENTRIES} adds, each `<rev> <JSON array of
  *   the members sent>`, or `<rev> null` when the add sent more than {@link CHANGE_LOG_MEMBERS}
  *   members (a reader then rebuilds its filter from the set).

@@ -189,11 +189,11 @@ export function createWatchlistStore(deps: WatchlistStoreDeps): WatchlistStore {
           );
         }
       }
+      // Logged before the set is written: a filter that learns of members not in the set yet only asks
+      // Redis for them, while a member in the set but not in the log would be missed (if the log failed).
+      const keys = [revKey(accountId, id), logKey(accountId, id)];
+      await redis.eval(LOG_ADD_SCRIPT, { keys, arguments: [changePayload(members), String(CHANGE_LOG_ENTRIES)] });
       const added = await redis.sAdd(key, members);
-      if (added > 0) {
-        const keys = [revKey(accountId, id), logKey(accountId, id)];
-        await redis.eval(LOG_ADD_SCRIPT, { keys, arguments: [changePayload(members), String(CHANGE_LOG_ENTRIES)] });
-      }
       return { added, count: await redis.sCard(key) };
     },
     async remove(accountId, id, members) {
