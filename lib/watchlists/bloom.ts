@@ -5,7 +5,7 @@
  *
  * Sizing: a filter is built for {@link memberFilterCapacity} members (twice the list's size, at least
  * 1,024) at a {@link MEMBER_FILTER_ERROR} false-positive rate when full: m = −C·ln p / (ln 2)² bits,
- * k = ⌈ln 2 · m / C⌉ = 7 hashes. That is 9.59 bits per unit of capacity, so 2,396,530 bytes
+ * k = ⌈ln 2 · m / C⌉ = 7 hashes. That is 9.59 bits per unit of capacity, so 2,396,268 bytes
  * (2.29 MiB) for a list of 1,000,000 members (capacity 2,000,000); with the list at half the
  * capacity the false-positive rate is (1 − e^(−7/19.17))^7 ≈ 0.03 %, at capacity 1 % (then it is
  * rebuilt bigger). Formulas: https://en.wikipedia.org/wiki/Bloom_filter#Optimal_number_of_hash_functions
