@@ -15,6 +15,8 @@
  * - Rebuilt (in the background, questions going to Redis meanwhile) when the log no longer reaches
  *   back to the filter's revision (more than 64 adds behind, an add of more than 1,000 members, a
  *   deleted list), or when the list outgrows the filter's capacity.
+ * - Dropped when no batch has consulted it for {@link WatchlistFiltersDeps.idleMs} (a list no rule
+ *   uses any more), checked at most once a minute.
  * @module
  */
 import type { BloomFilter } from "bloomfilter";
@@ -34,6 +36,8 @@ export interface WatchlistFilter {
   /** Members the filter was sized for. */
   readonly capacity: number;
   readonly bits: BloomFilter;
+  /** When a batch last consulted it (refresh), in ms since the epoch. */
+  usedAt: number;
 }
 
 /** The filters of the match process ({@link createWatchlistFilters}). */
@@ -67,7 +71,14 @@ export interface WatchlistFiltersDeps {
   store: Pick<WatchlistStore, "get" | "count" | "revision" | "changesSince" | "scanMembers">;
   /** Told when a build fails (the list's questions keep going to Redis; the next ask tries again). */
   onBuildError?: (err: unknown, accountId: string, id: string) => void;
+  /** A filter no batch consulted for this long is dropped, in ms. Default 600,000 (10 min). */
+  idleMs?: number;
+  /** Clock in ms; default `Date.now`. */
+  now?: () => number;
 }
+
+/** How often idle filters are looked for, in ms. */
+const SWEEP_EVERY_MS = 60_000;
 
 const SEP = "\u0000";
 
@@ -77,8 +88,18 @@ const SEP = "\u0000";
  */
 export function createWatchlistFilters(deps: WatchlistFiltersDeps): WatchlistFilters {
   const { store } = deps;
+  const now = deps.now ?? Date.now;
+  const idleMs = deps.idleMs ?? 600_000;
   /** accountId → list id → filter. */
   const ready = new Map<string, Map<string, WatchlistFilter>>();
+  let sweptAt = now();
+  const sweep = (t: number) => {
+    sweptAt = t;
+    for (const [accountId, byId] of ready) {
+      for (const [id, f] of byId) if (t - f.usedAt > idleMs) byId.delete(id);
+      if (byId.size === 0) ready.delete(accountId);
+    }
+  };
   const building = new Map<string, Promise<void>>();
   const build = async (accountId: string, id: string): Promise<WatchlistFilter> => {
     // The revision first: members added while scanning are in the log after it.
@@ -93,7 +114,7 @@ export function createWatchlistFilters(deps: WatchlistFiltersDeps): WatchlistFil
         size += chunk.length;
       }
     }
-    return { accountId, id, kind: list?.kind ?? "string", rev, size, capacity, bits };
+    return { accountId, id, kind: list?.kind ?? "string", rev, size, capacity, bits, usedAt: now() };
   };
   const start = (accountId: string, id: string) => {
     const key = `${accountId}${SEP}${id}`;
@@ -125,6 +146,8 @@ export function createWatchlistFilters(deps: WatchlistFiltersDeps): WatchlistFil
       return f;
     },
     async refresh(f) {
+      f.usedAt = now();
+      if (f.usedAt - sweptAt > SWEEP_EVERY_MS) sweep(f.usedAt);
       const rev = await store.revision(f.accountId, f.id);
       if (rev === f.rev) return false;
       const changes = rev > f.rev ? await store.changesSince(f.accountId, f.id, f.rev, rev) : null;

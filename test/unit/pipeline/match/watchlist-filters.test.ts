@@ -3,7 +3,7 @@
  * over an in-memory store that keeps a revision and a change log as lib/watchlists/store.ts does:
  * a filter is built once in the background, catches up from the log in place, and is dropped for a
  * rebuild when the log does not reach back, the list outgrows its capacity, or its revision went back
- * (a deleted list); with the membership (pipeline/match/watchlists.ts) a filter's "no" is not asked.
+ * (a deleted list), and dropped when no batch consulted it for a while; with the membership (pipeline/match/watchlists.ts) a filter's "no" is not asked.
  */
 import { describe, expect, it } from "vitest";
 import { MEMBER_FILTER_MIN_CAPACITY } from "../../../../lib/watchlists/bloom.js";
@@ -114,5 +114,25 @@ describe("watchlist filters", () => {
     expect(await m.runEach([addr(1)], has)).toEqual([false]);
     await filters.settled();
     expect(filters.get("acc", "w")).toMatchObject({ rev: 0, size: 0, kind: "string" });
+  });
+
+  it("drops a filter no batch consulted for idleMs, keeps the ones in use", async () => {
+    const store = memoryStore();
+    store.add([addr(1)]);
+    let t = 1_000_000;
+    const filters = createWatchlistFilters({ store, idleMs: 600_000, now: () => t });
+    filters.get("acc", "a");
+    filters.get("acc", "b");
+    await filters.settled();
+    expect(filters.stats().lists).toBe(2);
+    const a = filters.get("acc", "a");
+    if (!a) throw new Error("no filter");
+    t += 300_000;
+    await filters.refresh(a);
+    expect(filters.stats().lists).toBe(2);
+    t += 400_000;
+    await filters.refresh(a);
+    expect(filters.stats().lists).toBe(1);
+    expect(filters.get("acc", "a")).toBe(a);
   });
 });
