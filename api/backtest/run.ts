@@ -35,9 +35,12 @@ import {
 import { createWindowBacktester, isWindowedRule } from "../../lib/match/window-backtest.js";
 import type { RecordKind } from "../../lib/records.js";
 import type { RuleInput } from "../../lib/rules/model.js";
+import { ruleStateCondition } from "../../lib/rules/schema-state.js";
 import { apiError } from "../errors.js";
+import { endLineOf } from "./end-line.js";
 import type { BacktestRequest, SearchBacktestRequest } from "./request.js";
 import { createSearchBacktester, type SearchBacktestInput } from "./search-tester.js";
+import { type StateScanDeps, startStateBacktest } from "./state-scan.js";
 import { windowFeeder } from "./window-scan.js";
 
 /** The end-line `reason` of a backtest stopped by its time cap. */
@@ -70,6 +73,8 @@ export interface BacktestScanDeps {
   explorers?: ExplorerUrls;
   /** Receives scan failures (the answer then ends with an `error` line). */
   log?: { warn(obj: object, msg?: string): void };
+  /** Reads of state rules (a rule with `stateCondition`, api/backtest/state-scan.ts); absent: they are refused. */
+  state?: StateScanDeps;
 }
 
 /** What a backtest tests: a checked rule, or a checked saved search (`POST /alerting/searches/test/`). */
@@ -108,6 +113,9 @@ export interface BacktestBlockLine {
   alerts: number;
   /** Windowed rules only: entities the per-record conditions selected (they entered the window). */
   selected?: number;
+  /** State rules only: the subject's reading at this block (raw units, decimal string), or why it is `unread`. */
+  reading?: string;
+  unread?: string;
 }
 
 /** The `end` line. */
@@ -131,7 +139,7 @@ export interface BacktestEndLine {
 /** One line of the answer. */
 export type BacktestLine =
   | BacktestStartLine
-  | ({ type: "match" } & BacktestMatch)
+  | ({ type: "match" } & BacktestMatch & { previous?: string | null })
   | BacktestBlockLine
   | { type: "error"; error: { code: string; message: string } }
   | BacktestEndLine;
@@ -199,14 +207,7 @@ export async function startBacktest(deps: BacktestScanDeps, chain: ChainId, run:
   async function* lines(): AsyncGenerator<BacktestLine> {
     let pitId = pit.id;
     const totals = { blocks: 0, records: 0, entities: 0, matches: 0, alerts: 0 };
-    const end = (reason: string | null, nextFrom: number | null): BacktestEndLine => ({
-      type: "end",
-      complete: reason === null,
-      reason,
-      nextFrom,
-      ...totals,
-      tookMs: Math.round(clock() - started),
-    });
+    const end = endLineOf(totals, () => clock() - started);
     const overTime = () => clock() - started > deps.timeoutMs;
     let pending: { number: number; hash: string; records: IndexedRecord[] } | null = null;
     let lastDone: number | null = null;
@@ -326,10 +327,11 @@ export async function startBacktest(deps: BacktestScanDeps, chain: ChainId, run:
 
 /**
  * Runs a checked backtest request (a rule's or a saved search's): its chain is the rule's (search's); `last` counts back from the newest
- * indexed block ({@link indexedHead}); then {@link startBacktest}. Used by the route and the CLI.
+ * indexed block ({@link indexedHead}); then {@link startBacktest}, or for a rule with `stateCondition`
+ * api/backtest/state-scan.ts `startStateBacktest` (reads through `deps.state`). Used by the route and the CLI.
  * @param accountId - the owner shown in the alerts.
  * @throws `ApiError` 409 `CS_BACKTEST_NOTHING_INDEXED` for `last` when no block is indexed; the ES
- *   client's errors when Elasticsearch cannot be reached.
+ *   client's errors when Elasticsearch cannot be reached; a state rule's refusals (`startStateBacktest`).
  */
 export async function runBacktest(
   deps: BacktestScanDeps,
@@ -341,7 +343,10 @@ export async function runBacktest(
   const of = "search" in request ? request.search : request.rule;
   const chain = { technology: of.technology, blockchain: of.blockchain, network: of.network };
   const head = await indexedHead(deps, chain);
-  if (!("last" in range)) return startBacktest(deps, chain, { ...subject, accountId, from: range.from, to: range.to, head });
+  const state = "rule" in request && ruleStateCondition(request.rule) !== null;
+  const start = (run: BacktestRun) =>
+    state && "rule" in run ? startStateBacktest(deps, chain, run, "last" in range) : startBacktest(deps, chain, run);
+  if (!("last" in range)) return start({ ...subject, accountId, from: range.from, to: range.to, head });
   if (head === null) throw apiError("CS_BACKTEST_NOTHING_INDEXED", "no block of the chain is indexed yet", "last");
-  return startBacktest(deps, chain, { ...subject, accountId, from: Math.max(0, head - range.last + 1), to: head, head });
+  return start({ ...subject, accountId, from: Math.max(0, head - range.last + 1), to: head, head });
 }

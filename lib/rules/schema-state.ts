@@ -114,21 +114,16 @@ export function ruleStateCondition(rule: object): StateCondition | null {
 
 /**
  * `CS_RULE_NOT_SUPPORTED` at `stateCondition` when a body that cannot evaluate one carries it: saved searches
- * (they match records, not readings) and backtests (reading past blocks needs the node's historical state, an
- * archive node; docs/rules.md, State conditions). None when absent or null.
- * @param where - what refuses it, for the message (`saved searches`, `backtests`).
+ * (they match records, not readings). Rule backtests evaluate it (api/backtest/state-scan.ts). None when absent or null.
+ * @param where - what refuses it, for the message (`saved searches`).
  */
 export function stateNotSupported(body: Record<string, unknown>, where: string): RuleValidationError[] {
   if (body.stateCondition === undefined || body.stateCondition === null) return [];
-  const why =
-    where === "backtests"
-      ? "reading a past block's state needs a node that keeps historical state (an archive node), which is not assumed"
-      : "they match records, not state readings";
   return [
     {
       code: "CS_RULE_NOT_SUPPORTED",
       path: "stateCondition",
-      message: `stateCondition: ${where} do not evaluate state conditions: ${why}; remove it`,
+      message: `stateCondition: ${where} do not evaluate state conditions: they match records, not state readings; remove it`,
     },
   ];
 }

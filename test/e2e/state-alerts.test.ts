@@ -35,7 +35,11 @@ describe.skipIf(!up.ok)("state-condition alerts on anvil", () => {
         client = createRpcClient({ urls: [proxy.url], attempts: 1, timeoutMs: 3000, cooldownMs: 50 });
         onStop(() => proxy.close());
       },
-      match: () => ({ reloadIntervalMs: 500, rpc: client, stateReads: { maxReadsPerBlock: 100, readAttempts: 3, readRetryMs: 20 } }),
+      match: () => ({
+        reloadIntervalMs: 500,
+        rpc: client,
+        stateReads: { maxReadsPerBlock: 100, readAttempts: 3, readRetryMs: 20, backtestMaxReads: 1 },
+      }),
     });
   }, 180_000);
 

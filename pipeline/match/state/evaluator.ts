@@ -29,10 +29,11 @@ import { RetryableError } from "../../../lib/errors.js";
 import type { Logger } from "../../../lib/logger.js";
 import type { RuleIndex } from "../../../lib/match/rule-index.js";
 import { applyBlockReading, emptyLedger, type StateLedger } from "../../../lib/match/state.js";
+import { stateEntity } from "../../../lib/match/state-backtest.js";
 import type { RpcClient } from "../../../lib/rpc/client.js";
 import type { Rule } from "../../../lib/rules/model.js";
 import { ruleStateCondition, type StateCondition } from "../../../lib/rules/schema-state.js";
-import type { MatchedEntity, MatchInput } from "../confirmations/decide.js";
+import type { MatchInput } from "../confirmations/decide.js";
 import { chainKeyPrefix } from "../keys.js";
 
 /** The Redis calls the evaluator makes (a node-redis client). */
@@ -85,15 +86,7 @@ export interface StateEvaluator {
   onBlock(block: StateBlock, headNumber: number, canonical?: (n: number) => string | undefined): Promise<void>;
 }
 
-/** What the alert of a state firing carries: its identity and the reading (`entity.state`). */
-export function stateEntity(block: { number: number; hash: string }, condition: StateCondition, reading: bigint): MatchedEntity {
-  return {
-    entityId: `state:${block.number}`,
-    blockHash: block.hash,
-    blockNumber: block.number,
-    state: { subject: condition.subject, reading: reading.toString(), decimals: condition.decimals ?? 0, comparison: condition.comparison },
-  };
-}
+export { stateEntity };
 
 /** How long a rule's memory outlives its last reading (a deleted rule's key expires). */
 const LEDGER_TTL_SECONDS = 7 * 24 * 3600;

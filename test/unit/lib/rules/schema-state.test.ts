@@ -19,10 +19,10 @@ describe("state block validation", () => {
       ["CS_RULE_NOT_SUPPORTED", "stateCondition.subject.abiId"],
     ]);
   });
-  it("backtests and saved searches refuse a state condition, saying why", () => {
-    const [bt] = stateNotSupported({ stateCondition: {} }, "backtests");
-    expect(bt).toMatchObject({ code: "CS_RULE_NOT_SUPPORTED", path: "stateCondition" });
-    expect(bt?.message).toMatch(/archive node/);
+  it("saved searches refuse a state condition, saying why", () => {
+    const [ss] = stateNotSupported({ stateCondition: {} }, "saved searches");
+    expect(ss).toMatchObject({ code: "CS_RULE_NOT_SUPPORTED", path: "stateCondition" });
+    expect(ss?.message).toMatch(/not state readings/);
     expect(stateNotSupported({ stateCondition: null }, "saved searches")).toEqual([]);
     expect(stateNotSupported({ stateCondition: {} }, "saved searches")[0]?.code).toBe("CS_RULE_NOT_SUPPORTED");
   });

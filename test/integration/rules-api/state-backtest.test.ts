@@ -1,0 +1,224 @@
+/**
+ * Backtest = live for state rules (issue 34 part 3): on anvil (which keeps the state of every block),
+ * a wallet's balance is moved across a threshold and back over a dozen blocks; the rule is then
+ * backtested by `POST /alerting/rules/test/` over those blocks and evaluated live by the match stage's
+ * state evaluator (pipeline/match/state/evaluator.ts, real Redis) fed the same blocks. Both must fire
+ * at the same blocks with the same entities (block hash, reading). A node answering a pruned-state
+ * error (test/support/scripted-rpc.ts) makes the backtest a 422 `CS_BACKTEST_NO_ARCHIVE_STATE`;
+ * a range reading more blocks than the read budget is refused. Skips when Elasticsearch or Redis is down.
+ */
+import { randomBytes } from "node:crypto";
+import type { FastifyInstance } from "fastify";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { buildApi } from "../../../api/app.js";
+import { type AnvilHandle, startAnvil } from "../../../cli/devchain/anvil.js";
+import { type Config, loadConfig } from "../../../lib/config/index.js";
+import { createLogger } from "../../../lib/logger.js";
+import { backtestRule } from "../../../lib/match/backtest.js";
+import { createRuleIndex } from "../../../lib/match/rule-index.js";
+import { type ConnectedRedis, connectRedisClient } from "../../../lib/redis.js";
+import { createRpcClient, type RpcClient } from "../../../lib/rpc/client.js";
+import type { RuleInput } from "../../../lib/rules/model.js";
+import type { MatchInput } from "../../../pipeline/match/confirmations/decide.js";
+import { createStateEvaluator } from "../../../pipeline/match/state/evaluator.js";
+import { type ScriptedRpc, startScriptedRpc } from "../../support/scripted-rpc.js";
+import { deletePrefix } from "../accounts/redis.js";
+import { searchStackUp } from "../api/fixtures.js";
+
+const base = loadConfig();
+const up = await searchStackUp(base);
+const ANVIL = { technology: "ethereum", blockchain: "ethereum", network: "anvil" };
+const TOKEN = `test-${randomBytes(8).toString("hex")}`;
+const PREFIX = `sb-${randomBytes(4).toString("hex")}-`;
+const REDIS_PREFIX = PREFIX.replace(/-$/, ":");
+const AUTH = { authorization: `Bearer ${TOKEN}` };
+const WALLET = "0x00000000000000000000000000000000000000a7";
+const ETH = 10n ** 18n;
+/** Balances in ETH, one per mined block: 4 crosses below 5, 3 stays below, 7 is not past reset 8, 9 re-arms, 2 crosses again. */
+const BALANCES = [10, 4, 3, 7, 9, 2];
+
+/** An API on anvil's chain whose state backtests read through `rpcUrl`, with a read budget of `maxReads`. */
+function apiConfig(rpcUrl: string, maxReads: number): Config {
+  return {
+    ...base,
+    chain: ANVIL,
+    chainId: 31337,
+    chainsFile: undefined,
+    ingest: { ...base.ingest, rpcUrl, rpcUrls: [rpcUrl] },
+    elasticsearch: { ...base.elasticsearch, indexPrefix: PREFIX },
+    redisKeyPrefix: REDIS_PREFIX,
+    api: { ...base.api, tokens: [TOKEN], rateLimitMax: 100_000 },
+    backtest: { maxBlocks: 1000, timeoutMs: 60_000 },
+    stateReads: { ...base.stateReads, backtestMaxReads: maxReads },
+  };
+}
+
+function stateRule(stateCondition: Record<string, unknown>): RuleInput {
+  return {
+    name: "hot wallet low",
+    maxConfirmationCount: 0,
+    sendPendingAlerts: false,
+    state: "enabled",
+    ...ANVIL,
+    config: {
+      targetType: "Event",
+      targetMap: [{ name: "event", operator: "Equals", value: "Transfer" }],
+      alerts: [{ type: "Webhook (POST)", parameters: { url: "https://hooks.example.com/s" } }],
+    },
+    stateCondition,
+  } as RuleInput;
+}
+
+const THRESHOLD = {
+  subject: { type: "balance", address: WALLET },
+  decimals: 18,
+  comparison: { operator: "Less", threshold: "5", reset: "8" },
+};
+const CHANGE = { subject: { type: "balance", address: WALLET }, decimals: 18, every: { blocks: 2 }, comparison: { percent: "50" } };
+
+describe.skipIf(!up)("state-rule backtests", () => {
+  let anvil: AnvilHandle;
+  let rpc: RpcClient;
+  let redis: ConnectedRedis;
+  let app: FastifyInstance;
+  let from = 0;
+  let to = 0;
+  const blocks = new Map<number, { number: number; hash: string; parentHash: string }>();
+
+  beforeAll(async () => {
+    anvil = await startAnvil({ blockTimeSec: 0 });
+    rpc = createRpcClient({ urls: [anvil.rpcUrl] });
+    redis = await connectRedisClient(base.redisUrl);
+    for (const eth of BALANCES) {
+      await rpc.request("anvil_setBalance", [WALLET, `0x${(BigInt(eth) * ETH).toString(16)}`]);
+      // A cheat code changes the newest block's state in place: mine the block, then one above it.
+      await rpc.request("evm_mine", []);
+      await rpc.request("evm_mine", []);
+    }
+    to = Number(await rpc.request<string>("eth_blockNumber", []));
+    from = to - 2 * BALANCES.length + 1;
+    for (let n = from; n <= to; n++) {
+      const b = await rpc.request<{ hash: string; parentHash: string }>("eth_getBlockByNumber", [`0x${n.toString(16)}`, false]);
+      blocks.set(n, { number: n, hash: b.hash, parentHash: b.parentHash });
+    }
+    app = await buildApi({ config: apiConfig(anvil.rpcUrl, 50), logger: false });
+  }, 60_000);
+
+  afterAll(async () => {
+    await app?.close();
+    rpc?.destroy();
+    await redis?.close();
+    await deletePrefix(base.redisUrl, REDIS_PREFIX);
+    await anvil?.stop();
+  });
+
+  async function backtest(rule: RuleInput) {
+    const res = await app.inject({ method: "POST", url: "/alerting/rules/test/", headers: AUTH, payload: { rule, from, to } });
+    expect(res.statusCode, res.body).toBe(200);
+    const lines = res.body
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l) as Record<string, unknown>);
+    expect(lines.at(-1)).toMatchObject({ type: "end", complete: true, nextFrom: null });
+    return lines;
+  }
+
+  /** The live evaluator's firings over the same blocks (the rule as the backtest evaluates it). */
+  async function live(input: RuleInput, space: string): Promise<MatchInput[]> {
+    const fired: MatchInput[] = [];
+    const ev = createStateEvaluator({
+      redis: redis.client,
+      keyPrefix: `${REDIS_PREFIX}${space}:`,
+      chain: ANVIL,
+      logger: createLogger("silent"),
+      rpc,
+      settings: { ...base.stateReads, readAttempts: 2, readRetryMs: 1 },
+      fire: async (m) => {
+        fired.push(...m);
+      },
+    });
+    ev.watch(createRuleIndex({ chain: ANVIL })).upsert(backtestRule({ rule: input, accountId: "acct" }, () => new Date()));
+    for (let n = from; n <= to; n++)
+      await ev.onBlock(blocks.get(n) as { number: number; hash: string; parentHash: string }, to, (k) => blocks.get(k)?.hash);
+    return fired;
+  }
+
+  it.each([
+    ["threshold with reset", THRESHOLD, "threshold"],
+    ["relative change every 2 blocks", CHANGE, "change"],
+  ])("%s: the backtest fires where the live evaluator does, with the same entities", async (_name, condition, space) => {
+    const rule = stateRule(condition);
+    const lines = await backtest(rule);
+    const matches = lines.filter((l) => l.type === "match");
+    const liveFired = await live(rule, space);
+    expect(liveFired.length).toBeGreaterThan(0);
+    expect(matches.map((m) => m.entity)).toEqual(liveFired.map((m) => m.entity));
+    // Each match names the reading before it, which is the previous block line's reading.
+    const reads = lines.filter((l) => l.type === "block");
+    for (const m of matches) {
+      const i = reads.findIndex((b) => b.blockNumber === m.blockNumber);
+      expect(m.previous).toBe(i === 0 ? null : reads[i - 1]?.reading);
+    }
+    const every = (condition as { every?: { blocks: number } }).every?.blocks ?? 1;
+    expect(reads.map((b) => b.blockNumber)).toEqual([...blocks.keys()].filter((n) => n % every === 0));
+  });
+
+  it("threshold: fires at the blocks holding 4 and 2 ETH, with confirmed alerts", async () => {
+    const matches = (await backtest(stateRule(THRESHOLD))).filter((l) => l.type === "match");
+    expect(matches.map((m) => (m.entity as { state: { reading: string } }).state.reading)).toEqual([
+      (4n * ETH).toString(),
+      (2n * ETH).toString(),
+    ]);
+    expect(matches.map((m) => (m.alerts as Array<{ alert: { status: string } }>).map((a) => a.alert.status))).toEqual([
+      ["confirmed"],
+      ["confirmed"],
+    ]);
+  });
+
+  it("refuses a range whose due blocks exceed the read budget, naming to", async () => {
+    const res = await app.inject({
+      method: "POST",
+      url: "/alerting/rules/test/",
+      headers: AUTH,
+      payload: { rule: stateRule(THRESHOLD), from: 0, to: 60 },
+    });
+    expect(res.statusCode, res.body).toBe(400);
+    expect(res.json().error).toMatchObject({ code: "CS_BACKTEST_RANGE_TOO_LARGE", path: "to" });
+  });
+
+  describe("a node without the range's state", () => {
+    let pruned: ScriptedRpc;
+    let prunedApi: FastifyInstance;
+    beforeAll(async () => {
+      pruned = await startScriptedRpc({
+        error: (c) => (c.method === "eth_getBalance" ? { code: -32000, message: "missing trie node 5a3f… (path )" } : undefined),
+        answer: (c) =>
+          c.method === "eth_getBlockByNumber"
+            ? { number: c.params[0], hash: `0x${"ab".repeat(32)}`, parentHash: `0x${"cd".repeat(32)}` }
+            : c.method === "eth_blockNumber"
+              ? "0x100000"
+              : undefined,
+      });
+      prunedApi = await buildApi({ config: apiConfig(pruned.url, 50), logger: false });
+    });
+    afterAll(async () => {
+      await prunedApi?.close();
+      await pruned?.close();
+    });
+
+    it("answers 422 CS_BACKTEST_NO_ARCHIVE_STATE at the range, before reading the rule's subject", async () => {
+      const rule = stateRule(THRESHOLD);
+      const res = await prunedApi.inject({
+        method: "POST",
+        url: "/alerting/rules/test/",
+        headers: AUTH,
+        payload: { rule, from: 100, to: 120 },
+      });
+      expect(res.statusCode, res.body).toBe(422);
+      expect(res.json().error).toMatchObject({ code: "CS_BACKTEST_NO_ARCHIVE_STATE", path: "from" });
+      expect(res.json().error.message).toMatch(/missing trie node/);
+      const balanceReads = pruned.requests.flat().filter((c) => c.method === "eth_getBalance");
+      expect(balanceReads.map((c) => c.params[0])).toEqual(["0x0000000000000000000000000000000000000000"]);
+    });
+  });
+});
