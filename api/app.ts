@@ -252,7 +252,7 @@ export async function buildApi(deps: ApiDeps): Promise<FastifyInstance> {
     await app.register(watchlistsRoutes({ store: watchlists, limits: watchlistLimits }));
     const stateRpc = stateRpcClients(config);
     app.addHook("onClose", async () => stateRpc.close());
-    const backtests = { config, chains, decode: (chain: ChainId) => servedChain(served, chain)?.decode, rpc: stateRpc.of };
+    const backtests = { config, chains, decode: (chain: ChainId) => servedChain(served, chain)?.decode, rpc: stateRpc.of, watchlists };
     await app.register(ruleTestRoutes(backtests));
     await app.register(searchTestRoutes(backtests));
   } catch (err) {

@@ -1,6 +1,6 @@
 /**
  * `npm run bench -- match --watchlist N [--entities E] [--batch B] [--rounds R]` (issue 34): the match
- * stage's matching path (rule index + pipeline/match/watchlists.ts `matchEntities`, memberships
+ * stage's matching path (rule index + lib/match/watchlist-membership.ts `matchEntities`, memberships
  * prefetched from the stack's Redis per batch) with one Transaction rule `from` `In watchlist` over
  * a list of N addresses, against the same rule with a 10-address inline `Equals any` list, in
  * entities per second (target ≥ 0.8× of the inline rule), and the Redis memory of the list.
@@ -18,8 +18,8 @@ import { createClient } from "redis";
 import { loadConfig } from "../lib/config/index.js";
 import type { TypedEntity } from "../lib/match/entities.js";
 import { createRuleIndex } from "../lib/match/rule-index.js";
+import { createWatchlistMembership, matchEntities } from "../lib/match/watchlist-membership.js";
 import { createWatchlistStore } from "../lib/watchlists/store.js";
-import { createWatchlistMembership, matchEntities } from "../pipeline/match/watchlists.js";
 import { prng } from "./support/prng.js";
 import { benchRule } from "./support/rules.js";
 

@@ -18,6 +18,7 @@
 import type { ChainId } from "../../lib/config/index.js";
 import { BACKTEST_SOURCES } from "../../lib/match/backtest.js";
 import { watchlistIds } from "../../lib/match/evaluate.js";
+import { isWindowedRule } from "../../lib/match/window-backtest.js";
 import type { RuleInput } from "../../lib/rules/model.js";
 import { sequenceNotSupported } from "../../lib/rules/schema-sequence.js";
 import { validateRuleInput } from "../../lib/rules/validate.js";
@@ -126,10 +127,11 @@ export function parseBacktestRequest(body: unknown, chains: readonly ChainId[], 
     } else if (sequenceNotSupported(checked.value, "backtests").length > 0) {
       for (const e of sequenceNotSupported(checked.value, "backtests"))
         errors.push({ code: e.code, message: e.message, path: `rule.${e.path}` });
-    } else if (watchlistIds(checked.value.config.targetMap).size > 0) {
+    } else if (watchlistIds(checked.value.config.targetMap).size > 0 && isWindowedRule(checked.value)) {
       errors.push({
         code: "CS_RULE_NOT_SUPPORTED",
-        message: "backtests do not evaluate In watchlist conditions yet (docs/rules.md); test the rule without them",
+        message:
+          "backtests of window and absence rules do not evaluate In watchlist conditions yet (docs/rules.md); test the rule without them",
         path: "rule.config.targetMap",
       });
     } else if (BACKTEST_SOURCES[checked.value.config.targetType] === null) {

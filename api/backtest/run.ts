@@ -28,6 +28,7 @@ import { ChainsiftError } from "../../lib/errors.js";
 import {
   BACKTEST_SOURCES,
   type BacktestBlock,
+  type Backtester,
   type BacktestMatch,
   createBacktester,
   type IndexedRecord,
@@ -41,6 +42,7 @@ import { endLineOf } from "./end-line.js";
 import type { BacktestRequest, SearchBacktestRequest } from "./request.js";
 import { createSearchBacktester, type SearchBacktestInput } from "./search-tester.js";
 import { type StateScanDeps, startStateBacktest } from "./state-scan.js";
+import { type BacktestWatchlists, backtestWatchlists } from "./watchlists.js";
 import { windowFeeder } from "./window-scan.js";
 
 /** The end-line `reason` of a backtest stopped by its time cap. */
@@ -73,6 +75,8 @@ export interface BacktestScanDeps {
   explorers?: ExplorerUrls;
   /** Receives scan failures (the answer then ends with an `error` line). */
   log?: { warn(obj: object, msg?: string): void };
+  /** The caller's watchlists, for `In watchlist` conditions (api/backtest/watchlists.ts); absent: such rules are refused. */
+  watchlists?: BacktestWatchlists;
   /** Reads of state rules (a rule with `stateCondition`, api/backtest/state-scan.ts); absent: they are refused. */
   state?: StateScanDeps;
 }
@@ -144,6 +148,10 @@ export type BacktestLine =
   | { type: "error"; error: { code: string; message: string } }
   | BacktestEndLine;
 
+/** One block of a record backtester; a rule's with its `In watchlist` memberships read (lib/match/backtest.ts `blockWithLists`). */
+const testBlock = (t: Backtester, n: number, hash: string, records: IndexedRecord[]) =>
+  t.blockWithLists ? t.blockWithLists(n, hash, records) : t.block(n, hash, records);
+
 /**
  * The newest block number in the chain's block index.
  * @returns null when the index is missing or empty.
@@ -191,7 +199,9 @@ export async function startBacktest(deps: BacktestScanDeps, chain: ChainId, run:
   const feeder = windowed && windowFeeder(deps, chain, run, windowed, () => clock() - started > deps.timeoutMs);
   const tester =
     windowed ??
-    ("search" in run ? createSearchBacktester({ ...options, search: run.search }) : createBacktester({ ...options, rule: run.rule }));
+    ("search" in run
+      ? createSearchBacktester({ ...options, search: run.search })
+      : createBacktester({ ...options, ...backtestWatchlists(deps.watchlists, run.rule), rule: run.rule }));
   const kinds: RecordKind[] = "search" in run ? [run.search.config.kind] : [...(BACKTEST_SOURCES[run.rule.config.targetType] ?? [])];
   // Blocks carry their own number and hash; every other kind its block's.
   const blockOf = (kind: RecordKind): { number: string; hash: string } =>
@@ -238,7 +248,7 @@ export async function startBacktest(deps: BacktestScanDeps, chain: ChainId, run:
       const { number, hash, records } = pending;
       const results = feeder
         ? await feeder.block(number, hash, records)
-        : [(tester as Exclude<typeof tester, typeof windowed>).block(number, hash, records)];
+        : [await testBlock(tester as Exclude<typeof tester, typeof windowed>, number, hash, records)];
       lastDone = feeder?.stopped() ? feeder.nextFrom() - 1 : number;
       pending = null;
       for (const r of results) yield* report(r);

@@ -32,6 +32,7 @@ import { DEFAULT_WATCHLISTS_CONFIG } from "../../lib/config/watchlists.js";
 import type { Logger } from "../../lib/logger.js";
 import { entitiesOf, type TypedEntity } from "../../lib/match/entities.js";
 import { createRuleIndex, type RuleIndex } from "../../lib/match/rule-index.js";
+import { createWatchlistMembership, matchEntities } from "../../lib/match/watchlist-membership.js";
 import { type RedisClient, sharedOrConnect } from "../../lib/redis.js";
 import type { RpcClient } from "../../lib/rpc/client.js";
 import type { Rule } from "../../lib/rules/model.js";
@@ -52,7 +53,6 @@ import { createSearchIndex, type SearchIndex } from "./search-index.js";
 import { createSequenceEvaluator } from "./sequences/evaluator.js";
 import { createStateEvaluator } from "./state/evaluator.js";
 import { createTokenTracker, type TokenMetadataSource, tokenListMetadataSource } from "./tokens.js";
-import { createWatchlistMembership, matchEntities } from "./watchlists.js";
 import { createWindowEvaluator } from "./windows/evaluator.js";
 
 /** The topics whose records give entities (lib/match/entities.ts `entitiesOf`). */

@@ -18,6 +18,7 @@ import { RULE_LIMITS } from "../../../lib/rules/validate.js";
 import { component } from "../../../lib/validation/component.js";
 import { type BacktestRequest, parseBacktestRequest, type SearchBacktestRequest } from "../../backtest/request.js";
 import { runBacktest } from "../../backtest/run.js";
+import type { BacktestWatchlists } from "../../backtest/watchlists.js";
 import { ApiError } from "../../errors.js";
 import { callerId, RULES_PREFIX, RULES_ROUTE_CONFIG } from "./index.js";
 import { RULES_ERROR_RESPONSES, RulesErrorBodySchema } from "./schema.js";
@@ -62,6 +63,8 @@ export interface RuleTestRoutesDeps {
   decode: (chain: ChainId) => DecodeMethodOptions | undefined;
   /** The JSON-RPC client state-rule backtests of a chain read through (api/backtest/state-rpc.ts); absent or undefined: refused. */
   rpc?: (chain: ChainId) => RpcClient | undefined;
+  /** The watchlist store `In watchlist` conditions of rule backtests read (the caller's lists, today's members); absent: refused. */
+  watchlists?: BacktestWatchlists;
 }
 
 /**
@@ -100,6 +103,7 @@ export async function answerBacktest(
     log: request.log,
     decode,
     state: { rpc: deps.rpc?.(chain), maxReads: config.stateReads.backtestMaxReads },
+    ...(deps.watchlists ? { watchlists: deps.watchlists } : {}),
   };
   const lines = await runBacktest(scan, checked, callerId(request));
   const ndjson = async function* () {

@@ -1,5 +1,5 @@
 /**
- * Watchlist memberships for the match stage's `In watchlist` conditions (docs/rules.md "In
+ * Watchlist memberships for the match stage's (and rule backtests', lib/match/backtest.ts) `In watchlist` conditions (docs/rules.md "In
  * watchlist"). Evaluation (lib/match/evaluate.ts) is synchronous, so memberships are prefetched per
  * batch: {@link WatchlistMembership.runEach} matches the batch's entities synchronously with every
  * membership question it cannot answer yet recorded and answered "no"; when there were such
@@ -16,11 +16,12 @@
  * next batch matched; a deleted (or unknown) watchlist has no members.
  * @module
  */
-import type { TypedEntity } from "../../lib/match/entities.js";
-import type { WatchlistLookup } from "../../lib/match/evaluate.js";
-import type { RuleIndex } from "../../lib/match/rule-index.js";
-import type { Rule } from "../../lib/rules/model.js";
-import { normalizeMember, type WatchlistKind, type WatchlistStore } from "../../lib/watchlists/store.js";
+
+import type { Rule } from "../rules/model.js";
+import { normalizeMember, type WatchlistKind, type WatchlistStore } from "../watchlists/store.js";
+import type { TypedEntity } from "./entities.js";
+import type { WatchlistLookup } from "./evaluate.js";
+import type { RuleIndex } from "./rule-index.js";
 
 /** See the module comment. */
 export interface WatchlistMembership {
