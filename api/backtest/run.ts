@@ -10,8 +10,8 @@
  * | `type` | when | fields |
  * |---|---|---|
  * | `start` | first | `from`, `to`, `head` (newest indexed block or null), `kinds`, `rule` (name, targetType, maxConfirmationCount, sendPendingAlerts), `limits` |
- * | `match` | per matched entity, in block order (a windowed rule: per window that fired, entity `window:<end>[:<group>]` / `absence:<end>` with `entity.window`) | {@link BacktestMatch}: `blockNumber`, `blockHash`, `targetType`, `entityId`, `entity`, `alerts` (each `{alert, actions}`) |
- * | `block` | after each block that has records of the scanned kinds (a windowed rule: or a firing) | `blockNumber`, `blockHash`, `records`, `entities`, `matches`, `alerts` (counts); windowed rules also `selected` (entities that entered the window) |
+ * | `match` | per matched entity, in block order (a windowed rule: per window that fired, entity `window:<end>[:<group>]` / `absence:<end>` with `entity.window`; a state rule: per crossing, entity `state:<block>` with `entity.state`, and `previous`, api/backtest/state-scan.ts) | {@link BacktestMatch}: `blockNumber`, `blockHash`, `targetType`, `entityId`, `entity`, `alerts` (each `{alert, actions}`) |
+ * | `block` | after each block that has records of the scanned kinds (a windowed rule: or a firing; a state rule: each block read, with `reading` or `unread`) | `blockNumber`, `blockHash`, `records`, `entities`, `matches`, `alerts` (counts); windowed rules also `selected` (entities that entered the window) |
  * | `error` | the scan failed midway (then `end`) | `error: {code, message}` |
  * | `end` | last | `complete`, `reason` (null, `CS_BACKTEST_TIME_CAP` or the error's code), `nextFrom` (first block not tested, or null), totals, `tookMs` |
  *

@@ -186,6 +186,62 @@ describe.skipIf(!up)("state-rule backtests", () => {
     expect(res.json().error).toMatchObject({ code: "CS_BACKTEST_RANGE_TOO_LARGE", path: "to" });
   });
 
+  describe("a node that loses the state midway, and a subject it cannot read at one block", () => {
+    let flaky: ScriptedRpc;
+    let flakyApi: FastifyInstance;
+    const header = (n: string) => ({
+      number: n,
+      hash: `0x${Number(n).toString(16).padStart(64, "0")}`,
+      parentHash: `0x${"cd".repeat(32)}`,
+    });
+    /** The block number a call reads at (its EIP-1898 block hash holds the number). */
+    const at = (params: unknown[]) => Number((params.at(-1) as { blockHash: string }).blockHash);
+    beforeAll(async () => {
+      flaky = await startScriptedRpc({
+        error: (c) => {
+          if (c.method !== "eth_getBalance" || c.params[0] !== WALLET) return undefined;
+          if (at(c.params) === 101) return { code: -32000, message: "some other node error" };
+          return at(c.params) === 103 ? { code: -32000, message: "missing trie node 9c1d… (path )" } : undefined;
+        },
+        answer: (c) =>
+          c.method === "eth_getBlockByNumber"
+            ? header(c.params[0] as string)
+            : c.method === "eth_getBalance"
+              ? `0x${(at(c.params) === 102 ? 4n * ETH : 9n * ETH).toString(16)}`
+              : undefined,
+      });
+      flakyApi = await buildApi({ config: apiConfig(flaky.url, 50), logger: false });
+    });
+    afterAll(async () => {
+      await flakyApi?.close();
+      await flaky?.close();
+    });
+
+    it("reports the unread block, fires across it, and ends at the block without state with nextFrom", async () => {
+      const rule = stateRule(THRESHOLD);
+      const res = await flakyApi.inject({
+        method: "POST",
+        url: "/alerting/rules/test/",
+        headers: AUTH,
+        payload: { rule, from: 100, to: 110 },
+      });
+      expect(res.statusCode, res.body).toBe(200);
+      const lines = res.body
+        .trim()
+        .split("\n")
+        .map((l) => JSON.parse(l) as Record<string, unknown>);
+      const reads = lines.filter((l) => l.type === "block").map((l) => [l.blockNumber, l.reading ?? l.unread]);
+      expect(reads).toEqual([
+        [100, (9n * ETH).toString()],
+        [101, "some other node error"],
+        [102, (4n * ETH).toString()],
+      ]);
+      expect(lines.filter((l) => l.type === "match").map((l) => [l.blockNumber, l.previous])).toEqual([[102, (9n * ETH).toString()]]);
+      expect(lines.at(-2)).toMatchObject({ type: "error", error: { code: "CS_BACKTEST_NO_ARCHIVE_STATE" } });
+      expect(lines.at(-1)).toMatchObject({ type: "end", complete: false, reason: "CS_BACKTEST_NO_ARCHIVE_STATE", nextFrom: 103 });
+    });
+  });
+
   describe("a node without the range's state", () => {
     let pruned: ScriptedRpc;
     let prunedApi: FastifyInstance;
