@@ -3,14 +3,18 @@
  * a wallet's balance is moved across a threshold and back over a dozen blocks; the rule is then
  * backtested by `POST /alerting/rules/test/` over those blocks and evaluated live by the match stage's
  * state evaluator (pipeline/match/state/evaluator.ts, real Redis) fed the same blocks. Both must fire
- * at the same blocks with the same entities (block hash, reading). A node answering a pruned-state
+ * at the same blocks with the same entities (block hash, reading); `chainsift rules test` answers the same. A node answering a pruned-state
  * error (test/support/scripted-rpc.ts) makes the backtest a 422 `CS_BACKTEST_NO_ARCHIVE_STATE`;
  * a range reading more blocks than the read budget is refused. Skips when Elasticsearch or Redis is down.
  */
 import { randomBytes } from "node:crypto";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import type { FastifyInstance } from "fastify";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildApi } from "../../../api/app.js";
+import { runCli } from "../../../cli/chainsift.js";
 import { type AnvilHandle, startAnvil } from "../../../cli/devchain/anvil.js";
 import { type Config, loadConfig } from "../../../lib/config/index.js";
 import { createLogger } from "../../../lib/logger.js";
@@ -173,6 +177,29 @@ describe.skipIf(!up)("state-rule backtests", () => {
       ["confirmed"],
       ["confirmed"],
     ]);
+  });
+
+  it("the CLI reads the configured node and answers the API's lines", async () => {
+    const dir = await mkdtemp(join(tmpdir(), "state-bt-"));
+    try {
+      const file = join(dir, "rule.json");
+      const rule = stateRule(THRESHOLD);
+      await writeFile(file, JSON.stringify(rule));
+      const out: string[] = [];
+      const err: string[] = [];
+      const args = ["rules", "test", file, "--from", String(from), "--to", String(to), "--json"];
+      const code = await runCli(args, {
+        config: apiConfig(anvil.rpcUrl, 50),
+        output: { out: (l) => out.push(l), err: (l) => err.push(l) },
+      });
+      expect(code, err.join("\n")).toBe(0);
+      const cli = out.map((l) => JSON.parse(l) as Record<string, unknown>).filter((l) => l.type === "match");
+      const api = (await backtest(rule)).filter((l) => l.type === "match");
+      expect(cli.map((l) => l.entity)).toEqual(api.map((l) => l.entity));
+      expect(cli.length).toBe(2);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 
   it("refuses a range whose due blocks exceed the read budget, naming to", async () => {
