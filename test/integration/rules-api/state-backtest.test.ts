@@ -14,6 +14,8 @@ import { join } from "node:path";
 import type { FastifyInstance } from "fastify";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildApi } from "../../../api/app.js";
+import type { BacktestLine } from "../../../api/backtest/run.js";
+import { startStateBacktest } from "../../../api/backtest/state-scan.js";
 import { runCli } from "../../../cli/chainsift.js";
 import { type AnvilHandle, startAnvil } from "../../../cli/devchain/anvil.js";
 import { type Config, loadConfig } from "../../../lib/config/index.js";
@@ -200,6 +202,24 @@ describe.skipIf(!up)("state-rule backtests", () => {
     } finally {
       await rm(dir, { recursive: true, force: true });
     }
+  });
+
+  it("stops at the time cap between batches, at a block boundary, with nextFrom", async () => {
+    let now = 0;
+    const deps = { timeoutMs: 10, clock: () => (now += 4), state: { rpc, maxReads: 50, batchSize: 2 } };
+    const run = { rule: stateRule(THRESHOLD), accountId: "acct", from, to, head: to };
+    const lines: BacktestLine[] = [];
+    for await (const l of await startStateBacktest(deps, ANVIL, run, false)) lines.push(l);
+    const reads = lines.flatMap((l) => (l.type === "block" ? [l.blockNumber] : []));
+    expect(reads.length).toBeGreaterThan(0);
+    expect(reads.length).toBeLessThan(to - from + 1);
+    expect(reads).toEqual([...blocks.keys()].slice(0, reads.length));
+    expect(lines.at(-1)).toMatchObject({
+      type: "end",
+      complete: false,
+      reason: "CS_BACKTEST_TIME_CAP",
+      nextFrom: (reads.at(-1) as number) + 1,
+    });
   });
 
   it("refuses a range whose due blocks exceed the read budget, naming to", async () => {
