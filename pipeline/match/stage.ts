@@ -310,7 +310,12 @@ export async function startMatchStage(deps: MatchStageDeps): Promise<MatchStage>
           await windows.onHead({ head, block, canonical: chain.canonical });
           await sequences.onHead({ head, block, canonical: chain.canonical });
           await emitAndPublish(publisher, () => tracker.onHead(head, chain.canonical));
-          if (b) await states.onBlock({ number: b.number.num, hash: b.hash, parentHash: b.parentHash }, head.number, chain.canonical);
+          if (b)
+            await states.onBlock(
+              { number: b.number.num, hash: b.hash, parentHash: b.parentHash, logsBloom: b.logsBloom },
+              head.number,
+              chain.canonical,
+            );
           if (input.topicKind === "blocks") await track(searchIndex.matchRecords(input).map(countSearchMatch));
           await advanceFinal();
         }
