@@ -309,7 +309,7 @@ export function rulesRoutes(deps: RulesRoutesDeps): FastifyPluginAsync {
         const accountId = callerId(request);
         const checked = validateRuleInput(request.body, "create", chains);
         if (!checked.ok) throw new ApiError(ruleValidationDetails(checked.errors));
-        if (deps.watchlists) await checkRuleWatchlists(deps.watchlists, accountId, checked.value.config);
+        if (deps.watchlists) await checkRuleWatchlists(deps.watchlists, accountId, checked.value.config, checked.value);
         await resolveStateAbi(deps.abis ?? NO_ABIS, accountId, checked.value);
         const rule = await rules.create(accountId, checked.value);
         const warnings = await ruleWarnings(rule);
@@ -342,7 +342,7 @@ export function rulesRoutes(deps: RulesRoutesDeps): FastifyPluginAsync {
         const id = ruleIdOf(request);
         const checked = validateRuleInput(request.body, "update", chains);
         if (!checked.ok) throw new ApiError(ruleValidationDetails(checked.errors));
-        if (deps.watchlists) await checkRuleWatchlists(deps.watchlists, accountId, checked.value.config);
+        if (deps.watchlists) await checkRuleWatchlists(deps.watchlists, accountId, checked.value.config, checked.value);
         await resolveStateAbi(deps.abis ?? NO_ABIS, accountId, checked.value);
         const rule = await rules.update(accountId, id, checked.value);
         const warnings = await ruleWarnings(rule);
