@@ -239,20 +239,28 @@ export async function buildApi(deps: ApiDeps): Promise<FastifyInstance> {
       onHits,
       watchlistMembers,
     });
+    const abis = createAbiStore({ redis: app.redis, keyPrefix: config.redisKeyPrefix, maxPerAccount: config.abis.maxPerAccount });
     await app.register(
       abisRoutes({
-        store: createAbiStore({ redis: app.redis, keyPrefix: config.redisKeyPrefix, maxPerAccount: config.abis.maxPerAccount }),
+        store: abis,
         redecodeStatus: createRedecodeStatusStore({ redis: app.redis, keyPrefix: config.redisKeyPrefix }),
       }),
     );
     await app.register(rulesBackendsPlugin, { config, redis: app.redis });
     const { rules, deliveries, deliveryStatus, traceSource, searches, finalitySource } = app.rulesBackends;
-    await app.register(rulesRoutes({ rules, deliveries, deliveryStatus, traceSource, chains, watchlists }));
+    await app.register(rulesRoutes({ rules, deliveries, deliveryStatus, traceSource, chains, watchlists, abis }));
     await app.register(searchesRoutes({ searches, chains, finalitySource }));
     await app.register(watchlistsRoutes({ store: watchlists, limits: watchlistLimits }));
     const stateRpc = stateRpcClients(config);
     app.addHook("onClose", async () => stateRpc.close());
-    const backtests = { config, chains, decode: (chain: ChainId) => servedChain(served, chain)?.decode, rpc: stateRpc.of, watchlists };
+    const backtests = {
+      config,
+      chains,
+      decode: (chain: ChainId) => servedChain(served, chain)?.decode,
+      rpc: stateRpc.of,
+      watchlists,
+      abis,
+    };
     await app.register(ruleTestRoutes(backtests));
     await app.register(searchTestRoutes(backtests));
   } catch (err) {

@@ -1,14 +1,18 @@
 /**
  * Backtests of state rules (a rule with `stateCondition`; issue 34 part 3, docs/alerting.md "Backtests
  * of state rules"): instead of scanning indexed records, the rule's watched subject is read at every
- * due block of the range (`number % every.blocks === 0`, as the live evaluator reads) through the
- * chain's JSON-RPC client, at the block's hash (EIP-1898, lib/chain/state-reads.ts `stateCall`), and
- * the readings go through the live path's crossing arithmetic (lib/match/state-backtest.ts).
+ * due block of the range (as the live evaluator reads: every N blocks, or with `every: "log"` the blocks
+ * whose header's `logsBloom` may hold a log of the subject's contract; lib/match/state-backtest.ts
+ * `stateDue`) through the chain's JSON-RPC client, at the block's hash (EIP-1898, lib/chain/state-reads.ts
+ * `stateCall`), and the readings go through the live path's crossing arithmetic. A `call` subject
+ * without `abi` takes its function from the ABI registry as `POST /alerting/rules/` does
+ * (api/routes/rules/state-abi.ts; `CS_RULE_STATE_ABI_UNKNOWN` at `rule.stateCondition.subject.function`).
  *
- * Reads: per batch of up to {@link STATE_BACKTEST_BATCH} due blocks, one JSON-RPC batch of
- * `eth_getBlockByNumber` (the hashes) and one of the subject's reads. Bounds: `maxReads` readings per
- * backtest (config `stateReads.backtestMaxReads`): a range with more due blocks is refused up front
- * (`CS_BACKTEST_RANGE_TOO_LARGE`); and the backtest's time cap, checked before every batch.
+ * Reads: per batch of up to {@link STATE_BACKTEST_BATCH} candidate blocks (every N-th; every block for
+ * `"log"`), one JSON-RPC batch of `eth_getBlockByNumber` (hashes and blooms) and one of the subject's
+ * reads at the due ones. Bounds: `maxReads` candidate blocks per backtest (config
+ * `stateReads.backtestMaxReads`): a range with more is refused up front (`CS_BACKTEST_RANGE_TOO_LARGE`);
+ * and the backtest's time cap, checked before every batch.
  *
  * Archive state: before the first read the node is asked for a state it can only answer with the
  * block's state (`eth_getBalance` of the zero address at the first due block's hash). A node that
@@ -30,7 +34,8 @@ import { RetryableError } from "../../lib/errors.js";
 import { createStateBacktester } from "../../lib/match/state-backtest.js";
 import type { RpcClient } from "../../lib/rpc/client.js";
 import type { RuleInput } from "../../lib/rules/model.js";
-import { apiError } from "../errors.js";
+import { ApiError, apiError } from "../errors.js";
+import { type AbiLookup, resolveStateAbi } from "../routes/rules/state-abi.js";
 import { endLineOf } from "./end-line.js";
 import type { BacktestLine, BacktestRun, BacktestScanDeps } from "./run.js";
 
@@ -45,7 +50,11 @@ export interface StateScanDeps {
   maxReads: number;
   /** Due blocks per JSON-RPC batch; default {@link STATE_BACKTEST_BATCH}. */
   batchSize?: number;
+  /** The ABI registry a `call` subject without `abi` is resolved in (the caller's, then global); absent: such a rule is refused. */
+  abis?: AbiLookup;
 }
+
+const NO_ABIS: AbiLookup = { get: async () => null };
 
 const ZERO_ADDRESS = "0x0000000000000000000000000000000000000000";
 const hex = (n: number) => `0x${n.toString(16)}`;
@@ -60,6 +69,7 @@ export function dueBlocks(from: number, to: number, every: number): { first: num
 interface Header {
   number: string;
   hash: string;
+  logsBloom?: string | null;
 }
 
 /** The headers of blocks `numbers` (null for a block the node does not know). @throws {RetryableError} when no endpoint answered. */
@@ -101,6 +111,10 @@ export async function startStateBacktest(
     throw apiError("CS_BACKTEST_TARGET_UNSUPPORTED", "no JSON-RPC endpoint of this chain is configured in the API", "rule.stateCondition");
   const rpc: RpcClient = client;
   const { maxReads } = deps.state;
+  await resolveStateAbi(deps.state.abis ?? NO_ABIS, run.accountId, run.rule).catch((err: unknown) => {
+    if (!(err instanceof ApiError)) throw err;
+    throw new ApiError(err.details.map((d) => ({ ...d, path: d.path === null ? "rule" : `rule.${d.path}` })));
+  });
   const batchSize = Math.max(1, deps.state.batchSize ?? STATE_BACKTEST_BATCH);
   const tester = createStateBacktester({
     rule: run.rule,
@@ -110,12 +124,13 @@ export async function startStateBacktest(
     ...(deps.explorers ? { explorers: deps.explorers } : {}),
     ...(deps.now ? { now: deps.now } : {}),
   });
-  const every = Math.max(1, tester.condition.every?.blocks ?? 1);
+  const cadence = tester.condition.every ?? { blocks: 1 };
+  const every = cadence === "log" ? 1 : Math.max(1, cadence.blocks);
   const { first, count } = dueBlocks(run.from, run.to, every);
   if (count > maxReads) {
     throw apiError(
       "CS_BACKTEST_RANGE_TOO_LARGE",
-      `the state rule reads ${count} blocks of this range (every ${every}); at most ${maxReads} per backtest (CHAINSIFT_STATE_BACKTEST_MAX_READS; split the range)`,
+      `the state rule reads ${count} blocks of this range (every ${cadence === "log" ? "block's header, for every: log" : every}); at most ${maxReads} per backtest (CHAINSIFT_STATE_BACKTEST_MAX_READS; split the range)`,
       byLast ? "last" : "to",
     );
   }
@@ -153,13 +168,14 @@ export async function startStateBacktest(
         yield end("CS_BACKTEST_TIME_CAP", nextFrom);
         return;
       }
-      let read: Array<{ header: Header | null; reply: Awaited<ReturnType<RpcClient["batch"]>>[number] | undefined }>;
+      let read: Array<{ header: Header | null; due: boolean; reply: Awaited<ReturnType<RpcClient["batch"]>>[number] | undefined }>;
       try {
         const hs = await headers(rpc, numbers);
-        const known = hs.filter((h): h is Header => h !== null);
-        const replies = known.length === 0 ? [] : await rpc.batch(known.map((h) => stateCall(condition.subject, h.hash)));
+        const due = hs.map((h, j) => h !== null && tester.due({ number: numbers[j] as number, logsBloom: h.logsBloom ?? null }));
+        const calls = hs.flatMap((h, j) => (h !== null && due[j] ? [stateCall(condition.subject, h.hash)] : []));
+        const replies = calls.length === 0 ? [] : await rpc.batch(calls);
         let k = 0;
-        read = hs.map((header) => ({ header, reply: header === null ? undefined : replies[k++] }));
+        read = hs.map((header, j) => ({ header, due: due[j] === true, reply: due[j] ? replies[k++] : undefined }));
       } catch (err) {
         deps.log?.warn({ err }, "state backtest reads failed; the answer ends with an error line");
         const code = err instanceof RetryableError ? "CS_BACKEND_UNAVAILABLE" : "CS_INTERNAL";
@@ -167,8 +183,9 @@ export async function startStateBacktest(
         yield end(code, nextFrom);
         return;
       }
-      for (const [j, { header, reply }] of read.entries()) {
+      for (const [j, { header, due, reply }] of read.entries()) {
         const n = numbers[j] as number;
+        if (header !== null && !due) continue; // every: "log", and the bloom says no log of the contract
         const reading = header === null ? null : readingOf(condition.subject, reply);
         if (header === null || (reading !== null && !reading.ok && reading.kind === "unavailable")) {
           const why = header === null ? "the node does not serve this block" : (reading as { message: string }).message;

@@ -22,6 +22,7 @@ import type { BacktestWatchlists } from "../../backtest/watchlists.js";
 import { ApiError } from "../../errors.js";
 import { callerId, RULES_PREFIX, RULES_ROUTE_CONFIG } from "./index.js";
 import { RULES_ERROR_RESPONSES, RulesErrorBodySchema } from "./schema.js";
+import type { AbiLookup } from "./state-abi.js";
 
 /**
  * One line of the NDJSON answer (OpenAPI): an object whose `type` says which line it is; the fields
@@ -65,6 +66,8 @@ export interface RuleTestRoutesDeps {
   rpc?: (chain: ChainId) => RpcClient | undefined;
   /** The watchlist store `In watchlist` conditions of rule backtests read (the caller's lists, today's members); absent: refused. */
   watchlists?: BacktestWatchlists;
+  /** The ABI registry a state rule's `call` subject without `abi` is resolved in (api/routes/rules/state-abi.ts); absent: such a rule is refused. */
+  abis?: AbiLookup;
 }
 
 /**
@@ -102,7 +105,7 @@ export async function answerBacktest(
     timeoutMs: config.backtest.timeoutMs,
     log: request.log,
     decode,
-    state: { rpc: deps.rpc?.(chain), maxReads: config.stateReads.backtestMaxReads },
+    state: { rpc: deps.rpc?.(chain), maxReads: config.stateReads.backtestMaxReads, ...(deps.abis ? { abis: deps.abis } : {}) },
     ...(deps.watchlists ? { watchlists: deps.watchlists } : {}),
   };
   const lines = await runBacktest(scan, checked, callerId(request));

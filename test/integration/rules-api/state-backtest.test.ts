@@ -11,6 +11,7 @@ import { randomBytes } from "node:crypto";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { type Contract, ContractFactory, getAddress, JsonRpcProvider, JsonRpcSigner } from "ethers";
 import type { FastifyInstance } from "fastify";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildApi } from "../../../api/app.js";
@@ -18,6 +19,7 @@ import type { BacktestLine } from "../../../api/backtest/run.js";
 import { startStateBacktest } from "../../../api/backtest/state-scan.js";
 import { runCli } from "../../../cli/chainsift.js";
 import { type AnvilHandle, startAnvil } from "../../../cli/devchain/anvil.js";
+import { compileDevContracts } from "../../../cli/devchain/contracts.js";
 import { type Config, loadConfig } from "../../../lib/config/index.js";
 import { createLogger } from "../../../lib/logger.js";
 import { backtestRule } from "../../../lib/match/backtest.js";
@@ -89,7 +91,15 @@ describe.skipIf(!up)("state-rule backtests", () => {
   let app: FastifyInstance;
   let from = 0;
   let to = 0;
-  const blocks = new Map<number, { number: number; hash: string; parentHash: string }>();
+  type Header = { number: number; hash: string; parentHash: string; logsBloom: string };
+  const blocks = new Map<number, Header>();
+  /** Reads the headers of blocks `a`–`b` into {@link blocks}. */
+  const loadBlocks = async (a: number, b: number) => {
+    for (let n = a; n <= b; n++) {
+      const h = await rpc.request<Header>("eth_getBlockByNumber", [`0x${n.toString(16)}`, false]);
+      blocks.set(n, { number: n, hash: h.hash, parentHash: h.parentHash, logsBloom: h.logsBloom });
+    }
+  };
 
   beforeAll(async () => {
     anvil = await startAnvil({ blockTimeSec: 0 });
@@ -103,10 +113,7 @@ describe.skipIf(!up)("state-rule backtests", () => {
     }
     to = Number(await rpc.request<string>("eth_blockNumber", []));
     from = to - 2 * BALANCES.length + 1;
-    for (let n = from; n <= to; n++) {
-      const b = await rpc.request<{ hash: string; parentHash: string }>("eth_getBlockByNumber", [`0x${n.toString(16)}`, false]);
-      blocks.set(n, { number: n, hash: b.hash, parentHash: b.parentHash });
-    }
+    await loadBlocks(from, to);
     app = await buildApi({ config: apiConfig(anvil.rpcUrl, 50), logger: false });
   }, 60_000);
 
@@ -118,8 +125,8 @@ describe.skipIf(!up)("state-rule backtests", () => {
     await anvil?.stop();
   });
 
-  async function backtest(rule: RuleInput) {
-    const res = await app.inject({ method: "POST", url: "/alerting/rules/test/", headers: AUTH, payload: { rule, from, to } });
+  async function backtest(rule: RuleInput, range = { from, to }) {
+    const res = await app.inject({ method: "POST", url: "/alerting/rules/test/", headers: AUTH, payload: { rule, ...range } });
     expect(res.statusCode, res.body).toBe(200);
     const lines = res.body
       .trim()
@@ -130,7 +137,7 @@ describe.skipIf(!up)("state-rule backtests", () => {
   }
 
   /** The live evaluator's firings over the same blocks (the rule as the backtest evaluates it). */
-  async function live(input: RuleInput, space: string): Promise<MatchInput[]> {
+  async function live(input: RuleInput, space: string, range = { from, to }): Promise<MatchInput[]> {
     const fired: MatchInput[] = [];
     const ev = createStateEvaluator({
       redis: redis.client,
@@ -144,8 +151,7 @@ describe.skipIf(!up)("state-rule backtests", () => {
       },
     });
     ev.watch(createRuleIndex({ chain: ANVIL })).upsert(backtestRule({ rule: input, accountId: "acct" }, () => new Date()));
-    for (let n = from; n <= to; n++)
-      await ev.onBlock(blocks.get(n) as { number: number; hash: string; parentHash: string }, to, (k) => blocks.get(k)?.hash);
+    for (let n = range.from; n <= range.to; n++) await ev.onBlock(blocks.get(n) as Header, range.to, (k) => blocks.get(k)?.hash);
     return fired;
   }
 
@@ -231,6 +237,76 @@ describe.skipIf(!up)("state-rule backtests", () => {
     });
     expect(res.statusCode, res.body).toBe(400);
     expect(res.json().error).toMatchObject({ code: "CS_BACKTEST_RANGE_TOO_LARGE", path: "to" });
+  });
+
+  describe('a token balance read on logs only (every: "log"), its function from the registered ABI', () => {
+    const holder = "0x00000000000000000000000000000000000000b9";
+    const range = { from: 0, to: 0 };
+    let balanceOf: Record<string, unknown>;
+    let token = "";
+    let transfers: number[] = [];
+
+    beforeAll(async () => {
+      const provider = new JsonRpcProvider(anvil.rpcUrl, undefined, { staticNetwork: true, cacheTimeout: -1 });
+      try {
+        const [account] = await rpc.request<string[]>("eth_accounts", []);
+        const signer = new JsonRpcSigner(provider, getAddress(account as string));
+        const { token: compiled } = await compileDevContracts();
+        const contract = (await (
+          await new ContractFactory(compiled.abi, compiled.bytecode, signer).deploy(signer.address)
+        ).waitForDeployment()) as unknown as Contract;
+        token = getAddress(await contract.getAddress());
+        await (await contract.getFunction("mint")(signer.address, 10n ** 12n)).wait();
+        range.from = Number(await rpc.request<string>("eth_blockNumber", [])) + 1;
+        const send = async (amount: bigint) =>
+          (await (await contract.getFunction("transfer")(holder, amount)).wait())?.blockNumber as number;
+        await rpc.request("evm_mine", []);
+        transfers = [await send(3_000_000n)];
+        await rpc.request("evm_mine", []);
+        await rpc.request("evm_mine", []);
+        transfers.push(await send(3_000_000n));
+        await rpc.request("evm_mine", []);
+        range.to = Number(await rpc.request<string>("eth_blockNumber", []));
+        await loadBlocks(range.from, range.to);
+        balanceOf = (compiled.abi as Array<Record<string, unknown>>).find((e) => e.type === "function" && e.name === "balanceOf") as Record<
+          string,
+          unknown
+        >;
+        const put = await app.inject({ method: "PUT", url: `/abis/${token}`, headers: AUTH, payload: { abi: compiled.abi } });
+        expect(put.statusCode, put.body).toBe(201);
+      } finally {
+        provider.destroy();
+      }
+    }, 60_000);
+
+    const condition = (comparison: Record<string, unknown>, abi?: unknown[]) => ({
+      subject: { type: "call", to: token, function: "balanceOf", args: [holder], ...(abi ? { abi } : {}) },
+      decimals: 6,
+      every: "log",
+      comparison,
+    });
+
+    it.each([
+      ["a threshold", { operator: "Greater or Equal", threshold: "5" }, "log-threshold"],
+      ["changed", { changed: true }, "log-changed"],
+    ])("%s: reads the blocks with a log of the token only, and fires where the live evaluator does", async (_name, comparison, space) => {
+      const lines = await backtest(stateRule(condition(comparison)), range);
+      expect(lines.filter((l) => l.type === "block").map((l) => l.blockNumber)).toEqual(transfers);
+      const matches = lines.filter((l) => l.type === "match");
+      const liveFired = await live(stateRule(condition(comparison, [balanceOf])), space, range);
+      expect(matches.length).toBeGreaterThan(0);
+      expect(matches.map((m) => m.entity)).toEqual(liveFired.map((m) => m.entity));
+    });
+
+    it("refuses a function no registration has, at rule.stateCondition.subject.function", async () => {
+      const rule = stateRule({
+        ...condition({ changed: true }),
+        subject: { type: "call", to: holder, function: "balanceOf", args: [holder] },
+      });
+      const res = await app.inject({ method: "POST", url: "/alerting/rules/test/", headers: AUTH, payload: { rule, ...range } });
+      expect(res.statusCode, res.body).toBe(400);
+      expect(res.json().error).toMatchObject({ code: "CS_RULE_STATE_ABI_UNKNOWN", path: "rule.stateCondition.subject.function" });
+    });
   });
 
   describe("a node that loses the state midway, and a subject it cannot read at one block", () => {

@@ -61,6 +61,6 @@ describe("state backtests (pure part)", () => {
       chain,
       head: 9,
     });
-    expect([1, 2, 3, 4, 5, 6].filter((n) => t.due(n))).toEqual([3, 6]);
+    expect([1, 2, 3, 4, 5, 6].filter((n) => t.due({ number: n }))).toEqual([3, 6]);
   });
 });
