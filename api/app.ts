@@ -238,15 +238,16 @@ export async function buildApi(deps: ApiDeps): Promise<FastifyInstance> {
       onHits,
       watchlistMembers,
     });
+    const abis = createAbiStore({ redis: app.redis, keyPrefix: config.redisKeyPrefix, maxPerAccount: config.abis.maxPerAccount });
     await app.register(
       abisRoutes({
-        store: createAbiStore({ redis: app.redis, keyPrefix: config.redisKeyPrefix, maxPerAccount: config.abis.maxPerAccount }),
+        store: abis,
         redecodeStatus: createRedecodeStatusStore({ redis: app.redis, keyPrefix: config.redisKeyPrefix }),
       }),
     );
     await app.register(rulesBackendsPlugin, { config, redis: app.redis });
     const { rules, deliveries, deliveryStatus, traceSource, searches, finalitySource } = app.rulesBackends;
-    await app.register(rulesRoutes({ rules, deliveries, deliveryStatus, traceSource, chains, watchlists }));
+    await app.register(rulesRoutes({ rules, deliveries, deliveryStatus, traceSource, chains, watchlists, abis }));
     await app.register(searchesRoutes({ searches, chains, finalitySource }));
     await app.register(watchlistsRoutes({ store: watchlists, limits: watchlistLimits }));
     const backtests = { config, chains, decode: (chain: ChainId) => servedChain(served, chain)?.decode };

@@ -28,7 +28,7 @@ import {
   type IndexedRecord,
   ruleSelector,
 } from "./backtest.js";
-import { firingEntity, windowRecordOfRule } from "./window-records.js";
+import { firingEntity, windowRecordOfRule, windowSearch } from "./window-records.js";
 import { applyBlock, createWindowState, type WindowConfig, type WindowState } from "./windows.js";
 
 /** A block of the range as the window sees it: number, hash and timestamp (unix seconds). */
@@ -123,7 +123,7 @@ export function windowBacktesterOf(
       };
       for (const e of step.events) {
         if (e.type !== "fired") continue;
-        const entity = firingEntity(e.firing, absence);
+        const entity = firingEntity(e.firing, absence, absence ? undefined : windowSearch(state.blocks, e.firing));
         const alerts = alertsOf(entity);
         result.alerts += alerts.length;
         result.matches.push({

@@ -49,7 +49,7 @@ import { countAlerts, matchMetricsOf } from "./metrics.js";
 import { createAlertPublisher } from "./publisher.js";
 import { startRuleSync } from "./rule-sync.js";
 import { createSearchIndex, type SearchIndex } from "./search-index.js";
-import { createSequenceEvaluator } from "./sequences/evaluator.js";
+import { createSequenceEvaluator, withFollowedBy } from "./sequences/evaluator.js";
 import { createStateEvaluator } from "./state/evaluator.js";
 import { createTokenTracker, type TokenMetadataSource, tokenListMetadataSource } from "./tokens.js";
 import { createWatchlistMembership, matchEntities } from "./watchlists.js";
@@ -144,8 +144,11 @@ export async function startMatchStage(deps: MatchStageDeps): Promise<MatchStage>
         await emitAndPublish(p, () => t.retract(matches));
     },
   };
+  const membership = createWatchlistMembership(
+    createWatchlistStore({ redis, keyPrefix: config.redisKeyPrefix, limits: DEFAULT_WATCHLISTS_CONFIG }),
+  );
   const windows = createWindowEvaluator(overTime);
-  const sequences = createSequenceEvaluator(overTime);
+  const sequences = createSequenceEvaluator({ ...overTime, watchlists: membership.lookup });
   const states = createStateEvaluator({
     ...keyed,
     logger: log,
@@ -154,9 +157,6 @@ export async function startMatchStage(deps: MatchStageDeps): Promise<MatchStage>
     fire: overTime.fire,
     onSkipped: (kind, n) => metrics.stateUnread.inc({ kind }, n),
   });
-  const membership = createWatchlistMembership(
-    createWatchlistStore({ redis, keyPrefix: config.redisKeyPrefix, limits: DEFAULT_WATCHLISTS_CONFIG }),
-  );
   const index = states.watch(sequences.watch(windows.watch(createRuleIndex({ chain: config.chain, watchlists: membership.lookup }))));
   const outboxVisibilityMs = Math.max(0, deps.outboxGraceMs ?? 10_000);
   const tracker = createConfirmationTracker({ ...keyed, outboxVisibilityMs });
@@ -313,7 +313,12 @@ export async function startMatchStage(deps: MatchStageDeps): Promise<MatchStage>
           await windows.onHead({ head, block, canonical: chain.canonical });
           await sequences.onHead({ head, block, canonical: chain.canonical });
           await emitAndPublish(publisher, () => tracker.onHead(head, chain.canonical));
-          if (b) await states.onBlock({ number: b.number.num, hash: b.hash, parentHash: b.parentHash }, head.number, chain.canonical);
+          if (b)
+            await states.onBlock(
+              { number: b.number.num, hash: b.hash, parentHash: b.parentHash, logsBloom: b.logsBloom },
+              head.number,
+              chain.canonical,
+            );
           await track(blockMatches);
           await advanceFinal();
         }
@@ -333,7 +338,7 @@ export async function startMatchStage(deps: MatchStageDeps): Promise<MatchStage>
         batch.push({ input, entities: await entitiesWithToken(input) });
       }
       const matchedOf = await matchEntities(
-        index,
+        withFollowedBy(index, sequences),
         membership,
         batch.flatMap((b) => b.entities),
       );
@@ -344,7 +349,6 @@ export async function startMatchStage(deps: MatchStageDeps): Promise<MatchStage>
           const matched = matchedOf[k++] ?? [];
           if (matched.length > 0) metrics.matches.inc({ type }, matched.length);
           for (const rule of matched) matches.push({ rule, entity: entity as unknown as MatchedEntity });
-          matches.push(...sequences.followedByMatches(type, entity));
         }
         for (const m of searchMatches(input)) matches.push(countSearchMatch(m));
       }

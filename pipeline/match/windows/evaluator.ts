@@ -27,7 +27,7 @@
 import type { ChainId } from "../../../lib/config/index.js";
 import type { Logger } from "../../../lib/logger.js";
 import type { RuleIndex } from "../../../lib/match/rule-index.js";
-import { firingEntity, windowRecordOfRule } from "../../../lib/match/window-records.js";
+import { firingEntity, windowRecordOfRule, windowSearch } from "../../../lib/match/window-records.js";
 import {
   addRecords,
   applyBlock,
@@ -255,10 +255,16 @@ export function createWindowEvaluator(deps: WindowEvaluatorDeps): WindowEvaluato
       const s2: WindowState = state;
       if (s2.blocks.some((b) => b.hash === hash)) step(addRecords(config, s2, hash, await blockRecords(id, hash)));
     }
+    const absent = ruleAbsence(rule) !== null;
+    const held: WindowState = state;
     const matches = (type: WindowEvent["type"]) =>
       events
         .filter((e) => e.type === type)
-        .map((e) => ({ rule, entity: firingEntity(e.firing, ruleAbsence(rule) !== null), firing: e.firing }));
+        .map((e) => ({
+          rule,
+          entity: firingEntity(e.firing, absent, absent || type !== "fired" ? undefined : windowSearch(held.blocks, e.firing)),
+          firing: e.firing,
+        }));
     // A firing whose closing block left the chain is the tracker's head to remove (it names the replacing block).
     const retracted = matches("retracted").filter((m) => {
       const c = view.canonical(m.firing.end.number);
