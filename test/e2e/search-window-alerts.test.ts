@@ -116,6 +116,8 @@ describe.skipIf(!up.ok)("saved-search window alerts on anvil", () => {
     });
     const ids = await Promise.all(txs.map(async (t) => (await env.eventOf(t)).entityId));
     expect([...w.recordIds].sort()).toEqual([...ids].sort());
+    // The search body lists every record of the window: the search endpoint of the search's kind finds them.
+    expect((w as unknown as { search: { query: { ids: { values: string[] } } } }).search.query.ids.values.sort()).toEqual([...ids].sort());
     const blocks = alerts(busy.id);
     expect(blocks.map((a) => [a.status, a.entityId, a.targetType])).toEqual([["pending", `window:${b.blockNumber}`, "Block"]]);
     expect((blocks[0] as unknown as { window: WindowFiring }).window.recordIds).toEqual([b.blockHash]);
