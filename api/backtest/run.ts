@@ -40,7 +40,7 @@ import { ruleStateCondition } from "../../lib/rules/schema-state.js";
 import { apiError } from "../errors.js";
 import { endLineOf } from "./end-line.js";
 import type { BacktestRequest, SearchBacktestRequest } from "./request.js";
-import { createSearchBacktester, type SearchBacktestInput } from "./search-tester.js";
+import { createSearchBacktester, createSearchWindowBacktester, type SearchBacktestInput } from "./search-tester.js";
 import { type StateScanDeps, startStateBacktest } from "./state-scan.js";
 import { type BacktestWatchlists, backtestWatchlists } from "./watchlists.js";
 import { windowFeeder } from "./window-scan.js";
@@ -194,7 +194,12 @@ export async function startBacktest(deps: BacktestScanDeps, chain: ChainId, run:
     ...(deps.explorers ? { explorers: deps.explorers } : {}),
     ...(deps.now ? { now: deps.now } : {}),
   };
-  const windowed = "rule" in run && isWindowedRule(run.rule) ? createWindowBacktester({ ...options, rule: run.rule }) : null;
+  const subject = "rule" in run ? run.rule : run.search;
+  const windowed = !isWindowedRule(subject)
+    ? null
+    : "rule" in run
+      ? createWindowBacktester({ ...options, rule: run.rule })
+      : createSearchWindowBacktester({ ...options, search: run.search });
   // A windowed rule sees every block of the range (api/backtest/window-scan.ts), records or not.
   const feeder = windowed && windowFeeder(deps, chain, run, windowed, () => clock() - started > deps.timeoutMs);
   const tester =

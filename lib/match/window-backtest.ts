@@ -23,6 +23,7 @@ import {
   alertEmitter,
   type BacktestBlock,
   type BacktesterOptions,
+  type BlockSelection,
   backtestRule,
   type IndexedRecord,
   ruleSelector,
@@ -72,9 +73,25 @@ function configOf(rule: Rule): WindowConfig {
 export function createWindowBacktester(options: BacktesterOptions): WindowBacktester {
   const now = options.now ?? (() => new Date());
   const rule = backtestRule(options, now);
+  return windowBacktesterOf(rule, ruleSelector(rule, options.chain, options.decode), { ...options, now });
+}
+
+/**
+ * The window replay of {@link createWindowBacktester} for any rule-shaped snapshot and per-record
+ * selection: a rule's targetMap ({@link ruleSelector}), or a saved search's query
+ * (api/backtest/search-tester.ts `createSearchWindowBacktester`).
+ * @param rule - the snapshot as evaluated (its `window` or `absence`, its alerts).
+ * @param select - the entities of one block's records that enter the window.
+ * @throws as {@link createWindowBacktester}.
+ */
+export function windowBacktesterOf(
+  rule: Rule,
+  select: (records: readonly IndexedRecord[]) => BlockSelection,
+  options: Omit<BacktesterOptions, "rule" | "decode">,
+): WindowBacktester {
+  const now = options.now ?? (() => new Date());
   const config = configOf(rule);
   const absence = ruleAbsence(rule) !== null;
-  const select = ruleSelector(rule, options.chain, options.decode);
   const emitter: AlertEmitterOptions = { chain: options.chain, head: options.head, rule, now };
   const alertsOf = alertEmitter(options.explorers ? { ...emitter, explorers: options.explorers } : emitter);
   let state: WindowState | null = null;

@@ -168,7 +168,7 @@ export async function startMatchStage(deps: MatchStageDeps): Promise<MatchStage>
     threshold: () => 1,
     strictHead: true,
   });
-  const searchIndex = createSearchIndex(config.chain, deps.decode);
+  const searchIndex = windows.watch(createSearchIndex(config.chain, deps.decode));
   const tokens = createTokenTracker({ ...keyed, metadata: deps.tokens ?? tokenListMetadataSource(1) });
   const chain = createChainView(createRedisChainState(redis, config.redisKeyPrefix, config.chain));
   const registry = deps.registry ?? new Registry();
@@ -307,6 +307,9 @@ export async function startMatchStage(deps: MatchStageDeps): Promise<MatchStage>
             hash: b.hash.toLowerCase(),
             timestamp: Math.floor(Date.parse(`${b.timestamp}Z`) / 1000),
           };
+          // A block's own saved-search matches enter windowed searches' windows before the block is evaluated.
+          const blockMatches =
+            input.topicKind === "blocks" ? await windows.addMatches(searchIndex.matchRecords(input).map(countSearchMatch)) : [];
           await windows.onHead({ head, block, canonical: chain.canonical });
           await sequences.onHead({ head, block, canonical: chain.canonical });
           await emitAndPublish(publisher, () => tracker.onHead(head, chain.canonical));
@@ -316,7 +319,7 @@ export async function startMatchStage(deps: MatchStageDeps): Promise<MatchStage>
               head.number,
               chain.canonical,
             );
-          if (input.topicKind === "blocks") await track(searchIndex.matchRecords(input).map(countSearchMatch));
+          await track(blockMatches);
           await advanceFinal();
         }
         return [];
