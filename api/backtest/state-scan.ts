@@ -96,7 +96,9 @@ async function missingState(rpc: RpcClient, block: number): Promise<string | nul
  * @param byLast - whether the range was given as `last` (refusals then name `last`, else `from`/`to`).
  * @throws `ApiError` 400 `CS_BACKTEST_TARGET_UNSUPPORTED` (no JSON-RPC client for the chain), 400
  *   `CS_BACKTEST_RANGE_TOO_LARGE` (more due blocks than `maxReads`), 422 `CS_BACKTEST_NO_ARCHIVE_STATE`,
- *   503 `CS_BACKEND_UNAVAILABLE` (the node unreachable or answering the probe with another error).
+ *   503 `CS_BACKEND_UNAVAILABLE` (the node unreachable or answering the probe with another error), 400
+ *   `CS_RULE_STATE_ABI_UNKNOWN` (path `rule.stateCondition.subject.function`: a `call` subject without `abi`
+ *   whose function no registered ABI has).
  */
 export async function startStateBacktest(
   deps: Pick<BacktestScanDeps, "timeoutMs" | "clock" | "now" | "explorers" | "log" | "state">,
