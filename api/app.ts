@@ -23,6 +23,7 @@ import { DEFAULT_WATCHLISTS_CONFIG } from "../lib/config/watchlists.js";
 import type { RedisClient } from "../lib/redis.js";
 import { createWatchlistStore } from "../lib/watchlists/store.js";
 import pkg from "../package.json" with { type: "json" };
+import { stateRpcClients } from "./backtest/state-rpc.js";
 import { accountsPlugin } from "./plugins/accounts.js";
 import { authPlugin } from "./plugins/auth.js";
 import { consolePlugin } from "./plugins/console.js";
@@ -238,18 +239,28 @@ export async function buildApi(deps: ApiDeps): Promise<FastifyInstance> {
       onHits,
       watchlistMembers,
     });
+    const abis = createAbiStore({ redis: app.redis, keyPrefix: config.redisKeyPrefix, maxPerAccount: config.abis.maxPerAccount });
     await app.register(
       abisRoutes({
-        store: createAbiStore({ redis: app.redis, keyPrefix: config.redisKeyPrefix, maxPerAccount: config.abis.maxPerAccount }),
+        store: abis,
         redecodeStatus: createRedecodeStatusStore({ redis: app.redis, keyPrefix: config.redisKeyPrefix }),
       }),
     );
     await app.register(rulesBackendsPlugin, { config, redis: app.redis });
     const { rules, deliveries, deliveryStatus, traceSource, searches, finalitySource } = app.rulesBackends;
-    await app.register(rulesRoutes({ rules, deliveries, deliveryStatus, traceSource, chains, watchlists }));
+    await app.register(rulesRoutes({ rules, deliveries, deliveryStatus, traceSource, chains, watchlists, abis }));
     await app.register(searchesRoutes({ searches, chains, finalitySource }));
     await app.register(watchlistsRoutes({ store: watchlists, limits: watchlistLimits }));
-    const backtests = { config, chains, decode: (chain: ChainId) => servedChain(served, chain)?.decode };
+    const stateRpc = stateRpcClients(config);
+    app.addHook("onClose", async () => stateRpc.close());
+    const backtests = {
+      config,
+      chains,
+      decode: (chain: ChainId) => servedChain(served, chain)?.decode,
+      rpc: stateRpc.of,
+      watchlists,
+      abis,
+    };
     await app.register(ruleTestRoutes(backtests));
     await app.register(searchTestRoutes(backtests));
   } catch (err) {

@@ -202,7 +202,8 @@ export const ERROR_CODES = {
   CS_ACCOUNT_DISABLED: { status: 409, description: "Admin endpoints: a token cannot be issued to a disabled account." },
   CS_BACKEND_UNAVAILABLE: {
     status: 503,
-    description: "Elasticsearch or Redis (accounts, rate limits) is unreachable, overloaded or timed out.",
+    description:
+      "Elasticsearch, Redis (accounts, rate limits) or, for a state-rule backtest, the chain's JSON-RPC node is unreachable, overloaded or timed out.",
   },
   CS_INTERNAL: { status: 500, description: "Unexpected server error (details are logged, never returned)." },
   ...RULES_ERROR_CODES,

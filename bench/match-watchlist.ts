@@ -1,6 +1,6 @@
 /**
  * `npm run bench -- match --watchlist N [--entities E] [--batch B] [--rounds R] [--no-filter]` (issue 34): the match
- * stage's matching path (rule index + pipeline/match/watchlists.ts `matchEntities`, memberships
+ * stage's matching path (rule index + lib/match/watchlist-membership.ts `matchEntities`, memberships
  * prefetched from the stack's Redis per batch) with one Transaction rule `from` `In watchlist` over
  * a list of N addresses, against the same rule with a 10-address inline `Equals any` list, in
  * entities per second (target ≥ 0.8× of the inline rule), and the Redis memory of the list.
@@ -10,7 +10,7 @@
  * from listed addresses (half of those from the 10 of the inline list), matched in batches of B (default 500, a consumer batch); the two ways
  * alternate for R rounds (default 3) after a warm-up round, and medians are reported. The list lives under a key prefix of
  * its own, deleted afterwards (never FLUSH). The watchlist way asks the list's Bloom filter first
- * (pipeline/match/watchlist-filters.ts; built during the warm-up round, whose end waits for it);
+ * (lib/match/watchlist-filters.ts; built during the warm-up round, whose end waits for it);
  * `--no-filter` asks Redis for every value, as before the filters.
  * @module
  */
@@ -20,9 +20,9 @@ import { createClient } from "redis";
 import { loadConfig } from "../lib/config/index.js";
 import type { TypedEntity } from "../lib/match/entities.js";
 import { createRuleIndex } from "../lib/match/rule-index.js";
+import { createWatchlistFilters } from "../lib/match/watchlist-filters.js";
+import { createWatchlistMembership, matchEntities } from "../lib/match/watchlist-membership.js";
 import { createWatchlistStore } from "../lib/watchlists/store.js";
-import { createWatchlistFilters } from "../pipeline/match/watchlist-filters.js";
-import { createWatchlistMembership, matchEntities } from "../pipeline/match/watchlists.js";
 import { prng } from "./support/prng.js";
 import { benchRule } from "./support/rules.js";
 

@@ -14,6 +14,7 @@ import { readFile } from "node:fs/promises";
 import { Client } from "@elastic/elasticsearch";
 import { parseBacktestRequest, parseSearchBacktestRequest } from "../api/backtest/request.js";
 import { type BacktestLine, runBacktest } from "../api/backtest/run.js";
+import { stateRpcClients } from "../api/backtest/state-rpc.js";
 import { ApiError } from "../api/errors.js";
 import { methodDecodingOf } from "../lib/chain/tokens.js";
 import type { BacktestAction } from "../lib/match/backtest.js";
@@ -115,6 +116,7 @@ async function backtestFile(ctx: CliContext, args: CommandArgs, subject: "rule" 
     return EXIT_USAGE;
   }
   const es = new Client({ node: config.elasticsearch.url, requestTimeout: config.elasticsearch.requestTimeoutMs });
+  const stateRpc = stateRpcClients(config);
   try {
     const deps = {
       es,
@@ -124,6 +126,8 @@ async function backtestFile(ctx: CliContext, args: CommandArgs, subject: "rule" 
       timeoutMs: config.backtest.timeoutMs,
       // The configured chain's id and token list, as the match stage's.
       decode: methodDecodingOf(config),
+      // A state rule is read on the configured chain's node (api/backtest/state-scan.ts).
+      state: { rpc: stateRpc.of(config.chain), maxReads: config.stateReads.backtestMaxReads },
     };
     let complete = false;
     for await (const line of await runBacktest(deps, parsed.value, CLI_BACKTEST_ACCOUNT)) {
@@ -137,6 +141,7 @@ async function backtestFile(ctx: CliContext, args: CommandArgs, subject: "rule" 
     output.err(`chainsift: ${err.code} at ${err.path ?? "(body)"}: ${err.message}`);
     return err.statusCode < 500 ? EXIT_USAGE : EXIT_FAILURE;
   } finally {
+    stateRpc.close();
     await es.close();
   }
 }

@@ -18,9 +18,9 @@
 import type { ChainId } from "../../lib/config/index.js";
 import { BACKTEST_SOURCES } from "../../lib/match/backtest.js";
 import { watchlistIds } from "../../lib/match/evaluate.js";
+import { isWindowedRule } from "../../lib/match/window-backtest.js";
 import type { RuleInput } from "../../lib/rules/model.js";
 import { sequenceNotSupported } from "../../lib/rules/schema-sequence.js";
-import { stateNotSupported } from "../../lib/rules/schema-state.js";
 import { validateRuleInput } from "../../lib/rules/validate.js";
 import type { ApiErrorDetail } from "../errors.js";
 import { ruleValidationDetails } from "../routes/rules/errors.js";
@@ -124,13 +124,14 @@ export function parseBacktestRequest(body: unknown, chains: readonly ChainId[], 
     const checked = validateRuleInput(value, "create", chains);
     if (!checked.ok) {
       for (const d of ruleValidationDetails(checked.errors)) errors.push({ ...d, path: d.path === null ? "rule" : `rule.${d.path}` });
-    } else if ([...sequenceNotSupported(checked.value, "backtests"), ...stateNotSupported(checked.value, "backtests")].length > 0) {
-      for (const e of [...sequenceNotSupported(checked.value, "backtests"), ...stateNotSupported(checked.value, "backtests")])
+    } else if (sequenceNotSupported(checked.value, "backtests").length > 0) {
+      for (const e of sequenceNotSupported(checked.value, "backtests"))
         errors.push({ code: e.code, message: e.message, path: `rule.${e.path}` });
-    } else if (watchlistIds(checked.value.config.targetMap).size > 0) {
+    } else if (watchlistIds(checked.value.config.targetMap).size > 0 && isWindowedRule(checked.value)) {
       errors.push({
         code: "CS_RULE_NOT_SUPPORTED",
-        message: "backtests do not evaluate In watchlist conditions yet (docs/rules.md); test the rule without them",
+        message:
+          "backtests of window and absence rules do not evaluate In watchlist conditions yet (docs/rules.md); test the rule without them",
         path: "rule.config.targetMap",
       });
     } else if (BACKTEST_SOURCES[checked.value.config.targetType] === null) {

@@ -10,8 +10,8 @@
  * | `type` | when | fields |
  * |---|---|---|
  * | `start` | first | `from`, `to`, `head` (newest indexed block or null), `kinds`, `rule` (name, targetType, maxConfirmationCount, sendPendingAlerts), `limits` |
- * | `match` | per matched entity, in block order (a windowed rule: per window that fired, entity `window:<end>[:<group>]` / `absence:<end>` with `entity.window`) | {@link BacktestMatch}: `blockNumber`, `blockHash`, `targetType`, `entityId`, `entity`, `alerts` (each `{alert, actions}`) |
- * | `block` | after each block that has records of the scanned kinds (a windowed rule: or a firing) | `blockNumber`, `blockHash`, `records`, `entities`, `matches`, `alerts` (counts); windowed rules also `selected` (entities that entered the window) |
+ * | `match` | per matched entity, in block order (a windowed rule: per window that fired, entity `window:<end>[:<group>]` / `absence:<end>` with `entity.window`; a state rule: per crossing, entity `state:<block>` with `entity.state`, and `previous`, api/backtest/state-scan.ts) | {@link BacktestMatch}: `blockNumber`, `blockHash`, `targetType`, `entityId`, `entity`, `alerts` (each `{alert, actions}`) |
+ * | `block` | after each block that has records of the scanned kinds (a windowed rule: or a firing; a state rule: each block read, with `reading` or `unread`) | `blockNumber`, `blockHash`, `records`, `entities`, `matches`, `alerts` (counts); windowed rules also `selected` (entities that entered the window) |
  * | `error` | the scan failed midway (then `end`) | `error: {code, message}` |
  * | `end` | last | `complete`, `reason` (null, `CS_BACKTEST_TIME_CAP` or the error's code), `nextFrom` (first block not tested, or null), totals, `tookMs` |
  *
@@ -28,6 +28,7 @@ import { ChainsiftError } from "../../lib/errors.js";
 import {
   BACKTEST_SOURCES,
   type BacktestBlock,
+  type Backtester,
   type BacktestMatch,
   createBacktester,
   type IndexedRecord,
@@ -35,9 +36,13 @@ import {
 import { createWindowBacktester, isWindowedRule } from "../../lib/match/window-backtest.js";
 import type { RecordKind } from "../../lib/records.js";
 import type { RuleInput } from "../../lib/rules/model.js";
+import { ruleStateCondition } from "../../lib/rules/schema-state.js";
 import { apiError } from "../errors.js";
+import { endLineOf } from "./end-line.js";
 import type { BacktestRequest, SearchBacktestRequest } from "./request.js";
-import { createSearchBacktester, type SearchBacktestInput } from "./search-tester.js";
+import { createSearchBacktester, createSearchWindowBacktester, type SearchBacktestInput } from "./search-tester.js";
+import { type StateScanDeps, startStateBacktest } from "./state-scan.js";
+import { type BacktestWatchlists, backtestWatchlists } from "./watchlists.js";
 import { windowFeeder } from "./window-scan.js";
 
 /** The end-line `reason` of a backtest stopped by its time cap. */
@@ -70,6 +75,10 @@ export interface BacktestScanDeps {
   explorers?: ExplorerUrls;
   /** Receives scan failures (the answer then ends with an `error` line). */
   log?: { warn(obj: object, msg?: string): void };
+  /** The caller's watchlists, for `In watchlist` conditions (api/backtest/watchlists.ts); absent: such rules are refused. */
+  watchlists?: BacktestWatchlists;
+  /** Reads of state rules (a rule with `stateCondition`, api/backtest/state-scan.ts); absent: they are refused. */
+  state?: StateScanDeps;
 }
 
 /** What a backtest tests: a checked rule, or a checked saved search (`POST /alerting/searches/test/`). */
@@ -108,6 +117,9 @@ export interface BacktestBlockLine {
   alerts: number;
   /** Windowed rules only: entities the per-record conditions selected (they entered the window). */
   selected?: number;
+  /** State rules only: the subject's reading at this block (raw units, decimal string), or why it is `unread`. */
+  reading?: string;
+  unread?: string;
 }
 
 /** The `end` line. */
@@ -131,10 +143,14 @@ export interface BacktestEndLine {
 /** One line of the answer. */
 export type BacktestLine =
   | BacktestStartLine
-  | ({ type: "match" } & BacktestMatch)
+  | ({ type: "match" } & BacktestMatch & { previous?: string | null })
   | BacktestBlockLine
   | { type: "error"; error: { code: string; message: string } }
   | BacktestEndLine;
+
+/** One block of a record backtester; a rule's with its `In watchlist` memberships read (lib/match/backtest.ts `blockWithLists`). */
+const testBlock = (t: Backtester, n: number, hash: string, records: IndexedRecord[]) =>
+  t.blockWithLists ? t.blockWithLists(n, hash, records) : t.block(n, hash, records);
 
 /**
  * The newest block number in the chain's block index.
@@ -178,12 +194,19 @@ export async function startBacktest(deps: BacktestScanDeps, chain: ChainId, run:
     ...(deps.explorers ? { explorers: deps.explorers } : {}),
     ...(deps.now ? { now: deps.now } : {}),
   };
-  const windowed = "rule" in run && isWindowedRule(run.rule) ? createWindowBacktester({ ...options, rule: run.rule }) : null;
+  const subject = "rule" in run ? run.rule : run.search;
+  const windowed = !isWindowedRule(subject)
+    ? null
+    : "rule" in run
+      ? createWindowBacktester({ ...options, rule: run.rule })
+      : createSearchWindowBacktester({ ...options, search: run.search });
   // A windowed rule sees every block of the range (api/backtest/window-scan.ts), records or not.
   const feeder = windowed && windowFeeder(deps, chain, run, windowed, () => clock() - started > deps.timeoutMs);
   const tester =
     windowed ??
-    ("search" in run ? createSearchBacktester({ ...options, search: run.search }) : createBacktester({ ...options, rule: run.rule }));
+    ("search" in run
+      ? createSearchBacktester({ ...options, search: run.search })
+      : createBacktester({ ...options, ...backtestWatchlists(deps.watchlists, run.rule), rule: run.rule }));
   const kinds: RecordKind[] = "search" in run ? [run.search.config.kind] : [...(BACKTEST_SOURCES[run.rule.config.targetType] ?? [])];
   // Blocks carry their own number and hash; every other kind its block's.
   const blockOf = (kind: RecordKind): { number: string; hash: string } =>
@@ -199,14 +222,7 @@ export async function startBacktest(deps: BacktestScanDeps, chain: ChainId, run:
   async function* lines(): AsyncGenerator<BacktestLine> {
     let pitId = pit.id;
     const totals = { blocks: 0, records: 0, entities: 0, matches: 0, alerts: 0 };
-    const end = (reason: string | null, nextFrom: number | null): BacktestEndLine => ({
-      type: "end",
-      complete: reason === null,
-      reason,
-      nextFrom,
-      ...totals,
-      tookMs: Math.round(clock() - started),
-    });
+    const end = endLineOf(totals, () => clock() - started);
     const overTime = () => clock() - started > deps.timeoutMs;
     let pending: { number: number; hash: string; records: IndexedRecord[] } | null = null;
     let lastDone: number | null = null;
@@ -237,7 +253,7 @@ export async function startBacktest(deps: BacktestScanDeps, chain: ChainId, run:
       const { number, hash, records } = pending;
       const results = feeder
         ? await feeder.block(number, hash, records)
-        : [(tester as Exclude<typeof tester, typeof windowed>).block(number, hash, records)];
+        : [await testBlock(tester as Exclude<typeof tester, typeof windowed>, number, hash, records)];
       lastDone = feeder?.stopped() ? feeder.nextFrom() - 1 : number;
       pending = null;
       for (const r of results) yield* report(r);
@@ -326,10 +342,11 @@ export async function startBacktest(deps: BacktestScanDeps, chain: ChainId, run:
 
 /**
  * Runs a checked backtest request (a rule's or a saved search's): its chain is the rule's (search's); `last` counts back from the newest
- * indexed block ({@link indexedHead}); then {@link startBacktest}. Used by the route and the CLI.
+ * indexed block ({@link indexedHead}); then {@link startBacktest}, or for a rule with `stateCondition`
+ * api/backtest/state-scan.ts `startStateBacktest` (reads through `deps.state`). Used by the route and the CLI.
  * @param accountId - the owner shown in the alerts.
  * @throws `ApiError` 409 `CS_BACKTEST_NOTHING_INDEXED` for `last` when no block is indexed; the ES
- *   client's errors when Elasticsearch cannot be reached.
+ *   client's errors when Elasticsearch cannot be reached; a state rule's refusals (`startStateBacktest`).
  */
 export async function runBacktest(
   deps: BacktestScanDeps,
@@ -341,7 +358,10 @@ export async function runBacktest(
   const of = "search" in request ? request.search : request.rule;
   const chain = { technology: of.technology, blockchain: of.blockchain, network: of.network };
   const head = await indexedHead(deps, chain);
-  if (!("last" in range)) return startBacktest(deps, chain, { ...subject, accountId, from: range.from, to: range.to, head });
+  const state = "rule" in request && ruleStateCondition(request.rule) !== null;
+  const start = (run: BacktestRun) =>
+    state && "rule" in run ? startStateBacktest(deps, chain, run, "last" in range) : startBacktest(deps, chain, run);
+  if (!("last" in range)) return start({ ...subject, accountId, from: range.from, to: range.to, head });
   if (head === null) throw apiError("CS_BACKTEST_NOTHING_INDEXED", "no block of the chain is indexed yet", "last");
-  return startBacktest(deps, chain, { ...subject, accountId, from: Math.max(0, head - range.last + 1), to: head, head });
+  return start({ ...subject, accountId, from: Math.max(0, head - range.last + 1), to: head, head });
 }

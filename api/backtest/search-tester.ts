@@ -21,11 +21,14 @@ import {
   type BacktestBlock,
   type Backtester,
   type BacktesterOptions,
+  type BlockSelection,
   backtestStoredFields,
   type IndexedRecord,
 } from "../../lib/match/backtest.js";
+import { type WindowBacktester, windowBacktesterOf } from "../../lib/match/window-backtest.js";
 import type { RecordKind } from "../../lib/records.js";
-import { type SearchConfig, type StoredSearch, searchAsRule, searchEntity } from "../../lib/searches/model.js";
+import type { TargetType } from "../../lib/rules/model.js";
+import { SEARCH_TARGET_TYPE, type SearchConfig, type StoredSearch, searchAsRule, searchEntity } from "../../lib/searches/model.js";
 
 /** A checked saved-search body (api/routes/searches/validate.ts, `create` mode): a rule's top-level fields and a {@link SearchConfig}. */
 export interface SearchBacktestInput {
@@ -65,34 +68,57 @@ function chainOrder(a: Record<string, unknown>, b: Record<string, unknown>): num
 }
 
 /**
+ * The per-record part of a saved-search backtest: the documents of the search's kind in one block,
+ * in chain order, and those its query selects as the entities the live stage alerts with
+ * ({@link searchEntity}). Shared by {@link createSearchBacktester} and {@link createSearchWindowBacktester}.
+ * @throws {Error} when the search's `esQuery` cannot be compiled (a checked search always compiles).
+ */
+export function searchSelector(search: StoredSearch): (records: readonly IndexedRecord[]) => BlockSelection {
+  const kind: RecordKind = search.config.kind;
+  const compiled = compileEsQuery(search.config.esQuery ?? undefined, kind);
+  if (!compiled.ok) throw new Error(`saved search: ${compiled.errors.map((e) => `${e.path}: ${e.message}`).join("; ")}`);
+  const matches = compiled.value;
+  const targetType = SEARCH_TARGET_TYPE[kind] as TargetType;
+  return (records) => {
+    const docs = records.filter((r) => r.kind === kind).map((r) => r.record);
+    docs.sort(chainOrder);
+    const out: BlockSelection = { records: docs.length, entities: docs.length, selected: [] };
+    for (const doc of docs) {
+      const entity = searchEntity(kind, doc);
+      if (matches(doc, entity.entityId)) out.selected.push({ targetType, entity });
+    }
+    return out;
+  };
+}
+
+/** The saved search a backtest evaluates: the body with {@link backtestStoredFields}. */
+function backtestSearch(options: SearchBacktesterOptions, now: () => Date): StoredSearch {
+  return { ...options.search, ...backtestStoredFields(options.search, options.accountId, now) };
+}
+
+/**
  * Starts a backtest of one saved search (see the module notes). Documents of other kinds given to
  * `block` are ignored.
  * @throws {Error} when the search's `esQuery` cannot be compiled (a checked search always compiles).
  */
 export function createSearchBacktester(options: SearchBacktesterOptions): Backtester {
   const now = options.now ?? (() => new Date());
-  const stored: StoredSearch = { ...options.search, ...backtestStoredFields(options.search, options.accountId, now) };
-  const kind: RecordKind = stored.config.kind;
-  const compiled = compileEsQuery(stored.config.esQuery ?? undefined, kind);
-  if (!compiled.ok) throw new Error(`saved search: ${compiled.errors.map((e) => `${e.path}: ${e.message}`).join("; ")}`);
-  const matches = compiled.value;
+  const stored = backtestSearch(options, now);
+  const select = searchSelector(stored);
   const rule = searchAsRule(stored);
   const alertsOf = alertEmitter({ ...options, rule, now });
   return {
     rule,
     block(blockNumber, blockHash, records: readonly IndexedRecord[]) {
-      const docs = records.filter((r) => r.kind === kind).map((r) => r.record);
-      docs.sort(chainOrder);
-      const result: BacktestBlock = { blockNumber, blockHash, records: docs.length, entities: docs.length, matches: [], alerts: 0 };
-      for (const doc of docs) {
-        const entity = searchEntity(kind, doc);
-        if (!matches(doc, entity.entityId)) continue;
+      const { records: count, entities, selected } = select(records);
+      const result: BacktestBlock = { blockNumber, blockHash, records: count, entities, matches: [], alerts: 0 };
+      for (const { targetType, entity } of selected) {
         const alerts = alertsOf(entity);
         result.alerts += alerts.length;
         result.matches.push({
           blockNumber,
           blockHash,
-          targetType: rule.config.targetType,
+          targetType,
           entityId: entity.entityId,
           entity: entity as Record<string, unknown>,
           alerts,
@@ -101,4 +127,16 @@ export function createSearchBacktester(options: SearchBacktesterOptions): Backte
       return result;
     },
   };
+}
+
+/**
+ * Starts a backtest of a saved search with `window` or `absence` (lib/match/window-backtest.ts, as a
+ * windowed rule's): its query selects the records that enter the window; feed it every block of the
+ * range (api/backtest/window-scan.ts).
+ * @throws as {@link createSearchBacktester}, and as lib/match/window-backtest.ts `createWindowBacktester`.
+ */
+export function createSearchWindowBacktester(options: SearchBacktesterOptions): WindowBacktester {
+  const now = options.now ?? (() => new Date());
+  const stored = backtestSearch(options, now);
+  return windowBacktesterOf(searchAsRule(stored), searchSelector(stored), { ...options, now });
 }

@@ -6,7 +6,7 @@
  * re-reads on the new one. The match stage's state evaluator (pipeline/match/state/evaluator.ts) calls it.
  */
 import { Interface, type InterfaceAbi } from "ethers";
-import type { RpcCall, RpcClient } from "../rpc/client.js";
+import type { RpcCall, RpcClient, RpcReply } from "../rpc/client.js";
 
 /** A watched subject (the `stateCondition.subject` of a rule; lib/rules/schema-state.ts validates it). */
 export type StateSubject =
@@ -63,6 +63,17 @@ function integerOf(s: StateSubject, result: unknown): bigint {
   return result === "0x" ? 0n : BigInt(result);
 }
 
+/** The reading of `s` a node's reply to its {@link stateCall} holds (undefined: the batch had no reply for it). */
+export function readingOf(s: StateSubject, r: RpcReply | undefined): StateReading {
+  if (r === undefined) return { ok: false, kind: "error", message: "no reply" };
+  if (r.error !== undefined) return { ok: false, kind: errorKind(r.error), message: r.error.message };
+  try {
+    return { ok: true, value: integerOf(s, r.result) };
+  } catch (err) {
+    return { ok: false, kind: "error", message: (err as Error).message };
+  }
+}
+
 /**
  * Reads every subject at `blockHash` in one JSON-RPC batch. Subjects past `budget` are not read
  * (`over_budget`), so one block never costs more than `budget` calls.
@@ -79,16 +90,7 @@ export async function readStates(
   const within = subjects.slice(0, Math.max(0, budget));
   const calls = within.map((s) => stateCall(s, blockHash));
   const replies = calls.length === 0 ? [] : await client.batch(calls);
-  const out: StateReading[] = within.map((s, i) => {
-    const r = replies[i];
-    if (r === undefined) return { ok: false, kind: "error", message: "no reply" };
-    if (r.error !== undefined) return { ok: false, kind: errorKind(r.error), message: r.error.message };
-    try {
-      return { ok: true, value: integerOf(s, r.result) };
-    } catch (err) {
-      return { ok: false, kind: "error", message: (err as Error).message };
-    }
-  });
+  const out: StateReading[] = within.map((s, i) => readingOf(s, replies[i]));
   for (let i = within.length; i < subjects.length; i++)
     out.push({ ok: false, kind: "over_budget", message: `read budget of ${budget} calls per block spent` });
   return out;

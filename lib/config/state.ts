@@ -22,6 +22,12 @@ export interface StateReadsConfig {
   readAttempts: number;
   /** Wait in ms before the first retry of a failed read, doubled per retry. Env `CHAINSIFT_STATE_READ_RETRY_MS`, default 200. */
   readRetryMs: number;
+  /**
+   * Most readings one state-rule backtest takes (`POST /alerting/rules/test/` of a rule with `stateCondition`,
+   * api/backtest/state-scan.ts): one per due block of the range (every `every.blocks`-th); a longer range is refused
+   * with `CS_BACKTEST_RANGE_TOO_LARGE`. Env `CHAINSIFT_STATE_BACKTEST_MAX_READS`, default 10000.
+   */
+  backtestMaxReads: number;
 }
 
 /** Reads {@link StateReadsConfig} from `env`. @throws {ConfigError} for a value that is not an integer ≥ 1. */
@@ -30,5 +36,6 @@ export function stateReadsOf(env: NodeJS.ProcessEnv): StateReadsConfig {
     maxReadsPerBlock: int(env, "CHAINSIFT_STATE_MAX_READS_PER_BLOCK", 1000, 1),
     readAttempts: int(env, "CHAINSIFT_STATE_READ_ATTEMPTS", 4, 1),
     readRetryMs: int(env, "CHAINSIFT_STATE_READ_RETRY_MS", 200, 0),
+    backtestMaxReads: int(env, "CHAINSIFT_STATE_BACKTEST_MAX_READS", 10_000, 1),
   };
 }

@@ -36,8 +36,10 @@ import type { CallRecord, RecordKind, TraceRecord } from "../records.js";
 import type { Rule, RuleInput, TargetType } from "../rules/model.js";
 import { alertTemplate, type MatchedEntity, thresholdOf } from "./alert-template.js";
 import { entitiesOf, type SourceRecord } from "./entities.js";
+import type { WatchlistLookup } from "./evaluate.js";
 import { createRuleIndex } from "./rule-index.js";
 import { targetTable } from "./targets.js";
+import type { WatchlistMembership } from "./watchlist-membership.js";
 
 /** The rule id of a tested rule (not stored, so it has none): the nil UUID. Alert ids are derived from it. */
 export const BACKTEST_RULE_ID = "00000000-0000-0000-0000-000000000000";
@@ -197,14 +199,26 @@ export interface BacktesterOptions {
   explorers?: ExplorerUrls;
   /** Clock of `emittedAt`; default `() => new Date()`. */
   now?: () => Date;
+  /**
+   * Memberships of `In watchlist` conditions (watchlist-membership.ts over the rule account's lists: today's
+   * members, not those of the block's time); absent: such conditions never hold. Used by {@link Backtester.blockWithLists}.
+   */
+  watchlists?: WatchlistMembership;
 }
 
 /** A backtest in progress: feed it blocks in ascending order. */
 export interface Backtester {
   /** The rule as evaluated (id {@link BACKTEST_RULE_ID}, state enabled). */
   readonly rule: Rule;
-  /** Evaluates the rule on one block's records (any order; see {@link sourcesOfBlock}). */
+  /** Evaluates the rule on one block's records (any order; see {@link sourcesOfBlock}); `In watchlist` conditions never hold. */
   block(blockNumber: number, blockHash: string, records: readonly IndexedRecord[]): BacktestBlock;
+  /**
+   * {@link Backtester.block} with `In watchlist` conditions answered from `options.watchlists`: the block's
+   * selection is run again until every membership question is read (WatchlistMembership `runEach`, the block as one item).
+   * A rule's backtester ({@link createBacktester}) has it; a saved search's does not.
+   * @throws what the membership store throws (Redis unreachable).
+   */
+  blockWithLists?(blockNumber: number, blockHash: string, records: readonly IndexedRecord[]): Promise<BacktestBlock>;
 }
 
 /** Renders every action of an alert; an action that cannot be rendered shows its error. */
@@ -296,8 +310,9 @@ export function ruleSelector(
   rule: Rule,
   chain: ChainId,
   decode: DecodeMethodOptions,
+  watchlists?: WatchlistLookup,
 ): (records: readonly IndexedRecord[]) => BlockSelection {
-  const index = createRuleIndex({ chain });
+  const index = createRuleIndex(watchlists ? { chain, watchlists } : { chain });
   index.upsert(rule);
   const targetType = rule.config.targetType;
   return (records) => {
@@ -326,27 +341,32 @@ export function backtestRule(options: Pick<BacktesterOptions, "rule" | "accountI
 export function createBacktester(options: BacktesterOptions): Backtester {
   const now = options.now ?? (() => new Date());
   const rule = backtestRule(options, now);
-  const select = ruleSelector(rule, options.chain, options.decode);
+  const membership = options.watchlists;
+  const select = ruleSelector(rule, options.chain, options.decode, membership?.lookup);
   const alertsOf = alertEmitter({ ...options, rule, now });
-
+  const emit = (blockNumber: number, blockHash: string, selection: BlockSelection): BacktestBlock => {
+    const { records: count, entities, selected } = selection;
+    const result: BacktestBlock = { blockNumber, blockHash, records: count, entities, matches: [], alerts: 0 };
+    for (const { targetType, entity } of selected) {
+      const alerts = alertsOf(entity);
+      result.alerts += alerts.length;
+      result.matches.push({
+        blockNumber,
+        blockHash,
+        targetType,
+        entityId: entity.entityId,
+        entity: entity as unknown as Record<string, unknown>,
+        alerts,
+      });
+    }
+    return result;
+  };
   return {
     rule,
-    block(blockNumber, blockHash, records) {
-      const { records: count, entities, selected } = select(records);
-      const result: BacktestBlock = { blockNumber, blockHash, records: count, entities, matches: [], alerts: 0 };
-      for (const { targetType, entity } of selected) {
-        const alerts = alertsOf(entity);
-        result.alerts += alerts.length;
-        result.matches.push({
-          blockNumber,
-          blockHash,
-          targetType,
-          entityId: entity.entityId,
-          entity: entity as unknown as Record<string, unknown>,
-          alerts,
-        });
-      }
-      return result;
+    block: (blockNumber, blockHash, records) => emit(blockNumber, blockHash, select(records)),
+    async blockWithLists(blockNumber, blockHash, records) {
+      const selection = membership ? ((await membership.runEach([records], select))[0] as BlockSelection) : select(records);
+      return emit(blockNumber, blockHash, selection);
     },
   };
 }

@@ -31,7 +31,7 @@
  * - Booleans are the strings `"true"`/`"false"`; a `bool` argument also equals `1`/`0`.
  * - `In watchlist` (value: a watchlist id of the rule's account): one of the attribute's values is a
  *   member of that watchlist, as the {@link WatchlistLookup} given at compile time answers (the match
- *   stage prefetches memberships per batch: pipeline/match/watchlists.ts). Compiled without a lookup
+ *   stage prefetches memberships per batch: lib/match/watchlist-membership.ts). Compiled without a lookup
  *   it never holds.
  * @module
  */
@@ -61,7 +61,7 @@ export interface AnyDefinition {
 }
 
 /**
- * Synchronous watchlist membership for `In watchlist` definitions (pipeline/match/watchlists.ts
+ * Synchronous watchlist membership for `In watchlist` definitions (lib/match/watchlist-membership.ts
  * answers it from memberships prefetched from Redis for the batch being matched).
  */
 export interface WatchlistLookup {

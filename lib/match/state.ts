@@ -29,6 +29,19 @@ export interface ChangeComparison {
   direction?: "up" | "down" | "any";
 }
 
+/**
+ * Any change against the previous reading: fires on every reading that differs from the one before
+ * (including from or to zero; never on the first reading). For values that are identities rather
+ * than amounts, e.g. the EIP-1967 implementation slot of a proxy (`0x360894a1…2bbc`,
+ * https://eips.ethereum.org/EIPS/eip-1967): "the implementation changed" is an upgrade.
+ */
+export interface ChangedComparison {
+  changed: true;
+}
+
+/** Every comparison a state condition takes. */
+export type StateComparison = ThresholdComparison | ChangeComparison | ChangedComparison;
+
 /** What is kept per rule between readings (JSON-safe). */
 export interface StateMemory {
   /** The previous reading, raw units as a decimal string; null before the first. */
@@ -78,17 +91,14 @@ export interface StateStep {
  * Applies one reading (raw units) to a rule's memory.
  * - threshold: fires when armed and the condition holds, then disarms; re-arms once the reading is past the reset level.
  * - change: fires when |reading − last| / |last| ≥ percent in the direction (never on the first reading, nor when last is 0).
+ * - changed: fires when the reading differs from last (never on the first reading).
  * @param decimals scale of the threshold/reset (0 for raw values such as a storage slot).
  * @throws RangeError on an unparsable threshold, reset or percent.
  */
-export function applyReading(
-  comparison: ThresholdComparison | ChangeComparison,
-  memory: StateMemory,
-  reading: bigint,
-  decimals: number,
-): StateStep {
+export function applyReading(comparison: StateComparison, memory: StateMemory, reading: bigint, decimals: number): StateStep {
   const last = memory.last === null ? null : BigInt(memory.last);
   const next: StateMemory = { last: reading.toString(), armed: memory.armed };
+  if ("changed" in comparison) return { fired: last !== null && reading !== last, memory: next };
   if ("percent" in comparison) {
     if (last === null || last === 0n) return { fired: false, memory: next };
     const pct = toRaw(comparison.percent, 6);
@@ -113,6 +123,8 @@ export interface StateLedger {
   byHash: Record<string, StateMemory>;
   /** Block hashes in the order they were read (oldest first), for pruning. */
   order: string[];
+  /** Block hash (lower case) → block number, for the readings that gave one (ledgers saved before it lack it). */
+  numbers?: Record<string, number>;
 }
 
 /** An empty ledger. */
@@ -128,9 +140,9 @@ export function emptyLedger(): StateLedger {
  * blocks (the reorg window; default 128).
  */
 export function applyBlockReading(
-  comparison: ThresholdComparison | ChangeComparison,
+  comparison: StateComparison,
   ledger: StateLedger,
-  block: { hash: string; parentHash: string },
+  block: { hash: string; parentHash: string; number?: number },
   reading: bigint,
   decimals: number,
   keep = 128,
@@ -140,6 +152,43 @@ export function applyBlockReading(
   const hash = block.hash.toLowerCase();
   const order = [...ledger.order.filter((h) => h !== hash), hash];
   const byHash = { ...ledger.byHash, [hash]: step.memory };
-  for (const old of order.splice(0, Math.max(0, order.length - keep))) delete byHash[old];
-  return { fired: step.fired, ledger: { byHash, order } };
+  const numbers = { ...ledger.numbers, ...(block.number !== undefined ? { [hash]: block.number } : {}) };
+  for (const old of order.splice(0, Math.max(0, order.length - keep))) {
+    delete byHash[old];
+    delete numbers[old];
+  }
+  return { fired: step.fired, ledger: { byHash, order, numbers } };
+}
+
+/**
+ * The hash whose memory a reading of `block` continues (pure):
+ * 1. its parent's, when the parent was read;
+ * 2. else the highest canonical block below it that the ledger holds, looking back `lookBack` blocks
+ *    (`canonical` knows the hashes of the reorg window): a rule read every N blocks, a block skipped;
+ * 3. else the highest-numbered reading more than `lookBack` blocks below `block` (final: no reorg
+ *    reaches it), for rules read less often than the reorg window (every 500 blocks, `every: "log"`);
+ * 4. else the parent (a fresh memory).
+ * @param canonical - canonical hash at a height within the reorg window, or undefined when unknown.
+ */
+export function memoryBase(
+  ledger: StateLedger,
+  block: { number: number; parentHash: string },
+  canonical: ((n: number) => string | undefined) | undefined,
+  lookBack: number,
+): string {
+  const parent = block.parentHash.toLowerCase();
+  if (ledger.byHash[parent] !== undefined || canonical === undefined) return parent;
+  const floor = Math.max(0, block.number - 1 - lookBack);
+  for (let n = block.number - 2; n >= floor; n--) {
+    const h = canonical(n)?.toLowerCase();
+    if (h !== undefined && ledger.byHash[h] !== undefined) return h;
+  }
+  let best: string | undefined;
+  let bestNumber = -1;
+  for (const [h, n] of Object.entries(ledger.numbers ?? {}))
+    if (n < floor && n > bestNumber && ledger.byHash[h] !== undefined) {
+      best = h;
+      bestNumber = n;
+    }
+  return best ?? parent;
 }

@@ -23,11 +23,12 @@ import {
   alertEmitter,
   type BacktestBlock,
   type BacktesterOptions,
+  type BlockSelection,
   backtestRule,
   type IndexedRecord,
   ruleSelector,
 } from "./backtest.js";
-import { firingEntity, windowRecordOfRule } from "./window-records.js";
+import { firingEntity, windowRecordOfRule, windowSearch } from "./window-records.js";
 import { applyBlock, createWindowState, type WindowConfig, type WindowState } from "./windows.js";
 
 /** A block of the range as the window sees it: number, hash and timestamp (unix seconds). */
@@ -72,9 +73,25 @@ function configOf(rule: Rule): WindowConfig {
 export function createWindowBacktester(options: BacktesterOptions): WindowBacktester {
   const now = options.now ?? (() => new Date());
   const rule = backtestRule(options, now);
+  return windowBacktesterOf(rule, ruleSelector(rule, options.chain, options.decode), { ...options, now });
+}
+
+/**
+ * The window replay of {@link createWindowBacktester} for any rule-shaped snapshot and per-record
+ * selection: a rule's targetMap ({@link ruleSelector}), or a saved search's query
+ * (api/backtest/search-tester.ts `createSearchWindowBacktester`).
+ * @param rule - the snapshot as evaluated (its `window` or `absence`, its alerts).
+ * @param select - the entities of one block's records that enter the window.
+ * @throws as {@link createWindowBacktester}.
+ */
+export function windowBacktesterOf(
+  rule: Rule,
+  select: (records: readonly IndexedRecord[]) => BlockSelection,
+  options: Omit<BacktesterOptions, "rule" | "decode">,
+): WindowBacktester {
+  const now = options.now ?? (() => new Date());
   const config = configOf(rule);
   const absence = ruleAbsence(rule) !== null;
-  const select = ruleSelector(rule, options.chain, options.decode);
   const emitter: AlertEmitterOptions = { chain: options.chain, head: options.head, rule, now };
   const alertsOf = alertEmitter(options.explorers ? { ...emitter, explorers: options.explorers } : emitter);
   let state: WindowState | null = null;
@@ -106,7 +123,7 @@ export function createWindowBacktester(options: BacktesterOptions): WindowBackte
       };
       for (const e of step.events) {
         if (e.type !== "fired") continue;
-        const entity = firingEntity(e.firing, absence);
+        const entity = firingEntity(e.firing, absence, absence ? undefined : windowSearch(state.blocks, e.firing));
         const alerts = alertsOf(entity);
         result.alerts += alerts.length;
         result.matches.push({

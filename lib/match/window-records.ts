@@ -15,7 +15,7 @@
  */
 import { type RuleWindow, ruleWindow } from "../rules/schema-window.js";
 import type { MatchedEntity } from "./alert-template.js";
-import type { WindowFiring, WindowRecord } from "./windows.js";
+import type { WindowBlock, WindowFiring, WindowRecord } from "./windows.js";
 
 interface ArgValue {
   hex: string;
@@ -100,14 +100,50 @@ export function windowRecordOf(win: RuleWindow, entity: { entityId: string } & R
  * The entity of a window firing: what the alert carries (live: pipeline/match/windows/evaluator.ts; backtests: lib/match/window-backtest.ts) (`entity.window`; `entity.absence` true for
  * an absence rule's silence) and its identity (`window:<end>[:<group>]`, `absence:<end>`).
  */
-export function firingEntity(f: WindowFiring, absence = false): MatchedEntity {
+export function firingEntity(f: WindowFiring, absence = false, search?: WindowSearch): MatchedEntity {
   return {
     entityId: `${absence ? "absence" : "window"}:${f.end.number}${f.group === null ? "" : `:${f.group}`}`,
     blockHash: f.end.hash,
     blockNumber: f.end.number,
-    window: f,
+    window: search === undefined ? f : { ...f, ...search },
     ...(absence ? { absence: true } : {}),
   };
+}
+
+/** Most record ids a window alert's {@link WindowSearch} lists (about 70 bytes each in the webhook JSON). */
+export const WINDOW_SEARCH_MAX_IDS = 1000;
+
+/** What a window alert carries to find its records: a search body and whether it lists them all. */
+export interface WindowSearch {
+  /**
+   * A search body (`ids` query, `size` = the ids listed) for the search API of the rule's record kind
+   * (`POST /<technology>/<blockchain>/<network>/es/<kind>/search/`): the window's records of the
+   * firing's group, block order then id, at most {@link WINDOW_SEARCH_MAX_IDS}.
+   */
+  search: { query: { ids: { values: string[] } }; size: number };
+  /** False when the window holds more records than the body lists. */
+  searchComplete: boolean;
+}
+
+/**
+ * The {@link WindowSearch} of a firing, from the window state's retained blocks (pure; live and in
+ * backtests): every record of the blocks `firing.window.fromBlock`–`toBlock` in the firing's group
+ * (every record when the rule does not group).
+ * @param blocks - the state's canonical blocks (lib/match/windows.ts `WindowState.blocks`), ascending, records sorted by id.
+ * @param max - most ids listed; default {@link WINDOW_SEARCH_MAX_IDS}.
+ */
+export function windowSearch(blocks: readonly WindowBlock[], firing: WindowFiring, max: number = WINDOW_SEARCH_MAX_IDS): WindowSearch {
+  const values: string[] = [];
+  let total = 0;
+  for (const b of blocks) {
+    if (b.number < firing.window.fromBlock || b.number > firing.window.toBlock) continue;
+    for (const r of b.records) {
+      if (firing.group !== null && (r.group ?? "") !== firing.group) continue;
+      total++;
+      if (values.length < max) values.push(r.id);
+    }
+  }
+  return { search: { query: { ids: { values } }, size: values.length }, searchComplete: values.length === total };
 }
 
 /**

@@ -1,11 +1,12 @@
 /**
  * Validation of the `stateCondition` extension of a rule (issue 34 part 1; docs/rules.md, "State
  * conditions"): a top-level block beside `config`, as `confirmOn` is. The match stage reads and evaluates
- * it at each block (pipeline/match/state/evaluator.ts); what is not evaluated yet (`every: "log"`, `abiId`)
- * is refused with `CS_RULE_NOT_SUPPORTED`, so a rule never stores it and silently never alerts.
+ * it at each block (pipeline/match/state/evaluator.ts). A `call` subject without `abi` takes the
+ * function from the ABI registered for its `to`, resolved by the rules routes at save time
+ * (api/routes/rules/state-abi.ts).
  */
 import type { StateSubject } from "../chain/state-reads.js";
-import { type ChangeComparison, type ThresholdComparison, toRaw } from "../match/state.js";
+import { type StateComparison, toRaw } from "../match/state.js";
 import type { RuleValidationError } from "./validate.js";
 
 const ADDRESS = /^0x[0-9a-fA-F]{40}$/;
@@ -46,16 +47,17 @@ function subjectErrors(s: unknown): RuleValidationError[] {
     if (typeof s.function !== "string" || s.function === "")
       out.push(bad("stateCondition.subject.function", "must name the view function"));
     if (s.args !== undefined && !Array.isArray(s.args)) out.push(bad("stateCondition.subject.args", "must be an array"));
-    if ((s.abi === undefined) === (s.abiId === undefined))
-      out.push(bad("stateCondition.subject.abi", "give exactly one of abi (inline fragment) or abiId"));
+    if (s.abi !== undefined && !Array.isArray(s.abi))
+      out.push(bad("stateCondition.subject.abi", "must be an array of ABI fragments (omit it to use the ABI registered for to)"));
+    if (s.abiId !== undefined)
+      out.push(bad("stateCondition.subject.abiId", "is not a field: omit abi to use the ABI registered for to (PUT /abis/<to>)"));
   }
   return out;
 }
 
 /**
  * Problems of a rule's `stateCondition` block (absent or null: none). Codes: `CS_RULE_INVALID` at the
- * offending `stateCondition.…` path for a malformed block; `CS_RULE_NOT_SUPPORTED` at `stateCondition.every`
- * for `"log"` and at `stateCondition.subject.abiId` (not evaluated yet).
+ * offending `stateCondition.…` path for a malformed block (and `every: "log"` on a native balance).
  */
 export function stateErrors(body: Record<string, unknown>): RuleValidationError[] {
   const st = body.stateCondition;
@@ -71,7 +73,10 @@ export function stateErrors(body: Record<string, unknown>): RuleValidationError[
   const c = st.comparison;
   const d = typeof decimals === "number" ? decimals : 0;
   if (!isObj(c)) out.push(bad("stateCondition.comparison", "must be an object"));
-  else if (c.percent !== undefined) {
+  else if (c.changed !== undefined) {
+    if (c.changed !== true || Object.keys(c).length !== 1)
+      out.push(bad("stateCondition.comparison.changed", 'must be true, alone: {"changed": true}'));
+  } else if (c.percent !== undefined) {
     if (!decimalOk(c.percent, 6) || (c.percent as string).startsWith("-"))
       out.push(bad("stateCondition.comparison.percent", "must be a positive decimal string"));
     if (c.direction !== undefined && !["up", "down", "any"].includes(c.direction as string))
@@ -85,14 +90,10 @@ export function stateErrors(body: Record<string, unknown>): RuleValidationError[
       out.push(bad("stateCondition.comparison.reset", `must be a decimal string with at most ${d} decimals`));
   }
   if (out.length > 0) return out;
-  const later = (path: string, what: string): RuleValidationError => ({
-    code: "CS_RULE_NOT_SUPPORTED",
-    path,
-    message: `${path}: ${what} is not evaluated yet (docs/rules.md, State conditions)`,
-  });
-  if (every === "log") out.push(later("stateCondition.every", '"log" (read only on blocks with a log of the contract)'));
-  if (isObj(st.subject) && st.subject.abiId !== undefined)
-    out.push(later("stateCondition.subject.abiId", "a registered ABI; give the fragment inline as abi"));
+  if (every === "log" && isObj(st.subject) && st.subject.type === "balance")
+    out.push(
+      bad("stateCondition.every", '"log" cannot watch a native balance: it changes without a log (plain transfers); use {"blocks": N}'),
+    );
   return out;
 }
 
@@ -101,9 +102,9 @@ export interface StateCondition {
   subject: StateSubject;
   /** Scale of threshold and reset, default 0. */
   decimals?: number;
-  /** Read every N blocks (default 1). */
-  every?: { blocks: number };
-  comparison: ThresholdComparison | ChangeComparison;
+  /** Read every N blocks (default 1), or `"log"`: on blocks whose `logsBloom` may hold a log of the subject's contract. */
+  every?: { blocks: number } | "log";
+  comparison: StateComparison;
 }
 
 /** The rule's `stateCondition` when it is an object (a stored rule passed validation), else null. */
@@ -114,21 +115,16 @@ export function ruleStateCondition(rule: object): StateCondition | null {
 
 /**
  * `CS_RULE_NOT_SUPPORTED` at `stateCondition` when a body that cannot evaluate one carries it: saved searches
- * (they match records, not readings) and backtests (reading past blocks needs the node's historical state, an
- * archive node; docs/rules.md, State conditions). None when absent or null.
- * @param where - what refuses it, for the message (`saved searches`, `backtests`).
+ * (they match records, not readings). Rule backtests evaluate it (api/backtest/state-scan.ts). None when absent or null.
+ * @param where - what refuses it, for the message (`saved searches`).
  */
 export function stateNotSupported(body: Record<string, unknown>, where: string): RuleValidationError[] {
   if (body.stateCondition === undefined || body.stateCondition === null) return [];
-  const why =
-    where === "backtests"
-      ? "reading a past block's state needs a node that keeps historical state (an archive node), which is not assumed"
-      : "they match records, not state readings";
   return [
     {
       code: "CS_RULE_NOT_SUPPORTED",
       path: "stateCondition",
-      message: `stateCondition: ${where} do not evaluate state conditions: ${why}; remove it`,
+      message: `stateCondition: ${where} do not evaluate state conditions: they match records, not state readings; remove it`,
     },
   ];
 }

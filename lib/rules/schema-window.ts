@@ -8,8 +8,8 @@
  * This module holds its TypeBox schema ({@link WindowSchema}), its validation with stable codes
  * ({@link windowErrors}), and the mapping to the pure arithmetic's {@link WindowConfig}
  * ({@link windowConfigOf}); the same for `absence` (silence: no selected record for a number of
- * blocks or seconds, {@link AbsenceSchema}, {@link absenceConfigOf}). `sequence` stays refused
- * (lib/rules/validate.ts).
+ * blocks or seconds, {@link AbsenceSchema}, {@link absenceConfigOf}). Rules and saved searches
+ * (api/routes/searches/validate.ts) both carry them.
  * @module
  */
 import { type Static, Type } from "typebox";
@@ -234,19 +234,4 @@ export function windowConfigOf(win: RuleWindow, reorgDepth?: number): WindowConf
 export function ruleWindow(rule: object): RuleWindow | null {
   const w = (rule as { window?: unknown }).window;
   return typeof w === "object" && w !== null && !Array.isArray(w) ? (w as RuleWindow) : null;
-}
-
-/**
- * `CS_RULE_NOT_SUPPORTED` at `window` when a body that cannot be windowed yet carries one (saved
- * searches and backtests: only rules are evaluated, docs/design/windows.md); none when absent or null.
- * @param where - what refuses it, for the message (`saved searches`, `backtests`).
- */
-export function windowNotSupported(body: Record<string, unknown>, where: string): RuleValidationError[] {
-  return (["window", "absence"] as const)
-    .filter((name) => body[name] !== undefined && body[name] !== null)
-    .map((name) => ({
-      code: "CS_RULE_NOT_SUPPORTED" as const,
-      path: name,
-      message: `${name}: ${where} do not evaluate ${name} yet (rules do); remove it`,
-    }));
 }

@@ -7,12 +7,14 @@
  * Stored in a rule store of their own (lib/rules/store.ts under {@link searchKeyPrefix}: same
  * ownership, versioning, paging, limits and change feed as rules). The match stage turns each one
  * into a {@link Rule}-shaped snapshot ({@link searchAsRule}) so that the confirmation tracker,
- * alerts and notify treat both alike.
+ * alerts and notify treat both alike — and so that a search's `window` or `absence` (beside its
+ * query, as beside a rule's `config`) goes through the same window evaluator (pipeline/match/windows/).
  * @module
  */
 import type { MatchedEntity } from "../match/alert-template.js";
 import { type RecordKind, recordId } from "../records.js";
 import type { AlertDefinition, Rule, RuleState, TargetType } from "../rules/model.js";
+import type { RuleAbsence, RuleWindow } from "../rules/schema-window.js";
 
 /** The record kinds a saved search can run over (the search API's kinds). */
 export const SEARCH_KINDS = ["event", "tx", "log", "block", "call"] as const satisfies readonly RecordKind[];
@@ -59,6 +61,10 @@ export interface StoredSearch {
   sendPendingAlerts: boolean;
   /** As a rule's (lib/rules/model.ts `RuleInput.confirmOn`). */
   confirmOn?: "count" | "finalized" | null;
+  /** As a rule's (lib/rules/schema-window.ts): the query selects the records, the window decides when an alert fires. */
+  window?: RuleWindow | null;
+  /** As a rule's (lib/rules/schema-window.ts): silence, no record the query selects for a span. */
+  absence?: RuleAbsence | null;
   version: number;
   createdAt: string;
   updatedAt: string;

@@ -1,7 +1,7 @@
 /**
  * Bloom filters of watchlist members (the `bloomfilter` package: FNV-1a with enhanced double
  * hashing over a Uint32Array of bits), which the match stage keeps in front of the Redis set
- * (pipeline/match/watchlist-filters.ts): a "no" is certain, a "maybe" is confirmed in Redis.
+ * (lib/match/watchlist-filters.ts): a "no" is certain, a "maybe" is confirmed in Redis.
  *
  * Sizing: a filter is built for {@link memberFilterCapacity} members (twice the list's size, at least
  * 1,024) at a {@link MEMBER_FILTER_ERROR} false-positive rate when full: m = −C·ln p / (ln 2)² bits,

@@ -1,6 +1,6 @@
 /**
  * The change log of a watchlist, which lets the match stage keep a Bloom filter of the list up to
- * date without reading the whole set again (pipeline/match/watchlist-filters.ts). Keys beside the
+ * date without reading the whole set again (lib/match/watchlist-filters.ts). Keys beside the
  * member set (lib/watchlists/store.ts):
  *
  * - `…:<id>:rev`: the list's revision, an integer raised by one by every add, before its members

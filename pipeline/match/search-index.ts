@@ -6,7 +6,9 @@
  *
  * {@link SearchIndex.matchRecords} answers, for the records of one topic, the (search, entity) pairs
  * the confirmation tracker takes: the entity is the indexed document (a `call` document per frame
- * of a trace) with `entityId` (its Elasticsearch `_id`), `blockHash` and `blockNumber`.
+ * of a trace) with `entityId` (its Elasticsearch `_id`), `blockHash` and `blockNumber`. The stage
+ * wraps the index with the window evaluator (`windows/evaluator.ts` `watch`), so the matches of a
+ * search with `window` or `absence` become window records instead of alerts.
  * @module
  */
 import { compileEsQuery, type DocPredicate } from "../../es/evaluate.js";

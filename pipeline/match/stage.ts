@@ -32,6 +32,8 @@ import { DEFAULT_WATCHLISTS_CONFIG } from "../../lib/config/watchlists.js";
 import type { Logger } from "../../lib/logger.js";
 import { entitiesOf, type TypedEntity } from "../../lib/match/entities.js";
 import { createRuleIndex, type RuleIndex } from "../../lib/match/rule-index.js";
+import { createWatchlistFilters } from "../../lib/match/watchlist-filters.js";
+import { createWatchlistMembership, matchEntities } from "../../lib/match/watchlist-membership.js";
 import { type RedisClient, sharedOrConnect } from "../../lib/redis.js";
 import type { RpcClient } from "../../lib/rpc/client.js";
 import type { Rule } from "../../lib/rules/model.js";
@@ -49,11 +51,9 @@ import { countAlerts, matchMetricsOf } from "./metrics.js";
 import { createAlertPublisher } from "./publisher.js";
 import { startRuleSync } from "./rule-sync.js";
 import { createSearchIndex, type SearchIndex } from "./search-index.js";
-import { createSequenceEvaluator } from "./sequences/evaluator.js";
+import { createSequenceEvaluator, withFollowedBy } from "./sequences/evaluator.js";
 import { createStateEvaluator } from "./state/evaluator.js";
 import { createTokenTracker, type TokenMetadataSource, tokenListMetadataSource } from "./tokens.js";
-import { createWatchlistFilters } from "./watchlist-filters.js";
-import { createWatchlistMembership, matchEntities } from "./watchlists.js";
 import { createWindowEvaluator } from "./windows/evaluator.js";
 
 /** The topics whose records give entities (lib/match/entities.ts `entitiesOf`). */
@@ -145,16 +145,6 @@ export async function startMatchStage(deps: MatchStageDeps): Promise<MatchStage>
         await emitAndPublish(p, () => t.retract(matches));
     },
   };
-  const windows = createWindowEvaluator(overTime);
-  const sequences = createSequenceEvaluator(overTime);
-  const states = createStateEvaluator({
-    ...keyed,
-    logger: log,
-    rpc: deps.rpc,
-    settings: deps.stateReads ?? stateReadsOf({}),
-    fire: overTime.fire,
-    onSkipped: (kind, n) => metrics.stateUnread.inc({ kind }, n),
-  });
   const watchlistStore = createWatchlistStore({ redis, keyPrefix: config.redisKeyPrefix, limits: DEFAULT_WATCHLISTS_CONFIG });
   const membership = createWatchlistMembership(
     watchlistStore,
@@ -163,6 +153,16 @@ export async function startMatchStage(deps: MatchStageDeps): Promise<MatchStage>
       onBuildError: (err, _a, id) => log.warn({ err, watchlist: id }, "watchlist filter build failed"),
     }),
   );
+  const windows = createWindowEvaluator(overTime);
+  const sequences = createSequenceEvaluator({ ...overTime, watchlists: membership.lookup });
+  const states = createStateEvaluator({
+    ...keyed,
+    logger: log,
+    rpc: deps.rpc,
+    settings: deps.stateReads ?? stateReadsOf({}),
+    fire: overTime.fire,
+    onSkipped: (kind, n) => metrics.stateUnread.inc({ kind }, n),
+  });
   const index = states.watch(sequences.watch(windows.watch(createRuleIndex({ chain: config.chain, watchlists: membership.lookup }))));
   const outboxVisibilityMs = Math.max(0, deps.outboxGraceMs ?? 10_000);
   const tracker = createConfirmationTracker({ ...keyed, outboxVisibilityMs });
@@ -174,7 +174,7 @@ export async function startMatchStage(deps: MatchStageDeps): Promise<MatchStage>
     threshold: () => 1,
     strictHead: true,
   });
-  const searchIndex = createSearchIndex(config.chain, deps.decode);
+  const searchIndex = windows.watch(createSearchIndex(config.chain, deps.decode));
   const tokens = createTokenTracker({ ...keyed, metadata: deps.tokens ?? tokenListMetadataSource(1) });
   const chain = createChainView(createRedisChainState(redis, config.redisKeyPrefix, config.chain));
   const registry = deps.registry ?? new Registry();
@@ -313,11 +313,19 @@ export async function startMatchStage(deps: MatchStageDeps): Promise<MatchStage>
             hash: b.hash.toLowerCase(),
             timestamp: Math.floor(Date.parse(`${b.timestamp}Z`) / 1000),
           };
+          // A block's own saved-search matches enter windowed searches' windows before the block is evaluated.
+          const blockMatches =
+            input.topicKind === "blocks" ? await windows.addMatches(searchIndex.matchRecords(input).map(countSearchMatch)) : [];
           await windows.onHead({ head, block, canonical: chain.canonical });
           await sequences.onHead({ head, block, canonical: chain.canonical });
           await emitAndPublish(publisher, () => tracker.onHead(head, chain.canonical));
-          if (b) await states.onBlock({ number: b.number.num, hash: b.hash, parentHash: b.parentHash }, head.number, chain.canonical);
-          if (input.topicKind === "blocks") await track(searchIndex.matchRecords(input).map(countSearchMatch));
+          if (b)
+            await states.onBlock(
+              { number: b.number.num, hash: b.hash, parentHash: b.parentHash, logsBloom: b.logsBloom },
+              head.number,
+              chain.canonical,
+            );
+          await track(blockMatches);
           await advanceFinal();
         }
         return [];
@@ -336,7 +344,7 @@ export async function startMatchStage(deps: MatchStageDeps): Promise<MatchStage>
         batch.push({ input, entities: await entitiesWithToken(input) });
       }
       const matchedOf = await matchEntities(
-        index,
+        withFollowedBy(index, sequences),
         membership,
         batch.flatMap((b) => b.entities),
       );
@@ -347,7 +355,6 @@ export async function startMatchStage(deps: MatchStageDeps): Promise<MatchStage>
           const matched = matchedOf[k++] ?? [];
           if (matched.length > 0) metrics.matches.inc({ type }, matched.length);
           for (const rule of matched) matches.push({ rule, entity: entity as unknown as MatchedEntity });
-          matches.push(...sequences.followedByMatches(type, entity));
         }
         for (const m of searchMatches(input)) matches.push(countSearchMatch(m));
       }

@@ -307,12 +307,25 @@ describe.skipIf(!up.ok)("the web console in Chromium", () => {
     await check("charts");
 
     // Rules: build the rule with the form.
+    const list = await api<{ id: string }>("POST", "/alerting/watchlists/", { name: "console hot wallets", kind: "address" });
+    expect(list.status).toBe(201);
     await page.click("a[href='#/rules']");
     await page.waitForSelector("#rule-form");
     const hookBase = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}`;
     const field = (path: string) => page.locator(`[data-path="${path}"]`);
     await field("name").fill("console: CST transfer > 1");
     await field("config.targetType").selectOption("Event");
+    // An In watchlist condition offers the account's watchlists by name (the rule keeps the id); then back to Equals.
+    await field("config.targetMap[0].operator").selectOption("In watchlist");
+    expect(await field("config.targetMap[0].value").getAttribute("list")).toBe("cs-watchlists");
+    await expect
+      .poll(() =>
+        page.locator("#cs-watchlists option").evaluateAll((os) => os.map((o) => [o.getAttribute("value"), o.getAttribute("label")])),
+      )
+      .toEqual([[list.body.id, "console hot wallets (address)"]]);
+    await field("config.targetMap[0].value").fill(list.body.id);
+    await check("rules-watchlist");
+    await field("config.targetMap[0].operator").selectOption("Equals");
     await field("config.targetMap[0].name").fill("event");
     await field("config.targetMap[0].value").fill("Transfer");
     await page.locator(".add-condition[data-level='1']").click();

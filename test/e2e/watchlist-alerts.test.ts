@@ -2,10 +2,15 @@
  * `In watchlist` rules end to end on anvil (rules and watchlists through the real API; ingest →
  * Kafka → match → notify): a transaction from a listed sender alerts, one from an unlisted sender in
  * the same block does not; after the second sender is added to the list by API, its next
- * transaction alerts, without re-saving the rule.
+ * transaction alerts, without re-saving the rule. With a list of 1,000,000 addresses (issue 34): transfers
+ * from listed and unlisted senders in the same blocks alert exactly for the listed ones, and the
+ * search `terms` lookup by the list's id over those blocks returns the same transactions as the rule
+ * matched (the index stage runs here).
  */
+import { randomBytes } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Watchlist } from "../../lib/watchlists/store.js";
+import { waitFor } from "../support/harness.js";
 import { type AlertingEnv, probeServices, startAlertingEnv } from "./alerting-api/support.js";
 
 const services = await probeServices();
@@ -15,7 +20,7 @@ describe.skipIf(!services.ok)("In watchlist rules end to end (anvil)", () => {
   let env: AlertingEnv;
 
   beforeAll(async () => {
-    env = await startAlertingEnv();
+    env = await startAlertingEnv({ index: true });
   }, 120_000);
 
   afterAll(async () => {
@@ -54,4 +59,78 @@ describe.skipIf(!services.ok)("In watchlist rules end to end (anvil)", () => {
       [third, "Transaction", "confirmed"],
     ]);
   });
+
+  it("a list of 1,000,000 addresses: alerts exactly for listed senders; the terms lookup search finds the same transactions", async () => {
+    const token = env.accounts.a.token;
+    const listed = [await env.newSender(), await env.newSender()];
+    const unlisted = [await env.newSender(), await env.newSender()];
+    const created = await env.request<Watchlist>("POST", "/alerting/watchlists/", token, { name: "deposit addresses", kind: "address" });
+    expect(created.status).toBe(201);
+    const members = `/alerting/watchlists/${created.body.id}/members/`;
+    const total = 1_000_000;
+    // The listed senders sit among random filler, one in the first request and one in the last.
+    const filler = Array.from({ length: total - listed.length }, () => `0x${randomBytes(20).toString("hex")}`);
+    filler.splice(10, 0, listed[0]?.address as string);
+    filler.push(listed[1]?.address as string);
+    let count = 0;
+    for (let i = 0; i < filler.length; i += 100_000) {
+      const added = await env.request<{ added: number; count: number }>("POST", members, token, filler.slice(i, i + 100_000));
+      expect(added.status).toBe(200);
+      count = added.body.count;
+    }
+    expect(count).toBe(total);
+    const rule = await env.createRule(token, {
+      name: "from a deposit address",
+      targetType: "Transaction",
+      targetMap: [{ name: "from", operator: "In watchlist", value: created.body.id }],
+      alerts: [{ type: "Webhook (POST)", parameters: { url: env.hook("wl1m") }, payload: null }],
+    });
+
+    const sink = env.newAddress();
+    const sent: Array<{ hash: string; listed: boolean }> = [];
+    for (let round = 0; round < 2; round++) {
+      for (const [i, s] of [...listed, ...unlisted].entries())
+        sent.push({ hash: (await s.sendTransaction({ to: sink, value: 1n })).hash, listed: i < listed.length });
+      await env.mine();
+    }
+    const expected = sent
+      .filter((t) => t.listed)
+      .map((t) => t.hash)
+      .sort();
+    await env.waitAlerts("wl1m", expected.length);
+    await new Promise((r) => setTimeout(r, 1000)); // room for a wrong extra alert
+    const alerted = env.alertsAt("wl1m").filter((a) => a.ruleId === rule.id);
+    expect(alerted.map((a) => a.entityId).sort()).toEqual(expected);
+
+    const blocks = await Promise.all(sent.map(async (t) => (await env.provider.getTransactionReceipt(t.hash))?.blockNumber ?? -1));
+    const { technology, blockchain, network } = env.config.chain;
+    const search = async () =>
+      env.request<{ hits: { hits: Array<{ _source: { hash: string } }> } }>(
+        "POST",
+        `/${technology}/${blockchain}/${network}/es/tx/search/`,
+        token,
+        {
+          query: {
+            bool: {
+              filter: [
+                { terms: { from: { watchlist: created.body.id } } },
+                { range: { "blockNumber.num": { gte: Math.min(...blocks), lte: Math.max(...blocks) } } },
+              ],
+            },
+          },
+          size: 100,
+        },
+      );
+    // The index stage runs beside match: wait until every sent transaction is searchable.
+    await waitFor(async () => {
+      const all = await env.request<{ hits: { total: number } }>("POST", `/${technology}/${blockchain}/${network}/es/tx/search/`, token, {
+        query: { terms: { hash: sent.map((t) => t.hash) } },
+        size: 0,
+      });
+      return all.body.hits?.total === sent.length; // the contract path's total is a number
+    }, 30_000);
+    const found = await search();
+    expect(found.status, JSON.stringify(found.body)).toBe(200);
+    expect(found.body.hits.hits.map((h) => h._source.hash).sort()).toEqual(expected);
+  }, 300_000);
 });

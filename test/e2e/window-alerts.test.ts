@@ -81,6 +81,10 @@ describe.skipIf(!up.ok)("window alerts on anvil", () => {
     expect(w.recordIds).toHaveLength(3);
     const ids = await Promise.all(txs.map(async (t) => (await env.eventOf(t)).entityId));
     expect([...w.recordIds].sort()).toEqual([...ids].sort());
+    // The search body finds them all (the events search of the chain).
+    const search = (pending as unknown as { window: { search: { query: { ids: { values: string[] } } }; searchComplete: boolean } }).window;
+    expect(search.searchComplete).toBe(true);
+    expect([...search.search.query.ids.values].sort()).toEqual([...ids].sort());
 
     // Replace B, B + 1 and B + 2 with empty blocks: the window never held 3 transfers.
     await env.rpc("anvil_reorg", [3, []]);

@@ -26,6 +26,8 @@ export type HttpAction = { status: number; headers?: Record<string, string>; bod
 export interface ScriptedRpcOptions {
   /** The JSON-RPC result of one call (`undefined` → JSON-RPC error -32601 method not found). */
   answer(call: ScriptedCall): unknown;
+  /** A JSON-RPC error to answer the call with instead (e.g. a pruned node's `missing trie node`); undefined: {@link answer} answers. */
+  error?(call: ScriptedCall): { code: number; message: string } | undefined;
   /**
    * Decides, before any call is answered, what happens to HTTP request number `n` (1-based) holding
    * `calls`; `undefined` answers normally.
@@ -74,6 +76,8 @@ export async function startScriptedRpc(opts: ScriptedRpcOptions): Promise<Script
       return;
     }
     const answers = calls.map((c) => {
+      const error = opts.error?.(c);
+      if (error) return { jsonrpc: "2.0", id: c.id, error };
       const result = opts.answer(c);
       return result === undefined
         ? { jsonrpc: "2.0", id: c.id, error: { code: -32601, message: `the method ${c.method} does not exist` } }

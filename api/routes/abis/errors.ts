@@ -26,4 +26,9 @@ export const ABIS_ERROR_CODES = {
     description: "User ABIs: the account already has CHAINSIFT_ABI_MAX_PER_ACCOUNT registrations (default 100); remove one first.",
   },
   CS_ABI_TOO_LARGE: { status: 413, description: "User ABIs: the registration body exceeds 512 KiB." },
+  CS_RULE_STATE_ABI_UNKNOWN: {
+    status: 400,
+    description:
+      "Alerting rules: a view-call state subject without an inline `abi` names a function that no ABI registered for its `to` address (the caller's, then the global one) has as a view or pure function (path: stateCondition.subject.function).",
+  },
 } as const satisfies Record<string, ErrorCodeInfo>;

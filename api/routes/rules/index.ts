@@ -65,7 +65,11 @@ import {
   RuleWriteAnswerSchema,
   ruleBodySchemas,
 } from "./schema.js";
+import { type AbiLookup, resolveStateAbi } from "./state-abi.js";
 import { checkRuleWatchlists } from "./watchlists.js";
+
+/** The registry of a server without one: nothing is registered. */
+const NO_ABIS: AbiLookup = { get: async () => null };
 
 export { RULES_ERROR_CODES, type RulesErrorCode } from "./errors.js";
 
@@ -73,6 +77,8 @@ export { RULES_ERROR_CODES, type RulesErrorCode } from "./errors.js";
 export interface RulesRoutesDeps {
   /** The watchlist store: `In watchlist` conditions must name one of the caller's (api/routes/rules/watchlists.ts). Absent: not checked. */
   watchlists?: Pick<WatchlistStore, "get">;
+  /** The ABI registry: a view-call state subject without `abi` takes its function from the ABI registered for `to` (api/routes/rules/state-abi.ts). Absent: such a rule is refused with `CS_RULE_STATE_ABI_UNKNOWN`. */
+  abis?: AbiLookup;
   /** The rule store (lib/rules/store.ts), e.g. `(await connectRuleStore(config)).store`. */
   rules: RuleStore;
   /**
@@ -303,7 +309,8 @@ export function rulesRoutes(deps: RulesRoutesDeps): FastifyPluginAsync {
         const accountId = callerId(request);
         const checked = validateRuleInput(request.body, "create", chains);
         if (!checked.ok) throw new ApiError(ruleValidationDetails(checked.errors));
-        if (deps.watchlists) await checkRuleWatchlists(deps.watchlists, accountId, checked.value.config);
+        if (deps.watchlists) await checkRuleWatchlists(deps.watchlists, accountId, checked.value.config, checked.value);
+        await resolveStateAbi(deps.abis ?? NO_ABIS, accountId, checked.value);
         const rule = await rules.create(accountId, checked.value);
         const warnings = await ruleWarnings(rule);
         return reply
@@ -335,7 +342,8 @@ export function rulesRoutes(deps: RulesRoutesDeps): FastifyPluginAsync {
         const id = ruleIdOf(request);
         const checked = validateRuleInput(request.body, "update", chains);
         if (!checked.ok) throw new ApiError(ruleValidationDetails(checked.errors));
-        if (deps.watchlists) await checkRuleWatchlists(deps.watchlists, accountId, checked.value.config);
+        if (deps.watchlists) await checkRuleWatchlists(deps.watchlists, accountId, checked.value.config, checked.value);
+        await resolveStateAbi(deps.abis ?? NO_ABIS, accountId, checked.value);
         const rule = await rules.update(accountId, id, checked.value);
         const warnings = await ruleWarnings(rule);
         return warnings.length > 0 ? { ...rule, warnings } : rule;

@@ -13,13 +13,16 @@ import type { FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest 
 import { Type } from "typebox";
 import type { DecodeMethodOptions } from "../../../lib/chain/methods.js";
 import type { ChainId, Config } from "../../../lib/config/index.js";
+import type { RpcClient } from "../../../lib/rpc/client.js";
 import { RULE_LIMITS } from "../../../lib/rules/validate.js";
 import { component } from "../../../lib/validation/component.js";
 import { type BacktestRequest, parseBacktestRequest, type SearchBacktestRequest } from "../../backtest/request.js";
 import { runBacktest } from "../../backtest/run.js";
+import type { BacktestWatchlists } from "../../backtest/watchlists.js";
 import { ApiError } from "../../errors.js";
 import { callerId, RULES_PREFIX, RULES_ROUTE_CONFIG } from "./index.js";
 import { RULES_ERROR_RESPONSES, RulesErrorBodySchema } from "./schema.js";
+import type { AbiLookup } from "./state-abi.js";
 
 /**
  * One line of the NDJSON answer (OpenAPI): an object whose `type` says which line it is; the fields
@@ -35,7 +38,7 @@ export const BacktestLineSchema = Type.Object(
   },
 );
 
-/** The answers of both backtest routes (OpenAPI): 200 NDJSON lines, the rules routes' errors, 409, 413. */
+/** The answers of both backtest routes (OpenAPI): 200 NDJSON lines, the rules routes' errors, 409, 413, 422 (state rules). */
 export const BACKTEST_RESPONSES = {
   200: {
     description: "NDJSON: start, match…, block…, [error], end",
@@ -44,12 +47,13 @@ export const BACKTEST_RESPONSES = {
   ...RULES_ERROR_RESPONSES,
   409: RulesErrorBodySchema,
   413: RulesErrorBodySchema,
+  422: RulesErrorBodySchema,
 };
 
 /** Dependencies of {@link ruleTestRoutes}. */
 export interface RuleTestRoutesDeps {
-  /** Uses `elasticsearch.indexPrefix`, `elasticsearch.requestTimeoutMs`, `backtest` (maxBlocks, timeoutMs) and `notify.explorerUrls`. */
-  config: Pick<Config, "elasticsearch" | "backtest" | "notify">;
+  /** Uses `elasticsearch.indexPrefix`, `elasticsearch.requestTimeoutMs`, `backtest` (maxBlocks, timeoutMs), `notify.explorerUrls` and `stateReads.backtestMaxReads`. */
+  config: Pick<Config, "elasticsearch" | "backtest" | "notify" | "stateReads">;
   /** The chains served; the rule must name one (its indices are read). */
   chains: ChainId[];
   /**
@@ -58,6 +62,12 @@ export interface RuleTestRoutesDeps {
    * with `CS_BACKTEST_TARGET_UNSUPPORTED` (never decoded with an assumed chain id).
    */
   decode: (chain: ChainId) => DecodeMethodOptions | undefined;
+  /** The JSON-RPC client state-rule backtests of a chain read through (api/backtest/state-rpc.ts); absent or undefined: refused. */
+  rpc?: (chain: ChainId) => RpcClient | undefined;
+  /** The watchlist store `In watchlist` conditions of rule backtests read (the caller's lists, today's members); absent: refused. */
+  watchlists?: BacktestWatchlists;
+  /** The ABI registry a state rule's `call` subject without `abi` is resolved in (api/routes/rules/state-abi.ts); absent: such a rule is refused. */
+  abis?: AbiLookup;
 }
 
 /**
@@ -75,7 +85,8 @@ export async function answerBacktest(
 ): Promise<FastifyReply> {
   const { config } = deps;
   const [key, of] = "search" in checked ? (["search", checked.search] as const) : (["rule", checked.rule] as const);
-  const decode = deps.decode({ technology: of.technology, blockchain: of.blockchain, network: of.network });
+  const chain = { technology: of.technology, blockchain: of.blockchain, network: of.network };
+  const decode = deps.decode(chain);
   if (decode === undefined) {
     // A served chain whose chain id the API was not given: its Method/Call values cannot be scaled (never assume mainnet).
     throw new ApiError([
@@ -94,6 +105,8 @@ export async function answerBacktest(
     timeoutMs: config.backtest.timeoutMs,
     log: request.log,
     decode,
+    state: { rpc: deps.rpc?.(chain), maxReads: config.stateReads.backtestMaxReads, ...(deps.abis ? { abis: deps.abis } : {}) },
+    ...(deps.watchlists ? { watchlists: deps.watchlists } : {}),
   };
   const lines = await runBacktest(scan, checked, callerId(request));
   const ndjson = async function* () {
@@ -125,7 +138,8 @@ export function ruleTestRoutes(deps: RuleTestRoutesDeps): FastifyPluginAsync {
             "Evaluates the rule with the match stage's code against the records already indexed in the range; stores and delivers nothing. " +
             "Answer: 200 application/x-ndjson, lines start, match (entity and alerts rendered per action), block (counts), error, end. " +
             "A rule with window or absence is replayed over every block of the range: one match line per window that fired (entity.window: bounds, aggregate, group, first record ids). " +
-            `Refusals: 400 CS_RULE_* (paths under rule.), CS_BACKTEST_INVALID, CS_BACKTEST_RANGE_TOO_LARGE (more than ${config.backtest.maxBlocks} blocks), CS_BACKTEST_TARGET_UNSUPPORTED; 409 CS_BACKTEST_NOTHING_INDEXED.`,
+            "A rule with stateCondition reads its subject at each due block of the range through the chain's JSON-RPC node (it needs archive state). " +
+            `Refusals: 400 CS_RULE_* (paths under rule.), CS_BACKTEST_INVALID, CS_BACKTEST_RANGE_TOO_LARGE (more than ${config.backtest.maxBlocks} blocks), CS_BACKTEST_TARGET_UNSUPPORTED; 409 CS_BACKTEST_NOTHING_INDEXED; 422 CS_BACKTEST_NO_ARCHIVE_STATE.`,
           response: BACKTEST_RESPONSES,
         },
         bodyLimit: RULE_LIMITS.bodyMaxBytes,

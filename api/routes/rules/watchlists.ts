@@ -23,15 +23,18 @@ function listed(defs: unknown, path: string, out: { id: string; path: string }[]
  * @param store - the watchlist store (`get`).
  * @param accountId - the caller.
  * @param config - the validated body's `config` (absent in an update that keeps it: nothing to check).
+ * @param body - the validated body: the `In watchlist` conditions of its `sequence.followedBy.targetMap` are checked too.
  * @throws {ApiError} `CS_RULE_WATCHLIST_UNKNOWN` with one detail per unknown id.
  */
 export async function checkRuleWatchlists(
   store: Pick<WatchlistStore, "get">,
   accountId: string,
   config: { targetMap?: unknown } | undefined,
+  body: object = {},
 ): Promise<void> {
   const details: ApiErrorDetail[] = [];
-  for (const { id, path } of listed(config?.targetMap, "config.targetMap")) {
+  const followedBy = (body as { sequence?: { followedBy?: { targetMap?: unknown } } }).sequence?.followedBy?.targetMap;
+  for (const { id, path } of [...listed(config?.targetMap, "config.targetMap"), ...listed(followedBy, "sequence.followedBy.targetMap")]) {
     if ((await store.get(accountId, id)) === null) {
       details.push({ code: "CS_RULE_WATCHLIST_UNKNOWN", message: `the account has no watchlist with id ${id}`, path });
     }

@@ -7,14 +7,17 @@
  *   `alerts` as `config.alerts`), so they answer the same `CS_RULE_*` codes, with paths `alerts[…]`;
  * - `kind` must be one of {@link SEARCH_KINDS} (`CS_SEARCH_KIND`);
  * - `query` goes through the search API's allowlist and the evaluator (`compileSearchQuery`):
- *   `CS_QUERY_*` and `CS_SEARCH_INEXACT`, paths `query…`.
+ *   `CS_QUERY_*` and `CS_SEARCH_INEXACT`, paths `query…`;
+ * - `window` and `absence` (beside the query, as beside a rule's `config`) by the rules' validator
+ *   too: the same `CS_RULE_WINDOW_TOO_LARGE`, `CS_RULE_AGGREGATE_NOT_NUMERIC`,
+ *   `CS_RULE_GROUPBY_CARDINALITY`, `CS_RULE_INVALID` codes, paths `window…`, `absence…`; `sequence`
+ *   and `stateCondition` are refused (`CS_RULE_NOT_SUPPORTED`).
  * @module
  */
 import type { ChainId } from "../../../lib/config/index.js";
 import type { RuleInput } from "../../../lib/rules/model.js";
 import { sequenceNotSupported } from "../../../lib/rules/schema-sequence.js";
 import { stateNotSupported } from "../../../lib/rules/schema-state.js";
-import { windowNotSupported } from "../../../lib/rules/schema-window.js";
 import { validateRuleInput } from "../../../lib/rules/validate.js";
 import { SEARCH_KINDS, type SearchConfig, type StoredSearch } from "../../../lib/searches/model.js";
 import { isJsonObject } from "../../../lib/validation/problems.js";
@@ -68,11 +71,7 @@ export function validateSearchInput(
   const checked = validateRuleInput(ruleBody, mode, chains);
   if (!checked.ok) for (const d of ruleValidationDetails(checked.errors)) errors.push({ ...d, path: searchPath(d.path) });
   else
-    for (const e of [
-      ...windowNotSupported(ruleBody, "saved searches"),
-      ...sequenceNotSupported(ruleBody, "saved searches"),
-      ...stateNotSupported(ruleBody, "saved searches"),
-    ])
+    for (const e of [...sequenceNotSupported(ruleBody, "saved searches"), ...stateNotSupported(ruleBody, "saved searches")])
       errors.push({ code: e.code, message: e.message, path: e.path });
   const effectiveKind = kind ?? stored?.config.kind;
   if (mode === "create" && kind === undefined)

@@ -20,6 +20,7 @@ import {
   takesList,
 } from "../rule-model.js";
 import { FieldErrors } from "../ui.js";
+import { WATCHLIST_OPTIONS_ID, WatchlistOptions } from "../watchlists.js";
 
 /** Applies a change to a copy of the draft. */
 export type Edit = (change: (d: RuleDraft) => void) => void;
@@ -129,10 +130,11 @@ function Conditions({
             </label>
             {c.operator !== "Inspect" && (
               <Text
-                label={takesList(c.operator) ? "Values (comma-separated)" : "Value"}
+                label={takesList(c.operator) ? "Values (comma-separated)" : c.operator === "In watchlist" ? "Watchlist" : "Value"}
                 path={`${p}.value`}
                 value={value}
                 ctx={ctx}
+                {...(c.operator === "In watchlist" ? { list: WATCHLIST_OPTIONS_ID } : {})}
                 onInput={(v) =>
                   ctx.edit((d) => {
                     at(d).value = takesList(c.operator) ? v.split(",").map((s) => s.trim()) : v;
@@ -598,6 +600,7 @@ export function RuleForm({
         <FieldErrors problems={problems} path="config.targetType" />
       </label>
       <h3>Conditions (all must hold)</h3>
+      <WatchlistOptions />
       <Conditions list={draft.config.targetMap} path="config.targetMap" level={1} ctx={ctx} get={(d) => d.config.targetMap} />
       <h3>Alert actions</h3>
       <Actions actions={draft.config.alerts} ctx={ctx} />

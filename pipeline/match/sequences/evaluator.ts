@@ -22,6 +22,7 @@
  * tracker's guards emit once.
  * @module
  */
+import type { WatchlistLookup } from "../../../lib/match/evaluate.js";
 import { createRuleIndex, type RuleIndex } from "../../../lib/match/rule-index.js";
 import {
   addSequenceRecords,
@@ -44,7 +45,10 @@ import type { HeadView, WindowEvaluatorDeps } from "../windows/evaluator.js";
 import * as scripts from "../windows/scripts.js";
 
 /** Dependencies of {@link createSequenceEvaluator}: those of the window evaluator (`fire` records firings, `retract` retracts those that no longer hold). */
-export type SequenceEvaluatorDeps = WindowEvaluatorDeps;
+export type SequenceEvaluatorDeps = WindowEvaluatorDeps & {
+  /** Membership answers for `In watchlist` conditions of `followedBy` (the stage's prefetcher, pipeline/match/watchlists.ts); absent: they hold for nothing. */
+  watchlists?: WatchlistLookup;
+};
 
 /** See the module doc. */
 export interface SequenceEvaluator {
@@ -52,6 +56,8 @@ export interface SequenceEvaluator {
   watch(index: RuleIndex): RuleIndex;
   /** The matches of the sequence rules whose `followedBy` conditions `entity` satisfies. */
   followedByMatches(targetType: TargetType, entity: object): MatchInput[];
+  /** The index of the `followedBy` conditions (its matches are told apart by {@link SequenceEvaluator.addMatches}), to match beside the stage's index under one watchlist prefetch. */
+  readonly followedByIndex: Pick<RuleIndex, "match" | "watchlistRules">;
   /** Splits matches: those of sequence rules are written as sequence records (returns the others). */
   addMatches(matches: readonly MatchInput[]): Promise<MatchInput[]>;
   /** Evaluates every sequence rule at a new head (module doc). */
@@ -99,6 +105,22 @@ const followedByRule = (rule: Rule, seq: RuleSequence): Rule => ({
   config: { ...rule.config, targetType: seq.followedBy.targetType, targetMap: seq.followedBy.targetMap as Rule["config"]["targetMap"] },
 });
 
+/**
+ * The stage's index and the sequences' `followedBy` index as one (their matches concatenated), so a
+ * batch is matched under one watchlist prefetch (pipeline/match/watchlists.ts `matchEntities`):
+ * `In watchlist` conditions of `followedBy` are answered like the rules' own.
+ */
+export function withFollowedBy(
+  index: Pick<RuleIndex, "match" | "watchlistRules">,
+  sequences: Pick<SequenceEvaluator, "followedByIndex">,
+): Pick<RuleIndex, "match" | "watchlistRules"> {
+  const followedBy = sequences.followedByIndex;
+  return {
+    match: (type, entity) => [...index.match(type, entity), ...followedBy.match(type, entity)],
+    watchlistRules: () => index.watchlistRules() + followedBy.watchlistRules(),
+  };
+}
+
 /** Creates the stage's {@link SequenceEvaluator}. */
 export function createSequenceEvaluator(deps: SequenceEvaluatorDeps): SequenceEvaluator {
   const { redis, logger } = deps;
@@ -108,7 +130,7 @@ export function createSequenceEvaluator(deps: SequenceEvaluatorDeps): SequenceEv
   const recordsKey = (id: string, blockHash: string) => `${base}${id}:r:${blockHash}`;
   /** The sequence rules held, with their arithmetic. */
   const held = new Map<string, { rule: Rule; seq: RuleSequence; config: SequenceConfig }>();
-  const followed = createRuleIndex({ chain: deps.chain });
+  const followed = createRuleIndex({ chain: deps.chain, ...(deps.watchlists ? { watchlists: deps.watchlists } : {}) });
   /** The followedBy rules' objects, to tell their matches from the rule's own. */
   const followedRules = new WeakSet<Rule>();
   /** The last saved state per sequence id with its revision (the window evaluator's cache). */
@@ -229,6 +251,10 @@ export function createSequenceEvaluator(deps: SequenceEvaluatorDeps): SequenceEv
           return index.remove(id);
         },
       };
+    },
+    followedByIndex: {
+      match: (targetType, entity) => (held.size === 0 ? [] : followed.match(targetType, entity)),
+      watchlistRules: () => followed.watchlistRules(),
     },
     followedByMatches(targetType, entity) {
       if (held.size === 0) return [];

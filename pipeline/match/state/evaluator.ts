@@ -2,7 +2,8 @@
  * State conditions in the match stage (issue 34 part 1; docs/rules.md, "State conditions"). A rule
  * carrying `stateCondition` is triggered by readings, not by records: on every block record of the
  * one-partition `blocks` topic, {@link StateEvaluator.onBlock} reads the subject of every state rule
- * due at that block (`every.blocks`) through the chain's one JSON-RPC client at the block *hash*
+ * due at that block (`every.blocks`, or `every: "log"` when the header's `logsBloom` may hold a log of
+ * the subject's contract: lib/chain/logs-bloom.ts) through the chain's one JSON-RPC client at the block *hash*
  * (lib/chain/state-reads.ts: one batch per block, identical calls of several rules read once, at most
  * `maxReadsPerBlock` calls), applies each reading to the rule's memory of the block's parent
  * (lib/match/state.ts `applyBlockReading`, kept in Redis per rule version), and fires a crossing as a
@@ -28,11 +29,12 @@ import type { StateReadsConfig } from "../../../lib/config/state.js";
 import { RetryableError } from "../../../lib/errors.js";
 import type { Logger } from "../../../lib/logger.js";
 import type { RuleIndex } from "../../../lib/match/rule-index.js";
-import { applyBlockReading, emptyLedger, type StateLedger } from "../../../lib/match/state.js";
+import { applyBlockReading, emptyLedger, memoryBase, type StateLedger } from "../../../lib/match/state.js";
+import { stateDue, stateEntity } from "../../../lib/match/state-backtest.js";
 import type { RpcClient } from "../../../lib/rpc/client.js";
 import type { Rule } from "../../../lib/rules/model.js";
 import { ruleStateCondition, type StateCondition } from "../../../lib/rules/schema-state.js";
-import type { MatchedEntity, MatchInput } from "../confirmations/decide.js";
+import type { MatchInput } from "../confirmations/decide.js";
 import { chainKeyPrefix } from "../keys.js";
 
 /** The Redis calls the evaluator makes (a node-redis client). */
@@ -66,6 +68,8 @@ export interface StateBlock {
   /** Block hash (any case). */
   hash: string;
   parentHash: string;
+  /** The header's `logsBloom` (`0x` + 512 hex digits), null when the node gave none: `every: "log"` rules are read at every block then. */
+  logsBloom?: string | null;
 }
 
 /** See the module doc. */
@@ -85,15 +89,7 @@ export interface StateEvaluator {
   onBlock(block: StateBlock, headNumber: number, canonical?: (n: number) => string | undefined): Promise<void>;
 }
 
-/** What the alert of a state firing carries: its identity and the reading (`entity.state`). */
-export function stateEntity(block: { number: number; hash: string }, condition: StateCondition, reading: bigint): MatchedEntity {
-  return {
-    entityId: `state:${block.number}`,
-    blockHash: block.hash,
-    blockNumber: block.number,
-    state: { subject: condition.subject, reading: reading.toString(), decimals: condition.decimals ?? 0, comparison: condition.comparison },
-  };
-}
+export { stateEntity };
 
 /** How long a rule's memory outlives its last reading (a deleted rule's key expires). */
 const LEDGER_TTL_SECONDS = 7 * 24 * 3600;
@@ -101,27 +97,6 @@ const LEDGER_TTL_SECONDS = 7 * 24 * 3600;
 /** Identity of a rule's condition: a changed condition starts from a fresh memory. */
 function conditionKey(rule: Rule, condition: StateCondition): string {
   return `${rule.id}:${createHash("sha1").update(JSON.stringify(condition)).digest("hex").slice(0, 12)}`;
-}
-
-/**
- * The hash whose memory a reading of `block` continues: its parent's when the parent was read, else
- * the nearest lower canonical block the ledger holds (a rule read every N blocks, or a block skipped
- * as unreadable), looking back at most `lookBack` blocks (the ledger keeps as many); else the parent
- * (a fresh memory).
- */
-function lastRead(
-  ledger: StateLedger,
-  block: StateBlock,
-  canonical: ((n: number) => string | undefined) | undefined,
-  lookBack: number,
-): string {
-  const parent = block.parentHash.toLowerCase();
-  if (ledger.byHash[parent] !== undefined || canonical === undefined) return parent;
-  for (let n = block.number - 2; n >= Math.max(0, block.number - 1 - lookBack); n--) {
-    const h = canonical(n)?.toLowerCase();
-    if (h !== undefined && ledger.byHash[h] !== undefined) return h;
-  }
-  return parent;
 }
 
 /** Blocks whose readings {@link createStateEvaluator} keeps in memory. */
@@ -203,7 +178,7 @@ export function createStateEvaluator(deps: StateEvaluatorDeps): StateEvaluator {
     recordMatches: (matches) => matches.filter((m) => !held.has(m.rule.id) || ruleStateCondition(m.rule) === null),
     async onBlock(block, headNumber, canonical) {
       const hash = block.hash.toLowerCase();
-      const due = [...held.values()].filter((h) => block.number % Math.max(1, h.condition.every?.blocks ?? 1) === 0);
+      const due = [...held.values()].filter((h) => stateDue(h.condition, block));
       if (due.length === 0) return;
       const known = canonical?.(block.number);
       if (known !== undefined && known.toLowerCase() !== hash) return; // orphaned before it was read: its replacement is read
@@ -242,7 +217,7 @@ export function createStateEvaluator(deps: StateEvaluatorDeps): StateEvaluator {
         const step = applyBlockReading(
           condition.comparison,
           ledger,
-          { hash, parentHash: lastRead(ledger, block, canonical, reorgDepth) },
+          { hash, number: block.number, parentHash: memoryBase(ledger, block, canonical, reorgDepth) },
           r.value,
           condition.decimals ?? 0,
           reorgDepth,

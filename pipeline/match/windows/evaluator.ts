@@ -27,7 +27,7 @@
 import type { ChainId } from "../../../lib/config/index.js";
 import type { Logger } from "../../../lib/logger.js";
 import type { RuleIndex } from "../../../lib/match/rule-index.js";
-import { firingEntity, windowRecordOfRule } from "../../../lib/match/window-records.js";
+import { firingEntity, windowRecordOfRule, windowSearch } from "../../../lib/match/window-records.js";
 import {
   addRecords,
   applyBlock,
@@ -92,12 +92,20 @@ export interface HeadView {
   canonical(n: number): string | undefined;
 }
 
+/** What {@link WindowEvaluator.watch} wraps: an index of rule-shaped snapshots by id. */
+export type WatchedIndex = Pick<RuleIndex, "upsert" | "get"> & { remove(id: string): unknown };
+
 /** See the module doc. */
 export interface WindowEvaluator {
   /** The windowed rules held (enabled, on the chain). */
   rules(): Rule[];
-  /** Wraps the stage's rule index so that its upserts and removals keep {@link WindowEvaluator.rules}. */
-  watch(index: RuleIndex): RuleIndex;
+  /**
+   * Wraps an index so that its upserts and removals keep {@link WindowEvaluator.rules}: the stage's
+   * rule index, and its saved-search index (pipeline/match/search-index.ts; a saved search's query
+   * selects the records, its `window` or `absence` decides when it fires). Ids are UUIDs of either
+   * store, so one evaluator holds both.
+   */
+  watch<T extends WatchedIndex>(index: T): T;
   /** Splits matches: those of windowed rules are written as window records (returns the others). */
   addMatches(matches: readonly MatchInput[]): Promise<MatchInput[]>;
   /** Evaluates every windowed rule at a new head (module doc). */
@@ -247,10 +255,16 @@ export function createWindowEvaluator(deps: WindowEvaluatorDeps): WindowEvaluato
       const s2: WindowState = state;
       if (s2.blocks.some((b) => b.hash === hash)) step(addRecords(config, s2, hash, await blockRecords(id, hash)));
     }
+    const absent = ruleAbsence(rule) !== null;
+    const held: WindowState = state;
     const matches = (type: WindowEvent["type"]) =>
       events
         .filter((e) => e.type === type)
-        .map((e) => ({ rule, entity: firingEntity(e.firing, ruleAbsence(rule) !== null), firing: e.firing }));
+        .map((e) => ({
+          rule,
+          entity: firingEntity(e.firing, absent, absent || type !== "fired" ? undefined : windowSearch(held.blocks, e.firing)),
+          firing: e.firing,
+        }));
     // A firing whose closing block left the chain is the tracker's head to remove (it names the replacing block).
     const retracted = matches("retracted").filter((m) => {
       const c = view.canonical(m.firing.end.number);
@@ -289,7 +303,7 @@ export function createWindowEvaluator(deps: WindowEvaluatorDeps): WindowEvaluato
   return {
     rules: () => [...held.values()],
     dropped: () => dropping,
-    watch(index) {
+    watch<T extends WatchedIndex>(index: T): T {
       return {
         ...index,
         upsert(rule) {
@@ -309,7 +323,7 @@ export function createWindowEvaluator(deps: WindowEvaluatorDeps): WindowEvaluato
           if (before !== undefined) drop(before);
           return index.remove(id);
         },
-      };
+      } as T;
     },
     async addMatches(matches) {
       const rest: MatchInput[] = [];

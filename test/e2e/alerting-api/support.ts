@@ -88,6 +88,8 @@ export interface AlertingEnv extends AnvilEnv {
 export interface AlertingEnvOptions {
   /** Overrides of `config.notify` (allowlist, smtpUrl and mailFrom are set by the environment). */
   notify?: Partial<Config["notify"]>;
+  /** Also run the index stage, so the API's search routes find the records (`startAnvilEnv`'s `index`). Default false. */
+  index?: boolean;
 }
 
 /**
@@ -123,6 +125,7 @@ export async function startAlertingEnv(options: AlertingEnvOptions = {}): Promis
     // suites document that Trace and Call rules do not fire in this pipeline configuration.
     traces: false,
     nft: true,
+    ...(options.index ? { index: true } : {}),
     notify: { timeoutMs: 3000, ...options.notify },
     // Retries and dead letters are expected here: keep the stages' warnings out of the test output.
     logLevel: "error",

@@ -12,11 +12,14 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Alert } from "../../../lib/alerting/alert.js";
 import type { ChainId } from "../../../lib/config/index.js";
 import { createLogger } from "../../../lib/logger.js";
+import type { TypedEntity } from "../../../lib/match/entities.js";
 import { createRuleIndex } from "../../../lib/match/rule-index.js";
+import { createWatchlistMembership, matchEntities } from "../../../lib/match/watchlist-membership.js";
 import type { Rule } from "../../../lib/rules/model.js";
+import { createWatchlistStore } from "../../../lib/watchlists/store.js";
 import type { MatchedEntity, MatchInput } from "../../../pipeline/match/confirmations/decide.js";
 import { createConfirmationTracker } from "../../../pipeline/match/confirmations/tracker.js";
-import { createSequenceEvaluator } from "../../../pipeline/match/sequences/evaluator.js";
+import { createSequenceEvaluator, withFollowedBy } from "../../../pipeline/match/sequences/evaluator.js";
 import { waitFor } from "../../support/harness.js";
 import { deletePrefix, keysOf, redisSkipMessage, redisUp } from "../accounts/redis.js";
 
@@ -76,6 +79,8 @@ function stage(space: string) {
   let head = 0;
   const chain = { fork: "a", forkAt: Number.POSITIVE_INFINITY };
   const canonical = (n: number) => hashOf(`${n >= chain.forkAt ? chain.fork : "a"}-${n}`);
+  const watchlists = createWatchlistStore({ redis: client, keyPrefix, limits: { maxPerAccount: 10, maxMembers: 100 } });
+  const membership = createWatchlistMembership(watchlists);
   const sequences = createSequenceEvaluator({
     redis: client,
     keyPrefix,
@@ -83,19 +88,22 @@ function stage(space: string) {
     logger: createLogger("silent", "test-sequences"),
     fire: async (m) => void alerts.push(...(await tracker.onMatches(m, head))),
     retract: async (m) => void alerts.push(...(await tracker.retract(m))),
+    watchlists: membership.lookup,
   });
-  const index = sequences.watch(createRuleIndex({ chain: CHAIN }));
-  /** What the stage does with a matched entity: the rule index's matches and the followedBy ones, then the split. */
+  const index = sequences.watch(createRuleIndex({ chain: CHAIN, watchlists: membership.lookup }));
+  /** What the stage does with a batch of entities: the rule index's matches and the followedBy ones under one watchlist prefetch, then the split. */
   const observe = async (...entities: MatchedEntity[]) => {
-    const matches: MatchInput[] = [];
-    for (const e of entities) {
-      for (const rule of index.match("Event", e)) matches.push({ rule, entity: e });
-      matches.push(...sequences.followedByMatches("Event", e));
-    }
+    const matched = await matchEntities(
+      withFollowedBy(index, sequences),
+      membership,
+      entities.map((e) => ({ type: "Event", entity: e }) as unknown as TypedEntity),
+    );
+    const matches: MatchInput[] = entities.flatMap((e, i) => (matched[i] ?? []).map((rule) => ({ rule, entity: e })));
     return sequences.addMatches(matches);
   };
   return {
     alerts,
+    watchlists,
     index,
     chain,
     observe,
@@ -168,6 +176,30 @@ describe.skipIf(!up)("sequence evaluator (real Redis)", () => {
       ["pending", id],
       ["confirmed", id],
     ]);
+  });
+
+  it("followedBy conditions see watchlists: an execution fires while its event name is listed, not once removed", async () => {
+    const s = stage("listed");
+    const list = await s.watchlists.create("acct-1", { name: "closing events", kind: "string" });
+    await s.watchlists.add("acct-1", list.id, ["ProposalExecuted"]);
+    const rule = sequenceRule("r-listed", { blocks: 5 });
+    rule.sequence = {
+      ...(rule.sequence as object),
+      followedBy: { targetType: "Event", targetMap: [{ name: "event", operator: "In watchlist", value: list.id }] },
+    };
+    s.index.upsert(rule);
+    await s.at(20);
+    await s.observe(proposal("ProposalCreated", 21, 0, 1), proposal("ProposalCreated", 21, 1, 2));
+    await s.at(21);
+    const executed = proposal("ProposalExecuted", 22, 0, 1);
+    await s.observe(executed);
+    await s.at(22);
+    expect(seen(s.alerts)).toEqual([["pending", `sequence:${proposal("ProposalCreated", 21, 0, 1).entityId}:${executed.entityId}`]]);
+    await s.watchlists.remove("acct-1", list.id, ["ProposalExecuted"]);
+    await s.observe(proposal("ProposalExecuted", 23, 0, 2));
+    await s.at(23);
+    await s.at(24);
+    expect(s.alerts).toHaveLength(1);
   });
 
   it("a reorg that removes the followedBy record's block retracts the alert with removed", async () => {

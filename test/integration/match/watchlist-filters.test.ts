@@ -1,6 +1,6 @@
 /**
- * The Bloom filters in front of watchlist memberships (pipeline/match/watchlist-filters.ts with
- * pipeline/match/watchlists.ts) against the real Redis: once a list's filter is built, an address
+ * The Bloom filters in front of watchlist memberships (lib/match/watchlist-filters.ts with
+ * lib/match/watchlist-membership.ts) against the real Redis: once a list's filter is built, an address
  * added through the store matches from the next batch (the filter caught up from the change log, not
  * rebuilt), a removed one stops (its "maybe" is answered "no" by the set), an add too large to log
  * makes the filter rebuild while the set answers, and a deleted list matches nothing. Values the
@@ -13,10 +13,10 @@ import { benchRule } from "../../../bench/support/rules.js";
 import { loadConfig } from "../../../lib/config/index.js";
 import type { TypedEntity } from "../../../lib/match/entities.js";
 import { createRuleIndex, type RuleIndex } from "../../../lib/match/rule-index.js";
+import { createWatchlistFilters, type WatchlistFilters } from "../../../lib/match/watchlist-filters.js";
+import { createWatchlistMembership, matchEntities, type WatchlistMembership } from "../../../lib/match/watchlist-membership.js";
 import { CHANGE_LOG_MEMBERS } from "../../../lib/watchlists/changes.js";
 import { createWatchlistStore, type WatchlistStore } from "../../../lib/watchlists/store.js";
-import { createWatchlistFilters, type WatchlistFilters } from "../../../pipeline/match/watchlist-filters.js";
-import { createWatchlistMembership, matchEntities, type WatchlistMembership } from "../../../pipeline/match/watchlists.js";
 import { deleteRedisKeys, redisReachable } from "../api/fixtures.js";
 
 const base = loadConfig();

@@ -1,5 +1,5 @@
 /**
- * `In watchlist` conditions in the match stage's matching path (pipeline/match/watchlists.ts) against
+ * `In watchlist` conditions in the match stage's matching path (lib/match/watchlist-membership.ts) against
  * the real Redis: the rule index compiled with the prefetcher's lookup, memberships read from the
  * watchlist store (lib/watchlists/store.ts) per batch. A listed sender matches (in any letter case),
  * an unlisted one does not; a member added or removed applies to the next batch; a deleted list
@@ -13,9 +13,9 @@ import { benchRule } from "../../../bench/support/rules.js";
 import { loadConfig } from "../../../lib/config/index.js";
 import type { TypedEntity } from "../../../lib/match/entities.js";
 import { createRuleIndex, type RuleIndex } from "../../../lib/match/rule-index.js";
+import { createWatchlistMembership, matchEntities, type WatchlistMembership } from "../../../lib/match/watchlist-membership.js";
 import type { Rule } from "../../../lib/rules/model.js";
 import { createWatchlistStore, type WatchlistStore } from "../../../lib/watchlists/store.js";
-import { createWatchlistMembership, matchEntities, type WatchlistMembership } from "../../../pipeline/match/watchlists.js";
 import { deleteRedisKeys, redisReachable } from "../api/fixtures.js";
 
 const base = loadConfig();

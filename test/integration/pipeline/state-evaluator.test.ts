@@ -63,7 +63,7 @@ describe.skipIf(!up.ok)("state evaluator on anvil and Redis", () => {
       chain,
       logger: createLogger("silent"),
       rpc,
-      settings: { maxReadsPerBlock, readAttempts: 2, readRetryMs: 1 },
+      settings: { maxReadsPerBlock, readAttempts: 2, readRetryMs: 1, backtestMaxReads: 1 },
       fire: async (m) => {
         fired.push(...m);
       },

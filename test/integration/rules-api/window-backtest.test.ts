@@ -225,7 +225,7 @@ async function live(input: RuleInput, space: string) {
     .map(({ match, alerts }) =>
       summary(
         match.entity.entityId,
-        match.firing,
+        (match.entity as unknown as { window: WindowFiring }).window, // with the search body, as the backtest's
         alerts.map((a) => a.id),
       ),
     );

@@ -4,7 +4,9 @@
  * each query the `match` lines name exactly the `_id`s the search API answers for the same query
  * over the same blocks (events, transactions, blocks), the alerts are the saved search's
  * (targetType of its kind, actions rendered), and the refusals carry the saved-search codes with
- * paths under `search.`. Also the OpenAPI document of the saved-search routes: the bodies do not
+ * paths under `search.`. A search with a count window replays to the one window that fired, whose
+ * records are the search API's answer over the window's blocks; `window` and `absence` are stored
+ * and refused with the rules' codes at top-level paths. Also the OpenAPI document of the saved-search routes: the bodies do not
  * require the server-assigned `id`. Skips when Elasticsearch or Redis is down.
  */
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
@@ -14,15 +16,18 @@ import type { FastifyInstance } from "fastify";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { runCli } from "../../../cli/chainsift.js";
 import { loadConfig } from "../../../lib/config/index.js";
+import type { WindowFiring } from "../../../lib/match/windows.js";
 import {
   BINANCE,
   blocks,
+  deleteRedisKeys,
   FIRST_BLOCK,
   type FixtureApi,
   isolatedApi,
   MAINNET,
   searchStackUp,
   startFixtureApi,
+  TX_PER_BLOCK,
   USDT,
 } from "../api/fixtures.js";
 
@@ -62,6 +67,7 @@ describe.skipIf(!up)("saved-search backtests over indexed records", () => {
 
   afterAll(async () => {
     await api?.close();
+    await deleteRedisKeys(config.redisUrl, config.redisKeyPrefix);
   });
 
   /** The `_id`s the search API answers for the query over the fixture blocks. */
@@ -180,6 +186,90 @@ describe.skipIf(!up)("saved-search backtests over indexed records", () => {
     const res = await post("/alerting/searches/test/", payload);
     expect(res.statusCode, res.body).toBe(400);
     expect(res.json().errors).toContainEqual(expect.objectContaining({ code, path }));
+  });
+
+  // Saved searches with `window` or `absence` (issue 33): stored beside the query, refused with the
+  // rules' codes at top-level paths (`sequence`: not evaluated on saved searches), replayed by the backtest.
+  describe("with a window or an absence", () => {
+    const windowed = (extension: Record<string, unknown>) => ({ ...search("tx", { match_all: {} }), ...extension });
+    it("stores a window or an absence beside the query and answers it back", async () => {
+      const window = { blocks: 2, aggregate: { fn: "count" }, operator: "Greater or Equal", threshold: "9" };
+      for (const extension of [{ window }, { absence: { seconds: 600 } }]) {
+        const created = await post("/alerting/searches/", windowed(extension));
+        expect(created.statusCode, created.body).toBe(201);
+        const got = await app.inject({ method: "GET", url: `/alerting/searches/${created.json().id}`, headers: AUTH });
+        expect(got.statusCode, got.body).toBe(200);
+        expect(got.json()).toMatchObject({ kind: "tx", ...extension });
+      }
+    });
+
+    it.each([
+      [
+        "a window over the cap",
+        { window: { blocks: 10_001, aggregate: { fn: "count" }, operator: "Greater", threshold: "1" } },
+        "CS_RULE_WINDOW_TOO_LARGE",
+        "window.blocks",
+      ],
+      [
+        "a sum over an address",
+        { window: { blocks: 5, aggregate: { fn: "sum", field: "from" }, operator: "Greater", threshold: "1" } },
+        "CS_RULE_AGGREGATE_NOT_NUMERIC",
+        "window.aggregate.field",
+      ],
+      ["an absence with both spans", { absence: { blocks: 5, seconds: 5 } }, "CS_RULE_INVALID", "absence"],
+      [
+        "a sequence",
+        {
+          sequence: {
+            followedBy: { targetType: "Transaction", targetMap: [{ name: "to", operator: "Equals", value: USDT }] },
+            within: { blocks: 5 },
+            correlate: { first: "from", followedBy: "from" },
+          },
+        },
+        "CS_RULE_NOT_SUPPORTED",
+        "sequence",
+      ],
+    ])("refuses %s with the rules' code at a top-level path, and in a backtest under search.", async (_what, extension, code, path) => {
+      const res = await post("/alerting/searches/", windowed(extension));
+      expect(res.statusCode, res.body).toBe(400);
+      expect(res.json().errors).toContainEqual(expect.objectContaining({ code, path }));
+      const test = await post("/alerting/searches/test/", { search: windowed(extension), last: 1 });
+      expect(test.statusCode, test.body).toBe(400);
+      expect(test.json().errors).toContainEqual(expect.objectContaining({ code, path: `search.${path}` }));
+    });
+
+    it("a backtest of a count window returns the one window that fired, with the search API's records", async () => {
+      // The first two blocks hold the threshold's transactions; the window (2 blocks) ending at the third holds fewer.
+      const threshold = (TX_PER_BLOCK[0] ?? 0) + (TX_PER_BLOCK[1] ?? 0);
+      expect((TX_PER_BLOCK[1] ?? 0) + (TX_PER_BLOCK[2] ?? 0)).toBeLessThan(threshold);
+      const window = { blocks: 2, aggregate: { fn: "count" }, operator: "Greater or Equal", threshold: String(threshold) };
+      const res = await post("/alerting/searches/test/", { search: windowed({ window }), from: FIRST_BLOCK, to: LAST });
+      expect(res.statusCode, res.body).toBe(200);
+      const lines = res.body
+        .trim()
+        .split("\n")
+        .map((l) => JSON.parse(l) as Record<string, unknown> & { type: string });
+      const matches = lines.filter((l) => l.type === "match");
+      expect(matches.map((m) => m.entityId)).toEqual([`window:${FIRST_BLOCK + 1}`]);
+      const fired = (matches[0]?.entity as { window: WindowFiring } | undefined)?.window;
+      expect(fired).toMatchObject({
+        group: null,
+        aggregate: String(threshold),
+        recordCount: threshold,
+        window: { fromBlock: FIRST_BLOCK, toBlock: FIRST_BLOCK + 1 },
+      });
+      const found = await post("/ethereum/ethereum/mainnet/es/tx/search/", {
+        size: 100,
+        query: { range: { "blockNumber.num": { gte: FIRST_BLOCK, lte: FIRST_BLOCK + 1 } } },
+      });
+      expect(found.statusCode, found.body).toBe(200);
+      const ids = (found.json().hits.hits as Array<{ _id: string }>).map((h) => h._id);
+      expect([...(fired?.recordIds ?? [])].sort()).toEqual(ids.sort());
+      // Every block entered the window with its selected records (the query selects all).
+      const selected = lines.filter((l) => l.type === "block").map((l) => [l.blockNumber, l.selected]);
+      expect(selected).toEqual(blocks.map((b, i) => [b.number.num, TX_PER_BLOCK[i]]));
+      expect(lines.at(-1)).toMatchObject({ type: "end", complete: true, matches: 1 });
+    });
   });
 
   it("OpenAPI: the saved-search bodies never require the server-assigned id; the answer has it", async () => {

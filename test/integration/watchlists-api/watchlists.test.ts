@@ -149,5 +149,26 @@ describe.skipIf(!up)("watchlist routes (real Redis)", () => {
       payload: { config: withList("00000000-0000-4000-8000-000000000000").config },
     });
     expect(update.json()).toMatchObject({ error: { code: "CS_RULE_WATCHLIST_UNKNOWN" } });
+
+    // A sequence's followedBy conditions are checked the same way.
+    const sequenceOf = (watchlistId: string) => ({
+      followedBy: { targetType: "Transaction", targetMap: [{ name: "to", operator: "In watchlist", value: watchlistId }] },
+      within: { blocks: 10 },
+      correlate: { first: "args.to", followedBy: "from" },
+    });
+    const plain = tokenTransferRule({
+      name: "then",
+      chain: config.chain,
+      token: addr(7),
+      maxConfirmationCount: 1,
+      url: "http://127.0.0.1:9/hook",
+    });
+    const seqOk = await call("POST", "/alerting/rules/", tokenA, { ...plain, sequence: sequenceOf(w.id) });
+    expect(seqOk.statusCode, seqOk.body).toBe(201);
+    const seqOther = await call("POST", "/alerting/rules/", tokenB, { ...plain, sequence: sequenceOf(w.id) });
+    expect(seqOther.statusCode).toBe(400);
+    expect(seqOther.json()).toMatchObject({
+      error: { code: "CS_RULE_WATCHLIST_UNKNOWN", path: "sequence.followedBy.targetMap[0].value" },
+    });
   });
 });

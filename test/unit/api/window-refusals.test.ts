@@ -13,12 +13,32 @@ const rule = {
 };
 const search = { name: "s", maxConfirmationCount: 0, ...chain, kind: "event", query: { match_all: {} }, alerts };
 
-describe("window: refused where it is not evaluated, accepted by rule backtests", () => {
-  it("a saved search with a window is refused with CS_RULE_NOT_SUPPORTED; without one it is accepted", () => {
-    const refused = validateSearchInput({ ...search, window }, "create", [chain]);
-    expect(refused.ok ? [] : refused.errors.map((e) => [e.code, e.path])).toEqual([["CS_RULE_NOT_SUPPORTED", "window"]]);
-    expect(validateSearchInput(search, "create", [chain]).ok).toBe(true);
-    expect(validateSearchInput({ ...search, window: null }, "create", [chain]).ok).toBe(true);
+describe("window and absence: accepted on saved searches and in backtests, with the rules' codes", () => {
+  it("a saved search carries window or absence beside its query; a malformed one is refused with the rules' codes at top-level paths", () => {
+    for (const extension of [{ window }, { absence: { blocks: 5 } }, { window: null }]) {
+      const checked = validateSearchInput({ ...search, ...extension }, "create", [chain]);
+      expect(checked.ok ? checked.value : checked.errors).toMatchObject(extension);
+    }
+    const codes = (body: Record<string, unknown>) => {
+      const checked = validateSearchInput({ ...search, ...body }, "create", [chain]);
+      return checked.ok ? [] : checked.errors.map((e) => [e.code, e.path]);
+    };
+    expect(codes({ window: { ...window, blocks: 10_001 } })).toEqual([["CS_RULE_WINDOW_TOO_LARGE", "window.blocks"]]);
+    expect(codes({ window: { ...window, aggregate: { fn: "sum", field: "from" } } })).toEqual([
+      ["CS_RULE_AGGREGATE_NOT_NUMERIC", "window.aggregate.field"],
+    ]);
+    expect(codes({ window: { ...window, groupBy: "from", maxGroups: 1001 } })).toEqual([
+      ["CS_RULE_GROUPBY_CARDINALITY", "window.maxGroups"],
+    ]);
+    expect(codes({ absence: { blocks: 3, seconds: 3 } })).toEqual([["CS_RULE_INVALID", "absence"]]);
+    expect(codes({ window, absence: { blocks: 3 } })).toEqual([["CS_RULE_INVALID", "absence"]]);
+  });
+  it("an update (PUT) may add a window to a stored search", () => {
+    const created = validateSearchInput(search, "create", [chain]);
+    if (!created.ok) throw new Error("fixture refused");
+    const stored = { ...created.value, id: "s1", accountId: "a", version: 1 } as never;
+    const patch = validateSearchInput({ window }, "update", [chain], stored);
+    expect(patch.ok ? patch.value : patch.errors).toEqual({ window });
   });
   it("a rule backtest of a windowed or absence rule is accepted (its windows are replayed); a malformed window is still refused", () => {
     for (const extension of [{ window }, { absence: { blocks: 5 } }]) {

@@ -4,6 +4,7 @@ import {
   applyReading,
   emptyLedger,
   initialMemory,
+  memoryBase,
   type StateMemory,
   type ThresholdComparison,
   toRaw,
@@ -63,6 +64,18 @@ describe("relative change", () => {
   });
 });
 
+describe("any change", () => {
+  it("fires on every reading that differs from the previous one, including from and to zero, never on the first", () => {
+    const impl = (n: number) => BigInt(`0x${n.toString(16).padStart(40, "0")}`);
+    expect(run({ changed: true }, [0n, 0n, impl(1), impl(1), impl(2), 0n], 0)).toEqual([false, false, true, false, true, true]);
+  });
+  it("tells apart values a relative change would call equal", () => {
+    const big = 2n ** 159n;
+    expect(run({ changed: true }, [big, big + 1n], 0)).toEqual([false, true]);
+    expect(run({ percent: "0.000001" }, [big, big + 1n], 0)).toEqual([false, false]);
+  });
+});
+
 describe("readings by block hash (reorgs)", () => {
   const below5: ThresholdComparison = { operator: "Less", threshold: "5" };
   it("judges a new branch from the fork point: re-fires only if the new branch crosses too", () => {
@@ -83,5 +96,39 @@ describe("readings by block hash (reorgs)", () => {
     for (let i = 0; i < 5; i++) l = applyBlockReading(below5, l, { hash: `0x${i}`, parentHash: `0x${i - 1}` }, 9n, 0, 3).ledger;
     expect(l.order).toEqual(["0x2", "0x3", "0x4"]);
     expect(Object.keys(l.byHash).sort()).toEqual(["0x2", "0x3", "0x4"]);
+    expect(Object.keys(l.numbers ?? {})).toEqual([]);
+  });
+});
+
+describe("memoryBase: which reading a block continues", () => {
+  const h = (n: number, branch = "") => `0x${n.toString(16)}${branch}`;
+  /** The canonical chain of the window: heights ≥ `from` known, hashes `h(n)`, except `fork` heights on branch b. */
+  const canonicalOf =
+    (from: number, fork = Number.POSITIVE_INFINITY) =>
+    (n: number) =>
+      n < from ? undefined : n >= fork ? h(n, "b") : h(n);
+  const below5: ThresholdComparison = { operator: "Less", threshold: "5" };
+  const readAt = (l: ReturnType<typeof emptyLedger>, n: number, v: bigint, branch = "") =>
+    applyBlockReading(below5, l, { hash: h(n, branch), parentHash: h(n - 1, branch), number: n }, v, 0).ledger;
+
+  it("the parent, then the nearest canonical reading in the window", () => {
+    let l = readAt(emptyLedger(), 100, 9n);
+    expect(memoryBase(l, { number: 101, parentHash: h(100) }, canonicalOf(0), 128)).toBe(h(100));
+    expect(memoryBase(l, { number: 110, parentHash: h(109) }, canonicalOf(0), 128)).toBe(h(100));
+    l = readAt(l, 110, 9n, "a"); // an orphaned reading in the window is skipped
+    expect(memoryBase(l, { number: 120, parentHash: h(119) }, canonicalOf(0), 128)).toBe(h(100));
+  });
+  it("a rule read less often than the window continues its newest final reading, not an orphan nor a fresh memory", () => {
+    let l = readAt(emptyLedger(), 200, 4n); // fired at 200 (4 < 5): disarmed
+    l = readAt(l, 400, 4n, "a"); // then read on a branch that was orphaned
+    const base = memoryBase(l, { number: 400, parentHash: h(399, "b") }, canonicalOf(272, 400), 128);
+    expect(base).toBe(h(200));
+    // Continuing 200's memory, 400 on branch b (still below 5) does not fire again; a fresh memory would.
+    expect(applyBlockReading(below5, l, { hash: h(400, "b"), parentHash: base, number: 400 }, 4n, 0).fired).toBe(false);
+    expect(applyBlockReading(below5, l, { hash: h(400, "b"), parentHash: h(399, "b"), number: 400 }, 4n, 0).fired).toBe(true);
+  });
+  it("without block numbers (a ledger saved before they were kept) or any reading, the parent", () => {
+    const l = applyBlockReading(below5, emptyLedger(), { hash: h(1), parentHash: h(0) }, 9n, 0).ledger;
+    expect(memoryBase(l, { number: 500, parentHash: h(499) }, canonicalOf(372), 128)).toBe(h(499));
   });
 });

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { parseDecimalString } from "../../../../lib/match/values.js";
-import { fieldAt, keyOf, numberOf, windowRecordOf } from "../../../../lib/match/window-records.js";
+import { fieldAt, firingEntity, keyOf, numberOf, windowRecordOf, windowSearch } from "../../../../lib/match/window-records.js";
 import { decString } from "../../../../lib/match/windows.js";
 
 const arg = (name: string, hex: string, type: string, num: number | null, scaled: number | null) => ({
@@ -58,5 +58,46 @@ describe("window records of entities", () => {
     expect(windowRecordOf({ ...w, aggregate: { fn: "distinct", field: "args.from" } }, transfer).key).toBe(
       "0x00000000000000000000000000000000000000f1",
     );
+  });
+  it("a firing's search lists its group's records of the window, block order, capped and saying so", () => {
+    const block = (number: number, records: Array<{ id: string; group?: string }>) => ({
+      number,
+      hash: `0x${number}`,
+      timestamp: number,
+      records,
+    });
+    const blocks = [
+      block(9, [{ id: "a9", group: "g" }]),
+      block(10, [
+        { id: "a10", group: "g" },
+        { id: "b10", group: "h" },
+      ]),
+      block(11, [
+        { id: "a11", group: "g" },
+        { id: "c11", group: "g" },
+      ]),
+      block(12, [{ id: "a12", group: "g" }]),
+    ];
+    const firing = (group: string | null) => ({
+      group,
+      end: { number: 11, hash: "0x11", timestamp: 11 },
+      window: { fromBlock: 10, toBlock: 11, fromTimestamp: 10, toTimestamp: 11 },
+      aggregate: "3",
+      recordCount: 3,
+      recordIds: [],
+    });
+    expect(windowSearch(blocks, firing("g"))).toEqual({
+      search: { query: { ids: { values: ["a10", "a11", "c11"] } }, size: 3 },
+      searchComplete: true,
+    });
+    expect(windowSearch(blocks, firing(null)).search.query.ids.values).toEqual(["a10", "b10", "a11", "c11"]);
+    expect(windowSearch(blocks, firing("g"), 2)).toEqual({
+      search: { query: { ids: { values: ["a10", "a11"] } }, size: 2 },
+      searchComplete: false,
+    });
+    expect(firingEntity(firing("g"), false, windowSearch(blocks, firing("g"))).window).toMatchObject({
+      aggregate: "3",
+      searchComplete: true,
+    });
   });
 });

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { absenceConfigOf, WINDOW_CAPS, windowConfigOf, windowErrors, windowNotSupported } from "../../../../lib/rules/schema-window.js";
+import { absenceConfigOf, WINDOW_CAPS, windowConfigOf, windowErrors } from "../../../../lib/rules/schema-window.js";
 import { validateRuleInput } from "../../../../lib/rules/validate.js";
 
 const count = { blocks: 10, aggregate: { fn: "count" }, operator: "Greater", threshold: "20" };
@@ -95,12 +95,6 @@ describe("window validation", () => {
     });
     expect(windowConfigOf({ ...count, blocks: undefined, seconds: 60 } as never).span).toEqual({ seconds: 60 });
   });
-  it("saved searches and backtests refuse a window with CS_RULE_NOT_SUPPORTED (only rules evaluate it)", () => {
-    expect(windowNotSupported({ window: count }, "saved searches").map((e) => [e.code, e.path])).toEqual([
-      ["CS_RULE_NOT_SUPPORTED", "window"],
-    ]);
-    expect(windowNotSupported({ window: null }, "backtests")).toEqual([]);
-  });
   it("absence: exactly one of blocks or seconds within the caps, not together with window", () => {
     const abs = (a: unknown, w?: unknown) => windowErrors({ absence: a, ...(w ? { window: w } : {}) }).map((e) => [e.code, e.path]);
     expect(abs({ blocks: 300 })).toEqual([]);
@@ -118,6 +112,5 @@ describe("window validation", () => {
       threshold: "1",
       reorgDepth: 64,
     });
-    expect(windowNotSupported({ absence: { blocks: 3 } }, "backtests").map((e) => e.path)).toEqual(["absence"]);
   });
 });

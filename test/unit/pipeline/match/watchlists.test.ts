@@ -1,5 +1,5 @@
 /**
- * Unit tests of `In watchlist` evaluation with prefetched memberships (pipeline/match/watchlists.ts
+ * Unit tests of `In watchlist` evaluation with prefetched memberships (lib/match/watchlist-membership.ts
  * over lib/match/evaluate.ts), with an in-memory watchlist store that counts its reads: the
  * questions of multi-valued attributes and of two AND-ed watchlist conditions are all fetched, each
  * list once per round; values are normalised by the list's kind; without a lookup the operator
@@ -7,8 +7,8 @@
  */
 import { describe, expect, it } from "vitest";
 import { compileDefinitions, evaluate, watchlistIds } from "../../../../lib/match/evaluate.js";
+import { createWatchlistMembership } from "../../../../lib/match/watchlist-membership.js";
 import { normalizeMember, type Watchlist } from "../../../../lib/watchlists/store.js";
-import { createWatchlistMembership } from "../../../../pipeline/match/watchlists.js";
 
 const A1 = "0x1111111111111111111111111111111111111111";
 const A2 = "0xabcdef000000000000000000000000000000abcd";

@@ -1,16 +1,16 @@
 /**
- * Unit tests of the match process's watchlist Bloom filters (pipeline/match/watchlist-filters.ts)
+ * Unit tests of the match process's watchlist Bloom filters (lib/match/watchlist-filters.ts)
  * over an in-memory store that keeps a revision and a change log as lib/watchlists/store.ts does:
  * a filter is built once in the background, catches up from the log in place, and is dropped for a
  * rebuild when the log does not reach back, the list outgrows its capacity, or its revision went back
- * (a deleted list), and dropped when no batch consulted it for a while; with the membership (pipeline/match/watchlists.ts) a filter's "no" is not asked.
+ * (a deleted list), and dropped when no batch consulted it for a while; with the membership (lib/match/watchlist-membership.ts) a filter's "no" is not asked.
  */
 import { describe, expect, it } from "vitest";
+import { createWatchlistFilters, mayHold } from "../../../../lib/match/watchlist-filters.js";
+import { createWatchlistMembership } from "../../../../lib/match/watchlist-membership.js";
 import { MEMBER_FILTER_MIN_CAPACITY } from "../../../../lib/watchlists/bloom.js";
 import { changePayload, changesSince } from "../../../../lib/watchlists/changes.js";
 import type { Watchlist } from "../../../../lib/watchlists/store.js";
-import { createWatchlistFilters, mayHold } from "../../../../pipeline/match/watchlist-filters.js";
-import { createWatchlistMembership } from "../../../../pipeline/match/watchlists.js";
 
 const addr = (n: number) => `0x${n.toString(16).padStart(40, "e")}`;
 

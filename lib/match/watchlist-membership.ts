@@ -1,5 +1,5 @@
 /**
- * Watchlist memberships for the match stage's `In watchlist` conditions (docs/rules.md "In
+ * Watchlist memberships for the match stage's (and rule backtests', lib/match/backtest.ts) `In watchlist` conditions (docs/rules.md "In
  * watchlist"). Evaluation (lib/match/evaluate.ts) is synchronous, so memberships are prefetched per
  * batch: {@link WatchlistMembership.runEach} matches the batch's entities synchronously with every
  * membership question it cannot answer yet recorded and answered "no"; when there were such
@@ -15,17 +15,18 @@
  * Memberships are read for every batch, so a member added or removed through the API applies to the
  * next batch matched; a deleted (or unknown) watchlist has no members.
  *
- * With {@link WatchlistFilters} (pipeline/match/watchlist-filters.ts), a list's Bloom filter is asked
+ * With {@link WatchlistFilters} (lib/match/watchlist-filters.ts), a list's Bloom filter is asked
  * first: its "no" answers at once and only its "maybe"s become questions. Each filter consulted in a
  * batch is checked against the list's revision in the same round trip as the questions; when it had
  * to catch up, the whole batch is matched again with it (its earlier "no"s may be stale).
  * @module
  */
-import type { TypedEntity } from "../../lib/match/entities.js";
-import type { WatchlistLookup } from "../../lib/match/evaluate.js";
-import type { RuleIndex } from "../../lib/match/rule-index.js";
-import type { Rule } from "../../lib/rules/model.js";
-import { normalizeMember, type WatchlistKind, type WatchlistStore } from "../../lib/watchlists/store.js";
+
+import type { Rule } from "../rules/model.js";
+import { normalizeMember, type WatchlistKind, type WatchlistStore } from "../watchlists/store.js";
+import type { TypedEntity } from "./entities.js";
+import type { WatchlistLookup } from "./evaluate.js";
+import type { RuleIndex } from "./rule-index.js";
 import { mayHold, type WatchlistFilter, type WatchlistFilters } from "./watchlist-filters.js";
 
 /** See the module comment. */

@@ -1,6 +1,6 @@
 /**
  * Bloom filters of the watchlists that rules use, kept in the match process in front of the Redis
- * sets (pipeline/match/watchlists.ts asks them first): most values asked are not members, and a
+ * sets (lib/match/watchlist-membership.ts asks them first): most values asked are not members, and a
  * filter's "no" is certain, so they cost one in-process hash instead of a question to Redis; a
  * "maybe" is confirmed in the set as before, so matching stays exact.
  *
@@ -20,8 +20,8 @@
  * @module
  */
 import type { BloomFilter } from "bloomfilter";
-import { createMemberFilter, filterValue, memberFilterBytes, memberFilterCapacity } from "../../lib/watchlists/bloom.js";
-import type { WatchlistKind, WatchlistStore } from "../../lib/watchlists/store.js";
+import { createMemberFilter, filterValue, memberFilterBytes, memberFilterCapacity } from "../watchlists/bloom.js";
+import type { WatchlistKind, WatchlistStore } from "../watchlists/store.js";
 
 /** A ready filter of one list. */
 export interface WatchlistFilter {
