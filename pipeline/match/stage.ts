@@ -50,6 +50,7 @@ import { createAlertPublisher } from "./publisher.js";
 import { startRuleSync } from "./rule-sync.js";
 import { createSearchIndex, type SearchIndex } from "./search-index.js";
 import { createSequenceEvaluator } from "./sequences/evaluator.js";
+import { createSettledHeight } from "./settled.js";
 import { createStateEvaluator } from "./state/evaluator.js";
 import { createTokenTracker, type TokenMetadataSource, tokenListMetadataSource } from "./tokens.js";
 import { createWatchlistMembership, matchEntities } from "./watchlists.js";
@@ -157,7 +158,6 @@ export async function startMatchStage(deps: MatchStageDeps): Promise<MatchStage>
   const membership = createWatchlistMembership(
     createWatchlistStore({ redis, keyPrefix: config.redisKeyPrefix, limits: DEFAULT_WATCHLISTS_CONFIG }),
   );
-  const index = states.watch(sequences.watch(windows.watch(createRuleIndex({ chain: config.chain, watchlists: membership.lookup }))));
   const outboxVisibilityMs = Math.max(0, deps.outboxGraceMs ?? 10_000);
   const tracker = createConfirmationTracker({ ...keyed, outboxVisibilityMs });
   // Confirm on finality (docs/rules.md): a tracker of its own whose head is the node's finalized block, one confirmation.
@@ -172,6 +172,22 @@ export async function startMatchStage(deps: MatchStageDeps): Promise<MatchStage>
   const tokens = createTokenTracker({ ...keyed, metadata: deps.tokens ?? tokenListMetadataSource(1) });
   const chain = createChainView(createRedisChainState(redis, config.redisKeyPrefix, config.chain));
   const registry = deps.registry ?? new Registry();
+  // Windows, absence and sequences are judged at a block once its records are consumed (settled.ts).
+  const settled = createSettledHeight({
+    ...keyed,
+    bus,
+    logger: log,
+    registry,
+    head: () => chain.head(),
+    canonical: (n) => chain.canonical(n),
+    evaluate: async (view) => {
+      await windows.onHead(view);
+      await sequences.onHead(view);
+    },
+  });
+  const index = settled.watch(
+    states.watch(sequences.watch(windows.watch(createRuleIndex({ chain: config.chain, watchlists: membership.lookup })))),
+  );
   const producer = await createRecordProducer(bus, { metrics: { registry, stage: "match" } });
   const metrics = matchMetricsOf(registry);
   const outboxKey = confirmationKeys(config.redisKeyPrefix, config.chain).outbox;
@@ -307,8 +323,7 @@ export async function startMatchStage(deps: MatchStageDeps): Promise<MatchStage>
             hash: b.hash.toLowerCase(),
             timestamp: Math.floor(Date.parse(`${b.timestamp}Z`) / 1000),
           };
-          await windows.onHead({ head, block, canonical: chain.canonical });
-          await sequences.onHead({ head, block, canonical: chain.canonical });
+          await settled.onHead({ head, block, canonical: chain.canonical });
           await emitAndPublish(publisher, () => tracker.onHead(head, chain.canonical));
           if (b)
             await states.onBlock(
@@ -369,6 +384,7 @@ export async function startMatchStage(deps: MatchStageDeps): Promise<MatchStage>
       unwatch();
       clearInterval(finalTimer);
       await advancing;
+      await settled.stop();
       const sweepsStopped = Promise.all([publisher.stop(), finalPublisher.stop()]);
       await running.stop();
       await sweepsStopped;
