@@ -125,7 +125,7 @@ export const isOverTime = (rule: Rule): boolean => ruleWindow(rule) !== null || 
 /** Dependencies of {@link createSettledHeight}. */
 export interface SettledHeightDeps {
   bus: Bus;
-  redis: RedisClient;
+  redis: Pick<RedisClient, "hGetAll" | "hSet" | "hDel">;
   /** config `redisKeyPrefix`. */
   keyPrefix: string;
   chain: ChainId;
@@ -205,7 +205,8 @@ export function createSettledHeight(deps: SettledHeightDeps): SettledHeight {
     const match = await committed(client, "match", RECORD_TOPICS);
     const ends: Partial<Record<TopicKind, PartitionOffsets>> = {};
     for (const k of RECORD_TOPICS) {
-      const parts = await client.fetchTopicOffsets(bus.topic(k)).catch(() => []); // a topic not created holds nothing
+      // Every topic of the chain exists (bus.ts ensureTopics); a failed read fails the reading, which is retried.
+      const parts = await client.fetchTopicOffsets(bus.topic(k));
       ends[k] = Object.fromEntries(parts.map((p) => [p.partition, p.high]));
     }
     return { decodeLogs, match, ends };
@@ -268,14 +269,15 @@ export function createSettledHeight(deps: SettledHeightDeps): SettledHeight {
       }),
     async onHead(view) {
       const block = view.block;
-      if (block === undefined || (overTime.size === 0 && queue.length === 0)) return inOrder(() => deps.evaluate(view));
-      if (!restored) {
-        // Blocks a previous owner queued and did not evaluate (their offsets are committed).
+      if (block !== undefined && !restored) {
+        // At the first block record this member reads: the blocks a previous owner queued and did
+        // not evaluate (their offsets are committed). Evaluating one twice is a no-op of the arithmetic.
         const saved = Object.values(await redis.hGetAll(pendingKey)).map((json) => JSON.parse(json) as QueuedBlock);
-        const known = new Set(queue.map((b) => b.hash));
-        queue = [...saved.filter((b) => !known.has(b.hash)), ...queue].sort((a, b) => a.number - b.number);
+        queue = [...saved.sort((a, b) => a.number - b.number), ...queue];
         restored = true;
       }
+      if (block === undefined || (overTime.size === 0 && queue.length === 0)) return inOrder(() => deps.evaluate(view));
+      if (queue.some((b) => b.hash === block.hash)) return; // read again (a replay after a restart)
       const queued: QueuedBlock = { number: block.number, hash: block.hash, timestamp: block.timestamp };
       await redis.hSet(pendingKey, `${block.number}:${block.hash}`, JSON.stringify(queued));
       queue.push(queued);

@@ -14,6 +14,7 @@
  * | `confirmations/` | pending / confirmed / removed, exactly once, in Redis |
  * | `publisher.ts` | publish and ack emitted alerts; the outbox sweep (crash safety) |
  * | `state/evaluator.ts` | state conditions: subjects read at each block record, crossings recorded as matches |
+ * | `settled.ts` | the settled height: windows, absence and sequences judged at a block once its records are consumed |
  *
  * Entity sources: Event ← events; Token ← first Transfer of a contract (events); Log ← logs;
  * Transaction, Method and Contract ← transactions; Trace, Call and Contract (factory-created too)
