@@ -47,6 +47,9 @@ import type { HeadView } from "./windows/evaluator.js";
 /** Interval of the offset reads while blocks wait, in ms. */
 export const SETTLED_POLL_MS = 500;
 
+/** How long the oldest waiting block may wait before a warning (then once per this interval), ms. */
+export const STALL_WARN_MS = 60_000;
+
 /** The record topics the match stage consumes (their records feed windows and sequences). */
 export const RECORD_TOPICS = ["transactions", "logs", "events", "traces"] as const satisfies readonly TopicKind[];
 
@@ -234,6 +237,24 @@ export function createSettledHeight(deps: SettledHeightDeps): SettledHeight {
     }
   };
 
+  /** The oldest waiting block and since when (ms) it has been the oldest, for {@link STALL_WARN_MS}. */
+  let oldest: { hash: string; sinceMs: number; warnedMs: number } | undefined;
+  const warnIfStalled = () => {
+    const first = queue[0];
+    if (first === undefined) {
+      oldest = undefined;
+      return;
+    }
+    if (oldest?.hash !== first.hash) oldest = { hash: first.hash, sinceMs: Date.now(), warnedMs: 0 };
+    const now = Date.now();
+    if (now - oldest.sinceMs < STALL_WARN_MS || now - oldest.warnedMs < STALL_WARN_MS) return;
+    oldest.warnedMs = now;
+    const waitingFor = first.target !== undefined ? "the match group's commits on the record topics" : "the decode group's commits on logs";
+    deps.logger.warn(
+      { block: first.number, waiting: queue.length, waitingForMs: now - oldest.sinceMs },
+      `window, absence and sequence evaluation waits for ${waitingFor} (is decode running?)`,
+    );
+  };
   let ticking = false;
   const tick = async (): Promise<void> => {
     if (ticking || queue.length === 0) return;
@@ -251,6 +272,7 @@ export function createSettledHeight(deps: SettledHeightDeps): SettledHeight {
       const step = advanceSettled(queue.slice(0, fresh), fresh, reading);
       queue = [...step.queue, ...queue.slice(fresh)];
       await releaseAll(step.settled);
+      warnIfStalled();
     } catch (err) {
       deps.logger.warn({ err }, "settled height not advanced; retried");
     } finally {
