@@ -214,7 +214,13 @@ export function createIngestCore(deps: IngesterDeps) {
         signal,
       );
       for (const [i, b] of produced.entries()) messages.push(...bundleToMessages(b, first + i));
-      await withRetry(`produce ${produced.length} blocks`, () => producer.send(messages), signal, "kafka");
+      // Block records last, in a send of their own: a consumer that reads a block record can rely on
+      // its transactions, logs and traces being in their topics (the match stage's settled height).
+      const records = messages.filter((m) => m.kind !== "blocks");
+      if (records.length > 0)
+        await withRetry(`produce the records of ${produced.length} blocks`, () => producer.send(records), signal, "kafka");
+      const blocks = messages.filter((m) => m.kind === "blocks");
+      await withRetry(`produce ${produced.length} blocks`, () => producer.send(blocks), signal, "kafka");
     }
     for (const bundle of produced) {
       if (seen.last === null || bundle.block.number.num >= seen.last) {

@@ -14,6 +14,7 @@
  * | `confirmations/` | pending / confirmed / removed, exactly once, in Redis |
  * | `publisher.ts` | publish and ack emitted alerts; the outbox sweep (crash safety) |
  * | `state/evaluator.ts` | state conditions: subjects read at each block record, crossings recorded as matches |
+ * | `settled.ts` | the settled height: windows, absence and sequences judged at a block once its records are consumed |
  *
  * Entity sources: Event ← events; Token ← first Transfer of a contract (events); Log ← logs;
  * Transaction, Method and Contract ← transactions; Trace, Call and Contract (factory-created too)
@@ -52,6 +53,7 @@ import { createAlertPublisher } from "./publisher.js";
 import { startRuleSync } from "./rule-sync.js";
 import { createSearchIndex, type SearchIndex } from "./search-index.js";
 import { createSequenceEvaluator, withFollowedBy } from "./sequences/evaluator.js";
+import { createSettledHeight } from "./settled.js";
 import { createStateEvaluator } from "./state/evaluator.js";
 import { createTokenTracker, type TokenMetadataSource, tokenListMetadataSource } from "./tokens.js";
 import { createWindowEvaluator } from "./windows/evaluator.js";
@@ -163,7 +165,6 @@ export async function startMatchStage(deps: MatchStageDeps): Promise<MatchStage>
     fire: overTime.fire,
     onSkipped: (kind, n) => metrics.stateUnread.inc({ kind }, n),
   });
-  const index = states.watch(sequences.watch(windows.watch(createRuleIndex({ chain: config.chain, watchlists: membership.lookup }))));
   const outboxVisibilityMs = Math.max(0, deps.outboxGraceMs ?? 10_000);
   const tracker = createConfirmationTracker({ ...keyed, outboxVisibilityMs });
   // Confirm on finality (docs/rules.md): a tracker of its own whose head is the node's finalized block, one confirmation.
@@ -174,10 +175,26 @@ export async function startMatchStage(deps: MatchStageDeps): Promise<MatchStage>
     threshold: () => 1,
     strictHead: true,
   });
-  const searchIndex = windows.watch(createSearchIndex(config.chain, deps.decode));
   const tokens = createTokenTracker({ ...keyed, metadata: deps.tokens ?? tokenListMetadataSource(1) });
   const chain = createChainView(createRedisChainState(redis, config.redisKeyPrefix, config.chain));
   const registry = deps.registry ?? new Registry();
+  // Windows, absence and sequences are judged at a block once its records are consumed (settled.ts).
+  const settled = createSettledHeight({
+    ...keyed,
+    bus,
+    logger: log,
+    registry,
+    head: () => chain.head(),
+    canonical: (n) => chain.canonical(n),
+    evaluate: async (view) => {
+      await windows.onHead(view);
+      await sequences.onHead(view);
+    },
+  });
+  const index = settled.watch(
+    states.watch(sequences.watch(windows.watch(createRuleIndex({ chain: config.chain, watchlists: membership.lookup })))),
+  );
+  const searchIndex = settled.watch(windows.watch(createSearchIndex(config.chain, deps.decode)));
   const producer = await createRecordProducer(bus, { metrics: { registry, stage: "match" } });
   const metrics = matchMetricsOf(registry);
   const outboxKey = confirmationKeys(config.redisKeyPrefix, config.chain).outbox;
@@ -316,8 +333,7 @@ export async function startMatchStage(deps: MatchStageDeps): Promise<MatchStage>
           // A block's own saved-search matches enter windowed searches' windows before the block is evaluated.
           const blockMatches =
             input.topicKind === "blocks" ? await windows.addMatches(searchIndex.matchRecords(input).map(countSearchMatch)) : [];
-          await windows.onHead({ head, block, canonical: chain.canonical });
-          await sequences.onHead({ head, block, canonical: chain.canonical });
+          await settled.onHead({ head, block, canonical: chain.canonical });
           await emitAndPublish(publisher, () => tracker.onHead(head, chain.canonical));
           if (b)
             await states.onBlock(
@@ -377,6 +393,7 @@ export async function startMatchStage(deps: MatchStageDeps): Promise<MatchStage>
       unwatch();
       clearInterval(finalTimer);
       await advancing;
+      await settled.stop();
       const sweepsStopped = Promise.all([publisher.stop(), finalPublisher.stop()]);
       await running.stop();
       await sweepsStopped;

@@ -17,7 +17,7 @@ import type { WindowFiring } from "../../lib/match/windows.js";
 import { windowKeys } from "../../pipeline/match/windows/scripts.js";
 import { type AnvilEnv, startAnvilEnv } from "../support/anvil-env.js";
 import { probeStack, waitFor } from "../support/harness.js";
-import { tokenTransferRule } from "../support/rules.js";
+import { absenceTransferRule, tokenTransferRule } from "../support/rules.js";
 
 const up = await probeStack();
 
@@ -156,16 +156,14 @@ describe.skipIf(!up.ok)("window alerts on anvil", () => {
 
   it("an absence rule is quiet while the transfers run and fires once when they stop", async () => {
     const to = env.newAddress();
-    const input = tokenTransferRule({
-      name: "no transfer to one address for 3 blocks",
+    const input = absenceTransferRule({
       chain: env.config.chain,
       token: await env.token.getAddress(),
-      maxConfirmationCount: 2,
-      sendPendingAlerts: false,
       url: env.hook("win"),
       to,
+      blocks: 3,
     });
-    const rule = await env.rules.create("acc-e2e", { ...input, absence: { blocks: 3 } });
+    const rule = await env.rules.create("acc-e2e", input);
     await waitFor(async () => env.match.index.get(rule.id), 10_000, 50);
     let last = { entityId: "", blockHash: "", blockNumber: 0 };
     for (let i = 0; i < 7; i++) {

@@ -112,3 +112,15 @@ export function tokenTransferRule(spec: TokenTransferRuleSpec): RuleInput {
     },
   };
 }
+
+/**
+ * An absence rule over {@link tokenTransferRule}: "no transfer to `to` for `blocks` blocks", 2
+ * confirmations, no `pending` alerts (so a retracted silence sends nothing).
+ */
+export function absenceTransferRule(
+  spec: Omit<TokenTransferRuleSpec, "name" | "maxConfirmationCount" | "sendPendingAlerts"> & { to: string; blocks: number },
+): RuleInput & { absence: { blocks: number } } {
+  const { blocks, ...rest } = spec;
+  const name = `no transfer to one address for ${blocks} blocks`;
+  return { ...tokenTransferRule({ ...rest, name, maxConfirmationCount: 2, sendPendingAlerts: false }), absence: { blocks } };
+}

@@ -41,6 +41,7 @@ import { type RuleSequence, ruleSequence, sequenceConfigOf } from "../../../lib/
 import type { MatchedEntity, MatchInput } from "../confirmations/decide.js";
 import { chainKeyPrefix } from "../keys.js";
 import { runLua } from "../lua.js";
+import { watchIndex } from "../watch-index.js";
 import type { HeadView, WindowEvaluatorDeps } from "../windows/evaluator.js";
 import * as scripts from "../windows/scripts.js";
 
@@ -239,19 +240,7 @@ export function createSequenceEvaluator(deps: SequenceEvaluatorDeps): SequenceEv
   let dirtyCounts = new Map<string, string>();
 
   return {
-    watch(index) {
-      return {
-        ...index,
-        upsert(rule) {
-          index.upsert(rule);
-          hold(index.get(rule.id), rule.id);
-        },
-        remove(id) {
-          hold(undefined, id);
-          return index.remove(id);
-        },
-      };
-    },
+    watch: (index) => watchIndex(index, hold),
     followedByIndex: {
       match: (targetType, entity) => (held.size === 0 ? [] : followed.match(targetType, entity)),
       watchlistRules: () => followed.watchlistRules(),
