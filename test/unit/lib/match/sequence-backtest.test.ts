@@ -32,6 +32,7 @@ import {
 } from "../../../../lib/match/sequences.js";
 import type { RuleInput } from "../../../../lib/rules/model.js";
 import { ruleSequence, sequenceConfigOf } from "../../../../lib/rules/schema-sequence.js";
+import { transferThenApprovalRule } from "../../../support/rules.js";
 
 const MAINNET = { technology: "ethereum", blockchain: "ethereum", network: "mainnet" };
 const hashOf = (label: string) => `0x${Buffer.from(label).toString("hex").padEnd(64, "0").slice(0, 64)}`;
@@ -39,25 +40,8 @@ const blockHash = (n: number) => hashOf(`block-${n}`);
 const addr = (i: number) => `0x${i.toString(16).padStart(40, "0")}`;
 const timestampOf = (n: number) => 1_700_000_000 + 12 * n;
 
-function sequenceRule(within: Record<string, number>, extra: Partial<RuleInput> = {}): RuleInput {
-  return {
-    name: "transfer then approval",
-    maxConfirmationCount: 0,
-    state: "enabled",
-    ...MAINNET,
-    config: {
-      targetType: "Event",
-      targetMap: [{ name: "event", operator: "Equals", value: "Transfer" }],
-      alerts: [{ type: "Webhook (POST)", parameters: { url: "https://hooks.example.com/s" } }],
-    },
-    sequence: {
-      followedBy: { targetType: "Event", targetMap: [{ name: "event", operator: "Equals", value: "Approval" }] },
-      within,
-      correlate: { first: "args.to", followedBy: "args.owner" },
-    },
-    ...extra,
-  } as RuleInput;
-}
+const sequenceRule = (within: { blocks: number } | { seconds: number }, extra: Partial<RuleInput> = {}) =>
+  transferThenApprovalRule(MAINNET, within, extra);
 
 /** An event of block `n` at log (and transaction) index `i`: a Transfer to `who`, an Approval by `who`, or another event naming `who`. */
 function event(kind: "Transfer" | "Approval" | "Sync", n: number, i: number, who: string): IndexedRecord {
