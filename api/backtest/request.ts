@@ -18,9 +18,10 @@
 import type { ChainId } from "../../lib/config/index.js";
 import { BACKTEST_SOURCES } from "../../lib/match/backtest.js";
 import { watchlistIds } from "../../lib/match/evaluate.js";
+import { followedByTargetUnsupported } from "../../lib/match/sequence-backtest.js";
 import { isWindowedRule } from "../../lib/match/window-backtest.js";
 import type { RuleInput } from "../../lib/rules/model.js";
-import { sequenceNotSupported } from "../../lib/rules/schema-sequence.js";
+import { ruleSequence } from "../../lib/rules/schema-sequence.js";
 import { validateRuleInput } from "../../lib/rules/validate.js";
 import type { ApiErrorDetail } from "../errors.js";
 import { ruleValidationDetails } from "../routes/rules/errors.js";
@@ -124,14 +125,14 @@ export function parseBacktestRequest(body: unknown, chains: readonly ChainId[], 
     const checked = validateRuleInput(value, "create", chains);
     if (!checked.ok) {
       for (const d of ruleValidationDetails(checked.errors)) errors.push({ ...d, path: d.path === null ? "rule" : `rule.${d.path}` });
-    } else if (sequenceNotSupported(checked.value, "backtests").length > 0) {
-      for (const e of sequenceNotSupported(checked.value, "backtests"))
-        errors.push({ code: e.code, message: e.message, path: `rule.${e.path}` });
-    } else if (watchlistIds(checked.value.config.targetMap).size > 0 && isWindowedRule(checked.value)) {
+    } else if (
+      watchlistIds(checked.value.config.targetMap).size > 0 &&
+      (isWindowedRule(checked.value) || ruleSequence(checked.value) !== null)
+    ) {
       errors.push({
         code: "CS_RULE_NOT_SUPPORTED",
         message:
-          "backtests of window and absence rules do not evaluate In watchlist conditions yet (docs/rules.md); test the rule without them",
+          "backtests of window, absence and sequence rules do not evaluate In watchlist conditions yet (docs/rules.md); test the rule without them",
         path: "rule.config.targetMap",
       });
     } else if (BACKTEST_SOURCES[checked.value.config.targetType] === null) {
@@ -140,6 +141,9 @@ export function parseBacktestRequest(body: unknown, chains: readonly ChainId[], 
         message: `${checked.value.config.targetType} rules cannot be tested on history: the first sight of a token needs the whole chain's history`,
         path: "rule.config.targetType",
       });
+    } else if (followedByTargetUnsupported(checked.value) !== null) {
+      const message = followedByTargetUnsupported(checked.value) as string;
+      errors.push({ code: "CS_BACKTEST_TARGET_UNSUPPORTED", message, path: "rule.sequence.followedBy.targetType" });
     } else return checked.value;
     return undefined;
   });

@@ -10,8 +10,8 @@
  * | `type` | when | fields |
  * |---|---|---|
  * | `start` | first | `from`, `to`, `head` (newest indexed block or null), `kinds`, `rule` (name, targetType, maxConfirmationCount, sendPendingAlerts), `limits` |
- * | `match` | per matched entity, in block order (a windowed rule: per window that fired, entity `window:<end>[:<group>]` / `absence:<end>` with `entity.window`; a state rule: per crossing, entity `state:<block>` with `entity.state`, and `previous`, api/backtest/state-scan.ts) | {@link BacktestMatch}: `blockNumber`, `blockHash`, `targetType`, `entityId`, `entity`, `alerts` (each `{alert, actions}`) |
- * | `block` | after each block that has records of the scanned kinds (a windowed rule: or a firing; a state rule: each block read, with `reading` or `unread`) | `blockNumber`, `blockHash`, `records`, `entities`, `matches`, `alerts` (counts); windowed rules also `selected` (entities that entered the window) |
+ * | `match` | per matched entity, in block order (a windowed rule: per window that fired, entity `window:<end>[:<group>]` / `absence:<end>` with `entity.window`; a sequence rule: per sequence that fired, entity `sequence:<first id>:<followedBy id>` with `entity.sequenceMatch`; a state rule: per crossing, entity `state:<block>` with `entity.state`, and `previous`, api/backtest/state-scan.ts) | {@link BacktestMatch}: `blockNumber`, `blockHash`, `targetType`, `entityId`, `entity`, `alerts` (each `{alert, actions}`) |
+ * | `block` | after each block that has records of the scanned kinds (a windowed rule: or a firing; a state rule: each block read, with `reading` or `unread`) | `blockNumber`, `blockHash`, `records`, `entities`, `matches`, `alerts` (counts); windowed rules also `selected` (entities that entered the window; sequence rules: first-step plus followedBy selections) |
  * | `error` | the scan failed midway (then `end`) | `error: {code, message}` |
  * | `end` | last | `complete`, `reason` (null, `CS_BACKTEST_TIME_CAP` or the error's code), `nextFrom` (first block not tested, or null), totals, `tookMs` |
  *
@@ -25,14 +25,8 @@ import type { ExplorerUrls } from "../../lib/alerting/template.js";
 import type { DecodeMethodOptions } from "../../lib/chain/methods.js";
 import type { ChainId } from "../../lib/config/index.js";
 import { ChainsiftError } from "../../lib/errors.js";
-import {
-  BACKTEST_SOURCES,
-  type BacktestBlock,
-  type Backtester,
-  type BacktestMatch,
-  createBacktester,
-  type IndexedRecord,
-} from "../../lib/match/backtest.js";
+import { type BacktestBlock, type Backtester, type BacktestMatch, createBacktester, type IndexedRecord } from "../../lib/match/backtest.js";
+import { backtestKinds, createSequenceBacktester, isSequenceRule } from "../../lib/match/sequence-backtest.js";
 import { createWindowBacktester, isWindowedRule } from "../../lib/match/window-backtest.js";
 import type { RecordKind } from "../../lib/records.js";
 import type { RuleInput } from "../../lib/rules/model.js";
@@ -195,19 +189,21 @@ export async function startBacktest(deps: BacktestScanDeps, chain: ChainId, run:
     ...(deps.now ? { now: deps.now } : {}),
   };
   const subject = "rule" in run ? run.rule : run.search;
-  const windowed = !isWindowedRule(subject)
-    ? null
-    : "rule" in run
+  const windowed = isWindowedRule(subject)
+    ? "rule" in run
       ? createWindowBacktester({ ...options, rule: run.rule })
-      : createSearchWindowBacktester({ ...options, search: run.search });
-  // A windowed rule sees every block of the range (api/backtest/window-scan.ts), records or not.
+      : createSearchWindowBacktester({ ...options, search: run.search })
+    : "rule" in run && isSequenceRule(run.rule)
+      ? createSequenceBacktester({ ...options, rule: run.rule })
+      : null;
+  // A windowed or sequence rule sees every block of the range (api/backtest/window-scan.ts), records or not.
   const feeder = windowed && windowFeeder(deps, chain, run, windowed, () => clock() - started > deps.timeoutMs);
   const tester =
     windowed ??
     ("search" in run
       ? createSearchBacktester({ ...options, search: run.search })
       : createBacktester({ ...options, ...backtestWatchlists(deps.watchlists, run.rule), rule: run.rule }));
-  const kinds: RecordKind[] = "search" in run ? [run.search.config.kind] : [...(BACKTEST_SOURCES[run.rule.config.targetType] ?? [])];
+  const kinds: RecordKind[] = "search" in run ? [run.search.config.kind] : backtestKinds(run.rule);
   // Blocks carry their own number and hash; every other kind its block's.
   const blockOf = (kind: RecordKind): { number: string; hash: string } =>
     kind === "block" ? { number: "number", hash: "hash" } : { number: "blockNumber", hash: "blockHash" };

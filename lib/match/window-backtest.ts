@@ -18,9 +18,11 @@
  */
 import type { Rule } from "../rules/model.js";
 import { absenceConfigOf, ruleAbsence, ruleWindow, windowConfigOf } from "../rules/schema-window.js";
+import type { MatchedEntity } from "./alert-template.js";
 import {
   type AlertEmitterOptions,
   alertEmitter,
+  type BacktestAlert,
   type BacktestBlock,
   type BacktesterOptions,
   type BlockSelection,
@@ -50,6 +52,29 @@ export interface WindowBacktester {
   readonly rule: Rule;
   /** Applies one block with its records (none for a block without records of the scanned kinds). */
   block(header: WindowBlockHeader, records: readonly IndexedRecord[]): WindowBacktestBlock;
+}
+
+/**
+ * Adds the match of a firing to a block's result: the entity the stage alerts on, in the result's
+ * block, the rule's target type, with its alerts (counted in `result.alerts`). Shared by window and
+ * sequence backtests (lib/match/sequence-backtest.ts).
+ */
+export function pushFiring(
+  result: BacktestBlock,
+  rule: Rule,
+  entity: MatchedEntity,
+  alertsOf: (entity: MatchedEntity) => BacktestAlert[],
+): void {
+  const alerts = alertsOf(entity);
+  result.alerts += alerts.length;
+  result.matches.push({
+    blockNumber: result.blockNumber,
+    blockHash: result.blockHash,
+    targetType: rule.config.targetType,
+    entityId: entity.entityId,
+    entity: entity as unknown as Record<string, unknown>,
+    alerts,
+  });
 }
 
 /** Whether a rule body is windowed (carries `window` or `absence`). */
@@ -121,20 +146,9 @@ export function windowBacktesterOf(
         matches: [],
         alerts: 0,
       };
-      for (const e of step.events) {
-        if (e.type !== "fired") continue;
-        const entity = firingEntity(e.firing, absence, absence ? undefined : windowSearch(state.blocks, e.firing));
-        const alerts = alertsOf(entity);
-        result.alerts += alerts.length;
-        result.matches.push({
-          blockNumber: header.number,
-          blockHash: hash,
-          targetType: rule.config.targetType,
-          entityId: entity.entityId,
-          entity: entity as unknown as Record<string, unknown>,
-          alerts,
-        });
-      }
+      for (const e of step.events)
+        if (e.type === "fired")
+          pushFiring(result, rule, firingEntity(e.firing, absence, absence ? undefined : windowSearch(state.blocks, e.firing)), alertsOf);
       return result;
     },
   };

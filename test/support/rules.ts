@@ -124,3 +124,34 @@ export function absenceTransferRule(
   const name = `no transfer to one address for ${blocks} blocks`;
   return { ...tokenTransferRule({ ...rest, name, maxConfirmationCount: 2, sendPendingAlerts: false }), absence: { blocks } };
 }
+
+/**
+ * A sequence {@link RuleInput} (issue 33): a Transfer event to an address (`config`, correlate
+ * `args.to`) followed by an Approval event by that address (`sequence.followedBy`, correlate
+ * `args.owner`) within `within` (`{blocks}` or `{seconds}`), posted to one webhook, maxConfirmationCount 0.
+ * @param extra - top-level members to set or override (e.g. `maxConfirmationCount`).
+ */
+export function transferThenApprovalRule(
+  chain: ChainId,
+  within: { blocks: number } | { seconds: number },
+  extra: Partial<RuleInput> = {},
+): RuleInput {
+  return {
+    name: "transfer then approval",
+    maxConfirmationCount: 0,
+    sendPendingAlerts: false,
+    state: "enabled",
+    ...chain,
+    config: {
+      targetType: "Event",
+      targetMap: [{ name: "event", operator: "Equals", value: "Transfer" }],
+      alerts: [{ type: "Webhook (POST)", parameters: { url: "https://hooks.example.com/s" } }],
+    },
+    sequence: {
+      followedBy: { targetType: "Event", targetMap: [{ name: "event", operator: "Equals", value: "Approval" }] },
+      within,
+      correlate: { first: "args.to", followedBy: "args.owner" },
+    },
+    ...extra,
+  } as RuleInput;
+}

@@ -25,17 +25,22 @@
 import type { WatchlistLookup } from "../../../lib/match/evaluate.js";
 import { createRuleIndex, type RuleIndex } from "../../../lib/match/rule-index.js";
 import {
+  correlateValue,
+  followedByRule,
+  type SequenceMatch,
+  sequenceEntity,
+  sequenceRecordOf,
+} from "../../../lib/match/sequence-records.js";
+import {
   addSequenceRecords,
   applySequenceBlock,
   createSequenceState,
   orphanSequenceBlocks,
   type SequenceConfig,
   type SequenceEvent,
-  type SequenceFiring,
   type SequenceRecord,
   type SequenceState,
 } from "../../../lib/match/sequences.js";
-import { fieldAt, keyOf } from "../../../lib/match/window-records.js";
 import type { Rule, TargetType } from "../../../lib/rules/model.js";
 import { type RuleSequence, ruleSequence, sequenceConfigOf } from "../../../lib/rules/schema-sequence.js";
 import type { MatchedEntity, MatchInput } from "../confirmations/decide.js";
@@ -45,9 +50,12 @@ import { watchIndex } from "../watch-index.js";
 import type { HeadView, WindowEvaluatorDeps } from "../windows/evaluator.js";
 import * as scripts from "../windows/scripts.js";
 
+/** The entity helpers live in lib/match/sequence-records.ts (shared with backtests); re-exported for the stage's users. */
+export { correlateValue, type SequenceMatch, sequenceEntity, sequenceRecordOf };
+
 /** Dependencies of {@link createSequenceEvaluator}: those of the window evaluator (`fire` records firings, `retract` retracts those that no longer hold). */
 export type SequenceEvaluatorDeps = WindowEvaluatorDeps & {
-  /** Membership answers for `In watchlist` conditions of `followedBy` (the stage's prefetcher, pipeline/match/watchlists.ts); absent: they hold for nothing. */
+  /** Membership answers for `In watchlist` conditions of `followedBy` (the stage's prefetcher, lib/match/watchlist-membership.ts); absent: they hold for nothing. */
   watchlists?: WatchlistLookup;
 };
 
@@ -65,50 +73,9 @@ export interface SequenceEvaluator {
   onHead(view: HeadView): Promise<void>;
 }
 
-/** What a sequence alert carries as `entity.sequenceMatch` (and the webhook JSON as `sequenceMatch`). */
-export interface SequenceMatch extends SequenceFiring {
-  /** A search body (`POST /<index>/_search`) that finds both records: an `ids` query. */
-  search: { query: { ids: { values: string[] } } };
-}
-
-/** The entity of a sequence firing (module doc). */
-export function sequenceEntity(f: SequenceFiring): MatchedEntity {
-  const sequenceMatch: SequenceMatch = { ...f, search: { query: { ids: { values: [f.first.id, f.followedBy.id] } } } };
-  return {
-    entityId: `sequence:${f.first.id}:${f.followedBy.id}`,
-    blockHash: f.followedBy.blockHash,
-    blockNumber: f.followedBy.blockNumber,
-    sequenceMatch,
-  };
-}
-
-/** The correlate value of an entity at a path: its key text, hex lowercased; undefined when absent. */
-export function correlateValue(entity: object, path: string): string | undefined {
-  const k = keyOf(fieldAt(entity, path));
-  return k !== undefined && /^0x[0-9a-fA-F]*$/.test(k) ? k.toLowerCase() : k;
-}
-
-const indexOf = (v: unknown): number => {
-  const n = typeof v === "object" && v !== null ? (v as { num?: unknown }).num : v;
-  return typeof n === "number" && Number.isSafeInteger(n) ? n : -1;
-};
-
-/** The sequence record of a matched entity, or undefined when it has no correlate value. */
-export function sequenceRecordOf(seq: RuleSequence, role: SequenceRecord["role"], entity: MatchedEntity): SequenceRecord | undefined {
-  const key = correlateValue(entity, role === "first" ? seq.correlate.first : seq.correlate.followedBy);
-  if (key === undefined) return undefined;
-  return { id: entity.entityId, role, key, pos: [indexOf(entity.transactionIndex), indexOf(entity.logIndex)] };
-}
-
-/** The rule whose conditions are its `followedBy` ones (same id: it lives in an index of its own). */
-const followedByRule = (rule: Rule, seq: RuleSequence): Rule => ({
-  ...rule,
-  config: { ...rule.config, targetType: seq.followedBy.targetType, targetMap: seq.followedBy.targetMap as Rule["config"]["targetMap"] },
-});
-
 /**
  * The stage's index and the sequences' `followedBy` index as one (their matches concatenated), so a
- * batch is matched under one watchlist prefetch (pipeline/match/watchlists.ts `matchEntities`):
+ * batch is matched under one watchlist prefetch (lib/match/watchlist-membership.ts `matchEntities`):
  * `In watchlist` conditions of `followedBy` are answered like the rules' own.
  */
 export function withFollowedBy(

@@ -1,5 +1,4 @@
 import { describe, expect, it } from "vitest";
-import { parseBacktestRequest } from "../../../../api/backtest/request.js";
 import { validateSearchInput } from "../../../../api/routes/searches/validate.js";
 import { ruleSequence, SEQUENCE_CAPS, sequenceConfigOf } from "../../../../lib/rules/schema-sequence.js";
 import { validateRuleInput } from "../../../../lib/rules/validate.js";
@@ -69,11 +68,9 @@ describe("sequence validation", () => {
     expect(sequenceConfigOf({ ...sequence, maxPending: 5 } as never, 64)).toEqual({ span: { blocks: 100 }, maxPending: 5, reorgDepth: 64 });
     expect(sequenceConfigOf({ ...sequence, within: { seconds: 60 } } as never)).toEqual({ span: { seconds: 60 } });
   });
-  it("saved searches and backtests refuse it with CS_RULE_NOT_SUPPORTED", () => {
+  it("saved searches refuse it with CS_RULE_NOT_SUPPORTED (backtests replay it: test/unit/lib/match/sequence-backtest.test.ts)", () => {
     const search = { name: "s", maxConfirmationCount: 0, ...chain, kind: "event", query: { match_all: {} }, alerts };
     const refused = validateSearchInput({ ...search, sequence }, "create", chains);
     expect(refused.ok ? [] : refused.errors.map((e) => [e.code, e.path])).toEqual([["CS_RULE_NOT_SUPPORTED", "sequence"]]);
-    const bt = parseBacktestRequest({ rule: rule({ sequence }), last: 10 }, chains, 1000);
-    expect(bt.ok ? [] : bt.errors.map((e) => [e.code, e.path])).toEqual([["CS_RULE_NOT_SUPPORTED", "rule.sequence"]]);
   });
 });
