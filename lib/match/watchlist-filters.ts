@@ -20,7 +20,7 @@
  * @module
  */
 import type { BloomFilter } from "bloomfilter";
-import { createMemberFilter, filterValue, memberFilterBytes, memberFilterCapacity } from "../watchlists/bloom.js";
+import { addMember, createMemberFilter, mayContain, memberFilterBytes, memberFilterCapacity } from "../watchlists/bloom.js";
 import type { WatchlistKind, WatchlistStore } from "../watchlists/store.js";
 
 /** A ready filter of one list. */
@@ -62,7 +62,7 @@ export interface WatchlistFilters {
  * @param value - the value asked, as the entity has it.
  */
 export function mayHold(filter: WatchlistFilter, value: string): boolean {
-  return filter.bits.test(filterValue(filter.kind, value));
+  return mayContain(filter.bits, filter.kind, value);
 }
 
 /** Dependencies of {@link createWatchlistFilters}. */
@@ -110,7 +110,7 @@ export function createWatchlistFilters(deps: WatchlistFiltersDeps): WatchlistFil
     let size = 0;
     if (list) {
       for await (const chunk of store.scanMembers(accountId, id)) {
-        for (const m of chunk) bits.add(m);
+        for (const m of chunk) addMember(bits, list.kind, m);
         size += chunk.length;
       }
     }
@@ -155,7 +155,7 @@ export function createWatchlistFilters(deps: WatchlistFiltersDeps): WatchlistFil
         rebuild(f);
         return true;
       }
-      for (const m of changes.added) f.bits.add(m);
+      for (const m of changes.added) addMember(f.bits, f.kind, m);
       f.size += changes.added.length;
       f.rev = changes.rev;
       return true;

@@ -4,11 +4,16 @@
  * tested is the normalised member for every valid member; the change log (lib/watchlists/changes.ts)
  * is applied only when it reaches back to the reader's revision.
  */
+
+import { getAddress } from "ethers";
 import { describe, expect, it } from "vitest";
+import { prng } from "../../../../lib/prng.js";
 import {
+  addMember,
   createMemberFilter,
   filterValue,
   MEMBER_FILTER_ERROR,
+  mayContain,
   memberFilterBytes,
   memberFilterCapacity,
 } from "../../../../lib/watchlists/bloom.js";
@@ -30,6 +35,27 @@ describe("member filters", () => {
     expect(fp / 100_000).toBeLessThan(MEMBER_FILTER_ERROR * 1.5);
     // 9.59 bits per unit of capacity.
     expect(memberFilterBytes(f)).toBe(Math.ceil(Math.ceil((-capacity * Math.log2(MEMBER_FILTER_ERROR)) / Math.LN2) / 32) * 4);
+  });
+
+  it("address lists (keyed by the address's own digits): no false negatives, any letter case, the designed rate at capacity", () => {
+    const seed = 20261129;
+    const rand = prng(seed);
+    const address = () => `0x${Array.from({ length: 40 }, () => "0123456789abcdef"[Math.floor(rand() * 16)]).join("")}`;
+    const capacity = memberFilterCapacity(5_000);
+    const f = createMemberFilter(capacity);
+    const members = Array.from({ length: capacity }, address);
+    for (const m of members) addMember(f, "address", m);
+    for (const m of members) expect(mayContain(f, "address", m)).toBe(true);
+    expect(members.slice(0, 100).every((m) => mayContain(f, "address", getAddress(m)))).toBe(true); // EIP-55 letter case
+    let fp = 0;
+    for (let i = 0; i < 100_000; i++) if (mayContain(f, "address", address())) fp++;
+    expect(fp / 100_000, `seed ${seed}`).toBeLessThan(MEMBER_FILTER_ERROR * 1.5);
+    // Not an address: never a member, so "maybe" (Redis says no); a string list uses the package's hash.
+    expect(mayContain(f, "address", ` ${members[0]}`)).toBe(true);
+    const names = createMemberFilter(1_024);
+    addMember(names, "string", " Transfer");
+    expect(mayContain(names, "string", "Transfer ")).toBe(true);
+    expect(mayContain(names, "string", "Approval")).toBe(false);
   });
 
   it("a small list gets the minimum capacity", () => {
