@@ -52,6 +52,7 @@ import { createAlertPublisher } from "./publisher.js";
 import { startRuleSync } from "./rule-sync.js";
 import { createSearchIndex, type SearchIndex } from "./search-index.js";
 import { createSequenceEvaluator, withFollowedBy } from "./sequences/evaluator.js";
+import { withFollowedBySearches } from "./sequences/searches.js";
 import { createStateEvaluator } from "./state/evaluator.js";
 import { createTokenTracker, type TokenMetadataSource, tokenListMetadataSource } from "./tokens.js";
 import { createWindowEvaluator } from "./windows/evaluator.js";
@@ -154,7 +155,7 @@ export async function startMatchStage(deps: MatchStageDeps): Promise<MatchStage>
     }),
   );
   const windows = createWindowEvaluator(overTime);
-  const sequences = createSequenceEvaluator({ ...overTime, watchlists: membership.lookup });
+  const sequences = createSequenceEvaluator({ ...overTime, watchlists: membership.lookup, decode: deps.decode });
   const states = createStateEvaluator({
     ...keyed,
     logger: log,
@@ -174,7 +175,7 @@ export async function startMatchStage(deps: MatchStageDeps): Promise<MatchStage>
     threshold: () => 1,
     strictHead: true,
   });
-  const searchIndex = windows.watch(createSearchIndex(config.chain, deps.decode));
+  const searchIndex = withFollowedBySearches(sequences.watch(windows.watch(createSearchIndex(config.chain, deps.decode))), sequences);
   const tokens = createTokenTracker({ ...keyed, metadata: deps.tokens ?? tokenListMetadataSource(1) });
   const chain = createChainView(createRedisChainState(redis, config.redisKeyPrefix, config.chain));
   const registry = deps.registry ?? new Registry();
@@ -315,7 +316,9 @@ export async function startMatchStage(deps: MatchStageDeps): Promise<MatchStage>
           };
           // A block's own saved-search matches enter windowed searches' windows before the block is evaluated.
           const blockMatches =
-            input.topicKind === "blocks" ? await windows.addMatches(searchIndex.matchRecords(input).map(countSearchMatch)) : [];
+            input.topicKind === "blocks"
+              ? await sequences.addMatches(await windows.addMatches(searchIndex.matchRecords(input).map(countSearchMatch)))
+              : [];
           await windows.onHead({ head, block, canonical: chain.canonical });
           await sequences.onHead({ head, block, canonical: chain.canonical });
           await emitAndPublish(publisher, () => tracker.onHead(head, chain.canonical));

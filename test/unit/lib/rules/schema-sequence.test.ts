@@ -69,10 +69,13 @@ describe("sequence validation", () => {
     expect(sequenceConfigOf({ ...sequence, maxPending: 5 } as never, 64)).toEqual({ span: { blocks: 100 }, maxPending: 5, reorgDepth: 64 });
     expect(sequenceConfigOf({ ...sequence, within: { seconds: 60 } } as never)).toEqual({ span: { seconds: 60 } });
   });
-  it("saved searches and backtests refuse it with CS_RULE_NOT_SUPPORTED", () => {
+  it("saved searches refuse a rule's followedBy (theirs is a query: test/unit/api/search-sequence.test.ts); backtests refuse it", () => {
     const search = { name: "s", maxConfirmationCount: 0, ...chain, kind: "event", query: { match_all: {} }, alerts };
     const refused = validateSearchInput({ ...search, sequence }, "create", chains);
-    expect(refused.ok ? [] : refused.errors.map((e) => [e.code, e.path])).toEqual([["CS_RULE_NOT_SUPPORTED", "sequence"]]);
+    expect(refused.ok ? [] : refused.errors.map((e) => [e.code, e.path])).toContainEqual([
+      "CS_RULE_INVALID",
+      "sequence.followedBy.targetType",
+    ]);
     const bt = parseBacktestRequest({ rule: rule({ sequence }), last: 10 }, chains, 1000);
     expect(bt.ok ? [] : bt.errors.map((e) => [e.code, e.path])).toEqual([["CS_RULE_NOT_SUPPORTED", "rule.sequence"]]);
   });
