@@ -9,38 +9,23 @@
  * this follows: before mining the next block the test waits until the stage has written a block's
  * records to the sequence's record hash).
  */
-import { createClient, type RedisClientType } from "redis";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startApi } from "../../api/server.js";
+import { describe, expect, it } from "vitest";
 import { chainKeyPrefix } from "../../pipeline/match/keys.js";
 import type { SequenceMatch } from "../../pipeline/match/sequences/evaluator.js";
-import { type AnvilEnv, startAnvilEnv } from "../support/anvil-env.js";
+import { anvilWithApi } from "../support/anvil-api.js";
+import type { AnvilEnv } from "../support/anvil-env.js";
 import { probeStack, waitFor } from "../support/harness.js";
 
 const up = await probeStack();
 
 describe.skipIf(!up.ok)("saved-search sequence alerts on anvil", () => {
-  let env: AnvilEnv;
-  let api: { app: { close(): Promise<unknown> }; url: string };
-  let redis: RedisClientType;
-
-  beforeAll(async () => {
-    env = await startAnvilEnv({ traces: false, match: () => ({ reloadIntervalMs: 500 }) });
-    api = await startApi({ config: env.config, logger: env.logger });
-    redis = createClient({ url: env.config.redisUrl }) as RedisClientType;
-    await redis.connect();
-  }, 180_000);
-
-  afterAll(async () => {
-    await redis?.close();
-    await api?.app.close();
-    await env?.stop();
-  });
+  const running = anvilWithApi();
 
   it("a Transfer followed by an Approval whose owner is the transfer's recipient, within 5 blocks, fires once", async () => {
+    const { env, url, redis } = running();
     const token = env.tokenAddress.toLowerCase();
     const ofToken = (event: string) => ({ bool: { filter: [{ term: { event } }, { term: { address: token } }] } });
-    const res = await fetch(`${api.url}/alerting/searches/`, {
+    const res = await fetch(`${url}/alerting/searches/`, {
       method: "POST",
       headers: { authorization: `Bearer ${env.config.api.tokens[0]}`, "content-type": "application/json" },
       body: JSON.stringify({

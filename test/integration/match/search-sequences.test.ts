@@ -8,8 +8,7 @@
  * `sequence` passes through; disabling the search drops its second query.
  */
 import { createHash, randomUUID } from "node:crypto";
-import { createClient, type RedisClientType } from "redis";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { validateSearchInput } from "../../../api/routes/searches/validate.js";
 import type { Alert } from "../../../lib/alerting/alert.js";
 import type { ChainId } from "../../../lib/config/index.js";
@@ -20,14 +19,14 @@ import { createConfirmationTracker } from "../../../pipeline/match/confirmations
 import { createSearchIndex, type SearchTopic } from "../../../pipeline/match/search-index.js";
 import { createSequenceEvaluator } from "../../../pipeline/match/sequences/evaluator.js";
 import { withFollowedBySearches } from "../../../pipeline/match/sequences/searches.js";
-import { deletePrefix, redisSkipMessage, redisUp } from "../accounts/redis.js";
+import { redisForFile, redisSkipMessage, redisUp } from "../accounts/redis.js";
 
 const REDIS_URL = process.env.REDIS_URL ?? "redis://127.0.0.1:6379";
 const PREFIX = `cs-test-sseq-${randomUUID().slice(0, 8)}:`;
 const CHAIN: ChainId = { technology: "ethereum", blockchain: "ethereum", network: "mainnet" };
 const up = await redisUp(REDIS_URL);
 if (!up) console.warn(redisSkipMessage(REDIS_URL));
-let client: RedisClientType;
+const redis = redisForFile(REDIS_URL, PREFIX, up);
 
 const hashOf = (label: string) => `0x${createHash("sha256").update(label).digest("hex")}`;
 const eventIs = (event: string) => ({ term: { event } });
@@ -64,26 +63,14 @@ function proposal(event: string, n: number, i: number, id: number): InputRecord<
   return { topicKind: "events", record } as unknown as InputRecord<SearchTopic>;
 }
 
-beforeAll(async () => {
-  if (!up) return;
-  client = createClient({ url: REDIS_URL }) as RedisClientType;
-  client.on("error", () => {});
-  await client.connect();
-});
-afterAll(async () => {
-  if (!up) return;
-  await deletePrefix(REDIS_URL, PREFIX);
-  await client.close();
-});
-
 describe.skipIf(!up)("saved searches with a sequence (real Redis)", () => {
   it("a record of the query followed by one of the second query, same correlate value, fires once; others pass or pair with nothing", async () => {
     const keyPrefix = `${PREFIX}pair:`;
-    const tracker = createConfirmationTracker({ redis: client, keyPrefix, chain: CHAIN });
+    const tracker = createConfirmationTracker({ redis: redis(), keyPrefix, chain: CHAIN });
     const alerts: Alert[] = [];
     let head = 0;
     const sequences = createSequenceEvaluator({
-      redis: client,
+      redis: redis(),
       keyPrefix,
       chain: CHAIN,
       logger: createLogger("silent", "test-search-sequences"),
