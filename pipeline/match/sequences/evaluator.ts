@@ -20,6 +20,10 @@
  * canonical (a late record re-paired it) goes to {@link SequenceEvaluatorDeps.retract}. Alerts are
  * emitted before the state is saved; a crash in between replays the same events, which the
  * tracker's guards emit once.
+ *
+ * Saved searches with `sequence` (lib/searches/sequence.ts) are held alike (`watch` of the stage's
+ * search index): their query's matches are first records, and the matches of their second query
+ * (`followedBy.kind`, `followedBy.query`; ./searches.ts) followedBy records.
  * @module
  */
 import type { DecodeMethodOptions } from "../../../lib/chain/methods.js";
