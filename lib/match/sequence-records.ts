@@ -45,7 +45,11 @@ const indexOf = (v: unknown): number => {
 };
 
 /** The sequence record of a matched entity, or undefined when it has no correlate value. */
-export function sequenceRecordOf(seq: RuleSequence, role: SequenceRecord["role"], entity: MatchedEntity): SequenceRecord | undefined {
+export function sequenceRecordOf(
+  seq: Pick<RuleSequence, "correlate">,
+  role: SequenceRecord["role"],
+  entity: MatchedEntity,
+): SequenceRecord | undefined {
   const key = correlateValue(entity, role === "first" ? seq.correlate.first : seq.correlate.followedBy);
   if (key === undefined) return undefined;
   return { id: entity.entityId, role, key, pos: [indexOf(entity.transactionIndex), indexOf(entity.logIndex)] };

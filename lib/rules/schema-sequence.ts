@@ -116,16 +116,15 @@ export function sequenceErrors(
       path: `sequence.followedBy${e.path.slice("config".length)}`,
       message: `sequence.followedBy${e.message.slice("config".length)}`,
     }));
-  out.push(...spanErrors(seq.within, "sequence.within"));
-  if (seq.maxPending !== undefined && seq.maxPending > SEQUENCE_CAPS.maxPending)
-    out.push(
-      err(
-        "CS_RULE_SEQUENCE_PENDING_CAP",
-        "sequence.maxPending",
-        `a sequence keeps at most ${SEQUENCE_CAPS.maxPending} open steps, got ${seq.maxPending}`,
-      ),
-    );
+  out.push(...spanErrors(seq.within, "sequence.within"), ...pendingCapErrors(seq.maxPending));
   return out;
+}
+
+/** `CS_RULE_SEQUENCE_PENDING_CAP` at `sequence.maxPending` above {@link SEQUENCE_CAPS}`.maxPending` (rules and saved searches). */
+export function pendingCapErrors(maxPending: number | undefined): RuleValidationError[] {
+  if (maxPending === undefined || maxPending <= SEQUENCE_CAPS.maxPending) return [];
+  const message = `a sequence keeps at most ${SEQUENCE_CAPS.maxPending} open steps, got ${maxPending}`;
+  return [err("CS_RULE_SEQUENCE_PENDING_CAP", "sequence.maxPending", message)];
 }
 
 /**
@@ -133,7 +132,7 @@ export function sequenceErrors(
  * @param reorgDepth - blocks a reorg can still change (the stage's; default the arithmetic's 128).
  * @throws RangeError on a member that did not pass validation ({@link checkSequenceConfig}).
  */
-export function sequenceConfigOf(seq: RuleSequence, reorgDepth?: number): SequenceConfig {
+export function sequenceConfigOf(seq: Pick<RuleSequence, "within" | "maxPending">, reorgDepth?: number): SequenceConfig {
   const config: SequenceConfig = {
     span: seq.within.blocks !== undefined ? { blocks: seq.within.blocks } : { seconds: seq.within.seconds ?? 1 },
     ...(seq.maxPending !== undefined ? { maxPending: seq.maxPending } : {}),

@@ -15,6 +15,7 @@ import type { MatchedEntity } from "../match/alert-template.js";
 import { type RecordKind, recordId } from "../records.js";
 import type { AlertDefinition, Rule, RuleState, TargetType } from "../rules/model.js";
 import type { RuleAbsence, RuleWindow } from "../rules/schema-window.js";
+import type { SearchSequence } from "./sequence.js";
 
 /** The record kinds a saved search can run over (the search API's kinds). */
 export const SEARCH_KINDS = ["event", "tx", "log", "block", "call"] as const satisfies readonly RecordKind[];
@@ -65,6 +66,8 @@ export interface StoredSearch {
   window?: RuleWindow | null;
   /** As a rule's (lib/rules/schema-window.ts): silence, no record the query selects for a span. */
   absence?: RuleAbsence | null;
+  /** Its second step a second search query (lib/searches/sequence.ts): a record of `followedBy.query` after one of the query's, same correlate value. */
+  sequence?: SearchSequence | null;
   version: number;
   createdAt: string;
   updatedAt: string;

@@ -8,7 +8,9 @@
  * the confirmation tracker takes: the entity is the indexed document (a `call` document per frame
  * of a trace) with `entityId` (its Elasticsearch `_id`), `blockHash` and `blockNumber`. The stage
  * wraps the index with the window evaluator (`windows/evaluator.ts` `watch`), so the matches of a
- * search with `window` or `absence` become window records instead of alerts.
+ * search with `window` or `absence` become window records instead of alerts, and with the sequence
+ * evaluator (`sequences/evaluator.ts` `watch`, `sequences/searches.ts`), so those of a search with
+ * `sequence` (and of its second query) become sequence records.
  * @module
  */
 import { compileEsQuery, type DocPredicate } from "../../es/evaluate.js";

@@ -53,6 +53,7 @@ import { createAlertPublisher } from "./publisher.js";
 import { startRuleSync } from "./rule-sync.js";
 import { createSearchIndex, type SearchIndex } from "./search-index.js";
 import { createSequenceEvaluator, withFollowedBy } from "./sequences/evaluator.js";
+import { withFollowedBySearches } from "./sequences/searches.js";
 import { createSettledHeight } from "./settled.js";
 import { createStateEvaluator } from "./state/evaluator.js";
 import { createTokenTracker, type TokenMetadataSource, tokenListMetadataSource } from "./tokens.js";
@@ -156,7 +157,7 @@ export async function startMatchStage(deps: MatchStageDeps): Promise<MatchStage>
     }),
   );
   const windows = createWindowEvaluator(overTime);
-  const sequences = createSequenceEvaluator({ ...overTime, watchlists: membership.lookup });
+  const sequences = createSequenceEvaluator({ ...overTime, watchlists: membership.lookup, decode: deps.decode });
   const states = createStateEvaluator({
     ...keyed,
     logger: log,
@@ -194,7 +195,10 @@ export async function startMatchStage(deps: MatchStageDeps): Promise<MatchStage>
   const index = settled.watch(
     states.watch(sequences.watch(windows.watch(createRuleIndex({ chain: config.chain, watchlists: membership.lookup })))),
   );
-  const searchIndex = settled.watch(windows.watch(createSearchIndex(config.chain, deps.decode)));
+  const searchIndex = withFollowedBySearches(
+    settled.watch(sequences.watch(windows.watch(createSearchIndex(config.chain, deps.decode)))),
+    sequences,
+  );
   const producer = await createRecordProducer(bus, { metrics: { registry, stage: "match" } });
   const metrics = matchMetricsOf(registry);
   const outboxKey = confirmationKeys(config.redisKeyPrefix, config.chain).outbox;
@@ -332,7 +336,9 @@ export async function startMatchStage(deps: MatchStageDeps): Promise<MatchStage>
           };
           // A block's own saved-search matches enter windowed searches' windows before the block is evaluated.
           const blockMatches =
-            input.topicKind === "blocks" ? await windows.addMatches(searchIndex.matchRecords(input).map(countSearchMatch)) : [];
+            input.topicKind === "blocks"
+              ? await sequences.addMatches(await windows.addMatches(searchIndex.matchRecords(input).map(countSearchMatch)))
+              : [];
           await settled.onHead({ head, block, canonical: chain.canonical });
           await emitAndPublish(publisher, () => tracker.onHead(head, chain.canonical));
           if (b)

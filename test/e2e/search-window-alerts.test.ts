@@ -8,38 +8,22 @@
  * a windowed rule (test/e2e/window-alerts.test.ts, whose waiting this follows: before mining the
  * next block the test waits until the stage has written a block's records to the window).
  */
-import { createClient, type RedisClientType } from "redis";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startApi } from "../../api/server.js";
+import { describe, expect, it } from "vitest";
 import type { WindowFiring } from "../../lib/match/windows.js";
 import { windowKeys } from "../../pipeline/match/windows/scripts.js";
-import { type AnvilEnv, startAnvilEnv } from "../support/anvil-env.js";
+import { anvilWithApi } from "../support/anvil-api.js";
 import { probeStack, waitFor } from "../support/harness.js";
 
 const up = await probeStack();
 
 describe.skipIf(!up.ok)("saved-search window alerts on anvil", () => {
-  let env: AnvilEnv;
-  let api: { app: { close(): Promise<unknown> }; url: string };
-  let redis: RedisClientType;
-
-  beforeAll(async () => {
-    env = await startAnvilEnv({ traces: false, match: () => ({ reloadIntervalMs: 500 }) });
-    api = await startApi({ config: env.config, logger: env.logger });
-    redis = createClient({ url: env.config.redisUrl }) as RedisClientType;
-    await redis.connect();
-  }, 180_000);
-
-  afterAll(async () => {
-    await redis?.close();
-    await api?.app.close();
-    await env?.stop();
-  });
+  const running = anvilWithApi();
 
   it("a count window on a saved search fires once, naming the records its query selected (events and blocks)", async () => {
+    const { env, url, redis } = running();
     const to = env.newAddress();
     const create = async (body: Record<string, unknown>) => {
-      const res = await fetch(`${api.url}/alerting/searches/`, {
+      const res = await fetch(`${url}/alerting/searches/`, {
         method: "POST",
         headers: { authorization: `Bearer ${env.config.api.tokens[0]}`, "content-type": "application/json" },
         body: JSON.stringify({

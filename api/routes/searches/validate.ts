@@ -10,13 +10,13 @@
  *   `CS_QUERY_*` and `CS_SEARCH_INEXACT`, paths `query…`;
  * - `window` and `absence` (beside the query, as beside a rule's `config`) by the rules' validator
  *   too: the same `CS_RULE_WINDOW_TOO_LARGE`, `CS_RULE_AGGREGATE_NOT_NUMERIC`,
- *   `CS_RULE_GROUPBY_CARDINALITY`, `CS_RULE_INVALID` codes, paths `window…`, `absence…`; `sequence`
- *   and `stateCondition` are refused (`CS_RULE_NOT_SUPPORTED`).
+ *   `CS_RULE_GROUPBY_CARDINALITY`, `CS_RULE_INVALID` codes, paths `window…`, `absence…`;
+ *   `stateCondition` is refused (`CS_RULE_NOT_SUPPORTED`);
+ * - `sequence` (its second step a second search query) by ./validate-sequence.ts, paths `sequence…`.
  * @module
  */
 import type { ChainId } from "../../../lib/config/index.js";
 import type { RuleInput } from "../../../lib/rules/model.js";
-import { sequenceNotSupported } from "../../../lib/rules/schema-sequence.js";
 import { stateNotSupported } from "../../../lib/rules/schema-state.js";
 import { validateRuleInput } from "../../../lib/rules/validate.js";
 import { SEARCH_KINDS, type SearchConfig, type StoredSearch } from "../../../lib/searches/model.js";
@@ -24,6 +24,7 @@ import { isJsonObject } from "../../../lib/validation/problems.js";
 import { compileSearchQuery } from "../../dsl/saved-search.js";
 import type { ApiErrorDetail, ErrorCode } from "../../errors.js";
 import { ruleValidationDetails } from "../rules/errors.js";
+import { checkSearchSequence } from "./validate-sequence.js";
 
 /** Service-added fields of a saved search, ignored in a body (so a fetched search can be PUT back). */
 const IGNORED = ["esQuery", "config"] as const;
@@ -55,7 +56,7 @@ export function validateSearchInput(
   if (!isJsonObject(body)) {
     return { ok: false, errors: [{ code: "CS_RULE_INVALID", message: "a saved search must be a JSON object", path: null }] };
   }
-  const { kind, query, alerts, ...rest } = body;
+  const { kind, query, alerts, sequence, ...rest } = body;
   for (const k of IGNORED) delete rest[k];
   const errors: ApiErrorDetail[] = [];
   const touchesConfig = mode === "create" || kind !== undefined || query !== undefined || alerts !== undefined;
@@ -70,9 +71,19 @@ export function validateSearchInput(
   }
   const checked = validateRuleInput(ruleBody, mode, chains);
   if (!checked.ok) for (const d of ruleValidationDetails(checked.errors)) errors.push({ ...d, path: searchPath(d.path) });
-  else
-    for (const e of [...sequenceNotSupported(ruleBody, "saved searches"), ...stateNotSupported(ruleBody, "saved searches")])
-      errors.push({ code: e.code, message: e.message, path: e.path });
+  else for (const e of stateNotSupported(ruleBody, "saved searches")) errors.push({ code: e.code, message: e.message, path: e.path });
+  const seq = checkSearchSequence(sequence, {
+    window: rest.window !== undefined ? rest.window : stored?.window,
+    absence: rest.absence !== undefined ? rest.absence : stored?.absence,
+  });
+  if (!seq.ok) errors.push(...seq.errors);
+  const added = (["window", "absence"] as const).find((k) => rest[k] !== undefined && rest[k] !== null);
+  if (sequence === undefined && stored?.sequence && added)
+    errors.push({
+      code: "CS_RULE_INVALID",
+      path: added,
+      message: `${added}: the saved search has a sequence (set sequence to null to replace it)`,
+    });
   const effectiveKind = kind ?? stored?.config.kind;
   if (mode === "create" && kind === undefined)
     errors.push({ code: "CS_SEARCH_KIND", message: `kind is required: one of ${SEARCH_KINDS.join(", ")}`, path: "kind" });
@@ -104,5 +115,6 @@ export function validateSearchInput(
   const value: Record<string, unknown> = { ...(checked.value as RuleInput) };
   delete value.config;
   if (config) value.config = config;
+  if (seq.ok && seq.value !== undefined) value.sequence = seq.value;
   return { ok: true, value };
 }

@@ -20,8 +20,13 @@
  * canonical (a late record re-paired it) goes to {@link SequenceEvaluatorDeps.retract}. Alerts are
  * emitted before the state is saved; a crash in between replays the same events, which the
  * tracker's guards emit once.
+ *
+ * Saved searches with `sequence` (lib/searches/sequence.ts) are held alike (`watch` of the stage's
+ * search index): their query's matches are first records, and the matches of their second query
+ * (`followedBy.kind`, `followedBy.query`; ./searches.ts) followedBy records.
  * @module
  */
+import type { DecodeMethodOptions } from "../../../lib/chain/methods.js";
 import type { WatchlistLookup } from "../../../lib/match/evaluate.js";
 import { createRuleIndex, type RuleIndex } from "../../../lib/match/rule-index.js";
 import {
@@ -43,12 +48,16 @@ import {
 } from "../../../lib/match/sequences.js";
 import type { Rule, TargetType } from "../../../lib/rules/model.js";
 import { type RuleSequence, ruleSequence, sequenceConfigOf } from "../../../lib/rules/schema-sequence.js";
+import { isSearchSequence, type SearchSequence } from "../../../lib/searches/sequence.js";
+import type { InputRecord } from "../../kafka/consumer.js";
 import type { MatchedEntity, MatchInput } from "../confirmations/decide.js";
 import { chainKeyPrefix } from "../keys.js";
 import { runLua } from "../lua.js";
+import type { SearchTopic } from "../search-index.js";
 import { watchIndex } from "../watch-index.js";
-import type { HeadView, WindowEvaluatorDeps } from "../windows/evaluator.js";
+import type { HeadView, WatchedIndex, WindowEvaluatorDeps } from "../windows/evaluator.js";
 import * as scripts from "../windows/scripts.js";
+import { createFollowedBySearches } from "./searches.js";
 
 /** The entity helpers live in lib/match/sequence-records.ts (shared with backtests); re-exported for the stage's users. */
 export { correlateValue, type SequenceMatch, sequenceEntity, sequenceRecordOf };
@@ -57,12 +66,20 @@ export { correlateValue, type SequenceMatch, sequenceEntity, sequenceRecordOf };
 export type SequenceEvaluatorDeps = WindowEvaluatorDeps & {
   /** Membership answers for `In watchlist` conditions of `followedBy` (the stage's prefetcher, lib/match/watchlist-membership.ts); absent: they hold for nothing. */
   watchlists?: WatchlistLookup;
+  /** The chain's Method/Call decoding for the call documents of saved searches' `followedBy` queries (./searches.ts); default chain id 1. */
+  decode?: DecodeMethodOptions;
 };
 
 /** See the module doc. */
 export interface SequenceEvaluator {
-  /** Wraps the stage's rule index so that its upserts and removals keep the sequence rules and their followedBy conditions. */
-  watch(index: RuleIndex): RuleIndex;
+  /**
+   * Wraps the stage's rule index, or its saved-search index, so that its upserts and removals keep
+   * the sequence rules and searches and their followedBy conditions or queries (ids are UUIDs of
+   * either store, so one evaluator holds both).
+   */
+  watch<T extends WatchedIndex>(index: T): T;
+  /** The matches of the sequence searches' `followedBy` queries on one consumed record (./searches.ts `withFollowedBySearches` adds them to the search index's). */
+  matchRecords(input: InputRecord<SearchTopic>): MatchInput[];
   /** The matches of the sequence rules whose `followedBy` conditions `entity` satisfies. */
   followedByMatches(targetType: TargetType, entity: object): MatchInput[];
   /** The index of the `followedBy` conditions (its matches are told apart by {@link SequenceEvaluator.addMatches}), to match beside the stage's index under one watchlist prefetch. */
@@ -97,8 +114,9 @@ export function createSequenceEvaluator(deps: SequenceEvaluatorDeps): SequenceEv
   const stateKey = (id: string) => `${base}${id}`;
   const recordsKey = (id: string, blockHash: string) => `${base}${id}:r:${blockHash}`;
   /** The sequence rules held, with their arithmetic. */
-  const held = new Map<string, { rule: Rule; seq: RuleSequence; config: SequenceConfig }>();
+  const held = new Map<string, { rule: Rule; seq: RuleSequence | SearchSequence; config: SequenceConfig }>();
   const followed = createRuleIndex({ chain: deps.chain, ...(deps.watchlists ? { watchlists: deps.watchlists } : {}) });
+  const followedSearches = createFollowedBySearches(deps.chain, deps.decode ?? { chainId: 1 });
   /** The followedBy rules' objects, to tell their matches from the rule's own. */
   const followedRules = new WeakSet<Rule>();
   /** The last saved state per sequence id with its revision (the window evaluator's cache). */
@@ -116,17 +134,26 @@ export function createSequenceEvaluator(deps: SequenceEvaluatorDeps): SequenceEv
         logger.warn({ err, ruleId: id }, "state of a former sequence rule version not deleted"),
       );
     followed.remove(id);
+    followedSearches.remove(id);
     held.delete(id);
     for (const k of cache.keys()) if (k.startsWith(`${id}:`) && (rule === undefined || k !== scripts.windowId(rule))) cache.delete(k);
     const seq = rule === undefined ? null : ruleSequence(rule);
     if (rule === undefined || seq === null) return;
     try {
-      const derived = followedByRule(rule, seq);
-      followed.upsert(derived);
-      followedRules.add(followed.get(id) ?? derived);
-      held.set(id, { rule, seq, config: sequenceConfigOf(seq, deps.reorgDepth) });
+      const config = sequenceConfigOf(seq, deps.reorgDepth);
+      if (isSearchSequence(seq)) {
+        const derived = followedSearches.hold(rule, seq);
+        if (derived === undefined) return;
+        followedRules.add(derived);
+      } else {
+        const derived = followedByRule(rule, seq);
+        followed.upsert(derived);
+        followedRules.add(followed.get(id) ?? derived);
+      }
+      held.set(id, { rule, seq, config });
     } catch (err) {
       followed.remove(id);
+      followedSearches.remove(id);
       logger.error({ err, ruleId: id }, "rule sequence cannot be evaluated; ignored");
     }
   };
@@ -208,6 +235,7 @@ export function createSequenceEvaluator(deps: SequenceEvaluatorDeps): SequenceEv
 
   return {
     watch: (index) => watchIndex(index, hold),
+    matchRecords: (input) => (held.size === 0 ? [] : followedSearches.matchRecords(input)),
     followedByIndex: {
       match: (targetType, entity) => (held.size === 0 ? [] : followed.match(targetType, entity)),
       watchlistRules: () => followed.watchlistRules(),

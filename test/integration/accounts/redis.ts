@@ -2,7 +2,8 @@
  * Redis helpers of the accounts integration tests: reachability probe and cleanup of a key prefix.
  * @module
  */
-import { createClient } from "redis";
+import { createClient, type RedisClientType } from "redis";
+import { afterAll, beforeAll } from "vitest";
 
 /** Whether Redis answers PING at `url` within 3 s. */
 export async function redisUp(url: string): Promise<boolean> {
@@ -53,4 +54,29 @@ export async function keysOf(url: string, prefix: string): Promise<string[]> {
     await client.close();
   }
   return all.sort();
+}
+
+/**
+ * A client of the calling test file: connected before its tests, and after them every key under
+ * `prefix` deleted ({@link deletePrefix}) and the client closed; nothing when `up` is false.
+ * Call it at the top level of the file (it registers `beforeAll` and `afterAll`).
+ * @returns the client (valid inside tests).
+ */
+export function redisForFile(url: string, prefix: string, up: boolean): () => RedisClientType {
+  let client: RedisClientType | undefined;
+  beforeAll(async () => {
+    if (!up) return;
+    client = createClient({ url }) as RedisClientType;
+    client.on("error", () => {});
+    await client.connect();
+  });
+  afterAll(async () => {
+    if (!up) return;
+    await deletePrefix(url, prefix);
+    await client?.close();
+  });
+  return () => {
+    if (client === undefined) throw new Error("redisForFile: no client outside the file's tests");
+    return client;
+  };
 }

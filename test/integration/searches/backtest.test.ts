@@ -189,9 +189,25 @@ describe.skipIf(!up)("saved-search backtests over indexed records", () => {
   });
 
   // Saved searches with `window` or `absence` (issue 33): stored beside the query, refused with the
-  // rules' codes at top-level paths (`sequence`: not evaluated on saved searches), replayed by the backtest.
-  describe("with a window or an absence", () => {
+  // rules' codes at top-level paths, replayed by the backtest; `sequence` (its second step a second
+  // query) is stored and evaluated live, refused by the backtest.
+  describe("with a window, an absence or a sequence", () => {
     const windowed = (extension: Record<string, unknown>) => ({ ...search("tx", { match_all: {} }), ...extension });
+    const sequence = {
+      followedBy: { kind: "tx", query: { term: { to: USDT } } },
+      within: { blocks: 5 },
+      correlate: { first: "from", followedBy: "from" },
+    };
+    it("stores a sequence beside the query; its backtest is refused with CS_RULE_NOT_SUPPORTED at search.sequence", async () => {
+      const created = await post("/alerting/searches/", windowed({ sequence }));
+      expect(created.statusCode, created.body).toBe(201);
+      const got = await app.inject({ method: "GET", url: `/alerting/searches/${created.json().id}`, headers: AUTH });
+      expect(got.json()).toMatchObject({ kind: "tx", sequence });
+      expect(got.json().sequence.followedBy.esQuery).not.toBeNull();
+      const test = await post("/alerting/searches/test/", { search: windowed({ sequence }), last: 1 });
+      expect(test.statusCode, test.body).toBe(400);
+      expect(test.json().errors).toEqual([expect.objectContaining({ code: "CS_RULE_NOT_SUPPORTED", path: "search.sequence" })]);
+    });
     it("stores a window or an absence beside the query and answers it back", async () => {
       const window = { blocks: 2, aggregate: { fn: "count" }, operator: "Greater or Equal", threshold: "9" };
       for (const extension of [{ window }, { absence: { seconds: 600 } }]) {
@@ -218,16 +234,21 @@ describe.skipIf(!up)("saved-search backtests over indexed records", () => {
       ],
       ["an absence with both spans", { absence: { blocks: 5, seconds: 5 } }, "CS_RULE_INVALID", "absence"],
       [
-        "a sequence",
+        "a sequence over the span cap",
+        { sequence: { ...sequence, within: { blocks: 10_001 } } },
+        "CS_RULE_WINDOW_TOO_LARGE",
+        "sequence.within.blocks",
+      ],
+      [
+        "a sequence whose second step is a rule's target map",
         {
           sequence: {
+            ...sequence,
             followedBy: { targetType: "Transaction", targetMap: [{ name: "to", operator: "Equals", value: USDT }] },
-            within: { blocks: 5 },
-            correlate: { first: "from", followedBy: "from" },
           },
         },
-        "CS_RULE_NOT_SUPPORTED",
-        "sequence",
+        "CS_RULE_INVALID",
+        "sequence.followedBy.targetType",
       ],
     ])("refuses %s with the rules' code at a top-level path, and in a backtest under search.", async (_what, extension, code, path) => {
       const res = await post("/alerting/searches/", windowed(extension));

@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { parseBacktestRequest } from "../../../../api/backtest/request.js";
 import { validateSearchInput } from "../../../../api/routes/searches/validate.js";
 import { ruleSequence, SEQUENCE_CAPS, sequenceConfigOf } from "../../../../lib/rules/schema-sequence.js";
 import { validateRuleInput } from "../../../../lib/rules/validate.js";
@@ -68,9 +69,13 @@ describe("sequence validation", () => {
     expect(sequenceConfigOf({ ...sequence, maxPending: 5 } as never, 64)).toEqual({ span: { blocks: 100 }, maxPending: 5, reorgDepth: 64 });
     expect(sequenceConfigOf({ ...sequence, within: { seconds: 60 } } as never)).toEqual({ span: { seconds: 60 } });
   });
-  it("saved searches refuse it with CS_RULE_NOT_SUPPORTED (backtests replay it: test/unit/lib/match/sequence-backtest.test.ts)", () => {
+  it("saved searches refuse a rule's followedBy (theirs is a query: test/unit/api/search-sequence.test.ts); rule backtests replay it (test/unit/lib/match/sequence-backtest.test.ts)", () => {
     const search = { name: "s", maxConfirmationCount: 0, ...chain, kind: "event", query: { match_all: {} }, alerts };
     const refused = validateSearchInput({ ...search, sequence }, "create", chains);
-    expect(refused.ok ? [] : refused.errors.map((e) => [e.code, e.path])).toEqual([["CS_RULE_NOT_SUPPORTED", "sequence"]]);
+    expect(refused.ok ? [] : refused.errors.map((e) => [e.code, e.path])).toContainEqual([
+      "CS_RULE_INVALID",
+      "sequence.followedBy.targetType",
+    ]);
+    expect(parseBacktestRequest({ rule: rule({ sequence }), last: 10 }, chains, 1000).ok).toBe(true);
   });
 });

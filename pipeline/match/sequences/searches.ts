@@ -1,0 +1,70 @@
+/**
+ * The second step of saved searches with a `sequence` (lib/searches/sequence.ts) in the match
+ * stage: per held search, a derived saved search (same id, account and actions) whose kind and
+ * compiled query are `sequence.followedBy`'s, in a search index of its own
+ * (../search-index.ts). Its matches are the search's followedBy records; the sequence evaluator
+ * (./evaluator.ts) tells them from the search's own matches by the derived snapshot's object, as
+ * it does for the followedBy rules of rule sequences.
+ * @module
+ */
+import type { DecodeMethodOptions } from "../../../lib/chain/methods.js";
+import type { ChainId } from "../../../lib/config/index.js";
+import type { Rule } from "../../../lib/rules/model.js";
+import type { StoredSearch } from "../../../lib/searches/model.js";
+import type { SearchSequence } from "../../../lib/searches/sequence.js";
+import type { InputRecord } from "../../kafka/consumer.js";
+import type { MatchInput } from "../confirmations/decide.js";
+import { createSearchIndex, type SearchIndex, type SearchTopic } from "../search-index.js";
+
+/** The followedBy queries of the held sequence searches. */
+export interface FollowedBySearches {
+  /**
+   * Holds the followedBy query of a saved search (`search` the match stage's snapshot, lib/searches/model.ts `searchAsRule`).
+   * @returns the derived snapshot its matches carry, or undefined when not held (disabled, another chain).
+   * @throws when the query cannot be compiled.
+   */
+  hold(search: Rule, seq: SearchSequence): Rule | undefined;
+  remove(id: string): void;
+  /** The followedBy matches of one consumed record (the search index's `matchRecords`). */
+  matchRecords(input: InputRecord<SearchTopic>): MatchInput[];
+}
+
+/**
+ * Creates the followedBy searches of a chain.
+ * @param decode - the chain's Method/Call decoding for call documents (as the stage's search index).
+ */
+export function createFollowedBySearches(chain: ChainId, decode: DecodeMethodOptions): FollowedBySearches {
+  const index: SearchIndex = createSearchIndex(chain, decode);
+  return {
+    hold(search, seq) {
+      const derived = {
+        ...search,
+        config: {
+          kind: seq.followedBy.kind,
+          query: seq.followedBy.query,
+          esQuery: seq.followedBy.esQuery ?? null,
+          alerts: search.config.alerts,
+        },
+      } as unknown as StoredSearch;
+      index.upsert(derived as unknown as Rule);
+      return index.get(search.id);
+    },
+    remove: (id) => index.remove(id),
+    matchRecords: (input) => (index.size() === 0 ? [] : index.matchRecords(input)),
+  };
+}
+
+/**
+ * The stage's saved-search index with the followedBy matches of sequence searches added to its
+ * `matchRecords` (the sequence evaluator's `addMatches` writes both as sequence records).
+ */
+export function withFollowedBySearches<T extends SearchIndex>(index: T, sequences: Pick<FollowedBySearches, "matchRecords">): T {
+  return {
+    ...index,
+    matchRecords: (input: InputRecord<SearchTopic>) => {
+      const own = index.matchRecords(input);
+      const followedBy = sequences.matchRecords(input);
+      return followedBy.length === 0 ? own : [...own, ...followedBy];
+    },
+  };
+}
