@@ -24,6 +24,7 @@ import {
   type BlockSelection,
   backtestStoredFields,
   type IndexedRecord,
+  pushMatch,
 } from "../../lib/match/backtest.js";
 import { type WindowBacktester, windowBacktesterOf } from "../../lib/match/window-backtest.js";
 import type { RecordKind } from "../../lib/records.js";
@@ -112,18 +113,7 @@ export function createSearchBacktester(options: SearchBacktesterOptions): Backte
     block(blockNumber, blockHash, records: readonly IndexedRecord[]) {
       const { records: count, entities, selected } = select(records);
       const result: BacktestBlock = { blockNumber, blockHash, records: count, entities, matches: [], alerts: 0 };
-      for (const { targetType, entity } of selected) {
-        const alerts = alertsOf(entity);
-        result.alerts += alerts.length;
-        result.matches.push({
-          blockNumber,
-          blockHash,
-          targetType,
-          entityId: entity.entityId,
-          entity: entity as Record<string, unknown>,
-          alerts,
-        });
-      }
+      for (const { targetType, entity } of selected) pushMatch(result, targetType, entity, alertsOf);
       return result;
     },
   };

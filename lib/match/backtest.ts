@@ -260,6 +260,32 @@ export function backtestStoredFields(
 export type AlertEmitterOptions = Pick<BacktesterOptions, "chain" | "head" | "explorers"> & { rule: Rule; now: () => Date };
 
 /**
+ * Adds a match to a block's result: the entity (a record's, or a window's, sequence's or state's
+ * firing) in the result's block with its alerts, counted in `result.alerts`. Shared by every backtester.
+ * @param result - the block's result, changed in place.
+ * @param targetType - the target type the match line names.
+ * @param entity - the matched entity.
+ * @param alertsOf - the rule's alert emitter ({@link alertEmitter}).
+ */
+export function pushMatch(
+  result: BacktestBlock,
+  targetType: TargetType,
+  entity: MatchedEntity,
+  alertsOf: (entity: MatchedEntity) => BacktestAlert[],
+): void {
+  const alerts = alertsOf(entity);
+  result.alerts += alerts.length;
+  result.matches.push({
+    blockNumber: result.blockNumber,
+    blockHash: result.blockHash,
+    targetType,
+    entityId: entity.entityId,
+    entity: entity as unknown as Record<string, unknown>,
+    alerts,
+  });
+}
+
+/**
  * The alerts of the matches of one backtest, in match order (see the module notes: `pending` and
  * `confirmed` relative to `head`), with per-backtest sequence numbers and every action rendered.
  * Shared by rule and saved-search backtests (api/backtest/search-tester.ts).
@@ -347,18 +373,7 @@ export function createBacktester(options: BacktesterOptions): Backtester {
   const emit = (blockNumber: number, blockHash: string, selection: BlockSelection): BacktestBlock => {
     const { records: count, entities, selected } = selection;
     const result: BacktestBlock = { blockNumber, blockHash, records: count, entities, matches: [], alerts: 0 };
-    for (const { targetType, entity } of selected) {
-      const alerts = alertsOf(entity);
-      result.alerts += alerts.length;
-      result.matches.push({
-        blockNumber,
-        blockHash,
-        targetType,
-        entityId: entity.entityId,
-        entity: entity as unknown as Record<string, unknown>,
-        alerts,
-      });
-    }
+    for (const { targetType, entity } of selected) pushMatch(result, targetType, entity, alertsOf);
     return result;
   };
   return {

@@ -28,6 +28,7 @@ import {
   type BlockSelection,
   backtestRule,
   type IndexedRecord,
+  pushMatch,
   ruleSelector,
 } from "./backtest.js";
 import { firingEntity, windowRecordOfRule, windowSearch } from "./window-records.js";
@@ -55,9 +56,8 @@ export interface WindowBacktester {
 }
 
 /**
- * Adds the match of a firing to a block's result: the entity the stage alerts on, in the result's
- * block, the rule's target type, with its alerts (counted in `result.alerts`). Shared by window and
- * sequence backtests (lib/match/sequence-backtest.ts).
+ * Adds a window's or sequence's firing to a block's result, under the rule's target type ({@link pushMatch}).
+ * Shared by window and sequence backtests (lib/match/sequence-backtest.ts).
  */
 export function pushFiring(
   result: BacktestBlock,
@@ -65,16 +65,7 @@ export function pushFiring(
   entity: MatchedEntity,
   alertsOf: (entity: MatchedEntity) => BacktestAlert[],
 ): void {
-  const alerts = alertsOf(entity);
-  result.alerts += alerts.length;
-  result.matches.push({
-    blockNumber: result.blockNumber,
-    blockHash: result.blockHash,
-    targetType: rule.config.targetType,
-    entityId: entity.entityId,
-    entity: entity as unknown as Record<string, unknown>,
-    alerts,
-  });
+  pushMatch(result, rule.config.targetType, entity, alertsOf);
 }
 
 /** Whether a rule body is windowed (carries `window` or `absence`). */
