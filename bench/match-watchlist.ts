@@ -1,5 +1,5 @@
 /**
- * `npm run bench -- match --watchlist N [--entities E] [--batch B] [--rounds R] [--no-filter]` (issue 34): the match
+ * `npm run bench -- match --watchlist N [--entities E] [--batch B] [--rounds R] [--no-feed] [--no-filter]` (issue 34): the match
  * stage's matching path (rule index + lib/match/watchlist-membership.ts `matchEntities`, memberships
  * prefetched from the stack's Redis per batch) with one Transaction rule `from` `In watchlist` over
  * a list of N addresses, against the same rule with a 10-address inline `Equals any` list, in
@@ -9,9 +9,10 @@
  * store, as the CLI does); E Transaction entities (default 200,000) with random senders, 1% of them
  * from listed addresses (half of those from the 10 of the inline list), matched in batches of B (default 500, a consumer batch); the two ways
  * alternate for R rounds (default 3) after a warm-up round, and medians are reported. The list lives under a key prefix of
- * its own, deleted afterwards (never FLUSH). The watchlist way asks the list's Bloom filter first
- * (lib/match/watchlist-filters.ts; built during the warm-up round, whose end waits for it);
- * `--no-filter` asks Redis for every value, as before the filters.
+ * its own, deleted afterwards (never FLUSH). The watchlist way asks the list's in-process copy first, as the match
+ * stage does (lib/match/watchlist-filters.ts: an exact set for an address list, built during the warm-up round, whose
+ * end waits for it), with the stage's change feed (lib/watchlists/revision-feed.ts); `--no-feed` reads the list's
+ * revision at every batch instead, `--no-filter` asks Redis for every value, as before the copies.
  * @module
  */
 import { randomUUID } from "node:crypto";
@@ -22,6 +23,7 @@ import type { TypedEntity } from "../lib/match/entities.js";
 import { createRuleIndex } from "../lib/match/rule-index.js";
 import { createWatchlistFilters } from "../lib/match/watchlist-filters.js";
 import { createWatchlistMembership, matchEntities } from "../lib/match/watchlist-membership.js";
+import { type RevisionFeed, startRevisionFeed } from "../lib/watchlists/revision-feed.js";
 import { createWatchlistStore } from "../lib/watchlists/store.js";
 import { prng } from "./support/prng.js";
 import { benchRule } from "./support/rules.js";
@@ -49,6 +51,7 @@ export async function benchMatchWatchlist(args: string[]): Promise<void> {
   const prefix = `bench-wl-${randomUUID().slice(0, 8)}:`;
   const redis = createClient({ url: config.redisUrl });
   await redis.connect();
+  let feed: RevisionFeed | undefined;
   try {
     const store = createWatchlistStore({ redis, keyPrefix: prefix, limits: { maxPerAccount: 1, maxMembers: size } });
     const list = await store.create("bench", { name: "bench", kind: "address" });
@@ -71,7 +74,8 @@ export async function benchMatchWatchlist(args: string[]): Promise<void> {
               .padStart(40, "d")}`;
       entities.push({ type: "Transaction", entity: { from, to: listed(0), value: "1" } } as unknown as TypedEntity);
     }
-    const filters = args.includes("--no-filter") ? undefined : createWatchlistFilters({ store });
+    feed = args.includes("--no-feed") ? undefined : await startRevisionFeed({ redis, channel: store.changesChannel });
+    const filters = args.includes("--no-filter") ? undefined : createWatchlistFilters({ store, ...(feed ? { feed } : {}) });
     const membership = createWatchlistMembership(store, filters);
     let buildS = 0;
     const ways = {
@@ -116,9 +120,10 @@ export async function benchMatchWatchlist(args: string[]): Promise<void> {
     if (filters) {
       const { bytes } = filters.stats();
       console.log(
-        `  Bloom filter in the match process: ${(bytes / 2 ** 20).toFixed(2)} MiB, ready ${buildS.toFixed(1)} s after the first ask`,
+        `  exact copy in the match process: ${(bytes / 2 ** 20).toFixed(2)} MiB, ready ${buildS.toFixed(1)} s after the first ask; ` +
+          (feed ? "change feed on" : "no change feed (--no-feed): the revision read at every batch"),
       );
-    } else console.log("  no Bloom filter (--no-filter): every value asked in Redis");
+    } else console.log("  no in-process copy (--no-filter): every value asked in Redis");
     console.log(`  ${total.toLocaleString("en")} Transaction entities in batches of ${batchSize}, ${rounds} rounds, medians:`);
     console.log(
       `  In watchlist (${size.toLocaleString("en")}): ${Math.round(wl).toLocaleString("en")} entities/s (${matched.watchlist} matches)`,
@@ -132,6 +137,7 @@ export async function benchMatchWatchlist(args: string[]): Promise<void> {
       `  CPU ms per 1,000 entities (medians): watchlist ${cw.toFixed(2)}, inline ${ci.toFixed(2)}; CPU ratio ${(ci / cw).toFixed(2)}×`,
     );
   } finally {
+    await feed?.close();
     let cursor = "0";
     do {
       const reply = await redis.scan(cursor, { MATCH: `${prefix}*`, COUNT: 500 });

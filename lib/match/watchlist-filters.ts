@@ -1,29 +1,43 @@
 /**
- * Bloom filters of the watchlists that rules use, kept in the match process in front of the Redis
- * sets (lib/match/watchlist-membership.ts asks them first): most values asked are not members, and a
- * filter's "no" is certain, so they cost one in-process hash instead of a question to Redis; a
- * "maybe" is confirmed in the set as before, so matching stays exact.
+ * In-process copies of the watchlists that rules use, kept in the match process in front of the Redis
+ * sets (lib/match/watchlist-membership.ts asks them first):
  *
+ * - an **address** list gets an exact copy (lib/watchlists/address-set.ts, 48 MiB per million
+ *   addresses), which answers "member or not" itself: a batch needs Redis only to learn whether the
+ *   list changed, and with a live change feed not even that — while the exact copies of the process
+ *   fit {@link WatchlistFiltersDeps.exactMaxBytes}; a list that would pass it gets a Bloom filter;
+ * - any other list gets a **Bloom filter** (lib/watchlists/bloom.ts, 2.29 MiB per million members,
+ *   ≈0.03 % false positives at that size): its "no" is certain and costs one in-process hash, and a
+ *   "maybe" is confirmed in the set, so matching stays exact.
+ *
+ * Lifecycle:
  * - Built in the background the first time a list is asked (until then its questions go to Redis):
- *   the list's revision (lib/watchlists/changes.ts) is read first, then every member by SSCAN into
- *   a filter sized by lib/watchlists/bloom.ts (2.29 MiB per million members, ≈0.03 % false
- *   positives at that size). Building 1,000,000 members takes about a second (docs/benchmarks.md).
- * - Checked once per batch that consults it ({@link WatchlistFilters.refresh}, one GET sent with
- *   the batch's SMISMEMBERs): when the revision moved, the members added since are read from the
- *   change log and added, so an address added through the API matches from the next batch on.
- *   A removed member stays in the filter, but its "maybe" is answered "no" by the set.
+ *   the list's revision (lib/watchlists/changes.ts) is read first, then every member by SSCAN.
+ *   Building 1,000,000 members takes about a second (docs/benchmarks.md).
+ * - Checked once per batch that consults it ({@link WatchlistFilters.refresh}): when the list's
+ *   revision moved, the changes since are read from the change log and applied in order (adds, and
+ *   for exact copies removes), and the batch is matched again, so a member added or removed through
+ *   the API applies from the next batch on. With a live change feed
+ *   ({@link WatchlistFiltersDeps.feed}, lib/watchlists/revision-feed.ts) the revision is read only
+ *   when a change was heard, at the first batch of a live period, and at least every
+ *   {@link WatchlistFiltersDeps.recheckMs}; otherwise it is read at every batch (one GET sent with
+ *   the batch's other questions). A Bloom filter keeps removed members; their "maybe" is answered
+ *   "no" by the set.
  * - Rebuilt (in the background, questions going to Redis meanwhile) when the log no longer reaches
- *   back to the filter's revision (more than 64 adds behind, an add of more than 1,000 members, a
- *   deleted list), or when the list outgrows the filter's capacity.
+ *   back to the copy's revision (more than 64 changes behind, a change of more than 1,000 members, a
+ *   deleted list), or when a list outgrows its Bloom filter's capacity.
  * - Dropped when no batch has consulted it for {@link WatchlistFiltersDeps.idleMs} (a list no rule
  *   uses any more), checked at most once a minute.
  * @module
  */
 import type { BloomFilter } from "bloomfilter";
+import { AddressSet, addressSetBytes } from "../watchlists/address-set.js";
 import { addMember, createMemberFilter, mayContain, memberFilterBytes, memberFilterCapacity } from "../watchlists/bloom.js";
+import type { WatchlistChange } from "../watchlists/changes.js";
+import type { RevisionFeed } from "../watchlists/revision-feed.js";
 import type { WatchlistKind, WatchlistStore } from "../watchlists/store.js";
 
-/** A ready filter of one list. */
+/** A ready copy of one list: an exact set (address lists) or a Bloom filter. */
 export interface WatchlistFilter {
   readonly accountId: string;
   readonly id: string;
@@ -31,13 +45,20 @@ export interface WatchlistFilter {
   readonly kind: WatchlistKind;
   /** The list revision the filter holds every member of. */
   rev: number;
-  /** Members added to the filter (an upper bound of the list's size). */
+  /** Members added to the filter (an upper bound of the list's size; the exact size for an exact copy). */
   size: number;
-  /** Members the filter was sized for. */
+  /** Members a Bloom filter was sized for (an exact copy grows: Infinity). */
   readonly capacity: number;
-  readonly bits: BloomFilter;
+  /** The Bloom filter of a list that is not of addresses. */
+  readonly bits?: BloomFilter;
+  /** The exact copy of an address list. */
+  readonly exact?: AddressSet;
   /** When a batch last consulted it (refresh), in ms since the epoch. */
   usedAt: number;
+  /** The change feed's live period when the revision was last read (undefined: read at every batch). */
+  epoch?: number;
+  /** When the revision was last read, in ms since the epoch. */
+  checkedAt: number;
 }
 
 /** The filters of the match process ({@link createWatchlistFilters}). */
@@ -52,17 +73,19 @@ export interface WatchlistFilters {
   refresh(filter: WatchlistFilter): Promise<boolean>;
   /** Resolves when no build is under way (tests, benchmarks). */
   settled(): Promise<void>;
-  /** Ready filters and the bytes of their bits. */
+  /** Ready copies and their bytes (Bloom filters' bits, exact copies' tables). */
   stats(): { lists: number; bytes: number };
 }
 
 /**
- * False when `value` is certainly not a member of the filter's list; true when it may be.
+ * False when `value` is certainly not a member of the filter's list; true when it may be (for an
+ * exact copy: when it is, see {@link WatchlistFilter.exact}).
  * @param filter - a ready filter.
  * @param value - the value asked, as the entity has it.
  */
 export function mayHold(filter: WatchlistFilter, value: string): boolean {
-  return mayContain(filter.bits, filter.kind, value);
+  if (filter.exact) return filter.exact.has(value);
+  return mayContain(filter.bits as BloomFilter, filter.kind, value);
 }
 
 /** Dependencies of {@link createWatchlistFilters}. */
@@ -75,6 +98,42 @@ export interface WatchlistFiltersDeps {
   idleMs?: number;
   /** Clock in ms; default `Date.now`. */
   now?: () => number;
+  /** The change feed (lib/watchlists/revision-feed.ts); without it every batch reads the revisions it uses. */
+  feed?: Pick<RevisionFeed, "epoch" | "takeChanged" | "drain">;
+  /** With a live feed, a revision is still read again after this long without a change heard, in ms. Default 1,000. */
+  recheckMs?: number;
+  /**
+   * Most bytes the process's exact copies of address lists may take, counted when a copy is built
+   * (lib/watchlists/address-set.ts `addressSetBytes`); a list whose copy would pass it gets a Bloom
+   * filter instead (its "maybe"s then go to Redis). Default {@link DEFAULT_EXACT_MAX_BYTES}.
+   */
+  exactMaxBytes?: number;
+}
+
+/** Default of {@link WatchlistFiltersDeps.exactMaxBytes}: 512 MiB (ten lists of a million addresses, or one of 5,000,000 at 384 MiB). */
+export const DEFAULT_EXACT_MAX_BYTES = 512 * 2 ** 20;
+
+/**
+ * Applies logged changes to a copy, in order; false when a Bloom filter would pass its capacity
+ * (then it is rebuilt; it is left unchanged).
+ */
+function apply(f: WatchlistFilter, steps: readonly WatchlistChange[]): boolean {
+  if (f.exact) {
+    const exact = f.exact;
+    for (const { remove, members } of steps) {
+      if (remove) for (const m of members) exact.delete(m);
+      else for (const m of members) exact.add(m);
+    }
+    f.size = exact.size;
+    return true;
+  }
+  const bits = f.bits as BloomFilter;
+  const added = steps.filter((c) => !c.remove);
+  const n = added.reduce((k, c) => k + c.members.length, 0);
+  if (f.size + n > f.capacity) return false;
+  for (const { members } of added) for (const m of members) addMember(bits, f.kind, m);
+  f.size += n;
+  return true;
 }
 
 /** How often idle filters are looked for, in ms. */
@@ -87,8 +146,10 @@ const SEP = "\u0000";
  * @param deps - see {@link WatchlistFiltersDeps}.
  */
 export function createWatchlistFilters(deps: WatchlistFiltersDeps): WatchlistFilters {
-  const { store } = deps;
+  const { store, feed } = deps;
   const now = deps.now ?? Date.now;
+  const recheckMs = deps.recheckMs ?? 1_000;
+  const exactMaxBytes = deps.exactMaxBytes ?? DEFAULT_EXACT_MAX_BYTES;
   const idleMs = deps.idleMs ?? 600_000;
   /** accountId → list id → filter. */
   const ready = new Map<string, Map<string, WatchlistFilter>>();
@@ -100,21 +161,34 @@ export function createWatchlistFilters(deps: WatchlistFiltersDeps): WatchlistFil
       if (byId.size === 0) ready.delete(accountId);
     }
   };
+  const exactBytes = () => {
+    let bytes = 0;
+    for (const byId of ready.values()) for (const f of byId.values()) if (f.exact) bytes += f.exact.bytes;
+    return bytes;
+  };
   const building = new Map<string, Promise<void>>();
   const build = async (accountId: string, id: string): Promise<WatchlistFilter> => {
     // The revision first: members added while scanning are in the log after it.
     const rev = await store.revision(accountId, id);
     const list = await store.get(accountId, id);
-    const capacity = memberFilterCapacity(list ? await store.count(accountId, id) : 0);
+    const count = list ? await store.count(accountId, id) : 0;
+    const kind = list?.kind ?? "string";
+    const at = now();
+    if (kind === "address" && exactBytes() + addressSetBytes(count) <= exactMaxBytes) {
+      const exact = new AddressSet(count);
+      for await (const chunk of store.scanMembers(accountId, id)) for (const m of chunk) exact.add(m);
+      return { accountId, id, kind, rev, size: exact.size, capacity: Number.POSITIVE_INFINITY, exact, usedAt: at, checkedAt: at };
+    }
+    const capacity = memberFilterCapacity(count);
     const bits = createMemberFilter(capacity);
     let size = 0;
     if (list) {
       for await (const chunk of store.scanMembers(accountId, id)) {
-        for (const m of chunk) addMember(bits, list.kind, m);
+        for (const m of chunk) addMember(bits, kind, m);
         size += chunk.length;
       }
     }
-    return { accountId, id, kind: list?.kind ?? "string", rev, size, capacity, bits, usedAt: now() };
+    return { accountId, id, kind, rev, size, capacity, bits, usedAt: at, checkedAt: at };
   };
   const start = (accountId: string, id: string) => {
     const key = `${accountId}${SEP}${id}`;
@@ -148,15 +222,23 @@ export function createWatchlistFilters(deps: WatchlistFiltersDeps): WatchlistFil
     async refresh(f) {
       f.usedAt = now();
       if (f.usedAt - sweptAt > SWEEP_EVERY_MS) sweep(f.usedAt);
+      if (feed) {
+        // Messages already on the socket are heard before the feed is trusted.
+        await feed.drain();
+        const epoch = feed.epoch();
+        const heard = feed.takeChanged(f.accountId, f.id);
+        if (epoch !== undefined && f.epoch === epoch && !heard && now() - f.checkedAt < recheckMs) return false;
+        // Read below; a change heard from here on marks the list again.
+        f.epoch = epoch;
+      }
+      f.checkedAt = now();
       const rev = await store.revision(f.accountId, f.id);
       if (rev === f.rev) return false;
       const changes = rev > f.rev ? await store.changesSince(f.accountId, f.id, f.rev, rev) : null;
-      if (!changes || f.size + changes.added.length > f.capacity) {
+      if (!changes || !apply(f, changes.steps)) {
         rebuild(f);
         return true;
       }
-      for (const m of changes.added) addMember(f.bits, f.kind, m);
-      f.size += changes.added.length;
       f.rev = changes.rev;
       return true;
     },
@@ -167,7 +249,7 @@ export function createWatchlistFilters(deps: WatchlistFiltersDeps): WatchlistFil
       let bytes = 0;
       let lists = 0;
       for (const byId of ready.values()) {
-        for (const f of byId.values()) bytes += memberFilterBytes(f.bits);
+        for (const f of byId.values()) bytes += f.exact ? f.exact.bytes : memberFilterBytes(f.bits as BloomFilter);
         lists += byId.size;
       }
       return { lists, bytes };

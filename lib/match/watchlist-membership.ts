@@ -15,10 +15,12 @@
  * Memberships are read for every batch, so a member added or removed through the API applies to the
  * next batch matched; a deleted (or unknown) watchlist has no members.
  *
- * With {@link WatchlistFilters} (lib/match/watchlist-filters.ts), a list's Bloom filter is asked
- * first: its "no" answers at once and only its "maybe"s become questions. Each filter consulted in a
- * batch is checked against the list's revision in the same round trip as the questions; when it had
- * to catch up, the whole batch is matched again with it (its earlier "no"s may be stale).
+ * With {@link WatchlistFilters} (lib/match/watchlist-filters.ts), a list's in-process copy is asked
+ * first: an exact copy (address lists) answers at once, a Bloom filter's "no" answers at once and
+ * only its "maybe"s become questions. Each copy consulted in a batch is checked against the list's
+ * revision (in the same round trip as the questions, or not at all while the change feed says the
+ * list did not change); when it had to catch up, the whole batch is matched again with it (its
+ * earlier answers may be stale).
  * @module
  */
 
@@ -71,6 +73,8 @@ export function createWatchlistMembership(
       const f = filters?.get(accountId, id);
       if (f) {
         if (!verified.has(f)) unchecked.add(f);
+        // An exact copy answers both ways; a Bloom filter's "maybe" is asked in Redis.
+        if (f.exact) return f.exact.has(value);
         if (!mayHold(f, value)) return false;
       }
       const key = `${accountId}${SEP}${id}`;

@@ -4,8 +4,10 @@
  *
  * - `<prefix>watchlists:<accountId>`: hash, watchlist id → JSON {@link Watchlist} metadata;
  * - `<prefix>watchlist:<accountId>:<id>:members`: set of the normalised members;
- * - `<prefix>watchlist:<accountId>:<id>:rev` and `…:changes`: the list's revision and its log of adds
- *   (lib/watchlists/changes.ts), which the match stage's Bloom filters follow.
+ * - `<prefix>watchlist:<accountId>:<id>:rev` and `…:changes`: the list's revision and its log of
+ *   changes (lib/watchlists/changes.ts), which the match stage's copies of the list follow;
+ * - channel `<prefix>watchlists:changes`: `<rev> <accountId> NUL <id>` after every change (and `0 …`
+ *   after a delete), written by the same script as the change (lib/watchlists/revision-feed.ts).
  *
  * A set makes a membership check O(1) for any list size (SISMEMBER / SMISMEMBER).
  * @module
@@ -14,7 +16,16 @@ import { randomUUID } from "node:crypto";
 import { DEFAULT_WATCHLISTS_CONFIG, type WatchlistsConfig } from "../config/watchlists.js";
 import { ChainsiftError } from "../errors.js";
 import { type ConnectedStore, connectStore, type StoreConnectionOptions } from "../redis.js";
-import { CHANGE_LOG_ENTRIES, changePayload, changesSince, LOG_ADD_SCRIPT, type WatchlistChanges } from "./changes.js";
+import {
+  CHANGE_LOG_ENTRIES,
+  changeMessage,
+  changePayload,
+  changesSince,
+  DELETE_SCRIPT,
+  type WatchlistChanges,
+  WRITE_SCRIPT,
+  WRITE_SCRIPT_MEMBERS,
+} from "./changes.js";
 
 /** The kinds of values a watchlist holds: `address` (0x + 40 hex digits, lowercased) or `string` (1–256 characters, trimmed). */
 export const WATCHLIST_KINDS = ["address", "string"] as const;
@@ -42,9 +53,6 @@ export interface WatchlistRedis {
   hLen(key: string): Promise<number>;
   hSet(key: string, field: string, value: string): Promise<number>;
   hDel(key: string, field: string): Promise<number>;
-  del(key: string): Promise<number>;
-  sAdd(key: string, members: string[]): Promise<number>;
-  sRem(key: string, members: string[]): Promise<number>;
   sCard(key: string): Promise<number>;
   smIsMember(key: string, members: string[]): Promise<number[]>;
   sMembers(key: string): Promise<string[]>;
@@ -118,9 +126,11 @@ export interface WatchlistStore {
   members(accountId: string, id: string): Promise<string[] | null>;
   /** The Redis key of a watchlist's member set (for the match stage's batched SMISMEMBER). */
   membersKey(accountId: string, id: string): string;
-  /** The list's revision (lib/watchlists/changes.ts): raised by every add that added a member; 0 when never (or deleted). */
+  /** The pub/sub channel of change messages (see the module comment). */
+  readonly changesChannel: string;
+  /** The list's revision (lib/watchlists/changes.ts): raised by every add or remove that changed the set; 0 when never (or deleted). */
   revision(accountId: string, id: string): Promise<number>;
-  /** The adds after revision `since` up to at least `to` (lib/watchlists/changes.ts `changesSince`), or null: rebuild from the set. */
+  /** The changes after revision `since` up to at least `to` (lib/watchlists/changes.ts `changesSince`), or null: rebuild from the set. */
   changesSince(accountId: string, id: string, since: number, to: number): Promise<WatchlistChanges | null>;
   /** Every member, in chunks (SSCAN, COUNT 10,000; a member may come twice; members added meanwhile may be missed). */
   scanMembers(accountId: string, id: string): AsyncIterable<string[]>;
@@ -137,8 +147,26 @@ export function createWatchlistStore(deps: WatchlistStoreDeps): WatchlistStore {
   const membersKey = (accountId: string, id: string) => `${keyPrefix}watchlist:${accountId}:${id}:members`;
   const revKey = (accountId: string, id: string) => `${keyPrefix}watchlist:${accountId}:${id}:rev`;
   const logKey = (accountId: string, id: string) => `${keyPrefix}watchlist:${accountId}:${id}:changes`;
+  const changesChannel = `${keyPrefix}watchlists:changes`;
+  /**
+   * Adds (`+`) or removes (`-`) members with their revision, log entry and message, one script per
+   * {@link WRITE_SCRIPT_MEMBERS}; answers how many changed.
+   */
+  const write = async (op: "+" | "-", accountId: string, id: string, members: string[]): Promise<number> => {
+    let changed = 0;
+    for (let i = 0; i < members.length; i += WRITE_SCRIPT_MEMBERS) {
+      const chunk = members.slice(i, i + WRITE_SCRIPT_MEMBERS);
+      const reply = (await redis.eval(WRITE_SCRIPT, {
+        keys: [membersKey(accountId, id), revKey(accountId, id), logKey(accountId, id)],
+        arguments: [op, changePayload(chunk), String(CHANGE_LOG_ENTRIES), changesChannel, changeMessage(accountId, id), ...chunk],
+      })) as [number, number];
+      changed += reply[0];
+    }
+    return changed;
+  };
   return {
     membersKey,
+    changesChannel,
     async revision(accountId, id) {
       return Number((await redis.get(revKey(accountId, id))) ?? 0);
     },
@@ -171,7 +199,10 @@ export function createWatchlistStore(deps: WatchlistStoreDeps): WatchlistStore {
     },
     async delete(accountId, id) {
       const gone = (await redis.hDel(metaKey(accountId), id)) > 0;
-      for (const key of [membersKey(accountId, id), revKey(accountId, id), logKey(accountId, id)]) await redis.del(key);
+      await redis.eval(DELETE_SCRIPT, {
+        keys: [membersKey(accountId, id), revKey(accountId, id), logKey(accountId, id)],
+        arguments: [changesChannel, changeMessage(accountId, id)],
+      });
       return gone;
     },
     count: (accountId, id) => redis.sCard(membersKey(accountId, id)),
@@ -189,16 +220,12 @@ export function createWatchlistStore(deps: WatchlistStoreDeps): WatchlistStore {
           );
         }
       }
-      // Logged before the set is written: a filter that learns of members not in the set yet only asks
-      // Redis for them, while a member in the set but not in the log would be missed (if the log failed).
-      const keys = [revKey(accountId, id), logKey(accountId, id)];
-      await redis.eval(LOG_ADD_SCRIPT, { keys, arguments: [changePayload(members), String(CHANGE_LOG_ENTRIES)] });
-      const added = await redis.sAdd(key, members);
+      const added = await write("+", accountId, id, members);
       return { added, count: await redis.sCard(key) };
     },
     async remove(accountId, id, members) {
       const key = membersKey(accountId, id);
-      const removed = members.length === 0 ? 0 : await redis.sRem(key, members);
+      const removed = members.length === 0 ? 0 : await write("-", accountId, id, members);
       return { removed, count: await redis.sCard(key) };
     },
     async members(accountId, id) {

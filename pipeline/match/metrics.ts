@@ -1,6 +1,6 @@
 /**
  * The match stage's metric families (docs/metrics.md): rules loaded, entities evaluated, matches,
- * alerts emitted by status and the outbox size. The two gauges are read on scrape from the running
+ * alerts emitted by status, the outbox size and the watchlist copies' bytes. The gauges are read on scrape from the running
  * stages registered with {@link MatchMetrics.watch}.
  * @module
  */
@@ -14,6 +14,8 @@ export interface MatchGaugeSource {
   rules(): number;
   /** Alerts in the outbox (emitted, not yet acknowledged as published): Redis `HLEN`. */
   outboxSize(): Promise<number>;
+  /** Watchlists copied into the process and the bytes of the copies (lib/match/watchlist-filters.ts `stats`). */
+  watchlistCopies?(): { lists: number; bytes: number };
 }
 
 /** The match stage's families in one registry. */
@@ -26,7 +28,7 @@ export interface MatchMetrics {
   alerts: Counter<"status">;
   /** `chainsift_match_state_unread_total{kind}`: state-condition readings not applied (`over_budget`, `unavailable`, `error`; state/evaluator.ts). */
   stateUnread: Counter<"kind">;
-  /** Adds a stage to `chainsift_match_rules` and `chainsift_match_outbox_alerts`; returns the function removing it. */
+  /** Adds a stage to `chainsift_match_rules`, `chainsift_match_outbox_alerts` and `chainsift_match_watchlist_copy_bytes`; returns the function removing it. */
   watch(source: MatchGaugeSource): () => void;
 }
 
@@ -49,6 +51,14 @@ export const matchMetricsOf = memoPerRegistry((registry: Registry): MatchMetrics
     async collect() {
       const sizes = await Promise.all([...sources].map((s) => s.outboxSize().catch(() => 0)));
       this.set(sizes.reduce((a, b) => a + b, 0));
+    },
+  });
+  new Gauge({
+    name: "chainsift_match_watchlist_copy_bytes",
+    help: "Bytes of the watchlist copies held in the match process (exact sets of address lists, Bloom filters of the others)",
+    registers,
+    collect() {
+      this.set([...sources].reduce((n, s) => n + (s.watchlistCopies?.().bytes ?? 0), 0));
     },
   });
   return {

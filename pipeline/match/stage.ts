@@ -40,6 +40,7 @@ import type { RpcClient } from "../../lib/rpc/client.js";
 import type { Rule } from "../../lib/rules/model.js";
 import { connectRuleStore, type RuleStore } from "../../lib/rules/store.js";
 import { searchKeyPrefix } from "../../lib/searches/model.js";
+import { startRevisionFeed } from "../../lib/watchlists/revision-feed.js";
 import { createWatchlistStore } from "../../lib/watchlists/store.js";
 import { REDECODE_HEADER, type TopicKind } from "../../topics/index.js";
 import { type Bus, createRecordProducer, messageSeq } from "../kafka/bus.js";
@@ -149,13 +150,14 @@ export async function startMatchStage(deps: MatchStageDeps): Promise<MatchStage>
     },
   };
   const watchlistStore = createWatchlistStore({ redis, keyPrefix: config.redisKeyPrefix, limits: DEFAULT_WATCHLISTS_CONFIG });
-  const membership = createWatchlistMembership(
-    watchlistStore,
-    createWatchlistFilters({
-      store: watchlistStore,
-      onBuildError: (err, _a, id) => log.warn({ err, watchlist: id }, "watchlist filter build failed"),
-    }),
-  );
+  // Tells the lists' in-process copies when a list changed, so a batch need not ask (lib/watchlists/revision-feed.ts).
+  const feed = await startRevisionFeed({ redis, channel: watchlistStore.changesChannel, logger: log });
+  const watchlistCopies = createWatchlistFilters({
+    store: watchlistStore,
+    feed,
+    onBuildError: (err, _a, id) => log.warn({ err, watchlist: id }, "watchlist copy build failed"),
+  });
+  const membership = createWatchlistMembership(watchlistStore, watchlistCopies);
   const windows = createWindowEvaluator(overTime);
   const sequences = createSequenceEvaluator({ ...overTime, watchlists: membership.lookup, decode: deps.decode });
   const states = createStateEvaluator({
@@ -202,7 +204,11 @@ export async function startMatchStage(deps: MatchStageDeps): Promise<MatchStage>
   const producer = await createRecordProducer(bus, { metrics: { registry, stage: "match" } });
   const metrics = matchMetricsOf(registry);
   const outboxKey = confirmationKeys(config.redisKeyPrefix, config.chain).outbox;
-  const unwatch = metrics.watch({ rules: () => index.stats().rules, outboxSize: () => redis.hLen(outboxKey) });
+  const unwatch = metrics.watch({
+    rules: () => index.stats().rules,
+    outboxSize: () => redis.hLen(outboxKey),
+    watchlistCopies: () => watchlistCopies.stats(),
+  });
   const bothTrackers = { dropRule: async (id: string) => (await tracker.dropRule(id)) + (await finalTracker.dropRule(id)) };
   const sync = await startRuleSync({ rules, index, tracker: bothTrackers, logger: log, reloadIntervalMs: deps.reloadIntervalMs });
   const searchSync = await startRuleSync({
@@ -406,6 +412,7 @@ export async function startMatchStage(deps: MatchStageDeps): Promise<MatchStage>
       await sync.stop();
       await searchSync.stop();
       await producer.disconnect();
+      await feed.close();
       await connected?.close();
       await connectedSearches?.close();
       await own.close();

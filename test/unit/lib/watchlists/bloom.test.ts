@@ -74,13 +74,17 @@ describe("member filters", () => {
 });
 
 describe("the change log", () => {
-  const entry = (rev: number, members: string[] | null) => `${rev} ${members === null ? "null" : changePayload(members)}`;
+  const entry = (rev: number, members: string[] | null, remove = false) =>
+    `${rev} ${remove ? "-" : ""}${members === null ? "null" : changePayload(members)}`;
+  const add = (...members: string[]) => ({ remove: false, members });
+  const remove = (...members: string[]) => ({ remove: true, members });
 
-  it("gives the members added after the reader's revision, contiguously", () => {
-    const log = [entry(3, ["a"]), entry(4, ["b", "c"]), entry(5, ["d"])];
-    expect(changesSince(log, 3, 5)).toEqual({ rev: 5, added: ["b", "c", "d"] });
-    expect(changesSince(log, 2, 4)).toEqual({ rev: 5, added: ["a", "b", "c", "d"] });
-    expect(changesSince(log, 5, 5)).toEqual({ rev: 5, added: [] });
+  it("gives the changes after the reader's revision, contiguously and in order", () => {
+    const log = [entry(3, ["a"]), entry(4, ["b", "c"]), entry(5, ["b"], true), entry(6, ["d"])];
+    expect(changesSince(log, 3, 6)).toEqual({ rev: 6, steps: [add("b", "c"), remove("b"), add("d")] });
+    expect(changesSince(log, 2, 4)).toEqual({ rev: 6, steps: [add("a"), add("b", "c"), remove("b"), add("d")] });
+    expect(changesSince(log, 6, 6)).toEqual({ rev: 6, steps: [] });
+    expect(changesSince([entry(7, ["-x"])], 6, 7)).toEqual({ rev: 7, steps: [add("-x")] });
   });
 
   it("says rebuild when the log no longer reaches back, is behind the revision, or an add was too large to log", () => {
@@ -88,6 +92,7 @@ describe("the change log", () => {
     expect(changesSince([entry(2, ["a"])], 1, 3)).toBeNull();
     expect(changesSince([], 0, 1)).toBeNull();
     expect(changesSince([entry(2, null)], 1, 2)).toBeNull();
+    expect(changesSince([entry(2, null, true)], 1, 2)).toBeNull();
   });
 
   it("logs an add's members up to its cap, and null past it", () => {
