@@ -54,8 +54,15 @@ function memoryStore(kind: WatchlistKind = "address") {
       return rev;
     },
     changesSince: async (_a: string, _id: string, since: number, to: number) => changesSince(log, since, to),
+    /** Called between the two halves of a scan (changes made while a copy is being built). */
+    duringScan: undefined as (() => void) | undefined,
     async *scanMembers() {
-      yield [...members];
+      // SSCAN's guarantee: members there for the whole scan are returned; others may or may not be.
+      const all = [...members];
+      const half = Math.ceil(all.length / 2);
+      yield all.slice(0, half);
+      this.duringScan?.();
+      yield all.slice(half);
     },
     async contains(_a: string, _id: string, ms: string[]) {
       asked.push(...ms);
@@ -140,6 +147,25 @@ describe("watchlist filters", () => {
     expect(await m.runEach([addr(1)], has)).toEqual([false]);
     await filters.settled();
     expect(filters.get("acc", "w")).toMatchObject({ rev: 0, size: 0, kind: "string" });
+  });
+
+  it("an exact copy built while the list changes ends equal to the list once it caught up", async () => {
+    const store = memoryStore();
+    store.add(Array.from({ length: 10 }, (_, i) => addr(i)));
+    // During the scan: addr(0) (already returned) is removed, addr(20) added and removed, addr(3) removed and added back.
+    store.duringScan = () => {
+      store.remove([addr(0)]);
+      store.add([addr(20)]);
+      store.remove([addr(20), addr(3)]);
+      store.add([addr(3)]);
+    };
+    const filters = createWatchlistFilters({ store });
+    const m = createWatchlistMembership(store, filters);
+    filters.get("acc", "w");
+    await filters.settled();
+    const asked = [0, 1, 3, 9, 20].map(addr);
+    expect(await m.runEach(asked, (v) => m.lookup.has("acc", "w", v))).toEqual([false, true, true, true, false]);
+    expect(filters.get("acc", "w")).toMatchObject({ rev: 5, size: 9 });
   });
 
   it("with a change feed, reads a revision only when the feed cannot vouch for it", async () => {
