@@ -254,6 +254,8 @@ export function createSettledHeight(deps: SettledHeightDeps): SettledHeight {
       `window, absence and sequence evaluation waits for ${waitingFor} (is decode running?)`,
     );
   };
+  /** Failed readings since the last good one, and when a warning about them was last logged (ms). */
+  const failing = { count: 0, warnedMs: 0 };
   let ticking = false;
   const tick = async (): Promise<void> => {
     if (ticking || queue.length === 0) return;
@@ -268,12 +270,25 @@ export function createSettledHeight(deps: SettledHeightDeps): SettledHeight {
       }
       const fresh = queue.length;
       const reading = await read();
+      if (failing.count > 0) {
+        deps.logger.info({ failures: failing.count }, "settled height: Kafka offsets read again");
+        failing.count = 0;
+      }
       const step = advanceSettled(queue.slice(0, fresh), fresh, reading);
       queue = [...step.queue, ...queue.slice(fresh)];
       await releaseAll(step.settled);
       warnIfStalled();
     } catch (err) {
-      deps.logger.warn({ err }, "settled height not advanced; retried");
+      // At the first failure, then at most once per STALL_WARN_MS while they go on (a read is retried every pollMs).
+      failing.count++;
+      const now = Date.now();
+      if (failing.count === 1 || now - failing.warnedMs >= STALL_WARN_MS) {
+        failing.warnedMs = now;
+        deps.logger.warn(
+          { err, failures: failing.count },
+          "settled height not advanced; retried (logged again after a minute of failures)",
+        );
+      }
     } finally {
       gauge.set(queue.length);
       ticking = false;

@@ -9,6 +9,7 @@
 import { Registry } from "prom-client";
 import { createClient, type RedisClientType } from "redis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createLogger } from "../../../lib/logger.js";
 import { createRuleIndex } from "../../../lib/match/rule-index.js";
 import type { Rule } from "../../../lib/rules/model.js";
 import { type Bus, createBus, createRecordProducer, type RecordProducer, skipExistingRecords } from "../../../pipeline/kafka/bus.js";
@@ -121,6 +122,49 @@ describe.skipIf(!up.ok)("settled height (Kafka admin reads, Redis queue)", () =>
     expect(after).toEqual([2, 3]);
     await second.stop();
   }, 60_000);
+
+  it("failing offset reads are warned about once, not at every poll, and their end is logged", async () => {
+    const lines: { level: number; msg: string; failures?: number }[] = [];
+    const logger = createLogger("info", "settled-test", {
+      format: "json",
+      output: { write: (line) => lines.push(JSON.parse(line)), redirect: () => {} },
+    });
+    let down = true;
+    const flakyBus = Object.assign(Object.create(bus) as Bus, {
+      transport: {
+        ...bus.transport,
+        admin: () =>
+          down
+            ? ({ connect: () => Promise.reject(new Error("admin down")) } as unknown as ReturnType<Bus["transport"]["admin"]>)
+            : bus.transport.admin(),
+      },
+    });
+    const s = createSettledHeight({
+      bus: flakyBus,
+      redis,
+      keyPrefix: h.config.redisKeyPrefix,
+      chain: h.config.chain,
+      logger,
+      registry: new Registry(),
+      head: () => block(100),
+      canonical: () => undefined,
+      evaluate: async () => {},
+      pollMs: 20,
+    });
+    running.push(s);
+    s.watch(createRuleIndex({ chain: h.config.chain })).upsert(absence());
+    await s.onHead(headOf(5));
+    await sleep(600);
+    const warned = () => lines.filter((l) => l.msg.startsWith("settled height not advanced"));
+    expect(warned()).toHaveLength(1);
+    down = false;
+    await waitFor(async () => lines.some((l) => l.msg.startsWith("settled height: Kafka offsets read again")), 10_000, 20);
+    const back = lines.find((l) => l.msg.startsWith("settled height: Kafka offsets read again"));
+    expect(back?.failures).toBeGreaterThan(5);
+    expect(warned()).toHaveLength(1);
+    await s.stop();
+    await redis.del(pendingKey()); // block 5 waits for commits no one makes here
+  }, 30_000);
 
   it("without window, absence or sequence rules a block is evaluated at once", async () => {
     const evaluated: number[] = [];
