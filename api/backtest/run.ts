@@ -34,7 +34,12 @@ import { ruleStateCondition } from "../../lib/rules/schema-state.js";
 import { apiError } from "../errors.js";
 import { endLineOf } from "./end-line.js";
 import type { BacktestRequest, SearchBacktestRequest } from "./request.js";
-import { createSearchBacktester, createSearchWindowBacktester, type SearchBacktestInput } from "./search-tester.js";
+import {
+  createSearchBacktester,
+  createSearchWindowBacktester,
+  type SearchBacktestInput,
+  searchBacktestWatchlists,
+} from "./search-tester.js";
 import { type StateScanDeps, startStateBacktest } from "./state-scan.js";
 import { type BacktestWatchlists, backtestWatchlists } from "./watchlists.js";
 import { windowFeeder } from "./window-scan.js";
@@ -201,7 +206,7 @@ export async function startBacktest(deps: BacktestScanDeps, chain: ChainId, run:
   const tester =
     windowed ??
     ("search" in run
-      ? createSearchBacktester({ ...options, search: run.search })
+      ? createSearchBacktester({ ...options, ...searchBacktestWatchlists(deps.watchlists, run.search), search: run.search })
       : createBacktester({ ...options, ...backtestWatchlists(deps.watchlists, run.rule), rule: run.rule }));
   const kinds: RecordKind[] = "search" in run ? [run.search.config.kind] : backtestKinds(run.rule);
   // Blocks carry their own number and hash; every other kind its block's.

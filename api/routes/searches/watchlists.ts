@@ -1,0 +1,64 @@
+/**
+ * The saved-search routes' checks of `terms` lookups by watchlist (docs/api.md "Watchlists in a
+ * search"; es/watchlist-lookup.ts): every list a saved search names, in its query or its
+ * `sequence.followedBy.query`, must be one of the caller's, else `400 CS_RULE_WATCHLIST_UNKNOWN` at
+ * the lookup's path (as for a rule's `In watchlist`, api/routes/rules/watchlists.ts), so a typo never
+ * makes a search that silently matches nothing. Backtests of a search with `window` or `absence` do
+ * not evaluate the lookups yet: `400 CS_RULE_NOT_SUPPORTED` at the lookup's path.
+ * @module
+ */
+import { watchlistClauses } from "../../../es/watchlist-lookup.js";
+import { isWindowedRule } from "../../../lib/match/window-backtest.js";
+import type { WatchlistStore } from "../../../lib/watchlists/store.js";
+import type { ApiErrorDetail } from "../../errors.js";
+import { refuseUnknownWatchlists } from "../rules/watchlists.js";
+
+/** What a checked body (api/routes/searches/validate.ts) holds of the compiled queries. */
+interface SearchQueries {
+  config?: { esQuery?: unknown };
+  sequence?: { followedBy?: { esQuery?: unknown } } | null;
+}
+
+/**
+ * The watchlist lookups of a checked saved-search body (create document or update patch): each list
+ * id with the request path of its lookup (`query….terms.<field>.watchlist`, `sequence.followedBy.query…`).
+ * @param prefix - prepended to the paths (`search.` in a backtest body).
+ */
+export function searchWatchlistRefs(body: object, prefix = ""): { id: string; path: string }[] {
+  const { config, sequence } = body as SearchQueries;
+  return [...watchlistClauses(config?.esQuery), ...watchlistClauses(sequence?.followedBy?.esQuery)].map((c) => ({
+    id: c.id,
+    path: `${prefix}${c.path}`,
+  }));
+}
+
+/**
+ * Refuses a checked saved-search body whose watchlist lookups name a list the account does not have.
+ * @param store - the watchlist store (`get`).
+ * @param accountId - the caller.
+ * @param body - the checked body (its `config.esQuery` and `sequence.followedBy.esQuery`).
+ * @param prefix - as {@link searchWatchlistRefs}.
+ * @throws {ApiError} `CS_RULE_WATCHLIST_UNKNOWN` with one detail per unknown list reference.
+ */
+export async function checkSearchWatchlists(
+  store: Pick<WatchlistStore, "get">,
+  accountId: string,
+  body: object,
+  prefix = "",
+): Promise<void> {
+  await refuseUnknownWatchlists(store, accountId, searchWatchlistRefs(body, prefix));
+}
+
+/**
+ * The refusal of a saved-search backtest whose search has `window` or `absence` and a watchlist
+ * lookup (the window replay, lib/match/window-backtest.ts, does not prefetch memberships); none otherwise.
+ * @param search - the checked search of the backtest body (paths under `search.`).
+ */
+export function windowedLookupRefusal(search: object): ApiErrorDetail[] {
+  if (!isWindowedRule(search)) return [];
+  return searchWatchlistRefs(search, "search.").map(({ path }) => ({
+    code: "CS_RULE_NOT_SUPPORTED",
+    path,
+    message: `${path}: backtests of saved searches with window or absence do not evaluate watchlist lookups yet (the live match stage does); test the query without window or absence, or list the values`,
+  }));
+}
