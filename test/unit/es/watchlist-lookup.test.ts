@@ -5,10 +5,13 @@
  * the `lowercase_address` normalizer) with the search's account; without a lookup it never holds;
  * `must_not` and `bool` around a lookup are answered exactly once the memberships are prefetched
  * (lib/match/watchlist-membership.ts `runEach`, over an in-memory store); the index counts the
- * searches that use a list and {@link matchSearches} prefetches only then.
+ * searches that use a list and {@link matchSearches} prefetches only then; a saved-search backtest
+ * reads memberships only for a query with a lookup, and refuses one where no store is reachable (the CLI).
  */
 import { describe, expect, it } from "vitest";
+import { searchBacktestWatchlists } from "../../../api/backtest/search-tester.js";
 import { compileSearchQuery } from "../../../api/dsl/saved-search.js";
+import { ApiError } from "../../../api/errors.js";
 import { compileEsQuery, type EsQuery } from "../../../es/evaluate.js";
 import { watchlistClauses } from "../../../es/watchlist-lookup.js";
 import type { WatchlistLookup } from "../../../lib/match/evaluate.js";
@@ -144,5 +147,26 @@ describe("the saved-search index with watchlist lookups", () => {
     index.remove("listed");
     index.remove("theirs");
     expect(index.watchlistSearches()).toBe(0);
+  });
+});
+
+describe("saved-search backtests with watchlist lookups", () => {
+  const input = (query: unknown) => ({ config: { kind: "tx", query, esQuery: esQuery(query), alerts: [] } }) as never;
+
+  it("read memberships only for a query with a lookup; refuse it without a store at the lookup's path", () => {
+    const store = memoryStore(new Set());
+    expect(searchBacktestWatchlists(store, input({ term: { to: A3 } }))).toEqual({});
+    expect(searchBacktestWatchlists(undefined, input({ term: { to: A3 } }))).toEqual({});
+    expect(searchBacktestWatchlists(store, input(byFrom)).watchlists?.lookup).toBeDefined();
+    let refused: unknown;
+    try {
+      searchBacktestWatchlists(undefined, input(byFrom));
+    } catch (err) {
+      refused = err;
+    }
+    expect(refused).toBeInstanceOf(ApiError);
+    expect((refused as ApiError).details).toEqual([
+      expect.objectContaining({ code: "CS_RULE_NOT_SUPPORTED", path: "search.query.terms.from.watchlist" }),
+    ]);
   });
 });
