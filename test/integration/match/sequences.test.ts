@@ -21,6 +21,7 @@ import type { MatchedEntity, MatchInput } from "../../../pipeline/match/confirma
 import { createConfirmationTracker } from "../../../pipeline/match/confirmations/tracker.js";
 import { createSequenceEvaluator, withFollowedBy } from "../../../pipeline/match/sequences/evaluator.js";
 import { waitFor } from "../../support/harness.js";
+import { storedRule } from "../../support/rules.js";
 import { deletePrefix, keysOf, redisSkipMessage, redisUp } from "../accounts/redis.js";
 
 const REDIS_URL = process.env.REDIS_URL ?? "redis://127.0.0.1:6379";
@@ -33,29 +34,15 @@ let client: RedisClientType;
 const hashOf = (label: string) => `0x${createHash("sha256").update(label).digest("hex")}`;
 
 function sequenceRule(id: string, within: Record<string, number>): Rule {
-  return {
+  return storedRule({
     id,
-    accountId: "acct-1",
-    name: id,
-    version: 1,
-    state: "enabled",
-    sendPendingAlerts: true,
-    description: null,
-    maxConfirmationCount: 5,
-    ...CHAIN,
-    config: {
-      targetType: "Event",
-      targetMap: [{ name: "event", operator: "Equals", value: "ProposalCreated" }],
-      alerts: [{ type: "Webhook (POST)", parameters: { url: "http://hook/x" }, payload: null }],
-    },
-    createdAt: "2024-01-01T00:00:00.000Z",
-    updatedAt: "2024-01-01T00:00:00.000Z",
+    config: { targetMap: [{ name: "event", operator: "Equals", value: "ProposalCreated" }] },
     sequence: {
       followedBy: { targetType: "Event", targetMap: [{ name: "event", operator: "Equals", value: "ProposalExecuted" }] },
       within,
       correlate: { first: "args.proposalId", followedBy: "args.proposalId" },
     },
-  };
+  });
 }
 
 /** An event of block `n` on fork `fork` (log index `i`) with a proposal id argument. */

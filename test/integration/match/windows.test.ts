@@ -17,6 +17,7 @@ import type { Rule } from "../../../lib/rules/model.js";
 import type { MatchedEntity, MatchInput } from "../../../pipeline/match/confirmations/decide.js";
 import { createConfirmationTracker } from "../../../pipeline/match/confirmations/tracker.js";
 import { createWindowEvaluator, type WindowEvaluator } from "../../../pipeline/match/windows/evaluator.js";
+import { storedRule } from "../../support/rules.js";
 import { deletePrefix, keysOf, redisSkipMessage, redisUp } from "../accounts/redis.js";
 
 const REDIS_URL = process.env.REDIS_URL ?? "redis://127.0.0.1:6379";
@@ -31,25 +32,7 @@ const block = (n: number) => ({ number: n, hash: hashOf(`a-${n}`), timestamp: 1_
 const canonical = (n: number) => hashOf(`a-${n}`);
 
 function windowRule(id: string, window: Record<string, unknown>): Rule {
-  return {
-    id,
-    accountId: "acct-1",
-    name: id,
-    version: 1,
-    state: "enabled",
-    sendPendingAlerts: true,
-    description: null,
-    maxConfirmationCount: 5,
-    ...CHAIN,
-    config: {
-      targetType: "Event",
-      targetMap: [{ name: "event", operator: "Equals", value: "Transfer" }],
-      alerts: [{ type: "Webhook (POST)", parameters: { url: "http://hook/x" }, payload: null }],
-    },
-    createdAt: "2024-01-01T00:00:00.000Z",
-    updatedAt: "2024-01-01T00:00:00.000Z",
-    window,
-  };
+  return storedRule({ id, window });
 }
 
 function transfer(n: number, i: number): MatchedEntity {
