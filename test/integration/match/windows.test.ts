@@ -7,8 +7,7 @@
  * closing block is still canonical).
  */
 import { createHash, randomUUID } from "node:crypto";
-import { createClient, type RedisClientType } from "redis";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import type { Alert } from "../../../lib/alerting/alert.js";
 import type { ChainId } from "../../../lib/config/index.js";
 import { createLogger } from "../../../lib/logger.js";
@@ -18,14 +17,14 @@ import type { MatchedEntity, MatchInput } from "../../../pipeline/match/confirma
 import { createConfirmationTracker } from "../../../pipeline/match/confirmations/tracker.js";
 import { createWindowEvaluator, type WindowEvaluator } from "../../../pipeline/match/windows/evaluator.js";
 import { storedRule } from "../../support/rules.js";
-import { deletePrefix, keysOf, redisSkipMessage, redisUp } from "../accounts/redis.js";
+import { keysOf, redisForFile, redisSkipMessage, redisUp } from "../accounts/redis.js";
 
 const REDIS_URL = process.env.REDIS_URL ?? "redis://127.0.0.1:6379";
 const PREFIX = `cs-test-win-${randomUUID().slice(0, 8)}:`;
 const CHAIN: ChainId = { technology: "ethereum", blockchain: "ethereum", network: "mainnet" };
 const up = await redisUp(REDIS_URL);
 if (!up) console.warn(redisSkipMessage(REDIS_URL));
-let client: RedisClientType;
+const redis = redisForFile(REDIS_URL, PREFIX, up);
 
 const hashOf = (label: string) => `0x${createHash("sha256").update(label).digest("hex")}`;
 const block = (n: number) => ({ number: n, hash: hashOf(`a-${n}`), timestamp: 1_700_000_000 + 12 * n });
@@ -47,11 +46,11 @@ function transfer(n: number, i: number): MatchedEntity {
 /** An evaluator and tracker on one key space; alerts collected in order. */
 function stage(space: string, reorgDepth?: number) {
   const keyPrefix = `${PREFIX}${space}:`;
-  const tracker = createConfirmationTracker({ redis: client, keyPrefix, chain: CHAIN });
+  const tracker = createConfirmationTracker({ redis: redis(), keyPrefix, chain: CHAIN });
   const alerts: Alert[] = [];
   let head = 0;
   const windows: WindowEvaluator = createWindowEvaluator({
-    redis: client,
+    redis: redis(),
     keyPrefix,
     chain: CHAIN,
     logger: createLogger("silent", "test-windows"),
@@ -70,18 +69,6 @@ function stage(space: string, reorgDepth?: number) {
     },
   };
 }
-
-beforeAll(async () => {
-  if (!up) return;
-  client = createClient({ url: REDIS_URL }) as RedisClientType;
-  client.on("error", () => {});
-  await client.connect();
-});
-afterAll(async () => {
-  if (!up) return;
-  await deletePrefix(REDIS_URL, PREFIX);
-  await client.close();
-});
 
 describe.skipIf(!up)("window evaluator (real Redis)", () => {
   it("windowed matches become window records, others pass through; records before and after their block both count", async () => {
@@ -196,7 +183,7 @@ describe.skipIf(!up)("window evaluator (real Redis)", () => {
     await s.windows.addMatches([kept, changed, deleted].map((rule) => ({ rule, entity: transfer(63, 1) })));
     const windowKeysOf = async (windowId: string) => (await keysOf(REDIS_URL, space)).filter((k) => k.includes(`win:${windowId}`));
     const dirtyOf = async (windowId: string) =>
-      Object.keys(await client.hGetAll(`${(await keysOf(REDIS_URL, space)).find((k) => k.endsWith("win:dirty"))}`)).filter((f) =>
+      Object.keys(await redis().hGetAll(`${(await keysOf(REDIS_URL, space)).find((k) => k.endsWith("win:dirty"))}`)).filter((f) =>
         f.startsWith(`${windowId}|`),
       );
     for (const id of ["r-kept:1", "r-changed:1", "r-deleted:1"]) {
