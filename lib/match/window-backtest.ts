@@ -7,7 +7,9 @@
  * `applyBlock`) decides the firings — same crossing and reset band, same bounds, aggregate and
  * first record ids. A firing is reported as a match of the entity the stage alerts on
  * ({@link firingEntity}: `window:<end>[:<group>]`, `absence:<end>`) with its alerts rendered
- * ({@link alertEmitter}, confirmations counted from the block that closed the window).
+ * ({@link alertEmitter}, confirmations counted from the block that closed the window). `In watchlist`
+ * conditions are answered by `blockWithLists` from `options.watchlists` (today's members, read under the
+ * match stage's membership prefetch: lib/match/watchlist-membership.ts `runEach`).
  *
  * The window starts at the first block fed (the range's `from`), as a live window starts at the
  * first block after the rule is stored: the windows ending before `from + span − 1` are
