@@ -1,7 +1,8 @@
 /**
  * Unit tests of `In watchlist` conditions in window backtests (lib/match/window-backtest.ts
  * `blockWithLists`), over an in-memory list store: a count window counts the records of listed contracts
- * only, and fires or not with the list's members; `block` (no lists read) selects nothing with the
+ * only, and fires or not with the list's members; an absence rule is silent where no listed contract
+ * logs; `block` (no lists read) selects nothing with the
  * operator. Sequences: test/unit/lib/match/sequence-backtest.test.ts. The real store is used in
  * test/integration/rules-api/watchlist-window-backtest.test.ts.
  */
@@ -94,6 +95,17 @@ describe("In watchlist in window backtests", () => {
       createWindowBacktester({ ...options, rule: countRule, watchlists: createWatchlistMembership(listStore([])) }),
     );
     expect(none.flatMap((b) => [b.selected, b.firings.length])).toEqual(Array(10).fill(0));
+  });
+
+  it("an absence rule is silent exactly where no listed contract logs", async () => {
+    const absence = { ...countRule, window: undefined, absence: { blocks: 1 } } as RuleInput;
+    const run = async (members: string[]) =>
+      (
+        await windowRun(createWindowBacktester({ ...options, rule: absence, watchlists: createWatchlistMembership(listStore(members)) }))
+      ).flatMap((b) => b.firings);
+    // Block 12 has only the other contract's logs; every block has a log of one of the two.
+    expect(await run([U])).toEqual(["absence:12"]);
+    expect(await run([U, OTHER_CONTRACT])).toEqual([]);
   });
 
   it("block (without lists) never holds the operator; without watchlists there is no blockWithLists", () => {
