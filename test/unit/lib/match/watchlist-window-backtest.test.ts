@@ -2,8 +2,8 @@
  * Unit tests of `In watchlist` conditions in window backtests (lib/match/window-backtest.ts
  * `blockWithLists`), over an in-memory list store: a count window counts the records of listed contracts
  * only, and fires or not with the list's members; an absence rule is silent where no listed contract
- * logs; `block` (no lists read) selects nothing with the
- * operator. Sequences: test/unit/lib/match/sequence-backtest.test.ts. The real store is used in
+ * logs; `block` (no lists read) selects nothing with the operator. Sequences:
+ * test/unit/lib/match/sequence-backtest.test.ts. The real store is used in
  * test/integration/rules-api/watchlist-window-backtest.test.ts.
  */
 import { describe, expect, it } from "vitest";
