@@ -17,11 +17,8 @@
  */
 import type { ChainId } from "../../lib/config/index.js";
 import { BACKTEST_SOURCES } from "../../lib/match/backtest.js";
-import { watchlistIds } from "../../lib/match/evaluate.js";
 import { followedByTargetUnsupported } from "../../lib/match/sequence-backtest.js";
-import { isWindowedRule } from "../../lib/match/window-backtest.js";
 import type { RuleInput } from "../../lib/rules/model.js";
-import { ruleSequence } from "../../lib/rules/schema-sequence.js";
 import { validateRuleInput } from "../../lib/rules/validate.js";
 import type { ApiErrorDetail } from "../errors.js";
 import { ruleValidationDetails } from "../routes/rules/errors.js";
@@ -125,16 +122,6 @@ export function parseBacktestRequest(body: unknown, chains: readonly ChainId[], 
     const checked = validateRuleInput(value, "create", chains);
     if (!checked.ok) {
       for (const d of ruleValidationDetails(checked.errors)) errors.push({ ...d, path: d.path === null ? "rule" : `rule.${d.path}` });
-    } else if (
-      watchlistIds(checked.value.config.targetMap).size > 0 &&
-      (isWindowedRule(checked.value) || ruleSequence(checked.value) !== null)
-    ) {
-      errors.push({
-        code: "CS_RULE_NOT_SUPPORTED",
-        message:
-          "backtests of window, absence and sequence rules do not evaluate In watchlist conditions yet (docs/rules.md); test the rule without them",
-        path: "rule.config.targetMap",
-      });
     } else if (BACKTEST_SOURCES[checked.value.config.targetType] === null) {
       errors.push({
         code: "CS_BACKTEST_TARGET_UNSUPPORTED",

@@ -194,20 +194,22 @@ export async function startBacktest(deps: BacktestScanDeps, chain: ChainId, run:
     ...(deps.now ? { now: deps.now } : {}),
   };
   const subject = "rule" in run ? run.rule : run.search;
+  // A rule's `In watchlist` conditions (its own and a sequence's followedBy ones), a search's watchlist lookups, read the caller's lists.
+  const lists = "rule" in run ? backtestWatchlists(deps.watchlists, run.rule) : searchBacktestWatchlists(deps.watchlists, run.search);
   const windowed = isWindowedRule(subject)
     ? "rule" in run
-      ? createWindowBacktester({ ...options, rule: run.rule })
-      : createSearchWindowBacktester({ ...options, search: run.search })
+      ? createWindowBacktester({ ...options, ...lists, rule: run.rule })
+      : createSearchWindowBacktester({ ...options, ...lists, search: run.search })
     : "rule" in run && isSequenceRule(run.rule)
-      ? createSequenceBacktester({ ...options, rule: run.rule })
+      ? createSequenceBacktester({ ...options, ...lists, rule: run.rule })
       : null;
   // A windowed or sequence rule sees every block of the range (api/backtest/window-scan.ts), records or not.
   const feeder = windowed && windowFeeder(deps, chain, run, windowed, () => clock() - started > deps.timeoutMs);
   const tester =
     windowed ??
     ("search" in run
-      ? createSearchBacktester({ ...options, ...searchBacktestWatchlists(deps.watchlists, run.search), search: run.search })
-      : createBacktester({ ...options, ...backtestWatchlists(deps.watchlists, run.rule), rule: run.rule }));
+      ? createSearchBacktester({ ...options, ...lists, search: run.search })
+      : createBacktester({ ...options, ...lists, rule: run.rule }));
   const kinds: RecordKind[] = "search" in run ? [run.search.config.kind] : backtestKinds(run.rule);
   // Blocks carry their own number and hash; every other kind its block's.
   const blockOf = (kind: RecordKind): { number: string; hash: string } =>

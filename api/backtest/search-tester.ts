@@ -16,7 +16,8 @@
  *
  * A query's `terms` lookups by watchlist are answered from the caller's lists as the match stage
  * answers them (lib/match/watchlist-membership.ts, `blockWithLists`: today's members, not those of
- * the block's time), as a rule backtest answers `In watchlist` ({@link searchBacktestWatchlists}).
+ * the block's time), as a rule backtest answers `In watchlist` ({@link searchBacktestWatchlists}), with
+ * `window` or `absence` too (lib/match/window-backtest.ts `blockWithLists`).
  * @module
  */
 import { compileEsQuery } from "../../es/evaluate.js";
@@ -30,6 +31,7 @@ import {
   backtestStoredFields,
   type IndexedRecord,
   pushMatch,
+  selectWithLists,
 } from "../../lib/match/backtest.js";
 import type { WatchlistLookup } from "../../lib/match/evaluate.js";
 import { createWatchlistMembership, type WatchlistMembership } from "../../lib/match/watchlist-membership.js";
@@ -130,9 +132,8 @@ export function createSearchBacktester(options: SearchBacktesterOptions): Backte
     rule,
     block: (blockNumber, blockHash, records) => emit(blockNumber, blockHash, select(records)),
     ...(membership && {
-      async blockWithLists(blockNumber: number, blockHash: string, records: readonly IndexedRecord[]) {
-        return emit(blockNumber, blockHash, (await membership.runEach([records], select))[0] as BlockSelection);
-      },
+      blockWithLists: async (blockNumber: number, blockHash: string, records: readonly IndexedRecord[]) =>
+        emit(blockNumber, blockHash, await selectWithLists(membership, select, records)),
     }),
   };
 }
@@ -160,12 +161,12 @@ export function searchBacktestWatchlists(
 
 /**
  * Starts a backtest of a saved search with `window` or `absence` (lib/match/window-backtest.ts, as a
- * windowed rule's): its query selects the records that enter the window; feed it every block of the
- * range (api/backtest/window-scan.ts).
+ * windowed rule's): its query selects the records that enter the window (its watchlist lookups answered
+ * from `options.watchlists`, by `blockWithLists`); feed it every block of the range (api/backtest/window-scan.ts).
  * @throws as {@link createSearchBacktester}, and as lib/match/window-backtest.ts `createWindowBacktester`.
  */
 export function createSearchWindowBacktester(options: SearchBacktesterOptions): WindowBacktester {
   const now = options.now ?? (() => new Date());
   const stored = backtestSearch(options, now);
-  return windowBacktesterOf(searchAsRule(stored), searchSelector(stored), { ...options, now });
+  return windowBacktesterOf(searchAsRule(stored), searchSelector(stored, options.watchlists?.lookup), { ...options, now });
 }

@@ -109,13 +109,16 @@ export function windowFeeder(
   const worth = (r: BacktestBlock) => r.records > 0 || r.matches.length > 0;
   let applied = range.from - 1;
   let stopped = false;
-  /** Applies a block unless the time cap has passed (then false, and {@link WindowFeeder.stopped}). */
-  const apply = (header: WindowBlockHeader, records: readonly IndexedRecord[], out: WindowBacktestBlock[]): boolean => {
+  /**
+   * Applies a block unless the time cap has passed (then false, and {@link WindowFeeder.stopped});
+   * with `In watchlist` conditions answered when the tester can (`blockWithLists`).
+   */
+  const apply = async (header: WindowBlockHeader, records: readonly IndexedRecord[], out: WindowBacktestBlock[]): Promise<boolean> => {
     if (overTime()) {
       stopped = true;
       return false;
     }
-    const r = tester.block(header, records);
+    const r = tester.blockWithLists ? await tester.blockWithLists(header, records) : tester.block(header, records);
     applied = header.number;
     if (worth(r)) out.push(r);
     return true;
@@ -123,7 +126,7 @@ export function windowFeeder(
   const emptyUpTo = async (below: number): Promise<WindowBacktestBlock[]> => {
     const out: WindowBacktestBlock[] = [];
     for (let h = await peek(); h !== null && h.number < below; h = await peek()) {
-      if (!apply(h, [], out)) break;
+      if (!(await apply(h, [], out))) break;
       next = undefined;
     }
     return out;
@@ -135,7 +138,7 @@ export function windowFeeder(
       const h = await peek();
       const own = h !== null && h.number === number;
       const timestamp = own ? h.timestamp : (unixSeconds(records[0]?.record.timestamp) ?? 0);
-      if (apply({ number, hash, timestamp }, records, out) && own) next = undefined;
+      if ((await apply({ number, hash, timestamp }, records, out)) && own) next = undefined;
       return out;
     },
     rest: () => emptyUpTo(range.to + 1),

@@ -355,6 +355,21 @@ export function ruleSelector(
   };
 }
 
+/**
+ * One block's selection with its `In watchlist` conditions answered: `select` (compiled with
+ * `membership.lookup`) run under the membership prefetch (watchlist-membership.ts `runEach`, the block
+ * as one item) until every membership question is read; without `membership`, `select` alone.
+ * Shared by every rule backtester (per-record, window, sequence).
+ * @throws what the membership store throws (Redis unreachable).
+ */
+export async function selectWithLists<R>(
+  membership: WatchlistMembership | undefined,
+  select: (records: readonly IndexedRecord[]) => R,
+  records: readonly IndexedRecord[],
+): Promise<R> {
+  return membership ? ((await membership.runEach([records], select))[0] as R) : select(records);
+}
+
 /** The rule a backtest evaluates: the body with {@link backtestStoredFields}. */
 export function backtestRule(options: Pick<BacktesterOptions, "rule" | "accountId">, now: () => Date): Rule {
   return { ...options.rule, ...backtestStoredFields(options.rule, options.accountId, now) };
@@ -379,9 +394,7 @@ export function createBacktester(options: BacktesterOptions): Backtester {
   return {
     rule,
     block: (blockNumber, blockHash, records) => emit(blockNumber, blockHash, select(records)),
-    async blockWithLists(blockNumber, blockHash, records) {
-      const selection = membership ? ((await membership.runEach([records], select))[0] as BlockSelection) : select(records);
-      return emit(blockNumber, blockHash, selection);
-    },
+    blockWithLists: async (blockNumber, blockHash, records) =>
+      emit(blockNumber, blockHash, await selectWithLists(membership, select, records)),
   };
 }

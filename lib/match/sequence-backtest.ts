@@ -9,7 +9,9 @@
  * same replacement of an open step by a newer first record, same `maxPending`. A firing is reported
  * as a match of the entity the stage alerts on ({@link sequenceEntity}: `sequence:<first id>:<followedBy id>`
  * in the followedBy record's block, with `entity.sequenceMatch`), its alerts rendered
- * ({@link alertEmitter}, confirmations counted from the followedBy record's block).
+ * ({@link alertEmitter}, confirmations counted from the followedBy record's block). `In watchlist`
+ * conditions, of either step, are answered by `blockWithLists` from `options.watchlists` (today's
+ * members), both condition sets of a block under one membership prefetch.
  *
  * The steps start empty at the first block fed (the range's `from`), as a live sequence starts at
  * the first block after the rule is stored: a first record before `from` opens nothing. A missing
@@ -21,10 +23,18 @@
 import type { RecordKind } from "../records.js";
 import type { RuleInput } from "../rules/model.js";
 import { ruleSequence, sequenceConfigOf } from "../rules/schema-sequence.js";
-import { alertEmitter, BACKTEST_SOURCES, type BacktesterOptions, backtestRule, ruleSelector } from "./backtest.js";
+import {
+  alertEmitter,
+  BACKTEST_SOURCES,
+  type BacktesterOptions,
+  backtestRule,
+  type IndexedRecord,
+  ruleSelector,
+  selectWithLists,
+} from "./backtest.js";
 import { followedByRule, sequenceEntity, sequenceRecordOf } from "./sequence-records.js";
 import { applySequenceBlock, createSequenceState, type SequenceRecord, type SequenceState } from "./sequences.js";
-import { pushFiring, type WindowBacktestBlock, type WindowBacktester } from "./window-backtest.js";
+import { pushFiring, type WindowBacktestBlock, type WindowBacktester, type WindowBlockHeader } from "./window-backtest.js";
 
 /**
  * A sequence-rule backtest in progress: the window backtester's interface (api/backtest/window-scan.ts
@@ -70,44 +80,49 @@ export function createSequenceBacktester(options: BacktesterOptions): SequenceBa
   if (seq === null) throw new TypeError("not a sequence rule");
   const config = sequenceConfigOf(seq, 1);
   const followed = followedByRule(rule, seq);
-  const selectFirst = ruleSelector(rule, options.chain, options.decode);
-  const selectFollowedBy = ruleSelector(followed, options.chain, options.decode);
+  const membership = options.watchlists;
+  const selectFirst = ruleSelector(rule, options.chain, options.decode, membership?.lookup);
+  const selectFollowedBy = ruleSelector(followed, options.chain, options.decode, membership?.lookup);
+  // Both condition sets over one block: under one membership prefetch when the rule has lists.
+  const selectBoth = (records: readonly IndexedRecord[]) => ({ first: selectFirst(records), followedBy: selectFollowedBy(records) });
   const sameType = followed.config.targetType === rule.config.targetType;
   const alertsOf = alertEmitter({ ...options, rule, now });
   let state: SequenceState | null = null;
   let top = -1;
 
+  const apply = (header: WindowBlockHeader, { first, followedBy: then }: ReturnType<typeof selectBoth>): WindowBacktestBlock => {
+    const selected: SequenceRecord[] = [];
+    for (const s of first.selected) {
+      const r = sequenceRecordOf(seq, "first", s.entity);
+      if (r !== undefined) selected.push(r);
+    }
+    for (const s of then.selected) {
+      const r = sequenceRecordOf(seq, "followedBy", s.entity);
+      if (r !== undefined) selected.push(r);
+    }
+    const hash = header.hash.toLowerCase();
+    // The first block, or one after a gap: the steps start (again) there.
+    if (state === null || header.number !== top + 1) state = createSequenceState(header.number);
+    top = header.number;
+    const step = applySequenceBlock(config, state, { number: header.number, hash, timestamp: header.timestamp, records: selected });
+    state = step.state;
+    const result: WindowBacktestBlock = {
+      blockNumber: header.number,
+      blockHash: hash,
+      records: first.records,
+      entities: first.entities + (sameType ? 0 : then.entities),
+      selected: first.selected.length + then.selected.length,
+      matches: [],
+      alerts: 0,
+    };
+    for (const e of step.events) if (e.type === "fired") pushFiring(result, rule, sequenceEntity(e.firing), alertsOf);
+    return result;
+  };
   return {
     rule,
-    block(header, records) {
-      const first = selectFirst(records);
-      const then = selectFollowedBy(records);
-      const selected: SequenceRecord[] = [];
-      for (const s of first.selected) {
-        const r = sequenceRecordOf(seq, "first", s.entity);
-        if (r !== undefined) selected.push(r);
-      }
-      for (const s of then.selected) {
-        const r = sequenceRecordOf(seq, "followedBy", s.entity);
-        if (r !== undefined) selected.push(r);
-      }
-      const hash = header.hash.toLowerCase();
-      // The first block, or one after a gap: the steps start (again) there.
-      if (state === null || header.number !== top + 1) state = createSequenceState(header.number);
-      top = header.number;
-      const step = applySequenceBlock(config, state, { number: header.number, hash, timestamp: header.timestamp, records: selected });
-      state = step.state;
-      const result: WindowBacktestBlock = {
-        blockNumber: header.number,
-        blockHash: hash,
-        records: first.records,
-        entities: first.entities + (sameType ? 0 : then.entities),
-        selected: first.selected.length + then.selected.length,
-        matches: [],
-        alerts: 0,
-      };
-      for (const e of step.events) if (e.type === "fired") pushFiring(result, rule, sequenceEntity(e.firing), alertsOf);
-      return result;
-    },
+    block: (header, records) => apply(header, selectBoth(records)),
+    ...(membership
+      ? { blockWithLists: async (header, records) => apply(header, await selectWithLists(membership, selectBoth, records)) }
+      : {}),
   };
 }

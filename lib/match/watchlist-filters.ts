@@ -59,6 +59,12 @@ export interface WatchlistFilter {
   epoch?: number;
   /** When the revision was last read, in ms since the epoch. */
   checkedAt: number;
+  /**
+   * Raised by every change applied to the copy, and when it is dropped for a rebuild: a batch that
+   * consulted it at one version and finds another after its refresh must match again (another batch,
+   * matched concurrently, may have applied the change its own refresh then found nothing left of).
+   */
+  version: number;
 }
 
 /** The filters of the match process ({@link createWatchlistFilters}). */
@@ -66,8 +72,11 @@ export interface WatchlistFilters {
   /** The list's ready filter, or undefined: then it starts building it (once) and the caller asks Redis. */
   get(accountId: string, id: string): WatchlistFilter | undefined;
   /**
-   * Brings a filter up to its list's revision in Redis; true when the filter changed or was dropped
-   * for a rebuild (its "no"s answered before may be wrong), false when it was current.
+   * Brings a filter up to its list's revision in Redis; true when this call changed it or dropped it
+   * for a rebuild (its "no"s answered before may be wrong), false when it was current. Calls for one
+   * copy run one after another (never joined: a later caller may depend on a change heard after an
+   * earlier call read the revision); compare {@link WatchlistFilter.version} to know whether the copy
+   * changed since a given moment.
    * @throws when Redis fails.
    */
   refresh(filter: WatchlistFilter): Promise<boolean>;
@@ -119,6 +128,7 @@ export const DEFAULT_EXACT_MAX_BYTES = 512 * 2 ** 20;
  */
 function apply(f: WatchlistFilter, steps: readonly WatchlistChange[]): boolean {
   if (f.exact) {
+    f.version++;
     const exact = f.exact;
     for (const { remove, members } of steps) {
       if (remove) for (const m of members) exact.delete(m);
@@ -131,6 +141,7 @@ function apply(f: WatchlistFilter, steps: readonly WatchlistChange[]): boolean {
   const added = steps.filter((c) => !c.remove);
   const n = added.reduce((k, c) => k + c.members.length, 0);
   if (f.size + n > f.capacity) return false;
+  f.version++;
   for (const { members } of added) for (const m of members) addMember(bits, f.kind, m);
   f.size += n;
   return true;
@@ -177,7 +188,8 @@ export function createWatchlistFilters(deps: WatchlistFiltersDeps): WatchlistFil
     if (kind === "address" && exactBytes() + addressSetBytes(count) <= exactMaxBytes) {
       const exact = new AddressSet(count);
       for await (const chunk of store.scanMembers(accountId, id)) for (const m of chunk) exact.add(m);
-      return { accountId, id, kind, rev, size: exact.size, capacity: Number.POSITIVE_INFINITY, exact, usedAt: at, checkedAt: at };
+      const capacity = Number.POSITIVE_INFINITY;
+      return { accountId, id, kind, rev, size: exact.size, capacity, exact, usedAt: at, checkedAt: at, version: 0 };
     }
     const capacity = memberFilterCapacity(count);
     const bits = createMemberFilter(capacity);
@@ -188,7 +200,7 @@ export function createWatchlistFilters(deps: WatchlistFiltersDeps): WatchlistFil
         size += chunk.length;
       }
     }
-    return { accountId, id, kind, rev, size, capacity, bits, usedAt: at, checkedAt: at };
+    return { accountId, id, kind, rev, size, capacity, bits, usedAt: at, checkedAt: at, version: 0 };
   };
   const start = (accountId: string, id: string) => {
     const key = `${accountId}${SEP}${id}`;
@@ -208,9 +220,35 @@ export function createWatchlistFilters(deps: WatchlistFiltersDeps): WatchlistFil
     void p.finally(() => building.delete(key));
   };
   const rebuild = (f: WatchlistFilter) => {
+    f.version++;
     const lists = ready.get(f.accountId);
     if (lists?.get(f.id) === f) lists.delete(f.id);
     start(f.accountId, f.id);
+  };
+  /** The calls of {@link WatchlistFilters.refresh} under way, per copy (each waits for the one before). */
+  const queued = new Map<WatchlistFilter, Promise<boolean>>();
+  const refreshNow = async (f: WatchlistFilter): Promise<boolean> => {
+    f.usedAt = now();
+    if (f.usedAt - sweptAt > SWEEP_EVERY_MS) sweep(f.usedAt);
+    if (feed) {
+      // Messages already on the socket are heard before the feed is trusted.
+      await feed.drain();
+      const epoch = feed.epoch();
+      const heard = feed.takeChanged(f.accountId, f.id);
+      if (epoch !== undefined && f.epoch === epoch && !heard && now() - f.checkedAt < recheckMs) return false;
+      // Read below; a change heard from here on marks the list again.
+      f.epoch = epoch;
+    }
+    f.checkedAt = now();
+    const rev = await store.revision(f.accountId, f.id);
+    if (rev === f.rev) return false;
+    const changes = rev > f.rev ? await store.changesSince(f.accountId, f.id, f.rev, rev) : null;
+    if (!changes || !apply(f, changes.steps)) {
+      rebuild(f);
+      return true;
+    }
+    f.rev = changes.rev;
+    return true;
   };
   return {
     get(accountId, id) {
@@ -219,28 +257,15 @@ export function createWatchlistFilters(deps: WatchlistFiltersDeps): WatchlistFil
       if (!f) start(accountId, id);
       return f;
     },
-    async refresh(f) {
-      f.usedAt = now();
-      if (f.usedAt - sweptAt > SWEEP_EVERY_MS) sweep(f.usedAt);
-      if (feed) {
-        // Messages already on the socket are heard before the feed is trusted.
-        await feed.drain();
-        const epoch = feed.epoch();
-        const heard = feed.takeChanged(f.accountId, f.id);
-        if (epoch !== undefined && f.epoch === epoch && !heard && now() - f.checkedAt < recheckMs) return false;
-        // Read below; a change heard from here on marks the list again.
-        f.epoch = epoch;
-      }
-      f.checkedAt = now();
-      const rev = await store.revision(f.accountId, f.id);
-      if (rev === f.rev) return false;
-      const changes = rev > f.rev ? await store.changesSince(f.accountId, f.id, f.rev, rev) : null;
-      if (!changes || !apply(f, changes.steps)) {
-        rebuild(f);
-        return true;
-      }
-      f.rev = changes.rev;
-      return true;
+    refresh(f) {
+      const run = (queued.get(f) ?? Promise.resolve(false)).catch(() => false).then(() => refreshNow(f));
+      queued.set(f, run);
+      void run
+        .finally(() => {
+          if (queued.get(f) === run) queued.delete(f);
+        })
+        .catch(() => {});
+      return run;
     },
     async settled() {
       while (building.size > 0) await Promise.all([...building.values()]);

@@ -19,8 +19,9 @@
  * first: an exact copy (address lists) answers at once, a Bloom filter's "no" answers at once and
  * only its "maybe"s become questions. Each copy consulted in a batch is checked against the list's
  * revision (in the same round trip as the questions, or not at all while the change feed says the
- * list did not change); when it had to catch up, the whole batch is matched again with it (its
- * earlier answers may be stale).
+ * list did not change); when the copy changed after the batch first consulted it — caught up by
+ * this batch's check or by a batch matched concurrently (the stage matches the partitions of its
+ * topics in parallel) — the whole batch is matched again with it (its earlier answers may be stale).
  * @module
  */
 
@@ -60,9 +61,11 @@ export function createWatchlistMembership(
   filters?: WatchlistFilters,
 ): WatchlistMembership {
   let answers: Answers = new Map();
-  /** Filters checked against their list's revision in this batch, and those consulted but not yet checked. */
-  let verified = new Set<WatchlistFilter>();
-  let unchecked = new Set<WatchlistFilter>();
+  /**
+   * The copies the batch being matched consulted, with their version when first consulted (each
+   * batch has its own: batches of several topics are matched concurrently).
+   */
+  let consulted = new Map<WatchlistFilter, number>();
   // A list's kind never changes; a deleted list's member set is gone, so a cached kind answers "no" for it too.
   const kinds = new Map<string, WatchlistKind>();
   let missing: Map<string, Set<string>> = new Map();
@@ -72,7 +75,7 @@ export function createWatchlistMembership(
     has(accountId, id, value) {
       const f = filters?.get(accountId, id);
       if (f) {
-        if (!verified.has(f)) unchecked.add(f);
+        if (!consulted.has(f)) consulted.set(f, f.version);
         // An exact copy answers both ways; a Bloom filter's "maybe" is asked in Redis.
         if (f.exact) return f.exact.has(value);
         if (!mayHold(f, value)) return false;
@@ -127,14 +130,16 @@ export function createWatchlistMembership(
       const out = new Array(items.length);
       const all = items.map((_, i) => i);
       let todo = all;
-      verified = new Set();
-      unchecked = new Set();
+      /** Copies consulted in this batch → their version when consulted; and those brought up to date in it. */
+      const seen = new Map<WatchlistFilter, number>();
+      const refreshed = new Set<WatchlistFilter>();
       for (;;) {
         const asked = new Map<string, Set<string>>();
         const questions = new Map<number, [string, string][]>();
         answers = batch;
         missing = asked;
         trail = [];
+        consulted = seen;
         try {
           for (const i of todo) {
             out[i] = each(items[i] as (typeof items)[number]);
@@ -147,16 +152,25 @@ export function createWatchlistMembership(
           answers = new Map();
           missing = new Map();
           trail = [];
+          consulted = new Map();
         }
-        if (asked.size === 0 && unchecked.size === 0) return out;
-        const checking = [...unchecked];
-        unchecked = new Set();
-        const [changed] = await Promise.all([
-          Promise.all(checking.map((f) => (filters as WatchlistFilters).refresh(f))),
+        const checking = [...seen.keys()].filter((f) => !refreshed.has(f));
+        if (asked.size === 0 && checking.length === 0) return out;
+        await Promise.all([
+          ...checking.map((f) => (filters as WatchlistFilters).refresh(f)),
           ...[...asked].map(([key, values]) => read(key, values, batch)),
         ]);
-        for (const f of checking) verified.add(f);
-        if (changed.some(Boolean)) {
+        for (const f of checking) refreshed.add(f);
+        // A copy that changed since this batch consulted it (by its own refresh or a concurrent batch's):
+        // match the whole batch again with the copy as it is now.
+        let changed = false;
+        for (const [f, version] of seen) {
+          if (f.version !== version) {
+            changed = true;
+            seen.set(f, f.version);
+          }
+        }
+        if (changed) {
           todo = all;
           continue;
         }

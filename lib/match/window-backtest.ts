@@ -7,7 +7,9 @@
  * `applyBlock`) decides the firings — same crossing and reset band, same bounds, aggregate and
  * first record ids. A firing is reported as a match of the entity the stage alerts on
  * ({@link firingEntity}: `window:<end>[:<group>]`, `absence:<end>`) with its alerts rendered
- * ({@link alertEmitter}, confirmations counted from the block that closed the window).
+ * ({@link alertEmitter}, confirmations counted from the block that closed the window). `In watchlist`
+ * conditions are answered by `blockWithLists` from `options.watchlists` (today's members, read under the
+ * match stage's membership prefetch: lib/match/watchlist-membership.ts `runEach`).
  *
  * The window starts at the first block fed (the range's `from`), as a live window starts at the
  * first block after the rule is stored: the windows ending before `from + span − 1` are
@@ -30,6 +32,7 @@ import {
   type IndexedRecord,
   pushMatch,
   ruleSelector,
+  selectWithLists,
 } from "./backtest.js";
 import { firingEntity, windowRecordOfRule, windowSearch } from "./window-records.js";
 import { applyBlock, createWindowState, type WindowConfig, type WindowState } from "./windows.js";
@@ -51,8 +54,14 @@ export interface WindowBacktestBlock extends BacktestBlock {
 export interface WindowBacktester {
   /** The rule as evaluated. */
   readonly rule: Rule;
-  /** Applies one block with its records (none for a block without records of the scanned kinds). */
+  /** Applies one block with its records (none for a block without records of the scanned kinds); `In watchlist` conditions never hold. */
   block(header: WindowBlockHeader, records: readonly IndexedRecord[]): WindowBacktestBlock;
+  /**
+   * {@link WindowBacktester.block} with `In watchlist` conditions answered from `options.watchlists`
+   * (today's members; backtest.ts `selectWithLists`). A rule's backtester has it when given `watchlists`.
+   * @throws what the membership store throws (Redis unreachable).
+   */
+  blockWithLists?(header: WindowBlockHeader, records: readonly IndexedRecord[]): Promise<WindowBacktestBlock>;
 }
 
 /**
@@ -89,7 +98,7 @@ function configOf(rule: Rule): WindowConfig {
 export function createWindowBacktester(options: BacktesterOptions): WindowBacktester {
   const now = options.now ?? (() => new Date());
   const rule = backtestRule(options, now);
-  return windowBacktesterOf(rule, ruleSelector(rule, options.chain, options.decode), { ...options, now });
+  return windowBacktesterOf(rule, ruleSelector(rule, options.chain, options.decode, options.watchlists?.lookup), { ...options, now });
 }
 
 /**
@@ -97,7 +106,8 @@ export function createWindowBacktester(options: BacktesterOptions): WindowBackte
  * selection: a rule's targetMap ({@link ruleSelector}), or a saved search's query
  * (api/backtest/search-tester.ts `createSearchWindowBacktester`).
  * @param rule - the snapshot as evaluated (its `window` or `absence`, its alerts).
- * @param select - the entities of one block's records that enter the window.
+ * @param select - the entities of one block's records that enter the window (compiled with
+ *   `options.watchlists.lookup` when given: then the backtester has {@link WindowBacktester.blockWithLists}).
  * @throws as {@link createWindowBacktester}.
  */
 export function windowBacktesterOf(
@@ -113,34 +123,37 @@ export function windowBacktesterOf(
   let state: WindowState | null = null;
   let top = -1;
 
+  const apply = (header: WindowBlockHeader, selection: BlockSelection): WindowBacktestBlock => {
+    const { records: count, entities, selected } = selection;
+    const hash = header.hash.toLowerCase();
+    // The first block, or one after a gap: the window starts (again) there.
+    if (state === null || header.number !== top + 1) state = createWindowState(header.number);
+    top = header.number;
+    const step = applyBlock(config, state, {
+      number: header.number,
+      hash,
+      timestamp: header.timestamp,
+      records: selected.map((s) => windowRecordOfRule(rule, s.entity)),
+    });
+    state = step.state;
+    const result: WindowBacktestBlock = {
+      blockNumber: header.number,
+      blockHash: hash,
+      records: count,
+      entities,
+      selected: selected.length,
+      matches: [],
+      alerts: 0,
+    };
+    for (const e of step.events)
+      if (e.type === "fired")
+        pushFiring(result, rule, firingEntity(e.firing, absence, absence ? undefined : windowSearch(state.blocks, e.firing)), alertsOf);
+    return result;
+  };
+  const membership = options.watchlists;
   return {
     rule,
-    block(header, records) {
-      const { records: count, entities, selected } = select(records);
-      const hash = header.hash.toLowerCase();
-      // The first block, or one after a gap: the window starts (again) there.
-      if (state === null || header.number !== top + 1) state = createWindowState(header.number);
-      top = header.number;
-      const step = applyBlock(config, state, {
-        number: header.number,
-        hash,
-        timestamp: header.timestamp,
-        records: selected.map((s) => windowRecordOfRule(rule, s.entity)),
-      });
-      state = step.state;
-      const result: WindowBacktestBlock = {
-        blockNumber: header.number,
-        blockHash: hash,
-        records: count,
-        entities,
-        selected: selected.length,
-        matches: [],
-        alerts: 0,
-      };
-      for (const e of step.events)
-        if (e.type === "fired")
-          pushFiring(result, rule, firingEntity(e.firing, absence, absence ? undefined : windowSearch(state.blocks, e.firing)), alertsOf);
-      return result;
-    },
+    block: (header, records) => apply(header, select(records)),
+    ...(membership ? { blockWithLists: async (header, records) => apply(header, await selectWithLists(membership, select, records)) } : {}),
   };
 }

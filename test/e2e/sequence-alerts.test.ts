@@ -9,38 +9,30 @@
  * The events reach the match stage through decode, after their block record; before mining the
  * next block the test waits until the stage has written a block's records (its Redis record hash).
  */
-import { createClient, type RedisClientType } from "redis";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { chainKeyPrefix } from "../../pipeline/match/keys.js";
 import type { SequenceMatch } from "../../pipeline/match/sequences/evaluator.js";
-import { type AnvilEnv, startAnvilEnv } from "../support/anvil-env.js";
+import { anvilWithRedis } from "../support/anvil-api.js";
 import { probeStack, waitFor } from "../support/harness.js";
 import { argIs, tokenTransferRule } from "../support/rules.js";
 
 const up = await probeStack();
 
 describe.skipIf(!up.ok)("sequence alerts on anvil", () => {
-  let env: AnvilEnv;
-  let redis: RedisClientType;
-  const alertsOf = (ruleId: string) => env.alertsAt("seq").filter((a) => a.ruleId === ruleId);
+  const running = anvilWithRedis();
+  const alertsOf = (ruleId: string) =>
+    running()
+      .env.alertsAt("seq")
+      .filter((a) => a.ruleId === ruleId);
   /** Waits until the match stage holds `n` sequence records of a rule (version 1) in a block. */
   const recordsSeen = async (ruleId: string, blockHash: string, n: number) => {
+    const { env, redis } = running();
     const key = `${chainKeyPrefix(env.config.redisKeyPrefix, env.config.chain)}seq:${ruleId}:1:r:${blockHash.toLowerCase()}`;
     await waitFor(async () => (await redis.hLen(key)) >= n, 30_000, 50);
   };
 
-  beforeAll(async () => {
-    env = await startAnvilEnv({ traces: false, match: () => ({ reloadIntervalMs: 500 }) });
-    redis = createClient({ url: env.config.redisUrl }) as RedisClientType;
-    await redis.connect();
-  }, 180_000);
-
-  afterAll(async () => {
-    await redis?.close();
-    await env?.stop();
-  });
-
   it("a transfer followed by an approval for the same address fires once; a reorg removing the approval retracts it", async () => {
+    const { env } = running();
     const a = env.newAddress();
     const token = await env.token.getAddress();
     const input = tokenTransferRule({

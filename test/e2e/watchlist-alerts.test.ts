@@ -27,7 +27,7 @@ describe.skipIf(!services.ok)("In watchlist rules end to end (anvil)", () => {
     await env?.stop();
   }, 60_000);
 
-  it("alerts for listed senders only; a sender added by API alerts from its next transaction", async () => {
+  it("alerts for listed senders only; a sender added by API alerts from its next transaction, a removed one stops", async () => {
     const token = env.accounts.a.token;
     const listed = await env.newSender();
     const unlisted = await env.newSender();
@@ -58,6 +58,15 @@ describe.skipIf(!services.ok)("In watchlist rules end to end (anvil)", () => {
       [first, "Transaction", "confirmed"],
       [third, "Transaction", "confirmed"],
     ]);
+
+    // Removed by API: the match stage's copy of the list follows the remove (change log + feed) at the next block.
+    expect((await env.request("POST", `${members}delete/`, token, [listed.address])).body).toEqual({ removed: 1, count: 1 });
+    await listed.sendTransaction({ to: sink, value: 1n });
+    const fifth = (await unlisted.sendTransaction({ to: sink, value: 1n })).hash;
+    await env.mine();
+    await env.waitAlerts("wl", 3);
+    await new Promise((r) => setTimeout(r, 1000));
+    expect(env.alertsAt("wl").map((a) => a.entityId)).toEqual([first, third, fifth]);
   });
 
   it("a list of 1,000,000 addresses: alerts exactly for listed senders; the terms lookup search finds the same transactions", async () => {

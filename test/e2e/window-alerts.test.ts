@@ -11,39 +11,30 @@
  * until the stage has written a block's records (its Redis record hash): then every evaluation the
  * test asserts on saw them.
  */
-import { createClient, type RedisClientType } from "redis";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import type { WindowFiring } from "../../lib/match/windows.js";
 import { windowKeys } from "../../pipeline/match/windows/scripts.js";
-import { type AnvilEnv, startAnvilEnv } from "../support/anvil-env.js";
+import { anvilWithRedis } from "../support/anvil-api.js";
 import { probeStack, waitFor } from "../support/harness.js";
 import { absenceTransferRule, tokenTransferRule } from "../support/rules.js";
 
 const up = await probeStack();
 
 describe.skipIf(!up.ok)("window alerts on anvil", () => {
-  let env: AnvilEnv;
-  const alertsOf = (ruleId: string) => env.alertsAt("win").filter((a) => a.ruleId === ruleId);
-
-  let redis: RedisClientType;
+  const running = anvilWithRedis();
+  const alertsOf = (ruleId: string) =>
+    running()
+      .env.alertsAt("win")
+      .filter((a) => a.ruleId === ruleId);
   /** Waits until the match stage holds `n` window records of a rule (version 1) in a block. */
   const recordsSeen = async (ruleId: string, blockHash: string, n: number) => {
+    const { env, redis } = running();
     const key = windowKeys(env.config.redisKeyPrefix, env.config.chain).records(`${ruleId}:1`, blockHash.toLowerCase());
     await waitFor(async () => (await redis.hLen(key)) >= n, 30_000, 50);
   };
 
-  beforeAll(async () => {
-    env = await startAnvilEnv({ traces: false, match: () => ({ reloadIntervalMs: 500 }) });
-    redis = createClient({ url: env.config.redisUrl }) as RedisClientType;
-    await redis.connect();
-  }, 180_000);
-
-  afterAll(async () => {
-    await redis?.close();
-    await env?.stop();
-  });
-
   it("a count window fires once, and a reorg that empties it retracts the alert with removed", async () => {
+    const { env } = running();
     const to = env.newAddress();
     const input = tokenTransferRule({
       name: "≥ 3 transfers to one address within 3 blocks",
@@ -99,6 +90,7 @@ describe.skipIf(!up.ok)("window alerts on anvil", () => {
   }, 120_000);
 
   it("a sum window of scaled token amounts fires when the amounts cross, not the count", async () => {
+    const { env, redis } = running();
     const to = env.newAddress();
     const input = tokenTransferRule({
       name: "≥ 5 CST to one address within 2 blocks",
@@ -155,6 +147,7 @@ describe.skipIf(!up.ok)("window alerts on anvil", () => {
   }, 120_000);
 
   it("an absence rule is quiet while the transfers run and fires once when they stop", async () => {
+    const { env } = running();
     const to = env.newAddress();
     const input = absenceTransferRule({
       chain: env.config.chain,

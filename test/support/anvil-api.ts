@@ -1,7 +1,9 @@
 /**
- * An anvil environment with the API in front of it and a Redis client, for e2e tests that create
- * rules or saved searches through the API and look at the match stage's Redis state
- * (test/e2e/search-window-alerts.test.ts, test/e2e/search-sequence-alerts.test.ts).
+ * An anvil environment with a Redis client, and optionally the API in front of it, for e2e tests
+ * that create rules (through the environment's store, test/e2e/window-alerts.test.ts,
+ * test/e2e/sequence-alerts.test.ts) or rules and saved searches through the API
+ * (test/e2e/search-window-alerts.test.ts, test/e2e/search-sequence-alerts.test.ts) and look at the
+ * match stage's Redis state.
  * @module
  */
 import { createClient, type RedisClientType } from "redis";
@@ -9,28 +11,31 @@ import { afterAll, beforeAll } from "vitest";
 import { startApi } from "../../api/server.js";
 import { type AnvilEnv, startAnvilEnv } from "./anvil-env.js";
 
-/** What {@link anvilWithApi} gives, valid inside the tests. */
-export interface AnvilWithApi {
+/** What {@link anvilWithRedis} gives, valid inside the tests. */
+export interface AnvilWithRedis {
   env: AnvilEnv;
-  /** Base URL of the API. */
-  url: string;
   /** A client of the environment's Redis. */
   redis: RedisClientType;
 }
 
+/** What {@link anvilWithApi} gives, valid inside the tests. */
+export interface AnvilWithApi extends AnvilWithRedis {
+  /** Base URL of the API. */
+  url: string;
+}
+
 /**
- * Starts the environment (no traces, rules and searches reloaded every 500 ms), the API and a
- * Redis client before the calling `describe`'s tests, and stops them after (registers `beforeAll`,
- * 180 s, and `afterAll`).
- * @returns a getter of the running parts.
+ * Registers the calling `describe`'s hooks: `beforeAll` (180 s) starts the environment (no traces,
+ * rules and searches reloaded every 500 ms), the API when `withApi`, and a Redis client;
+ * `afterAll` stops them.
  */
-export function anvilWithApi(): () => AnvilWithApi {
+function anvilParts(withApi: boolean) {
   let env: AnvilEnv | undefined;
   let api: { app: { close(): Promise<unknown> }; url: string } | undefined;
   let redis: RedisClientType | undefined;
   beforeAll(async () => {
     env = await startAnvilEnv({ traces: false, match: () => ({ reloadIntervalMs: 500 }) });
-    api = await startApi({ config: env.config, logger: env.logger });
+    if (withApi) api = await startApi({ config: env.config, logger: env.logger });
     redis = createClient({ url: env.config.redisUrl }) as RedisClientType;
     await redis.connect();
   }, 180_000);
@@ -39,8 +44,37 @@ export function anvilWithApi(): () => AnvilWithApi {
     await api?.app.close();
     await env?.stop();
   });
+  return (who: string) => {
+    if (env === undefined || redis === undefined) throw new Error(`${who}: not started`);
+    return { env, redis, api };
+  };
+}
+
+/**
+ * Starts the environment (no traces, rules and searches reloaded every 500 ms) and a Redis client
+ * before the calling `describe`'s tests, and stops them after (registers `beforeAll`, 180 s, and
+ * `afterAll`).
+ * @returns a getter of the running parts; it throws before they are started.
+ */
+export function anvilWithRedis(): () => AnvilWithRedis {
+  const parts = anvilParts(false);
   return () => {
-    if (env === undefined || api === undefined || redis === undefined) throw new Error("anvilWithApi: not started");
-    return { env, url: api.url, redis };
+    const { env, redis } = parts("anvilWithRedis");
+    return { env, redis };
+  };
+}
+
+/**
+ * Starts the environment (no traces, rules and searches reloaded every 500 ms), the API and a
+ * Redis client before the calling `describe`'s tests, and stops them after (registers `beforeAll`,
+ * 180 s, and `afterAll`).
+ * @returns a getter of the running parts; it throws before they are started.
+ */
+export function anvilWithApi(): () => AnvilWithApi {
+  const parts = anvilParts(true);
+  return () => {
+    const { env, redis, api } = parts("anvilWithApi");
+    if (api === undefined) throw new Error("anvilWithApi: not started");
+    return { env, redis, url: api.url };
   };
 }

@@ -1,12 +1,17 @@
 /**
  * Builders of the alerting-rule pieces the tests and benchmarks write again and again (the wire
  * shapes of lib/rules/model.ts): the `args` Inspect condition on one decoded argument, the
- * "ERC-20 Transfer" target maps, and a whole {@link RuleInput} for "every Transfer of a token"
- * posting to one webhook. They only build plain objects; nothing is validated here.
+ * "ERC-20 Transfer" target maps, a whole {@link RuleInput} for "every Transfer of a token"
+ * posting to one webhook, a stored {@link Rule} as the match stage holds it, and the minimal
+ * rule and saved-search request bodies of the validation tests. They only build plain objects;
+ * nothing is validated here.
  * @module
  */
 import type { ChainId } from "../../lib/config/index.js";
-import type { RuleInput, SecondLevelDefinition, TargetDefinition } from "../../lib/rules/model.js";
+import type { Rule, RuleConfig, RuleInput, SecondLevelDefinition, TargetDefinition } from "../../lib/rules/model.js";
+
+/** Ethereum mainnet, the default chain of {@link storedRule}, {@link ruleBody} and {@link searchBody}. */
+export const MAINNET_CHAIN = { technology: "ethereum", blockchain: "ethereum", network: "mainnet" } as const;
 
 /** Options of {@link argIs}. */
 export interface ArgIsOptions {
@@ -154,4 +159,70 @@ export function transferThenApprovalRule(
     },
     ...extra,
   } as RuleInput;
+}
+
+/** What {@link storedRule} takes: members of a {@link Rule} to set, `config` merged into the default config. */
+export type StoredRuleOverrides = { [K in keyof Rule as K extends "config" ? never : K]?: Rule[K] } & { config?: Partial<RuleConfig> };
+
+/**
+ * A stored {@link Rule} as the match stage holds it: id `r-1` (also its name unless `name` is
+ * given), account `acct-1`, version 1, enabled, pending alerts sent, 5 confirmations, on
+ * {@link MAINNET_CHAIN}, created and updated 2024-01-01; its config selects `event Equals Transfer`
+ * Events and posts to one webhook (`http://hook/x`, `payload: null`).
+ * @param overrides - members to set (e.g. `window`, `sequence`); `config` members replace the
+ *   default config's (`targetType`, `targetMap`, `alerts`).
+ * @example storedRule({ id: "r-w", window: { blocks: 2, aggregate: { fn: "count" }, operator: "Greater", threshold: "1" } })
+ */
+export function storedRule(overrides: StoredRuleOverrides = {}): Rule {
+  const { config, ...rest } = overrides;
+  const id = rest.id ?? "r-1";
+  return {
+    id,
+    accountId: "acct-1",
+    name: id,
+    version: 1,
+    state: "enabled",
+    sendPendingAlerts: true,
+    description: null,
+    maxConfirmationCount: 5,
+    ...MAINNET_CHAIN,
+    createdAt: "2024-01-01T00:00:00.000Z",
+    updatedAt: "2024-01-01T00:00:00.000Z",
+    ...rest,
+    config: {
+      targetType: "Event",
+      targetMap: [isTransfer()],
+      alerts: [{ type: "Webhook (POST)", parameters: { url: "http://hook/x" }, payload: null }],
+      ...config,
+    },
+  };
+}
+
+/**
+ * The body of a minimal rule (`POST /alerting/rules/`, or `rule` of a backtest) on
+ * {@link MAINNET_CHAIN}: name `r`, no confirmations, `event Equals Transfer` Events, one webhook
+ * (`https://example.com/hook`), plus `extra` members.
+ */
+export function ruleBody(extra: Record<string, unknown> = {}) {
+  return {
+    name: "r",
+    maxConfirmationCount: 0,
+    ...MAINNET_CHAIN,
+    config: { targetType: "Event", targetMap: [isTransfer()], alerts: exampleHook() },
+    ...extra,
+  };
+}
+
+/**
+ * The body of a minimal saved search (`POST /alerting/searches/`) on {@link MAINNET_CHAIN}: name
+ * `s`, no confirmations, kind `event`, `match_all`, one webhook (`https://example.com/hook`), plus
+ * `extra` members.
+ */
+export function searchBody(extra: Record<string, unknown> = {}) {
+  return { name: "s", maxConfirmationCount: 0, ...MAINNET_CHAIN, kind: "event", query: { match_all: {} }, alerts: exampleHook(), ...extra };
+}
+
+/** The alert definitions of {@link ruleBody} and {@link searchBody}: one webhook POST to `https://example.com/hook`. */
+function exampleHook() {
+  return [{ type: "Webhook (POST)", parameters: { url: "https://example.com/hook" } }];
 }

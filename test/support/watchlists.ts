@@ -35,3 +35,28 @@ export function countingStore(store: WatchlistStore): CountingStore {
   };
   return { store: counted, asked, reads };
 }
+
+/** An in-memory store of one address list, for unit tests of `In watchlist` evaluation (the reads a membership makes). */
+export interface MemoryListStore extends Pick<WatchlistStore, "get" | "contains"> {
+  /** The list's members (lowercase); change it between runs. */
+  members: Set<string>;
+  /** `contains` calls so far. */
+  reads: number;
+}
+
+/**
+ * An address list `id` of account `accountId` holding `members`; every other list is unknown.
+ * @param members - addresses in any letter case (stored lowercased, as the real store does).
+ */
+export function memoryListStore(accountId: string, id: string, members: readonly string[]): MemoryListStore {
+  const store: MemoryListStore = {
+    reads: 0,
+    members: new Set(members.map((m) => m.toLowerCase())),
+    get: async (a, i) => (a === accountId && i === id ? { id, accountId, name: id, kind: "address", createdAt: "" } : null),
+    contains: async (a, i, values) => {
+      store.reads++;
+      return values.map((v) => a === accountId && i === id && store.members.has(v));
+    },
+  };
+  return store;
+}

@@ -3,14 +3,11 @@
  * search"; es/watchlist-lookup.ts): every list a saved search names, in its query or its
  * `sequence.followedBy.query`, must be one of the caller's, else `400 CS_RULE_WATCHLIST_UNKNOWN` at
  * the lookup's path (as for a rule's `In watchlist`, api/routes/rules/watchlists.ts), so a typo never
- * makes a search that silently matches nothing. Backtests of a search with `window` or `absence` do
- * not evaluate the lookups yet: `400 CS_RULE_NOT_SUPPORTED` at the lookup's path.
+ * makes a search that silently matches nothing.
  * @module
  */
 import { watchlistClauses } from "../../../es/watchlist-lookup.js";
-import { isWindowedRule } from "../../../lib/match/window-backtest.js";
 import type { WatchlistStore } from "../../../lib/watchlists/store.js";
-import type { ApiErrorDetail } from "../../errors.js";
 import { refuseUnknownWatchlists } from "../rules/watchlists.js";
 
 /** What a checked body (api/routes/searches/validate.ts) holds of the compiled queries. */
@@ -47,18 +44,4 @@ export async function checkSearchWatchlists(
   prefix = "",
 ): Promise<void> {
   await refuseUnknownWatchlists(store, accountId, searchWatchlistRefs(body, prefix));
-}
-
-/**
- * The refusal of a saved-search backtest whose search has `window` or `absence` and a watchlist
- * lookup (the window replay, lib/match/window-backtest.ts, does not prefetch memberships); none otherwise.
- * @param search - the checked search of the backtest body (paths under `search.`).
- */
-export function windowedLookupRefusal(search: object): ApiErrorDetail[] {
-  if (!isWindowedRule(search)) return [];
-  return searchWatchlistRefs(search, "search.").map(({ path }) => ({
-    code: "CS_RULE_NOT_SUPPORTED",
-    path,
-    message: `${path}: backtests of saved searches with window or absence do not evaluate watchlist lookups yet (the live match stage does); test the query without window or absence, or list the values`,
-  }));
 }

@@ -17,6 +17,7 @@ import type { OutgoingRecord } from "../../../pipeline/kafka/bus.js";
 import type { ChainHead, MatchedEntity } from "../../../pipeline/match/confirmations/decide.js";
 import { type ConfirmationTracker, createConfirmationTracker } from "../../../pipeline/match/confirmations/tracker.js";
 import { type AlertPublisher, createAlertPublisher } from "../../../pipeline/match/publisher.js";
+import { storedRule } from "../../support/rules.js";
 import { deletePrefix, redisSkipMessage, redisUp } from "../accounts/redis.js";
 
 const REDIS_URL = process.env.REDIS_URL ?? "redis://127.0.0.1:6379";
@@ -40,24 +41,7 @@ function entity(block: number, idx = 0): MatchedEntity {
 }
 
 function rule(id: string): Rule {
-  return {
-    id,
-    accountId: "acct-1",
-    name: id,
-    version: 1,
-    state: "enabled",
-    sendPendingAlerts: true,
-    description: null,
-    maxConfirmationCount: 2,
-    ...CHAIN,
-    config: {
-      targetType: "Event",
-      targetMap: [{ name: "event", operator: "Equals", value: "Transfer" }],
-      alerts: [{ type: "Webhook (POST)", parameters: { url: "http://hook/x" } }],
-    },
-    createdAt: "2024-01-01T00:00:00.000Z",
-    updatedAt: "2024-01-01T00:00:00.000Z",
-  };
+  return storedRule({ id, maxConfirmationCount: 2 });
 }
 
 /** A producer that records what it would send, and fails the sends it is told to fail. */

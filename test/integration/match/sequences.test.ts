@@ -7,8 +7,7 @@
  * that re-pairs (a retraction whose block is still canonical), and expiry.
  */
 import { createHash, randomUUID } from "node:crypto";
-import { createClient, type RedisClientType } from "redis";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import type { Alert } from "../../../lib/alerting/alert.js";
 import type { ChainId } from "../../../lib/config/index.js";
 import { createLogger } from "../../../lib/logger.js";
@@ -21,41 +20,28 @@ import type { MatchedEntity, MatchInput } from "../../../pipeline/match/confirma
 import { createConfirmationTracker } from "../../../pipeline/match/confirmations/tracker.js";
 import { createSequenceEvaluator, withFollowedBy } from "../../../pipeline/match/sequences/evaluator.js";
 import { waitFor } from "../../support/harness.js";
-import { deletePrefix, keysOf, redisSkipMessage, redisUp } from "../accounts/redis.js";
+import { storedRule } from "../../support/rules.js";
+import { keysOf, redisForFile, redisSkipMessage, redisUp } from "../accounts/redis.js";
 
 const REDIS_URL = process.env.REDIS_URL ?? "redis://127.0.0.1:6379";
 const PREFIX = `cs-test-seq-${randomUUID().slice(0, 8)}:`;
 const CHAIN: ChainId = { technology: "ethereum", blockchain: "ethereum", network: "mainnet" };
 const up = await redisUp(REDIS_URL);
 if (!up) console.warn(redisSkipMessage(REDIS_URL));
-let client: RedisClientType;
+const redis = redisForFile(REDIS_URL, PREFIX, up);
 
 const hashOf = (label: string) => `0x${createHash("sha256").update(label).digest("hex")}`;
 
 function sequenceRule(id: string, within: Record<string, number>): Rule {
-  return {
+  return storedRule({
     id,
-    accountId: "acct-1",
-    name: id,
-    version: 1,
-    state: "enabled",
-    sendPendingAlerts: true,
-    description: null,
-    maxConfirmationCount: 5,
-    ...CHAIN,
-    config: {
-      targetType: "Event",
-      targetMap: [{ name: "event", operator: "Equals", value: "ProposalCreated" }],
-      alerts: [{ type: "Webhook (POST)", parameters: { url: "http://hook/x" }, payload: null }],
-    },
-    createdAt: "2024-01-01T00:00:00.000Z",
-    updatedAt: "2024-01-01T00:00:00.000Z",
+    config: { targetMap: [{ name: "event", operator: "Equals", value: "ProposalCreated" }] },
     sequence: {
       followedBy: { targetType: "Event", targetMap: [{ name: "event", operator: "Equals", value: "ProposalExecuted" }] },
       within,
       correlate: { first: "args.proposalId", followedBy: "args.proposalId" },
     },
-  };
+  });
 }
 
 /** An event of block `n` on fork `fork` (log index `i`) with a proposal id argument. */
@@ -74,15 +60,15 @@ function proposal(event: string, n: number, i: number, id: number, fork = "a"): 
 /** An evaluator and tracker on one key space over a chain whose blocks above `forkAt` are fork `fork`. */
 function stage(space: string) {
   const keyPrefix = `${PREFIX}${space}:`;
-  const tracker = createConfirmationTracker({ redis: client, keyPrefix, chain: CHAIN });
+  const tracker = createConfirmationTracker({ redis: redis(), keyPrefix, chain: CHAIN });
   const alerts: Alert[] = [];
   let head = 0;
   const chain = { fork: "a", forkAt: Number.POSITIVE_INFINITY };
   const canonical = (n: number) => hashOf(`${n >= chain.forkAt ? chain.fork : "a"}-${n}`);
-  const watchlists = createWatchlistStore({ redis: client, keyPrefix, limits: { maxPerAccount: 10, maxMembers: 100 } });
+  const watchlists = createWatchlistStore({ redis: redis(), keyPrefix, limits: { maxPerAccount: 10, maxMembers: 100 } });
   const membership = createWatchlistMembership(watchlists);
   const sequences = createSequenceEvaluator({
-    redis: client,
+    redis: redis(),
     keyPrefix,
     chain: CHAIN,
     logger: createLogger("silent", "test-sequences"),
@@ -115,18 +101,6 @@ function stage(space: string) {
     },
   };
 }
-
-beforeAll(async () => {
-  if (!up) return;
-  client = createClient({ url: REDIS_URL }) as RedisClientType;
-  client.on("error", () => {});
-  await client.connect();
-});
-afterAll(async () => {
-  if (!up) return;
-  await deletePrefix(REDIS_URL, PREFIX);
-  await client.close();
-});
 
 const seen = (alerts: Alert[]) => alerts.map((a) => [a.status, a.entityId]);
 

@@ -4,12 +4,11 @@
  * instances and restarts, metadata from a pluggable source, failures retried.
  */
 import { randomUUID } from "node:crypto";
-import { createClient, type RedisClientType } from "redis";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import type { ChainId } from "../../../lib/config/index.js";
 import type { EventRecord } from "../../../lib/records.js";
 import { createTokenTracker, type TokenMetadataSource, tokenListMetadataSource } from "../../../pipeline/match/tokens.js";
-import { deletePrefix, redisSkipMessage, redisUp } from "../accounts/redis.js";
+import { redisForFile, redisSkipMessage, redisUp } from "../accounts/redis.js";
 
 const REDIS_URL = process.env.REDIS_URL ?? "redis://127.0.0.1:6379";
 const PREFIX = `cs-test-tokens-${randomUUID().slice(0, 8)}:`;
@@ -18,18 +17,7 @@ const USDT = "0xdAC17F958D2ee523a2206206994597C13D831ec7";
 const up = await redisUp(REDIS_URL);
 if (!up) console.warn(redisSkipMessage(REDIS_URL));
 
-let client: RedisClientType;
-beforeAll(async () => {
-  if (!up) return;
-  client = createClient({ url: REDIS_URL }) as RedisClientType;
-  client.on("error", () => {});
-  await client.connect();
-});
-afterAll(async () => {
-  if (!up) return;
-  await deletePrefix(REDIS_URL, PREFIX);
-  await client.close();
-});
+const redis = redisForFile(REDIS_URL, PREFIX, up);
 
 function transfer(address: string, standard = "erc20", over: Partial<EventRecord> = {}): EventRecord {
   return {
@@ -60,8 +48,8 @@ describe.skipIf(!up)("token tracker (real Redis)", () => {
         return tokenListMetadataSource(1).fetch(address, standard, at);
       },
     };
-    const a = createTokenTracker({ redis: client, keyPrefix: PREFIX, chain: CHAIN, metadata: source });
-    const b = createTokenTracker({ redis: client, keyPrefix: PREFIX, chain: CHAIN, metadata: source });
+    const a = createTokenTracker({ redis: redis(), keyPrefix: PREFIX, chain: CHAIN, metadata: source });
+    const b = createTokenTracker({ redis: redis(), keyPrefix: PREFIX, chain: CHAIN, metadata: source });
     const [x, y] = await Promise.all([a.observe(transfer(USDT)), b.observe(transfer(USDT))]);
     const tokens = [x, y].filter((t) => t !== null);
     expect(tokens).toHaveLength(1);
@@ -82,14 +70,14 @@ describe.skipIf(!up)("token tracker (real Redis)", () => {
     // later Transfers, the same instance or a restarted one: nothing, and no metadata call
     const n = calls.length;
     expect(await a.observe(transfer(USDT.toLowerCase()))).toBeNull();
-    const restarted = createTokenTracker({ redis: client, keyPrefix: PREFIX, chain: CHAIN, metadata: source });
+    const restarted = createTokenTracker({ redis: redis(), keyPrefix: PREFIX, chain: CHAIN, metadata: source });
     expect(await restarted.observe(transfer(USDT))).toBeNull();
     expect(calls.length).toBe(n);
   });
 
   it("ignores other events, failed decodes and other standards; ERC-721 gets null decimals", async () => {
     const t = createTokenTracker({
-      redis: client,
+      redis: redis(),
       keyPrefix: PREFIX,
       chain: CHAIN,
       metadata: { fetch: async () => ({ name: "Kitty", symbol: "CK", decimals: 0.5 }) },
@@ -105,7 +93,7 @@ describe.skipIf(!up)("token tracker (real Redis)", () => {
   it("a failing metadata source records nothing, so the next Transfer retries", async () => {
     let fail = true;
     const t = createTokenTracker({
-      redis: client,
+      redis: redis(),
       keyPrefix: PREFIX,
       chain: CHAIN,
       metadata: {

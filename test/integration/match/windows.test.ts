@@ -7,8 +7,7 @@
  * closing block is still canonical).
  */
 import { createHash, randomUUID } from "node:crypto";
-import { createClient, type RedisClientType } from "redis";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import type { Alert } from "../../../lib/alerting/alert.js";
 import type { ChainId } from "../../../lib/config/index.js";
 import { createLogger } from "../../../lib/logger.js";
@@ -17,39 +16,22 @@ import type { Rule } from "../../../lib/rules/model.js";
 import type { MatchedEntity, MatchInput } from "../../../pipeline/match/confirmations/decide.js";
 import { createConfirmationTracker } from "../../../pipeline/match/confirmations/tracker.js";
 import { createWindowEvaluator, type WindowEvaluator } from "../../../pipeline/match/windows/evaluator.js";
-import { deletePrefix, keysOf, redisSkipMessage, redisUp } from "../accounts/redis.js";
+import { storedRule } from "../../support/rules.js";
+import { keysOf, redisForFile, redisSkipMessage, redisUp } from "../accounts/redis.js";
 
 const REDIS_URL = process.env.REDIS_URL ?? "redis://127.0.0.1:6379";
 const PREFIX = `cs-test-win-${randomUUID().slice(0, 8)}:`;
 const CHAIN: ChainId = { technology: "ethereum", blockchain: "ethereum", network: "mainnet" };
 const up = await redisUp(REDIS_URL);
 if (!up) console.warn(redisSkipMessage(REDIS_URL));
-let client: RedisClientType;
+const redis = redisForFile(REDIS_URL, PREFIX, up);
 
 const hashOf = (label: string) => `0x${createHash("sha256").update(label).digest("hex")}`;
 const block = (n: number) => ({ number: n, hash: hashOf(`a-${n}`), timestamp: 1_700_000_000 + 12 * n });
 const canonical = (n: number) => hashOf(`a-${n}`);
 
 function windowRule(id: string, window: Record<string, unknown>): Rule {
-  return {
-    id,
-    accountId: "acct-1",
-    name: id,
-    version: 1,
-    state: "enabled",
-    sendPendingAlerts: true,
-    description: null,
-    maxConfirmationCount: 5,
-    ...CHAIN,
-    config: {
-      targetType: "Event",
-      targetMap: [{ name: "event", operator: "Equals", value: "Transfer" }],
-      alerts: [{ type: "Webhook (POST)", parameters: { url: "http://hook/x" }, payload: null }],
-    },
-    createdAt: "2024-01-01T00:00:00.000Z",
-    updatedAt: "2024-01-01T00:00:00.000Z",
-    window,
-  };
+  return storedRule({ id, window });
 }
 
 function transfer(n: number, i: number): MatchedEntity {
@@ -64,11 +46,11 @@ function transfer(n: number, i: number): MatchedEntity {
 /** An evaluator and tracker on one key space; alerts collected in order. */
 function stage(space: string, reorgDepth?: number) {
   const keyPrefix = `${PREFIX}${space}:`;
-  const tracker = createConfirmationTracker({ redis: client, keyPrefix, chain: CHAIN });
+  const tracker = createConfirmationTracker({ redis: redis(), keyPrefix, chain: CHAIN });
   const alerts: Alert[] = [];
   let head = 0;
   const windows: WindowEvaluator = createWindowEvaluator({
-    redis: client,
+    redis: redis(),
     keyPrefix,
     chain: CHAIN,
     logger: createLogger("silent", "test-windows"),
@@ -87,18 +69,6 @@ function stage(space: string, reorgDepth?: number) {
     },
   };
 }
-
-beforeAll(async () => {
-  if (!up) return;
-  client = createClient({ url: REDIS_URL }) as RedisClientType;
-  client.on("error", () => {});
-  await client.connect();
-});
-afterAll(async () => {
-  if (!up) return;
-  await deletePrefix(REDIS_URL, PREFIX);
-  await client.close();
-});
 
 describe.skipIf(!up)("window evaluator (real Redis)", () => {
   it("windowed matches become window records, others pass through; records before and after their block both count", async () => {
@@ -213,7 +183,7 @@ describe.skipIf(!up)("window evaluator (real Redis)", () => {
     await s.windows.addMatches([kept, changed, deleted].map((rule) => ({ rule, entity: transfer(63, 1) })));
     const windowKeysOf = async (windowId: string) => (await keysOf(REDIS_URL, space)).filter((k) => k.includes(`win:${windowId}`));
     const dirtyOf = async (windowId: string) =>
-      Object.keys(await client.hGetAll(`${(await keysOf(REDIS_URL, space)).find((k) => k.endsWith("win:dirty"))}`)).filter((f) =>
+      Object.keys(await redis().hGetAll(`${(await keysOf(REDIS_URL, space)).find((k) => k.endsWith("win:dirty"))}`)).filter((f) =>
         f.startsWith(`${windowId}|`),
       );
     for (const id of ["r-kept:1", "r-changed:1", "r-deleted:1"]) {

@@ -5,8 +5,8 @@
  * matches exactly the records the search API answers for the same query (which expands the list),
  * and a member added afterwards is matched by the next backtest (today's members); a list the caller
  * does not have is refused with `CS_RULE_WATCHLIST_UNKNOWN` at the lookup's path, by the saved-search
- * routes and by the backtest; a backtest with `window` and a lookup is refused with
- * `CS_RULE_NOT_SUPPORTED`. Expected hashes come from the fixture records. Skips when Elasticsearch
+ * routes and by the backtest; a backtest with `window` feeds the window exactly the listed senders'
+ * transactions of each block. Expected hashes come from the fixture records. Skips when Elasticsearch
  * or Redis is down.
  */
 import type { FastifyInstance } from "fastify";
@@ -134,12 +134,24 @@ describe.skipIf(!up)("watchlist lookups in saved searches through the API (real 
     expect(test.json()).toMatchObject({ error: { code: "CS_RULE_WATCHLIST_UNKNOWN", path: `search.${LOOKUP_PATH}` } });
   });
 
-  it("a backtest of a search with window and a lookup is refused with CS_RULE_NOT_SUPPORTED at the lookup", async () => {
-    const window = { blocks: 5, aggregate: { fn: "count" }, operator: "Greater", threshold: "1" };
-    const res = await post("/alerting/searches/test/", { search: searchOf(byList(list), { window }), from: FIRST_BLOCK, to: LAST });
-    expect(res.statusCode).toBe(400);
-    expect(res.json()).toMatchObject({ error: { code: "CS_RULE_NOT_SUPPORTED", path: `search.${LOOKUP_PATH}` } });
-    // The live search with a window is stored (the match stage evaluates the lookup).
-    expect((await post("/alerting/searches/", searchOf(byList(list), { window }))).statusCode).toBe(201);
+  it("a backtest of a search with window evaluates the lookup: the records entering the window are the listed senders'", async () => {
+    const created = await post("/alerting/watchlists/", { name: "one sender", kind: "address" });
+    const one = created.json<{ id: string }>().id;
+    expect((await post(`/alerting/watchlists/${one}/members/`, [BINANCE])).statusCode).toBe(200);
+    const listed = new Set(sentBy(BINANCE));
+    const perBlock = blocks.map((b) => [b.number.num, txs.filter((t) => t.blockNumber.num === b.number.num && listed.has(t.hash)).length]);
+    // The list selects some, not all, of the transactions of the range.
+    expect(listed.size).toBeGreaterThan(0);
+    expect(listed.size).toBeLessThan(txs.length);
+    const window = { blocks: 1, aggregate: { fn: "count" }, operator: "Greater or Equal", threshold: "1" };
+    const res = await post("/alerting/searches/test/", { search: searchOf(byList(one), { window }), from: FIRST_BLOCK, to: LAST });
+    expect(res.statusCode, res.body).toBe(200);
+    const lines = res.body
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l) as { type: string; blockNumber?: number; selected?: number });
+    expect(lines.filter((l) => l.type === "block").map((l) => [l.blockNumber, l.selected])).toEqual(perBlock);
+    expect(lines.filter((l) => l.type === "match").length).toBeGreaterThan(0);
+    expect(lines.at(-1)).toMatchObject({ type: "end", complete: true });
   });
 });

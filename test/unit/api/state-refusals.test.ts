@@ -2,21 +2,16 @@ import { describe, expect, it } from "vitest";
 import { parseBacktestRequest } from "../../../api/backtest/request.js";
 import { validateSearchInput } from "../../../api/routes/searches/validate.js";
 import { validateRuleInput } from "../../../lib/rules/validate.js";
+import { MAINNET_CHAIN, ruleBody, searchBody } from "../../support/rules.js";
 
-const chain = { technology: "ethereum", blockchain: "ethereum", network: "mainnet" };
+const chain = MAINNET_CHAIN;
 const stateCondition = {
   subject: { type: "balance", address: "0x70997970C51812dc3A010C7d01b50e0d17dc79C8" },
   decimals: 18,
   comparison: { operator: "Less", threshold: "5", reset: "6" },
 };
-const alerts = [{ type: "Webhook (POST)", parameters: { url: "https://example.com/hook" } }];
-const rule = {
-  name: "r",
-  maxConfirmationCount: 0,
-  ...chain,
-  config: { targetType: "Event", targetMap: [{ name: "event", operator: "Equals", value: "Transfer" }], alerts },
-};
-const search = { name: "s", maxConfirmationCount: 0, ...chain, kind: "event", query: { match_all: {} }, alerts };
+const rule = ruleBody();
+const search = searchBody();
 
 describe("state conditions: rules and backtests take them, saved searches refuse them", () => {
   it("a rule with a well-formed stateCondition validates and keeps it", () => {

@@ -1,17 +1,12 @@
 import { describe, expect, it } from "vitest";
 import { parseBacktestRequest } from "../../../api/backtest/request.js";
 import { validateSearchInput } from "../../../api/routes/searches/validate.js";
+import { MAINNET_CHAIN, ruleBody, searchBody } from "../../support/rules.js";
 
-const chain = { technology: "ethereum", blockchain: "ethereum", network: "mainnet" };
+const chain = MAINNET_CHAIN;
 const window = { blocks: 10, aggregate: { fn: "count" }, operator: "Greater", threshold: "5" };
-const alerts = [{ type: "Webhook (POST)", parameters: { url: "https://example.com/hook" } }];
-const rule = {
-  name: "r",
-  maxConfirmationCount: 0,
-  ...chain,
-  config: { targetType: "Event", targetMap: [{ name: "event", operator: "Equals", value: "Transfer" }], alerts },
-};
-const search = { name: "s", maxConfirmationCount: 0, ...chain, kind: "event", query: { match_all: {} }, alerts };
+const rule = ruleBody();
+const search = searchBody();
 
 describe("window and absence: accepted on saved searches and in backtests, with the rules' codes", () => {
   it("a saved search carries window or absence beside its query; a malformed one is refused with the rules' codes at top-level paths", () => {

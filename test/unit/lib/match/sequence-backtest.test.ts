@@ -8,6 +8,8 @@
  * selections, `sequenceRecordOf`, `applySequenceBlock` at the stage's reorg depth, half of each
  * block's records added late with `addSequenceRecords`, net of retractions). The agreement with the
  * live evaluator on Redis over indexed records is tested in test/integration/rules-api/sequence-backtest.test.ts.
+ * `In watchlist` in the followedBy conditions (`blockWithLists`, an in-memory list store): only the
+ * listed followedBy records are paired.
  */
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
@@ -30,9 +32,11 @@ import {
   type SequenceRecord,
   sequenceFiringKey,
 } from "../../../../lib/match/sequences.js";
+import { createWatchlistMembership } from "../../../../lib/match/watchlist-membership.js";
 import type { RuleInput } from "../../../../lib/rules/model.js";
 import { ruleSequence, sequenceConfigOf } from "../../../../lib/rules/schema-sequence.js";
-import { transferThenApprovalRule } from "../../../support/rules.js";
+import { argIs, transferThenApprovalRule } from "../../../support/rules.js";
+import { memoryListStore } from "../../../support/watchlists.js";
 
 const MAINNET = { technology: "ethereum", blockchain: "ethereum", network: "mainnet" };
 const hashOf = (label: string) => `0x${Buffer.from(label).toString("hex").padEnd(64, "0").slice(0, 64)}`;
@@ -222,5 +226,46 @@ describe("sequence backtest = the live stage's pure path (property)", () => {
     );
     // The generator does produce firings (the comparison is not between empty lists only).
     expect(fired).toBeGreaterThan(0);
+  });
+});
+
+describe("In watchlist in a sequence's followedBy conditions", () => {
+  const base = sequenceRule({ blocks: 5 });
+  const seq = ruleSequence(base) as NonNullable<ReturnType<typeof ruleSequence>>;
+  // The Approval must come from an owner of list `l`.
+  const rule = {
+    ...base,
+    sequence: { ...seq, followedBy: { ...seq.followedBy, targetMap: [...seq.followedBy.targetMap, argIs("owner", "In watchlist", "l")] } },
+  } as RuleInput;
+  const blocks: Array<[number, IndexedRecord[]]> = [
+    [20, [event("Transfer", 20, 0, A), event("Transfer", 20, 1, B)]],
+    [21, [event("Approval", 21, 0, A), event("Approval", 21, 1, B)]],
+  ];
+  /** The correlate values of the firings with the list holding `members`. */
+  const keys = async (members: string[]) => {
+    const watchlists = createWatchlistMembership(memoryListStore("acct", "l", members));
+    const tester = createSequenceBacktester({ ...options, rule, watchlists });
+    const out: string[] = [];
+    for (const [n, records] of blocks) {
+      const r = await (tester.blockWithLists as NonNullable<SequenceBacktester["blockWithLists"]>)(
+        { number: n, hash: blockHash(n), timestamp: timestampOf(n) },
+        records,
+      );
+      for (const m of r.matches) out.push((m.entity as { sequenceMatch: SequenceMatch }).sequenceMatch.key);
+    }
+    return out;
+  };
+
+  it("pairs only the followedBy records of listed owners", async () => {
+    expect(await keys([B])).toEqual([B]);
+    expect((await keys([A, B])).sort()).toEqual([A, B]);
+    expect(await keys([])).toEqual([]);
+    // Without reading the lists (`block`), the condition holds for nothing.
+    const tester = createSequenceBacktester({
+      ...options,
+      rule,
+      watchlists: createWatchlistMembership(memoryListStore("acct", "l", [A, B])),
+    });
+    expect(replay(tester, blocks)).toEqual([]);
   });
 });

@@ -216,6 +216,24 @@ describe("watchlist filters", () => {
     expect(reads()).toBe(6);
   });
 
+  it("two batches matched concurrently both see a change, though only one of them reads it", async () => {
+    const store = memoryStore();
+    store.add([addr(1)]);
+    const heard = new Set<string>();
+    const feed = { epoch: () => 1, takeChanged: (_a: string, id: string) => heard.delete(id), drain: async () => {} };
+    const filters = createWatchlistFilters({ store, feed, recheckMs: 60_000 });
+    const m = createWatchlistMembership(store, filters);
+    const has = (v: string) => m.lookup.has("acc", "w", v);
+    filters.get("acc", "w");
+    await filters.settled();
+    expect(await m.runEach([addr(1)], has)).toEqual([true]);
+    store.remove([addr(1)]);
+    heard.add("w");
+    // Both match with the copy as it was, then refresh: the first reads the revision and applies the remove,
+    // the second finds nothing heard and must still match again.
+    expect(await Promise.all([m.runEach([addr(1)], has), m.runEach([addr(1)], has)])).toEqual([[false], [false]]);
+  });
+
   it("gives address lists exact copies while they fit exactMaxBytes, then Bloom filters", async () => {
     const store = memoryStore();
     store.add([addr(1)]);
