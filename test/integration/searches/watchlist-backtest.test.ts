@@ -21,6 +21,7 @@ import {
   isolatedApi,
   MAINNET,
   searchStackUp,
+  sentBy,
   startFixtureApi,
   txs,
   VITALIK,
@@ -32,13 +33,6 @@ const { id: ID, token: TOKEN, config } = isolatedApi(base, "sswl");
 const AUTH = { authorization: `Bearer ${TOKEN}` };
 const LAST = FIRST_BLOCK + blocks.length - 1;
 const UNKNOWN = "5b0c7a52-4a8f-4d7e-9a36-1f3f0e2a9c11";
-
-/** The fixture transaction hashes sent from one of `senders`, sorted. */
-const sentBy = (...senders: string[]) =>
-  txs
-    .filter((t) => senders.map((s) => s.toLowerCase()).includes(t.from.toLowerCase()))
-    .map((t) => t.hash)
-    .sort();
 
 const byList = (id: string) => ({ bool: { filter: [{ terms: { from: { watchlist: id } } }] } });
 const LOOKUP_PATH = "query.bool.filter[0].terms.from.watchlist";

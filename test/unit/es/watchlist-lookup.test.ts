@@ -4,9 +4,10 @@
  * the predicate asks the {@link WatchlistLookup} for every indexed value of the field (lower-cased by
  * the `lowercase_address` normalizer) with the search's account; without a lookup it never holds;
  * `must_not` and `bool` around a lookup are answered exactly once the memberships are prefetched
- * (lib/match/watchlist-membership.ts `runEach`, over an in-memory store); the index counts the
- * searches that use a list and {@link matchSearches} prefetches only then; a saved-search backtest
- * reads memberships only for a query with a lookup, and refuses one where no store is reachable (the CLI).
+ * (lib/match/watchlist-membership.ts `runEach`, over test/support/watchlists.ts's in-memory list);
+ * the index counts the searches that use a list and {@link matchSearches} prefetches only then; a
+ * saved-search backtest reads memberships only for a query with a lookup, and refuses one where no
+ * store is reachable (the CLI).
  */
 import { describe, expect, it } from "vitest";
 import { searchBacktestWatchlists } from "../../../api/backtest/search-tester.js";
@@ -17,9 +18,9 @@ import { watchlistClauses } from "../../../es/watchlist-lookup.js";
 import type { WatchlistLookup } from "../../../lib/match/evaluate.js";
 import { createWatchlistMembership } from "../../../lib/match/watchlist-membership.js";
 import type { Rule } from "../../../lib/rules/model.js";
-import type { Watchlist } from "../../../lib/watchlists/store.js";
 import type { InputRecord } from "../../../pipeline/kafka/consumer.js";
 import { createSearchIndex, matchSearches, type SearchTopic } from "../../../pipeline/match/search-index.js";
+import { memoryListStore } from "../../support/watchlists.js";
 
 const LIST = "11111111-1111-4111-8111-111111111111";
 const A1 = "0x1111111111111111111111111111111111111111";
@@ -51,20 +52,6 @@ function predicate(query: unknown, lookup?: WatchlistLookup) {
   return (doc: Record<string, unknown>) => compiled.value(doc, String(doc.hash));
 }
 
-/** An in-memory watchlist store of account `acc` (its members as normalised: lowercase addresses). */
-function memoryStore(members: Set<string>) {
-  const reads: string[][] = [];
-  return {
-    reads,
-    get: async (accountId: string, id: string): Promise<Watchlist | null> =>
-      accountId === "acc" && id === LIST ? { id, accountId, name: "l", kind: "address", createdAt: "" } : null,
-    contains: async (_a: string, _id: string, values: string[]) => {
-      reads.push(values);
-      return values.map((v) => members.has(v));
-    },
-  };
-}
-
 const byFrom = { terms: { from: { watchlist: LIST } } };
 
 describe("terms by watchlist in the evaluator", () => {
@@ -91,7 +78,7 @@ describe("terms by watchlist in the evaluator", () => {
   });
 
   it("answers must_not and should around lookups exactly once memberships are prefetched", async () => {
-    const store = memoryStore(new Set([A1]));
+    const store = memoryListStore("acc", LIST, [A1]);
     const m = createWatchlistMembership(store);
     const notListed = predicate({ bool: { must_not: [byFrom] } }, m.lookup);
     const listedOrTo = predicate({ bool: { should: [byFrom, { term: { to: A3 } }] } }, m.lookup);
@@ -105,8 +92,8 @@ describe("terms by watchlist in the evaluator", () => {
       [true, false],
       [true, true],
     ]);
-    // One read of the distinct values asked.
-    expect(store.reads).toEqual([[A1, A2]]);
+    // One read (of the distinct values asked).
+    expect(store.reads).toBe(1);
   });
 });
 
@@ -131,7 +118,7 @@ describe("the saved-search index with watchlist lookups", () => {
     }) as unknown as InputRecord<SearchTopic>;
 
   it("counts the searches using a list, and prefetches memberships only then", async () => {
-    const store = memoryStore(new Set([A1]));
+    const store = memoryListStore("acc", LIST, [A1]);
     const m = createWatchlistMembership(store);
     const index = createSearchIndex(CHAIN, { chainId: 1 }, m.lookup);
     index.upsert(search("plain", { term: { to: A3 } }));
@@ -139,7 +126,7 @@ describe("the saved-search index with watchlist lookups", () => {
     const inputs = [tx("0x1", A1), tx("0x2", A2)];
     const ids = async () => (await matchSearches(index, m, inputs, index.matchRecords)).map((ms) => ms.map((x) => x.rule.id));
     expect(await ids()).toEqual([[], []]);
-    expect(store.reads).toEqual([]);
+    expect(store.reads).toBe(0);
     index.upsert(search("listed", byFrom));
     index.upsert(search("theirs", byFrom, "other"));
     expect(index.watchlistSearches()).toBe(2);
@@ -154,7 +141,7 @@ describe("saved-search backtests with watchlist lookups", () => {
   const input = (query: unknown) => ({ config: { kind: "tx", query, esQuery: esQuery(query), alerts: [] } }) as never;
 
   it("read memberships only for a query with a lookup; refuse it without a store at the lookup's path", () => {
-    const store = memoryStore(new Set());
+    const store = memoryListStore("acc", LIST, []);
     expect(searchBacktestWatchlists(store, input({ term: { to: A3 } }))).toEqual({});
     expect(searchBacktestWatchlists(undefined, input({ term: { to: A3 } }))).toEqual({});
     expect(searchBacktestWatchlists(store, input(byFrom)).watchlists?.lookup).toBeDefined();
