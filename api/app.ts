@@ -249,7 +249,7 @@ export async function buildApi(deps: ApiDeps): Promise<FastifyInstance> {
     await app.register(rulesBackendsPlugin, { config, redis: app.redis });
     const { rules, deliveries, deliveryStatus, traceSource, searches, finalitySource } = app.rulesBackends;
     await app.register(rulesRoutes({ rules, deliveries, deliveryStatus, traceSource, chains, watchlists, abis }));
-    await app.register(searchesRoutes({ searches, chains, finalitySource }));
+    await app.register(searchesRoutes({ searches, chains, finalitySource, watchlists }));
     await app.register(watchlistsRoutes({ store: watchlists, limits: watchlistLimits }));
     const stateRpc = stateRpcClients(config);
     app.addHook("onClose", async () => stateRpc.close());

@@ -24,6 +24,7 @@
  * | `nested` | some element of the nested array matches the inner query |
  * | `bool` | `must` and `filter` all match, no `must_not` matches; `should`: `minimum_should_match` (ES's arithmetic: integer, negative, percentage rounded toward zero), default 1 without `must`/`filter` and 0 with them; no clause at all matches every record |
  * | `match_all`, `{}` | every record |
+ * | `terms` by watchlist (./watchlist-lookup.ts) | some indexed value of the keyword field (as for `terms`) is a member of the search account's list, as the {@link WatchlistLookup} of {@link EsCompileOptions} answers (the match stage's normalises the value by the list's kind, as for `In watchlist`); without a lookup, never |
  *
  * What the evaluator cannot answer exactly is refused at compile time with `CS_SEARCH_INEXACT`
  * naming the clause's JSON path: a keyword value that is a non-integer number, a numeric value that
@@ -35,11 +36,13 @@
  * @module
  */
 
+import type { WatchlistLookup } from "../lib/match/evaluate.js";
 import type { RecordKind } from "../lib/records.js";
 import { jsonPath } from "../lib/validation/path.js";
 import { isJsonObject, type Problem, type ValidationResult } from "../lib/validation/problems.js";
 import { standardTokens } from "./analyze.js";
 import { MAPPINGS, mappedFields } from "./mappings.js";
+import { watchlistClauseOf } from "./watchlist-lookup.js";
 
 /** A query clause of the search DSL, as the search API's validator (api/dsl/validate.ts) sanitizes it. */
 export type EsQuery = Record<string, unknown>;
@@ -182,9 +185,18 @@ export function minShouldMatch(optional: number, spec: string | number): number 
   return Math.max(0, result);
 }
 
+/** Options of {@link compileEsQuery}: what `terms` lookups by watchlist consult. */
+export interface EsCompileOptions {
+  /** The search's account: a watchlist id is looked up among its lists. */
+  accountId: string;
+  /** Synchronous membership (the match stage's prefetching lib/match/watchlist-membership.ts `lookup`). */
+  watchlists: WatchlistLookup;
+}
+
 interface CompileContext {
   kind: RecordKind;
   problems: SearchCompileProblem[];
+  options: EsCompileOptions | undefined;
 }
 
 function inexact(ctx: CompileContext, path: string, message: string): DocPredicate {
@@ -268,6 +280,8 @@ function compile(ctx: CompileContext, node: EsQuery, path: string): DocPredicate
     case "terms": {
       const [field, raw] = Object.entries(b)[0] as [string, unknown];
       const fp = jsonPath(p, field);
+      const lookup = watchlistClauseOf(node);
+      if (lookup) return watchlistTerms(ctx, lookup.id, fieldOf(ctx, field, fp));
       const list = name === "terms" ? (raw as unknown[]) : [isJsonObject(raw) ? raw.value : raw];
       const insensitive = name === "term" && isJsonObject(raw) && raw.case_insensitive === true;
       if (field === "_id") {
@@ -352,6 +366,14 @@ function compile(ctx: CompileContext, node: EsQuery, path: string): DocPredicate
   }
 }
 
+/** `terms` by watchlist: some value the field indexes is a member (module table). */
+function watchlistTerms(ctx: CompileContext, id: string, spec: FieldSpec | DocPredicate): DocPredicate {
+  if (typeof spec === "function") return spec;
+  if (!ctx.options) return () => false;
+  const { accountId, watchlists } = ctx.options;
+  return (doc) => docValues(spec, doc).some((v) => watchlists.has(accountId, id, String(v)));
+}
+
 /** `{a: {b: el}}` for the nested path `a.b`, so the inner query reads the element at its full paths. */
 function wrapAt(prefix: string[], el: Record<string, unknown>): Record<string, unknown> {
   let out: Record<string, unknown> = el;
@@ -399,15 +421,17 @@ function compileBool(ctx: CompileContext, b: Record<string, unknown>, p: string)
  * @param query - the sanitized query; undefined matches every record.
  * @param kind - the record kind the search runs over.
  * @param path - JSON path of the query in the request body, for the problems' paths (default `query`).
+ * @param options - the account and membership lookup of `terms` lookups by watchlist; without it they never hold.
  * @returns the predicate, or the `CS_SEARCH_INEXACT` problems (the evaluator cannot answer exactly; each path names the clause).
  */
 export function compileEsQuery(
   query: EsQuery | undefined,
   kind: RecordKind,
   path = "query",
+  options?: EsCompileOptions,
 ): ValidationResult<DocPredicate, SearchCompileProblem> {
   if (query === undefined || Object.keys(query).length === 0) return { ok: true, value: () => true };
-  const ctx: CompileContext = { kind, problems: [] };
+  const ctx: CompileContext = { kind, problems: [], options };
   const matches = compile(ctx, query, path);
   if (ctx.problems.length > 0) return { ok: false, errors: ctx.problems };
   return { ok: true, value: matches };

@@ -34,7 +34,12 @@ import { ruleStateCondition } from "../../lib/rules/schema-state.js";
 import { apiError } from "../errors.js";
 import { endLineOf } from "./end-line.js";
 import type { BacktestRequest, SearchBacktestRequest } from "./request.js";
-import { createSearchBacktester, createSearchWindowBacktester, type SearchBacktestInput } from "./search-tester.js";
+import {
+  createSearchBacktester,
+  createSearchWindowBacktester,
+  type SearchBacktestInput,
+  searchBacktestWatchlists,
+} from "./search-tester.js";
 import { type StateScanDeps, startStateBacktest } from "./state-scan.js";
 import { type BacktestWatchlists, backtestWatchlists } from "./watchlists.js";
 import { windowFeeder } from "./window-scan.js";
@@ -189,12 +194,12 @@ export async function startBacktest(deps: BacktestScanDeps, chain: ChainId, run:
     ...(deps.now ? { now: deps.now } : {}),
   };
   const subject = "rule" in run ? run.rule : run.search;
-  // A rule's `In watchlist` conditions (its own and a sequence's followedBy ones) read the caller's lists.
-  const lists = "rule" in run ? backtestWatchlists(deps.watchlists, run.rule) : {};
+  // A rule's `In watchlist` conditions (its own and a sequence's followedBy ones), a search's watchlist lookups, read the caller's lists.
+  const lists = "rule" in run ? backtestWatchlists(deps.watchlists, run.rule) : searchBacktestWatchlists(deps.watchlists, run.search);
   const windowed = isWindowedRule(subject)
     ? "rule" in run
       ? createWindowBacktester({ ...options, ...lists, rule: run.rule })
-      : createSearchWindowBacktester({ ...options, search: run.search })
+      : createSearchWindowBacktester({ ...options, ...lists, search: run.search })
     : "rule" in run && isSequenceRule(run.rule)
       ? createSequenceBacktester({ ...options, ...lists, rule: run.rule })
       : null;
@@ -203,7 +208,7 @@ export async function startBacktest(deps: BacktestScanDeps, chain: ChainId, run:
   const tester =
     windowed ??
     ("search" in run
-      ? createSearchBacktester({ ...options, search: run.search })
+      ? createSearchBacktester({ ...options, ...lists, search: run.search })
       : createBacktester({ ...options, ...lists, rule: run.rule }));
   const kinds: RecordKind[] = "search" in run ? [run.search.config.kind] : backtestKinds(run.rule);
   // Blocks carry their own number and hash; every other kind its block's.

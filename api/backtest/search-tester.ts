@@ -13,9 +13,15 @@
  * blocks (the evaluator answers as Elasticsearch; test/e2e/saved-searches.test.ts checks all three).
  * Within a block, documents are taken in chain order: transaction index, then log index, then the
  * call frame's trace address.
+ *
+ * A query's `terms` lookups by watchlist are answered from the caller's lists as the match stage
+ * answers them (lib/match/watchlist-membership.ts, `blockWithLists`: today's members, not those of
+ * the block's time), as a rule backtest answers `In watchlist` ({@link searchBacktestWatchlists}), with
+ * `window` or `absence` too (lib/match/window-backtest.ts `blockWithLists`).
  * @module
  */
 import { compileEsQuery } from "../../es/evaluate.js";
+import { watchlistClauses } from "../../es/watchlist-lookup.js";
 import {
   alertEmitter,
   type BacktestBlock,
@@ -25,11 +31,16 @@ import {
   backtestStoredFields,
   type IndexedRecord,
   pushMatch,
+  selectWithLists,
 } from "../../lib/match/backtest.js";
+import type { WatchlistLookup } from "../../lib/match/evaluate.js";
+import { createWatchlistMembership, type WatchlistMembership } from "../../lib/match/watchlist-membership.js";
 import { type WindowBacktester, windowBacktesterOf } from "../../lib/match/window-backtest.js";
 import type { RecordKind } from "../../lib/records.js";
 import type { TargetType } from "../../lib/rules/model.js";
 import { SEARCH_TARGET_TYPE, type SearchConfig, type StoredSearch, searchAsRule, searchEntity } from "../../lib/searches/model.js";
+import { apiError } from "../errors.js";
+import type { BacktestWatchlists } from "./watchlists.js";
 
 /** A checked saved-search body (api/routes/searches/validate.ts, `create` mode): a rule's top-level fields and a {@link SearchConfig}. */
 export interface SearchBacktestInput {
@@ -72,11 +83,13 @@ function chainOrder(a: Record<string, unknown>, b: Record<string, unknown>): num
  * The per-record part of a saved-search backtest: the documents of the search's kind in one block,
  * in chain order, and those its query selects as the entities the live stage alerts with
  * ({@link searchEntity}). Shared by {@link createSearchBacktester} and {@link createSearchWindowBacktester}.
+ * @param watchlists - answers the query's `terms` lookups by watchlist (of the search's account); absent: they never hold.
  * @throws {Error} when the search's `esQuery` cannot be compiled (a checked search always compiles).
  */
-export function searchSelector(search: StoredSearch): (records: readonly IndexedRecord[]) => BlockSelection {
+export function searchSelector(search: StoredSearch, watchlists?: WatchlistLookup): (records: readonly IndexedRecord[]) => BlockSelection {
   const kind: RecordKind = search.config.kind;
-  const compiled = compileEsQuery(search.config.esQuery ?? undefined, kind);
+  const options = watchlists && { accountId: search.accountId, watchlists };
+  const compiled = compileEsQuery(search.config.esQuery ?? undefined, kind, "query", options);
   if (!compiled.ok) throw new Error(`saved search: ${compiled.errors.map((e) => `${e.path}: ${e.message}`).join("; ")}`);
   const matches = compiled.value;
   const targetType = SEARCH_TARGET_TYPE[kind] as TargetType;
@@ -105,28 +118,55 @@ function backtestSearch(options: SearchBacktesterOptions, now: () => Date): Stor
 export function createSearchBacktester(options: SearchBacktesterOptions): Backtester {
   const now = options.now ?? (() => new Date());
   const stored = backtestSearch(options, now);
-  const select = searchSelector(stored);
+  const membership = options.watchlists;
+  const select = searchSelector(stored, membership?.lookup);
   const rule = searchAsRule(stored);
   const alertsOf = alertEmitter({ ...options, rule, now });
+  const emit = (blockNumber: number, blockHash: string, selection: BlockSelection): BacktestBlock => {
+    const { records: count, entities, selected } = selection;
+    const result: BacktestBlock = { blockNumber, blockHash, records: count, entities, matches: [], alerts: 0 };
+    for (const { targetType, entity } of selected) pushMatch(result, targetType, entity, alertsOf);
+    return result;
+  };
   return {
     rule,
-    block(blockNumber, blockHash, records: readonly IndexedRecord[]) {
-      const { records: count, entities, selected } = select(records);
-      const result: BacktestBlock = { blockNumber, blockHash, records: count, entities, matches: [], alerts: 0 };
-      for (const { targetType, entity } of selected) pushMatch(result, targetType, entity, alertsOf);
-      return result;
-    },
+    block: (blockNumber, blockHash, records) => emit(blockNumber, blockHash, select(records)),
+    ...(membership && {
+      blockWithLists: async (blockNumber: number, blockHash: string, records: readonly IndexedRecord[]) =>
+        emit(blockNumber, blockHash, await selectWithLists(membership, select, records)),
+    }),
   };
 }
 
 /**
+ * The `watchlists` option of a saved search's backtester ({@link createSearchBacktester}): a fresh
+ * membership reader when the query has a `terms` lookup by watchlist, else none.
+ * @param store - the watchlist store; undefined where none is reachable (the CLI: no account owns lists there).
+ * @throws `ApiError` 400 `CS_RULE_NOT_SUPPORTED` at the lookup's path when the query needs lists and there is no store.
+ */
+export function searchBacktestWatchlists(
+  store: BacktestWatchlists | undefined,
+  search: SearchBacktestInput,
+): { watchlists?: WatchlistMembership } {
+  const [first] = watchlistClauses(search.config.esQuery);
+  if (!first) return {};
+  if (!store)
+    throw apiError(
+      "CS_RULE_NOT_SUPPORTED",
+      "watchlist lookups are evaluated by POST /alerting/searches/test/ only (the lists belong to the caller's account)",
+      `search.${first.path}`,
+    );
+  return { watchlists: createWatchlistMembership(store) };
+}
+
+/**
  * Starts a backtest of a saved search with `window` or `absence` (lib/match/window-backtest.ts, as a
- * windowed rule's): its query selects the records that enter the window; feed it every block of the
- * range (api/backtest/window-scan.ts).
+ * windowed rule's): its query selects the records that enter the window (its watchlist lookups answered
+ * from `options.watchlists`, by `blockWithLists`); feed it every block of the range (api/backtest/window-scan.ts).
  * @throws as {@link createSearchBacktester}, and as lib/match/window-backtest.ts `createWindowBacktester`.
  */
 export function createSearchWindowBacktester(options: SearchBacktesterOptions): WindowBacktester {
   const now = options.now ?? (() => new Date());
   const stored = backtestSearch(options, now);
-  return windowBacktesterOf(searchAsRule(stored), searchSelector(stored), { ...options, now });
+  return windowBacktesterOf(searchAsRule(stored), searchSelector(stored, options.watchlists?.lookup), { ...options, now });
 }

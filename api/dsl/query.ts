@@ -7,10 +7,11 @@
  * (issue 21: files of at most 600 lines); ./validate.ts re-exports {@link validateQuery}.
  * @module
  */
+
+import { watchlistPlaceholder } from "../../es/watchlist-lookup.js";
 import type { RecordKind } from "../../lib/records.js";
 import { jsonPath } from "../../lib/validation/path.js";
 import { isJsonObject } from "../../lib/validation/problems.js";
-import { watchlistPlaceholder } from "../search/watchlist-terms.js";
 import { Collector, isScalar, kindsLabel } from "./collector.js";
 import { type FieldCatalog, type FieldInfo, fieldCatalog, RANGE_TYPES } from "./fields.js";
 import { ALLOWED_CLAUSES, type EsQuery, LIMITS, type ValidationResult } from "./plan.js";

@@ -2,13 +2,15 @@
  * A saved search's query, checked and compiled: the search API's allowlist and sanitization
  * (`validateQuery`, ./validate.ts, exactly as the search endpoints apply it) followed by the
  * evaluator of es/evaluate.ts (`compileEsQuery`), which refuses with `CS_SEARCH_INEXACT` what it
- * cannot answer exactly as Elasticsearch would.
+ * cannot answer exactly as Elasticsearch would. A `terms` lookup by watchlist stays in the query as
+ * its placeholder (es/watchlist-lookup.ts): the match stage answers it with the search account's
+ * list (pipeline/match/search-index.ts); the routes check that the caller has the list
+ * (api/routes/searches/watchlists.ts).
  * @module
  */
 import { compileEsQuery, type DocPredicate, type EsQuery, type SearchCompileProblem } from "../../es/evaluate.js";
 import type { RecordKind } from "../../lib/records.js";
 import type { ValidationResult } from "../../lib/validation/problems.js";
-import { watchlistPaths } from "../search/watchlist-terms.js";
 import { validateQuery } from "./validate.js";
 
 /** A saved search's query, compiled for one record kind. */
@@ -16,7 +18,7 @@ export interface CompiledSearch {
   kind: RecordKind;
   /** The sanitized query the search API sends to Elasticsearch for the same body (undefined: match all). */
   query: EsQuery | undefined;
-  /** Whether a record of {@link CompiledSearch.kind} (its `_source` and `_id`) matches. */
+  /** Whether a record of {@link CompiledSearch.kind} (its `_source` and `_id`) matches; a watchlist lookup never holds here (no membership lookup). */
   matches: DocPredicate;
 }
 
@@ -35,17 +37,6 @@ export function compileSearchQuery(
 ): ValidationResult<CompiledSearch, SearchCompileProblem> {
   const checked = validateQuery(query ?? {}, [kind], path);
   if (!checked.ok) return { ok: false, errors: checked.errors.map((e) => ({ code: e.code, message: e.message, path: e.path })) };
-  const lookups = watchlistPaths(checked.value);
-  if (lookups.length > 0)
-    return {
-      ok: false,
-      errors: lookups.map((path) => ({
-        code: "CS_SEARCH_INEXACT",
-        message:
-          "a saved search cannot test watchlist membership yet (the match stage evaluates saved searches record by record); list the values",
-        path,
-      })),
-    };
   const compiled = compileEsQuery(checked.value, kind, path);
   if (!compiled.ok) return compiled;
   return { ok: true, value: { kind, query: checked.value, matches: compiled.value } };

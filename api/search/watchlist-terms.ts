@@ -6,7 +6,7 @@
  * https://www.elastic.co/guide/en/elasticsearch/reference/8.19/query-dsl-terms-query.html#query-dsl-terms-lookup)
  * reads a document of an index, which a watchlist is not.
  *
- * Validation (api/dsl/query.ts) turns the clause into a placeholder {@link watchlistPlaceholder};
+ * Validation (api/dsl/query.ts) turns the clause into a placeholder (es/watchlist-lookup.ts);
  * {@link expandWatchlists} replaces every placeholder, once the body is valid, with the members
  * read from Redis: one `terms` query when they fit in {@link TERMS_CHUNK} values, else a `bool`
  * `should` of `terms` chunks (each chunk under Elasticsearch's default `index.max_terms_count`,
@@ -14,11 +14,9 @@
  * The expanded query is what the result cache keys on, so an edited list is a new key.
  * @module
  */
+import { type WatchlistClause, watchlistClauseOf, watchlistClauses } from "../../es/watchlist-lookup.js";
 import type { EsQuery } from "../dsl/plan.js";
 import { apiError } from "../errors.js";
-
-/** The member of a placeholder that names the watchlist (never sent to Elasticsearch). */
-const MARK = "__chainsiftWatchlist";
 
 /** Most values in one `terms` chunk: Elasticsearch's default `index.max_terms_count` (65,536). */
 export const TERMS_CHUNK = 65_536;
@@ -26,35 +24,8 @@ export const TERMS_CHUNK = 65_536;
 /** Most members a search may expand (a larger list is refused with `CS_QUERY_WATCHLIST_TOO_LARGE`): 1,000,000. */
 export const MAX_SEARCH_MEMBERS = 1_000_000;
 
-/** The placeholder validation emits for `{"terms": {field: {"watchlist": id}}}` at JSON path `path`. */
-export function watchlistPlaceholder(field: string, id: string, path: string): EsQuery {
-  return { terms: { [field]: { [MARK]: id, path } } };
-}
-
-interface Placeholder {
-  field: string;
-  id: string;
-  path: string;
-}
-
-function placeholderOf(node: Record<string, unknown>): Placeholder | undefined {
-  const terms = node.terms;
-  if (typeof terms !== "object" || terms === null || Array.isArray(terms)) return undefined;
-  const [entry, ...rest] = Object.entries(terms as Record<string, unknown>);
-  if (!entry || rest.length > 0) return undefined;
-  const v = entry[1] as Record<string, unknown> | null;
-  if (typeof v !== "object" || v === null || typeof v[MARK] !== "string") return undefined;
-  return { field: entry[0], id: v[MARK] as string, path: String(v.path ?? "query") };
-}
-
 /** The request paths of the watchlist lookups in a validated query (`query.terms.from.watchlist`), in order. */
-export function watchlistPaths(query: unknown): string[] {
-  if (Array.isArray(query)) return query.flatMap(watchlistPaths);
-  if (typeof query !== "object" || query === null) return [];
-  const p = placeholderOf(query as Record<string, unknown>);
-  if (p) return [p.path];
-  return Object.values(query).flatMap(watchlistPaths);
-}
+export const watchlistPaths = (query: unknown): string[] => watchlistClauses(query).map((c) => c.path);
 
 /** Whether a validated query holds a watchlist lookup. */
 export const hasWatchlists = (query: unknown): boolean => watchlistPaths(query).length > 0;
@@ -75,7 +46,7 @@ export async function expandWatchlists<Q extends EsQuery | undefined>(query: Q, 
   if (!hasWatchlists(query)) return query;
   // One read per list, shared by its lookups (the walk visits siblings concurrently).
   const read = new Map<string, Promise<string[]>>();
-  const membersOf = (p: Placeholder): Promise<string[]> => {
+  const membersOf = (p: WatchlistClause): Promise<string[]> => {
     let pending = read.get(p.id);
     if (pending === undefined) {
       pending = members(p.id).then((got) => {
@@ -95,7 +66,7 @@ export async function expandWatchlists<Q extends EsQuery | undefined>(query: Q, 
   const walk = async (node: unknown): Promise<unknown> => {
     if (Array.isArray(node)) return Promise.all(node.map(walk));
     if (typeof node !== "object" || node === null) return node;
-    const p = placeholderOf(node as Record<string, unknown>);
+    const p = watchlistClauseOf(node as Record<string, unknown>);
     if (p) {
       const values = await membersOf(p);
       if (values.length <= TERMS_CHUNK) return { terms: { [p.field]: values } };

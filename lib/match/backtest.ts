@@ -215,7 +215,7 @@ export interface Backtester {
   /**
    * {@link Backtester.block} with `In watchlist` conditions answered from `options.watchlists`: the block's
    * selection is run again until every membership question is read (WatchlistMembership `runEach`, the block as one item).
-   * A rule's backtester ({@link createBacktester}) has it; a saved search's does not.
+   * A rule's backtester ({@link createBacktester}) has it; a saved search's when its query looks a field up in a watchlist.
    * @throws what the membership store throws (Redis unreachable).
    */
   blockWithLists?(blockNumber: number, blockHash: string, records: readonly IndexedRecord[]): Promise<BacktestBlock>;

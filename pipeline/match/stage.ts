@@ -52,7 +52,7 @@ import { confirmationKeys } from "./keys.js";
 import { countAlerts, matchMetricsOf } from "./metrics.js";
 import { createAlertPublisher } from "./publisher.js";
 import { startRuleSync } from "./rule-sync.js";
-import { createSearchIndex, type SearchIndex } from "./search-index.js";
+import { createSearchIndex, matchSearches, type SearchIndex } from "./search-index.js";
 import { createSequenceEvaluator, withFollowedBy } from "./sequences/evaluator.js";
 import { withFollowedBySearches } from "./sequences/searches.js";
 import { createSettledHeight } from "./settled.js";
@@ -198,7 +198,7 @@ export async function startMatchStage(deps: MatchStageDeps): Promise<MatchStage>
     states.watch(sequences.watch(windows.watch(createRuleIndex({ chain: config.chain, watchlists: membership.lookup })))),
   );
   const searchIndex = withFollowedBySearches(
-    settled.watch(sequences.watch(windows.watch(createSearchIndex(config.chain, deps.decode)))),
+    settled.watch(sequences.watch(windows.watch(createSearchIndex(config.chain, deps.decode, membership.lookup)))),
     sequences,
   );
   const producer = await createRecordProducer(bus, { metrics: { registry, stage: "match" } });
@@ -295,7 +295,7 @@ export async function startMatchStage(deps: MatchStageDeps): Promise<MatchStage>
     });
   };
   /** The saved searches' matches of a record; none for a trace whose frames are not JSON. */
-  const searchMatches = (input: InputRecord<EntityTopic>): MatchInput[] => {
+  const searchMatches = (input: InputRecord<EntityTopic | "blocks">): MatchInput[] => {
     try {
       return searchIndex.matchRecords(input);
     } catch (err) {
@@ -303,6 +303,8 @@ export async function startMatchStage(deps: MatchStageDeps): Promise<MatchStage>
       return [];
     }
   };
+  /** The saved searches' matches of each record, memberships prefetched when a search uses a watchlist. */
+  const searchesOf = (inputs: InputRecord<EntityTopic | "blocks">[]) => matchSearches(searchIndex, membership, inputs, searchMatches);
   const countSearchMatch = (m: MatchInput): MatchInput => {
     metrics.matches.inc({ type: m.rule.config.targetType });
     return m;
@@ -343,7 +345,7 @@ export async function startMatchStage(deps: MatchStageDeps): Promise<MatchStage>
           // A block's own saved-search matches enter windowed searches' windows before the block is evaluated.
           const blockMatches =
             input.topicKind === "blocks"
-              ? await sequences.addMatches(await windows.addMatches(searchIndex.matchRecords(input).map(countSearchMatch)))
+              ? await sequences.addMatches(await windows.addMatches((await searchesOf([input]))[0]?.map(countSearchMatch) ?? []))
               : [];
           await settled.onHead({ head, block, canonical: chain.canonical });
           await emitAndPublish(publisher, () => tracker.onHead(head, chain.canonical));
@@ -376,15 +378,16 @@ export async function startMatchStage(deps: MatchStageDeps): Promise<MatchStage>
         membership,
         batch.flatMap((b) => b.entities),
       );
+      const searched = await searchesOf(batch.map((b) => b.input));
       let k = 0;
-      for (const { input, entities } of batch) {
+      for (const [j, { entities }] of batch.entries()) {
         for (const { type, entity } of entities) {
           metrics.entities.inc({ type });
           const matched = matchedOf[k++] ?? [];
           if (matched.length > 0) metrics.matches.inc({ type }, matched.length);
           for (const rule of matched) matches.push({ rule, entity: entity as unknown as MatchedEntity });
         }
-        for (const m of searchMatches(input)) matches.push(countSearchMatch(m));
+        for (const m of searched[j] ?? []) matches.push(countSearchMatch(m));
       }
       // A head below an entity's block (its block record not consumed yet) counts as that block.
       await track(await sequences.addMatches(await windows.addMatches(states.recordMatches(matches))));

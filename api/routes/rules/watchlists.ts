@@ -32,9 +32,26 @@ export async function checkRuleWatchlists(
   config: { targetMap?: unknown } | undefined,
   body: object = {},
 ): Promise<void> {
-  const details: ApiErrorDetail[] = [];
   const followedBy = (body as { sequence?: { followedBy?: { targetMap?: unknown } } }).sequence?.followedBy?.targetMap;
-  for (const { id, path } of [...listed(config?.targetMap, "config.targetMap"), ...listed(followedBy, "sequence.followedBy.targetMap")]) {
+  await refuseUnknownWatchlists(store, accountId, [
+    ...listed(config?.targetMap, "config.targetMap"),
+    ...listed(followedBy, "sequence.followedBy.targetMap"),
+  ]);
+}
+
+/**
+ * Refuses watchlist references (a rule's `In watchlist` values, a saved search's `terms` lookups)
+ * that name a watchlist the account does not have.
+ * @param refs - each watchlist id with the request path that names it.
+ * @throws {ApiError} `CS_RULE_WATCHLIST_UNKNOWN` with one detail per unknown reference.
+ */
+export async function refuseUnknownWatchlists(
+  store: Pick<WatchlistStore, "get">,
+  accountId: string,
+  refs: readonly { id: string; path: string }[],
+): Promise<void> {
+  const details: ApiErrorDetail[] = [];
+  for (const { id, path } of refs) {
     if ((await store.get(accountId, id)) === null) {
       details.push({ code: "CS_RULE_WATCHLIST_UNKNOWN", message: `the account has no watchlist with id ${id}`, path });
     }

@@ -27,11 +27,13 @@ import type { RuleStore } from "../../../lib/rules/store.js";
 import { DEFAULT_LIST_LIMIT, MAX_LIST_LIMIT } from "../../../lib/rules/store.js";
 import { RULE_LIMITS } from "../../../lib/rules/validate.js";
 import { type StoredSearch, searchView } from "../../../lib/searches/model.js";
+import type { WatchlistStore } from "../../../lib/watchlists/store.js";
 import { ApiError, apiError } from "../../errors.js";
 import { callerId, RULES_ROUTE_CONFIG, rulesValidatorCompiler } from "../rules/index.js";
 import { RULES_ERROR_RESPONSES, RuleListQuery, RuleParams, RulesErrorBodySchema } from "../rules/schema.js";
 import { SavedSearchCreateSchema, SavedSearchSchema, SavedSearchUpdateSchema } from "./schema.js";
 import { validateSearchInput } from "./validate.js";
+import { checkSearchWatchlists } from "./watchlists.js";
 
 /** Base path of the saved-search routes. */
 export const SEARCHES_PREFIX = "/alerting/searches";
@@ -47,6 +49,8 @@ export interface SearchesRoutesDeps {
    * unknown. Absent: no warning is given.
    */
   finalitySource?: (chain: ChainId) => Promise<"finalized" | "none" | null>;
+  /** The watchlist store: `terms` lookups by watchlist must name one of the caller's lists (./watchlists.ts). Absent: not checked. */
+  watchlists?: Pick<WatchlistStore, "get">;
 }
 
 const SearchPageSchema = Type.Object({ searches: Type.Array(SavedSearchSchema), nextCursor: Type.Union([Type.String(), Type.Null()]) });
@@ -151,7 +155,7 @@ export function searchesRoutes(deps: SearchesRoutesDeps): FastifyPluginAsync {
           summary: "Create a saved search that alerts",
           description:
             "Required: name, maxConfirmationCount, technology, blockchain, network, kind (event, tx, log, block, call), query (the search DSL), alerts (as a rule's config.alerts). " +
-            "Optional: description, state, sendPendingAlerts, confirmOn (count | finalized). Refusals: 400 CS_RULE_* (rule fields and alerts), CS_SEARCH_KIND, CS_QUERY_* and CS_SEARCH_INEXACT (query); 409 CS_RULE_LIMIT_REACHED.",
+            "Optional: description, state, sendPendingAlerts, confirmOn (count | finalized). Refusals: 400 CS_RULE_* (rule fields and alerts), CS_SEARCH_KIND, CS_QUERY_* and CS_SEARCH_INEXACT (query), CS_RULE_WATCHLIST_UNKNOWN (a terms lookup names a watchlist the caller does not have); 409 CS_RULE_LIMIT_REACHED.",
           body: SavedSearchCreateSchema,
           response: { 201: SavedSearchSchema, ...RULES_ERROR_RESPONSES, 409: RulesErrorBodySchema, 413: RulesErrorBodySchema },
         },
@@ -161,6 +165,7 @@ export function searchesRoutes(deps: SearchesRoutesDeps): FastifyPluginAsync {
         const accountId = callerId(request);
         const checked = validateSearchInput(request.body, "create", chains);
         if (!checked.ok) throw new ApiError(checked.errors);
+        if (deps.watchlists) await checkSearchWatchlists(deps.watchlists, accountId, checked.value);
         const stored = (await searches.create(accountId, checked.value as never)) as unknown as StoredSearch;
         return reply
           .code(201)
@@ -192,6 +197,7 @@ export function searchesRoutes(deps: SearchesRoutesDeps): FastifyPluginAsync {
         if (!stored) throw notFound(id);
         const checked = validateSearchInput(request.body, "update", chains, stored);
         if (!checked.ok) throw new ApiError(checked.errors);
+        if (deps.watchlists) await checkSearchWatchlists(deps.watchlists, accountId, checked.value);
         const patch = checked.value;
         if (patch.config !== undefined && patch.version === undefined) patch.version = stored.version;
         const updated = (await searches.update(accountId, id, patch as never)) as unknown as StoredSearch;

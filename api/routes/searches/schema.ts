@@ -87,7 +87,7 @@ export const SavedSearchSchema = Type.Object(
     query: SearchDslQuerySchema,
     esQuery: Type.Union([Type.Object({}, { additionalProperties: true }), Type.Null()], {
       description:
-        "Service-added: the query as the search API sends it to Elasticsearch, which the match stage evaluates; ignored on input",
+        "Service-added: the query as the search API sends it to Elasticsearch, which the match stage evaluates (a terms lookup by watchlist stays a placeholder naming the list); ignored on input",
     }),
     alerts: inputProperties.alerts,
     confirmOn: Type.Optional(inputProperties.confirmOn),

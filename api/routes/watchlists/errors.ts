@@ -31,7 +31,7 @@ export const WATCHLISTS_ERROR_CODES = {
   CS_RULE_WATCHLIST_UNKNOWN: {
     status: 400,
     description:
-      "Alerting rules: an `In watchlist` condition names a watchlist the caller does not have (path: the definition's value, e.g. config.targetMap[0].value).",
+      "Alerting rules: an `In watchlist` condition names a watchlist the caller does not have (path: the definition's value, e.g. config.targetMap[0].value); saved searches: a terms lookup names one (path: the lookup, e.g. query.terms.from.watchlist).",
   },
   CS_WATCHLIST_LIMIT_REACHED: {
     status: 409,

@@ -64,7 +64,7 @@ export { correlateValue, type SequenceMatch, sequenceEntity, sequenceRecordOf };
 
 /** Dependencies of {@link createSequenceEvaluator}: those of the window evaluator (`fire` records firings, `retract` retracts those that no longer hold). */
 export type SequenceEvaluatorDeps = WindowEvaluatorDeps & {
-  /** Membership answers for `In watchlist` conditions of `followedBy` (the stage's prefetcher, lib/match/watchlist-membership.ts); absent: they hold for nothing. */
+  /** Membership answers for `In watchlist` conditions and watchlist `terms` lookups of `followedBy` (the stage's prefetcher, lib/match/watchlist-membership.ts); absent: they hold for nothing. */
   watchlists?: WatchlistLookup;
   /** The chain's Method/Call decoding for the call documents of saved searches' `followedBy` queries (./searches.ts); default chain id 1. */
   decode?: DecodeMethodOptions;
@@ -80,6 +80,8 @@ export interface SequenceEvaluator {
   watch<T extends WatchedIndex>(index: T): T;
   /** The matches of the sequence searches' `followedBy` queries on one consumed record (./searches.ts `withFollowedBySearches` adds them to the search index's). */
   matchRecords(input: InputRecord<SearchTopic>): MatchInput[];
+  /** Held `followedBy` queries that look a field up in a watchlist (./searches.ts; the stage then prefetches memberships). */
+  watchlistSearches(): number;
   /** The matches of the sequence rules whose `followedBy` conditions `entity` satisfies. */
   followedByMatches(targetType: TargetType, entity: object): MatchInput[];
   /** The index of the `followedBy` conditions (its matches are told apart by {@link SequenceEvaluator.addMatches}), to match beside the stage's index under one watchlist prefetch. */
@@ -116,7 +118,7 @@ export function createSequenceEvaluator(deps: SequenceEvaluatorDeps): SequenceEv
   /** The sequence rules held, with their arithmetic. */
   const held = new Map<string, { rule: Rule; seq: RuleSequence | SearchSequence; config: SequenceConfig }>();
   const followed = createRuleIndex({ chain: deps.chain, ...(deps.watchlists ? { watchlists: deps.watchlists } : {}) });
-  const followedSearches = createFollowedBySearches(deps.chain, deps.decode ?? { chainId: 1 });
+  const followedSearches = createFollowedBySearches(deps.chain, deps.decode ?? { chainId: 1 }, deps.watchlists);
   /** The followedBy rules' objects, to tell their matches from the rule's own. */
   const followedRules = new WeakSet<Rule>();
   /** The last saved state per sequence id with its revision (the window evaluator's cache). */
@@ -236,6 +238,7 @@ export function createSequenceEvaluator(deps: SequenceEvaluatorDeps): SequenceEv
   return {
     watch: (index) => watchIndex(index, hold),
     matchRecords: (input) => (held.size === 0 ? [] : followedSearches.matchRecords(input)),
+    watchlistSearches: () => followedSearches.watchlistSearches(),
     followedByIndex: {
       match: (targetType, entity) => (held.size === 0 ? [] : followed.match(targetType, entity)),
       watchlistRules: () => followed.watchlistRules(),

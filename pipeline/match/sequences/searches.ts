@@ -9,6 +9,7 @@
  */
 import type { DecodeMethodOptions } from "../../../lib/chain/methods.js";
 import type { ChainId } from "../../../lib/config/index.js";
+import type { WatchlistLookup } from "../../../lib/match/evaluate.js";
 import type { Rule } from "../../../lib/rules/model.js";
 import type { StoredSearch } from "../../../lib/searches/model.js";
 import type { SearchSequence } from "../../../lib/searches/sequence.js";
@@ -27,14 +28,17 @@ export interface FollowedBySearches {
   remove(id: string): void;
   /** The followedBy matches of one consumed record (the search index's `matchRecords`). */
   matchRecords(input: InputRecord<SearchTopic>): MatchInput[];
+  /** Held followedBy queries that look a field up in a watchlist (../search-index.ts `watchlistSearches`). */
+  watchlistSearches(): number;
 }
 
 /**
  * Creates the followedBy searches of a chain.
  * @param decode - the chain's Method/Call decoding for call documents (as the stage's search index).
+ * @param watchlists - the membership lookup of watchlist `terms` lookups (as the stage's search index); absent: they never hold.
  */
-export function createFollowedBySearches(chain: ChainId, decode: DecodeMethodOptions): FollowedBySearches {
-  const index: SearchIndex = createSearchIndex(chain, decode);
+export function createFollowedBySearches(chain: ChainId, decode: DecodeMethodOptions, watchlists?: WatchlistLookup): FollowedBySearches {
+  const index: SearchIndex = createSearchIndex(chain, decode, watchlists);
   return {
     hold(search, seq) {
       const derived = {
@@ -51,6 +55,7 @@ export function createFollowedBySearches(chain: ChainId, decode: DecodeMethodOpt
     },
     remove: (id) => index.remove(id),
     matchRecords: (input) => (index.size() === 0 ? [] : index.matchRecords(input)),
+    watchlistSearches: () => index.watchlistSearches(),
   };
 }
 
@@ -58,9 +63,13 @@ export function createFollowedBySearches(chain: ChainId, decode: DecodeMethodOpt
  * The stage's saved-search index with the followedBy matches of sequence searches added to its
  * `matchRecords` (the sequence evaluator's `addMatches` writes both as sequence records).
  */
-export function withFollowedBySearches<T extends SearchIndex>(index: T, sequences: Pick<FollowedBySearches, "matchRecords">): T {
+export function withFollowedBySearches<T extends SearchIndex>(
+  index: T,
+  sequences: Pick<FollowedBySearches, "matchRecords" | "watchlistSearches">,
+): T {
   return {
     ...index,
+    watchlistSearches: () => index.watchlistSearches() + sequences.watchlistSearches(),
     matchRecords: (input: InputRecord<SearchTopic>) => {
       const own = index.matchRecords(input);
       const followedBy = sequences.matchRecords(input);

@@ -198,6 +198,13 @@ export const txs: TransactionRecord[] = blocks.flatMap((b, bi) =>
   }),
 );
 
+/** The fixture transaction hashes sent from one of `senders` (any letter case), sorted. */
+export const sentBy = (...senders: string[]): string[] =>
+  txs
+    .filter((t) => senders.map((s) => s.toLowerCase()).includes(t.from.toLowerCase()))
+    .map((t) => t.hash)
+    .sort();
+
 /** USDT transfers (one log and one event each) plus one Approval on the first USDT tx. */
 const usdtTxs = txs.filter((t) => t.to === USDT);
 /** The fixture logs: one USDT Transfer per USDT transaction, plus one WETH Approval. */

@@ -14,20 +14,13 @@ import { buildApi } from "../../../api/app.js";
 import type { ErrorBody } from "../../../api/errors.js";
 import { TERMS_CHUNK } from "../../../api/search/watchlist-terms.js";
 import { loadConfig } from "../../../lib/config/index.js";
-import { BINANCE, deleteRedisKeys, indexFixtures, isolatedApi, MAINNET, searchStackUp, txs, VITALIK } from "./fixtures.js";
+import { BINANCE, deleteRedisKeys, indexFixtures, isolatedApi, MAINNET, searchStackUp, sentBy, txs, VITALIK } from "./fixtures.js";
 
 const base = loadConfig();
 const up = await searchStackUp(base);
 const { id: ID, indexPrefix: PREFIX, token: TOKEN, config } = isolatedApi(base, "wl");
 const PATH = "/ethereum/ethereum/mainnet/es";
 const AUTH = { authorization: `Bearer ${TOKEN}` };
-
-/** The fixture transaction hashes sent from one of `senders`, sorted. */
-const sentBy = (...senders: string[]) =>
-  txs
-    .filter((t) => senders.map((s) => s.toLowerCase()).includes(t.from.toLowerCase()))
-    .map((t) => t.hash)
-    .sort();
 
 describe.skipIf(!up)("terms by watchlist (real Elasticsearch and Redis)", () => {
   let es: Client;

@@ -19,6 +19,7 @@ import {
   isolatedApi,
   MAINNET,
   searchStackUp,
+  sentBy,
   startFixtureApi,
   txs,
   VITALIK,
@@ -29,13 +30,6 @@ const up = await searchStackUp(base);
 const { id: ID, token: TOKEN, config } = isolatedApi(base, "wlbt");
 const AUTH = { authorization: `Bearer ${TOKEN}` };
 const LAST = FIRST_BLOCK + blocks.length - 1;
-
-/** The fixture transaction hashes sent from one of `senders`, sorted. */
-const sentBy = (...senders: string[]) =>
-  txs
-    .filter((t) => senders.map((s) => s.toLowerCase()).includes(t.from.toLowerCase()))
-    .map((t) => t.hash)
-    .sort();
 
 const ruleOf = (condition: { name: string; operator: string; value: string }): RuleInput =>
   ({

@@ -1,7 +1,8 @@
 /**
  * The watchlist routes (api/routes/watchlists) through the whole app against the real Redis:
  * create/list/get/delete, bulk add and remove as JSON, NDJSON and CSV, the membership check,
- * a bad member answered with its line, the per-request cap, another account's list answering 404.
+ * a bad member answered with its line, the per-request cap, another account's list answering 404
+ * (and refused in a rule's `In watchlist` and a saved search's `terms` lookup).
  * Its own Redis key prefix, deleted afterwards (never a flush).
  */
 import { randomBytes } from "node:crypto";
@@ -170,5 +171,22 @@ describe.skipIf(!up)("watchlist routes (real Redis)", () => {
     expect(seqOther.json()).toMatchObject({
       error: { code: "CS_RULE_WATCHLIST_UNKNOWN", path: "sequence.followedBy.targetMap[0].value" },
     });
+  });
+
+  it("a saved search's terms lookup must name one of the caller's watchlists (CS_RULE_WATCHLIST_UNKNOWN)", async () => {
+    const w = (await call("POST", "/alerting/watchlists/", tokenA, { name: "search senders", kind: "address" })).json<Watchlist>();
+    const search = {
+      name: "listed senders",
+      ...config.chain,
+      maxConfirmationCount: 1,
+      kind: "tx",
+      query: { terms: { from: { watchlist: w.id } } },
+      alerts: [{ type: "Webhook (POST)", parameters: { url: "http://127.0.0.1:9/hook" } }],
+    };
+    const mine = await call("POST", "/alerting/searches/", tokenA, search);
+    expect(mine.statusCode, mine.body).toBe(201);
+    const theirs = await call("POST", "/alerting/searches/", tokenB, search);
+    expect(theirs.statusCode).toBe(400);
+    expect(theirs.json()).toMatchObject({ error: { code: "CS_RULE_WATCHLIST_UNKNOWN", path: "query.terms.from.watchlist" } });
   });
 });
