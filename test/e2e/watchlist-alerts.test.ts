@@ -2,7 +2,9 @@
  * `In watchlist` rules end to end on anvil (rules and watchlists through the real API; ingest →
  * Kafka → match → notify): a transaction from a listed sender alerts, one from an unlisted sender in
  * the same block does not; after the second sender is added to the list by API, its next
- * transaction alerts, without re-saving the rule. With a list of 1,000,000 addresses (issue 34): transfers
+ * transaction alerts, without re-saving the rule, and a removed one stops. A saved search with a
+ * `terms` lookup by watchlist does the same (the match stage's search index matches through the same
+ * per-batch membership prefetch as `In watchlist` rules). With a list of 1,000,000 addresses (issue 34): transfers
  * from listed and unlisted senders in the same blocks alert exactly for the listed ones, and the
  * search `terms` lookup by the list's id over those blocks returns the same transactions as the rule
  * matched (the index stage runs here).
@@ -27,14 +29,20 @@ describe.skipIf(!services.ok)("In watchlist rules end to end (anvil)", () => {
     await env?.stop();
   }, 60_000);
 
+  /** A new address list of the account holding `address`, and its members path. */
+  const hotWallets = async (token: string, address: string) => {
+    const created = await env.request<Watchlist>("POST", "/alerting/watchlists/", token, { name: "hot wallets", kind: "address" });
+    expect(created.status).toBe(201);
+    const members = `/alerting/watchlists/${created.body.id}/members/`;
+    expect((await env.request("POST", members, token, [address])).body).toEqual({ added: 1, count: 1 });
+    return { created, members };
+  };
+
   it("alerts for listed senders only; a sender added by API alerts from its next transaction, a removed one stops", async () => {
     const token = env.accounts.a.token;
     const listed = await env.newSender();
     const unlisted = await env.newSender();
-    const created = await env.request<Watchlist>("POST", "/alerting/watchlists/", token, { name: "hot wallets", kind: "address" });
-    expect(created.status).toBe(201);
-    const members = `/alerting/watchlists/${created.body.id}/members/`;
-    expect((await env.request("POST", members, token, [listed.address])).body).toEqual({ added: 1, count: 1 });
+    const { created, members } = await hotWallets(token, listed.address);
     await env.createRule(token, {
       name: "from a hot wallet",
       targetType: "Transaction",
@@ -67,6 +75,40 @@ describe.skipIf(!services.ok)("In watchlist rules end to end (anvil)", () => {
     await env.waitAlerts("wl", 3);
     await new Promise((r) => setTimeout(r, 1000));
     expect(env.alertsAt("wl").map((a) => a.entityId)).toEqual([first, third, fifth]);
+  });
+
+  it("a saved search with a terms lookup by watchlist alerts for listed senders only; a sender added by API from its next transaction", async () => {
+    const token = env.accounts.a.token;
+    const listed = await env.newSender();
+    const unlisted = await env.newSender();
+    const { created, members } = await hotWallets(token, listed.address);
+    const search = await env.request<{ id: string }>("POST", "/alerting/searches/", token, {
+      name: "from a hot wallet",
+      ...env.config.chain,
+      maxConfirmationCount: 0,
+      kind: "tx",
+      query: { terms: { from: { watchlist: created.body.id } } },
+      alerts: [{ type: "Webhook (POST)", parameters: { url: env.hook("wls") } }],
+    });
+    expect(search.status, JSON.stringify(search.body)).toBe(201);
+    await waitFor(async () => env.match.searchIndex.get(search.body.id), 10_000, 50);
+
+    const sink = env.newAddress();
+    const first = (await listed.sendTransaction({ to: sink, value: 1n })).hash;
+    await unlisted.sendTransaction({ to: sink, value: 1n });
+    await env.mine();
+    expect((await env.waitAlerts("wls", 1)).map((a) => a.entityId)).toEqual([first]);
+
+    expect((await env.request("POST", members, token, [unlisted.address])).body).toEqual({ added: 1, count: 2 });
+    const third = (await unlisted.sendTransaction({ to: sink, value: 1n })).hash;
+    await env.mine();
+    await env.waitAlerts("wls", 2);
+    // Give a wrong extra alert (the unlisted sender's first transaction) a moment to show up.
+    await new Promise((r) => setTimeout(r, 1000));
+    expect(env.alertsAt("wls").map((a) => [a.entityId, a.targetType, a.ruleId])).toEqual([
+      [first, "Transaction", search.body.id],
+      [third, "Transaction", search.body.id],
+    ]);
   });
 
   it("a list of 1,000,000 addresses: alerts exactly for listed senders; the terms lookup search finds the same transactions", async () => {

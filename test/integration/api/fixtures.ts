@@ -7,6 +7,7 @@ import { randomBytes } from "node:crypto";
 import { Client, type estypes } from "@elastic/elasticsearch";
 import { id as keccakText } from "ethers";
 import type { FastifyInstance } from "fastify";
+import { expect } from "vitest";
 import { buildApi } from "../../../api/app.js";
 import { INDEX_SETTINGS, indexName, MAPPINGS } from "../../../es/mappings.js";
 import { createPartitionRouter } from "../../../es/partitions.js";
@@ -204,6 +205,23 @@ export const sentBy = (...senders: string[]): string[] =>
     .filter((t) => senders.map((s) => s.toLowerCase()).includes(t.from.toLowerCase()))
     .map((t) => t.hash)
     .sort();
+
+/**
+ * The hashes of the records a backtest's NDJSON answer (`POST /alerting/rules/test/`,
+ * `/alerting/searches/test/`) matched, sorted; fails the test unless it ended complete.
+ * @param body - the answer's body.
+ */
+export function backtestedHashes(body: string): string[] {
+  const lines = body
+    .trim()
+    .split("\n")
+    .map((l) => JSON.parse(l) as { type: string; entity?: { hash: string }; complete?: boolean });
+  expect(lines.at(-1)).toMatchObject({ type: "end", complete: true });
+  return lines
+    .filter((l) => l.type === "match")
+    .map((l) => l.entity?.hash as string)
+    .sort();
+}
 
 /** USDT transfers (one log and one event each) plus one Approval on the first USDT tx. */
 const usdtTxs = txs.filter((t) => t.to === USDT);

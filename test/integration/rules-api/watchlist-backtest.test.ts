@@ -12,6 +12,7 @@ import { loadConfig } from "../../../lib/config/index.js";
 import type { RuleInput } from "../../../lib/rules/model.js";
 import {
   BINANCE,
+  backtestedHashes,
   blocks,
   deleteRedisKeys,
   FIRST_BLOCK,
@@ -53,15 +54,7 @@ describe.skipIf(!up)("In watchlist in rule backtests (real Elasticsearch and Red
   const matched = async (rule: RuleInput): Promise<string[]> => {
     const res = await post("/alerting/rules/test/", { rule, from: FIRST_BLOCK, to: LAST });
     expect(res.statusCode, res.body).toBe(200);
-    const lines = res.body
-      .trim()
-      .split("\n")
-      .map((l) => JSON.parse(l) as { type: string; entity?: { hash: string }; complete?: boolean });
-    expect(lines.at(-1)).toMatchObject({ type: "end", complete: true });
-    return lines
-      .filter((l) => l.type === "match")
-      .map((l) => l.entity?.hash as string)
-      .sort();
+    return backtestedHashes(res.body);
   };
 
   beforeAll(async () => {

@@ -14,6 +14,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { loadConfig } from "../../../lib/config/index.js";
 import {
   BINANCE,
+  backtestedHashes,
   blocks,
   deleteRedisKeys,
   FIRST_BLOCK,
@@ -57,15 +58,7 @@ describe.skipIf(!up)("watchlist lookups in saved searches through the API (real 
   const backtested = async (query: Record<string, unknown>): Promise<string[]> => {
     const res = await post("/alerting/searches/test/", { search: searchOf(query), from: FIRST_BLOCK, to: LAST });
     expect(res.statusCode, res.body).toBe(200);
-    const lines = res.body
-      .trim()
-      .split("\n")
-      .map((l) => JSON.parse(l) as { type: string; entity?: { hash: string }; complete?: boolean });
-    expect(lines.at(-1)).toMatchObject({ type: "end", complete: true });
-    return lines
-      .filter((l) => l.type === "match")
-      .map((l) => l.entity?.hash as string)
-      .sort();
+    return backtestedHashes(res.body);
   };
   /** The hashes the search API answers for the query over the fixture blocks, sorted. */
   const searched = async (query: Record<string, unknown>): Promise<string[]> => {
