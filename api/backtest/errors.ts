@@ -22,7 +22,7 @@ export const BACKTEST_ERROR_CODES = {
   CS_BACKTEST_TARGET_UNSUPPORTED: {
     status: 400,
     description:
-      "Rule or saved-search backtest: the rule's targetType cannot be tested on history (Token: the first sight of a token needs the whole chain's history; path rule.config.targetType), the chain's chain id is not configured (path rule.network or search.network), or a state rule's chain has no JSON-RPC endpoint in the API (path rule.stateCondition).",
+      "Rule or saved-search backtest: the rule's targetType cannot be tested on history (Token: the first sight of a token needs the whole chain's history; path rule.config.targetType), a saved search's sequence pairs block documents with another kind (path search.sequence.followedBy.kind), the chain's chain id is not configured (path rule.network or search.network), or a state rule's chain has no JSON-RPC endpoint in the API (path rule.stateCondition).",
   },
   CS_BACKTEST_NOTHING_INDEXED: {
     status: 409,

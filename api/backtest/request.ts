@@ -23,6 +23,7 @@ import { validateRuleInput } from "../../lib/rules/validate.js";
 import type { ApiErrorDetail } from "../errors.js";
 import { ruleValidationDetails } from "../routes/rules/errors.js";
 import { validateSearchInput } from "../routes/searches/validate.js";
+import { searchSequenceUnsupported } from "./search-sequence.js";
 import type { SearchBacktestInput } from "./search-tester.js";
 
 /** The block range of a backtest: explicit, or the newest `last` blocks. */
@@ -144,12 +145,14 @@ export function parseBacktestRequest(body: unknown, chains: readonly ChainId[], 
  * @param maxBlocks - the range cap (config `backtest.maxBlocks`).
  * @returns the request, or every problem: the codes of `POST /alerting/searches/` (`CS_RULE_*`,
  *   `CS_SEARCH_KIND`, `CS_QUERY_*`, `CS_SEARCH_INEXACT`; paths under `search.`), `CS_BACKTEST_INVALID`,
- *   `CS_BACKTEST_RANGE_TOO_LARGE`.
+ *   `CS_BACKTEST_RANGE_TOO_LARGE`, `CS_BACKTEST_TARGET_UNSUPPORTED` (api/backtest/search-sequence.ts `searchSequenceUnsupported`).
  */
 export function parseSearchBacktestRequest(body: unknown, chains: readonly ChainId[], maxBlocks: number): ParsedSearchBacktestRequest {
   const parsed = parseBody(body, "search", maxBlocks, (value, errors): SearchBacktestInput | undefined => {
     const checked = validateSearchInput(value, "create", chains);
-    if (checked.ok) return checked.value as unknown as SearchBacktestInput;
+    const unsupported = checked.ok ? searchSequenceUnsupported(checked.value as unknown as SearchBacktestInput) : [];
+    errors.push(...unsupported);
+    if (checked.ok) return unsupported.length === 0 ? (checked.value as unknown as SearchBacktestInput) : undefined;
     for (const d of checked.errors) errors.push({ ...d, path: d.path === null ? "search" : `search.${d.path}` });
     return undefined;
   });

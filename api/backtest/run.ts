@@ -34,6 +34,7 @@ import { ruleStateCondition } from "../../lib/rules/schema-state.js";
 import { apiError } from "../errors.js";
 import { endLineOf } from "./end-line.js";
 import type { BacktestRequest, SearchBacktestRequest } from "./request.js";
+import { createSearchSequenceBacktester, isSequenceSearch, searchBacktestKinds } from "./search-sequence.js";
 import {
   createSearchBacktester,
   createSearchWindowBacktester,
@@ -202,15 +203,17 @@ export async function startBacktest(deps: BacktestScanDeps, chain: ChainId, run:
       : createSearchWindowBacktester({ ...options, ...lists, search: run.search })
     : "rule" in run && isSequenceRule(run.rule)
       ? createSequenceBacktester({ ...options, ...lists, rule: run.rule })
-      : null;
-  // A windowed or sequence rule sees every block of the range (api/backtest/window-scan.ts), records or not.
+      : "search" in run && isSequenceSearch(run.search)
+        ? createSearchSequenceBacktester({ ...options, ...lists, search: run.search })
+        : null;
+  // A windowed or sequence rule (or saved search) sees every block of the range (api/backtest/window-scan.ts), records or not.
   const feeder = windowed && windowFeeder(deps, chain, run, windowed, () => clock() - started > deps.timeoutMs);
   const tester =
     windowed ??
     ("search" in run
       ? createSearchBacktester({ ...options, ...lists, search: run.search })
       : createBacktester({ ...options, ...lists, rule: run.rule }));
-  const kinds: RecordKind[] = "search" in run ? [run.search.config.kind] : backtestKinds(run.rule);
+  const kinds: RecordKind[] = "search" in run ? searchBacktestKinds(run.search) : backtestKinds(run.rule);
   // Blocks carry their own number and hash; every other kind its block's.
   const blockOf = (kind: RecordKind): { number: string; hash: string } =>
     kind === "block" ? { number: "number", hash: "hash" } : { number: "blockNumber", hash: "blockHash" };

@@ -38,7 +38,9 @@ import { createWatchlistMembership, type WatchlistMembership } from "../../lib/m
 import { type WindowBacktester, windowBacktesterOf } from "../../lib/match/window-backtest.js";
 import type { RecordKind } from "../../lib/records.js";
 import type { TargetType } from "../../lib/rules/model.js";
+import { ruleSequence } from "../../lib/rules/schema-sequence.js";
 import { SEARCH_TARGET_TYPE, type SearchConfig, type StoredSearch, searchAsRule, searchEntity } from "../../lib/searches/model.js";
+import { isSearchSequence } from "../../lib/searches/sequence.js";
 import { apiError } from "../errors.js";
 import type { BacktestWatchlists } from "./watchlists.js";
 
@@ -148,13 +150,21 @@ export function searchBacktestWatchlists(
   store: BacktestWatchlists | undefined,
   search: SearchBacktestInput,
 ): { watchlists?: WatchlistMembership } {
-  const [first] = watchlistClauses(search.config.esQuery);
-  if (!first) return {};
+  // Clause paths are the request's (`query.…`, `sequence.followedBy.query.…`).
+  const followedBy = ruleSequence(search);
+  const clauses = [
+    ...watchlistClauses(search.config.esQuery).map((c) => `search.${c.path}`),
+    ...(followedBy !== null && isSearchSequence(followedBy)
+      ? watchlistClauses(followedBy.followedBy.esQuery ?? null).map((c) => `search.${c.path}`)
+      : []),
+  ];
+  const [first] = clauses;
+  if (first === undefined) return {};
   if (!store)
     throw apiError(
       "CS_RULE_NOT_SUPPORTED",
       "watchlist lookups are evaluated by POST /alerting/searches/test/ only (the lists belong to the caller's account)",
-      `search.${first.path}`,
+      first,
     );
   return { watchlists: createWatchlistMembership(store) };
 }

@@ -17,16 +17,18 @@
  * the first block after the rule is stored: a first record before `from` opens nothing. A missing
  * block (a gap in the index) restarts them, as the stage does. The reorg depth of the arithmetic is
  * 1 (the index holds the canonical chain, nothing is retracted), which keeps its state at the open
- * steps and one block; the firings do not depend on it.
+ * steps and one block; the firings do not depend on it. Saved searches with `sequence` replay through
+ * the same code ({@link sequenceBacktesterOf}), their two queries selecting (api/backtest/search-sequence.ts).
  * @module
  */
 import type { RecordKind } from "../records.js";
-import type { RuleInput } from "../rules/model.js";
+import type { Rule, RuleInput } from "../rules/model.js";
 import { ruleSequence, sequenceConfigOf } from "../rules/schema-sequence.js";
 import {
   alertEmitter,
   BACKTEST_SOURCES,
   type BacktesterOptions,
+  type BlockSelection,
   backtestRule,
   type IndexedRecord,
   ruleSelector,
@@ -78,19 +80,59 @@ export function createSequenceBacktester(options: BacktesterOptions): SequenceBa
   const rule = backtestRule(options, now);
   const seq = ruleSequence(rule);
   if (seq === null) throw new TypeError("not a sequence rule");
-  const config = sequenceConfigOf(seq, 1);
   const followed = followedByRule(rule, seq);
-  const membership = options.watchlists;
-  const selectFirst = ruleSelector(rule, options.chain, options.decode, membership?.lookup);
-  const selectFollowedBy = ruleSelector(followed, options.chain, options.decode, membership?.lookup);
-  // Both condition sets over one block: under one membership prefetch when the rule has lists.
-  const selectBoth = (records: readonly IndexedRecord[]) => ({ first: selectFirst(records), followedBy: selectFollowedBy(records) });
+  const lookup = options.watchlists?.lookup;
+  const selectFirst = ruleSelector(rule, options.chain, options.decode, lookup);
+  const selectFollowedBy = ruleSelector(followed, options.chain, options.decode, lookup);
   const sameType = followed.config.targetType === rule.config.targetType;
+  return sequenceBacktesterOf(
+    rule,
+    (records) => {
+      const first = selectFirst(records);
+      const followedBy = selectFollowedBy(records);
+      return { first, followedBy, records: first.records, entities: first.entities + (sameType ? 0 : followedBy.entities) };
+    },
+    { ...options, now },
+  );
+}
+
+/** One block's selections of both steps of a sequence, and the counts its `block` line reports. */
+export interface SequenceBlockSelection {
+  /** The entities the first step selects (the rule's conditions, the search's query). */
+  first: BlockSelection;
+  /** The entities `sequence.followedBy` selects. */
+  followedBy: BlockSelection;
+  /** Records read of the block. */
+  records: number;
+  /** Entities evaluated (each once). */
+  entities: number;
+}
+
+/**
+ * The sequence replay of {@link createSequenceBacktester} for any rule-shaped snapshot with
+ * `sequence` and per-block selection of both steps: a rule's targetMaps ({@link ruleSelector}), or
+ * a saved search's two queries (api/backtest/search-sequence.ts).
+ * @param rule - the snapshot as evaluated (its `sequence`: `within`, `correlate`, `maxPending`; its alerts).
+ * @param select - both steps' selections of one block (compiled with `options.watchlists.lookup`
+ *   when given: then the backtester has {@link WindowBacktester.blockWithLists}, both steps under one prefetch).
+ * @throws {TypeError} when `rule` has no `sequence`; RangeError (lib/match/sequences.ts) on a sequence validation refuses.
+ */
+export function sequenceBacktesterOf(
+  rule: Rule,
+  select: (records: readonly IndexedRecord[]) => SequenceBlockSelection,
+  options: Omit<BacktesterOptions, "rule" | "decode">,
+): SequenceBacktester {
+  const now = options.now ?? (() => new Date());
+  const seq = ruleSequence(rule);
+  if (seq === null) throw new TypeError("not a sequence rule");
+  const config = sequenceConfigOf(seq, 1);
+  const membership = options.watchlists;
   const alertsOf = alertEmitter({ ...options, rule, now });
   let state: SequenceState | null = null;
   let top = -1;
 
-  const apply = (header: WindowBlockHeader, { first, followedBy: then }: ReturnType<typeof selectBoth>): WindowBacktestBlock => {
+  const apply = (header: WindowBlockHeader, selection: SequenceBlockSelection): WindowBacktestBlock => {
+    const { first, followedBy: then } = selection;
     const selected: SequenceRecord[] = [];
     for (const s of first.selected) {
       const r = sequenceRecordOf(seq, "first", s.entity);
@@ -109,8 +151,8 @@ export function createSequenceBacktester(options: BacktesterOptions): SequenceBa
     const result: WindowBacktestBlock = {
       blockNumber: header.number,
       blockHash: hash,
-      records: first.records,
-      entities: first.entities + (sameType ? 0 : then.entities),
+      records: selection.records,
+      entities: selection.entities,
       selected: first.selected.length + then.selected.length,
       matches: [],
       alerts: 0,
@@ -120,9 +162,7 @@ export function createSequenceBacktester(options: BacktesterOptions): SequenceBa
   };
   return {
     rule,
-    block: (header, records) => apply(header, selectBoth(records)),
-    ...(membership
-      ? { blockWithLists: async (header, records) => apply(header, await selectWithLists(membership, selectBoth, records)) }
-      : {}),
+    block: (header, records) => apply(header, select(records)),
+    ...(membership ? { blockWithLists: async (header, records) => apply(header, await selectWithLists(membership, select, records)) } : {}),
   };
 }

@@ -13,7 +13,7 @@
 import { type Static, Type } from "typebox";
 import { SequenceSchema } from "../rules/schema-sequence.js";
 import { component } from "../validation/component.js";
-import { SEARCH_KINDS } from "./model.js";
+import { SEARCH_KINDS, type StoredSearch } from "./model.js";
 
 /** `sequence.followedBy` of a saved search: the second step's record kind and search DSL query (and, service-added, its compiled form). */
 export const SearchSequenceFollowedBySchema = Type.Object(
@@ -48,4 +48,23 @@ export type SearchSequence = Static<typeof SearchSequenceSchema>;
 export function isSearchSequence(seq: object): seq is SearchSequence {
   const f = (seq as { followedBy?: unknown }).followedBy;
   return typeof f === "object" && f !== null && "kind" in f;
+}
+
+/**
+ * The saved search whose query is a sequence's second step: `search` (a stored search, or the match
+ * stage's snapshot of one) with `config` the followedBy kind, query and compiled query and the
+ * search's actions — same id, account and version. The match stage holds it in a search index of
+ * its own (pipeline/match/sequences/searches.ts) and saved-search backtests select with it
+ * (api/backtest/search-sequence.ts), so both select the same followedBy records.
+ */
+export function followedBySearch(search: { config: { alerts: StoredSearch["config"]["alerts"] } }, seq: SearchSequence): StoredSearch {
+  return {
+    ...search,
+    config: {
+      kind: seq.followedBy.kind,
+      query: seq.followedBy.query,
+      esQuery: seq.followedBy.esQuery ?? null,
+      alerts: search.config.alerts,
+    },
+  } as unknown as StoredSearch;
 }

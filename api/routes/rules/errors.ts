@@ -101,7 +101,7 @@ export const RULES_ERROR_CODES = {
   CS_RULE_NOT_SUPPORTED: {
     status: 400,
     description:
-      "Alerting rules: an extension where it is not evaluated: `sequence` in a saved-search backtest (docs/design/windows.md); `stateCondition` on a saved search (state conditions, docs/rules.md); `In watchlist` in a rule, or a watchlist terms lookup in a saved search, tested from the CLI (`rules test`, `searches test`: no account owns lists there; use `POST /alerting/rules/test/` or `POST /alerting/searches/test/`).",
+      "Alerting rules: an extension where it is not evaluated: `stateCondition` on a saved search (state conditions, docs/rules.md); `In watchlist` in a rule, or a watchlist terms lookup in a saved search, tested from the CLI (`rules test`, `searches test`: no account owns lists there; use `POST /alerting/rules/test/` or `POST /alerting/searches/test/`).",
   },
   CS_RULE_KAFKA_PARAMETERS: {
     status: 400,

@@ -18,7 +18,6 @@ import { callerId, RULES_ROUTE_CONFIG, rulesValidatorCompiler } from "../rules/i
 import { answerBacktest, BACKTEST_RESPONSES, type RuleTestRoutesDeps } from "../rules/test.js";
 import { SEARCHES_PREFIX } from "./index.js";
 import { SavedSearchTestSchema } from "./schema.js";
-import { sequenceBacktestRefusal } from "./validate-sequence.js";
 import { checkSearchWatchlists } from "./watchlists.js";
 
 /** The path of the route. */
@@ -43,9 +42,9 @@ export function searchTestRoutes(deps: RuleTestRoutesDeps): FastifyPluginAsync {
           summary: "Test a saved search on history (backtest)",
           description:
             "Body {search, from, to} or {search, last}: the saved search as POST /alerting/searches/ takes it and a block range (both ends included) or the newest `last` indexed blocks. " +
-            "Evaluates the query with the match stage's evaluator against every indexed record of its kind in the range: the match lines are the records the search API finds for the same query over the same blocks. Stores and delivers nothing. " +
+            "Evaluates the query with the match stage's evaluator against every indexed record of its kind in the range: the match lines are the records the search API finds for the same query over the same blocks; a window, absence or sequence (its second query over sequence.followedBy.kind, read too) is replayed as a rule's. Stores and delivers nothing. " +
             "Answer: 200 application/x-ndjson, lines start, match (entity and alerts rendered per action), block (counts), error, end. " +
-            `Refusals: 400 CS_RULE_*, CS_SEARCH_KIND, CS_QUERY_*, CS_SEARCH_INEXACT (paths under search.), CS_RULE_NOT_SUPPORTED (search.sequence: not replayed), CS_RULE_WATCHLIST_UNKNOWN, CS_BACKTEST_INVALID, CS_BACKTEST_RANGE_TOO_LARGE (more than ${config.backtest.maxBlocks} blocks), CS_BACKTEST_TARGET_UNSUPPORTED; 409 CS_BACKTEST_NOTHING_INDEXED.`,
+            `Refusals: 400 CS_RULE_*, CS_SEARCH_KIND, CS_QUERY_*, CS_SEARCH_INEXACT (paths under search.), CS_RULE_NOT_SUPPORTED (a watchlist lookup without the caller's lists: the CLI), CS_RULE_WATCHLIST_UNKNOWN, CS_BACKTEST_INVALID, CS_BACKTEST_RANGE_TOO_LARGE (more than ${config.backtest.maxBlocks} blocks), CS_BACKTEST_TARGET_UNSUPPORTED (search.sequence.followedBy.kind: block documents paired with another kind); 409 CS_BACKTEST_NOTHING_INDEXED.`,
           body: SavedSearchTestSchema,
           response: BACKTEST_RESPONSES,
         },
@@ -55,8 +54,6 @@ export function searchTestRoutes(deps: RuleTestRoutesDeps): FastifyPluginAsync {
         const accountId = callerId(request);
         const parsed = parseSearchBacktestRequest(request.body, chains, config.backtest.maxBlocks);
         if (!parsed.ok) throw new ApiError(parsed.errors);
-        const refused = sequenceBacktestRefusal(parsed.value.search);
-        if (refused.length > 0) throw new ApiError(refused);
         if (deps.watchlists) await checkSearchWatchlists(deps.watchlists, accountId, parsed.value.search, "search.");
         return answerBacktest(app, deps, request, reply, parsed.value);
       },

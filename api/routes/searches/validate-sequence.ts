@@ -71,21 +71,3 @@ export function checkSearchSequence(sequence: unknown, others: { window?: unknow
   if (errors.length > 0) return { ok: false, errors };
   return { ok: true, value: { ...seq, followedBy: { kind: seq.followedBy.kind, query: seq.followedBy.query, esQuery } } };
 }
-
-/**
- * `CS_RULE_NOT_SUPPORTED` at `search.sequence` when a saved-search backtest (`POST
- * /alerting/searches/test/`) carries a sequence: backtests of saved searches do not replay
- * sequences yet (docs/alerting.md); none when absent or null.
- */
-export function sequenceBacktestRefusal(search: object): ApiErrorDetail[] {
-  const { sequence } = search as { sequence?: unknown };
-  if (sequence === undefined || sequence === null) return [];
-  return [
-    {
-      code: "CS_RULE_NOT_SUPPORTED",
-      path: "search.sequence",
-      message:
-        "search.sequence: saved-search backtests do not replay sequences yet (the live match stage does); remove it to test the query",
-    },
-  ];
-}

@@ -11,8 +11,7 @@ import type { DecodeMethodOptions } from "../../../lib/chain/methods.js";
 import type { ChainId } from "../../../lib/config/index.js";
 import type { WatchlistLookup } from "../../../lib/match/evaluate.js";
 import type { Rule } from "../../../lib/rules/model.js";
-import type { StoredSearch } from "../../../lib/searches/model.js";
-import type { SearchSequence } from "../../../lib/searches/sequence.js";
+import { followedBySearch, type SearchSequence } from "../../../lib/searches/sequence.js";
 import type { InputRecord } from "../../kafka/consumer.js";
 import type { MatchInput } from "../confirmations/decide.js";
 import { createSearchIndex, type SearchIndex, type SearchTopic } from "../search-index.js";
@@ -41,16 +40,7 @@ export function createFollowedBySearches(chain: ChainId, decode: DecodeMethodOpt
   const index: SearchIndex = createSearchIndex(chain, decode, watchlists);
   return {
     hold(search, seq) {
-      const derived = {
-        ...search,
-        config: {
-          kind: seq.followedBy.kind,
-          query: seq.followedBy.query,
-          esQuery: seq.followedBy.esQuery ?? null,
-          alerts: search.config.alerts,
-        },
-      } as unknown as StoredSearch;
-      index.upsert(derived as unknown as Rule);
+      index.upsert(followedBySearch(search, seq) as unknown as Rule);
       return index.get(search.id);
     },
     remove: (id) => index.remove(id),

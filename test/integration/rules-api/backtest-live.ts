@@ -49,8 +49,13 @@ export interface BacktestLive {
   hooks(records: RecordsByKind): void;
   /** Deletes the indices and the Redis keys, closes everything. */
   close(): Promise<void>;
-  /** `POST /alerting/rules/test/` over `from … to`: the answer's lines, checked complete. */
-  backtestLines(rule: RuleInput, from: number, to: number): Promise<Array<Record<string, unknown>>>;
+  /** `POST /alerting/rules/test/` over `from … to` (with `route` `searches`: `POST /alerting/searches/test/`, `subject` a saved search): the answer's lines, checked complete. */
+  backtestLines(
+    subject: RuleInput | object,
+    from: number,
+    to: number,
+    route?: "rules" | "searches",
+  ): Promise<Array<Record<string, unknown>>>;
 }
 
 /**
@@ -93,12 +98,12 @@ export async function backtestLive(label: string): Promise<BacktestLive> {
       await deletePrefix(config.redisUrl, redisPrefix);
       await live.redis?.close();
     },
-    async backtestLines(rule: RuleInput, from: number, to: number) {
+    async backtestLines(subject: RuleInput | object, from: number, to: number, route: "rules" | "searches" = "rules") {
       const res = await live.app.inject({
         method: "POST",
-        url: "/alerting/rules/test/",
+        url: `/alerting/${route}/test/`,
         headers: { authorization: `Bearer ${token}` },
-        payload: { rule, from, to },
+        payload: { [route === "rules" ? "rule" : "search"]: subject, from, to },
       });
       expect(res.statusCode, res.body).toBe(200);
       const lines = res.body

@@ -6,7 +6,7 @@
  * (targetType of its kind, actions rendered), and the refusals carry the saved-search codes with
  * paths under `search.`. A search with a count window replays to the one window that fired, whose
  * records are the search API's answer over the window's blocks; `window` and `absence` are stored
- * and refused with the rules' codes at top-level paths. Also the OpenAPI document of the saved-search routes: the bodies do not
+ * and refused with the rules' codes at top-level paths; a `sequence` is stored and replayed. Also the OpenAPI document of the saved-search routes: the bodies do not
  * require the server-assigned `id`. Skips when Elasticsearch or Redis is down.
  */
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
@@ -190,7 +190,7 @@ describe.skipIf(!up)("saved-search backtests over indexed records", () => {
 
   // Saved searches with `window` or `absence` (issue 33): stored beside the query, refused with the
   // rules' codes at top-level paths, replayed by the backtest; `sequence` (its second step a second
-  // query) is stored and evaluated live, refused by the backtest.
+  // query) too (backtest = live: ./sequence-backtest.test.ts).
   describe("with a window, an absence or a sequence", () => {
     const windowed = (extension: Record<string, unknown>) => ({ ...search("tx", { match_all: {} }), ...extension });
     const sequence = {
@@ -198,15 +198,21 @@ describe.skipIf(!up)("saved-search backtests over indexed records", () => {
       within: { blocks: 5 },
       correlate: { first: "from", followedBy: "from" },
     };
-    it("stores a sequence beside the query; its backtest is refused with CS_RULE_NOT_SUPPORTED at search.sequence", async () => {
+    it("stores a sequence beside the query; its backtest replays it (block documents paired with another kind: refused)", async () => {
       const created = await post("/alerting/searches/", windowed({ sequence }));
       expect(created.statusCode, created.body).toBe(201);
       const got = await app.inject({ method: "GET", url: `/alerting/searches/${created.json().id}`, headers: AUTH });
       expect(got.json()).toMatchObject({ kind: "tx", sequence });
       expect(got.json().sequence.followedBy.esQuery).not.toBeNull();
       const test = await post("/alerting/searches/test/", { search: windowed({ sequence }), last: 1 });
-      expect(test.statusCode, test.body).toBe(400);
-      expect(test.json().errors).toEqual([expect.objectContaining({ code: "CS_RULE_NOT_SUPPORTED", path: "search.sequence" })]);
+      expect(test.statusCode, test.body).toBe(200);
+      expect(parseLines(test.body)[0]).toMatchObject({ type: "start", kinds: ["tx"] });
+      const mixed = { ...sequence, followedBy: { kind: "block", query: { match_all: {} } } };
+      const refused = await post("/alerting/searches/test/", { search: windowed({ sequence: mixed }), last: 1 });
+      expect(refused.statusCode, refused.body).toBe(400);
+      expect(refused.json().errors).toEqual([
+        expect.objectContaining({ code: "CS_BACKTEST_TARGET_UNSUPPORTED", path: "search.sequence.followedBy.kind" }),
+      ]);
     });
     it("stores a window or an absence beside the query and answers it back", async () => {
       const window = { blocks: 2, aggregate: { fn: "count" }, operator: "Greater or Equal", threshold: "9" };

@@ -28,8 +28,8 @@ const A2 = "0xabcdef000000000000000000000000000000abcd";
 const A3 = "0x3333333333333333333333333333333333333333";
 
 /** The sanitized query (with its watchlist placeholder) the API stores as a saved search's `esQuery`. */
-function esQuery(query: unknown): EsQuery {
-  const c = compileSearchQuery(query, "tx");
+function esQuery(query: unknown, path = "query"): EsQuery {
+  const c = compileSearchQuery(query, "tx", path);
   if (!c.ok) throw new Error(JSON.stringify(c.errors));
   return c.value.query as EsQuery;
 }
@@ -155,5 +155,22 @@ describe("saved-search backtests with watchlist lookups", () => {
     expect((refused as ApiError).details).toEqual([
       expect.objectContaining({ code: "CS_RULE_NOT_SUPPORTED", path: "search.query.terms.from.watchlist" }),
     ]);
+  });
+
+  it("a lookup only in a sequence's followedBy query reads memberships too (refused without a store at its path)", () => {
+    const store = memoryListStore("acc", LIST, []);
+    const sequenced = {
+      ...(input({ term: { to: A3 } }) as object),
+      sequence: { within: { blocks: 5 }, followedBy: { kind: "tx", query: byFrom, esQuery: esQuery(byFrom, "sequence.followedBy.query") } },
+    } as never;
+    expect(searchBacktestWatchlists(store, sequenced).watchlists?.lookup).toBeDefined();
+    expect(() => searchBacktestWatchlists(undefined, sequenced)).toThrow(ApiError);
+    try {
+      searchBacktestWatchlists(undefined, sequenced);
+    } catch (err) {
+      expect((err as ApiError).details).toEqual([
+        expect.objectContaining({ code: "CS_RULE_NOT_SUPPORTED", path: "search.sequence.followedBy.query.terms.from.watchlist" }),
+      ]);
+    }
   });
 });
