@@ -40,6 +40,8 @@ export interface BacktestLive {
   indexPrefix: string;
   /** The Redis key prefix of the file (live evaluators use sub-prefixes of it). */
   redisPrefix: string;
+  /** The API's bearer token (one account). */
+  token: string;
   es: Client;
   app: FastifyInstance;
   redis: RedisClientType;
@@ -75,6 +77,7 @@ export async function backtestLive(label: string): Promise<BacktestLive> {
     up: await searchStackUp(base),
     indexPrefix: prefix,
     redisPrefix,
+    token,
     async open(records: RecordsByKind) {
       live.es = new Client({ node: config.elasticsearch.url });
       await indexFixtures(live.es, MAINNET, prefix, undefined, records);

@@ -168,4 +168,22 @@ describe.skipIf(!stack.up)("saved-search sequence backtests = the live evaluator
     const blockLines = txLines.filter((l) => l.type === "block");
     expect(blockLines.reduce((s, l) => s + (l.records as number), 0)).toBe(events.length + txs.length);
   });
+
+  it("a watchlist lookup in the second query pairs only the listed senders' transactions", async () => {
+    const headers = { authorization: `Bearer ${stack.token}` };
+    const created = await stack.app.inject({
+      method: "POST",
+      url: "/alerting/watchlists/",
+      headers,
+      payload: { name: "a", kind: "address" },
+    });
+    expect(created.statusCode, created.body).toBe(201);
+    const id = created.json<{ id: string }>().id;
+    const added = await stack.app.inject({ method: "POST", url: `/alerting/watchlists/${id}/members/`, headers, payload: [VITALIK] });
+    expect(added.statusCode, added.body).toBe(200);
+    const all = searchBody({ blocks: 5 }, "tx");
+    const listed = { ...all, sequence: { ...all.sequence, followedBy: { kind: "tx", query: { terms: { from: { watchlist: id } } } } } };
+    // Without the list: B's pair (0 → 4) and A's (5 → 6); with a list of A alone, A's only.
+    expect(pairs(backtestFirings(await stack.backtestLines(listed, FROM, TO, "searches")))).toEqual([[A, 5, 6]]);
+  });
 });
