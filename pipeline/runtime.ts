@@ -248,6 +248,7 @@ export async function startPipeline(deps: PipelineDeps): Promise<Pipeline> {
         decode: methodDecoding,
         rpc: ctx.client,
         stateReads: config.stateReads,
+        watchlistCopies: config.watchlistCopies,
       }),
     );
   }

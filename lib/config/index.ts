@@ -18,6 +18,7 @@ import { type ResultCacheConfig, resultCacheOf } from "./result-cache.js";
 import { type ChainId, type ChainIdSource, type ChainSettings, servedChains } from "./served-chains.js";
 import { type StateReadsConfig, stateReadsOf } from "./state.js";
 import { CRASH_POINTS, type CrashPoint, LOG_FORMATS, type LogFormat } from "./values.js";
+import { type WatchlistCopiesConfig, watchlistCopiesOf } from "./watchlists.js";
 
 export { KAFKA_CLIENTS, type KafkaClientName, type KafkaConfig } from "./kafka-client.js";
 export { ConfigError, DEFAULT_EXPLORER_URLS, parseRpcUrls } from "./parse.js";
@@ -72,6 +73,8 @@ export interface Config {
   kafka: KafkaConfig;
   /** State-condition reads (lib/config/state.ts, docs/rules.md "State conditions"). */
   stateReads: StateReadsConfig;
+  /** The match process's watchlist copies (lib/config/watchlists.ts, docs/alerting.md "Watchlists"). */
+  watchlistCopies: WatchlistCopiesConfig;
   /** Confluent-compatible schema registry base URL. Env `SCHEMA_REGISTRY_URL`, default `http://127.0.0.1:8081/apis/ccompat/v7` (Apicurio's Confluent API). */
   schemaRegistryUrl: string;
   elasticsearch: {
@@ -478,6 +481,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     served: all,
     kafka: kafkaConfigOf(env),
     stateReads: stateReadsOf(env),
+    watchlistCopies: watchlistCopiesOf(env),
     schemaRegistryUrl: str(env, "SCHEMA_REGISTRY_URL", "http://127.0.0.1:8081/apis/ccompat/v7"),
     elasticsearch: {
       url: str(env, "ELASTICSEARCH_URL", "http://127.0.0.1:9200"),

@@ -1,8 +1,11 @@
 /**
- * Settings of the watchlists (`/alerting/watchlists/`, docs/alerting.md "Watchlists"). Not read
- * from the environment yet: the routes take {@link DEFAULT_WATCHLISTS_CONFIG} unless given others.
+ * Settings of the watchlists (`/alerting/watchlists/`, docs/alerting.md "Watchlists"). The store's
+ * and routes' limits are not read from the environment yet: the routes take
+ * {@link DEFAULT_WATCHLISTS_CONFIG} unless given others. The match process's copies of the lists
+ * are ({@link watchlistCopiesOf}, `loadConfig`'s `config.watchlistCopies`).
  * @module
  */
+import { int } from "./parse.js";
 
 /** Limits of the watchlist store and routes. */
 export interface WatchlistsConfig {
@@ -23,3 +26,23 @@ export const DEFAULT_WATCHLISTS_CONFIG: WatchlistsConfig = {
   maxMembersPerRequest: 100_000,
   bodyMaxBytes: 8 * 1024 * 1024,
 };
+
+/** Settings of the watchlist copies the match process keeps (lib/match/watchlist-filters.ts). */
+export interface WatchlistCopiesConfig {
+  /**
+   * Most bytes the exact copies of address lists may take in one match process (48 MiB per million
+   * addresses, lib/watchlists/address-set.ts); a list whose copy would pass it gets a Bloom filter
+   * instead, whose "maybe"s are confirmed in Redis. Env `CHAINSIFT_WATCHLIST_COPY_MAX_BYTES`, default
+   * 536870912 (512 MiB).
+   */
+  copyMaxBytes: number;
+}
+
+/**
+ * Reads {@link WatchlistCopiesConfig} from `env`.
+ * @param env - the environment (`process.env` in `loadConfig`).
+ * @throws {ConfigError} for a value that is not an integer ≥ 0.
+ */
+export function watchlistCopiesOf(env: NodeJS.ProcessEnv): WatchlistCopiesConfig {
+  return { copyMaxBytes: int(env, "CHAINSIFT_WATCHLIST_COPY_MAX_BYTES", 512 * 2 ** 20, 0) };
+}

@@ -119,7 +119,7 @@ export interface WatchlistFiltersDeps {
   exactMaxBytes?: number;
 }
 
-/** Default of {@link WatchlistFiltersDeps.exactMaxBytes}: 512 MiB (ten lists of a million addresses, or one of 5,000,000 at 384 MiB). */
+/** Default of {@link WatchlistFiltersDeps.exactMaxBytes}: 512 MiB (ten lists of a million addresses, or one of 5,000,000 at 384 MiB); the match stage takes config `watchlistCopies.copyMaxBytes` (env `CHAINSIFT_WATCHLIST_COPY_MAX_BYTES`). */
 export const DEFAULT_EXACT_MAX_BYTES = 512 * 2 ** 20;
 
 /**

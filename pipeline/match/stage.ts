@@ -29,7 +29,7 @@ import type { DecodeMethodOptions } from "../../lib/chain/methods.js";
 import { createRedisChainState } from "../../lib/chain/state.js";
 import type { Config } from "../../lib/config/index.js";
 import { type StateReadsConfig, stateReadsOf } from "../../lib/config/state.js";
-import { DEFAULT_WATCHLISTS_CONFIG } from "../../lib/config/watchlists.js";
+import { DEFAULT_WATCHLISTS_CONFIG, type WatchlistCopiesConfig, watchlistCopiesOf } from "../../lib/config/watchlists.js";
 import type { Logger } from "../../lib/logger.js";
 import { entitiesOf, type TypedEntity } from "../../lib/match/entities.js";
 import { createRuleIndex, type RuleIndex } from "../../lib/match/rule-index.js";
@@ -104,6 +104,8 @@ export interface MatchStageDeps {
   rpc?: RpcClient;
   /** config `stateReads`; default the defaults of lib/config/state.ts. */
   stateReads?: StateReadsConfig;
+  /** config `watchlistCopies`; default the defaults of lib/config/watchlists.ts. */
+  watchlistCopies?: WatchlistCopiesConfig;
 }
 
 /** A running match stage. */
@@ -155,6 +157,7 @@ export async function startMatchStage(deps: MatchStageDeps): Promise<MatchStage>
   const watchlistCopies = createWatchlistFilters({
     store: watchlistStore,
     feed,
+    exactMaxBytes: (deps.watchlistCopies ?? watchlistCopiesOf({})).copyMaxBytes,
     onBuildError: (err, _a, id) => log.warn({ err, watchlist: id }, "watchlist copy build failed"),
   });
   const membership = createWatchlistMembership(watchlistStore, watchlistCopies);

@@ -16,6 +16,15 @@ describe("loadConfig", () => {
     expect(() => loadConfig({ CHAINSIFT_MAX_RULES_PER_ACCOUNT: "0" })).toThrow(ConfigError);
     expect(() => loadConfig({ CHAINSIFT_MAX_RULES_PER_ACCOUNT: "many" })).toThrow(/CHAINSIFT_MAX_RULES_PER_ACCOUNT/);
   });
+  it("caps the match process's exact watchlist copies: CHAINSIFT_WATCHLIST_COPY_MAX_BYTES, default 512 MiB, 0 allowed", () => {
+    expect(loadConfig({}).watchlistCopies.copyMaxBytes).toBe(536_870_912);
+    expect(loadConfig({ CHAINSIFT_WATCHLIST_COPY_MAX_BYTES: "1073741824" }).watchlistCopies.copyMaxBytes).toBe(2 ** 30);
+    // 0: no exact copies, every address list gets a Bloom filter.
+    expect(loadConfig({ CHAINSIFT_WATCHLIST_COPY_MAX_BYTES: "0" }).watchlistCopies.copyMaxBytes).toBe(0);
+    expect(() => loadConfig({ CHAINSIFT_WATCHLIST_COPY_MAX_BYTES: "-1" })).toThrow(/CHAINSIFT_WATCHLIST_COPY_MAX_BYTES/);
+    expect(() => loadConfig({ CHAINSIFT_WATCHLIST_COPY_MAX_BYTES: "512MiB" })).toThrow(ConfigError);
+  });
+
   it("reads lists and integers", () => {
     const c = loadConfig({ KAFKA_BROKERS: "a:1, b:2", CHAINSIFT_API_TOKENS: "x,,y", CHAINSIFT_API_PORT: "0" });
     expect(c.kafka.brokers).toEqual(["a:1", "b:2"]);
