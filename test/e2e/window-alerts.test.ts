@@ -14,9 +14,9 @@
 import { describe, expect, it } from "vitest";
 import type { WindowFiring } from "../../lib/match/windows.js";
 import { windowKeys } from "../../pipeline/match/windows/scripts.js";
-import { anvilWithRedis } from "../support/anvil-api.js";
+import { absenceRuleOn, anvilWithRedis } from "../support/anvil-api.js";
 import { probeStack, waitFor } from "../support/harness.js";
-import { absenceTransferRule, tokenTransferRule } from "../support/rules.js";
+import { tokenTransferRule } from "../support/rules.js";
 
 const up = await probeStack();
 
@@ -148,16 +148,7 @@ describe.skipIf(!up.ok)("window alerts on anvil", () => {
 
   it("an absence rule is quiet while the transfers run and fires once when they stop", async () => {
     const { env } = running();
-    const to = env.newAddress();
-    const input = absenceTransferRule({
-      chain: env.config.chain,
-      token: await env.token.getAddress(),
-      url: env.hook("win"),
-      to,
-      blocks: 3,
-    });
-    const rule = await env.rules.create("acc-e2e", input);
-    await waitFor(async () => env.match.index.get(rule.id), 10_000, 50);
+    const { rule, to } = await absenceRuleOn(env, "win");
     let last = { entityId: "", blockHash: "", blockNumber: 0 };
     for (let i = 0; i < 7; i++) {
       const tx = await env.transfer(to, 1_000n + BigInt(i));

@@ -15,9 +15,9 @@ import type { WindowState } from "../../lib/match/windows.js";
 import { startDecodeStage } from "../../pipeline/decode/stage.js";
 import type { RunningConsumer } from "../../pipeline/kafka/consumer.js";
 import { windowKeys } from "../../pipeline/match/windows/scripts.js";
+import { absenceRuleOn } from "../support/anvil-api.js";
 import { type AnvilEnv, startAnvilEnv } from "../support/anvil-env.js";
 import { probeStack, waitFor } from "../support/harness.js";
-import { absenceTransferRule } from "../support/rules.js";
 
 const up = await probeStack();
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -62,16 +62,7 @@ describe.skipIf(!up.ok)("window evaluation waits for late records (anvil)", () =
   });
 
   it("an absence rule does not fire for blocks whose events arrive after their block records", async () => {
-    const to = env.newAddress();
-    const input = absenceTransferRule({
-      chain: env.config.chain,
-      token: await env.token.getAddress(),
-      url: env.hook("late"),
-      to,
-      blocks: 3,
-    });
-    const rule = await env.rules.create("acc-e2e", input);
-    await waitFor(async () => env.match.index.get(rule.id), 10_000, 50);
+    const { rule, to } = await absenceRuleOn(env, "late");
     for (let i = 0; i < 2; i++) {
       const tx = await env.transfer(to, 1_000n + BigInt(i));
       await env.mine(1);

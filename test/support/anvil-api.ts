@@ -9,7 +9,10 @@
 import { createClient, type RedisClientType } from "redis";
 import { afterAll, beforeAll } from "vitest";
 import { startApi } from "../../api/server.js";
+import type { Rule } from "../../lib/rules/model.js";
 import { type AnvilEnv, startAnvilEnv } from "./anvil-env.js";
+import { waitFor } from "./harness.js";
+import { absenceTransferRule } from "./rules.js";
 
 /** What {@link anvilWithRedis} gives, valid inside the tests. */
 export interface AnvilWithRedis {
@@ -77,4 +80,19 @@ export function anvilWithApi(): () => AnvilWithApi {
     if (api === undefined) throw new Error("anvilWithApi: not started");
     return { env, redis, url: api.url };
   };
+}
+
+/**
+ * Creates, through the environment's rule store (account `acc-e2e`), an absence rule on the
+ * environment's token: no Transfer to a fresh address for 3 blocks, posted to `env.hook(hook)`;
+ * waits (10 s) until the match stage has loaded it.
+ * @returns the stored rule and the watched address.
+ * @throws when the match stage does not load the rule within 10 s.
+ */
+export async function absenceRuleOn(env: AnvilEnv, hook: string): Promise<{ rule: Rule; to: string }> {
+  const to = env.newAddress();
+  const input = absenceTransferRule({ chain: env.config.chain, token: await env.token.getAddress(), url: env.hook(hook), to, blocks: 3 });
+  const rule = await env.rules.create("acc-e2e", input);
+  await waitFor(async () => env.match.index.get(rule.id), 10_000, 50);
+  return { rule, to };
 }
