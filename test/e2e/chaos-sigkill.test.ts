@@ -342,6 +342,43 @@ for (const { title, minBlocks: MIN_BLOCKS, minKills: MIN_KILLS, minReorgs: MIN_R
       TEST_TIMEOUT_MS,
     );
 
+    /**
+     * The failure message when the index did not converge: the differing heights as ranges, the first
+     * differences, ingest's position and the node's head (`GET /chains/`), each consumer group's lag
+     * (`GET /chains/health/`), the seed, the timeline's end and each stage's output tail.
+     */
+    const convergeDiagnostics = async (end: number, last: ChainComparison | undefined): Promise<string> => {
+      const heights = [
+        ...new Set((last?.problems ?? []).map((p) => Number(/^height (\d+)/.exec(p)?.[1])).filter(Number.isSafeInteger)),
+      ].sort((a, b) => a - b);
+      const ranges: string[] = [];
+      for (const n of heights) {
+        const prev = ranges.at(-1);
+        const m = prev === undefined ? undefined : /^(\d+)(?:-(\d+))?$/.exec(prev);
+        const prevEnd = m ? Number(m[2] ?? m[1]) : Number.NaN;
+        if (m && prevEnd === n - 1) ranges[ranges.length - 1] = `${m[1]}-${n}`;
+        else ranges.push(String(n));
+      }
+      const get = async (url: string) => {
+        const res = await app
+          .inject({ method: "GET", url, headers: { authorization: `Bearer ${h.config.api.tokens[0]}` } })
+          .catch((err: unknown) => ({ statusCode: 0, body: String(err) }));
+        return `GET ${url} ${res.statusCode}: ${res.body.slice(0, 1500)}`;
+      };
+      const tailText = [...tails].map(
+        ([stage, t]) => `${stage} (${running.get(stage)?.child.pid ?? "not running"}):\n${t.slice(-12).join("\n")}`,
+      );
+      return [
+        `index did not converge within ${CONVERGE_TIMEOUT_MS} ms (seed ${seed}, reproduce with CHAOS_SEED=${seed}); head ${end}; ` +
+          `${last?.problems.length ?? "?"} differences (at most 50 listed) at heights ${ranges.join(",")}; first:`,
+        ...(last?.problems ?? []).slice(0, 3).map((p) => `  ${p.slice(0, 240)}`),
+        await get("/chains/"),
+        await get("/chains/health/"),
+        `timeline (end):\n${timeline.slice(-25).join("\n")}`,
+        `output tails:\n${tailText.join("\n")}`,
+      ].join("\n");
+    };
+
     const run = async () => {
       enter("chaos");
       const started = Date.now();
@@ -429,6 +466,8 @@ for (const { title, minBlocks: MIN_BLOCKS, minKills: MIN_KILLS, minReorgs: MIN_R
       let comparisons = 0;
       const compareStarted = Date.now();
       enter("converge");
+      /** Set when the index did not converge: the pipeline's state at that moment (thrown below, after the summary). */
+      let notConverged: string | undefined;
       await waitFor(
         async () => {
           last = await compareWithChain({ rpcUrl: anvil.rpcUrl, app, config: h.config, decoder, to: end, orphaned });
@@ -437,7 +476,10 @@ for (const { title, minBlocks: MIN_BLOCKS, minKills: MIN_KILLS, minReorgs: MIN_R
         },
         CONVERGE_TIMEOUT_MS,
         1000,
-      ).catch((err) => console.error(`[chaos] index did not converge: ${String(err)}`));
+      ).catch(async (err) => {
+        console.error(`[chaos] index did not converge: ${String(err)}`);
+        notConverged = await convergeDiagnostics(end, last);
+      });
       const compareMs = Date.now() - compareStarted;
 
       // Alerts. Every canonical Transfer of the token up to the height whose threshold the head passed.
@@ -489,6 +531,8 @@ for (const { title, minBlocks: MIN_BLOCKS, minKills: MIN_KILLS, minReorgs: MIN_R
       expect(totalKills()).toBeGreaterThanOrEqual(MIN_KILLS);
       expect(reorgs.length).toBeGreaterThanOrEqual(MIN_REORGS);
       expect(blocks).toBeGreaterThanOrEqual(MIN_BLOCKS);
+      // One message that ends with what to go on (a CI log may keep only the failure's last lines).
+      if (notConverged !== undefined) throw new Error(notConverged);
       expect(last?.problems).toEqual([]);
       expect(last?.heights).toBe(end + 1);
       expect(problems).toEqual([]);
