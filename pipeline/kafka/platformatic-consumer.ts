@@ -69,6 +69,22 @@ const MAX_FETCH_BYTES = 50 * 1024 * 1024;
 const MAX_BACKOFF_MS = 10_000;
 
 /**
+ * The request timeout of a consumer's own client (group, offset and metadata requests; fetches have
+ * their own pool), ms: at least `rebalanceTimeoutMs` + 5 s, because the group coordinator answers a
+ * JoinGroup only once every member rejoined or left, which takes up to the rebalance timeout (a
+ * member SIGKILLed without leaving is waited for until its session times out). A shorter timeout
+ * gives up on a join that was about to succeed. The Java client does the same
+ * (`max(request.timeout.ms, rebalance.timeout.ms + 5000)` for JoinGroup, KIP-266 /
+ * ConsumerCoordinator); kafkajs gives JoinGroup `rebalanceTimeout + 5000` too.
+ * @param requestTimeoutMs - the transport's request timeout, ms.
+ * @param rebalanceTimeoutMs - the member's rebalance timeout, ms.
+ * @returns `max(requestTimeoutMs, rebalanceTimeoutMs + 5000)`.
+ */
+export function groupRequestTimeoutMs(requestTimeoutMs: number, rebalanceTimeoutMs: number): number {
+  return Math.max(requestTimeoutMs, rebalanceTimeoutMs + 5_000);
+}
+
+/**
  * A consumer of the transport over `@platformatic/kafka`'s `Consumer`.
  * @param base - the library's client options (client id, brokers, timeouts, retries).
  * @param opts - the transport's consumer options; defaults: session timeout 30 s, rebalance timeout
@@ -79,12 +95,14 @@ export function platformaticConsumer(base: BaseOptions, opts: TransportConsumerO
   const maxWaitMs = opts.maxWaitTimeMs ?? 5_000;
   const maxBytesPerPartition = opts.maxBytesPerPartition ?? 1024 * 1024;
   const sessionTimeout = opts.sessionTimeoutMs ?? 30_000;
+  const rebalanceTimeout = Math.max(sessionTimeout, opts.rebalanceTimeoutMs ?? 60_000);
   const consumer = new Consumer({
     ...base,
+    requestTimeout: groupRequestTimeoutMs(base.requestTimeout ?? 30_000, rebalanceTimeout),
     groupId: opts.groupId,
     autocommit: false,
     sessionTimeout,
-    rebalanceTimeout: Math.max(sessionTimeout, opts.rebalanceTimeoutMs ?? 60_000),
+    rebalanceTimeout,
     heartbeatInterval: Math.min(3_000, sessionTimeout),
     maxWaitTime: maxWaitMs,
     protocols: [{ name: "RoundRobinAssigner", version: 0 }],
@@ -353,8 +371,11 @@ export function platformaticConsumer(base: BaseOptions, opts: TransportConsumerO
     while (state === "running") {
       try {
         if (needsJoin) {
-          needsJoin = false;
+          // Cleared only once a join succeeded: a join that fails (a timeout, the coordinator moving)
+          // is retried after the round's backoff, never given up (a member out of its group
+          // consumes nothing and gets no more heartbeats to tell it so).
           await consumer.joinGroup({});
+          needsJoin = false;
         }
         if (needsPositions) {
           await initPositions();

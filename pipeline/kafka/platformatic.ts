@@ -14,8 +14,9 @@
  *   with ours but computes murmur2 in BigInt arithmetic, ours in 32-bit integers (pipeline/kafka/partitioner.ts).
  * - strings (keys, header names and values) are sent as UTF-8 (the library takes Buffers only
  *   without serializers).
- * - requests time out after 30 s (kafkajs's `requestTimeout`), retries back off exponentially from
- *   200 ms up to 30 s.
+ * - requests time out after 30 s (kafkajs's `requestTimeout`; a consumer's after its rebalance
+ *   timeout + 5 s at least, since the coordinator holds a JoinGroup that long), retries back off
+ *   exponentially from 200 ms up to 30 s.
  * @module
  */
 import { Admin, findErrorBy, ListOffsetTimestamps, type MessageToProduce, Producer, type RetryDelayGetter } from "@platformatic/kafka";
@@ -32,6 +33,14 @@ export interface PlatformaticTransportOptions {
   brokers: readonly string[];
   /** Where the consumer reports what it retries (fetch and commit failures, a crashed batch). */
   logger?: Logger;
+  /**
+   * How long a request may go unanswered, ms. Default 30000 (kafkajs's `requestTimeout`). A
+   * consumer's group requests get at least its rebalance timeout + 5 s (pipeline/kafka/platformatic-consumer.ts
+   * {@link groupRequestTimeoutMs}). Tests lower it to make requests time out.
+   */
+  requestTimeoutMs?: number;
+  /** How many times the library tries a failed request again (joins included). Default 8. Tests set 0 to see a failure at once. */
+  retries?: number;
 }
 
 /** Longest wait between two tries of a request, ms (kafkajs's `maxRetryTime` default). */
@@ -46,8 +55,8 @@ export function baseOptions(opts: PlatformaticTransportOptions) {
   return {
     clientId: opts.clientId,
     bootstrapBrokers: [...opts.brokers],
-    requestTimeout: 30_000,
-    retries: 8,
+    requestTimeout: opts.requestTimeoutMs ?? 30_000,
+    retries: opts.retries ?? 8,
     retryDelay,
     autocreateTopics: false,
   };
