@@ -395,7 +395,10 @@ for (const { title, minBlocks: MIN_BLOCKS, minKills: MIN_KILLS, minReorgs: MIN_R
           restartsReady++;
         })();
         pendingRestarts.add(p);
-        void p.finally(() => pendingRestarts.delete(p)).catch(() => {});
+        // A restart that never printed its ready line goes into the timeline (the failure message shows it).
+        void p
+          .catch((err: unknown) => note(`${stage} restart failed: ${String(err).split("\n")[0]}`))
+          .finally(() => pendingRestarts.delete(p));
       };
       onCrash = restartLater;
       crashArmed = crashPoints;
