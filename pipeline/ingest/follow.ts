@@ -280,6 +280,11 @@ export async function followHead(core: IngestCore, opts: FollowOptions = {}): Pr
         const f = await fetchOne(h, signal);
         const mine = produced.get(h);
         if (!f.bundle || f.bundle.block.hash !== mine) {
+          // Nothing is produced until it matches: say why (a stall here was silent in the stage's output).
+          log.warn(
+            { block: h, hash: mine, node: f.bundle?.block.hash ?? null, tip: next - 1 },
+            "a height a reorg announcement left disputed: the node has another block (or none) there; asking again",
+          );
           faulted = true; // a lagging backend, or a reorg the tip check confirms at the next poll
           break;
         }
