@@ -191,7 +191,14 @@ export async function followHead(core: IngestCore, opts: FollowOptions = {}): Pr
     // A crash after `canon` named the next block and before the tip moved: that block may have been
     // produced (in part). Taken as produced until checked: re-produced if the node still has it,
     // announced as orphaned if the node confirms another block there.
-    const pending = (await withRetry("read the canonical map", () => state.hashesAt([next]), signal)).get(next);
+    // Not when a height at or below the tip is disputed: then the last write to `canon` above the tip
+    // was that unfinished announcement (a process that held such a block announces every height it
+    // held, that one included), so `canon` there names the new branch's block, not ours. Taken as
+    // ours, it passed the tip check (the node has it) while the disputed height below it never
+    // matched: the follower stalled for good (a crash at produce-tip, a reorg below that block, a
+    // crash at announce-unwind).
+    const pending =
+      disputed.size === 0 ? (await withRetry("read the canonical map", () => state.hashesAt([next]), signal)).get(next) : undefined;
     if (pending) {
       produced.set(next, pending);
       disputed.add(next);
@@ -273,6 +280,11 @@ export async function followHead(core: IngestCore, opts: FollowOptions = {}): Pr
         const f = await fetchOne(h, signal);
         const mine = produced.get(h);
         if (!f.bundle || f.bundle.block.hash !== mine) {
+          // Nothing is produced until it matches: say why (a stall here was silent in the stage's output).
+          log.warn(
+            { block: h, hash: mine, node: f.bundle?.block.hash ?? null, tip: next - 1 },
+            "a height a reorg announcement left disputed: the node has another block (or none) there; asking again",
+          );
           faulted = true; // a lagging backend, or a reorg the tip check confirms at the next poll
           break;
         }

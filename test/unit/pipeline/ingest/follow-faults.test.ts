@@ -9,6 +9,7 @@ import pino from "pino";
 import { Registry } from "prom-client";
 import { describe, expect, it } from "vitest";
 import { createMemoryChainState } from "../../../../lib/chain/state.js";
+import type { CrashPoint } from "../../../../lib/config/index.js";
 import { RetryableError } from "../../../../lib/errors.js";
 import { createLogger } from "../../../../lib/logger.js";
 import type { ReorgRecord } from "../../../../lib/records.js";
@@ -19,6 +20,12 @@ const logger = createLogger("silent");
 const counter = async (registry: Registry, name: string) => (await registry.getSingleMetric(name)?.get())?.values[0]?.value ?? 0;
 const reorgsOf = (sent: ReturnType<typeof recordingProducer>["sent"]) =>
   sent.filter((m) => m.kind === "reorgs").map((m) => m.record as ReorgRecord);
+
+/** The two ways the follower confirms a reorg: sources without and with `blockHeader`. */
+const CONFIRMATIONS = [
+  { headers: false, label: "reorgs confirmed by number" },
+  { headers: true, label: "reorgs confirmed by parent hashes (blockHeader)" },
+];
 
 /** A chain of 6 blocks (0..5), followed until block 5 was produced; the ingester is stopped, ready to follow again. */
 async function followedToFive(headers: boolean) {
@@ -31,10 +38,7 @@ async function followedToFive(headers: boolean) {
   return { chain, registry, sent, ingester };
 }
 
-describe.each([
-  { headers: false, label: "reorgs confirmed by number" },
-  { headers: true, label: "reorgs confirmed by parent hashes (blockHeader)" },
-])("the follower never skips a height and never invents a reorg ($label)", ({ headers }) => {
+describe.each(CONFIRMATIONS)("the follower never skips a height and never invents a reorg ($label)", ({ headers }) => {
   it("a null block at or below the node's head is retried (counted), never skipped", async () => {
     const chain = scriptedChain({ headers });
     chain.mine(6);
@@ -186,6 +190,61 @@ describe("a restart finishes or undoes a reorg announcement a crash cut short (i
       [6, h("a", 6), h("c", 6), 5],
     ]);
     expect(blockNumbers(secondSent)).toEqual([6]);
+  });
+});
+
+/**
+ * Follows with a crash hook that throws at `point` (a SIGKILL there: nothing after it runs) and resolves once
+ * the follower died there; rejects when it did not within 5 s.
+ */
+async function crashAt(chain: ReturnType<typeof scriptedChain>, state: ReturnType<typeof createMemoryChainState>, point: CrashPoint) {
+  const { producer, sent } = recordingProducer();
+  const crash = new Error(`crash point ${point}`);
+  const ingester = createIngester({
+    source: chain.source,
+    producer,
+    logger,
+    state,
+    crashHook: (p) => {
+      if (p === point) throw crash;
+    },
+  });
+  const ended = await ingester.follow({ pollIntervalMs: 5, signal: AbortSignal.timeout(5000), finalizedEveryPolls: 0 }).then(
+    () => "stopped",
+    (err: unknown) => (err === crash ? "crashed" : err),
+  );
+  expect(ended).toBe("crashed");
+  return sent;
+}
+
+describe.each(CONFIRMATIONS)("crashes at produce-tip, then at announce-unwind of a reorg below that block ($label)", ({ headers }) => {
+  it("the next start unwinds the announced reorg and produces the new branch (it stalled for good: canon's replacement above the tip was taken for a block being produced)", async () => {
+    const chain = scriptedChain({ headers });
+    chain.mine(6);
+    const state = createMemoryChainState();
+    await run(chain, state, h("a", 5), 0);
+    // Crash 1: block 6 of A recorded in canon and produced, the tip still 5.
+    chain.mine(1);
+    const first = await crashAt(chain, state, "produce-tip");
+    expect(blockNumbers(first)).toEqual([6]);
+    expect((await state.loadFollower()).tip).toEqual({ number: 5, hash: h("a", 5) });
+    // While it is down, a reorg of depth 2 replaces 5 and 6 (the tip and the block above it).
+    chain.reorg(2, "c");
+    // Crash 2: the restart finds the reorg from block 6 (taken as produced), announces 5 and 6 (canon: C), dies before unwinding.
+    const second = await crashAt(chain, state, "announce-unwind");
+    expect(reorgsOf(second).map((r) => [r.number, r.orphanedHash, r.replacedBy])).toEqual([
+      [5, h("a", 5), h("c", 5)],
+      [6, h("a", 6), h("c", 6)],
+    ]);
+    expect([...(await state.hashesAt([5, 6])).values()]).toEqual([h("c", 5), h("c", 6)]);
+    expect((await state.loadFollower()).tip).toEqual({ number: 5, hash: h("a", 5) });
+    // The next start must unwind to 4 and produce C from 5 on, not wait for A's block 5 forever.
+    chain.mine(1, "c");
+    const { sent } = await run(chain, state, h("c", 7));
+    expect(blockNumbers(sent)).toEqual([5, 6, 7]);
+    expect(sent.filter((m) => m.kind === "blocks").map((m) => m.key)).toEqual([h("c", 5), h("c", 6), h("c", 7)]);
+    expect((await state.loadFollower()).tip).toEqual({ number: 7, hash: h("c", 7) });
+    expect([...(await state.hashesAt([4, 5, 6, 7])).values()]).toEqual([h("a", 4), h("c", 5), h("c", 6), h("c", 7)]);
   });
 });
 
