@@ -73,9 +73,9 @@ const MAX_BACKOFF_MS = 10_000;
  * their own pool), ms: at least `rebalanceTimeoutMs` + 5 s, because the group coordinator answers a
  * JoinGroup only once every member rejoined or left, which takes up to the rebalance timeout (a
  * member SIGKILLed without leaving is waited for until its session times out). A shorter timeout
- * gives up on a join that was about to succeed. The Java client does the same
- * (`max(request.timeout.ms, rebalance.timeout.ms + 5000)` for JoinGroup, KIP-266 /
- * ConsumerCoordinator); kafkajs gives JoinGroup `rebalanceTimeout + 5000` too.
+ * gives up on a join that was about to succeed. The Java client gives JoinGroup the rebalance
+ * timeout plus 5 s (https://github.com/apache/kafka/pull/5203), and so does kafkajs
+ * (`src/protocol/requests/joinGroup/index.js`, `NETWORK_DELAY`).
  * @param requestTimeoutMs - the transport's request timeout, ms.
  * @param rebalanceTimeoutMs - the member's rebalance timeout, ms.
  * @returns `max(requestTimeoutMs, rebalanceTimeoutMs + 5000)`.
