@@ -27,6 +27,9 @@ export const DEFAULT_WATCHLISTS_CONFIG: WatchlistsConfig = {
   bodyMaxBytes: 8 * 1024 * 1024,
 };
 
+/** Default of {@link WatchlistCopiesConfig.copyMaxBytes}: 512 MiB (ten lists of a million addresses, or one of 5,000,000 at 384 MiB). */
+export const DEFAULT_WATCHLIST_COPY_MAX_BYTES = 512 * 2 ** 20;
+
 /** Settings of the watchlist copies the match process keeps (lib/match/watchlist-filters.ts). */
 export interface WatchlistCopiesConfig {
   /**
@@ -44,5 +47,5 @@ export interface WatchlistCopiesConfig {
  * @throws {ConfigError} for a value that is not an integer ≥ 0.
  */
 export function watchlistCopiesOf(env: NodeJS.ProcessEnv): WatchlistCopiesConfig {
-  return { copyMaxBytes: int(env, "CHAINSIFT_WATCHLIST_COPY_MAX_BYTES", 512 * 2 ** 20, 0) };
+  return { copyMaxBytes: int(env, "CHAINSIFT_WATCHLIST_COPY_MAX_BYTES", DEFAULT_WATCHLIST_COPY_MAX_BYTES, 0) };
 }

@@ -31,6 +31,7 @@
  * @module
  */
 import type { BloomFilter } from "bloomfilter";
+import { DEFAULT_WATCHLIST_COPY_MAX_BYTES } from "../config/watchlists.js";
 import { AddressSet, addressSetBytes } from "../watchlists/address-set.js";
 import { addMember, createMemberFilter, mayContain, memberFilterBytes, memberFilterCapacity } from "../watchlists/bloom.js";
 import type { WatchlistChange } from "../watchlists/changes.js";
@@ -119,8 +120,8 @@ export interface WatchlistFiltersDeps {
   exactMaxBytes?: number;
 }
 
-/** Default of {@link WatchlistFiltersDeps.exactMaxBytes}: 512 MiB (ten lists of a million addresses, or one of 5,000,000 at 384 MiB); the match stage takes config `watchlistCopies.copyMaxBytes` (env `CHAINSIFT_WATCHLIST_COPY_MAX_BYTES`). */
-export const DEFAULT_EXACT_MAX_BYTES = 512 * 2 ** 20;
+/** Default of {@link WatchlistFiltersDeps.exactMaxBytes}: the config's default, 512 MiB; the match stage passes config `watchlistCopies.copyMaxBytes` (env `CHAINSIFT_WATCHLIST_COPY_MAX_BYTES`). */
+export const DEFAULT_EXACT_MAX_BYTES = DEFAULT_WATCHLIST_COPY_MAX_BYTES;
 
 /**
  * Applies logged changes to a copy, in order; false when a Bloom filter would pass its capacity
